@@ -1,0 +1,38 @@
+/**
+ * Every error the server answers with. The code is the stable contract; the message is for people.
+ * HTTP status per code is part of the contract too (see PROTOCOL.md).
+ */
+export const ERROR_CODES = {
+  bad_json: { status: 400, reason: 'The body is not valid JSON / MessagePack.' },
+  invalid_request: { status: 400, reason: 'The body or query does not match the schema (types, ranges, lengths).' },
+  unauthorized: { status: 401, reason: 'No credentials, or credentials that do not verify (forged, wrong key).' },
+  token_expired: { status: 401, reason: 'The JWT has expired; fetch a new one.' },
+  forbidden: { status: 403, reason: 'The credentials are valid but do not allow this (another user\'s data).' },
+  not_found: { status: 404, reason: 'No such endpoint.' },
+  unknown_conversation: { status: 404, reason: 'The conversation does not exist, or the user is not a member of it.' },
+  method_not_allowed: { status: 405, reason: 'The endpoint exists but not with this method.' },
+  payload_too_large: { status: 413, reason: 'The body exceeds the size limit.' },
+  unsupported_media_type: { status: 415, reason: 'Send application/json (or application/msgpack where accepted).' },
+  rate_limited: { status: 429, reason: 'Too many requests or frames; slow down.' },
+  internal: { status: 500, reason: 'An unexpected server error; the request may be retried.' },
+  unavailable: { status: 503, reason: 'The store is unreachable or the server is shutting down; retry.' },
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+export interface ErrorBody {
+  error: { code: ErrorCode; message: string };
+}
+
+/** An error meant for the client: carries its code, safe to show. Anything else is `internal`. */
+export class RedpointError extends Error {
+  readonly code: ErrorCode;
+  constructor(code: ErrorCode, message: string) {
+    super(message);
+    this.name = 'RedpointError';
+    this.code = code;
+  }
+  get status(): number {
+    return ERROR_CODES[this.code].status;
+  }
+}

@@ -1,0 +1,25 @@
+/** Hard limits on untrusted input. Every schema and the gateway refer to these, never to literals. */
+export const LIMITS = {
+  /** Ids (users, conversations): short opaque strings, safe as Redis key parts. */
+  idMaxLength: 128,
+  categoryMaxLength: 32,
+  /**
+   * Seqs are kept below 2^48 so that they stay exact integers through every layer
+   * (Lua numbers are doubles; MessagePack encodes them as int64).
+   */
+  maxSeq: 2 ** 48,
+  messagesPerBatch: 1000,
+  mentionsPerMessage: 1000,
+  membersPerChange: 10_000,
+  readsPerBatch: 500,
+  /** HTTP request bodies larger than this are refused with 413 before parsing. */
+  maxBodyBytes: 1024 * 1024,
+  /** Entries in one pull page; a client may ask for fewer. */
+  pullPageMax: 1000,
+  pullPageDefault: 500,
+  /** Pending @-mention seqs kept per conversation; beyond this the oldest are forgotten. */
+  mentionSeqsPerConversation: 1000,
+} as const;
+
+/** Ids are restricted to a character set that needs no escaping in keys, URLs or logs. */
+export const ID_PATTERN = '^[A-Za-z0-9_.:@-]+$';

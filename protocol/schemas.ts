@@ -1,0 +1,77 @@
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
+import { ID_PATTERN, LIMITS } from './limits.js';
+import { RedpointError } from './errors.js';
+
+/**
+ * Schemas of every untrusted input. They double as JSON Schema for the docs; `decode` checks a
+ * parsed value against one and throws `invalid_request` naming the first offending field.
+ */
+export const Id = Type.String({ minLength: 1, maxLength: LIMITS.idMaxLength, pattern: ID_PATTERN });
+export const Seq = Type.Integer({ minimum: 1, maximum: LIMITS.maxSeq });
+/** A read may name seq 0 (nothing read) without being an error. */
+export const ReadSeq = Type.Integer({ minimum: 0, maximum: LIMITS.maxSeq });
+export const Category = Type.String({ minLength: 1, maxLength: LIMITS.categoryMaxLength, pattern: ID_PATTERN });
+
+export const Message = Type.Object(
+  {
+    conv: Id,
+    seq: Seq,
+    sender: Id,
+    mentions: Type.Optional(Type.Array(Id, { maxItems: LIMITS.mentionsPerMessage })),
+  },
+  { additionalProperties: false },
+);
+export type MessageInput = Static<typeof Message>;
+
+export const MessageBatch = Type.Object(
+  { messages: Type.Array(Message, { minItems: 1, maxItems: LIMITS.messagesPerBatch }) },
+  { additionalProperties: false },
+);
+
+/** `POST /v1/messages` takes one message or `{messages: [...]}`; errors name the field either way. */
+export function decodeMessages(body: unknown): MessageInput[] {
+  if (typeof body === 'object' && body !== null && 'messages' in body) return decode(MessageBatch, body).messages;
+  return [decode(Message, body)];
+}
+
+export const MembersBody = Type.Object(
+  {
+    add: Type.Optional(Type.Array(Id, { maxItems: LIMITS.membersPerChange })),
+    remove: Type.Optional(Type.Array(Id, { maxItems: LIMITS.membersPerChange })),
+    category: Type.Optional(Category),
+  },
+  { additionalProperties: false },
+);
+
+export const ReadBody = Type.Object({ conv: Id, seq: ReadSeq }, { additionalProperties: false });
+
+export const SettingsBody = Type.Object(
+  { muted: Type.Optional(Type.Boolean()), markedUnread: Type.Optional(Type.Boolean()) },
+  { additionalProperties: false, minProperties: 1 },
+);
+
+/** `since` is `<version>` or `<epoch>:<version>`; omitted → from scratch. */
+export const SyncQuery = Type.Object({
+  since: Type.Optional(Type.String({ maxLength: 64, pattern: '^([A-Za-z0-9_-]{1,32}:)?[0-9]{1,15}$' })),
+  limit: Type.Optional(Type.String({ pattern: '^[0-9]{1,5}$' })),
+});
+
+const compiled = new WeakMap<TSchema, TypeCheck<TSchema>>();
+
+function checker<T extends TSchema>(schema: T): TypeCheck<T> {
+  let check = compiled.get(schema);
+  if (!check) {
+    check = TypeCompiler.Compile(schema);
+    compiled.set(schema, check);
+  }
+  return check as TypeCheck<T>;
+}
+
+export function decode<T extends TSchema>(schema: T, value: unknown): Static<T> {
+  const check = checker(schema);
+  if (check.Check(value)) return value;
+  const first = check.Errors(value).First();
+  const where = first?.path ? first.path : '(body)';
+  throw new RedpointError('invalid_request', `${where}: ${first?.message ?? 'invalid value'}`);
+}

@@ -1,0 +1,62 @@
+import type { Logger } from 'pino';
+import { Authenticator } from './auth/tokens.js';
+import type { Config } from './config.js';
+import type { Engine } from './engine/engine.js';
+import { createEngine } from './engine/create-engine.js';
+import { registerApiRoutes } from './gateway/api-routes.js';
+import { HttpRouter } from './gateway/http.js';
+import { registerOpsRoutes } from './gateway/ops-routes.js';
+import { closeApp, uws, type us_listen_socket } from './gateway/uws.js';
+import { Metrics } from './metrics/metrics.js';
+import { SyncService } from './sync/sync-service.js';
+
+export interface RunningServer {
+  readonly port: number;
+  readonly engine: Engine;
+  readonly sync: SyncService;
+  readonly metrics: Metrics;
+  /** Stop accepting, let in-flight work finish, close the store. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** Builds and starts one Redpoint process: engine, sync service, HTTP routes. */
+export async function startServer(config: Config, log: Logger, engine?: Engine): Promise<RunningServer> {
+  const store =
+    engine ??
+    (await createEngine({ redisUrl: config.redisUrl, snapshotEvery: config.snapshotEvery, streamMaxLen: config.streamMaxLen }));
+  const metrics = new Metrics();
+  const sync = new SyncService(store, { largeGroupThreshold: config.largeGroupThreshold });
+  sync.ingest.onFlush = (stats) => {
+    metrics.groupCommitBatch.observe(stats.messages);
+    metrics.groupCommitOps.observe(stats.userOps);
+  };
+  const auth = new Authenticator(config.jwtSecret, config.apiKey);
+  const app = uws.App();
+  const router = new HttpRouter(app, metrics, log);
+  const apiPaths = registerApiRoutes(router, { sync, auth, metrics });
+  const opsPaths = registerOpsRoutes(router, { engine: store, metrics });
+  router.fallback([...apiPaths, ...opsPaths]);
+
+  const listenSocket = await new Promise<us_listen_socket>((resolve, reject) => {
+    app.listen(config.host, config.port, (socket) => {
+      if (socket) resolve(socket);
+      else reject(new Error(`cannot listen on ${config.host}:${config.port} (port in use?)`));
+    });
+  });
+  const port = uws.us_socket_local_port(listenSocket);
+  metrics.ready.set(1);
+
+  let closing: Promise<void> | undefined;
+  const close = (): Promise<void> => {
+    closing ??= (async () => {
+      metrics.ready.set(0);
+      router.refuseNew();
+      uws.us_listen_socket_close(listenSocket);
+      await sync.idle();
+      await store.close();
+      closeApp(app);
+    })();
+    return closing;
+  };
+  return { port, engine: store, sync, metrics, close };
+}

@@ -1,0 +1,145 @@
+import { Type } from '@sinclair/typebox';
+import { RedpointError } from '../../protocol/errors.js';
+import { LIMITS } from '../../protocol/limits.js';
+import { Id, MembersBody, ReadBody, decodeMessages, SettingsBody, SyncQuery, decode } from '../../protocol/schemas.js';
+import type { Cursor, MessageEvent } from '../../protocol/types.js';
+import { bearer, type Authenticator } from '../auth/tokens.js';
+import type { UserOpResult } from '../engine/engine.js';
+import type { Metrics } from '../metrics/metrics.js';
+import type { SyncService } from '../sync/sync-service.js';
+import type { HttpRouter, Reply, RequestContext } from './http.js';
+
+interface ApiDeps {
+  sync: SyncService;
+  auth: Authenticator;
+  metrics: Metrics;
+}
+
+/** The HTTP API of PROTOCOL.md: message service endpoints (API key) and client endpoints (JWT). */
+export function registerApiRoutes(router: HttpRouter, { sync, auth, metrics }: ApiDeps): string[] {
+  const requireService = (ctx: RequestContext): void => {
+    const credential = bearer(ctx.authorization);
+    if (!credential || !auth.isApiKey(credential)) throw new RedpointError('unauthorized', 'missing or wrong API key');
+  };
+
+  /** The API key may act for any user; a user's JWT only for that user. */
+  const requireActingFor = async (ctx: RequestContext, uid: string): Promise<void> => {
+    const credential = bearer(ctx.authorization);
+    if (!credential) throw new RedpointError('unauthorized', 'missing Authorization: Bearer credential');
+    if (auth.isApiKey(credential)) return;
+    const subject = await auth.verifyUserToken(credential);
+    if (subject !== uid) throw new RedpointError('forbidden', 'a user token may only act for its own user');
+  };
+
+  const requireUser = async (ctx: RequestContext): Promise<string> => {
+    const credential = bearer(ctx.authorization);
+    if (!credential) throw new RedpointError('unauthorized', 'missing Authorization: Bearer <jwt>');
+    return auth.verifyUserToken(credential);
+  };
+
+  router.route(
+    'post',
+    '/v1/messages',
+    async (ctx) => {
+      requireService(ctx);
+      const messages: MessageEvent[] = decodeMessages(ctx.body);
+      await sync.postMessages(messages);
+      metrics.ingestMessages.inc(messages.length);
+      return { body: { ok: true, accepted: messages.length } };
+    },
+    { body: true },
+  );
+
+  router.route(
+    'put',
+    '/v1/conversations/:conv/members',
+    async (ctx) => {
+      requireService(ctx);
+      const conv = param(ctx, 0);
+      const body = decode(MembersBody, ctx.body);
+      const result = await sync.changeMembers(conv, {
+        add: body.add ?? [],
+        remove: body.remove ?? [],
+        ...(body.category !== undefined ? { category: body.category } : {}),
+      });
+      return { body: { conv, members: result.members, large: result.large } };
+    },
+    { body: true },
+  );
+
+  router.route(
+    'post',
+    '/v1/users/:uid/read',
+    async (ctx) => {
+      const uid = param(ctx, 0);
+      await requireActingFor(ctx, uid);
+      const body = decode(ReadBody, ctx.body);
+      return { body: changeReply(await sync.read(uid, body.conv, body.seq)) };
+    },
+    { body: true },
+  );
+
+  router.route('del', '/v1/users/:uid/conversations/:conv', async (ctx) => {
+    const uid = param(ctx, 0);
+    await requireActingFor(ctx, uid);
+    return { body: changeReply(await sync.deleteConversation(uid, param(ctx, 1))) };
+  });
+
+  router.route(
+    'put',
+    '/v1/users/:uid/conversations/:conv',
+    async (ctx) => {
+      const uid = param(ctx, 0);
+      await requireActingFor(ctx, uid);
+      const body = decode(SettingsBody, ctx.body);
+      return { body: changeReply(await sync.updateSettings(uid, param(ctx, 1), body)) };
+    },
+    { body: true },
+  );
+
+  router.route('get', '/v1/users/:uid/unread', async (ctx) => {
+    const uid = param(ctx, 0);
+    await requireActingFor(ctx, uid);
+    return { body: await sync.unread(uid) };
+  });
+
+  router.route('get', '/v1/sync', async (ctx): Promise<Reply> => {
+    const uid = await requireUser(ctx);
+    const query = decode(SyncQuery, Object.fromEntries(ctx.query));
+    const limit = query.limit === undefined ? LIMITS.pullPageDefault : Number(query.limit);
+    const reply = await sync.pull(uid, parseSince(query.since, ctx.query.get('epoch')), limit);
+    metrics.pulls.inc({ kind: reply.snapshot ? 'snapshot' : 'delta', transport: 'http' });
+    return { body: reply };
+  });
+
+  return ['/v1/messages', '/v1/conversations/:conv/members', '/v1/users/:uid/read', '/v1/users/:uid/conversations/:conv', '/v1/users/:uid/unread', '/v1/sync'];
+}
+
+const PathId = Type.Object({ id: Id });
+
+function param(ctx: RequestContext, index: number): string {
+  let raw = ctx.params[index] ?? '';
+  try {
+    raw = decodeURIComponent(raw);
+  } catch {
+    throw new RedpointError('invalid_request', `path parameter ${index + 1} is not valid percent-encoding`);
+  }
+  return decode(PathId, { id: raw }).id;
+}
+
+/**
+ * `since=<epoch>:<version>` (or `since=<version>&epoch=<epoch>`) continues a cursor; a bare
+ * version trusts the current epoch (empty epoch = wildcard). No `since`: start from a snapshot.
+ */
+export function parseSince(since: string | undefined, epochParam: string | null): Cursor | null {
+  if (since === undefined) return null;
+  const colon = since.lastIndexOf(':');
+  const epoch = colon >= 0 ? since.slice(0, colon) : (epochParam ?? '');
+  const version = Number(colon >= 0 ? since.slice(colon + 1) : since);
+  if (!Number.isSafeInteger(version)) throw new RedpointError('invalid_request', 'since: not an integer version');
+  return { epoch, version };
+}
+
+function changeReply(result: UserOpResult): object {
+  return { changed: result.changed, epoch: result.epoch, version: result.version, state: result.state };
+}

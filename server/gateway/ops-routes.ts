@@ -1,0 +1,17 @@
+import type { Engine } from '../engine/engine.js';
+import type { Metrics } from '../metrics/metrics.js';
+import type { HttpRouter } from './http.js';
+
+/** Liveness, readiness and Prometheus metrics; unauthenticated by design (bind them privately). */
+export function registerOpsRoutes(router: HttpRouter, { engine, metrics }: { engine: Engine; metrics: Metrics }): string[] {
+  router.route('get', '/healthz', async () => ({ body: { ok: true } }));
+  router.route('get', '/readyz', async () => {
+    const ready = await engine.ready().catch(() => false);
+    return { status: ready ? 200 : 503, body: { ready, engine: engine.kind } };
+  });
+  router.route('get', '/metrics', async () => ({
+    body: null,
+    text: { contentType: metrics.registry.contentType, content: await metrics.registry.metrics() },
+  }));
+  return ['/healthz', '/readyz', '/metrics'];
+}

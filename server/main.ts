@@ -1,0 +1,45 @@
+import { startServer } from './app.js';
+import { ConfigError, DEV_API_KEY, loadConfig } from './config.js';
+import { createLogger } from './logger.js';
+
+let config;
+try {
+  config = loadConfig();
+} catch (err) {
+  if (err instanceof ConfigError) {
+    console.error(`redpoint: ${err.message}`);
+    process.exit(2);
+  }
+  throw err;
+}
+const log = createLogger(config.logLevel);
+log.info(
+  { engine: config.redisUrl ? 'redis' : 'memory', redis: config.redisUrl?.replace(/\/\/[^@]*@/, '//***@') },
+  config.redisUrl ? 'engine: redis' : 'engine: memory (in-process; state is lost on restart — set REDIS_URL for durability)',
+);
+if (config.devMode) {
+  log.warn(
+    { apiKey: DEV_API_KEY, host: config.host },
+    'DEV MODE: no REDPOINT_API_KEY/REDPOINT_JWT_SECRET set; using published dev credentials and binding 127.0.0.1 only. Mint a client token with `npm run token -- <uid>`.',
+  );
+}
+
+const server = await startServer(config, log);
+log.info({ host: config.host, port: server.port }, `listening on http://${config.host}:${server.port}`);
+
+let stopping = false;
+const stop = async (signal: string): Promise<void> => {
+  if (stopping) return;
+  stopping = true;
+  log.info({ signal }, 'shutting down: refusing new work, draining in-flight writes');
+  const force = setTimeout(() => {
+    log.error('shutdown took longer than 10 s; exiting');
+    process.exit(1);
+  }, 10_000);
+  force.unref();
+  await server.close();
+  log.info('bye');
+  process.exit(0);
+};
+process.on('SIGTERM', () => void stop('SIGTERM'));
+process.on('SIGINT', () => void stop('SIGINT'));

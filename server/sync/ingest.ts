@@ -1,0 +1,125 @@
+import { RedpointError } from '../../protocol/errors.js';
+import type { MessageEvent } from '../../protocol/types.js';
+import type { Engine, RecordedMessage, UserOp, UserOpResult } from '../engine/engine.js';
+import type { SerialQueue } from './serial-queue.js';
+import type { SyncEvents } from './events.js';
+
+interface Submission {
+  messages: readonly MessageEvent[];
+  resolve(): void;
+  reject(err: unknown): void;
+}
+
+export interface FlushStats {
+  messages: number;
+  conversations: number;
+  userOps: number;
+}
+
+/**
+ * Message ingest with group commit: while one flush is in flight, new submissions queue up and
+ * the next flush merges them all — per (user, conversation) into ONE op carrying the max seqs.
+ * No timer: a lone message is flushed at once; under load each flush simply carries more.
+ * A submission resolves only once its messages are applied in the store.
+ */
+export class Ingest {
+  private pending: Submission[] = [];
+  private draining = false;
+  onFlush: ((stats: FlushStats) => void) | undefined;
+
+  constructor(
+    private readonly engine: Engine,
+    private readonly queue: SerialQueue,
+    private readonly events: SyncEvents,
+  ) {}
+
+  submit(messages: readonly MessageEvent[]): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.pending.push({ messages, resolve, reject });
+      if (!this.draining) void this.drain();
+    });
+  }
+
+  private async drain(): Promise<void> {
+    this.draining = true;
+    try {
+      while (this.pending.length > 0) {
+        const batch = this.pending;
+        this.pending = [];
+        try {
+          await this.queue.run(() => this.flush(batch.flatMap((s) => s.messages)));
+          for (const s of batch) s.resolve();
+        } catch (err) {
+          for (const s of batch) s.reject(err);
+        }
+      }
+    } finally {
+      this.draining = false;
+    }
+  }
+
+  private async flush(messages: readonly MessageEvent[]): Promise<void> {
+    const headByConv = new Map<string, number>();
+    for (const m of messages) headByConv.set(m.conv, Math.max(headByConv.get(m.conv) ?? 0, m.seq));
+    const convs = [...headByConv.keys()];
+    const recorded = await Promise.all(convs.map((conv) => this.engine.recordMessage(conv, headByConv.get(conv) ?? 0)));
+    const byConv = new Map<string, RecordedMessage>();
+    convs.forEach((conv, i) => {
+      const r = recorded[i];
+      if (!r) throw new RedpointError('unknown_conversation', `unknown conversation ${conv}`);
+      byConv.set(conv, r);
+    });
+
+    const ops = mergeOps(messages, byConv);
+    const results = await this.engine.applyUserOps(ops);
+    this.publish(ops, results, byConv);
+    this.onFlush?.({ messages: messages.length, conversations: convs.length, userOps: ops.length });
+  }
+
+  private publish(ops: readonly UserOp[], results: readonly UserOpResult[], byConv: Map<string, RecordedMessage>): void {
+    ops.forEach((op, i) => {
+      const r = results[i];
+      if (r?.changed) this.events.emitUser({ uid: op.uid, conv: op.conv, epoch: r.epoch, version: r.version, state: r.state });
+    });
+    for (const [conv, r] of byConv) {
+      if (r.info.large) this.events.emitHead({ conv, maxSeq: r.info.maxSeq });
+    }
+  }
+}
+
+type MessageOp = Extract<UserOp, { type: 'message' }>;
+
+/**
+ * One op per (user, conversation) for the whole batch. Write diffusion: every member gets the
+ * conversation's newest seq. Read diffusion: only senders (their own message is read) and
+ * mentioned users get a write — O(1) per message whatever the group size.
+ */
+export function mergeOps(messages: readonly MessageEvent[], byConv: ReadonlyMap<string, RecordedMessage>): MessageOp[] {
+  const ops = new Map<string, MessageOp & { mentionSeqs: number[] }>();
+  const opFor = (uid: string, conv: string) => {
+    const key = `${uid}\u0000${conv}`;
+    let op = ops.get(key);
+    if (!op) {
+      op = { type: 'message', uid, conv, lastSeq: 0, readSeq: 0, mentionSeqs: [] };
+      ops.set(key, op);
+    }
+    return op;
+  };
+  for (const m of messages) {
+    const r = byConv.get(m.conv);
+    if (!r) continue;
+    if (r.members) {
+      for (const uid of r.members) opFor(uid, m.conv).lastSeq = Math.max(opFor(uid, m.conv).lastSeq, m.seq);
+    }
+    const own = opFor(m.sender, m.conv);
+    own.lastSeq = Math.max(own.lastSeq, m.seq);
+    own.readSeq = Math.max(own.readSeq, m.seq);
+    for (const uid of new Set(m.mentions ?? [])) {
+      if (uid === m.sender) continue;
+      const op = opFor(uid, m.conv);
+      op.lastSeq = Math.max(op.lastSeq, m.seq);
+      op.mentionSeqs.push(m.seq);
+    }
+  }
+  return [...ops.values()];
+}

@@ -1,0 +1,200 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { accessSync, constants as fsConstants } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createConnection, createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { delimiter, join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
+
+/**
+ * A private `redis-server` for one test file: its own port and its own temp dir, so the tests
+ * never touch the machine's Redis (6379) and never depend on what another suite left behind.
+ */
+export interface RedisServerOptions {
+  /** AOF persistence with this fsync policy; off (no persistence at all) by default. */
+  aof?: false | 'everysec' | 'always';
+  /** Bound on waiting for PING after a start or restart. */
+  startTimeoutMs?: number;
+}
+
+export interface RedisServer {
+  readonly url: string;
+  readonly port: number;
+  readonly dir: string;
+  /** Graceful stop (SIGTERM: Redis flushes the AOF), then the temp dir is removed. */
+  stop(): Promise<void>;
+  /** SIGKILL: a crash. The dir is kept so that `restart()` can show what survived. */
+  kill(): Promise<void>;
+  /** Stop gracefully if still running, then start again on the same port with the same dir. */
+  restart(): Promise<void>;
+}
+
+export const REDIS_NOT_FOUND =
+  'redis-server not found on PATH: install it (apt-get install -y redis-server) — the Redis tests never skip';
+
+const EXIT_TIMEOUT_MS = 10_000;
+const POLL_INTERVAL_MS = 20;
+const OUTPUT_KEPT = 8_192;
+
+/** Servers still running, killed if the test process exits without stopping them. */
+const live = new Set<ChildProcess>();
+let exitHookInstalled = false;
+
+export async function startRedisServer(options: RedisServerOptions = {}): Promise<RedisServer> {
+  const bin = findOnPath('redis-server');
+  if (!bin) throw new Error(REDIS_NOT_FOUND);
+  installExitHook();
+  const port = await freePort();
+  const dir = await mkdtemp(join(tmpdir(), 'redpoint-redis-'));
+  const confPath = join(dir, 'redis.conf');
+  await writeFile(confPath, config(port, dir, options.aof ?? false));
+  const startTimeout = options.startTimeoutMs ?? 15_000;
+
+  let child: ChildProcess | null = null;
+  let output = '';
+  const launch = async (): Promise<void> => {
+    output = '';
+    const proc = spawn(bin, [confPath], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const keep = (chunk: Buffer): void => {
+      output = (output + chunk.toString()).slice(-OUTPUT_KEPT);
+    };
+    proc.stdout?.on('data', keep);
+    proc.stderr?.on('data', keep);
+    live.add(proc);
+    proc.once('exit', () => live.delete(proc));
+    child = proc;
+    await waitForPing(port, proc, startTimeout, () => output);
+  };
+  const halt = async (signal: NodeJS.Signals): Promise<void> => {
+    const proc = child;
+    child = null;
+    if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
+    const exited = waitForExit(proc, EXIT_TIMEOUT_MS);
+    proc.kill(signal);
+    if (!(await exited)) {
+      proc.kill('SIGKILL');
+      if (!(await waitForExit(proc, EXIT_TIMEOUT_MS))) throw new Error(`redis-server on port ${port} did not exit`);
+    }
+  };
+
+  await launch().catch(async (err: unknown) => {
+    await halt('SIGKILL');
+    await rm(dir, { recursive: true, force: true });
+    throw err;
+  });
+
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    port,
+    dir,
+    async stop() {
+      await halt('SIGTERM');
+      await rm(dir, { recursive: true, force: true });
+    },
+    async kill() {
+      await halt('SIGKILL');
+    },
+    async restart() {
+      await halt('SIGTERM');
+      await launch();
+    },
+  };
+}
+
+function config(port: number, dir: string, aof: false | 'everysec' | 'always'): string {
+  const lines = [
+    `port ${port}`,
+    'bind 127.0.0.1',
+    `dir ${dir}`,
+    'save ""',
+    'daemonize no',
+    'logfile ""',
+    'protected-mode yes',
+    aof ? 'appendonly yes' : 'appendonly no',
+  ];
+  if (aof) lines.push(`appendfsync ${aof}`);
+  return lines.join('\n') + '\n';
+}
+
+function findOnPath(name: string): string | null {
+  for (const dir of (process.env.PATH ?? '').split(delimiter)) {
+    if (!dir) continue;
+    const candidate = join(dir, name);
+    try {
+      accessSync(candidate, fsConstants.X_OK);
+      return candidate;
+    } catch {
+      // not in this PATH entry
+    }
+  }
+  return null;
+}
+
+/** Binding port 0 lets the kernel pick a free port; there is a small race until Redis binds it. */
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const address = srv.address();
+      if (!address || typeof address === 'string') {
+        srv.close();
+        reject(new Error('could not get a free port'));
+        return;
+      }
+      srv.close(() => resolve(address.port));
+    });
+  });
+}
+
+async function waitForPing(port: number, proc: ChildProcess, timeoutMs: number, output: () => string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (proc.exitCode !== null || proc.signalCode !== null) {
+      throw new Error(`redis-server exited during start (port ${port}):\n${output()}`);
+    }
+    // A Redis loading its AOF answers -LOADING; only +PONG means it takes commands.
+    if (await pingOnce(port)) return;
+    if (Date.now() > deadline) {
+      throw new Error(`redis-server on port ${port} did not answer PING within ${timeoutMs} ms:\n${output()}`);
+    }
+    await delay(POLL_INTERVAL_MS);
+  }
+}
+
+function pingOnce(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    let reply = '';
+    const socket = createConnection({ host: '127.0.0.1', port });
+    const done = (ok: boolean): void => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(500, () => done(false));
+    socket.once('error', () => done(false));
+    socket.once('connect', () => socket.write('PING\r\n'));
+    socket.on('data', (chunk) => {
+      reply += chunk.toString();
+      if (reply.includes('\r\n')) done(reply.startsWith('+PONG'));
+    });
+  });
+}
+
+function waitForExit(proc: ChildProcess, timeoutMs: number): Promise<boolean> {
+  if (proc.exitCode !== null || proc.signalCode !== null) return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(false), timeoutMs);
+    proc.once('exit', () => {
+      clearTimeout(timer);
+      resolve(true);
+    });
+  });
+}
+
+function installExitHook(): void {
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  process.once('exit', () => {
+    for (const proc of live) proc.kill('SIGKILL');
+  });
+}

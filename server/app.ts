@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { Authenticator } from './auth/tokens.js';
-import type { Config } from './config.js';
+import { defaultWsOptions, type Config } from './config.js';
 import type { Engine } from './engine/engine.js';
 import { createEngine } from './engine/create-engine.js';
 import { registerApiRoutes } from './gateway/api-routes.js';
@@ -8,6 +8,9 @@ import { HttpRouter } from './gateway/http.js';
 import { registerOpsRoutes } from './gateway/ops-routes.js';
 import { closeApp, uws, type us_listen_socket } from './gateway/uws.js';
 import { Metrics } from './metrics/metrics.js';
+import { LocalBus, type Bus } from './pubsub/bus.js';
+import { RedisBus } from './pubsub/redis-bus.js';
+import { WsGateway } from './gateway/ws-gateway.js';
 import { SyncService } from './sync/sync-service.js';
 
 export interface RunningServer {
@@ -15,6 +18,7 @@ export interface RunningServer {
   readonly engine: Engine;
   readonly sync: SyncService;
   readonly metrics: Metrics;
+  readonly gateway: WsGateway;
   /** Stop accepting, let in-flight work finish, close the store. Idempotent. */
   close(): Promise<void>;
 }
@@ -33,6 +37,8 @@ export async function startServer(config: Config, log: Logger, engine?: Engine):
   const auth = new Authenticator(config.jwtSecret, config.apiKey);
   const app = uws.App();
   const router = new HttpRouter(app, metrics, log);
+  const bus: Bus = config.redisUrl ? new RedisBus(config.redisUrl) : new LocalBus();
+  const gateway = new WsGateway(app, bus, sync, auth, metrics, log, { ...defaultWsOptions, ...config.ws });
   const apiPaths = registerApiRoutes(router, { sync, auth, metrics });
   const opsPaths = registerOpsRoutes(router, { engine: store, metrics });
   router.fallback([...apiPaths, ...opsPaths]);
@@ -52,11 +58,13 @@ export async function startServer(config: Config, log: Logger, engine?: Engine):
       metrics.ready.set(0);
       router.refuseNew();
       uws.us_listen_socket_close(listenSocket);
+      gateway.shutdown();
       await sync.idle();
+      await bus.close();
       await store.close();
       closeApp(app);
     })();
     return closing;
   };
-  return { port, engine: store, sync, metrics, close };
+  return { port, engine: store, sync, metrics, gateway, close };
 }

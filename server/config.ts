@@ -1,6 +1,29 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 
+export interface WsOptions {
+  helloTimeoutMs: number;
+  versionEverySeconds: number;
+  maxConnectionsPerUser: number;
+  framesPerSecond: number;
+  framesBurst: number;
+  idleTimeoutSeconds: number;
+  maxPayloadBytes: number;
+  /** Above this, topic publishes skip the socket (it is told to pull once it drains). */
+  maxBackpressureBytes: number;
+}
+
+export const defaultWsOptions: WsOptions = {
+  helloTimeoutMs: 5000,
+  versionEverySeconds: 120,
+  maxConnectionsPerUser: 10,
+  framesPerSecond: 20,
+  framesBurst: 60,
+  idleTimeoutSeconds: 60,
+  maxPayloadBytes: 64 * 1024,
+  maxBackpressureBytes: 1024 * 1024,
+};
+
 /** Dev-mode credentials: published on purpose, accepted only on 127.0.0.1. */
 export const DEV_API_KEY = 'dev-api-key';
 export const DEV_JWT_SECRET = 'redpoint-dev-secret-do-not-use-in-production';
@@ -22,6 +45,16 @@ const Env = Type.Object({
   SNAPSHOT_EVERY: Type.Integer({ minimum: 2, maximum: 100_000, default: 100 }),
   /** Stream history kept per user, in entries (trimmed at snapshot boundaries only). */
   STREAM_MAX_LEN: Type.Integer({ minimum: 10, maximum: 10_000_000, default: 1000 }),
+  /** Seconds between the server's `version` frames to each connection (the safety net). */
+  WS_VERSION_EVERY_SECONDS: Type.Integer({ minimum: 1, maximum: 3600, default: 120 }),
+  /** A connection must send a valid hello within this many milliseconds. */
+  WS_HELLO_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 60_000, default: 5000 }),
+  /** Connections per user per process; a newer one closes the oldest. */
+  WS_MAX_CONNECTIONS_PER_USER: Type.Integer({ minimum: 1, maximum: 1000, default: 10 }),
+  /** Sustained client frames per second per connection (burst: 3x). */
+  WS_FRAMES_PER_SECOND: Type.Integer({ minimum: 1, maximum: 10_000, default: 20 }),
+  /** Seconds without traffic before a connection is dropped (uWS pings automatically before). */
+  WS_IDLE_TIMEOUT_SECONDS: Type.Integer({ minimum: 8, maximum: 960, default: 60 }),
   /** pino level. */
   LOG_LEVEL: Type.Union(
     ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
@@ -44,13 +77,25 @@ export interface Config {
   snapshotEvery: number;
   streamMaxLen: number;
   logLevel: EnvValues['LOG_LEVEL'];
+  /** WebSocket tuning; anything left out takes the default of `defaultWsOptions`. */
+  ws?: Partial<WsOptions>;
 }
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
-const NUMERIC = new Set(['PORT', 'LARGE_GROUP_THRESHOLD', 'SNAPSHOT_EVERY', 'STREAM_MAX_LEN']);
+const NUMERIC = new Set([
+  'PORT',
+  'LARGE_GROUP_THRESHOLD',
+  'SNAPSHOT_EVERY',
+  'STREAM_MAX_LEN',
+  'WS_VERSION_EVERY_SECONDS',
+  'WS_HELLO_TIMEOUT_MS',
+  'WS_MAX_CONNECTIONS_PER_USER',
+  'WS_FRAMES_PER_SECOND',
+  'WS_IDLE_TIMEOUT_SECONDS',
+]);
 
 /** Reads and validates the environment; throws ConfigError naming every bad variable. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -85,5 +130,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     snapshotEvery: values.SNAPSHOT_EVERY,
     streamMaxLen: values.STREAM_MAX_LEN,
     logLevel: values.LOG_LEVEL,
+    ws: {
+      versionEverySeconds: values.WS_VERSION_EVERY_SECONDS,
+      helloTimeoutMs: values.WS_HELLO_TIMEOUT_MS,
+      maxConnectionsPerUser: values.WS_MAX_CONNECTIONS_PER_USER,
+      framesPerSecond: values.WS_FRAMES_PER_SECOND,
+      framesBurst: values.WS_FRAMES_PER_SECOND * 3,
+      idleTimeoutSeconds: values.WS_IDLE_TIMEOUT_SECONDS,
+    },
   };
 }

@@ -34,6 +34,8 @@ export interface Engine {
   applyUserOps(ops: readonly UserOp[]): Promise<UserOpResult[]>;
   /** The user's changes after `since`, or the newest snapshot and what follows it. */
   pull(uid: string, since: Cursor | null, limit: number): Promise<StoredPull>;
+  /** The user's current cursor (creates the stream's epoch if the user has none yet). */
+  position(uid: string): Promise<Cursor>;
   /** Every conversation the user is a member of, with the stored totals (write-diffused part). */
   userState(uid: string): Promise<StoredUserState>;
 

@@ -48,6 +48,54 @@ export class Metrics {
     labelNames: ['kind', 'transport'] as const,
     registers: [this.registry],
   });
+  readonly connections = new Gauge({
+    name: 'redpoint_ws_connections',
+    help: 'Open WebSocket connections (authenticated or not)',
+    registers: [this.registry],
+  });
+  readonly framesIn = new Counter({
+    name: 'redpoint_ws_frames_in_total',
+    help: 'Client frames received, by type',
+    labelNames: ['type'] as const,
+    registers: [this.registry],
+  });
+  readonly framesOut = new Counter({
+    name: 'redpoint_ws_frames_out_total',
+    help: 'Frames sent to clients, by type (a topic publish counts once)',
+    labelNames: ['type'] as const,
+    registers: [this.registry],
+  });
+  readonly fanout = new Histogram({
+    name: 'redpoint_push_fanout_sockets',
+    help: 'Local sockets one push reached',
+    buckets: [0, 1, 2, 5, 10, 100, 1000, 10000],
+    registers: [this.registry],
+  });
+  readonly notifyLatency = new Histogram({
+    name: 'redpoint_notify_latency_seconds',
+    help: 'Message arrival at ingest to push written to the sockets',
+    buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+    registers: [this.registry],
+  });
+  readonly closes = new Counter({
+    name: 'redpoint_ws_closes_total',
+    help: 'Connections closed by the server, by reason',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
+  readonly storeLatency = new Histogram({
+    name: 'redpoint_store_op_seconds',
+    help: 'Latency of store calls (Redis script round trips) by operation',
+    labelNames: ['op'] as const,
+    buckets: [0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5],
+    registers: [this.registry],
+  });
+  readonly streamLength = new Histogram({
+    name: 'redpoint_pull_entries',
+    help: 'Entries returned per pull page (how far behind clients are)',
+    buckets: [0, 1, 2, 5, 10, 50, 100, 500, 1000],
+    registers: [this.registry],
+  });
   readonly ready = new Gauge({
     name: 'redpoint_ready',
     help: '1 when the store is reachable and the server accepts traffic',

@@ -8,12 +8,15 @@ export interface UserChange {
   version: number;
   /** null: the user left the conversation. */
   state: ConvState | null;
+  /** When the message that caused it reached the server (ms, performance time origin based), for latency metrics. */
+  at?: number;
 }
 
 /** A read-diffused conversation got a new head: one push to every member online. */
 export interface HeadChange {
   conv: string;
   maxSeq: number;
+  at?: number;
 }
 
 export interface SyncListener {

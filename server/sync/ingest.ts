@@ -6,6 +6,8 @@ import type { SyncEvents } from './events.js';
 
 interface Submission {
   messages: readonly MessageEvent[];
+  /** Arrival time, carried to pushes for the notify-latency metric. */
+  at: number;
   resolve(): void;
   reject(err: unknown): void;
 }
@@ -35,7 +37,7 @@ export class Ingest {
 
   submit(messages: readonly MessageEvent[]): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      this.pending.push({ messages, resolve, reject });
+      this.pending.push({ messages, at: wallClockMs(), resolve, reject });
       if (!this.draining) void this.drain();
     });
   }
@@ -47,7 +49,8 @@ export class Ingest {
         const batch = this.pending;
         this.pending = [];
         try {
-          await this.queue.run(() => this.flush(batch.flatMap((s) => s.messages)));
+          const at = Math.min(...batch.map((s) => s.at));
+          await this.queue.run(() => this.flush(batch.flatMap((s) => s.messages), at));
           for (const s of batch) s.resolve();
         } catch (err) {
           for (const s of batch) s.reject(err);
@@ -58,7 +61,7 @@ export class Ingest {
     }
   }
 
-  private async flush(messages: readonly MessageEvent[]): Promise<void> {
+  private async flush(messages: readonly MessageEvent[], at: number): Promise<void> {
     const headByConv = new Map<string, number>();
     for (const m of messages) headByConv.set(m.conv, Math.max(headByConv.get(m.conv) ?? 0, m.seq));
     const convs = [...headByConv.keys()];
@@ -72,19 +75,24 @@ export class Ingest {
 
     const ops = mergeOps(messages, byConv);
     const results = await this.engine.applyUserOps(ops);
-    this.publish(ops, results, byConv);
+    this.publish(ops, results, byConv, at);
     this.onFlush?.({ messages: messages.length, conversations: convs.length, userOps: ops.length });
   }
 
-  private publish(ops: readonly UserOp[], results: readonly UserOpResult[], byConv: Map<string, RecordedMessage>): void {
+  private publish(ops: readonly UserOp[], results: readonly UserOpResult[], byConv: Map<string, RecordedMessage>, at: number): void {
     ops.forEach((op, i) => {
       const r = results[i];
-      if (r?.changed) this.events.emitUser({ uid: op.uid, conv: op.conv, epoch: r.epoch, version: r.version, state: r.state });
+      if (r?.changed) this.events.emitUser({ uid: op.uid, conv: op.conv, epoch: r.epoch, version: r.version, state: r.state, at });
     });
     for (const [conv, r] of byConv) {
-      if (r.info.large) this.events.emitHead({ conv, maxSeq: r.info.maxSeq });
+      if (r.info.large) this.events.emitHead({ conv, maxSeq: r.info.maxSeq, at });
     }
   }
+}
+
+/** Milliseconds since the Unix epoch with sub-ms precision, comparable across processes on one host. */
+export function wallClockMs(): number {
+  return performance.timeOrigin + performance.now();
 }
 
 type MessageOp = Extract<UserOp, { type: 'message' }>;

@@ -8,6 +8,12 @@ import { Ingest } from './ingest.js';
 import { changeMembership, type MembershipChange, type MembershipResult } from './membership.js';
 import { SerialQueue } from './serial-queue.js';
 
+export interface BatchResult {
+  epoch: string;
+  version: number;
+  rejected: string[];
+}
+
 export interface SyncOptions {
   largeGroupThreshold: number;
 }
@@ -47,6 +53,23 @@ export class SyncService {
 
   async read(uid: string, conv: string, seq: number): Promise<UserOpResult> {
     return this.applyMemberOp({ type: 'read', uid, conv, seq });
+  }
+
+  /**
+   * A batch of reads from one device, applied in one round trip. Conversations the user is not a
+   * member of are reported back, not applied.
+   */
+  async readBatch(uid: string, reads: ReadonlyArray<readonly [string, number]>): Promise<BatchResult> {
+    const ops: UserOp[] = reads.map(([conv, seq]) => ({ type: 'read', uid, conv, seq }));
+    const results = await this.engine.applyUserOps(ops);
+    this.emitChanges(ops, results);
+    const position = await this.engine.position(uid);
+    const rejected = ops.filter((_, i) => !results[i]?.member).map((op) => op.conv);
+    return { epoch: position.epoch, version: Math.max(position.version, ...results.map((r) => r.version)), rejected };
+  }
+
+  async position(uid: string): Promise<Cursor> {
+    return this.engine.position(uid);
   }
 
   async deleteConversation(uid: string, conv: string): Promise<UserOpResult> {

@@ -120,6 +120,11 @@ export class MemoryEngine implements Engine {
     return { epoch: user.epoch, ...(snapshot ? { snapshot } : {}), entries, version, more: version < user.version, largeConvs };
   }
 
+  async position(uid: string): Promise<Cursor> {
+    const user = this.user(uid);
+    return { epoch: user.epoch, version: user.version };
+  }
+
   async userState(uid: string): Promise<StoredUserState> {
     const user = this.user(uid);
     const states = [...user.convs.values()].filter((r) => r.member).map(toConvState);

@@ -1,0 +1,145 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { Id, ReadSeq } from './schemas.js';
+import { LIMITS } from './limits.js';
+import type { ConvState, PullReply } from './types.js';
+
+/**
+ * WebSocket frames. Binary frames carry MessagePack, text frames JSON; the server answers in the
+ * format of the client's `hello`. Every frame is a map with a type tag `t`.
+ */
+
+export const CursorSchema = Type.Object(
+  { epoch: Type.String({ maxLength: 32 }), version: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }) },
+  { additionalProperties: false },
+);
+
+/** Client request ids: echoed in the reply so a client can match acks (any small integer). */
+const RequestId = Type.Integer({ minimum: 0, maximum: 2 ** 31 });
+
+export const HelloFrame = Type.Object(
+  {
+    t: Type.Literal('hello'),
+    token: Type.String({ minLength: 1, maxLength: 4096 }),
+    cursor: Type.Optional(CursorSchema),
+    device: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+  },
+  { additionalProperties: false },
+);
+
+export const PullFrame = Type.Object(
+  {
+    t: Type.Literal('pull'),
+    id: RequestId,
+    since: Type.Optional(CursorSchema),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: LIMITS.pullPageMax })),
+  },
+  { additionalProperties: false },
+);
+
+export const ReadFrame = Type.Object(
+  {
+    t: Type.Literal('read'),
+    id: RequestId,
+    reads: Type.Array(Type.Tuple([Id, ReadSeq]), { minItems: 1, maxItems: LIMITS.readsPerBatch }),
+  },
+  { additionalProperties: false },
+);
+
+export const SettingsFrame = Type.Object(
+  {
+    t: Type.Literal('settings'),
+    id: RequestId,
+    conv: Id,
+    muted: Type.Optional(Type.Boolean()),
+    markedUnread: Type.Optional(Type.Boolean()),
+    /** Delete the conversation for this user (it comes back with the next message). */
+    deleted: Type.Optional(Type.Literal(true)),
+  },
+  { additionalProperties: false, minProperties: 4 },
+);
+
+export type HelloFrame = Static<typeof HelloFrame>;
+export type PullFrame = Static<typeof PullFrame>;
+export type ReadFrame = Static<typeof ReadFrame>;
+export type SettingsFrame = Static<typeof SettingsFrame>;
+export type ClientFrame = HelloFrame | PullFrame | ReadFrame | SettingsFrame;
+
+/** Schemas by tag, so an error names the field of the frame the client meant to send. */
+export const CLIENT_FRAME_SCHEMAS = {
+  hello: HelloFrame,
+  pull: PullFrame,
+  read: ReadFrame,
+  settings: SettingsFrame,
+} as const;
+
+export interface WelcomeFrame {
+  t: 'welcome';
+  uid: string;
+  connId: string;
+  /** Seconds between the server's `version` frames (the safety net). */
+  versionEvery: number;
+}
+
+/** A page of the user's stream (reply to hello or pull). */
+export interface SyncFrame extends PullReply {
+  t: 'sync';
+  id?: number;
+}
+
+/** One change of the user's stream, pushed: apply it only if `v` is the next expected version. */
+export interface ChangeFrame {
+  t: 'change';
+  epoch: string;
+  v: number;
+  conv: string;
+  /** null: the user left the conversation. */
+  state: ConvState | null;
+}
+
+/** A read-diffused conversation's new head: `<conv, lastSeq>`, no version (it is not in the user's stream). */
+export interface HeadFrame {
+  t: 'head';
+  conv: string;
+  lastSeq: number;
+}
+
+/** The safety net: the server's current cursor; a client behind it pulls. */
+export interface VersionFrame {
+  t: 'version';
+  epoch: string;
+  version: number;
+}
+
+export interface AckFrame {
+  t: 'ack';
+  id: number;
+  epoch: string;
+  /** The user's version after the request (the highest version the request produced). */
+  version: number;
+  /** Conversations the request could not apply (not a member / unknown). */
+  rejected?: Array<{ conv: string; code: string }>;
+}
+
+export interface ErrorFrame {
+  t: 'error';
+  id?: number;
+  code: string;
+  message: string;
+}
+
+export type ServerFrame = WelcomeFrame | SyncFrame | ChangeFrame | HeadFrame | VersionFrame | AckFrame | ErrorFrame;
+
+/** WebSocket close codes (4000-4999 are application codes). A client reconnects unless told not to. */
+export const CLOSE_CODES = {
+  going_away: { code: 1001, reconnect: true, reason: 'Server shutting down: reconnect (to another instance).' },
+  service_restart: { code: 1012, reconnect: true, reason: 'Server restarting: reconnect with backoff.' },
+  hello_timeout: { code: 4001, reconnect: true, reason: 'No valid hello within the deadline.' },
+  unauthorized: { code: 4002, reconnect: false, reason: 'The token in hello is missing, forged or for no valid user.' },
+  token_expired: { code: 4003, reconnect: true, reason: 'The token expired: fetch a new one, then reconnect.' },
+  protocol_error: { code: 4004, reconnect: false, reason: 'A frame before hello, a second hello, or repeated malformed frames.' },
+  rate_limited: { code: 4008, reconnect: true, reason: 'Frames sent far above the rate limit; reconnect after backoff.' },
+  too_many_connections: { code: 4009, reconnect: false, reason: 'A newer connection of the same user replaced this one (per-user limit).' },
+  slow_consumer: { code: 4010, reconnect: true, reason: 'The client did not read its socket; reconnect and pull.' },
+} as const;
+
+export type CloseReason = keyof typeof CLOSE_CODES;

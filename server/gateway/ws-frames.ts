@@ -1,0 +1,33 @@
+import { decodeJson, decodeMsgpack } from '../../protocol/codec.js';
+import { RedpointError } from '../../protocol/errors.js';
+import { CLIENT_FRAME_SCHEMAS, type ClientFrame } from '../../protocol/frames.js';
+import { decode } from '../../protocol/schemas.js';
+
+const textDecoder = new TextDecoder('utf-8', { fatal: true });
+
+/** Decodes and validates one client frame; returns (not throws) the error, to keep the hot path flat. */
+export function parseClientFrame(message: ArrayBuffer, isBinary: boolean): ClientFrame | RedpointError {
+  try {
+    let value: unknown;
+    if (isBinary) {
+      value = decodeMsgpack(new Uint8Array(message));
+    } else {
+      let text: string;
+      try {
+        text = textDecoder.decode(message);
+      } catch {
+        throw new RedpointError('bad_json', 'text frame is not valid UTF-8');
+      }
+      value = decodeJson(text);
+    }
+    if (typeof value !== 'object' || value === null || !('t' in value) || typeof value.t !== 'string') {
+      throw new RedpointError('invalid_request', 'a frame is an object with a string type tag `t`');
+    }
+    const schema = CLIENT_FRAME_SCHEMAS[value.t as keyof typeof CLIENT_FRAME_SCHEMAS];
+    if (!schema) throw new RedpointError('invalid_request', `unknown frame type ${JSON.stringify(value.t).slice(0, 40)}`);
+    return decode(schema, value) as ClientFrame;
+  } catch (err) {
+    if (err instanceof RedpointError) return err;
+    return new RedpointError('bad_json', 'undecodable frame');
+  }
+}

@@ -1,0 +1,250 @@
+import type { Logger } from 'pino';
+import { nanoid } from 'nanoid';
+import { encodeMsgpack } from '../../protocol/codec.js';
+import { RedpointError } from '../../protocol/errors.js';
+import { CLOSE_CODES, type CloseReason, type ServerFrame, type VersionFrame } from '../../protocol/frames.js';
+import type { Authenticator } from '../auth/tokens.js';
+import type { WsOptions } from '../config.js';
+import type { Metrics } from '../metrics/metrics.js';
+import type { Bus } from '../pubsub/bus.js';
+import type { UserChange } from '../sync/events.js';
+import type { SyncService } from '../sync/sync-service.js';
+import { Fanout, convChannel, topicFor, userChannel } from './fanout.js';
+import { TokenBucket } from './rate-limiter.js';
+import { parseClientFrame } from './ws-frames.js';
+import { handleFrame } from './ws-handlers.js';
+import { uws, type TemplatedApp, type WebSocket } from './uws.js';
+
+/** Per-socket state, kept in uWS user data (never a monkey-patched socket). */
+export interface Conn {
+  id: string;
+  remote: string;
+  uid: string | null;
+  device: string;
+  /** Format of the client's hello: replies and pushes use the same. */
+  binary: boolean;
+  helloTimer: NodeJS.Timeout | undefined;
+  bucket: TokenBucket;
+  malformed: number;
+  /** Large-group channels this socket is subscribed to. */
+  convs: Set<string>;
+  closed: boolean;
+  congested: boolean;
+}
+
+export type Socket = WebSocket<Conn>;
+
+const HARD_BACKPRESSURE_FACTOR = 16;
+const MAX_MALFORMED = 10;
+
+/**
+ * WebSocket `/v1/ws`: hello with a JWT, then pull / read / settings, with pushes from the fanout.
+ * Owns connection hygiene: hello deadline, rate limit, backpressure, per-user connection limit,
+ * idle pings (uWS), the periodic version frame, and draining on shutdown.
+ */
+export class WsGateway {
+  readonly fanout: Fanout;
+  private readonly users = new Map<string, Set<Socket>>();
+  private readonly sockets = new Set<Socket>();
+  private readonly versionTimer: NodeJS.Timeout;
+  private closing = false;
+
+  constructor(
+    app: TemplatedApp,
+    bus: Bus,
+    readonly sync: SyncService,
+    private readonly auth: Authenticator,
+    readonly metrics: Metrics,
+    readonly log: Logger,
+    readonly options: WsOptions,
+  ) {
+    this.fanout = new Fanout(app, bus, metrics, { onUserChange: (c) => this.followMembership(c) }, sync.events);
+    app.ws<Conn>('/v1/ws', {
+      maxPayloadLength: options.maxPayloadBytes,
+      idleTimeout: options.idleTimeoutSeconds,
+      sendPingsAutomatically: true,
+      maxBackpressure: options.maxBackpressureBytes,
+      closeOnBackpressureLimit: 0,
+      compression: uws.DISABLED,
+      upgrade: (res, req, context) => {
+        const remote = Buffer.from(res.getRemoteAddressAsText()).toString();
+        const conn: Conn = {
+          id: nanoid(10),
+          remote,
+          uid: null,
+          device: '',
+          binary: false,
+          helloTimer: undefined,
+          bucket: new TokenBucket(options.framesPerSecond, options.framesBurst, options.framesBurst),
+          malformed: 0,
+          convs: new Set(),
+          closed: false,
+          congested: false,
+        };
+        res.upgrade(conn, req.getHeader('sec-websocket-key'), req.getHeader('sec-websocket-protocol'), req.getHeader('sec-websocket-extensions'), context);
+      },
+      open: (ws) => this.onOpen(ws),
+      message: (ws, message, isBinary) => this.onMessage(ws, message, isBinary),
+      drain: (ws) => this.onDrain(ws),
+      close: (ws) => this.onClose(ws),
+    });
+    this.versionTimer = setInterval(() => void this.sendVersions(), options.versionEverySeconds * 1000);
+    this.versionTimer.unref();
+  }
+
+  get connectionCount(): number {
+    return this.sockets.size;
+  }
+
+  send(ws: Socket, frame: ServerFrame): void {
+    const conn = ws.getUserData();
+    if (conn.closed) return;
+    const status = conn.binary ? ws.send(encodeMsgpack(frame), true) : ws.send(JSON.stringify(frame), false);
+    this.metrics.framesOut.inc({ type: frame.t });
+    if (status !== 1) conn.congested = true;
+    if (ws.getBufferedAmount() > this.options.maxBackpressureBytes * HARD_BACKPRESSURE_FACTOR) this.close(ws, 'slow_consumer');
+  }
+
+  close(ws: Socket, reason: CloseReason): void {
+    const conn = ws.getUserData();
+    if (conn.closed) return;
+    this.metrics.closes.inc({ reason });
+    const { code } = CLOSE_CODES[reason];
+    ws.end(code, reason);
+  }
+
+  /** Called once hello verified: registers the socket under its user and subscribes its topics. */
+  async authenticate(ws: Socket, token: string, device: string | undefined): Promise<string> {
+    const uid = await this.auth.verifyUserToken(token);
+    const conn = ws.getUserData();
+    if (conn.closed) return uid;
+    clearTimeout(conn.helloTimer);
+    conn.uid = uid;
+    conn.device = device ?? conn.id;
+    let mine = this.users.get(uid);
+    if (!mine) {
+      mine = new Set();
+      this.users.set(uid, mine);
+    }
+    mine.add(ws);
+    if (mine.size > this.options.maxConnectionsPerUser) {
+      const oldest = mine.values().next().value;
+      if (oldest) this.close(oldest, 'too_many_connections');
+    }
+    this.subscribe(ws, userChannel(uid));
+    return uid;
+  }
+
+  /** Subscribes a socket to the large groups named in a pull reply's heads. */
+  followHeads(ws: Socket, heads: Readonly<Record<string, number>>): void {
+    for (const conv of Object.keys(heads)) this.followConv(ws, conv, true);
+  }
+
+  /** Stop accepting work and tell every client to reconnect elsewhere. */
+  shutdown(): void {
+    this.closing = true;
+    clearInterval(this.versionTimer);
+    for (const ws of [...this.sockets]) this.close(ws, 'going_away');
+  }
+
+  private onOpen(ws: Socket): void {
+    const conn = ws.getUserData();
+    this.sockets.add(ws);
+    this.metrics.connections.set(this.sockets.size);
+    if (this.closing) {
+      this.close(ws, 'going_away');
+      return;
+    }
+    conn.helloTimer = setTimeout(() => {
+      if (!conn.uid) this.close(ws, 'hello_timeout');
+    }, this.options.helloTimeoutMs);
+  }
+
+  private onMessage(ws: Socket, message: ArrayBuffer, isBinary: boolean): void {
+    const conn = ws.getUserData();
+    const verdict = conn.bucket.take();
+    if (verdict === 'close') return this.close(ws, 'rate_limited');
+    if (verdict === 'refuse') {
+      this.metrics.errors.inc({ code: 'rate_limited' });
+      return this.send(ws, { t: 'error', code: 'rate_limited', message: 'too many frames; slow down' });
+    }
+    if (!conn.uid) conn.binary = isBinary;
+    // uWS neuters `message` after this callback returns: decode synchronously.
+    const parsed = parseClientFrame(message, isBinary);
+    if (parsed instanceof RedpointError) {
+      this.metrics.errors.inc({ code: parsed.code });
+      this.metrics.framesIn.inc({ type: 'invalid' });
+      conn.malformed += 1;
+      if (conn.malformed >= MAX_MALFORMED) return this.close(ws, 'protocol_error');
+      return this.send(ws, { t: 'error', code: parsed.code, message: parsed.message });
+    }
+    this.metrics.framesIn.inc({ type: parsed.t });
+    void handleFrame(this, ws, parsed);
+  }
+
+  private onDrain(ws: Socket): void {
+    const conn = ws.getUserData();
+    if (!conn.congested || !conn.uid || ws.getBufferedAmount() > this.options.maxBackpressureBytes / 2) return;
+    conn.congested = false;
+    // Publishes may have skipped this socket while it was congested: tell it to check.
+    void this.sendVersion([ws], conn.uid);
+  }
+
+  private onClose(ws: Socket): void {
+    const conn = ws.getUserData();
+    conn.closed = true;
+    clearTimeout(conn.helloTimer);
+    this.sockets.delete(ws);
+    this.metrics.connections.set(this.sockets.size);
+    for (const conv of conn.convs) this.fanout.release(convChannel(conv));
+    conn.convs.clear();
+    if (!conn.uid) return;
+    this.fanout.release(userChannel(conn.uid));
+    const mine = this.users.get(conn.uid);
+    mine?.delete(ws);
+    if (mine?.size === 0) this.users.delete(conn.uid);
+  }
+
+  private subscribe(ws: Socket, channel: string): void {
+    ws.subscribe(topicFor(channel, ws.getUserData().binary));
+    this.fanout.retain(channel);
+  }
+
+  private followConv(ws: Socket, conv: string, follow: boolean): void {
+    const conn = ws.getUserData();
+    if (conn.closed || follow === conn.convs.has(conv)) return;
+    const topic = topicFor(convChannel(conv), conn.binary);
+    if (follow) {
+      conn.convs.add(conv);
+      ws.subscribe(topic);
+      this.fanout.retain(convChannel(conv));
+    } else {
+      conn.convs.delete(conv);
+      ws.unsubscribe(topic);
+      this.fanout.release(convChannel(conv));
+    }
+  }
+
+  /** Joins, leaves and mode switches arrive as user changes: follow large groups accordingly. */
+  private followMembership(change: UserChange): void {
+    const mine = this.users.get(change.uid);
+    if (!mine) return;
+    const follow = change.state?.large === true;
+    for (const ws of mine) this.followConv(ws, change.conv, follow);
+  }
+
+  /** The safety net: each online user's sockets hear the server's cursor now and then. */
+  private async sendVersions(): Promise<void> {
+    await Promise.all([...this.users].map(([uid, sockets]) => this.sendVersion([...sockets], uid)));
+  }
+
+  private async sendVersion(sockets: Socket[], uid: string): Promise<void> {
+    try {
+      const position = await this.sync.position(uid);
+      const frame: VersionFrame = { t: 'version', epoch: position.epoch, version: position.version };
+      for (const ws of sockets) this.send(ws, frame);
+    } catch (err) {
+      this.log.warn({ err, uid }, 'version check failed');
+    }
+  }
+}

@@ -11,6 +11,8 @@ export interface WsOptions {
   maxPayloadBytes: number;
   /** Above this, topic publishes skip the socket (it is told to pull once it drains). */
   maxBackpressureBytes: number;
+  /** Test-only, never read from the environment: fraction of pushes to drop on purpose. */
+  testDropPushRatio?: number;
 }
 
 export const defaultWsOptions: WsOptions = {

@@ -32,6 +32,8 @@ export class Fanout {
     private readonly metrics: Metrics,
     private readonly delivery: LocalDelivery,
     events: SyncEvents,
+    /** Test-only: drop this fraction of pushes, to prove that pulls repair what pushes miss. */
+    private readonly dropRatio = 0,
   ) {
     events.subscribe({
       userChanged: (change) => bus.publish(userChannel(change.uid), encodeMsgpack(['u', change] satisfies BusEvent)),
@@ -77,6 +79,10 @@ export class Fanout {
   }
 
   private publish(channel: string, frame: ChangeFrame | HeadFrame, at: number | undefined): void {
+    if (this.dropRatio > 0 && Math.random() < this.dropRatio) {
+      this.metrics.framesOut.inc({ type: 'dropped_by_test_switch' });
+      return;
+    }
     const jsonTopic = topicFor(channel, false);
     const binTopic = topicFor(channel, true);
     const jsonSubs = this.app.numSubscribers(jsonTopic);

@@ -58,7 +58,7 @@ export class WsGateway {
     readonly log: Logger,
     readonly options: WsOptions,
   ) {
-    this.fanout = new Fanout(app, bus, metrics, { onUserChange: (c) => this.followMembership(c) }, sync.events);
+    this.fanout = new Fanout(app, bus, metrics, { onUserChange: (c) => this.followMembership(c) }, sync.events, options.testDropPushRatio ?? 0);
     app.ws<Conn>('/v1/ws', {
       maxPayloadLength: options.maxPayloadBytes,
       idleTimeout: options.idleTimeoutSeconds,

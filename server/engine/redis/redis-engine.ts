@@ -1,0 +1,291 @@
+import { Redis } from 'ioredis';
+import { nanoid } from 'nanoid';
+import { LIMITS } from '../../../protocol/limits.js';
+import type { ConvEntry, Cursor, Snapshot } from '../../../protocol/types.js';
+import type {
+  ConvInfo,
+  Engine,
+  EngineOptions,
+  RecordedMessage,
+  StoredPull,
+  StoredUserState,
+  UserOp,
+  UserOpResult,
+} from '../engine.js';
+import { toConvState } from '../rules.js';
+import {
+  asArray,
+  asBuffer,
+  asNumber,
+  asStrings,
+  decodeRecord,
+  decodeSnapshotConvs,
+  decodeState,
+  type Reply,
+} from './codec.js';
+import { convKeys, userKeys, type UserKeys } from './keys.js';
+import { defineScripts, ensureScriptsLoaded, loadScriptSources, type ScriptedRedis, type ScriptName } from './scripts.js';
+
+export interface RedisEngineOptions extends EngineOptions {
+  url: string;
+  /** Prefix of every key (default `rp`); lets several engines share one Redis, e.g. in tests. */
+  prefix?: string;
+}
+
+const READY_TIMEOUT_MS = 1_000;
+
+/** Same length as the memory engine's epochs. */
+const newEpoch = (): string => nanoid(12);
+
+/**
+ * The Redis engine. Each per-user change is ONE Lua script over keys sharing the user's hash tag
+ * (record, totals, version, stream entry, snapshot and trim change together); conversation-level
+ * changes are one script over the conversation's keys. No command spans two hash tags, so the
+ * key layout and scripts are Cluster-ready; the client itself is single-node ioredis for now.
+ */
+export class RedisEngine implements Engine {
+  readonly kind = 'redis' as const;
+  private readonly prefix: string;
+  private lastConnectionError: Error | undefined;
+
+  private constructor(
+    private readonly client: ScriptedRedis,
+    private readonly options: RedisEngineOptions,
+    private readonly sources: Record<ScriptName, string>,
+    private readonly shas: string[],
+  ) {
+    this.prefix = options.prefix ?? 'rp';
+    // Without a listener ioredis prints every failed reconnect; callers learn of an outage from
+    // ready() and from failing commands instead.
+    client.on('error', (err: Error) => {
+      this.lastConnectionError = err;
+    });
+  }
+
+  /** Connects and loads the scripts; rejects when Redis does not answer or a script is invalid. */
+  static async create(options: RedisEngineOptions): Promise<RedisEngine> {
+    // Auto-pipelining: the per-member scripts of one ingest batch go out in one round trip.
+    const client = new Redis(options.url, { enableAutoPipelining: true, lazyConnect: true });
+    const swallow = (): void => {}; // connect() rejects with the same error
+    client.on('error', swallow);
+    try {
+      await client.connect();
+      const sources = loadScriptSources();
+      const shas = await defineScripts(client, sources);
+      return new RedisEngine(client as ScriptedRedis, options, sources, shas);
+    } catch (err) {
+      client.disconnect();
+      throw err;
+    } finally {
+      client.off('error', swallow);
+    }
+  }
+
+  async ensureConversation(conv: string, category?: string): Promise<ConvInfo> {
+    const k = convKeys(this.prefix, conv);
+    const given = category !== undefined;
+    const reply = await this.client.convEnsureBuffer(k.meta, k.members, given ? '1' : '0', category ?? 'default');
+    return convInfo(conv, asArray(reply));
+  }
+
+  async getConversation(conv: string): Promise<ConvInfo | null> {
+    const k = convKeys(this.prefix, conv);
+    const reply = await this.client.convGetBuffer(k.meta, k.members);
+    return reply === null ? null : convInfo(conv, asArray(reply));
+  }
+
+  async recordMessage(conv: string, seq: number): Promise<RecordedMessage | null> {
+    const k = convKeys(this.prefix, conv);
+    const reply = await this.client.convRecordBuffer(k.meta, k.members, seq);
+    if (reply === null) return null;
+    const parts = asArray(reply);
+    const info = convInfo(conv, parts);
+    return info.large ? { info } : { info, members: asStrings(parts[4]) };
+  }
+
+  async changeMembers(conv: string, add: readonly string[], remove: readonly string[]): Promise<number> {
+    const k = convKeys(this.prefix, conv);
+    const count = asNumber(await this.client.convMembersBuffer(k.meta, k.members, add.length, ...add, ...remove));
+    if (count < 0) throw new Error(`unknown conversation ${conv}`);
+    return count;
+  }
+
+  async members(conv: string): Promise<string[]> {
+    return this.client.smembers(convKeys(this.prefix, conv).members);
+  }
+
+  async setConversationMode(conv: string, large: boolean): Promise<void> {
+    const ok = asNumber(await this.client.convModeBuffer(convKeys(this.prefix, conv).meta, large ? '1' : '0'));
+    if (ok !== 1) throw new Error(`unknown conversation ${conv}`);
+  }
+
+  async heads(convs: readonly string[]): Promise<Record<string, number>> {
+    // One HMGET per conversation (each its own hash tag), pipelined by auto-pipelining.
+    const replies = await Promise.all(convs.map((conv) => this.client.hmget(convKeys(this.prefix, conv).meta, 'exists', 'maxSeq')));
+    const out: Record<string, number> = {};
+    replies.forEach(([exists, maxSeq], i) => {
+      const conv = convs[i];
+      if (conv !== undefined && exists === '1' && maxSeq != null) out[conv] = Number(maxSeq);
+    });
+    return out;
+  }
+
+  async applyUserOps(ops: readonly UserOp[]): Promise<UserOpResult[]> {
+    // Issued together so that auto-pipelining sends them in one round trip; Redis runs them in
+    // this order, so ops on the same user keep their order too.
+    return Promise.all(ops.map((op) => this.applyUserOp(op)));
+  }
+
+  async pull(uid: string, since: Cursor | null, limit: number): Promise<StoredPull> {
+    const k = userKeys(this.prefix, uid);
+    const reply = asArray(
+      await this.client.pullBuffer(
+        k.meta,
+        k.stream,
+        k.snaps,
+        k.large,
+        newEpoch(),
+        since?.epoch ?? '',
+        since?.version ?? 0,
+        Math.max(0, Math.floor(limit)),
+        this.options.snapshotEvery,
+      ),
+    );
+    const version = asNumber(reply[1]);
+    let snapshot: Snapshot | undefined;
+    if (asNumber(reply[3]) === 1) {
+      snapshot = { v: asNumber(reply[4]), convs: decodeSnapshotConvs(asBuffer(reply[5])) };
+    }
+    const flat = asArray(reply[6]);
+    const entries: ConvEntry[] = [];
+    for (let i = 0; i + 2 < flat.length; i += 3) {
+      entries.push({ v: asNumber(flat[i]), conv: asBuffer(flat[i + 1]).toString(), state: decodeState(asBuffer(flat[i + 2])) });
+    }
+    return {
+      epoch: asBuffer(reply[0]).toString(),
+      ...(snapshot ? { snapshot } : {}),
+      entries,
+      version,
+      more: asNumber(reply[2]) === 1,
+      largeConvs: asStrings(reply[7]),
+    };
+  }
+
+  async position(uid: string): Promise<Cursor> {
+    const reply = asArray(await this.client.positionBuffer(userKeys(this.prefix, uid).meta, newEpoch()));
+    return { epoch: asBuffer(reply[0]).toString(), version: asNumber(reply[1]) };
+  }
+
+  async userState(uid: string): Promise<StoredUserState> {
+    const k = userKeys(this.prefix, uid);
+    const reply = asArray(await this.client.userStateBuffer(k.meta, k.convs, k.totals, newEpoch()));
+    const states = asArray(reply[2])
+      .map((r) => decodeRecord(asBuffer(r)))
+      .filter((r) => r.member)
+      .map(toConvState);
+    const totals: StoredUserState['totals'] = { total: 0, mentions: 0, categories: {} };
+    const fields = asStrings(reply[3]);
+    for (let i = 0; i + 1 < fields.length; i += 2) {
+      const field = fields[i] ?? '';
+      const value = Number(fields[i + 1]);
+      if (field === 'total') totals.total = value;
+      else if (field === 'mentions') totals.mentions = value;
+      else if (field.startsWith('cat:') && value !== 0) totals.categories[field.slice(4)] = value;
+    }
+    return { epoch: asBuffer(reply[0]).toString(), version: asNumber(reply[1]), states, totals };
+  }
+
+  async ready(): Promise<boolean> {
+    // Not connected: answer now instead of waiting in the offline queue for a reconnect.
+    if (this.client.status !== 'ready') return false;
+    // A PING sent just as the connection drops waits for the reconnect: bound it, a readiness
+    // probe must answer.
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), READY_TIMEOUT_MS);
+    });
+    const check = async (): Promise<boolean> => {
+      if ((await this.client.ping()) !== 'PONG') return false;
+      await ensureScriptsLoaded(this.client, this.sources, this.shas);
+      return true;
+    };
+    try {
+      return await Promise.race([check(), timeout]);
+    } catch {
+      return false;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** The last connection error ioredis reported (it reconnects on its own), for diagnostics. */
+  get lastError(): Error | undefined {
+    return this.lastConnectionError;
+  }
+
+  async close(): Promise<void> {
+    if (this.client.status === 'end') return;
+    if (this.client.status === 'ready') {
+      await this.client.quit().catch(() => this.client.disconnect());
+    } else {
+      this.client.disconnect();
+    }
+  }
+
+  private async applyUserOp(op: UserOp): Promise<UserOpResult> {
+    const k = userKeys(this.prefix, op.uid);
+    const reply = asArray(await this.client.userApplyBuffer(...userApplyKeys(k), ...this.userApplyArgs(op)));
+    return {
+      changed: asNumber(reply[0]) === 1,
+      member: asNumber(reply[1]) === 1,
+      epoch: asBuffer(reply[2]).toString(),
+      version: asNumber(reply[3]),
+      state: decodeState(asBuffer(reply[4])),
+    };
+  }
+
+  private userApplyArgs(op: UserOp): (string | number)[] {
+    const head = [newEpoch(), this.options.snapshotEvery, this.options.streamMaxLen, LIMITS.mentionSeqsPerConversation, op.type, op.conv];
+    switch (op.type) {
+      case 'message':
+        return [...head, op.lastSeq, op.readSeq, ...op.mentionSeqs];
+      case 'read':
+        return [...head, op.seq];
+      case 'join':
+        return [...head, op.head, op.category, op.large ? '1' : '0'];
+      case 'leave':
+        return head;
+      case 'delete':
+        return [...head, op.head];
+      case 'settings':
+        return [...head, flag(op.muted), flag(op.markedUnread)];
+      case 'mode':
+        return [...head, op.large ? '1' : '0', op.head];
+      case 'category':
+        return [...head, op.category];
+    }
+  }
+}
+
+export function createRedisEngine(options: RedisEngineOptions): Promise<RedisEngine> {
+  return RedisEngine.create(options);
+}
+
+function userApplyKeys(k: UserKeys): string[] {
+  return [k.meta, k.convs, k.totals, k.stream, k.snaps, k.large];
+}
+
+/** Settings are tri-state: set, cleared, or left as they are. */
+function flag(v: boolean | undefined): string {
+  return v === undefined ? '-' : v ? '1' : '0';
+}
+
+function convInfo(conv: string, parts: Reply[]): ConvInfo {
+  return {
+    conv,
+    maxSeq: asNumber(parts[0]),
+    large: asNumber(parts[1]) === 1,
+    category: asBuffer(parts[2]).toString(),
+    memberCount: asNumber(parts[3]),
+  };
+}

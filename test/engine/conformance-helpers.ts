@@ -1,0 +1,97 @@
+import { expect } from 'vitest';
+import type { ConvState, Cursor } from '../../protocol/types.js';
+import type { Engine, StoredUserState, UserOp, UserOpResult } from '../../server/engine/engine.js';
+
+/** A small seeded PRNG, so a failing randomized run can be replayed exactly. */
+export function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export function sorted<T>(list: readonly T[], key: (x: T) => string = String): T[] {
+  return [...list].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
+}
+
+export function convWith(partial: Partial<ConvState> & { conv: string }): ConvState {
+  return {
+    lastSeq: 0,
+    readSeq: 0,
+    mentions: 0,
+    muted: false,
+    markedUnread: false,
+    category: 'private',
+    large: false,
+    deletedSeq: -1,
+    ...partial,
+  };
+}
+
+/** The totals as the memory model computes them from the conversation states. */
+export function totalsFrom(states: readonly ConvState[]): StoredUserState['totals'] {
+  const totals = { total: 0, mentions: 0, categories: {} as Record<string, number> };
+  for (const s of states) {
+    if (s.large || s.muted || s.lastSeq <= s.deletedSeq) continue;
+    const unread = Math.max(0, s.lastSeq - s.readSeq);
+    totals.total += unread;
+    totals.mentions += s.mentions;
+    if (unread !== 0) totals.categories[s.category] = (totals.categories[s.category] ?? 0) + unread;
+  }
+  return totals;
+}
+
+export function expectTotalsConsistent(state: StoredUserState, label = ''): void {
+  expect(state.totals, `stored totals ${label}`).toEqual(totalsFrom(state.states));
+}
+
+/**
+ * What a client holds after pulling from `cursor` (holding `start`) until `more` is false.
+ * Checks on the way that versions are contiguous and, given `history` (the state at every
+ * version), that every snapshot equals the state at its version.
+ */
+export async function rebuild(
+  e: Engine,
+  uid: string,
+  cursor: Cursor | null,
+  start: ReadonlyMap<string, ConvState>,
+  limit: number,
+  history?: readonly (ReadonlyMap<string, ConvState> | undefined)[],
+): Promise<Map<string, ConvState>> {
+  const held = new Map(start);
+  let since = cursor;
+  for (let page = 0; page < 10_000; page++) {
+    const p = await e.pull(uid, since, limit);
+    let at = since?.version ?? 0;
+    if (p.snapshot) {
+      held.clear();
+      for (const s of p.snapshot.convs) held.set(s.conv, s);
+      at = p.snapshot.v;
+      if (history) expect(sorted(p.snapshot.convs, (s) => s.conv), `snapshot v${at}`).toEqual(sorted([...(history[at]?.values() ?? [])], (s) => s.conv));
+    }
+    for (const entry of p.entries) {
+      expect(entry.v, 'entries are contiguous').toBe(at + 1);
+      at = entry.v;
+      if (entry.state) held.set(entry.conv, entry.state);
+      else held.delete(entry.conv);
+    }
+    expect(p.version).toBe(at);
+    if (!p.more) return held;
+    since = { epoch: p.epoch, version: p.version };
+  }
+  throw new Error('pull never finished');
+}
+
+export const join = (uid: string, conv: string, head = 0, category = 'private', large = false): UserOp => ({ type: 'join', uid, conv, head, category, large });
+export const message = (uid: string, conv: string, lastSeq: number, readSeq = 0, mentionSeqs: number[] = []): UserOp => ({ type: 'message', uid, conv, lastSeq, readSeq, mentionSeqs });
+export const read = (uid: string, conv: string, seq: number): UserOp => ({ type: 'read', uid, conv, seq });
+
+export async function one(e: Engine, op: UserOp): Promise<UserOpResult> {
+  const [r] = await e.applyUserOps([op]);
+  if (!r) throw new Error('applyUserOps returned no result');
+  return r;
+}

@@ -1,0 +1,288 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { LIMITS } from '../../protocol/limits.js';
+import type { ConvState } from '../../protocol/types.js';
+import type { Engine, EngineOptions } from '../../server/engine/engine.js';
+import { convWith, expectTotalsConsistent, join, message, mulberry32, one, read, sorted } from './conformance-helpers.js';
+import { pullConformance } from './conformance-pull.js';
+import { randomizedOps } from './conformance-random.js';
+
+export interface EngineHandle {
+  engine: Engine;
+  cleanup(): Promise<void>;
+}
+
+export type MakeEngine = (opts: EngineOptions) => Promise<EngineHandle>;
+export type UseEngine = (opts?: Partial<EngineOptions>) => Promise<Engine>;
+
+const DEFAULTS: EngineOptions = { snapshotEvery: 100, streamMaxLen: 1000 };
+
+/**
+ * The Engine contract, run against every implementation. Anything an engine does that this suite
+ * does not pin down is not part of the contract.
+ */
+export function engineConformance(name: string, makeEngine: MakeEngine): void {
+  describe(`engine conformance: ${name}`, () => {
+    const handles: EngineHandle[] = [];
+    afterEach(async () => {
+      for (const h of handles.splice(0)) await h.cleanup();
+    });
+    const use: UseEngine = async (opts = {}) => {
+      const h = await makeEngine({ ...DEFAULTS, ...opts });
+      handles.push(h);
+      return h.engine;
+    };
+    const stateOf = async (e: Engine, uid: string, conv: string): Promise<ConvState | undefined> =>
+      (await e.userState(uid)).states.find((s) => s.conv === conv);
+
+    describe('conversations', () => {
+      it('recordMessage on an unknown conversation returns null and creates nothing', async () => {
+        const e = await use();
+        expect(await e.recordMessage('nope', 5)).toBeNull();
+        expect(await e.getConversation('nope')).toBeNull();
+        expect(await e.heads(['nope'])).toEqual({});
+        expect(await e.members('nope')).toEqual([]);
+        await expect(e.changeMembers('nope', ['a'], [])).rejects.toThrow();
+        await expect(e.setConversationMode('nope', true)).rejects.toThrow();
+      });
+
+      it('ensureConversation creates once; a given category replaces the stored one', async () => {
+        const e = await use();
+        expect(await e.ensureConversation('c1')).toEqual({ conv: 'c1', maxSeq: 0, large: false, category: 'default', memberCount: 0 });
+        expect((await e.ensureConversation('c1', 'group')).category).toBe('group');
+        expect((await e.ensureConversation('c1')).category).toBe('group');
+        expect(await e.getConversation('c1')).toEqual({ conv: 'c1', maxSeq: 0, large: false, category: 'group', memberCount: 0 });
+      });
+
+      it('recordMessage max-merges maxSeq and returns members only when write-diffused', async () => {
+        const e = await use();
+        await e.ensureConversation('c1');
+        expect(await e.changeMembers('c1', ['a', 'b', 'c'], [])).toBe(3);
+        expect(await e.changeMembers('c1', ['d'], ['c'])).toBe(3);
+        expect(sorted(await e.members('c1'))).toEqual(['a', 'b', 'd']);
+        const first = await e.recordMessage('c1', 5);
+        expect(first?.info.maxSeq).toBe(5);
+        expect(sorted(first?.members ?? [])).toEqual(['a', 'b', 'd']);
+        expect((await e.recordMessage('c1', 3))?.info.maxSeq).toBe(5);
+        const big = 2 ** 48 - 1;
+        expect((await e.recordMessage('c1', big))?.info.maxSeq).toBe(big);
+        await e.setConversationMode('c1', true);
+        const large = await e.recordMessage('c1', big);
+        expect(large?.info).toEqual({ conv: 'c1', maxSeq: big, large: true, category: 'default', memberCount: 3 });
+        expect(large?.members).toBeUndefined();
+        await e.ensureConversation('c2');
+        expect(await e.heads(['c1', 'c2', 'nope'])).toEqual({ c1: big, c2: 0 });
+      });
+
+      it('changeMembers takes thousands of members at once', async () => {
+        const e = await use();
+        await e.ensureConversation('big');
+        const uids = Array.from({ length: 10_000 }, (_, i) => `m${i}`);
+        expect(await e.changeMembers('big', uids, [])).toBe(10_000);
+        expect(await e.changeMembers('big', ['extra'], uids.slice(0, 9_000))).toBe(1_001);
+        expect((await e.recordMessage('big', 1))?.members).toHaveLength(1_001);
+      });
+    });
+
+    describe('per-user state', () => {
+      it('join does not make older messages unread', async () => {
+        const e = await use();
+        const r = await one(e, join('u', 'c', 10, 'group'));
+        expect(r).toMatchObject({ changed: true, member: true, version: 1 });
+        expect(r.state).toEqual(convWith({ conv: 'c', lastSeq: 10, readSeq: 10, category: 'group' }));
+        expect((await e.userState('u')).totals).toEqual({ total: 0, mentions: 0, categories: {} });
+        expect(await one(e, join('u', 'c', 20))).toMatchObject({ changed: false, version: 1 });
+      });
+
+      it('a message makes the conversation unread; a duplicate changes nothing', async () => {
+        const e = await use();
+        await one(e, join('u', 'c', 0, 'group'));
+        const r = await one(e, message('u', 'c', 3));
+        expect(r).toMatchObject({ changed: true, member: true, version: 2 });
+        expect(r.state).toEqual(convWith({ conv: 'c', lastSeq: 3, category: 'group' }));
+        expect((await e.userState('u')).totals).toEqual({ total: 3, mentions: 0, categories: { group: 3 } });
+        const dup = await one(e, message('u', 'c', 3));
+        expect(dup).toMatchObject({ changed: false, member: true, version: 2 });
+        expect(dup.state).toEqual(r.state);
+        expect((await e.userState('u')).version).toBe(2);
+        expect((await e.pull('u', null, 100)).entries.map((x) => x.v)).toEqual([1, 2]);
+      });
+
+      it('reordered messages give the same state', async () => {
+        const e = await use();
+        const msgs = [message('x', 'c', 1, 0, [1]), message('x', 'c', 2), message('x', 'c', 3, 0, [3]), read('x', 'c', 1)];
+        const orders = [[0, 1, 2, 3], [3, 2, 1, 0], [2, 0, 3, 1], [1, 3, 0, 2]];
+        const states: (ConvState | undefined)[] = [];
+        for (const [i, order] of orders.entries()) {
+          const uid = `u${i}`;
+          await one(e, join(uid, 'c'));
+          for (const j of order) await one(e, { ...msgs[j]!, uid });
+          states.push(await stateOf(e, uid, 'c'));
+        }
+        expect(states[0]).toEqual(convWith({ conv: 'c', lastSeq: 3, readSeq: 1, mentions: 1 }));
+        for (const s of states) expect(s).toEqual(states[0]);
+      });
+
+      it("the sender's own message is read", async () => {
+        const e = await use();
+        await e.applyUserOps([join('a', 'c'), join('b', 'c')]);
+        const [ra, rb] = await e.applyUserOps([message('a', 'c', 1, 1), message('b', 'c', 1)]);
+        expect(ra?.state).toMatchObject({ lastSeq: 1, readSeq: 1 });
+        expect(rb?.state).toMatchObject({ lastSeq: 1, readSeq: 0 });
+        await e.applyUserOps([message('a', 'c', 2), message('b', 'c', 2, 2)]);
+        expect((await e.userState('a')).totals.total).toBe(1);
+        expect((await e.userState('b')).totals.total).toBe(0);
+      });
+
+      it('mentions count only above readSeq and are pruned by reads', async () => {
+        const e = await use();
+        await one(e, join('u', 'c'));
+        await one(e, read('u', 'c', 5));
+        expect((await one(e, message('u', 'c', 6, 0, [4, 6]))).state?.mentions).toBe(1);
+        expect((await one(e, message('u', 'c', 8, 0, [8, 6]))).state?.mentions).toBe(2);
+        expect((await e.userState('u')).totals).toMatchObject({ total: 3, mentions: 2 });
+        expect((await one(e, read('u', 'c', 6))).state?.mentions).toBe(1);
+        expect((await e.userState('u')).totals).toMatchObject({ total: 2, mentions: 1 });
+        expect((await one(e, read('u', 'c', 8))).state?.mentions).toBe(0);
+        expect((await e.userState('u')).totals).toEqual({ total: 0, mentions: 0, categories: {} });
+      });
+
+      it('pending mentions are capped, keeping the newest', async () => {
+        const e = await use();
+        const cap = LIMITS.mentionSeqsPerConversation;
+        const seqs = Array.from({ length: cap + 200 }, (_, i) => i + 1);
+        await one(e, join('u', 'c'));
+        expect((await one(e, message('u', 'c', cap + 200, 0, seqs.reverse()))).state?.mentions).toBe(cap);
+        expect((await one(e, read('u', 'c', cap + 100))).state?.mentions).toBe(100);
+        expect((await e.userState('u')).totals).toMatchObject({ total: 100, mentions: 100 });
+      });
+
+      it('seqs up to 2^48 stay exact', async () => {
+        const e = await use();
+        const top = LIMITS.maxSeq - 1;
+        await one(e, join('u', 'c', top - 10));
+        const r = await one(e, message('u', 'c', top, 0, [top - 1, top]));
+        expect(r.state).toMatchObject({ lastSeq: top, readSeq: top - 10, mentions: 2 });
+        expect((await e.userState('u')).totals).toMatchObject({ total: 10, mentions: 2 });
+        expect((await e.pull('u', null, 10)).entries.at(-1)?.state?.lastSeq).toBe(top);
+        await one(e, { type: 'delete', uid: 'u', conv: 'c', head: top });
+        expect(await stateOf(e, 'u', 'c')).toMatchObject({ readSeq: top, deletedSeq: top });
+      });
+
+      it('reads max-merge: an older read is a no-op', async () => {
+        const e = await use();
+        await e.applyUserOps([join('u', 'c'), message('u', 'c', 9)]);
+        expect(await one(e, read('u', 'c', 5))).toMatchObject({ changed: true, version: 3 });
+        const old = await one(e, read('u', 'c', 3));
+        expect(old).toMatchObject({ changed: false, version: 3 });
+        expect(old.state?.readSeq).toBe(5);
+        expect((await e.userState('u')).totals.total).toBe(4);
+      });
+
+      it('a read clears markedUnread only when it advances', async () => {
+        const e = await use();
+        await e.applyUserOps([join('u', 'c'), message('u', 'c', 4), read('u', 'c', 2)]);
+        expect((await one(e, { type: 'settings', uid: 'u', conv: 'c', markedUnread: true })).state?.markedUnread).toBe(true);
+        const same = await one(e, read('u', 'c', 2));
+        expect(same.changed).toBe(false);
+        expect(same.state?.markedUnread).toBe(true);
+        const moved = await one(e, read('u', 'c', 3));
+        expect(moved.changed).toBe(true);
+        expect(moved.state?.markedUnread).toBe(false);
+      });
+
+      it('delete hides the conversation; a later message brings it back counting only newer ones', async () => {
+        const e = await use();
+        await e.applyUserOps([join('u', 'c', 0, 'group'), message('u', 'c', 5, 0, [5])]);
+        const del = await one(e, { type: 'delete', uid: 'u', conv: 'c', head: 5 });
+        expect(del.state).toEqual(convWith({ conv: 'c', lastSeq: 5, readSeq: 5, category: 'group', deletedSeq: 5 }));
+        expect((await e.userState('u')).totals).toEqual({ total: 0, mentions: 0, categories: {} });
+        const back = await one(e, message('u', 'c', 7));
+        expect(back.state).toMatchObject({ lastSeq: 7, readSeq: 5, deletedSeq: 5 });
+        expect((await e.userState('u')).totals).toEqual({ total: 2, mentions: 0, categories: { group: 2 } });
+        // A delete at a head past lastSeq: a late older message keeps it hidden.
+        await one(e, { type: 'delete', uid: 'u', conv: 'c', head: 12 });
+        await one(e, message('u', 'c', 10));
+        expect((await e.userState('u')).totals.total).toBe(0);
+        // deletedSeq is a max-register too: an older delete does not unhide it.
+        expect(await one(e, { type: 'delete', uid: 'u', conv: 'c', head: 3 })).toMatchObject({ changed: false, state: { deletedSeq: 12 } });
+        await one(e, message('u', 'c', 13));
+        expect((await e.userState('u')).totals.total).toBe(1);
+      });
+
+      it('leave drops the state and its totals; ops afterwards change nothing; rejoin starts at head', async () => {
+        const e = await use();
+        await e.applyUserOps([join('u', 'c'), message('u', 'c', 3), { type: 'settings', uid: 'u', conv: 'c', muted: true }]);
+        await one(e, { type: 'settings', uid: 'u', conv: 'c', muted: false });
+        const left = await one(e, { type: 'leave', uid: 'u', conv: 'c' });
+        expect(left).toMatchObject({ changed: true, member: false, state: null, version: 5 });
+        expect((await e.userState('u')).states).toEqual([]);
+        expect((await e.userState('u')).totals).toEqual({ total: 0, mentions: 0, categories: {} });
+        for (const op of [message('u', 'c', 9), read('u', 'c', 9), { type: 'leave', uid: 'u', conv: 'c' } as const]) {
+          expect(await one(e, op)).toMatchObject({ changed: false, member: false, state: null, version: 5 });
+        }
+        const last = (await e.pull('u', null, 100)).entries.at(-1);
+        expect(last).toEqual({ v: 5, conv: 'c', state: null });
+        const back = await one(e, join('u', 'c', 10, 'group'));
+        expect(back).toMatchObject({ changed: true, member: true, version: 6 });
+        expect(back.state).toEqual(convWith({ conv: 'c', lastSeq: 10, readSeq: 10, category: 'group' }));
+        expect(await one(e, { type: 'settings', uid: 'nobody', conv: 'c', muted: true })).toMatchObject({ changed: false, member: false, version: 0 });
+      });
+
+      it('settings: mute drops out of the totals, unmute restores; an empty change is a no-op', async () => {
+        const e = await use();
+        await e.applyUserOps([join('u', 'c'), message('u', 'c', 4, 0, [4])]);
+        await one(e, { type: 'settings', uid: 'u', conv: 'c', muted: true });
+        expect(await stateOf(e, 'u', 'c')).toMatchObject({ muted: true, mentions: 1 });
+        expect((await e.userState('u')).totals).toEqual({ total: 0, mentions: 0, categories: {} });
+        expect(await one(e, { type: 'settings', uid: 'u', conv: 'c' })).toMatchObject({ changed: false, version: 3 });
+        expect(await one(e, { type: 'settings', uid: 'u', conv: 'c', muted: true })).toMatchObject({ changed: false, version: 3 });
+        await one(e, { type: 'settings', uid: 'u', conv: 'c', muted: false });
+        expect((await e.userState('u')).totals).toEqual({ total: 4, mentions: 1, categories: { private: 4 } });
+      });
+
+      it('switching to read diffusion and back keeps the unread count', async () => {
+        const e = await use();
+        await e.ensureConversation('g');
+        await e.changeMembers('g', ['u'], []);
+        await e.recordMessage('g', 3);
+        await e.applyUserOps([join('u', 'g'), message('u', 'g', 3), join('u', 'other'), message('u', 'other', 2)]);
+        await e.setConversationMode('g', true);
+        const toLarge = await one(e, { type: 'mode', uid: 'u', conv: 'g', large: true, head: 3 });
+        expect(toLarge.state).toMatchObject({ large: true, lastSeq: 3, readSeq: 0 });
+        // Read-diffused conversations are summed at read time from the heads, not stored.
+        expect((await e.userState('u')).totals.total).toBe(2);
+        expect((await e.pull('u', null, 100)).largeConvs).toEqual(['g']);
+        await e.recordMessage('g', 5);
+        expect(await e.heads(['g'])).toEqual({ g: 5 });
+        const back = await one(e, { type: 'mode', uid: 'u', conv: 'g', large: false, head: 5 });
+        expect(back.state).toMatchObject({ large: false, lastSeq: 5, readSeq: 0 });
+        expect((await e.userState('u')).totals).toEqual({ total: 7, mentions: 0, categories: { private: 7 } });
+        expect((await e.pull('u', null, 100)).largeConvs).toEqual([]);
+      });
+
+      it('a category change moves the totals', async () => {
+        const e = await use();
+        await e.applyUserOps([join('u', 'c', 0, 'private'), message('u', 'c', 3), join('u', 'd', 0, 'private'), message('u', 'd', 1)]);
+        expect((await e.userState('u')).totals.categories).toEqual({ private: 4 });
+        expect((await one(e, { type: 'category', uid: 'u', conv: 'c', category: 'group' })).state?.category).toBe('group');
+        expect((await e.userState('u')).totals).toEqual({ total: 4, mentions: 0, categories: { private: 1, group: 3 } });
+        expect(await one(e, { type: 'category', uid: 'u', conv: 'c', category: 'group' })).toMatchObject({ changed: false });
+      });
+
+      it('results come back in op order; the version rises by exactly 1 per change', async () => {
+        const e = await use();
+        const results = await e.applyUserOps([join('u', 'c'), message('u', 'c', 2), message('u', 'c', 2), join('v', 'c'), read('u', 'c', 1), read('u', 'c', 1), message('v', 'c', 1)]);
+        expect(results.map((r) => [r.changed, r.version])).toEqual([[true, 1], [true, 2], [false, 2], [true, 1], [true, 3], [false, 3], [true, 2]]);
+        expect(new Set(results.filter((_, i) => i !== 3 && i !== 6).map((r) => r.epoch)).size).toBe(1);
+        expect((await e.userState('u')).epoch).toBe(results[0]?.epoch);
+      });
+
+      it('stored totals always equal the sum of contributions (randomized)', async () => {
+        const e = await use({ snapshotEvery: 7, streamMaxLen: 10 });
+        await randomizedOps(e, mulberry32(20240601), 400);
+      });
+    });
+
+    pullConformance(use);
+  });
+}

@@ -5,7 +5,8 @@ import { RedpointError } from './errors.js';
  * One shared MessagePack codec. `useRecords: false` keeps frames plain MessagePack maps so any
  * decoder (not only msgpackr) can read them.
  */
-export const packr = new Packr({ useRecords: false, mapsAsObjects: true });
+// int64AsType: other languages' encoders send seqs as int64; they must arrive as numbers, not BigInt.
+export const packr = new Packr({ useRecords: false, mapsAsObjects: true, int64AsType: 'number' });
 
 export function encodeMsgpack(value: unknown): Uint8Array {
   return packr.pack(value);

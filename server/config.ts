@@ -87,6 +87,7 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
+const SECRET = new Set(['REDPOINT_API_KEY', 'REDPOINT_JWT_SECRET', 'REDIS_URL']);
 const NUMERIC = new Set([
   'PORT',
   'LARGE_GROUP_THRESHOLD',
@@ -111,7 +112,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     if (raw[key] === undefined && 'default' in schema) raw[key] = schema.default;
   }
   if (!checkEnv.Check(raw)) {
-    const problems = [...checkEnv.Errors(raw)].map((e) => `${e.path.slice(1)}: ${e.message} (got ${JSON.stringify(e.value)})`);
+    const problems = [...checkEnv.Errors(raw)].map((e) => {
+      const key = e.path.slice(1);
+      // Never echo a secret (or a URL that may hold a password) into logs.
+      const shown = SECRET.has(key) ? '(value hidden)' : `(got ${JSON.stringify(e.value)})`;
+      return `${key}: ${e.message} ${shown}`;
+    });
     throw new ConfigError(`invalid configuration:\n  ${problems.join('\n  ')}`);
   }
   const values = raw as EnvValues;

@@ -23,6 +23,9 @@ export function parseClientFrame(message: ArrayBuffer, isBinary: boolean): Clien
     if (typeof value !== 'object' || value === null || !('t' in value) || typeof value.t !== 'string') {
       throw new RedpointError('invalid_request', 'a frame is an object with a string type tag `t`');
     }
+    if (value.t === 'hello' && (!('token' in value) || typeof value.token !== 'string' || value.token === '')) {
+      throw new RedpointError('unauthorized', 'hello without a token');
+    }
     const schema = CLIENT_FRAME_SCHEMAS[value.t as keyof typeof CLIENT_FRAME_SCHEMAS];
     if (!schema) throw new RedpointError('invalid_request', `unknown frame type ${JSON.stringify(value.t).slice(0, 40)}`);
     return decode(schema, value) as ClientFrame;

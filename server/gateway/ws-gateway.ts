@@ -20,6 +20,8 @@ export interface Conn {
   id: string;
   remote: string;
   uid: string | null;
+  /** Set by the first hello, synchronously: a second hello is refused, frames pipelined after it wait for it. */
+  hello: Promise<void> | undefined;
   device: string;
   /** Format of the client's hello: replies and pushes use the same. */
   binary: boolean;
@@ -72,6 +74,7 @@ export class WsGateway {
           id: nanoid(10),
           remote,
           uid: null,
+          hello: undefined,
           device: '',
           binary: false,
           helloTimer: undefined,
@@ -168,12 +171,15 @@ export class WsGateway {
       this.metrics.errors.inc({ code: 'rate_limited' });
       return this.send(ws, { t: 'error', code: 'rate_limited', message: 'too many frames; slow down' });
     }
-    if (!conn.uid) conn.binary = isBinary;
+    // The format is the hello's: frames pipelined after it (auth still pending) must not change it.
+    if (!conn.hello) conn.binary = isBinary;
     // uWS neuters `message` after this callback returns: decode synchronously.
     const parsed = parseClientFrame(message, isBinary);
     if (parsed instanceof RedpointError) {
       this.metrics.errors.inc({ code: parsed.code });
       this.metrics.framesIn.inc({ type: 'invalid' });
+      // A hello without a token is an authentication failure (4002), not a malformed frame.
+      if (parsed.code === 'unauthorized') return this.close(ws, conn.hello ? 'protocol_error' : 'unauthorized');
       conn.malformed += 1;
       if (conn.malformed >= MAX_MALFORMED) return this.close(ws, 'protocol_error');
       return this.send(ws, { t: 'error', code: parsed.code, message: parsed.message });

@@ -7,18 +7,24 @@ import type { Socket, WsGateway } from './ws-gateway.js';
 export async function handleFrame(gw: WsGateway, ws: Socket, frame: ClientFrame): Promise<void> {
   const conn = ws.getUserData();
   if (frame.t === 'hello') {
-    if (conn.uid) return gw.close(ws, 'protocol_error');
-    return hello(gw, ws, frame);
+    // Checked and set before any await: two hellos in a row must not both authenticate.
+    if (conn.hello) return gw.close(ws, 'protocol_error');
+    conn.hello = hello(gw, ws, frame);
+    return conn.hello;
   }
-  if (!conn.uid) return gw.close(ws, 'protocol_error');
+  if (!conn.hello) return gw.close(ws, 'protocol_error');
+  // A frame sent right after hello (not waiting for welcome) is answered once hello is done.
+  if (!conn.uid) await conn.hello;
+  const uid = conn.uid;
+  if (!uid || conn.closed) return;
   try {
     switch (frame.t) {
       case 'pull':
-        return await pull(gw, ws, conn.uid, frame);
+        return await pull(gw, ws, uid, frame);
       case 'read':
-        return await read(gw, ws, conn.uid, frame);
+        return await read(gw, ws, uid, frame);
       case 'settings':
-        return await settings(gw, ws, conn.uid, frame);
+        return await settings(gw, ws, uid, frame);
     }
   } catch (err) {
     const e = err instanceof RedpointError ? err : new RedpointError('unavailable', 'store unavailable, retry');

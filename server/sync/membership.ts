@@ -39,8 +39,10 @@ export async function changeMembership(
     const categoryChanged = before !== null && before.category !== info.category;
     if (modeSwitched) await engine.setConversationMode(conv, large);
     if (modeSwitched || categoryChanged) {
+      // Every member, including those listed in `add` who were members already (their join op is a
+      // no-op, so skipping them left a stale mode/category). For a new member these ops are
+      // no-ops and its join, applied after them, sets both.
       for (const uid of await engine.members(conv)) {
-        if (added.has(uid)) continue;
         if (modeSwitched) ops.push({ type: 'mode', uid, conv, large, head: info.maxSeq });
         if (categoryChanged) ops.push({ type: 'category', uid, conv, category: info.category });
       }

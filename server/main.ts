@@ -24,7 +24,16 @@ if (config.devMode) {
   );
 }
 
-const server = await startServer(config, log);
+let server;
+try {
+  server = await startServer(config, log);
+} catch (err) {
+  // A start-up failure (store unreachable, port taken, native module) is one clear line, not a stack.
+  const reason = err instanceof Error ? err.message : String(err);
+  const where = config.redisUrl ? ` (is Redis reachable at ${config.redisUrl.replace(/\/\/[^@]*@/, '//***@')}?)` : '';
+  log.fatal({ err: reason }, `cannot start: ${reason}${where}`);
+  process.exit(1);
+}
 log.info({ host: config.host, port: server.port }, `listening on http://${config.host}:${server.port}`);
 
 let stopping = false;

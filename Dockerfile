@@ -14,10 +14,8 @@ RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY protocol ./protocol
 COPY server ./server
-# tsc does not copy the Redis engine's Lua scripts; put them next to the compiled module.
-RUN npm run build \
- && mkdir -p dist/server/engine/redis \
- && cp -R server/engine/redis/lua dist/server/engine/redis/lua
+# `npm run build` also copies the Redis engine's Lua scripts next to the compiled module.
+RUN npm run build
 
 # ---- runtime ------------------------------------------------------------------------------------
 FROM node:20-bookworm-slim AS runtime

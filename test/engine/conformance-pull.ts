@@ -63,6 +63,15 @@ export function pullConformance(use: UseEngine): void {
       expect(ahead.version).toBe(2);
     });
 
+    it('an empty cursor epoch is a wildcard (a bare since=N): it continues, unlike no cursor', async () => {
+      const e = await use();
+      await e.applyUserOps([join('u', 'c'), message('u', 'c', 1), message('u', 'c', 2)]);
+      const bare = await e.pull('u', { epoch: '', version: 1 }, 100);
+      expect(bare.snapshot).toBeUndefined();
+      expect(bare.entries.map((x) => x.v)).toEqual([2, 3]);
+      expect((await e.pull('u', null, 100)).snapshot).toBeDefined();
+    });
+
     it('a snapshot comes every snapshotEvery entries; a far-behind cursor jumps to it', async () => {
       const e = await use({ snapshotEvery: 5 });
       const results = await e.applyUserOps([join('u', 'c'), ...Array.from({ length: 11 }, (_, i) => message('u', 'c', i + 1))]);

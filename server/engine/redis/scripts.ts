@@ -28,16 +28,14 @@ export type ScriptCommands = {
 export type ScriptedRedis = Redis & ScriptCommands;
 
 /**
- * The .lua files sit next to this module in the source tree; a `tsc` build does not copy them
- * into dist/, so from there fall back to the source tree.
+ * The .lua files sit next to this module: in the source tree (tsx, vitest) and in dist/, where
+ * `npm run build` copies them (tsc itself does not). No fallback to the source tree, so a build
+ * that forgot them fails at startup instead of running scripts from another checkout.
  */
 function luaDir(): string {
-  const candidates = [new URL('./lua/', import.meta.url), new URL('../../../../server/engine/redis/lua/', import.meta.url)];
-  for (const url of candidates) {
-    const dir = fileURLToPath(url);
-    if (existsSync(dir)) return dir;
-  }
-  throw new Error(`Redis Lua scripts not found (looked in ${candidates.map((u) => fileURLToPath(u)).join(', ')})`);
+  const dir = fileURLToPath(new URL('./lua/', import.meta.url));
+  if (!existsSync(dir)) throw new Error(`Redis Lua scripts not found in ${dir} (a build must copy server/engine/redis/lua/*.lua there: npm run build)`);
+  return dir;
 }
 
 export function loadScriptSources(): Record<ScriptName, string> {

@@ -1,36 +1,40 @@
 -- pull.lua: the user's changes after a cursor, or the newest snapshot and what follows it,
 -- read in one atomic step (a port of MemoryEngine.pull and rules.ts needsReset).
 --
--- KEYS[1] meta   hash: epoch, version, base, members
+-- KEYS[1] meta   hash: epoch, rid, version, base, members
 -- KEYS[2] s      stream: <v>-0 entries {c, s}, <v>-1 snapshots {snap}
 -- KEYS[3] snaps  list of snapshot versions, ascending
 -- KEYS[4] large  set of read-diffused conversations the user is a member of
--- ARGV[1] candidate epoch (used only when the user has none: Lua cannot make random ids)
--- ARGV[2] cursor epoch ('' = no cursor)   ARGV[3] cursor version   ARGV[4] limit
--- ARGV[5] snapshotEvery
+-- ARGV[1] candidate epoch (Lua cannot make random ids)   ARGV[2] the Redis run id (INFO server)
+-- ARGV[3] cursor epoch ('-' = no cursor, '' = wildcard: trust the current epoch)   ARGV[4] cursor version   ARGV[5] limit
+-- ARGV[6] snapshotEvery
 -- Returns {epoch, version reached, more 1|0, snapshot 1|0, snapshot v, packed snapshot or '',
 --          {v, conv, packed ConvState or '', ...}, {large conv, ...}}
 
 local function int(n) return string.format('%d', n) end
 
-local epoch = redis.call('HGET', KEYS[1], 'epoch')
-if not epoch then
+-- An epoch is valid only under the Redis run it was last used in (redis-engine.ts, "Epochs and
+-- the Redis run"): the user's first script in a new run starts a new epoch, so a cursor from
+-- before the restart gets a snapshot.
+local meta = redis.call('HMGET', KEYS[1], 'epoch', 'rid', 'version', 'base', 'members')
+local epoch = meta[1]
+if not epoch or meta[2] ~= ARGV[2] then
   epoch = ARGV[1]
-  redis.call('HSET', KEYS[1], 'epoch', epoch)
+  redis.call('HSET', KEYS[1], 'epoch', epoch, 'rid', ARGV[2])
 end
-local meta = redis.call('HMGET', KEYS[1], 'version', 'base', 'members')
-local version = tonumber(meta[1] or '0')
-local base = tonumber(meta[2] or '0')
-local members = tonumber(meta[3] or '0')
+local version = tonumber(meta[3] or '0')
+local base = tonumber(meta[4] or '0')
+local members = tonumber(meta[5] or '0')
 local latest = tonumber(redis.call('LINDEX', KEYS[3], -1) or '0')
 
-local sinceEpoch = ARGV[2]
-local sinceVersion = tonumber(ARGV[3])
-local limit = tonumber(ARGV[4])
-local snapshotEvery = tonumber(ARGV[5])
+local sinceEpoch = ARGV[3]
+local sinceVersion = tonumber(ARGV[4])
+local limit = tonumber(ARGV[5])
+local snapshotEvery = tonumber(ARGV[6])
 
 local function needsReset()
-  if sinceEpoch == '' or sinceEpoch ~= epoch then return true end
+  if sinceEpoch == '-' then return true end
+  if sinceEpoch ~= '' and sinceEpoch ~= epoch then return true end
   if sinceVersion > version or sinceVersion < base then return true end
   local behind = version - sinceVersion
   return latest > sinceVersion and behind > math.max(snapshotEvery, members)

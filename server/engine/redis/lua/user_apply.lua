@@ -1,15 +1,15 @@
 -- user_apply.lua: one UserOp, atomically (a line-by-line port of rules.ts applyRule/contribution
 -- and of MemoryEngine.applyUserOp/maybeSnapshot; the conformance suite keeps them equal).
 --
--- KEYS[1] meta   hash: epoch, version, base, members (conversations the user is a member of)
+-- KEYS[1] meta   hash: epoch, rid (Redis run id), version, base, members (conversations the user is a member of)
 -- KEYS[2] c      hash: conv -> cmsgpack record (the StoredConv of rules.ts)
 -- KEYS[3] tot    hash: total, mentions, cat:<category>
 -- KEYS[4] s      stream: <v>-0 entry {c=conv, s=packed ConvState or ''}, <v>-1 snapshot {snap=packed ConvState[]}
 -- KEYS[5] snaps  list of snapshot versions, ascending
 -- KEYS[6] large  set of read-diffused conversations the user is a member of
--- ARGV[1] candidate epoch (used only when the user has none: Lua cannot make random ids)
--- ARGV[2] snapshotEvery   ARGV[3] streamMaxLen   ARGV[4] mention cap (LIMITS.mentionSeqsPerConversation)
--- ARGV[5] op type         ARGV[6] conv           ARGV[7..] op arguments:
+-- ARGV[1] candidate epoch (Lua cannot make random ids)   ARGV[2] the Redis run id (INFO server)
+-- ARGV[3] snapshotEvery   ARGV[4] streamMaxLen   ARGV[5] mention cap (LIMITS.mentionSeqsPerConversation)
+-- ARGV[6] op type         ARGV[7] conv           ARGV[8..] op arguments:
 --   message: lastSeq, readSeq, mentionSeq...   read: seq   join: head, category, large(1|0)
 --   leave: -   delete: head   settings: muted(1|0|-), markedUnread(1|0|-)   mode: large(1|0), head
 --   category: category
@@ -18,18 +18,23 @@
 -- Lua numbers are doubles and tostring() keeps only 14 digits: format integers explicitly.
 local function int(n) return string.format('%d', n) end
 
-local epoch = redis.call('HGET', KEYS[1], 'epoch')
-if not epoch then
+-- An epoch is valid only under the Redis run it was last used in (redis-engine.ts, "Epochs and
+-- the Redis run"): a Redis that lost its last writes keeps the epoch but its version goes back, so
+-- the user's first script in a new run starts a new epoch. The version continues from what Redis
+-- kept; the stream and snapshots stay (they match the kept state).
+local meta = redis.call('HMGET', KEYS[1], 'epoch', 'rid', 'version')
+local epoch = meta[1]
+if not epoch or meta[2] ~= ARGV[2] then
   epoch = ARGV[1]
-  redis.call('HSET', KEYS[1], 'epoch', epoch)
+  redis.call('HSET', KEYS[1], 'epoch', epoch, 'rid', ARGV[2])
 end
-local version = tonumber(redis.call('HGET', KEYS[1], 'version') or '0')
+local version = tonumber(meta[3] or '0')
 
-local snapshotEvery = tonumber(ARGV[2])
-local streamMaxLen = tonumber(ARGV[3])
-local mentionCap = tonumber(ARGV[4])
-local op = ARGV[5]
-local conv = ARGV[6]
+local snapshotEvery = tonumber(ARGV[3])
+local streamMaxLen = tonumber(ARGV[4])
+local mentionCap = tonumber(ARGV[5])
+local op = ARGV[6]
+local conv = ARGV[7]
 
 local raw = redis.call('HGET', KEYS[2], conv)
 local before = nil
@@ -91,7 +96,7 @@ if op == 'join' then
   if before and before.member then
     after = before
   else
-    local head = tonumber(ARGV[7])
+    local head = tonumber(ARGV[8])
     local muted = false
     if before then muted = before.muted end
     after = {
@@ -99,7 +104,7 @@ if op == 'join' then
       lastSeq = math.max(before and before.lastSeq or 0, head),
       readSeq = math.max(before and before.readSeq or 0, head),
       mentionSeqs = {}, muted = muted, markedUnread = false,
-      category = ARGV[8], large = ARGV[9] == '1', deletedSeq = -1,
+      category = ARGV[9], large = ARGV[10] == '1', deletedSeq = -1,
     }
   end
 elseif not (before and before.member) then
@@ -107,31 +112,31 @@ elseif not (before and before.member) then
 else
   after = copy(before)
   if op == 'message' then
-    after.lastSeq = math.max(after.lastSeq, tonumber(ARGV[7]))
-    raiseRead(after, tonumber(ARGV[8]))
+    after.lastSeq = math.max(after.lastSeq, tonumber(ARGV[8]))
+    raiseRead(after, tonumber(ARGV[9]))
     local added = {}
-    for i = 9, #ARGV do added[#added + 1] = tonumber(ARGV[i]) end
+    for i = 10, #ARGV do added[#added + 1] = tonumber(ARGV[i]) end
     after.mentionSeqs = mergeMentions(after.mentionSeqs, added, after.readSeq)
   elseif op == 'read' then
-    raiseRead(after, tonumber(ARGV[7]))
+    raiseRead(after, tonumber(ARGV[8]))
   elseif op == 'leave' then
     after.member = false
     after.mentionSeqs = {}
     after.markedUnread = false
   elseif op == 'delete' then
-    local head = math.max(tonumber(ARGV[7]), after.lastSeq)
+    local head = math.max(tonumber(ARGV[8]), after.lastSeq)
     raiseRead(after, head)
     after.deletedSeq = math.max(after.deletedSeq, head)
     after.markedUnread = false
   elseif op == 'settings' then
-    local muted, marked = flag(ARGV[7]), flag(ARGV[8])
+    local muted, marked = flag(ARGV[8]), flag(ARGV[9])
     if muted ~= nil then after.muted = muted end
     if marked ~= nil then after.markedUnread = marked end
   elseif op == 'mode' then
-    after.large = ARGV[7] == '1'
-    after.lastSeq = math.max(after.lastSeq, tonumber(ARGV[8]))
+    after.large = ARGV[8] == '1'
+    after.lastSeq = math.max(after.lastSeq, tonumber(ARGV[9]))
   elseif op == 'category' then
-    after.category = ARGV[7]
+    after.category = ARGV[8]
   else
     return redis.error_reply('unknown op type ' .. tostring(op))
   end

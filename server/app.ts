@@ -4,6 +4,7 @@ import { defaultWsOptions, type Config } from './config.js';
 import type { Engine } from './engine/engine.js';
 import { createEngine } from './engine/create-engine.js';
 import { registerApiRoutes } from './gateway/api-routes.js';
+import { registerDemoRoutes } from './gateway/demo-routes.js';
 import { HttpRouter } from './gateway/http.js';
 import { registerOpsRoutes } from './gateway/ops-routes.js';
 import { closeApp, uws, type us_listen_socket } from './gateway/uws.js';
@@ -41,7 +42,9 @@ export async function startServer(config: Config, log: Logger, engine?: Engine):
   const gateway = new WsGateway(app, bus, sync, auth, metrics, log, { ...defaultWsOptions, ...config.ws });
   const apiPaths = registerApiRoutes(router, { sync, auth, metrics });
   const opsPaths = registerOpsRoutes(router, { engine: store, metrics });
-  router.fallback([...apiPaths, ...opsPaths]);
+  // The demo page and its token minting exist only with the published dev credentials (loopback).
+  const demoPaths = config.devMode ? registerDemoRoutes(router, { auth, apiKey: config.apiKey, log }) : [];
+  router.fallback([...apiPaths, ...opsPaths, ...demoPaths]);
 
   const listenSocket = await new Promise<us_listen_socket>((resolve, reject) => {
     app.listen(config.host, config.port, (socket) => {

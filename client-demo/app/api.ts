@@ -1,0 +1,32 @@
+/** The page's calls to the server's HTTP API (dev mode only: the published dev API key). */
+const apiKey = document.querySelector<HTMLMetaElement>('meta[name="redpoint-api-key"]')?.content ?? '';
+
+async function call(method: string, path: string, body?: unknown, auth = `Bearer ${apiKey}`): Promise<unknown> {
+  const res = await fetch(path, {
+    method,
+    headers: { authorization: auth, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+  });
+  const data = (await res.json().catch(() => ({}))) as { error?: { message?: string } };
+  if (!res.ok) throw new Error(data.error?.message ?? `${method} ${path}: HTTP ${res.status}`);
+  return data;
+}
+
+/** A dev token for `uid`, minted by the server (`POST /dev/token`, dev mode only). */
+export async function devToken(uid: string): Promise<string> {
+  const res = await fetch('/dev/token', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ uid }) });
+  if (!res.ok) throw new Error(`POST /dev/token: HTTP ${res.status}`);
+  return ((await res.json()) as { token: string }).token;
+}
+
+export function createConversation(conv: string, members: string[], category: string): Promise<unknown> {
+  return call('PUT', `/v1/conversations/${encodeURIComponent(conv)}/members`, { add: members, category });
+}
+
+export function sendMessages(messages: Array<{ conv: string; seq: number; sender: string; mentions?: string[] }>): Promise<unknown> {
+  return call('POST', '/v1/messages', { messages });
+}
+
+export function setServerSettings(uid: string, conv: string, settings: { muted?: boolean; markedUnread?: boolean }): Promise<unknown> {
+  return call('PUT', `/v1/users/${encodeURIComponent(uid)}/conversations/${encodeURIComponent(conv)}`, settings);
+}

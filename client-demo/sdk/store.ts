@@ -1,0 +1,213 @@
+import type { ChangeFrame } from '../../protocol/frames.js';
+import type { ConvState, Cursor, PullReply } from '../../protocol/types.js';
+import { effectiveLastSeq, summarize } from '../../protocol/view.js';
+import type { CachedState } from './cache/cache.js';
+import type { ConversationView, Totals } from './types.js';
+
+/** A local read the server has not shown back yet. `ack`: the server's cursor once it acknowledged it. */
+interface ReadOverlay {
+  seq: number;
+  ack: Cursor | null;
+}
+
+export interface SettingsChange {
+  muted?: boolean;
+  markedUnread?: boolean;
+  deleted?: true;
+}
+
+interface SettingsOverlay {
+  change: SettingsChange;
+  /** For a delete: the effective lastSeq when the user deleted it (hidden up to there). */
+  deletedSeq: number;
+  ack: Cursor | null;
+}
+
+/**
+ * The user's conversations as the server last said (entries are absolute states, so applying one
+ * is a plain replace), the read-diffused heads, the cursor, and on top of them the optimistic
+ * changes of this device. What a UI sees is server state overlaid with them, where a read never
+ * lowers readSeq: readSeq = max(optimistic, server).
+ */
+export class ConvStore {
+  uid: string | null = null;
+  cursor: Cursor | null = null;
+  private convs = new Map<string, ConvState>();
+  private heads: Record<string, number> = {};
+  private readonly reads = new Map<string, ReadOverlay>();
+  private readonly settings = new Map<string, SettingsOverlay>();
+
+  get hasData(): boolean {
+    return this.cursor !== null;
+  }
+
+  get hasLargeGroups(): boolean {
+    for (const s of this.convs.values()) if (s.large) return true;
+    return false;
+  }
+
+  get overlays(): number {
+    return this.reads.size + this.settings.size;
+  }
+
+  /** The conversation as this device shows it (server state with the optimistic changes on top). */
+  effective(conv: string): ConvState | undefined {
+    const server = this.convs.get(conv);
+    return server && this.overlaid(server);
+  }
+
+  /** The seq a read of `conv` should report: its newest message as far as this client knows. */
+  lastSeq(conv: string): number {
+    const s = this.convs.get(conv);
+    return s ? effectiveLastSeq(s, this.heads) : 0;
+  }
+
+  /** Drops everything (another user signed in). */
+  clear(): void {
+    this.cursor = null;
+    this.convs = new Map();
+    this.heads = {};
+    this.reads.clear();
+    this.settings.clear();
+  }
+
+  restore(cached: CachedState): void {
+    this.uid = cached.uid;
+    this.cursor = cached.cursor;
+    this.convs = new Map(cached.convs.map((s) => [s.conv, s]));
+    this.heads = { ...cached.heads };
+    for (const [conv, seq] of cached.reads) this.optimisticRead(conv, seq);
+  }
+
+  toCache(reads: Array<[string, number]>, savedAt: number): CachedState {
+    return { format: 1, uid: this.uid, cursor: this.cursor, convs: [...this.convs.values()], heads: { ...this.heads }, reads, savedAt };
+  }
+
+  /**
+   * Applies a sync page. Returns false when the page cannot continue this state (no snapshot and
+   * another epoch, or no state at all): the caller must pull from scratch.
+   */
+  applyReply(reply: PullReply): boolean {
+    if (reply.snapshot) {
+      this.convs = new Map(reply.snapshot.convs.map((s) => [s.conv, s]));
+      this.heads = { ...reply.heads };
+    } else {
+      if (!this.cursor || this.cursor.epoch !== reply.epoch) return false;
+      for (const [conv, head] of Object.entries(reply.heads)) this.applyHead(conv, head);
+    }
+    const from = reply.snapshot ? reply.snapshot.v : (this.cursor?.version ?? 0);
+    for (const entry of reply.entries) {
+      if (entry.v <= from) continue;
+      this.put(entry.conv, entry.state);
+    }
+    this.cursor = { epoch: reply.epoch, version: reply.version };
+    this.retire();
+    return true;
+  }
+
+  /** The caller has checked that `change.v` is the next version of the current epoch. */
+  applyChange(change: ChangeFrame): void {
+    this.put(change.conv, change.state);
+    this.cursor = { epoch: change.epoch, version: change.v };
+    this.retire();
+  }
+
+  applyHead(conv: string, lastSeq: number): void {
+    this.heads[conv] = Math.max(this.heads[conv] ?? 0, lastSeq);
+  }
+
+  optimisticRead(conv: string, seq: number): void {
+    const current = this.reads.get(conv);
+    if (current && current.seq >= seq) return;
+    if ((this.convs.get(conv)?.readSeq ?? -1) >= seq) return;
+    this.reads.set(conv, { seq, ack: null });
+  }
+
+  /** The server applied reads up to `seq` as of `cursor`; the overlay lasts until this client reaches it. */
+  ackRead(conv: string, seq: number, cursor: Cursor): void {
+    const overlay = this.reads.get(conv);
+    if (overlay && overlay.seq <= seq) overlay.ack = cursor;
+    this.retire();
+  }
+
+  dropRead(conv: string): void {
+    this.reads.delete(conv);
+  }
+
+  optimisticSettings(conv: string, change: SettingsChange): void {
+    const previous = this.settings.get(conv);
+    this.settings.set(conv, {
+      change: { ...previous?.change, ...change },
+      deletedSeq: change.deleted ? this.lastSeq(conv) : (previous?.deletedSeq ?? -1),
+      ack: null,
+    });
+  }
+
+  ackSettings(conv: string, cursor: Cursor): void {
+    const overlay = this.settings.get(conv);
+    if (overlay) overlay.ack = cursor;
+    this.retire();
+  }
+
+  dropSettings(conv: string): void {
+    this.settings.delete(conv);
+  }
+
+  /** Visible conversations (with this device's optimistic changes) and the totals derived from them. */
+  view(): { conversations: ConversationView[]; totals: Totals } {
+    const states: ConvState[] = [];
+    for (const s of this.convs.values()) states.push(this.overlaid(s));
+    const summary = summarize(this.uid ?? '', this.cursor?.epoch ?? '', this.cursor?.version ?? 0, states, this.heads);
+    const conversations = summary.conversations.map((v) => ({ ...v, pending: this.reads.has(v.conv) || this.settings.has(v.conv) }));
+    return { conversations, totals: { total: summary.total, mentions: summary.mentions, categories: summary.categories } };
+  }
+
+  private put(conv: string, state: ConvState | null): void {
+    if (state) this.convs.set(conv, state);
+    else this.convs.delete(conv);
+  }
+
+  private overlaid(server: ConvState): ConvState {
+    let s = server;
+    const read = this.reads.get(s.conv);
+    if (read && read.seq > s.readSeq) s = this.withRead(s, read.seq);
+    const settings = this.settings.get(s.conv);
+    if (settings) {
+      const { muted, markedUnread, deleted } = settings.change;
+      if (muted !== undefined) s = { ...s, muted };
+      if (markedUnread !== undefined) s = { ...s, markedUnread };
+      if (deleted && settings.deletedSeq > s.deletedSeq) {
+        s = { ...this.withRead(s, Math.max(s.readSeq, settings.deletedSeq)), deletedSeq: settings.deletedSeq };
+      }
+    }
+    return s;
+  }
+
+  /**
+   * A read also clears the "marked unread" dot and the mentions it covers. Which mentions are
+   * covered is not known locally: keep at most one per message still unread (the server's count
+   * replaces this as soon as it arrives).
+   */
+  private withRead(s: ConvState, seq: number): ConvState {
+    if (seq <= s.readSeq) return s;
+    const unreadAfter = Math.max(0, effectiveLastSeq(s, this.heads) - seq);
+    return { ...s, readSeq: seq, markedUnread: false, mentions: Math.min(s.mentions, unreadAfter) };
+  }
+
+  /** Overlays end once the server state shows them, or once this client reached the ack's version. */
+  private retire(): void {
+    for (const [conv, overlay] of this.reads) {
+      const server = this.convs.get(conv);
+      if ((server && server.readSeq >= overlay.seq) || (overlay.ack && this.reached(overlay.ack))) this.reads.delete(conv);
+    }
+    for (const [conv, overlay] of this.settings) {
+      if (overlay.ack && this.reached(overlay.ack)) this.settings.delete(conv);
+    }
+  }
+
+  /** True when this client's state includes `cursor` (or the history it belongs to is gone). */
+  private reached(cursor: Cursor): boolean {
+    if (!this.cursor) return false;
+    return this.cursor.epoch !== cursor.epoch || this.cursor.version >= cursor.version;
+  }
+}

@@ -1,0 +1,188 @@
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEV_API_KEY, DEV_JWT_SECRET } from '../../server/config.js';
+import type { RedpointState } from '../../client-demo/sdk/index.js';
+import { Harness, shown, truth } from '../sdk/harness.js';
+
+/**
+ * The demo page in real Chromium, as two devices of one user (two browser contexts: separate
+ * storage, separate sockets) against a real server in dev mode. Fails, never skips, without
+ * Chromium: install it with `apt-get install -y chromium`.
+ */
+const CHROMIUM = '/usr/bin/chromium';
+const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const ARTIFACTS = join(process.cwd(), 'test-artifacts');
+const UID = 'alice';
+
+/** What main.ts exposes on `window.redpoint`. */
+interface DemoGlobals {
+  redpoint: { client: { state: RedpointState }; shownAt: Record<string, { unread: number; at: number }> };
+}
+
+let h: Harness;
+let browser: Browser;
+let profile: string;
+const contexts: BrowserContext[] = [];
+const pageErrors: string[] = [];
+
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} not found: the browser test needs Debian's chromium (apt-get install -y chromium)`);
+  h = await Harness.start({}, { devMode: true, apiKey: DEV_API_KEY, jwtSecret: DEV_JWT_SECRET });
+  profile = await mkdtemp(join(tmpdir(), 'redpoint-chromium-'));
+  // launch() runs Chromium on a fresh temporary profile of its own; the persistent-context
+  // form is not used because two devices need two separate storages (two contexts).
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS, env: { ...process.env, HOME: profile } });
+  await mkdir(ARTIFACTS, { recursive: true });
+});
+
+afterAll(async () => {
+  await Promise.all(contexts.map((c) => c.close()));
+  await browser?.close();
+  await h?.down();
+  if (profile) await rm(profile, { recursive: true, force: true });
+});
+
+async function openDevice(device: string): Promise<Page> {
+  const context = await browser.newContext({ viewport: { width: 1200, height: 780 } });
+  contexts.push(context);
+  const page = await context.newPage();
+  page.on('pageerror', (err) => pageErrors.push(`${device}: ${err.message}`));
+  await page.goto(`${h.url}/?uid=${UID}&device=${device}`);
+  await page.locator('#connection[data-state="live"]').waitFor({ timeout: 10_000 });
+  return page;
+}
+
+/** Resolves when `page` shows `unread` for `conv`; returns the wall-clock ms at which it painted it. */
+async function shownAt(page: Page, conv: string, unread: number): Promise<number> {
+  await page.waitForFunction(
+    ([c, n]) => (globalThis as unknown as DemoGlobals).redpoint.shownAt[c as string]?.unread === n,
+    [conv, unread] as const,
+    { timeout: 10_000 },
+  );
+  return page.evaluate((c) => (globalThis as unknown as DemoGlobals).redpoint.shownAt[c]?.at ?? 0, conv);
+}
+
+function state(page: Page): Promise<RedpointState> {
+  return page.evaluate(() => (globalThis as unknown as DemoGlobals).redpoint.client.state);
+}
+
+/** Both pages show exactly the server's summary, live. */
+async function converged(pages: Page[]): Promise<void> {
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    const expected = JSON.stringify(truth(await h.unread(UID)));
+    const states = await Promise.all(pages.map(state));
+    if (states.every((s) => s.status === 'SYNCED' && !s.stale && JSON.stringify(shown(s)) === expected)) return;
+    if (Date.now() > deadline) throw new Error(`pages did not converge:\n server ${expected}\n pages ${states.map((s) => JSON.stringify(s)).join('\n       ')}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 ? (s[mid] ?? 0) : ((s[mid - 1] ?? 0) + (s[mid] ?? 0)) / 2;
+};
+
+const badge = (page: Page, conv: string) => page.locator(`li[data-conv="${conv}"] [data-role="unread"]`);
+
+/** The text of the element, once it is there (the page paints on the next animation frame). */
+async function text(locator: Locator): Promise<string> {
+  await locator.waitFor({ timeout: 5000 });
+  return (await locator.textContent()) ?? '';
+}
+
+describe('demo page, two devices of one user', () => {
+  it('dots appear and clear on both, survive a server stop as stale counts, and converge after a restart', async () => {
+    await h.conversation('bob', [UID, 'bob'], 'private');
+    await h.conversation('design-team', [UID, 'bob', 'carol', 'dave'], 'group');
+    await h.conversation('release-train', [UID, 'carol', 'erin'], 'group');
+    await h.conversation('random', [UID, 'dave', 'erin'], 'group');
+    const [a, b] = await Promise.all([openDevice('A'), openDevice('B')]);
+
+    // Message → the dot appears on both; read on A → it clears on B. Measured per run.
+    const appear: number[] = [];
+    const clear: number[] = [];
+    for (let run = 1; run <= 5; run++) {
+      const sent = Date.now();
+      await h.message('bob', run, 'bob');
+      const [atA, atB] = await Promise.all([shownAt(a, 'bob', 1), shownAt(b, 'bob', 1)]);
+      appear.push(Math.max(atA, atB) - sent);
+      expect(await text(badge(b, 'bob'))).toBe('1');
+
+      const clicked = Date.now();
+      await a.locator('li[data-conv="bob"] button[data-action="read"]').click();
+      const clearedB = await shownAt(b, 'bob', 0);
+      clear.push(clearedB - clicked);
+      expect(await badge(a, 'bob').count()).toBe(0);
+      expect(await badge(b, 'bob').count()).toBe(0);
+    }
+    console.log(`dot appears on both pages: median ${median(appear)} ms (runs: ${appear.join(', ')})`);
+    console.log(`read on A clears B: median ${median(clear)} ms (runs: ${clear.join(', ')}; includes the 500 ms read batch window)`);
+
+    // Something worth looking at: mentions, a muted group, a "marked unread" dot.
+    await h.api('POST', '/v1/messages', {
+      messages: [
+        ...[1, 2, 3, 4, 5].map((seq) => ({ conv: 'design-team', seq, sender: 'carol' })),
+        { conv: 'design-team', seq: 6, sender: 'dave', mentions: [UID] },
+        ...[1, 2, 3].map((seq) => ({ conv: 'release-train', seq, sender: 'erin' })),
+        ...Array.from({ length: 12 }, (_, i) => ({ conv: 'random', seq: i + 1, sender: 'dave' })),
+        { conv: 'bob', seq: 6, sender: 'bob' },
+        { conv: 'bob', seq: 7, sender: 'bob' },
+      ],
+    });
+    await h.api('PUT', `/v1/users/${UID}/conversations/random`, { muted: true });
+    await b.locator('li[data-conv="release-train"] button[data-action="read"]').click();
+    await b.locator('li[data-conv="release-train"] button[data-action="mark-unread"]').click();
+    await converged([a, b]);
+    await a.locator('li[data-conv="release-train"] [data-role="marked"]').waitFor();
+    await a.locator('li[data-conv="design-team"] [data-role="mention"]').waitFor();
+    expect(await text(badge(a, 'random'))).toBe('12');
+    expect(await a.title()).toBe(`(8) Redpoint · ${UID}`);
+    await a.screenshot({ path: join(ARTIFACTS, 'demo-live.png') });
+    await mkdir('docs', { recursive: true });
+    await a.screenshot({ path: join('docs', 'demo.png') });
+
+    // Server stopped: both pages keep the counts, marked stale; no blank list, no zeros.
+    const before = await Promise.all([a, b].map(async (p) => shown(await state(p))));
+    await h.down();
+    for (const page of [a, b]) {
+      await page.locator('#connection[data-state="offline"]').waitFor({ timeout: 10_000 });
+      await page.locator('body[data-stale="true"]').waitFor();
+      await page.locator('#banner').waitFor({ state: 'visible' });
+      expect(await text(badge(page, 'design-team'))).toBe('6');
+      expect(await text(page.locator('#total [data-role="total"]'))).toBe('8');
+      const s = await state(page);
+      expect(s.stale).toBe(true);
+      expect(s.totals?.total).toBe(8);
+    }
+    expect(await Promise.all([a, b].map(async (p) => shown(await state(p))))).toEqual(before);
+    await b.screenshot({ path: join(ARTIFACTS, 'demo-stale.png') });
+
+    // Restarted on the same port over the same state: both reconnect and converge, live again.
+    await h.up();
+    await Promise.all([a, b].map((p) => p.locator('#connection[data-state="live"]').waitFor({ timeout: 15_000 })));
+    await h.message('bob', 8, 'bob');
+    await Promise.all([shownAt(a, 'bob', 3), shownAt(b, 'bob', 3)]);
+    await converged([a, b]);
+    await a.screenshot({ path: join(ARTIFACTS, 'demo-after-restart.png') });
+
+    // A page of device B that loads while its WebSocket cannot connect: the counts come from
+    // IndexedDB, marked stale, instead of a blank list or zeros.
+    const expected = shown(await state(b));
+    const offlineTab = await contexts[1]!.newPage();
+    await offlineTab.routeWebSocket(/\/v1\/ws/, (ws) => ws.close({ code: 1011, reason: 'test: no socket' }));
+    await offlineTab.goto(`${h.url}/?uid=${UID}&device=B`);
+    await offlineTab.locator('body[data-stale="true"]').waitFor();
+    const cached = await state(offlineTab);
+    expect(cached.status).toBe('DIRTY');
+    expect(shown(cached)).toEqual(expected);
+    expect(await text(offlineTab.locator('#total [data-role="total"]'))).toBe(String(expected.total));
+    await offlineTab.screenshot({ path: join(ARTIFACTS, 'demo-cached-offline.png') });
+    expect(pageErrors).toEqual([]);
+  });
+});

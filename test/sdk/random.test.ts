@@ -1,0 +1,98 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ServerFrame } from '../../protocol/frames.js';
+import { RedpointClient } from '../../client-demo/sdk/index.js';
+import { Harness } from './harness.js';
+import { newTap, tapped } from './tap.js';
+import { convergedTo } from './wait.js';
+
+/** A small seeded PRNG (mulberry32), so a failing run can be replayed with its seed. */
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+let h: Harness;
+beforeAll(async () => {
+  h = await Harness.start({ largeGroupThreshold: 3, ws: { versionEverySeconds: 1 } });
+});
+afterAll(async () => {
+  await h.down();
+});
+
+describe('random faults', () => {
+  const seed = Number(process.env.REDPOINT_SDK_SEED ?? 20261130);
+
+  it(`every device converges to the server after lost, duplicated and reordered pushes (seed ${seed})`, async () => {
+    const rnd = prng(seed);
+    const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)] as T;
+    const users = ['rf-ann', 'rf-ben'];
+    const convs: Record<string, string[]> = {
+      'rf-dm': ['rf-ann', 'rf-ben'],
+      'rf-ann-cy': ['rf-ann', 'rf-cy'],
+      'rf-team': ['rf-ann', 'rf-ben', 'rf-cy'],
+      'rf-big': ['rf-ann', 'rf-ben', 'rf-cy', 'rf-dee'],
+    };
+    for (const [conv, members] of Object.entries(convs)) await h.conversation(conv, members, conv === 'rf-dm' ? 'private' : 'group');
+    const seqs = new Map<string, number>();
+
+    // Each push is dropped (10%), duplicated (10%) or delayed up to 40 ms (15%, which reorders).
+    const faulty = () =>
+      newTap((frame: ServerFrame, deliver) => {
+        if (frame.t !== 'change' && frame.t !== 'head') return deliver();
+        const r = rnd();
+        if (r < 0.1 && frame.t === 'change') return;
+        if (r < 0.2) {
+          deliver();
+          deliver();
+          return;
+        }
+        if (r < 0.35) {
+          setTimeout(() => deliver(), Math.floor(rnd() * 40));
+          return;
+        }
+        deliver();
+      });
+    const devices = users.flatMap((uid) =>
+      ['1', '2'].map((d) => ({
+        uid,
+        client: new RedpointClient({ url: h.wsUrl, token: () => h.token(uid), WebSocket: tapped(faulty()), lifecycle: false, device: d, readBatchMs: 30, gapWaitMs: 50 }),
+      })),
+    );
+    await Promise.all(devices.map((d) => d.client.start()));
+
+    for (let step = 0; step < 150; step++) {
+      const r = rnd();
+      const conv = pick(Object.keys(convs));
+      const members = convs[conv] ?? [];
+      if (r < 0.5) {
+        const seq = (seqs.get(conv) ?? 0) + 1 + (rnd() < 0.1 ? 1 : 0);
+        seqs.set(conv, seq);
+        const sender = pick(members);
+        const mentions = rnd() < 0.2 ? [pick(members)] : undefined;
+        await h.message(conv, seq, sender, mentions);
+      } else {
+        const device = pick(devices);
+        if (!members.includes(device.uid)) continue;
+        if (r < 0.8) device.client.markRead(conv, Math.floor(rnd() * ((seqs.get(conv) ?? 0) + 1)));
+        else if (r < 0.86) void device.client.mute(conv, rnd() < 0.5);
+        else if (r < 0.92) void device.client.markUnread(conv, rnd() < 0.5);
+        else if (r < 0.95) void device.client.deleteConversation(conv);
+        else await h.api('POST', `/v1/users/${device.uid}/read`, { conv, seq: seqs.get(conv) ?? 0 });
+      }
+      if (rnd() < 0.2) await new Promise((resolve) => setTimeout(resolve, Math.floor(rnd() * 20)));
+    }
+
+    for (const d of devices) await convergedTo(h, d.client, d.uid, 10_000);
+    for (const d of devices) {
+      const { total } = await h.unread(d.uid);
+      expect(d.client.state.totals?.total).toBe(total);
+    }
+    await Promise.all(devices.map((d) => d.client.stop()));
+  });
+});

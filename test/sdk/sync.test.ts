@@ -1,0 +1,133 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { MemoryCache, RedpointClient, type ClientOptions, type RedpointState } from '../../client-demo/sdk/index.js';
+import { Harness, WebSocket } from './harness.js';
+import { newTap, tapped } from './tap.js';
+import { convergedTo, synced, unreadOf, until } from './wait.js';
+
+let h: Harness;
+const clients: RedpointClient[] = [];
+
+beforeAll(async () => {
+  h = await Harness.start({ largeGroupThreshold: 3 });
+});
+afterEach(async () => {
+  await Promise.all(clients.splice(0).map((c) => c.stop()));
+});
+afterAll(async () => {
+  await h.down();
+});
+
+function client(uid: string, extra: Partial<ClientOptions> = {}): RedpointClient {
+  const c = new RedpointClient({ url: h.wsUrl, token: () => h.token(uid), WebSocket, lifecycle: false, ...extra });
+  clients.push(c);
+  return c;
+}
+
+function converged(c: RedpointClient, uid: string): Promise<RedpointState> {
+  return convergedTo(h, c, uid);
+}
+
+describe('sync', () => {
+  it('shows NO_DATA (no totals) until the first sync, then exactly what the server has', async () => {
+    await h.conversation('s1-dm', ['s1-alice', 's1-bob'], 'private');
+    await h.conversation('s1-team', ['s1-alice', 's1-bob', 's1-carol'], 'group');
+    await h.message('s1-dm', 1, 's1-bob');
+    await h.message('s1-dm', 2, 's1-bob');
+    await h.message('s1-team', 1, 's1-carol', ['s1-alice']);
+    const c = client('s1-alice');
+    expect(c.state.status).toBe('NO_DATA');
+    expect(c.state.totals).toBeNull();
+    const statuses: string[] = [];
+    c.on('status', (s) => statuses.push(s.status));
+    await c.start();
+    expect(c.state.totals).toBeNull();
+    const s = await converged(c, 's1-alice');
+    expect(s.totals).toEqual({ total: 3, mentions: 1, categories: { private: 2, group: 1 } });
+    expect(statuses[0]).toBe('NO_DATA');
+    expect(statuses.at(-1)).toBe('SYNCED');
+  });
+
+  it('follows pushes live: messages, mute, mark unread, delete, for two devices of one user', async () => {
+    await h.conversation('s2-dm', ['s2-alice', 's2-bob'], 'private');
+    const a = client('s2-alice', { device: 'A' });
+    const b = client('s2-alice', { device: 'B', binary: true });
+    await Promise.all([a.start(), b.start()]);
+    await Promise.all([until(a, synced, 'A synced'), until(b, synced, 'B synced')]);
+    await h.message('s2-dm', 1, 's2-bob', ['s2-alice']);
+    await h.message('s2-dm', 2, 's2-bob');
+    for (const c of [a, b]) await until(c, (s) => unreadOf(s, 's2-dm') === 2, 'the dot');
+    expect(b.state.totals?.mentions).toBe(1);
+
+    await a.mute('s2-dm');
+    await until(b, (s) => s.conversations[0]?.muted === true && s.totals?.total === 0, 'muted on B');
+    await a.mute('s2-dm', false);
+    await a.markUnread('s2-dm');
+    await until(b, (s) => s.conversations[0]?.markedUnread === true, 'marked unread on B');
+    await a.deleteConversation('s2-dm');
+    await until(b, (s) => s.conversations.length === 0 && s.totals?.total === 0, 'deleted on B');
+    await h.message('s2-dm', 3, 's2-bob');
+    await until(b, (s) => unreadOf(s, 's2-dm') === 1, 'back with the next message');
+    await converged(a, 's2-alice');
+    await converged(b, 's2-alice');
+  });
+
+  it('counts read-diffused groups from their heads', async () => {
+    const members = ['s3-alice', 's3-b', 's3-c', 's3-d', 's3-e'];
+    await h.conversation('s3-big', members, 'group');
+    const c = client('s3-alice');
+    await c.start();
+    await until(c, synced, 'synced');
+    for (let seq = 1; seq <= 4; seq++) await h.message('s3-big', seq, 's3-b');
+    await until(c, (s) => unreadOf(s, 's3-big') === 4, 'four unread from head pushes');
+    c.markRead('s3-big');
+    expect(unreadOf(c.state, 's3-big')).toBe(0);
+    await converged(c, 's3-alice');
+  });
+
+  it('a client far behind catches up from a snapshot and lands on the same state', async () => {
+    await h.conversation('s4-dm', ['s4-alice', 's4-bob'], 'private');
+    const cache = new MemoryCache();
+    const first = client('s4-alice', { cache });
+    await first.start();
+    await converged(first, 's4-alice');
+    await first.stop();
+    // Far more changes than the stream keeps (snapshot every 5, 10 entries kept).
+    const convs = Array.from({ length: 30 }, (_, i) => `s4-g${i}`);
+    for (const conv of convs) await h.conversation(conv, ['s4-alice', 's4-bob'], 'group');
+    for (const conv of convs) await h.message(conv, 1, 's4-bob');
+    const tap = newTap();
+    const second = client('s4-alice', { cache, WebSocket: tapped(tap) });
+    await second.start();
+    expect(second.state.conversations).toHaveLength(1);
+    await converged(second, 's4-alice');
+    expect(second.state.conversations).toHaveLength(31);
+    const hello = tap.sent.find((s) => s.frame.t === 'hello')?.frame;
+    expect(hello && 'cursor' in hello ? hello.cursor : undefined).toEqual(first.state.cursor);
+    expect(tap.received.some((r) => r.frame.t === 'sync' && r.frame.snapshot !== undefined)).toBe(true);
+  });
+});
+
+describe('page lifecycle', () => {
+  it('pulls when the page becomes visible again', async () => {
+    const doc = Object.assign(new EventTarget(), { visibilityState: 'hidden' });
+    const g = globalThis as { document?: unknown };
+    g.document = doc;
+    try {
+      await h.conversation('s5-dm', ['s5-alice', 's5-bob']);
+      const tap = newTap();
+      const c = client('s5-alice', { WebSocket: tapped(tap), lifecycle: true });
+      await c.start();
+      await until(c, synced, 'synced');
+      const pulls = () => tap.sent.filter((s) => s.frame.t === 'pull').length;
+      const before = pulls();
+      doc.dispatchEvent(new Event('visibilitychange'));
+      expect(pulls()).toBe(before);
+      doc.visibilityState = 'visible';
+      doc.dispatchEvent(new Event('visibilitychange'));
+      expect(pulls()).toBe(before + 1);
+      await until(c, synced, 'synced after the pull');
+    } finally {
+      delete g.document;
+    }
+  });
+});

@@ -1,0 +1,42 @@
+import { shown, truth, type Harness } from './harness.js';
+import type { RedpointClient, RedpointState } from '../../client-demo/sdk/index.js';
+
+/** Resolves with the first state that satisfies `predicate` (now or after a change); rejects on timeout. */
+export function until(client: RedpointClient, predicate: (state: RedpointState) => boolean, what: string, timeoutMs = 5000): Promise<RedpointState> {
+  return new Promise((resolve, reject) => {
+    if (predicate(client.state)) return resolve(client.state);
+    const timer = setTimeout(() => {
+      off();
+      reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what}; state: ${JSON.stringify(client.state)}`));
+    }, timeoutMs);
+    const off = client.on('change', (state) => {
+      if (!predicate(state)) return;
+      clearTimeout(timer);
+      off();
+      resolve(state);
+    });
+  });
+}
+
+export const synced = (s: RedpointState): boolean => s.status === 'SYNCED' && !s.stale;
+
+export function unreadOf(state: RedpointState, conv: string): number | undefined {
+  return state.conversations.find((c) => c.conv === conv)?.unread;
+}
+
+/**
+ * Waits until the client is SYNCED and shows exactly the server's unread summary (fetched again
+ * after each change of the client, since the server may still be applying what the client sent).
+ */
+export async function convergedTo(h: Harness, client: RedpointClient, uid: string, timeoutMs = 5000): Promise<RedpointState> {
+  const deadline = Date.now() + timeoutMs;
+  let last = '';
+  for (;;) {
+    const state = await until(client, synced, `${uid} synced`, Math.max(1, deadline - Date.now()));
+    const expected = JSON.stringify(truth(await h.unread(uid)));
+    last = JSON.stringify(shown(client.state));
+    if (synced(client.state) && last === expected) return state;
+    if (Date.now() > deadline) throw new Error(`${uid} did not converge:\n client ${last}\n server ${expected}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}

@@ -43,10 +43,10 @@ export class Fanout {
   }
 
   /** Counts local interest in a channel; the bus subscribes at the first and leaves at the last. */
-  retain(channel: string): void {
+  retain(channel: string): Promise<void> {
     const n = (this.refs.get(channel) ?? 0) + 1;
     this.refs.set(channel, n);
-    if (n === 1) this.bus.subscribe(channel);
+    return this.bus.subscribe(channel);
   }
 
   release(channel: string): void {

@@ -134,13 +134,14 @@ export class WsGateway {
       const oldest = mine.values().next().value;
       if (oldest) this.close(oldest, 'too_many_connections');
     }
-    this.subscribe(ws, userChannel(uid));
+    // The first sync is read only once the bus listens: nothing published after it can be missed.
+    await this.subscribe(ws, userChannel(uid));
     return uid;
   }
 
   /** Subscribes a socket to the large groups named in a pull reply's heads. */
-  followHeads(ws: Socket, heads: Readonly<Record<string, number>>): void {
-    for (const conv of Object.keys(heads)) this.followConv(ws, conv, true);
+  async followHeads(ws: Socket, heads: Readonly<Record<string, number>>): Promise<void> {
+    await Promise.all(Object.keys(heads).map((conv) => this.followConv(ws, conv, true)));
   }
 
   /** Stop accepting work and tell every client to reconnect elsewhere. */
@@ -211,19 +212,19 @@ export class WsGateway {
     if (mine?.size === 0) this.users.delete(conn.uid);
   }
 
-  private subscribe(ws: Socket, channel: string): void {
+  private subscribe(ws: Socket, channel: string): Promise<void> {
     ws.subscribe(topicFor(channel, ws.getUserData().binary));
-    this.fanout.retain(channel);
+    return this.fanout.retain(channel);
   }
 
-  private followConv(ws: Socket, conv: string, follow: boolean): void {
+  private async followConv(ws: Socket, conv: string, follow: boolean): Promise<void> {
     const conn = ws.getUserData();
     if (conn.closed || follow === conn.convs.has(conv)) return;
     const topic = topicFor(convChannel(conv), conn.binary);
     if (follow) {
       conn.convs.add(conv);
       ws.subscribe(topic);
-      this.fanout.retain(convChannel(conv));
+      await this.fanout.retain(convChannel(conv));
     } else {
       conn.convs.delete(conv);
       ws.unsubscribe(topic);
@@ -236,7 +237,7 @@ export class WsGateway {
     const mine = this.users.get(change.uid);
     if (!mine) return;
     const follow = change.state?.large === true;
-    for (const ws of mine) this.followConv(ws, change.conv, follow);
+    for (const ws of mine) void this.followConv(ws, change.conv, follow);
   }
 
   /** The safety net: each online user's sockets hear the server's cursor now and then. */
@@ -246,9 +247,19 @@ export class WsGateway {
 
   private async sendVersion(sockets: Socket[], uid: string): Promise<void> {
     try {
-      const position = await this.sync.position(uid);
+      // A large group's head is not in the user's stream, so the version cannot reveal a lost head
+      // push: the check repeats the current head of each large group the socket follows.
+      const convs = [...new Set(sockets.flatMap((ws) => [...ws.getUserData().convs]))];
+      const noHeads: Record<string, number> = {};
+      const [position, heads] = await Promise.all([this.sync.position(uid), convs.length > 0 ? this.sync.engine.heads(convs) : noHeads]);
       const frame: VersionFrame = { t: 'version', epoch: position.epoch, version: position.version };
-      for (const ws of sockets) this.send(ws, frame);
+      for (const ws of sockets) {
+        for (const conv of ws.getUserData().convs) {
+          const lastSeq = heads[conv];
+          if (lastSeq !== undefined) this.send(ws, { t: 'head', conv, lastSeq });
+        }
+        this.send(ws, frame);
+      }
     } catch (err) {
       this.log.warn({ err, uid }, 'version check failed');
     }

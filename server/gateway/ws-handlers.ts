@@ -63,7 +63,7 @@ async function sendPage(gw: WsGateway, ws: Socket, uid: string, since: Cursor | 
   gw.metrics.pulls.inc({ kind: reply.snapshot ? 'snapshot' : 'delta', transport: 'ws' });
   gw.metrics.streamLength.observe(reply.entries.length);
   // Subscribe before sending, so no head published after this reply can be missed.
-  gw.followHeads(ws, reply.heads);
+  await gw.followHeads(ws, reply.heads);
   gw.send(ws, { t: 'sync', ...(id !== undefined ? { id } : {}), ...reply });
 }
 

@@ -8,7 +8,8 @@
  */
 export interface Bus {
   publish(channel: string, payload: Uint8Array): void;
-  subscribe(channel: string): void;
+  /** Resolves once messages published on the channel anywhere will reach this process. */
+  subscribe(channel: string): Promise<void>;
   unsubscribe(channel: string): void;
   onMessage(handler: (channel: string, payload: Uint8Array) => void): void;
   close(): Promise<void>;
@@ -23,7 +24,7 @@ export class LocalBus implements Bus {
     if (this.channels.has(channel)) this.handler?.(channel, payload);
   }
 
-  subscribe(channel: string): void {
+  async subscribe(channel: string): Promise<void> {
     this.channels.add(channel);
   }
 

@@ -35,10 +35,25 @@ export class RedisBus implements Bus {
     });
   }
 
-  subscribe(channel: string): void {
-    if (this.local.has(channel)) return;
+  private readonly pending = new Map<string, Promise<void>>();
+
+  subscribe(channel: string): Promise<void> {
+    const inFlight = this.pending.get(channel);
+    if (inFlight) return inFlight;
+    if (this.local.has(channel)) return Promise.resolve();
     this.local.add(channel);
-    this.sub.subscribe(this.prefix + channel).catch(() => this.local.delete(channel));
+    const done = this.sub
+      .subscribe(this.prefix + channel)
+      .then(
+        () => undefined,
+        () => {
+          // Pushes on this channel are lost until the next subscribe; pulls still repair.
+          this.local.delete(channel);
+        },
+      )
+      .finally(() => this.pending.delete(channel));
+    this.pending.set(channel, done);
+    return done;
   }
 
   unsubscribe(channel: string): void {

@@ -1,0 +1,143 @@
+import fc from 'fast-check';
+
+/**
+ * The actions of a random scenario and their generators. Actions name users and conversations
+ * by index (the runner maps them to ids unique to the run), and anything that depends on the
+ * state of the run (which message to redeliver, which member acts) is an index resolved there,
+ * so that fast-check can shrink a failing scenario freely.
+ */
+export const USERS = 5;
+export const CONVS = 4;
+export const CATEGORIES = ['private', 'group', 'system'] as const;
+
+export type Action =
+  | { t: 'members'; conv: number; add: number[]; remove: number[]; category?: string }
+  /** A new message from upstream; `hold`: assigned a seq now, delivered by a later batch. */
+  | { t: 'msg'; conv: number; sender: number; pick: boolean; mentions: number[]; hold: boolean; gap: number }
+  /** Redelivery of earlier messages (duplicates, reordering) plus, optionally, the held ones. */
+  | { t: 'batch'; picks: number[]; includeHeld: boolean; single: boolean; shuffle: number }
+  /** Several single-message POSTs in flight at once (group commit merges them). */
+  | { t: 'concurrent'; picks: number[] }
+  | { t: 'read'; user: number; conv: number; pick: boolean; all: boolean; permille: number; jwt: boolean }
+  | { t: 'delete'; user: number; conv: number; pick: boolean; jwt: boolean }
+  | { t: 'settings'; user: number; conv: number; pick: boolean; muted?: boolean; markedUnread?: boolean; jwt: boolean }
+  /** Sync the user's long-lived client copy (optionally from scratch) and keep its cursor for later. */
+  | { t: 'sync'; user: number; limit: number; fresh: boolean }
+  | { t: 'check'; limit: number };
+
+const userIdx = fc.integer({ min: 0, max: USERS - 1 });
+const convIdx = fc.integer({ min: 0, max: CONVS - 1 });
+export const allUsers = Array.from({ length: USERS }, (_, i) => i);
+/** Mostly act as a current member of the conversation (`user` then indexes its members); sometimes as anyone, for the 404 paths. */
+const pickArb = fc.oneof({ weight: 5, arbitrary: fc.constant(true) }, { weight: 1, arbitrary: fc.constant(false) });
+
+const membersArb: fc.Arbitrary<Action> = fc
+  .record({
+    conv: convIdx,
+    add: fc.oneof({ weight: 4, arbitrary: fc.subarray(allUsers) }, { weight: 1, arbitrary: fc.constant(allUsers) }),
+    remove: fc.subarray(allUsers, { maxLength: 3 }),
+    category: fc.option(fc.constantFrom(...CATEGORIES), { nil: undefined, freq: 3 }),
+  })
+  .map(({ conv, add, remove, category }) => ({
+    t: 'members' as const,
+    conv,
+    add,
+    remove: remove.filter((u) => !add.includes(u)),
+    ...(category !== undefined ? { category } : {}),
+  }));
+
+const msgArb: fc.Arbitrary<Action> = fc.record({
+  t: fc.constant('msg' as const),
+  conv: convIdx,
+  sender: userIdx,
+  pick: pickArb,
+  mentions: fc.subarray(allUsers, { maxLength: 2 }),
+  hold: fc.oneof({ weight: 4, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }),
+  gap: fc.oneof({ weight: 12, arbitrary: fc.constant(0) }, { weight: 3, arbitrary: fc.integer({ min: 1, max: 3 }) }, { weight: 1, arbitrary: fc.constant(2 ** 40) }),
+});
+
+const batchArb: fc.Arbitrary<Action> = fc.record({
+  t: fc.constant('batch' as const),
+  picks: fc.array(fc.nat(), { minLength: 0, maxLength: 4 }),
+  includeHeld: fc.boolean(),
+  single: fc.boolean(),
+  shuffle: fc.nat(),
+});
+
+const concurrentArb: fc.Arbitrary<Action> = fc.record({
+  t: fc.constant('concurrent' as const),
+  picks: fc.array(fc.nat(), { minLength: 2, maxLength: 5 }),
+});
+
+const readArb: fc.Arbitrary<Action> = fc.record({
+  t: fc.constant('read' as const),
+  user: userIdx,
+  conv: convIdx,
+  pick: pickArb,
+  all: fc.boolean(),
+  permille: fc.integer({ min: 0, max: 1100 }),
+  jwt: fc.boolean(),
+});
+
+const deleteArb: fc.Arbitrary<Action> = fc.record({ t: fc.constant('delete' as const), user: userIdx, conv: convIdx, pick: pickArb, jwt: fc.boolean() });
+
+const settingsArb: fc.Arbitrary<Action> = fc
+  .record({
+    user: userIdx,
+    conv: convIdx,
+    pick: pickArb,
+    muted: fc.option(fc.boolean(), { nil: undefined }),
+    markedUnread: fc.option(fc.boolean(), { nil: undefined }),
+    jwt: fc.boolean(),
+  })
+  .map(({ muted, markedUnread, ...rest }) => ({
+    t: 'settings' as const,
+    ...rest,
+    ...(muted !== undefined ? { muted } : {}),
+    ...(markedUnread !== undefined || muted === undefined ? { markedUnread: markedUnread ?? true } : {}),
+  }));
+
+const syncArb: fc.Arbitrary<Action> = fc.record({
+  t: fc.constant('sync' as const),
+  user: userIdx,
+  limit: fc.integer({ min: 1, max: 6 }),
+  fresh: fc.boolean(),
+});
+
+const checkArb: fc.Arbitrary<Action> = fc.record({ t: fc.constant('check' as const), limit: fc.integer({ min: 1, max: 6 }) });
+
+export const actionArb: fc.Arbitrary<Action> = fc.oneof(
+  { weight: 4, arbitrary: membersArb },
+  { weight: 10, arbitrary: msgArb },
+  { weight: 3, arbitrary: batchArb },
+  { weight: 1, arbitrary: concurrentArb },
+  { weight: 4, arbitrary: readArb },
+  { weight: 2, arbitrary: deleteArb },
+  { weight: 2, arbitrary: settingsArb },
+  { weight: 2, arbitrary: syncArb },
+  { weight: 1, arbitrary: checkArb },
+);
+
+/** Every run starts by creating each conversation with some members, then runs random actions. */
+const setupArb: fc.Arbitrary<Action[]> = fc
+  .tuple(...Array.from({ length: CONVS }, () => fc.tuple(fc.subarray(allUsers, { minLength: 1 }), fc.constantFrom(...CATEGORIES))))
+  .map((convs) => convs.map(([add, category], conv) => ({ t: 'members' as const, conv, add, remove: [], category })));
+
+/** `servers`: how many server configurations the scenario may pick from. */
+export function scenarioArb(servers: number): fc.Arbitrary<Scenario> {
+  return fc
+    .record({
+      server: fc.integer({ min: 0, max: servers - 1 }),
+      setup: setupArb,
+      actions: fc.array(actionArb, { minLength: 5, maxLength: 70, size: 'max' }),
+      finalLimits: fc.array(fc.integer({ min: 1, max: 7 }), { minLength: USERS, maxLength: USERS }),
+    })
+    .map(({ server, setup, actions, finalLimits }) => ({ server, actions: [...setup, ...actions], finalLimits }));
+}
+
+export interface Scenario {
+  /** Index of the server configuration to run on. */
+  server: number;
+  actions: Action[];
+  finalLimits: number[];
+}

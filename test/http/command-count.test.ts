@@ -1,0 +1,164 @@
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
+import { startTestServer, type TestServer } from '../helpers/test-server.js';
+
+/**
+ * What one message costs in Redis commands, measured on a private redis-server: CONFIG RESETSTAT,
+ * one POST /v1/messages, INFO commandstats (every command, including those run inside Lua), plus
+ * MONITOR for the commands the server itself sent (round-trip level: EVALSHA, HMGET...).
+ * Write diffusion costs one script per member; read diffusion (more than 500 members) must cost
+ * the same whatever the group size.
+ */
+const THRESHOLD = 500;
+const GROUPS = [
+  { name: 'direct', members: 2 },
+  { name: 'small group', members: 100 },
+  { name: 'large group', members: 1_000 },
+  { name: 'large group', members: 5_000 },
+] as const;
+
+/** Commands of the measurement itself, not of the server. */
+const OWN = new Set(['info', 'config|resetstat', 'echo', 'monitor', 'command|info', 'ping', 'client|setname', 'select']);
+
+interface Cost {
+  /** Every command Redis ran, by name (scripts' inner commands included). */
+  all: Record<string, number>;
+  /** Commands the server sent (not those run inside scripts), by name. */
+  sent: Record<string, number>;
+}
+
+describe('Redis commands per message (redis engine)', () => {
+  let redis: RedisServer;
+  let server: TestServer;
+  let stats: Redis;
+  let monitor: Redis;
+  const seen: { args: string[]; source: string }[] = [];
+  let writeCommands: Set<string>;
+  const nextSeq = new Map<string, number>();
+
+  beforeAll(async () => {
+    redis = await startRedisServer();
+    server = await startTestServer({ engine: 'redis', redis, largeGroupThreshold: THRESHOLD, snapshotEvery: 100, streamMaxLen: 1000 });
+    stats = new Redis(redis.url, { lazyConnect: true });
+    await stats.connect();
+    monitor = await new Redis(redis.url).monitor();
+    monitor.on('monitor', (_time: string, args: string[], source: string) => seen.push({ args, source }));
+    for (const g of GROUPS) {
+      const conv = convId(g.members);
+      const uids = Array.from({ length: g.members }, (_, i) => `m${i}`);
+      const res = await server.api<{ members: number; large: boolean }>('PUT', `/v1/conversations/${conv}/members`, { add: uids, category: 'group' });
+      expect(res.status, res.text).toBe(200);
+      expect(res.body).toEqual({ conv, members: g.members, large: g.members > THRESHOLD });
+    }
+  }, 120_000);
+
+  afterAll(async () => {
+    monitor?.disconnect();
+    stats?.disconnect();
+    await server?.close();
+    await redis?.stop();
+  });
+
+  const convId = (members: number): string => `g${members}`;
+
+  /** Waits until MONITOR has streamed everything Redis ran so far (it streams in execution order). */
+  async function drainMonitor(): Promise<void> {
+    const marker = `marker-${Date.now()}-${Math.random()}`;
+    await stats.echo(marker);
+    const deadline = Date.now() + 5_000;
+    while (!seen.some((c) => c.args[0]?.toLowerCase() === 'echo' && c.args[1] === marker)) {
+      if (Date.now() > deadline) throw new Error('MONITOR did not deliver the marker');
+      await new Promise((r) => setImmediate(r));
+    }
+  }
+
+  /**
+   * Pushes are published on the server's own pub/sub connection without being awaited, so they
+   * can still reach Redis after the HTTP reply (and after one marker): wait until a marker round
+   * sees none of the server's commands.
+   */
+  async function settle(): Promise<void> {
+    for (let quiet = 0, rounds = 0; quiet < 2; rounds++) {
+      if (rounds > 1_000) throw new Error('Redis did not go quiet');
+      const from = seen.length;
+      await drainMonitor();
+      const busy = seen.slice(from).some((c) => !OWN.has((c.args[0] ?? '').toLowerCase()));
+      quiet = busy ? 0 : quiet + 1;
+    }
+  }
+
+  async function measure(members: number): Promise<Cost> {
+    const conv = convId(members);
+    const seq = (nextSeq.get(conv) ?? 0) + 1;
+    nextSeq.set(conv, seq);
+    await settle();
+    seen.length = 0;
+    await stats.config('RESETSTAT');
+    const res = await server.api('POST', '/v1/messages', { conv, seq, sender: 'm0' });
+    expect(res.status, res.text).toBe(200);
+    await settle();
+    const info = await stats.info('commandstats');
+    const all: Record<string, number> = {};
+    for (const m of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
+      const name = m[1] ?? '';
+      if (!OWN.has(name)) all[name] = Number(m[2]);
+    }
+    const sent: Record<string, number> = {};
+    for (const c of seen) {
+      const name = (c.args[0] ?? '').toLowerCase();
+      if (c.source === 'lua' || OWN.has(name) || name === 'config') continue;
+      sent[name] = (sent[name] ?? 0) + 1;
+    }
+    return { all, sent };
+  }
+
+  const sum = (r: Record<string, number>): number => Object.values(r).reduce((a, b) => a + b, 0);
+  const writes = (r: Record<string, number>): number =>
+    Object.entries(r)
+      .filter(([name]) => writeCommands.has(name))
+      .reduce((a, [, n]) => a + n, 0);
+
+  it('a message to a read-diffused group costs the same number of commands at 1,000 and 5,000 members', async () => {
+    const names = new Set<string>();
+    const rows: { group: string; members: number; mode: string; first: Cost; steady: Cost }[] = [];
+    for (const g of GROUPS) {
+      // The first message to a conversation in this process also checks that it exists (then cached).
+      const first = await measure(g.members);
+      const steady = await measure(g.members);
+      rows.push({ group: g.name, members: g.members, mode: g.members > THRESHOLD ? 'read diffusion' : 'write diffusion', first, steady });
+      for (const n of [...Object.keys(first.all), ...Object.keys(steady.all)]) names.add(n);
+    }
+    const flags = (await stats.call('COMMAND', 'INFO', ...[...names].map((n) => n.split('|')[0] ?? n))) as unknown[][];
+    writeCommands = new Set([...names].filter((_, i) => ((flags[i]?.[2] as string[] | undefined) ?? []).includes('write')));
+
+    const table = rows.map((r) => ({
+      conversation: `${r.group} (${r.members.toLocaleString('en-US')})`,
+      mode: r.mode,
+      EVALSHA: r.steady.sent.evalsha ?? 0,
+      PUBLISH: r.steady.sent.publish ?? 0,
+      'other sent': sum(r.steady.sent) - (r.steady.sent.evalsha ?? 0) - (r.steady.sent.publish ?? 0),
+      'all (incl. in Lua)': sum(r.steady.all),
+      'writes in Lua': writes(r.steady.all),
+      '1st msg: sent/all/writes': `${sum(r.first.sent)}/${sum(r.first.all)}/${writes(r.first.all)}`,
+    }));
+    console.log(
+      `Redis commands for ONE message (threshold ${THRESHOLD}, sender is a member, no mentions; 2nd message to the conversation, ` +
+        'the 1st in the last column). EVALSHA/PUBLISH/other: commands the server sent; all: every command Redis ran, inside scripts included.',
+    );
+    console.table(table);
+    for (const r of rows) console.log(`  ${r.members} members: sent ${JSON.stringify(r.steady.sent)}; all ${JSON.stringify(r.steady.all)}`);
+
+    const [direct, small, large1k, large5k] = rows;
+    if (!direct || !small || !large1k || !large5k) throw new Error('missing rows');
+    // Read diffusion: identical command mix at 1,000 and 5,000 members, and small in absolute terms.
+    expect(large5k.steady.all).toEqual(large1k.steady.all);
+    expect(large5k.steady.sent).toEqual(large1k.steady.sent);
+    expect(large5k.first.all).toEqual(large1k.first.all);
+    expect(sum(large5k.steady.all)).toBeLessThan(50);
+    expect(large5k.steady.sent.evalsha ?? 0).toBeLessThanOrEqual(3);
+    // Write diffusion: one script per member (plus a constant), so it grows with the group.
+    expect(small.steady.sent.evalsha ?? 0).toBeGreaterThanOrEqual(100);
+    expect((small.steady.sent.evalsha ?? 0) - (direct.steady.sent.evalsha ?? 0)).toBe(98);
+  }, 120_000);
+});

@@ -1,0 +1,214 @@
+/**
+ * The reference model of Redpoint's semantics, written from the specification alone (it does not
+ * import the server's rules): plain maps, one method per API call, no notion of diffusion modes,
+ * streams, versions or stored totals. Views and totals are recomputed from scratch on demand, so
+ * there is nothing in here that could drift.
+ */
+
+export interface ModelMessage {
+  conv: string;
+  seq: number;
+  sender: string;
+  mentions?: string[];
+}
+
+export interface ModelView {
+  conv: string;
+  lastSeq: number;
+  readSeq: number;
+  unread: number;
+  mentions: number;
+  muted: boolean;
+  markedUnread: boolean;
+  category: string;
+}
+
+export interface ModelSummary {
+  total: number;
+  mentions: number;
+  /** Only categories with a non-zero count. */
+  categories: Record<string, number>;
+  conversations: ModelView[];
+}
+
+/** What the HTTP API answers: 200, or 404 unknown_conversation. */
+export type Outcome = 'ok' | 'unknown_conversation';
+
+interface Conversation {
+  maxSeq: number;
+  category: string;
+  members: Set<string>;
+}
+
+interface Membership {
+  member: boolean;
+  lastSeq: number;
+  readSeq: number;
+  /** Every seq that mentioned the user since they (re)joined; only those > readSeq count. */
+  mentionSeqs: Set<number>;
+  muted: boolean;
+  markedUnread: boolean;
+  /** Hidden while lastSeq <= hiddenUpTo; null: not deleted. */
+  hiddenUpTo: number | null;
+}
+
+export const DEFAULT_CATEGORY = 'default';
+
+export class Model {
+  readonly conversations = new Map<string, Conversation>();
+  private readonly users = new Map<string, Map<string, Membership>>();
+
+  constructor(readonly largeGroupThreshold: number) {}
+
+  /** PUT /v1/conversations/:conv/members. Returns the member count after the change. */
+  changeMembers(conv: string, add: readonly string[], remove: readonly string[], category?: string): { members: number; large: boolean } {
+    let c = this.conversations.get(conv);
+    if (!c) {
+      c = { maxSeq: 0, category: category ?? DEFAULT_CATEGORY, members: new Set() };
+      this.conversations.set(conv, c);
+    } else if (category !== undefined) {
+      c.category = category;
+    }
+    for (const uid of add) {
+      if (c.members.has(uid)) continue;
+      c.members.add(uid);
+      const previous = this.membership(uid, conv);
+      // A new member has seen (and read) everything up to the conversation's current head.
+      this.userConvs(uid).set(conv, {
+        member: true,
+        lastSeq: Math.max(previous?.lastSeq ?? 0, c.maxSeq),
+        readSeq: Math.max(previous?.readSeq ?? 0, c.maxSeq),
+        mentionSeqs: new Set(),
+        muted: previous?.muted ?? false,
+        markedUnread: false,
+        hiddenUpTo: null,
+      });
+    }
+    for (const uid of remove) {
+      if (!c.members.has(uid)) continue;
+      c.members.delete(uid);
+      const m = this.membership(uid, conv);
+      if (m) {
+        m.member = false;
+        m.mentionSeqs.clear();
+        m.markedUnread = false;
+      }
+    }
+    return { members: c.members.size, large: c.members.size > this.largeGroupThreshold };
+  }
+
+  /** POST /v1/messages (one message or a batch): all or nothing. */
+  postMessages(messages: readonly ModelMessage[]): Outcome {
+    if (messages.some((m) => !this.conversations.has(m.conv))) return 'unknown_conversation';
+    for (const m of messages) this.deliver(m);
+    return 'ok';
+  }
+
+  /** POST /v1/users/:uid/read */
+  read(uid: string, conv: string, seq: number): Outcome {
+    const m = this.activeMembership(uid, conv);
+    if (!m) return 'unknown_conversation';
+    raiseRead(m, seq);
+    return 'ok';
+  }
+
+  /** DELETE /v1/users/:uid/conversations/:conv */
+  deleteConversation(uid: string, conv: string): Outcome {
+    const m = this.activeMembership(uid, conv);
+    const c = this.conversations.get(conv);
+    if (!m || !c) return 'unknown_conversation';
+    const upTo = Math.max(c.maxSeq, m.lastSeq);
+    raiseRead(m, upTo);
+    m.hiddenUpTo = Math.max(m.hiddenUpTo ?? upTo, upTo);
+    m.markedUnread = false;
+    return 'ok';
+  }
+
+  /** PUT /v1/users/:uid/conversations/:conv */
+  updateSettings(uid: string, conv: string, settings: { muted?: boolean; markedUnread?: boolean }): Outcome {
+    const m = this.activeMembership(uid, conv);
+    if (!m) return 'unknown_conversation';
+    if (settings.muted !== undefined) m.muted = settings.muted;
+    if (settings.markedUnread !== undefined) m.markedUnread = settings.markedUnread;
+    return 'ok';
+  }
+
+  /** GET /v1/users/:uid/unread, minus the version. */
+  unread(uid: string): ModelSummary {
+    const conversations: ModelView[] = [];
+    let total = 0;
+    let mentions = 0;
+    const categories: Record<string, number> = {};
+    for (const [conv, m] of this.userConvs(uid)) {
+      if (!m.member) continue;
+      if (m.hiddenUpTo !== null && m.lastSeq <= m.hiddenUpTo) continue;
+      const c = this.conversations.get(conv);
+      if (!c) throw new Error(`model: membership of unknown conversation ${conv}`);
+      const unread = Math.max(0, m.lastSeq - m.readSeq);
+      const mentionCount = [...m.mentionSeqs].filter((s) => s > m.readSeq).length;
+      conversations.push({
+        conv,
+        lastSeq: m.lastSeq,
+        readSeq: m.readSeq,
+        unread,
+        mentions: mentionCount,
+        muted: m.muted,
+        markedUnread: m.markedUnread,
+        category: c.category,
+      });
+      if (m.muted) continue;
+      total += unread;
+      mentions += mentionCount;
+      if (unread > 0) categories[c.category] = (categories[c.category] ?? 0) + unread;
+    }
+    conversations.sort((a, b) => (a.conv < b.conv ? -1 : a.conv > b.conv ? 1 : 0));
+    return { total, mentions, categories, conversations };
+  }
+
+  isMember(uid: string, conv: string): boolean {
+    return this.conversations.get(conv)?.members.has(uid) ?? false;
+  }
+
+  private deliver(msg: ModelMessage): void {
+    const c = this.conversations.get(msg.conv);
+    if (!c) throw new Error('model: deliver to unknown conversation');
+    c.maxSeq = Math.max(c.maxSeq, msg.seq);
+    for (const uid of c.members) {
+      const m = this.activeMembership(uid, msg.conv);
+      if (!m) throw new Error('model: member without membership');
+      m.lastSeq = Math.max(m.lastSeq, msg.seq);
+    }
+    const sender = this.activeMembership(msg.sender, msg.conv);
+    if (sender) raiseRead(sender, msg.seq);
+    for (const uid of new Set(msg.mentions ?? [])) {
+      if (uid === msg.sender) continue;
+      const m = this.activeMembership(uid, msg.conv);
+      if (m && msg.seq > m.readSeq) m.mentionSeqs.add(msg.seq);
+    }
+  }
+
+  private userConvs(uid: string): Map<string, Membership> {
+    let convs = this.users.get(uid);
+    if (!convs) {
+      convs = new Map();
+      this.users.set(uid, convs);
+    }
+    return convs;
+  }
+
+  private membership(uid: string, conv: string): Membership | undefined {
+    return this.users.get(uid)?.get(conv);
+  }
+
+  private activeMembership(uid: string, conv: string): Membership | undefined {
+    const m = this.membership(uid, conv);
+    return m?.member ? m : undefined;
+  }
+}
+
+/** readSeq is a max-register; raising it clears the "mark as unread" dot. */
+function raiseRead(m: Membership, seq: number): void {
+  if (seq <= m.readSeq) return;
+  m.readSeq = seq;
+  m.markedUnread = false;
+}

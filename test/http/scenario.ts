@@ -1,0 +1,287 @@
+import { expect } from 'vitest';
+import { LIMITS } from '../../protocol/limits.js';
+import type { UnreadSummary } from '../../protocol/types.js';
+import type { ApiResponse, TestServer } from '../helpers/test-server.js';
+import { allUsers, USERS, type Action, type Scenario } from './actions.js';
+import { Model, type ModelMessage, type ModelSummary, type ModelView, type Outcome } from './model.js';
+import { cloneCopy, copyViews, emptyCopy, syncCopy, type ClientCopy } from './sync-client.js';
+
+/**
+ * Runs random scenarios against a real server over HTTP and checks them against the reference
+ * model. A run maps the actions' user and conversation indexes to ids unique to the run, so one
+ * server serves every run without them seeing each other.
+ */
+
+let runCounter = 0;
+
+/** What the runs exercised, so a green run can show it was not vacuous. */
+export const coverage = {
+  runs: 0,
+  actions: {} as Record<string, number>,
+  notFound: 0,
+  modeSwitches: 0,
+  syncPages: 0,
+  syncSnapshots: 0,
+  savedCursorSyncs: 0,
+  maxVersion: 0,
+};
+
+/** Returns what was exercised since the last call, and starts counting afresh. */
+export function takeCoverage(): typeof coverage {
+  const taken = structuredClone(coverage);
+  Object.assign(coverage, { runs: 0, actions: {}, notFound: 0, modeSwitches: 0, syncPages: 0, syncSnapshots: 0, savedCursorSyncs: 0, maxVersion: 0 });
+  return taken;
+}
+
+function count(key: string): void {
+  coverage.actions[key] = (coverage.actions[key] ?? 0) + 1;
+}
+
+/** Runs one scenario on `server` and checks it against the model; throws on the first mismatch. */
+export async function runScenario(server: TestServer, scenario: Scenario): Promise<void> {
+  const run = new Run(server, `r${++runCounter}${server.kind[0]}`);
+  coverage.runs++;
+  for (const [i, action] of scenario.actions.entries()) {
+    run.step = i;
+    await run.apply(action);
+  }
+  run.step = scenario.actions.length;
+  await run.checkAll((u) => scenario.finalLimits[u] ?? 3, true);
+}
+
+interface SavedCopy {
+  user: number;
+  copy: ClientCopy;
+}
+
+class Run {
+  step = 0;
+  private readonly model: Model;
+  private readonly nextSeq = new Map<number, number>();
+  private readonly sent: ModelMessage[] = [];
+  private held: ModelMessage[] = [];
+  private readonly clients = new Map<number, ClientCopy>();
+  private readonly saved: SavedCopy[] = [];
+  private readonly versions = new Map<number, { epoch: string; version: number }>();
+  private readonly large = new Set<number>();
+
+  constructor(
+    private readonly server: TestServer,
+    private readonly ns: string,
+  ) {
+    this.model = new Model(server.config.largeGroupThreshold);
+  }
+
+  uid(u: number): string {
+    return `${this.ns}-u${u}`;
+  }
+
+  conv(c: number): string {
+    return `${this.ns}-c${c}`;
+  }
+
+  /** The acting user: with `pick`, the `u`-th current member of the conversation (if it has any). */
+  actor(u: number, c: number, pick: boolean): number {
+    if (!pick) return u;
+    const members = allUsers.filter((m) => this.model.isMember(this.uid(m), this.conv(c)));
+    return members.length === 0 ? u : (members[u % members.length] as number);
+  }
+
+  async apply(a: Action): Promise<void> {
+    count(a.t);
+    switch (a.t) {
+      case 'members': {
+        const add = a.add.map((u) => this.uid(u));
+        const remove = a.remove.map((u) => this.uid(u));
+        const expected = this.model.changeMembers(this.conv(a.conv), add, remove, a.category);
+        const body = { ...(add.length ? { add } : {}), ...(remove.length ? { remove } : {}), ...(a.category ? { category: a.category } : {}) };
+        const res = await this.server.api<{ members: number; large: boolean }>('PUT', `/v1/conversations/${this.conv(a.conv)}/members`, body);
+        this.expectStatus(res, 'ok', a);
+        expect({ members: res.body.members, large: res.body.large }, this.where(a)).toEqual(expected);
+        if (this.large.has(a.conv) !== expected.large) coverage.modeSwitches++;
+        if (expected.large) this.large.add(a.conv);
+        else this.large.delete(a.conv);
+        return;
+      }
+      case 'msg': {
+        const seq = Math.min((this.nextSeq.get(a.conv) ?? 0) + 1 + a.gap, LIMITS.maxSeq);
+        this.nextSeq.set(a.conv, seq);
+        const mentions = a.mentions.map((u) => this.uid(u));
+        const sender = this.uid(this.actor(a.sender, a.conv, a.pick));
+        const msg: ModelMessage = { conv: this.conv(a.conv), seq, sender, ...(mentions.length ? { mentions } : {}) };
+        this.sent.push(msg);
+        if (a.hold) this.held.push(msg);
+        else await this.post([msg], true, a);
+        return;
+      }
+      case 'batch': {
+        const picked = this.sent.length === 0 ? [] : a.picks.map((p) => this.sent[p % this.sent.length] as ModelMessage);
+        const messages = shuffle([...(a.includeHeld ? this.held : []), ...picked], a.shuffle);
+        if (a.includeHeld) this.held = [];
+        if (messages.length === 0) return;
+        await this.post(messages, a.single && messages.length === 1, a);
+        return;
+      }
+      case 'concurrent': {
+        if (this.sent.length === 0) return;
+        const messages = a.picks.map((p) => this.sent[p % this.sent.length] as ModelMessage);
+        // Concurrent deliveries of messages commute (every field is a max-register or a set), so
+        // the model may apply them in any order.
+        const outcomes = messages.map((m) => this.model.postMessages([m]));
+        const replies = await Promise.all(messages.map((m) => this.server.api('POST', '/v1/messages', m)));
+        replies.forEach((res, i) => this.expectStatus(res, outcomes[i] ?? 'ok', a));
+        return;
+      }
+      case 'read': {
+        const u = this.actor(a.user, a.conv, a.pick);
+        const top = this.nextSeq.get(a.conv) ?? 0;
+        const conv = this.conv(a.conv);
+        const seq = a.all ? (this.model.conversations.get(conv)?.maxSeq ?? 0) : Math.min(Math.floor((top * a.permille) / 1000), LIMITS.maxSeq);
+        const outcome = this.model.read(this.uid(u), conv, seq);
+        const res = await this.actAs(u, a.jwt, 'POST', `/v1/users/${this.uid(u)}/read`, { conv, seq });
+        this.expectStatus(res, outcome, a);
+        return;
+      }
+      case 'delete': {
+        const u = this.actor(a.user, a.conv, a.pick);
+        const outcome = this.model.deleteConversation(this.uid(u), this.conv(a.conv));
+        const res = await this.actAs(u, a.jwt, 'DELETE', `/v1/users/${this.uid(u)}/conversations/${this.conv(a.conv)}`);
+        this.expectStatus(res, outcome, a);
+        return;
+      }
+      case 'settings': {
+        const u = this.actor(a.user, a.conv, a.pick);
+        const settings = { ...(a.muted !== undefined ? { muted: a.muted } : {}), ...(a.markedUnread !== undefined ? { markedUnread: a.markedUnread } : {}) };
+        const outcome = this.model.updateSettings(this.uid(u), this.conv(a.conv), settings);
+        const res = await this.actAs(u, a.jwt, 'PUT', `/v1/users/${this.uid(u)}/conversations/${this.conv(a.conv)}`, settings);
+        this.expectStatus(res, outcome, a);
+        return;
+      }
+      case 'sync': {
+        const copy = a.fresh ? emptyCopy() : (this.clients.get(a.user) ?? emptyCopy());
+        await this.sync(this.uid(a.user), copy, a.limit);
+        this.clients.set(a.user, copy);
+        this.saved.push({ user: a.user, copy: cloneCopy(copy) });
+        expect(copyViews(copy), `${this.where(a)} client copy of ${this.uid(a.user)}`).toEqual(this.model.unread(this.uid(a.user)).conversations);
+        return;
+      }
+      case 'check':
+        await this.checkAll(() => a.limit, false);
+        return;
+    }
+  }
+
+  /** Every user: GET unread == model, totals == their sum, sync from scratch (and, at the end, from every saved cursor) == model. */
+  async checkAll(limitFor: (u: number) => number, final: boolean): Promise<void> {
+    for (let u = 0; u < USERS; u++) {
+      const uid = this.uid(u);
+      const expected = this.model.unread(uid);
+      await this.checkUnread(u, expected);
+
+      const scratch = emptyCopy();
+      await this.sync(uid, scratch, limitFor(u));
+      expect(copyViews(scratch), `${this.at()} sync from scratch of ${uid}`).toEqual(expected.conversations);
+
+      if (!final) continue;
+      const client = this.clients.get(u);
+      if (client) {
+        await this.sync(uid, client, limitFor(u));
+        expect(copyViews(client), `${this.at()} long-lived client of ${uid}`).toEqual(expected.conversations);
+      }
+      for (const [i, saved] of this.saved.entries()) {
+        if (saved.user !== u) continue;
+        const copy = cloneCopy(saved.copy);
+        await this.sync(uid, copy, 1 + ((i + u) % 4));
+        coverage.savedCursorSyncs++;
+        expect(copyViews(copy), `${this.at()} sync of ${uid} from saved cursor ${JSON.stringify(saved.copy.cursor)}`).toEqual(expected.conversations);
+      }
+    }
+  }
+
+  private async sync(uid: string, copy: ClientCopy, limit: number): Promise<void> {
+    const stats = await syncCopy(this.server, uid, copy, limit);
+    coverage.syncPages += stats.pages;
+    coverage.syncSnapshots += stats.snapshots;
+  }
+
+  private async checkUnread(u: number, expected: ModelSummary): Promise<void> {
+    const uid = this.uid(u);
+    const res = await this.actAs(u, u % 2 === 0, 'GET', `/v1/users/${uid}/unread`);
+    expect(res.status, `${this.at()} GET unread ${uid}: ${res.text}`).toBe(200);
+    const got = res.body as UnreadSummary;
+    const where = `${this.at()} GET unread ${uid}`;
+    expect(got.conversations, `${where}: conversations`).toEqual(expected.conversations);
+    // The stored totals must equal the sum of the conversations listed next to them.
+    const sum = sumViews(got.conversations);
+    expect({ total: got.total, mentions: got.mentions, categories: nonZero(got.categories) }, `${where}: totals vs their conversations`).toEqual(sum);
+    expect(sum, `${where}: totals vs model`).toEqual({ total: expected.total, mentions: expected.mentions, categories: expected.categories });
+    const before = this.versions.get(u);
+    if (before && before.epoch === got.epoch) expect(got.version, `${where}: version went back`).toBeGreaterThanOrEqual(before.version);
+    this.versions.set(u, { epoch: got.epoch, version: got.version });
+    coverage.maxVersion = Math.max(coverage.maxVersion, got.version);
+  }
+
+  private async post(messages: ModelMessage[], single: boolean, a: Action): Promise<void> {
+    const outcome = this.model.postMessages(messages);
+    const res = await this.server.api('POST', '/v1/messages', single ? messages[0] : { messages });
+    this.expectStatus(res, outcome, a);
+  }
+
+  private actAs(u: number, jwt: boolean, method: string, path: string, body?: unknown): Promise<ApiResponse> {
+    return jwt ? this.server.asUser(this.uid(u), method, path, body) : this.server.api(method, path, body);
+  }
+
+  private expectStatus(res: ApiResponse, outcome: Outcome, a: Action): void {
+    if (outcome !== 'ok') coverage.notFound++;
+    if (outcome === 'ok') {
+      expect(res.status, `${this.where(a)}: ${res.text}`).toBe(200);
+    } else {
+      expect({ status: res.status, code: (res.body as { error?: { code?: string } } | undefined)?.error?.code }, `${this.where(a)}: ${res.text}`).toEqual({
+        status: 404,
+        code: outcome,
+      });
+    }
+  }
+
+  private at(): string {
+    return `[${this.ns} step ${this.step}]`;
+  }
+
+  private where(a: Action): string {
+    return `${this.at()} ${JSON.stringify(a)}`;
+  }
+}
+
+function sumViews(views: readonly ModelView[]): { total: number; mentions: number; categories: Record<string, number> } {
+  let total = 0;
+  let mentions = 0;
+  const categories: Record<string, number> = {};
+  for (const v of views) {
+    if (v.muted) continue;
+    total += v.unread;
+    mentions += v.mentions;
+    if (v.unread > 0) categories[v.category] = (categories[v.category] ?? 0) + v.unread;
+  }
+  return { total, mentions, categories };
+}
+
+function nonZero(categories: Record<string, number>): Record<string, number> {
+  return Object.fromEntries(Object.entries(categories).filter(([, n]) => n !== 0));
+}
+
+/** Deterministic Fisher–Yates (mulberry32), so a failing case replays exactly. */
+function shuffle<T>(items: T[], seed: number): T[] {
+  let s = seed >>> 0;
+  const next = (): number => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  for (let i = items.length - 1; i > 0; i--) {
+    const j = Math.floor(next() * (i + 1));
+    [items[i], items[j]] = [items[j] as T, items[i] as T];
+  }
+  return items;
+}

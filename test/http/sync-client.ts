@@ -1,0 +1,86 @@
+import type { ConvState, Cursor, PullReply } from '../../protocol/types.js';
+import { toView } from '../../protocol/view.js';
+import type { TestServer } from '../helpers/test-server.js';
+import type { ModelView } from './model.js';
+
+/**
+ * A client's local copy, rebuilt the way PROTOCOL.md says a client does it: a snapshot replaces
+ * everything, entries are absolute states (null → drop), `more` → pull again from the version
+ * reached, and views come from `toView(state, heads)`.
+ */
+export interface ClientCopy {
+  cursor: Cursor | null;
+  states: Map<string, ConvState>;
+  heads: Record<string, number>;
+}
+
+export function emptyCopy(): ClientCopy {
+  return { cursor: null, states: new Map(), heads: {} };
+}
+
+export function cloneCopy(copy: ClientCopy): ClientCopy {
+  return {
+    cursor: copy.cursor ? { ...copy.cursor } : null,
+    states: new Map([...copy.states].map(([k, s]) => [k, { ...s }])),
+    heads: { ...copy.heads },
+  };
+}
+
+export interface SyncStats {
+  pages: number;
+  snapshots: number;
+  entries: number;
+}
+
+const MAX_PAGES = 10_000;
+
+/** Pulls until `more` is false, updating `copy` in place; checks the protocol's invariants on the way. */
+export async function syncCopy(server: TestServer, uid: string, copy: ClientCopy, limit: number): Promise<SyncStats> {
+  const stats: SyncStats = { pages: 0, snapshots: 0, entries: 0 };
+  for (;;) {
+    if (++stats.pages > MAX_PAGES) throw new Error(`sync for ${uid} did not finish in ${MAX_PAGES} pages`);
+    const since = copy.cursor ? `since=${encodeURIComponent(`${copy.cursor.epoch}:${copy.cursor.version}`)}&` : '';
+    const res = await server.asUser<PullReply>(uid, 'GET', `/v1/sync?${since}limit=${limit}`);
+    if (res.status !== 200) throw new Error(`GET /v1/sync for ${uid} → ${res.status} ${res.text}`);
+    const reply = res.body;
+    const previous = copy.cursor;
+    if (reply.snapshot) {
+      stats.snapshots++;
+      if (reply.snapshot.v > reply.version) throw new Error(`snapshot v${reply.snapshot.v} beyond reply version ${reply.version}`);
+      copy.states = new Map(reply.snapshot.convs.map((s) => [s.conv, { ...s }]));
+    } else {
+      if (!previous) throw new Error('first pull without a snapshot');
+      if (reply.epoch !== previous.epoch) throw new Error(`epoch changed ${previous.epoch} → ${reply.epoch} without a snapshot`);
+    }
+    let last = reply.snapshot ? reply.snapshot.v : (previous?.version ?? 0);
+    for (const entry of reply.entries) {
+      if (entry.v <= last) throw new Error(`entry v${entry.v} not after v${last}`);
+      last = entry.v;
+      if (entry.state === null) copy.states.delete(entry.conv);
+      else {
+        if (entry.state.conv !== entry.conv) throw new Error(`entry conv ${entry.conv} carries state of ${entry.state.conv}`);
+        copy.states.set(entry.conv, { ...entry.state });
+      }
+    }
+    stats.entries += reply.entries.length;
+    if (reply.entries.length > limit) throw new Error(`page of ${reply.entries.length} entries exceeds limit ${limit}`);
+    if (reply.version !== last) throw new Error(`reply version ${reply.version} but last applied v${last}`);
+    // The cursor is monotonic within one stream history.
+    if (previous && previous.epoch === reply.epoch && reply.version < previous.version) {
+      throw new Error(`cursor went back from ${previous.version} to ${reply.version}`);
+    }
+    copy.cursor = { epoch: reply.epoch, version: reply.version };
+    copy.heads = reply.heads;
+    if (!reply.more) return stats;
+  }
+}
+
+/** What the client shows: visible conversations, sorted by id. */
+export function copyViews(copy: ClientCopy): ModelView[] {
+  const views: ModelView[] = [];
+  for (const state of copy.states.values()) {
+    const view = toView(state, copy.heads);
+    if (view) views.push(view);
+  }
+  return views.sort((a, b) => (a.conv < b.conv ? -1 : a.conv > b.conv ? 1 : 0));
+}

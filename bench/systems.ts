@@ -1,0 +1,120 @@
+import { startRedisServer, type RedisServer } from '../test/helpers/redis-server.js';
+import { rawConnector } from './clients/raw-ws.js';
+import { redpointConnector } from './clients/redpoint-ws.js';
+import { socketIoConnector } from './clients/socketio.js';
+import type { ConnectFn } from './clients/types.js';
+import { spawnServer, type ChildServer } from './lib/child-server.js';
+import { HttpTarget } from './lib/http.js';
+import { freePort } from './lib/ports.js';
+
+export const SYSTEM_IDS = ['uws-raw', 'redis-raw', 'socketio-redis', 'redpoint-memory', 'redpoint-redis'] as const;
+export type SystemId = (typeof SYSTEM_IDS)[number];
+
+/** Credentials made up for the bench (production mode, so no dev-mode defaults are involved). */
+const API_KEY = 'bench-api-key-0123456789abcdef';
+const JWT_SECRET = 'bench-jwt-secret-0123456789abcdef-0123456789';
+
+export interface SystemSpec {
+  id: SystemId;
+  /** One line for the report. */
+  what: string;
+  script: string;
+  readyPath: string;
+  redis: boolean;
+  /** Exposes Redpoint's /metrics (group-commit histogram). */
+  redpoint: boolean;
+  connect: ConnectFn;
+}
+
+const redpointEnv = { REDPOINT_API_KEY: API_KEY, REDPOINT_JWT_SECRET: JWT_SECRET, HOST: '127.0.0.1', LOG_LEVEL: 'warn' };
+
+export const SYSTEMS: Record<SystemId, SystemSpec> = {
+  'uws-raw': {
+    id: 'uws-raw',
+    what: 'raw uWebSockets.js: publish a tiny frame per user topic, no state (the floor)',
+    script: 'bench/baselines/uws-raw.ts',
+    readyPath: '/healthz',
+    redis: false,
+    redpoint: false,
+    connect: rawConnector,
+  },
+  'redis-raw': {
+    id: 'redis-raw',
+    what: 'raw uWS + ioredis: HSET/HINCRBY per member in one pipeline, then publish + PUBLISH (store cost)',
+    script: 'bench/baselines/redis-raw.ts',
+    readyPath: '/healthz',
+    redis: true,
+    redpoint: false,
+    connect: rawConnector,
+  },
+  'socketio-redis': {
+    id: 'socketio-redis',
+    what: 'Socket.IO 4.8 + @socket.io/redis-adapter 8.3: a room per user, emit on POST, no state',
+    script: 'bench/baselines/socketio-redis.ts',
+    readyPath: '/healthz',
+    redis: true,
+    redpoint: false,
+    connect: socketIoConnector,
+  },
+  'redpoint-memory': {
+    id: 'redpoint-memory',
+    what: 'Redpoint, memory engine (server/main.ts)',
+    script: 'server/main.ts',
+    readyPath: '/readyz',
+    redis: false,
+    redpoint: true,
+    connect: redpointConnector(JWT_SECRET, API_KEY),
+  },
+  'redpoint-redis': {
+    id: 'redpoint-redis',
+    what: 'Redpoint, Redis engine + Redis bus (server/main.ts with REDIS_URL)',
+    script: 'server/main.ts',
+    readyPath: '/readyz',
+    redis: true,
+    redpoint: true,
+    connect: redpointConnector(JWT_SECRET, API_KEY),
+  },
+};
+
+export interface RunningSystem {
+  readonly spec: SystemSpec;
+  readonly port: number;
+  /** The message service's view: keep-alive HTTP with the API key. */
+  readonly http: HttpTarget;
+  readonly pid: number;
+  stop(): Promise<void>;
+}
+
+/** Each system gets its own process and, when it needs one, its own private redis-server. */
+export async function startSystem(spec: SystemSpec): Promise<RunningSystem> {
+  let redis: RedisServer | undefined;
+  if (spec.redis) redis = await startRedisServer();
+  let child: ChildServer;
+  try {
+    const port = await freePort();
+    child = await spawnServer({
+      name: spec.id,
+      script: spec.script,
+      port,
+      readyPath: spec.readyPath,
+      env: { ...(spec.redpoint ? redpointEnv : {}), ...(redis ? { REDIS_URL: redis.url } : {}) },
+    });
+  } catch (err) {
+    await redis?.stop();
+    throw err;
+  }
+  const http = new HttpTarget(child.port, { authorization: `Bearer ${API_KEY}` });
+  return {
+    spec,
+    port: child.port,
+    http,
+    pid: child.pid,
+    async stop() {
+      http.close();
+      await child.stop();
+      await redis?.stop();
+    },
+  };
+}
+
+export const BENCH_API_KEY = API_KEY;

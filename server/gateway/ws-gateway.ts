@@ -31,13 +31,15 @@ export interface Conn {
   /** Large-group channels this socket is subscribed to. */
   convs: Set<string>;
   closed: boolean;
-  congested: boolean;
+  /** A version check is scheduled after backpressure drained (publishes may have skipped the socket). */
+  drainCheck: NodeJS.Timeout | undefined;
 }
 
 export type Socket = WebSocket<Conn>;
 
 const HARD_BACKPRESSURE_FACTOR = 16;
 const MAX_MALFORMED = 10;
+const DRAIN_CHECK_DELAY_MS = 100;
 
 /**
  * WebSocket `/v1/ws`: hello with a JWT, then pull / read / settings, with pushes from the fanout.
@@ -82,7 +84,7 @@ export class WsGateway {
           malformed: 0,
           convs: new Set(),
           closed: false,
-          congested: false,
+          drainCheck: undefined,
         };
         res.upgrade(conn, req.getHeader('sec-websocket-key'), req.getHeader('sec-websocket-protocol'), req.getHeader('sec-websocket-extensions'), context);
       },
@@ -104,7 +106,6 @@ export class WsGateway {
     if (conn.closed) return;
     const status = conn.binary ? ws.send(encodeMsgpack(frame), true) : ws.send(JSON.stringify(frame), false);
     this.metrics.framesOut.inc({ type: frame.t });
-    if (status !== 1) conn.congested = true;
     if (ws.getBufferedAmount() > this.options.maxBackpressureBytes * HARD_BACKPRESSURE_FACTOR) this.close(ws, 'slow_consumer');
   }
 
@@ -189,18 +190,27 @@ export class WsGateway {
     void handleFrame(this, ws, parsed);
   }
 
+  /**
+   * uWS calls drain only after backpressure built up, and while it was up, topic publishes may
+   * have skipped this socket silently. So every drain schedules one version check (coalesced),
+   * sent once the buffer is low: the client pulls if it missed anything.
+   */
   private onDrain(ws: Socket): void {
     const conn = ws.getUserData();
-    if (!conn.congested || !conn.uid || ws.getBufferedAmount() > this.options.maxBackpressureBytes / 2) return;
-    conn.congested = false;
-    // Publishes may have skipped this socket while it was congested: tell it to check.
-    void this.sendVersion([ws], conn.uid);
+    if (!conn.uid || conn.drainCheck) return;
+    conn.drainCheck = setTimeout(() => {
+      conn.drainCheck = undefined;
+      if (conn.closed || !conn.uid) return;
+      if (ws.getBufferedAmount() > this.options.maxBackpressureBytes / 2) return; // the next drain retries
+      void this.sendVersion([ws], conn.uid);
+    }, DRAIN_CHECK_DELAY_MS);
   }
 
   private onClose(ws: Socket): void {
     const conn = ws.getUserData();
     conn.closed = true;
     clearTimeout(conn.helloTimer);
+    clearTimeout(conn.drainCheck);
     this.sockets.delete(ws);
     this.metrics.connections.set(this.sockets.size);
     for (const conv of conn.convs) this.fanout.release(convChannel(conv));

@@ -1,0 +1,102 @@
+import type { Socket as NetSocket } from 'node:net';
+import { pino } from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { startServer, type RunningServer } from '../../server/app.js';
+import { Authenticator } from '../../server/auth/tokens.js';
+import type { Config } from '../../server/config.js';
+
+const API_KEY = 'slow-consumer-test-api-key';
+const JWT_SECRET = 'slow-consumer-test-jwt-secret-0123456789';
+const BACKPRESSURE = 64 * 1024;
+// Enough pushes (~100 KB per round) to overflow the kernel's socket buffers on loopback.
+const ROUNDS = 100;
+
+interface Frame {
+  t: string;
+  [key: string]: unknown;
+}
+
+let server: RunningServer | undefined;
+afterEach(async () => {
+  await server?.close();
+  server = undefined;
+});
+
+async function api(base: string, method: string, path: string, body: unknown): Promise<void> {
+  const res = await fetch(base + path, {
+    method,
+    headers: { authorization: `Bearer ${API_KEY}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
+}
+
+describe('a client that stops reading its socket', () => {
+  it('is skipped by publishes while congested, then told the version once it drains', async () => {
+    const config: Config = {
+      port: 0,
+      host: '127.0.0.1',
+      redisUrl: undefined,
+      apiKey: API_KEY,
+      jwtSecret: JWT_SECRET,
+      devMode: false,
+      largeGroupThreshold: 500,
+      snapshotEvery: 100,
+      streamMaxLen: 1000,
+      logLevel: 'silent',
+      // No periodic check during the test: a version frame can only come from the drain path.
+      ws: { maxBackpressureBytes: BACKPRESSURE, versionEverySeconds: 3600, framesPerSecond: 1000, framesBurst: 1000 },
+    };
+    server = await startServer(config, pino({ level: 'silent' }));
+    const base = `http://127.0.0.1:${server.port}`;
+    // 400 conversations: each ingest request below makes 400 pushes (~100 KB) to alice.
+    const convs = Array.from({ length: 400 }, (_, i) => `c${i}`);
+    await Promise.all(convs.map((conv) => api(base, 'PUT', `/v1/conversations/${conv}/members`, { add: ['alice', 'bob'] })));
+    const token = await new Authenticator(JWT_SECRET, API_KEY).mintUserToken('alice');
+
+    const frames: Frame[] = [];
+    const ws = new WebSocket(`ws://127.0.0.1:${server.port}/v1/ws`);
+    const waitFor = (pred: (f: Frame) => boolean, timeoutMs = 10_000): Promise<Frame> =>
+      new Promise((resolve, reject) => {
+        const found = frames.find(pred);
+        if (found) return resolve(found);
+        const timer = setTimeout(() => reject(new Error('timed out waiting for a frame')), timeoutMs);
+        const onMessage = (): void => {
+          const hit = frames.find(pred);
+          if (!hit) return;
+          clearTimeout(timer);
+          ws.off('message', onMessage);
+          resolve(hit);
+        };
+        ws.on('message', onMessage);
+      });
+    ws.on('message', (data) => frames.push(JSON.parse(String(data)) as Frame));
+    await new Promise((resolve) => ws.once('open', resolve));
+    ws.send(JSON.stringify({ t: 'hello', token }));
+    const first = await waitFor((f) => f.t === 'sync');
+    expect(first.more).toBe(false);
+
+    // Stop reading, then flood the user with pushes only (topic publishes): past the kernel
+    // buffers they pile up in uWS until publishes start skipping the socket.
+    const raw = (ws as unknown as { _socket: NetSocket })._socket;
+    raw.pause();
+    for (let seq = 1; seq <= ROUNDS; seq++) {
+      await api(base, 'POST', '/v1/messages', { messages: convs.map((conv) => ({ conv, seq, sender: 'bob' })) });
+    }
+    const before = frames.length;
+    await api(base, 'POST', '/v1/messages', { conv: 'c7', seq: ROUNDS + 1, sender: 'bob' });
+
+    raw.resume();
+    const version = await waitFor((f) => f.t === 'version');
+    expect(frames.length).toBeGreaterThan(before);
+    const serverVersion = (await (await fetch(`${base}/v1/users/alice/unread`, { headers: { authorization: `Bearer ${API_KEY}` } })).json()) as { version: number; total: number };
+    expect(version.version).toBe(serverVersion.version);
+    expect(serverVersion.total).toBe(ROUNDS * convs.length + 1);
+    // The last pushes were skipped while the socket was congested: only the drain path tells the client.
+    const lastChange = frames.filter((f) => f.t === 'change').at(-1);
+    expect(lastChange?.v).toBeLessThan(serverVersion.version);
+    expect(ws.readyState).toBe(WebSocket.OPEN);
+    ws.close();
+  }, 30_000);
+});

@@ -1,7 +1,7 @@
 import { RedpointError } from '../../protocol/errors.js';
 import type { MessageEvent } from '../../protocol/types.js';
 import type { Engine, RecordedMessage, UserOp, UserOpResult } from '../engine/engine.js';
-import type { SerialQueue } from './serial-queue.js';
+import type { FlushGate } from './flush-gate.js';
 import type { SyncEvents } from './events.js';
 
 interface Submission {
@@ -19,46 +19,56 @@ export interface FlushStats {
 }
 
 /**
- * Message ingest with group commit: while one flush is in flight, new submissions queue up and
- * the next flush merges them all — per (user, conversation) into ONE op carrying the max seqs.
- * No timer: a lone message is flushed at once; under load each flush simply carries more.
+ * Message ingest with group commit: up to `maxInFlight` flushes run at once (each is two store
+ * round trips, so a few in flight keep the store busy); while all are busy, new submissions
+ * queue up and the next flush merges them all — per (user, conversation) into ONE op carrying the
+ * max seqs. No timer: a lone message is flushed at once; under load each flush carries more.
  * A submission resolves only once its messages are applied in the store.
  */
 export class Ingest {
   private pending: Submission[] = [];
-  private draining = false;
+  private inFlight = 0;
+  private readonly drained: Array<() => void> = [];
   onFlush: ((stats: FlushStats) => void) | undefined;
 
   constructor(
     private readonly engine: Engine,
-    private readonly queue: SerialQueue,
+    private readonly gate: FlushGate,
     private readonly events: SyncEvents,
+    private readonly maxInFlight: number,
   ) {}
 
   submit(messages: readonly MessageEvent[]): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       this.pending.push({ messages, at: wallClockMs(), resolve, reject });
-      if (!this.draining) void this.drain();
+      this.pump();
     });
   }
 
-  private async drain(): Promise<void> {
-    this.draining = true;
-    try {
-      while (this.pending.length > 0) {
-        const batch = this.pending;
-        this.pending = [];
-        try {
-          const at = Math.min(...batch.map((s) => s.at));
-          await this.queue.run(() => this.flush(batch.flatMap((s) => s.messages), at));
-          for (const s of batch) s.resolve();
-        } catch (err) {
-          for (const s of batch) s.reject(err);
-        }
-      }
-    } finally {
-      this.draining = false;
+  private pump(): void {
+    while (this.pending.length > 0 && this.inFlight < this.maxInFlight) {
+      const batch = this.pending;
+      this.pending = [];
+      this.inFlight += 1;
+      const at = Math.min(...batch.map((s) => s.at));
+      this.gate
+        .run('shared', () => this.flush(batch.flatMap((s) => s.messages), at))
+        .then(
+          () => batch.forEach((s) => s.resolve()),
+          (err: unknown) => batch.forEach((s) => s.reject(err)),
+        )
+        .finally(() => {
+          this.inFlight -= 1;
+          this.pump();
+          if (this.inFlight === 0) this.drained.splice(0).forEach((wake) => wake());
+        });
     }
+  }
+
+  /** Resolves once every submission so far is flushed (graceful shutdown). */
+  idle(): Promise<void> {
+    if (this.inFlight === 0) return Promise.resolve();
+    return new Promise((resolve) => this.drained.push(resolve));
   }
 
   private async flush(messages: readonly MessageEvent[], at: number): Promise<void> {

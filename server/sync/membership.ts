@@ -1,5 +1,5 @@
 import type { Engine, UserOp, UserOpResult } from '../engine/engine.js';
-import type { SerialQueue } from './serial-queue.js';
+import type { FlushGate } from './flush-gate.js';
 
 export interface MembershipChange {
   add: readonly string[];
@@ -23,12 +23,12 @@ export interface MembershipResult {
  */
 export async function changeMembership(
   engine: Engine,
-  queue: SerialQueue,
+  gate: FlushGate,
   threshold: number,
   conv: string,
   change: MembershipChange,
 ): Promise<MembershipResult> {
-  return queue.run(async () => {
+  return gate.run('exclusive', async () => {
     const before = await engine.getConversation(conv);
     const info = await engine.ensureConversation(conv, change.category);
     const count = await engine.changeMembers(conv, change.add, change.remove);

@@ -6,7 +6,7 @@ import type { Engine, UserOp, UserOpResult } from '../engine/engine.js';
 import { SyncEvents } from './events.js';
 import { Ingest } from './ingest.js';
 import { changeMembership, type MembershipChange, type MembershipResult } from './membership.js';
-import { SerialQueue } from './serial-queue.js';
+import { FlushGate } from './flush-gate.js';
 
 export interface BatchResult {
   epoch: string;
@@ -14,8 +14,13 @@ export interface BatchResult {
   rejected: string[];
 }
 
+/** Enough to overlap the two round trips of a flush with others; more only adds contention. */
+const DEFAULT_FLUSHES_IN_FLIGHT = 4;
+
 export interface SyncOptions {
   largeGroupThreshold: number;
+  /** Message flushes allowed in flight at once (group commit merges the rest). */
+  maxFlushesInFlight?: number;
 }
 
 /**
@@ -25,7 +30,7 @@ export interface SyncOptions {
 export class SyncService {
   readonly events = new SyncEvents();
   readonly ingest: Ingest;
-  private readonly queue = new SerialQueue();
+  private readonly gate = new FlushGate();
   /** Conversations are never deleted, so a positive cache never goes stale. */
   private readonly knownConversations = new Set<string>();
 
@@ -33,7 +38,7 @@ export class SyncService {
     readonly engine: Engine,
     private readonly options: SyncOptions,
   ) {
-    this.ingest = new Ingest(engine, this.queue, this.events);
+    this.ingest = new Ingest(engine, this.gate, this.events, options.maxFlushesInFlight ?? DEFAULT_FLUSHES_IN_FLIGHT);
   }
 
   /** Applies messages; resolves once they are in the store. Unknown conversations → nothing applied. */
@@ -45,7 +50,7 @@ export class SyncService {
   async changeMembers(conv: string, change: MembershipChange): Promise<MembershipResult> {
     const overlap = change.add.filter((uid) => change.remove.includes(uid));
     if (overlap.length > 0) throw new RedpointError('invalid_request', `both added and removed: ${overlap.join(', ')}`);
-    const result = await changeMembership(this.engine, this.queue, this.options.largeGroupThreshold, conv, change);
+    const result = await changeMembership(this.engine, this.gate, this.options.largeGroupThreshold, conv, change);
     this.knownConversations.add(conv);
     this.emitChanges(result.ops, result.results);
     return result;
@@ -109,7 +114,8 @@ export class SyncService {
 
   /** Waits for in-flight flushes (graceful shutdown). */
   async idle(): Promise<void> {
-    await this.queue.idle();
+    await this.ingest.idle();
+    await this.gate.idle();
   }
 
   private async applyMemberOp(op: UserOp): Promise<UserOpResult> {

@@ -1,3 +1,4 @@
+import { freePort } from '../test/helpers/processes.js';
 import { startRedisServer, type RedisServer } from '../test/helpers/redis-server.js';
 import { rawConnector } from './clients/raw-ws.js';
 import { redpointConnector } from './clients/redpoint-ws.js';
@@ -5,7 +6,6 @@ import { socketIoConnector } from './clients/socketio.js';
 import type { ConnectFn } from './clients/types.js';
 import { spawnServer, type ChildServer } from './lib/child-server.js';
 import { HttpTarget } from './lib/http.js';
-import { freePort } from './lib/ports.js';
 
 export const SYSTEM_IDS = ['uws-raw', 'redis-raw', 'socketio-redis', 'redpoint-memory', 'redpoint-redis'] as const;
 export type SystemId = (typeof SYSTEM_IDS)[number];

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { setTimeout as delay } from 'node:timers/promises';
+import { keepOutput, killOnExit, stopProcess, waitUntilReady } from '../../test/helpers/processes.js';
 import { HttpTarget } from './http.js';
 
 export const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -27,89 +27,52 @@ export interface SpawnOptions {
   readyTimeoutMs?: number;
 }
 
-const OUTPUT_KEPT = 8_192;
 const STOP_TIMEOUT_MS = 10_000;
-const live = new Set<ChildProcess>();
-let hookInstalled = false;
 
 /**
  * Starts a server in its own process, so the load generator never shares its event loop.
  * One node process (tsx as a loader, not its CLI wrapper), so its pid is the server's.
  */
 export async function spawnServer(options: SpawnOptions): Promise<ChildServer> {
-  installExitHook();
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) {
     if (v !== undefined && !k.startsWith('REDPOINT_') && k !== 'REDIS_URL' && k !== 'UWS_USE_FALLBACK') env[k] = v;
   }
   Object.assign(env, options.env, { PORT: String(options.port) });
   const proc = spawn(process.execPath, ['--import', 'tsx', options.script], { cwd: PROJECT_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  live.add(proc);
-  proc.once('exit', () => live.delete(proc));
-  let output = '';
-  const keep = (chunk: Buffer): void => {
-    output = (output + chunk.toString()).slice(-OUTPUT_KEPT);
-  };
-  proc.stdout?.on('data', keep);
-  proc.stderr?.on('data', keep);
+  killOnExit(proc);
+  const output = keepOutput(proc);
   const pid = proc.pid;
   if (pid === undefined) throw new Error(`${options.name}: spawn failed`);
   let stopping = false;
   proc.once('exit', (code, signal) => {
-    if (!stopping) process.stderr.write(`\n!! ${options.name} (pid ${pid}) exited unexpectedly (${code ?? signal}); its last output:\n${output}\n`);
+    if (!stopping) process.stderr.write(`\n!! ${options.name} (pid ${pid}) exited unexpectedly (${code ?? signal}); its last output:\n${output()}\n`);
   });
 
   const stop = async (): Promise<void> => {
     stopping = true;
-    if (proc.exitCode !== null || proc.signalCode !== null) return;
-    const exited = waitForExit(proc, STOP_TIMEOUT_MS);
-    proc.kill('SIGTERM');
-    if (await exited) return;
-    proc.kill('SIGKILL');
-    await waitForExit(proc, STOP_TIMEOUT_MS);
+    await stopProcess(proc, 'SIGTERM', STOP_TIMEOUT_MS);
   };
 
   try {
     await waitReady(proc, options.port, options.readyPath, options.readyTimeoutMs ?? 30_000);
   } catch (err) {
     await stop();
-    throw new Error(`${options.name} did not start: ${err instanceof Error ? err.message : String(err)}\n${output}`);
+    throw new Error(`${options.name} did not start: ${err instanceof Error ? err.message : String(err)}\n${output()}`);
   }
-  return { name: options.name, port: options.port, pid, output: () => output, stop };
+  return { name: options.name, port: options.port, pid, output, stop };
 }
 
 async function waitReady(proc: ChildProcess, port: number, path: string, timeoutMs: number): Promise<void> {
   const http = new HttpTarget(port, {}, 1, 1_000);
-  const deadline = Date.now() + timeoutMs;
   try {
-    for (;;) {
-      if (proc.exitCode !== null || proc.signalCode !== null) throw new Error(`exited (${proc.exitCode ?? proc.signalCode})`);
-      const reply = await http.send('GET', path).catch(() => null);
-      if (reply?.status === 200) return;
-      if (Date.now() > deadline) throw new Error(`GET ${path} not 200 within ${timeoutMs} ms`);
-      await delay(100);
-    }
+    await waitUntilReady(proc, async () => (await http.send('GET', path).catch(() => null))?.status === 200, {
+      timeoutMs,
+      intervalMs: 100,
+      exited: (status) => new Error(`exited (${status})`),
+      timedOut: () => new Error(`GET ${path} not 200 within ${timeoutMs} ms`),
+    });
   } finally {
     http.close();
   }
-}
-
-function waitForExit(proc: ChildProcess, timeoutMs: number): Promise<boolean> {
-  if (proc.exitCode !== null || proc.signalCode !== null) return Promise.resolve(true);
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => resolve(false), timeoutMs);
-    proc.once('exit', () => {
-      clearTimeout(timer);
-      resolve(true);
-    });
-  });
-}
-
-/** A crashed or interrupted run must not leave servers behind: kill the ones we started, by pid. */
-function installExitHook(): void {
-  if (hookInstalled) return;
-  hookInstalled = true;
-  process.once('exit', () => {
-    for (const proc of live) proc.kill('SIGKILL');
-  });
 }

@@ -1,10 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, constants as fsConstants } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createConnection, createServer } from 'node:net';
+import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
-import { setTimeout as delay } from 'node:timers/promises';
+import { freePort, keepOutput, killOnExit, stopProcess, waitUntilReady } from './processes.js';
 
 /**
  * A private `redis-server` for one test file: its own port and its own temp dir, so the tests
@@ -34,16 +34,10 @@ export const REDIS_NOT_FOUND =
 
 const EXIT_TIMEOUT_MS = 10_000;
 const POLL_INTERVAL_MS = 20;
-const OUTPUT_KEPT = 8_192;
-
-/** Servers still running, killed if the test process exits without stopping them. */
-const live = new Set<ChildProcess>();
-let exitHookInstalled = false;
 
 export async function startRedisServer(options: RedisServerOptions = {}): Promise<RedisServer> {
   const bin = findOnPath('redis-server');
   if (!bin) throw new Error(REDIS_NOT_FOUND);
-  installExitHook();
   const port = await freePort();
   const dir = await mkdtemp(join(tmpdir(), 'redpoint-redis-'));
   const confPath = join(dir, 'redis.conf');
@@ -51,30 +45,23 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
   const startTimeout = options.startTimeoutMs ?? 15_000;
 
   let child: ChildProcess | null = null;
-  let output = '';
   const launch = async (): Promise<void> => {
-    output = '';
     const proc = spawn(bin, [confPath], { stdio: ['ignore', 'pipe', 'pipe'] });
-    const keep = (chunk: Buffer): void => {
-      output = (output + chunk.toString()).slice(-OUTPUT_KEPT);
-    };
-    proc.stdout?.on('data', keep);
-    proc.stderr?.on('data', keep);
-    live.add(proc);
-    proc.once('exit', () => live.delete(proc));
+    const output = keepOutput(proc);
+    killOnExit(proc);
     child = proc;
-    await waitForPing(port, proc, startTimeout, () => output);
+    // A Redis loading its AOF answers -LOADING; only +PONG means it takes commands.
+    await waitUntilReady(proc, () => pingOnce(port), {
+      timeoutMs: startTimeout,
+      intervalMs: POLL_INTERVAL_MS,
+      exited: () => new Error(`redis-server exited during start (port ${port}):\n${output()}`),
+      timedOut: () => new Error(`redis-server on port ${port} did not answer PING within ${startTimeout} ms:\n${output()}`),
+    });
   };
   const halt = async (signal: NodeJS.Signals): Promise<void> => {
     const proc = child;
     child = null;
-    if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
-    const exited = waitForExit(proc, EXIT_TIMEOUT_MS);
-    proc.kill(signal);
-    if (!(await exited)) {
-      proc.kill('SIGKILL');
-      if (!(await waitForExit(proc, EXIT_TIMEOUT_MS))) throw new Error(`redis-server on port ${port} did not exit`);
-    }
+    if (proc && !(await stopProcess(proc, signal, EXIT_TIMEOUT_MS))) throw new Error(`redis-server on port ${port} did not exit`);
   };
 
   await launch().catch(async (err: unknown) => {
@@ -130,38 +117,6 @@ function findOnPath(name: string): string | null {
   return null;
 }
 
-/** Binding port 0 lets the kernel pick a free port; there is a small race until Redis binds it. */
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const address = srv.address();
-      if (!address || typeof address === 'string') {
-        srv.close();
-        reject(new Error('could not get a free port'));
-        return;
-      }
-      srv.close(() => resolve(address.port));
-    });
-  });
-}
-
-async function waitForPing(port: number, proc: ChildProcess, timeoutMs: number, output: () => string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (proc.exitCode !== null || proc.signalCode !== null) {
-      throw new Error(`redis-server exited during start (port ${port}):\n${output()}`);
-    }
-    // A Redis loading its AOF answers -LOADING; only +PONG means it takes commands.
-    if (await pingOnce(port)) return;
-    if (Date.now() > deadline) {
-      throw new Error(`redis-server on port ${port} did not answer PING within ${timeoutMs} ms:\n${output()}`);
-    }
-    await delay(POLL_INTERVAL_MS);
-  }
-}
-
 function pingOnce(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     let reply = '';
@@ -177,24 +132,5 @@ function pingOnce(port: number): Promise<boolean> {
       reply += chunk.toString();
       if (reply.includes('\r\n')) done(reply.startsWith('+PONG'));
     });
-  });
-}
-
-function waitForExit(proc: ChildProcess, timeoutMs: number): Promise<boolean> {
-  if (proc.exitCode !== null || proc.signalCode !== null) return Promise.resolve(true);
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => resolve(false), timeoutMs);
-    proc.once('exit', () => {
-      clearTimeout(timer);
-      resolve(true);
-    });
-  });
-}
-
-function installExitHook(): void {
-  if (exitHookInstalled) return;
-  exitHookInstalled = true;
-  process.once('exit', () => {
-    for (const proc of live) proc.kill('SIGKILL');
   });
 }

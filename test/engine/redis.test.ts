@@ -8,7 +8,9 @@ import { Redis } from 'ioredis';
 import { userKeys } from '../../server/engine/redis/keys.js';
 import { createRedisEngine } from '../../server/engine/redis/redis-engine.js';
 import { REDIS_NOT_FOUND, startRedisServer, type RedisServer } from '../helpers/redis-server.js';
-import { join, message, read, rebuild, sorted } from './conformance-helpers.js';
+import { join, message, mulberry32, read, rebuild, sorted } from './conformance-helpers.js';
+import { randomizedOps } from './conformance-random.js';
+import { decodeRecord } from '../../server/engine/redis/codec.js';
 import { engineConformance } from './conformance.js';
 
 let server: RedisServer | undefined;
@@ -344,6 +346,37 @@ describe('redis engine storage', () => {
         expect(ids, `stream at v${v}`).toEqual(expected);
         expect((await inspect.lrange(k.snaps, 0, -1)).map(Number), `snapshots at v${v}`).toEqual(snaps);
         expect(Number((await inspect.hget(k.meta, 'base')) ?? 0)).toBe(base);
+      }
+    } finally {
+      inspect.disconnect();
+      await engine.close();
+    }
+  });
+  it('keeps the derived keys exact: member count, large set, no zero category fields (randomized)', async () => {
+    // user_apply writes these only when they change (net deltas, flag changes), so check the raw
+    // keys against the records after random ops, not just what the Engine API reports.
+    if (!server) throw new Error('redis-server fixture not started');
+    const engine = await createRedisEngine({ url: server.url, snapshotEvery: 7, streamMaxLen: 10, prefix: 'derived' });
+    const inspect = new Redis(server.url);
+    try {
+      await randomizedOps(engine, mulberry32(7), 600);
+      for (const uid of ['u1', 'u2', 'u3']) {
+        const k = userKeys('derived', uid);
+        const records = (await inspect.hvalsBuffer(k.convs)).map(decodeRecord);
+        const members = records.filter((r) => r.member);
+        expect(Number((await inspect.hget(k.meta, 'members')) ?? 0), uid).toBe(members.length);
+        const large = members.filter((r) => r.large).map((r) => r.conv);
+        expect(sorted(await inspect.smembers(k.large)), uid).toEqual(sorted(large));
+        expect(sorted((await engine.pull(uid, null, 0)).largeConvs), uid).toEqual(sorted(large));
+        const cats: Record<string, string> = {};
+        for (const [field, value] of Object.entries(await inspect.hgetall(k.totals))) if (field.startsWith('cat:')) cats[field] = value;
+        const expected: Record<string, number> = {};
+        for (const r of members) {
+          if (r.large || r.muted || r.lastSeq <= r.deletedSeq) continue;
+          const unread = Math.max(0, r.lastSeq - r.readSeq);
+          if (unread > 0) expected[`cat:${r.category}`] = (expected[`cat:${r.category}`] ?? 0) + unread;
+        }
+        expect(Object.fromEntries(Object.entries(cats).map(([f, v]) => [f, Number(v)])), uid).toEqual(expected);
       }
     } finally {
       inspect.disconnect();

@@ -22,13 +22,16 @@ local function int(n) return string.format('%d', n) end
 -- the Redis run"): a Redis that lost its last writes keeps the epoch but its version goes back, so
 -- the user's first script in a new run starts a new epoch. The version continues from what Redis
 -- kept; the stream and snapshots stay (they match the kept state).
-local meta = redis.call('HMGET', KEYS[1], 'epoch', 'rid', 'version')
+-- Every meta field the script may need, in one read.
+local meta = redis.call('HMGET', KEYS[1], 'epoch', 'rid', 'version', 'members', 'base')
 local epoch = meta[1]
 if not epoch or meta[2] ~= ARGV[2] then
   epoch = ARGV[1]
   redis.call('HSET', KEYS[1], 'epoch', epoch, 'rid', ARGV[2])
 end
 local version = tonumber(meta[3] or '0')
+local members = tonumber(meta[4] or '0')
+local oldBase = tonumber(meta[5] or '0')
 
 local snapshotEvery = tonumber(ARGV[3])
 local streamMaxLen = tonumber(ARGV[4])
@@ -163,31 +166,47 @@ if after == nil or sameRecord(before, after) then
   return { 0, isMember and 1 or 0, epoch, version, packedState }
 end
 
--- contribution + totals: what this conversation adds to the stored totals
-local function adjustTotals(rec, sign)
-  if not rec or not rec.member or rec.large or rec.muted or rec.lastSeq <= rec.deletedSeq then return end
-  local unread = math.max(0, rec.lastSeq - rec.readSeq)
-  local mentions = #rec.mentionSeqs
-  if unread == 0 and mentions == 0 then return end
-  redis.call('HINCRBY', KEYS[3], 'total', int(sign * unread))
-  redis.call('HINCRBY', KEYS[3], 'mentions', int(sign * mentions))
-  local field = 'cat:' .. rec.category
-  if tonumber(redis.call('HINCRBY', KEYS[3], field, int(sign * unread))) == 0 then
-    redis.call('HDEL', KEYS[3], field)
-  end
+-- Only what changed is written (a message to a write-diffused group runs this once per member).
+-- Totals: rules.ts contribution() of the record before and after, applied as one net delta per
+-- field; a zero delta writes nothing, and a category field that reaches 0 is removed.
+local function contribution(rec)
+  if not rec or not rec.member or rec.large or rec.muted or rec.lastSeq <= rec.deletedSeq then return 0, 0, nil end
+  return math.max(0, rec.lastSeq - rec.readSeq), #rec.mentionSeqs, rec.category
 end
-adjustTotals(before, -1)
-adjustTotals(after, 1)
-
-local memberDelta = (after.member and 1 or 0) - ((before and before.member) and 1 or 0)
-local members = tonumber(redis.call('HINCRBY', KEYS[1], 'members', memberDelta))
-redis.call('HSET', KEYS[2], conv, cmsgpack.pack(after))
-if after.member and after.large then
-  redis.call('SADD', KEYS[6], conv)
+local function hincr(field, delta)
+  if delta ~= 0 then return tonumber(redis.call('HINCRBY', KEYS[3], field, int(delta))) end
+end
+local function incrCategory(category, delta)
+  if hincr('cat:' .. category, delta) == 0 then redis.call('HDEL', KEYS[3], 'cat:' .. category) end
+end
+local oldUnread, oldMentions, oldCategory = contribution(before)
+local newUnread, newMentions, newCategory = contribution(after)
+hincr('total', newUnread - oldUnread)
+hincr('mentions', newMentions - oldMentions)
+if oldCategory == newCategory then
+  if newCategory then incrCategory(newCategory, newUnread - oldUnread) end
 else
+  if oldCategory then incrCategory(oldCategory, -oldUnread) end
+  if newCategory then incrCategory(newCategory, newUnread) end
+end
+
+redis.call('HSET', KEYS[2], conv, cmsgpack.pack(after))
+-- The large set holds exactly the conversations whose record is a member and large.
+local wasLarge = before ~= nil and before.member == true and before.large == true
+local isLarge = after.member == true and after.large == true
+if isLarge and not wasLarge then
+  redis.call('SADD', KEYS[6], conv)
+elseif wasLarge and not isLarge then
   redis.call('SREM', KEYS[6], conv)
 end
-version = tonumber(redis.call('HINCRBY', KEYS[1], 'version', 1))
+version = version + 1
+local memberDelta = (after.member and 1 or 0) - ((before and before.member) and 1 or 0)
+if memberDelta == 0 then
+  redis.call('HSET', KEYS[1], 'version', int(version))
+else
+  members = members + memberDelta
+  redis.call('HSET', KEYS[1], 'version', int(version), 'members', int(members))
+end
 redis.call('XADD', KEYS[4], int(version) .. '-0', 'c', conv, 's', packedState)
 
 -- maybeSnapshot
@@ -202,7 +221,6 @@ if version - lastSnapshot >= math.max(snapshotEvery, members) then
   redis.call('RPUSH', KEYS[5], int(version))
   -- History is kept back to `base` (a snapshot boundary, or 0). Advance base to the newest
   -- snapshot that still leaves streamMaxLen entries after it; never trim anywhere else.
-  local oldBase = tonumber(redis.call('HGET', KEYS[1], 'base') or '0')
   local base = oldBase
   local snaps = redis.call('LRANGE', KEYS[5], 0, -1)
   for _, v in ipairs(snaps) do

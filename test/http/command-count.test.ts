@@ -160,5 +160,15 @@ describe('Redis commands per message (redis engine)', () => {
     // Write diffusion: one script per member (plus a constant), so it grows with the group.
     expect(small.steady.sent.evalsha ?? 0).toBeGreaterThanOrEqual(100);
     expect((small.steady.sent.evalsha ?? 0) - (direct.steady.sent.evalsha ?? 0)).toBe(98);
+    // Per added member (100 vs 2 members, so constants cancel), a message raising the unread
+    // count costs at most: writes inside user_apply.lua = 5 (record HSET, version HSET, XADD,
+    // HINCRBY total and category; nothing for unchanged fields); every command Redis runs = 10
+    // (EVALSHA, PUBLISH, HMGET meta, HGET record, LINDEX snapshots, and the 5 writes). It was
+    // 12 writes and 17 commands per member before net-delta totals.
+    for (const [cost, base] of [[small.steady, direct.steady], [small.first, direct.first]] as const) {
+      const perMember = (f: (r: Record<string, number>) => number): number => (f(cost.all) - f(base.all)) / 98;
+      expect(perMember(writes), JSON.stringify(cost.all)).toBeLessThanOrEqual(5);
+      expect(perMember(sum), JSON.stringify(cost.all)).toBeLessThanOrEqual(10);
+    }
   }, 120_000);
 });

@@ -2,17 +2,8 @@ import { expect } from 'vitest';
 import type { ConvState, Cursor } from '../../protocol/types.js';
 import type { Engine, StoredUserState, UserOp, UserOpResult } from '../../server/engine/engine.js';
 
-/** A small seeded PRNG, so a failing randomized run can be replayed exactly. */
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The seeded PRNG the engine suites replay their randomized runs with. */
+export { mulberry32 } from '../helpers/prng.js';
 
 export function sorted<T>(list: readonly T[], key: (x: T) => string = String): T[] {
   return [...list].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));

@@ -1,6 +1,7 @@
 import { expect } from 'vitest';
 import { LIMITS } from '../../protocol/limits.js';
 import type { UnreadSummary } from '../../protocol/types.js';
+import { mulberry32 } from '../helpers/prng.js';
 import type { ApiResponse, TestServer } from '../helpers/test-server.js';
 import { allUsers, USERS, type Action, type Scenario } from './actions.js';
 import { Model, type ModelMessage, type ModelSummary, type ModelView, type Outcome } from './model.js';
@@ -271,14 +272,7 @@ function nonZero(categories: Record<string, number>): Record<string, number> {
 
 /** Deterministic Fisher–Yates (mulberry32), so a failing case replays exactly. */
 function shuffle<T>(items: T[], seed: number): T[] {
-  let s = seed >>> 0;
-  const next = (): number => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const next = mulberry32(seed);
   for (let i = items.length - 1; i > 0; i--) {
     const j = Math.floor(next() * (i + 1));
     [items[i], items[j]] = [items[j] as T, items[i] as T];

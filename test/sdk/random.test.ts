@@ -1,21 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ServerFrame } from '../../protocol/frames.js';
 import { RedpointClient } from '../../client-demo/sdk/index.js';
+import { mulberry32 } from '../helpers/prng.js';
 import { Harness } from './harness.js';
 import { newTap, tapped } from './tap.js';
 import { convergedTo } from './wait.js';
-
-/** A small seeded PRNG (mulberry32), so a failing run can be replayed with its seed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 let h: Harness;
 beforeAll(async () => {
@@ -29,7 +18,7 @@ describe('random faults', () => {
   const seed = Number(process.env.REDPOINT_SDK_SEED ?? 20261130);
 
   it(`every device converges to the server after lost, duplicated and reordered pushes (seed ${seed})`, async () => {
-    const rnd = prng(seed);
+    const rnd = mulberry32(seed);
     const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)] as T;
     const users = ['rf-ann', 'rf-ben'];
     const convs: Record<string, string[]> = {

@@ -1,4 +1,4 @@
-import { readdir, stat, truncate } from 'node:fs/promises';
+import { readdir, readFile, stat, truncate } from 'node:fs/promises';
 import { join as joinPath } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -11,6 +11,7 @@ import { REDIS_NOT_FOUND, startRedisServer, type RedisServer } from '../helpers/
 import { join, message, mulberry32, read, rebuild, sorted } from './conformance-helpers.js';
 import { randomizedOps } from './conformance-random.js';
 import { decodeRecord } from '../../server/engine/redis/codec.js';
+import { loadScriptSources, SCRIPTS, type ScriptName } from '../../server/engine/redis/scripts.js';
 import { engineConformance } from './conformance.js';
 
 let server: RedisServer | undefined;
@@ -381,6 +382,26 @@ describe('redis engine storage', () => {
     } finally {
       inspect.disconnect();
       await engine.close();
+    }
+  });
+});
+
+describe('redis engine scripts', () => {
+  it('the epoch rotation lives only in lib/epoch.lua, prepended to exactly the scripts that read the epoch', async () => {
+    const dir = new URL('../../server/engine/redis/lua/', import.meta.url);
+    const prelude = await readFile(new URL('lib/epoch.lua', dir), 'utf8');
+    const sources = loadScriptSources();
+    const epochScripts: ScriptName[] = ['userApply', 'pull', 'userState', 'position'];
+    for (const name of Object.keys(SCRIPTS) as ScriptName[]) {
+      const body = await readFile(new URL(SCRIPTS[name].file, dir), 'utf8');
+      // No script body writes the epoch itself; it calls userMeta from the prelude.
+      expect(body, name).not.toMatch(/'epoch',\s*epoch/);
+      if (epochScripts.includes(name)) {
+        expect(sources[name], name).toBe(prelude + body);
+        expect(body, name).toMatch(/userMeta\(KEYS\[1\], ARGV\[1\], ARGV\[2\]/);
+      } else {
+        expect(sources[name], name).toBe(body);
+      }
     }
   });
 });

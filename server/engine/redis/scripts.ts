@@ -3,18 +3,29 @@ import { fileURLToPath } from 'node:url';
 import type { Redis } from 'ioredis';
 import type { Reply } from './codec.js';
 
+/** What scripts.ts loads for one script: its file, number of KEYS and the lib/ files prepended. */
+interface ScriptSpec {
+  file: string;
+  keys: number;
+  /** Shared Lua (under lua/lib/) prepended to the script body, in this order. */
+  prelude?: readonly string[];
+}
+
+/** The prelude of every script that reads or creates a user's epoch: `userMeta` (lib/epoch.lua). */
+const EPOCH = ['lib/epoch.lua'] as const;
+
 /** Every Lua script, by the name ioredis defines it under, and its number of KEYS. */
 export const SCRIPTS = {
-  userApply: { file: 'user_apply.lua', keys: 6 },
-  pull: { file: 'pull.lua', keys: 4 },
-  userState: { file: 'user_state.lua', keys: 3 },
-  position: { file: 'position.lua', keys: 1 },
+  userApply: { file: 'user_apply.lua', keys: 6, prelude: EPOCH },
+  pull: { file: 'pull.lua', keys: 4, prelude: EPOCH },
+  userState: { file: 'user_state.lua', keys: 3, prelude: EPOCH },
+  position: { file: 'position.lua', keys: 1, prelude: EPOCH },
   convEnsure: { file: 'conv_ensure.lua', keys: 2 },
   convGet: { file: 'conv_get.lua', keys: 2 },
   convRecord: { file: 'conv_record.lua', keys: 2 },
   convMembers: { file: 'conv_members.lua', keys: 2 },
   convMode: { file: 'conv_mode.lua', keys: 1 },
-} as const;
+} as const satisfies Record<string, ScriptSpec>;
 
 export type ScriptName = keyof typeof SCRIPTS;
 
@@ -28,21 +39,28 @@ export type ScriptCommands = {
 export type ScriptedRedis = Redis & ScriptCommands;
 
 /**
- * The .lua files sit next to this module: in the source tree (tsx, vitest) and in dist/, where
- * `npm run build` copies them (tsc itself does not). No fallback to the source tree, so a build
- * that forgot them fails at startup instead of running scripts from another checkout.
+ * The .lua files (and lua/lib/) sit next to this module: in the source tree (tsx, vitest) and in
+ * dist/, where `npm run build` copies them (tsc itself does not). No fallback to the source tree,
+ * so a build that forgot them fails at startup instead of running scripts from another checkout.
  */
 function luaDir(): string {
-  const dir = fileURLToPath(new URL('./lua/', import.meta.url));
-  if (!existsSync(dir)) throw new Error(`Redis Lua scripts not found in ${dir} (a build must copy server/engine/redis/lua/*.lua there: npm run build)`);
-  return dir;
+  return fileURLToPath(new URL('./lua/', import.meta.url));
 }
 
+function readLua(dir: string, file: string): string {
+  const path = dir + file;
+  if (!existsSync(path)) throw new Error(`Redis Lua script ${path} not found (a build must copy server/engine/redis/lua/ there, lib/ included: npm run build)`);
+  const text = readFileSync(path, 'utf8');
+  return text.endsWith('\n') ? text : text + '\n';
+}
+
+/** Each script's source as Redis runs it: its prelude files, then its body. */
 export function loadScriptSources(): Record<ScriptName, string> {
   const dir = luaDir();
   const out = {} as Record<ScriptName, string>;
   for (const name of Object.keys(SCRIPTS) as ScriptName[]) {
-    out[name] = readFileSync(dir + SCRIPTS[name].file, 'utf8');
+    const spec: ScriptSpec = SCRIPTS[name];
+    out[name] = [...(spec.prelude ?? []), spec.file].map((file) => readLua(dir, file)).join('');
   }
   return out;
 }

@@ -6,6 +6,7 @@
 -- KEYS[3] snaps  list of snapshot versions, ascending
 -- KEYS[4] large  set of read-diffused conversations the user is a member of
 -- ARGV[1] candidate epoch (Lua cannot make random ids)   ARGV[2] the Redis run id (INFO server)
+--         (KEYS[1], ARGV[1] and ARGV[2] go to userMeta of lib/epoch.lua, prepended when loading)
 -- ARGV[3] cursor epoch ('-' = no cursor, '' = wildcard: trust the current epoch)   ARGV[4] cursor version   ARGV[5] limit
 -- ARGV[6] snapshotEvery
 -- Returns {epoch, version reached, more 1|0, snapshot 1|0, snapshot v, packed snapshot or '',
@@ -13,18 +14,11 @@
 
 local function int(n) return string.format('%d', n) end
 
--- An epoch is valid only under the Redis run it was last used in (redis-engine.ts, "Epochs and
--- the Redis run"): the user's first script in a new run starts a new epoch, so a cursor from
--- before the restart gets a snapshot.
-local meta = redis.call('HMGET', KEYS[1], 'epoch', 'rid', 'version', 'base', 'members')
-local epoch = meta[1]
-if not epoch or meta[2] ~= ARGV[2] then
-  epoch = ARGV[1]
-  redis.call('HSET', KEYS[1], 'epoch', epoch, 'rid', ARGV[2])
-end
-local version = tonumber(meta[3] or '0')
-local base = tonumber(meta[4] or '0')
-local members = tonumber(meta[5] or '0')
+-- The epoch (lib/epoch.lua, prepended: a new Redis run starts a new one, so a cursor from before
+-- a restart gets a snapshot), and the other meta fields, in one read.
+local epoch, version, base, members = userMeta(KEYS[1], ARGV[1], ARGV[2], 'base', 'members')
+base = tonumber(base or '0')
+members = tonumber(members or '0')
 local latest = tonumber(redis.call('LINDEX', KEYS[3], -1) or '0')
 
 local sinceEpoch = ARGV[3]

@@ -8,6 +8,7 @@
 -- KEYS[5] snaps  list of snapshot versions, ascending
 -- KEYS[6] large  set of read-diffused conversations the user is a member of
 -- ARGV[1] candidate epoch (Lua cannot make random ids)   ARGV[2] the Redis run id (INFO server)
+--         (KEYS[1], ARGV[1] and ARGV[2] go to userMeta of lib/epoch.lua, prepended when loading)
 -- ARGV[3] snapshotEvery   ARGV[4] streamMaxLen   ARGV[5] mention cap (LIMITS.mentionSeqsPerConversation)
 -- ARGV[6] op type         ARGV[7] conv           ARGV[8..] op arguments:
 --   message: lastSeq, readSeq, mentionSeq...   read: seq   join: head, category, large(1|0)
@@ -18,20 +19,10 @@
 -- Lua numbers are doubles and tostring() keeps only 14 digits: format integers explicitly.
 local function int(n) return string.format('%d', n) end
 
--- An epoch is valid only under the Redis run it was last used in (redis-engine.ts, "Epochs and
--- the Redis run"): a Redis that lost its last writes keeps the epoch but its version goes back, so
--- the user's first script in a new run starts a new epoch. The version continues from what Redis
--- kept; the stream and snapshots stay (they match the kept state).
--- Every meta field the script may need, in one read.
-local meta = redis.call('HMGET', KEYS[1], 'epoch', 'rid', 'version', 'members', 'base')
-local epoch = meta[1]
-if not epoch or meta[2] ~= ARGV[2] then
-  epoch = ARGV[1]
-  redis.call('HSET', KEYS[1], 'epoch', epoch, 'rid', ARGV[2])
-end
-local version = tonumber(meta[3] or '0')
-local members = tonumber(meta[4] or '0')
-local oldBase = tonumber(meta[5] or '0')
+-- The epoch (lib/epoch.lua, prepended) and every other meta field the script may need, in one read.
+local epoch, version, members, oldBase = userMeta(KEYS[1], ARGV[1], ARGV[2], 'members', 'base')
+members = tonumber(members or '0')
+oldBase = tonumber(oldBase or '0')
 
 local snapshotEvery = tonumber(ARGV[3])
 local streamMaxLen = tonumber(ARGV[4])

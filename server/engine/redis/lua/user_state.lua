@@ -4,15 +4,9 @@
 -- KEYS[2] c     hash: conv -> cmsgpack record
 -- KEYS[3] tot   hash: total, mentions, cat:<category>
 -- ARGV[1] candidate epoch (Lua cannot make random ids)   ARGV[2] the Redis run id (INFO server)
+--         (KEYS[1], ARGV[1] and ARGV[2] go to userMeta of lib/epoch.lua, prepended when loading)
 -- Returns {epoch, version, {packed record, ...}, {field, value, ...} of the totals}
 
--- An epoch is valid only under the Redis run it was last used in (redis-engine.ts, "Epochs and
--- the Redis run"): the user's first script in a new run starts a new epoch.
-local meta = redis.call('HMGET', KEYS[1], 'epoch', 'rid', 'version')
-local epoch = meta[1]
-if not epoch or meta[2] ~= ARGV[2] then
-  epoch = ARGV[1]
-  redis.call('HSET', KEYS[1], 'epoch', epoch, 'rid', ARGV[2])
-end
-local version = tonumber(meta[3] or '0')
+-- lib/epoch.lua (prepended): a new Redis run starts a new epoch.
+local epoch, version = userMeta(KEYS[1], ARGV[1], ARGV[2])
 return { epoch, version, redis.call('HVALS', KEYS[2]), redis.call('HGETALL', KEYS[3]) }

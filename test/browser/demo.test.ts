@@ -6,7 +6,8 @@ import { chromium, type Browser, type BrowserContext, type Locator, type Page } 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEV_API_KEY, DEV_JWT_SECRET } from '../../server/config.js';
 import type { RedpointState } from '../../client-demo/sdk/index.js';
-import { Harness, shown, truth } from '../sdk/harness.js';
+import { startHarness, type Harness } from '../sdk/harness.js';
+import { shown, truth } from '../sdk/wait.js';
 
 /**
  * The demo page in real Chromium, as two devices of one user (two browser contexts: separate
@@ -31,7 +32,7 @@ const pageErrors: string[] = [];
 
 beforeAll(async () => {
   if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} not found: the browser test needs Debian's chromium (apt-get install -y chromium)`);
-  h = await Harness.start({}, { devMode: true, apiKey: DEV_API_KEY, jwtSecret: DEV_JWT_SECRET });
+  h = await startHarness({ config: { devMode: true, apiKey: DEV_API_KEY, jwtSecret: DEV_JWT_SECRET } });
   profile = await mkdtemp(join(tmpdir(), 'redpoint-chromium-'));
   // launch() runs Chromium on a fresh temporary profile of its own; the persistent-context
   // form is not used because two devices need two separate storages (two contexts).
@@ -42,7 +43,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all(contexts.map((c) => c.close()));
   await browser?.close();
-  await h?.down();
+  await h?.close();
   if (profile) await rm(profile, { recursive: true, force: true });
 });
 
@@ -98,10 +99,10 @@ async function text(locator: Locator): Promise<string> {
 
 describe('demo page, two devices of one user', () => {
   it('dots appear and clear on both, survive a server stop as stale counts, and converge after a restart', async () => {
-    await h.conversation('bob', [UID, 'bob'], 'private');
-    await h.conversation('design-team', [UID, 'bob', 'carol', 'dave'], 'group');
-    await h.conversation('release-train', [UID, 'carol', 'erin'], 'group');
-    await h.conversation('random', [UID, 'dave', 'erin'], 'group');
+    await h.members('bob', { add: [UID, 'bob'], category: 'private' });
+    await h.members('design-team', { add: [UID, 'bob', 'carol', 'dave'], category: 'group' });
+    await h.members('release-train', { add: [UID, 'carol', 'erin'], category: 'group' });
+    await h.members('random', { add: [UID, 'dave', 'erin'], category: 'group' });
     const [a, b] = await Promise.all([openDevice('A'), openDevice('B')]);
 
     // Message → the dot appears on both; read on A → it clears on B. Measured per run.
@@ -109,7 +110,7 @@ describe('demo page, two devices of one user', () => {
     const clear: number[] = [];
     for (let run = 1; run <= 5; run++) {
       const sent = Date.now();
-      await h.message('bob', run, 'bob');
+      await h.post({ conv: 'bob', seq: run, sender: 'bob' });
       const [atA, atB] = await Promise.all([shownAt(a, 'bob', 1), shownAt(b, 'bob', 1)]);
       appear.push(Math.max(atA, atB) - sent);
       expect(await text(badge(b, 'bob'))).toBe('1');
@@ -169,7 +170,7 @@ describe('demo page, two devices of one user', () => {
     // Restarted on the same port over the same state: both reconnect and converge, live again.
     await h.up();
     await Promise.all([a, b].map((p) => p.locator('#connection[data-state="live"]').waitFor({ timeout: 15_000 })));
-    await h.message('bob', 8, 'bob');
+    await h.post({ conv: 'bob', seq: 8, sender: 'bob' });
     await Promise.all([shownAt(a, 'bob', 3), shownAt(b, 'bob', 3)]);
     await converged([a, b]);
     await a.screenshot({ path: join(ARTIFACTS, 'demo-after-restart.png') });

@@ -1,27 +1,43 @@
 import { pino } from 'pino';
+import type { Cursor, MessageEvent, UnreadSummary } from '../../protocol/types.js';
 import { startServer, type RunningServer } from '../../server/app.js';
 import { Authenticator } from '../../server/auth/tokens.js';
-import type { Config } from '../../server/config.js';
+import type { Config, WsOptions } from '../../server/config.js';
 import type { Engine, EngineKind } from '../../server/engine/engine.js';
 import { MemoryEngine } from '../../server/engine/memory/memory-engine.js';
 import { createRedisEngine } from '../../server/engine/redis/redis-engine.js';
+import { FrontDoor } from './front-door.js';
 import { startRedisServer, type RedisServer } from './redis-server.js';
+import { WsClient, type WsClientOptions } from './ws-client.js';
 
 /**
  * A real Redpoint server in this process (uWS on 127.0.0.1, port 0) over either engine, with
- * credentials made up for the test, and fetch helpers that speak its API. Small snapshot and
+ * credentials made up for the test, fetch helpers that speak its API and WebSocket clients that
+ * are closed with it: the one fixture of the HTTP, WebSocket and SDK suites. Small snapshot and
  * trim settings by default so that short tests already cross snapshot boundaries and trimming.
  */
 export interface TestServerOptions {
-  engine: EngineKind;
+  /** Default: memory. */
+  engine?: EngineKind;
   largeGroupThreshold?: number;
   snapshotEvery?: number;
   streamMaxLen?: number;
+  /** The gateway's options (hello timeout, rate limits, the test-only push-drop switch...). */
+  ws?: Partial<WsOptions>;
   /**
    * Redis engine: use this redis-server (left running on close) instead of starting a private
-   * one. Each engine gets its own key prefix, so several servers can share one Redis.
+   * one. Each server gets its own key prefix unless `redisPrefix` is given.
    */
   redis?: RedisServer;
+  /** Redis engine: the key prefix; servers given the same one share all state (several processes of one deployment). */
+  redisPrefix?: string;
+  /** Fields of the server config to replace last (e.g. dev mode with the dev credentials). */
+  config?: Partial<Config>;
+  /**
+   * Clients reach the server through a FrontDoor, so that `down()` and `up()` stop it and start
+   * it again on the same port over the same engine (a server restart that keeps the state).
+   */
+  restartable?: boolean;
 }
 
 export const TEST_API_KEY = 'test-api-key-0123456789abcdef';
@@ -47,23 +63,49 @@ export interface ApiResponse<T = unknown> {
   contentType: string;
 }
 
+export interface MembersChange {
+  add?: string[];
+  remove?: string[];
+  category?: string;
+}
+
 export interface TestServer {
   readonly kind: EngineKind;
   readonly url: string;
+  readonly wsUrl: string;
   readonly port: number;
   readonly config: Config;
+  /** The running server; throws while a restartable server is down. */
   readonly server: RunningServer;
+  /** False between `down()` and `up()`. */
+  readonly running: boolean;
   readonly engine: Engine;
   /** The redis-server behind a Redis engine. */
   readonly redis: RedisServer | undefined;
   readonly auth: Authenticator;
-  /** A valid JWT for `uid` (cached per user). */
-  token(uid: string): Promise<string>;
+  /** A valid JWT for `uid` (cached per user); with `ttlSeconds`, a fresh one expiring then (negative: already expired). */
+  token(uid: string, ttlSeconds?: number): Promise<string>;
   request<T = unknown>(method: string, path: string, options?: RequestOptions): Promise<ApiResponse<T>>;
   /** Message-service call with the API key. */
   api<T = unknown>(method: string, path: string, body?: unknown): Promise<ApiResponse<T>>;
+  /** `api` that throws unless the reply is 200 with a JSON body, and returns that body. */
+  ok<T = unknown>(method: string, path: string, body?: unknown): Promise<T>;
   /** Client call with `uid`'s JWT. */
   asUser<T = unknown>(uid: string, method: string, path: string, body?: unknown): Promise<ApiResponse<T>>;
+  /** PUT /v1/conversations/:conv/members (API key, must succeed). */
+  members(conv: string, change: MembersChange): Promise<{ conv: string; members: number; large: boolean }>;
+  /** POST /v1/messages (API key, must succeed): one message, or several as a batch. */
+  post(messages: MessageEvent | MessageEvent[]): Promise<void>;
+  /** GET /v1/users/:uid/unread (API key, must succeed). */
+  unread(uid: string): Promise<UnreadSummary>;
+  position(uid: string): Promise<Cursor>;
+  /** Opens a client for `uid`, sends hello and waits for its first sync (unless `hello: false`). */
+  client(uid: string, options?: Omit<WsClientOptions, 'token'> & { token?: string }): Promise<WsClient>;
+  /** Restartable only: stops the server (clients get 1001 going_away), then the port refuses connections; the state stays in the engine. */
+  down(): Promise<void>;
+  /** Restartable only: starts the server again, reachable on the port it had. */
+  up(): Promise<void>;
+  /** Closes the clients, the server, the engine and a private redis-server. */
   close(): Promise<void>;
 }
 
@@ -71,7 +113,8 @@ export const silentLogger = pino({ level: 'silent' });
 
 let prefixCounter = 0;
 
-export async function startTestServer(options: TestServerOptions): Promise<TestServer> {
+export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
+  const kind = options.engine ?? 'memory';
   const config: Config = {
     port: 0,
     host: '127.0.0.1',
@@ -83,13 +126,15 @@ export async function startTestServer(options: TestServerOptions): Promise<TestS
     snapshotEvery: options.snapshotEvery ?? 5,
     streamMaxLen: options.streamMaxLen ?? 10,
     logLevel: 'silent',
+    ...(options.ws ? { ws: options.ws } : {}),
+    ...options.config,
   };
   const engineOptions = { snapshotEvery: config.snapshotEvery, streamMaxLen: config.streamMaxLen };
 
   let redis: RedisServer | undefined;
   let ownsRedis = false;
   let engine: Engine;
-  if (options.engine === 'memory') {
+  if (kind === 'memory') {
     engine = new MemoryEngine(engineOptions);
   } else {
     redis = options.redis;
@@ -97,28 +142,56 @@ export async function startTestServer(options: TestServerOptions): Promise<TestS
       redis = await startRedisServer();
       ownsRedis = true;
     }
+    // The Redis engine AND the Redis bus: notifications cross processes through Redis.
     config.redisUrl = redis.url;
+    const prefix = options.redisPrefix ?? `t${process.pid}x${++prefixCounter}`;
     try {
-      engine = await createRedisEngine({ url: redis.url, prefix: `t${process.pid}x${++prefixCounter}`, ...engineOptions });
+      engine = await createRedisEngine({ url: redis.url, prefix, ...engineOptions });
     } catch (err) {
       if (ownsRedis) await redis.stop();
       throw err;
     }
   }
 
-  let server: RunningServer;
+  // A server's close() closes its engine; a restartable one must outlive each server.
+  const serverEngine = options.restartable ? keptOpen(engine) : engine;
+  let server: RunningServer | null = null;
+  const door = options.restartable ? new FrontDoor(() => server?.port ?? 0) : undefined;
+  const up = async (): Promise<void> => {
+    if (server) throw new Error('the server is already up');
+    server = await startServer(config, silentLogger, serverEngine);
+    await door?.open();
+  };
+  const down = async (): Promise<void> => {
+    await server?.close();
+    server = null;
+    await door?.close();
+  };
+  const restartableOnly = (): void => {
+    if (!door) throw new Error('down() and up() need a server started with `restartable: true`');
+  };
+
   try {
-    server = await startServer(config, silentLogger, engine);
+    await up();
   } catch (err) {
+    await down().catch(() => undefined);
     await engine.close();
     if (ownsRedis) await redis?.stop();
     throw err;
   }
-  const url = `http://127.0.0.1:${server.port}`;
+  const running = (): RunningServer => {
+    if (!server) throw new Error('the server is down');
+    return server;
+  };
+  const port = door ? door.port : running().port;
+  const url = `http://127.0.0.1:${port}`;
+  const wsUrl = `ws://127.0.0.1:${port}/v1/ws`;
   const auth = new Authenticator(config.jwtSecret, config.apiKey);
   const tokens = new Map<string, string>();
+  const clients = new Set<WsClient>();
 
-  const token = async (uid: string): Promise<string> => {
+  const token = async (uid: string, ttlSeconds?: number): Promise<string> => {
+    if (ttlSeconds !== undefined) return auth.mintUserToken(uid, ttlSeconds);
     let t = tokens.get(uid);
     if (!t) {
       t = await auth.mintUserToken(uid);
@@ -154,26 +227,71 @@ export async function startTestServer(options: TestServerOptions): Promise<TestS
     return { status: res.status, body: parsed as T, text, contentType };
   };
 
+  const api = <T>(method: string, path: string, body?: unknown): Promise<ApiResponse<T>> => request<T>(method, path, { auth: 'api', body });
+
+  const ok = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
+    const res = await api<T>(method, path, body);
+    if (res.status !== 200 || res.body === undefined) throw new Error(`${method} ${path} → ${res.status} ${res.text}`);
+    return res.body;
+  };
+
   let closed: Promise<void> | undefined;
   return {
-    kind: options.engine,
+    kind,
     url,
-    port: server.port,
+    wsUrl,
+    port,
     config,
-    server,
+    get server() {
+      return running();
+    },
+    get running() {
+      return server !== null;
+    },
     engine,
     redis,
     auth,
     token,
     request,
-    api: (method, path, body) => request(method, path, { auth: 'api', body }),
+    api,
+    ok,
     asUser: (uid, method, path, body) => request(method, path, { auth: { user: uid }, body }),
+    members: (conv, change) => ok('PUT', `/v1/conversations/${encodeURIComponent(conv)}/members`, change),
+    post: async (messages) => {
+      await ok('POST', '/v1/messages', Array.isArray(messages) ? { messages } : messages);
+    },
+    unread: (uid) => ok('GET', `/v1/users/${encodeURIComponent(uid)}/unread`),
+    position: (uid) => running().sync.position(uid),
+    async client(uid, clientOptions = {}) {
+      const client = await WsClient.open(wsUrl, { ...clientOptions, token: clientOptions.token ?? (await token(uid)) });
+      clients.add(client);
+      client.closed.then(() => clients.delete(client), () => clients.delete(client));
+      if (clientOptions.hello !== false) await client.ready();
+      return client;
+    },
+    async down() {
+      restartableOnly();
+      await down();
+    },
+    async up() {
+      restartableOnly();
+      await up();
+    },
     close() {
       closed ??= (async () => {
-        await server.close();
+        await Promise.all([...clients].map((c) => c.close()));
+        await down();
+        if (door) await engine.close();
         if (ownsRedis) await redis?.stop();
       })();
       return closed;
     },
   };
+}
+
+/** The engine with a `close()` that does nothing: the real one is closed by the fixture's `close()`. */
+function keptOpen(engine: Engine): Engine {
+  return new Proxy(engine, {
+    get: (target, prop, receiver) => (prop === 'close' ? async () => undefined : Reflect.get(target, prop, receiver)),
+  });
 }

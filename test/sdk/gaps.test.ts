@@ -1,37 +1,17 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ChangeFrame, ServerFrame } from '../../protocol/frames.js';
-import { RedpointClient, type ClientOptions } from '../../client-demo/sdk/index.js';
-import { Harness } from './harness.js';
+import { sdkSuite, startHarness } from './harness.js';
 import { newTap, tapped, type Tap } from './tap.js';
 import { convergedTo, synced, unreadOf, until } from './wait.js';
 
-let h: Harness;
-const clients: RedpointClient[] = [];
-
-beforeAll(async () => {
-  h = await Harness.start();
-});
-afterEach(async () => {
-  await Promise.all(clients.splice(0).map((c) => c.stop()));
-});
-afterAll(async () => {
-  await h.down();
-});
-
-async function started(uid: string, tap: Tap, extra: Partial<ClientOptions> = {}): Promise<RedpointClient> {
-  const c = new RedpointClient({ url: h.wsUrl, token: () => h.token(uid), WebSocket: tapped(tap), lifecycle: false, ...extra });
-  clients.push(c);
-  await c.start();
-  await until(c, synced, `${uid} synced`);
-  return c;
-}
+const { h, client, started } = sdkSuite();
 
 const isChange = (f: ServerFrame): f is ChangeFrame => f.t === 'change';
 const pulls = (tap: Tap) => tap.sent.filter((s) => s.frame.t === 'pull');
 
 describe('push ordering', () => {
   it('a missing version: waits (< 500 ms) for it, then pulls, and never applies past the gap', async () => {
-    await h.conversation('g1-dm', ['g1-alice', 'g1-bob']);
+    await h.members('g1-dm', { add: ['g1-alice', 'g1-bob'] });
     let dropped: ChangeFrame | undefined;
     const tap = newTap((frame, deliver) => {
       if (isChange(frame) && !dropped) dropped = frame;
@@ -40,8 +20,8 @@ describe('push ordering', () => {
     const c = await started('g1-alice', tap);
     const statuses: string[] = [];
     c.on('status', (s) => statuses.push(s.status));
-    await h.message('g1-dm', 1, 'g1-bob');
-    await h.message('g1-dm', 2, 'g1-bob');
+    await h.post({ conv: 'g1-dm', seq: 1, sender: 'g1-bob' });
+    await h.post({ conv: 'g1-dm', seq: 2, sender: 'g1-bob' });
     // The push for v+2 arrived but v+1 did not: nothing is applied past the gap.
     await until(c, (s) => s.status === 'DIRTY', 'DIRTY on the gap');
     expect(unreadOf(c.state, 'g1-dm')).toBe(0);
@@ -58,7 +38,7 @@ describe('push ordering', () => {
   });
 
   it('pushes that arrive out of order are applied in order, without a pull', async () => {
-    await h.conversation('g2-dm', ['g2-alice', 'g2-bob']);
+    await h.members('g2-dm', { add: ['g2-alice', 'g2-bob'] });
     let held: (() => void) | undefined;
     const tap = newTap((frame, deliver) => {
       if (isChange(frame) && !held && frame.state?.lastSeq === 1) {
@@ -70,15 +50,15 @@ describe('push ordering', () => {
     });
     const c = await started('g2-alice', tap);
     const before = pulls(tap).length;
-    await h.message('g2-dm', 1, 'g2-bob');
-    await h.message('g2-dm', 2, 'g2-bob');
+    await h.post({ conv: 'g2-dm', seq: 1, sender: 'g2-bob' });
+    await h.post({ conv: 'g2-dm', seq: 2, sender: 'g2-bob' });
     await until(c, (s) => unreadOf(s, 'g2-dm') === 2 && s.status === 'SYNCED', 'both applied');
     expect(pulls(tap).length).toBe(before);
     await convergedTo(h, c, 'g2-alice');
   });
 
   it('duplicate and replayed pushes change nothing', async () => {
-    await h.conversation('g3-dm', ['g3-alice', 'g3-bob']);
+    await h.members('g3-dm', { add: ['g3-alice', 'g3-bob'] });
     const seen: ServerFrame[] = [];
     const tap = newTap((frame, deliver) => {
       deliver();
@@ -89,17 +69,17 @@ describe('push ordering', () => {
     });
     const c = await started('g3-alice', tap);
     const before = pulls(tap).length;
-    for (let seq = 1; seq <= 5; seq++) await h.message('g3-dm', seq, 'g3-bob');
+    for (let seq = 1; seq <= 5; seq++) await h.post({ conv: 'g3-dm', seq, sender: 'g3-bob' });
     await until(c, (s) => unreadOf(s, 'g3-dm') === 5, 'five unread');
-    await h.api('POST', '/v1/users/g3-alice/read', { conv: 'g3-dm', seq: 3 });
+    await h.ok('POST', '/v1/users/g3-alice/read', { conv: 'g3-dm', seq: 3 });
     await until(c, (s) => unreadOf(s, 'g3-dm') === 2, 'two unread after the read on another device');
     await convergedTo(h, c, 'g3-alice');
     expect(pulls(tap).length).toBe(before);
   });
 
   it('a lost last push is noticed from the ack of a read, and pulled', async () => {
-    await h.conversation('g4-dm', ['g4-alice', 'g4-bob']);
-    await h.message('g4-dm', 3, 'g4-bob');
+    await h.members('g4-dm', { add: ['g4-alice', 'g4-bob'] });
+    await h.post({ conv: 'g4-dm', seq: 3, sender: 'g4-bob' });
     // Drop every push: only acks and pulls can tell the client about its own read.
     const tap = newTap((frame, deliver) => {
       if (!isChange(frame)) deliver();
@@ -116,22 +96,21 @@ describe('push ordering', () => {
 
 describe('the version frame (safety net)', () => {
   it('repairs a client whose pushes were all lost, with no further push to reveal the gap', async () => {
-    const net = await Harness.start({ ws: { versionEverySeconds: 1 } });
+    const net = await startHarness({ ws: { versionEverySeconds: 1 } });
     try {
-      await net.conversation('g5-dm', ['g5-alice', 'g5-bob']);
+      await net.members('g5-dm', { add: ['g5-alice', 'g5-bob'] });
       const tap = newTap((frame, deliver) => {
         if (!isChange(frame)) deliver();
       });
-      const c = new RedpointClient({ url: net.wsUrl, token: () => net.token('g5-alice'), WebSocket: tapped(tap), lifecycle: false });
-      clients.push(c);
+      const c = client('g5-alice', { url: net.wsUrl, token: () => net.token('g5-alice'), WebSocket: tapped(tap) });
       await c.start();
       await until(c, synced, 'synced');
-      await net.message('g5-dm', 1, 'g5-bob');
+      await net.post({ conv: 'g5-dm', seq: 1, sender: 'g5-bob' });
       await until(c, (s) => unreadOf(s, 'g5-dm') === 1, 'the dot, through the version frame', 3000);
       expect(tap.received.some((r) => r.frame.t === 'version')).toBe(true);
       await convergedTo(net, c, 'g5-alice');
     } finally {
-      await net.down();
+      await net.close();
     }
   });
 });

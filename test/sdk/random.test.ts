@@ -1,18 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ServerFrame } from '../../protocol/frames.js';
 import { RedpointClient } from '../../client-demo/sdk/index.js';
 import { mulberry32 } from '../helpers/prng.js';
-import { Harness } from './harness.js';
+import { sdkSuite } from './harness.js';
 import { newTap, tapped } from './tap.js';
 import { convergedTo } from './wait.js';
 
-let h: Harness;
-beforeAll(async () => {
-  h = await Harness.start({ largeGroupThreshold: 3, ws: { versionEverySeconds: 1 } });
-});
-afterAll(async () => {
-  await h.down();
-});
+const { h } = sdkSuite({ largeGroupThreshold: 3, ws: { versionEverySeconds: 1 } });
 
 describe('random faults', () => {
   const seed = Number(process.env.REDPOINT_SDK_SEED ?? 20261130);
@@ -27,7 +21,7 @@ describe('random faults', () => {
       'rf-team': ['rf-ann', 'rf-ben', 'rf-cy'],
       'rf-big': ['rf-ann', 'rf-ben', 'rf-cy', 'rf-dee'],
     };
-    for (const [conv, members] of Object.entries(convs)) await h.conversation(conv, members, conv === 'rf-dm' ? 'private' : 'group');
+    for (const [conv, members] of Object.entries(convs)) await h.members(conv, { add: members, category: conv === 'rf-dm' ? 'private' : 'group' });
     const seqs = new Map<string, number>();
 
     // Each push is dropped (10%), duplicated (10%) or delayed up to 40 ms (15%, which reorders).
@@ -64,7 +58,7 @@ describe('random faults', () => {
         seqs.set(conv, seq);
         const sender = pick(members);
         const mentions = rnd() < 0.2 ? [pick(members)] : undefined;
-        await h.message(conv, seq, sender, mentions);
+        await h.post({ conv, seq, sender, mentions });
       } else {
         const device = pick(devices);
         if (!members.includes(device.uid)) continue;
@@ -72,7 +66,7 @@ describe('random faults', () => {
         else if (r < 0.86) void device.client.mute(conv, rnd() < 0.5);
         else if (r < 0.92) void device.client.markUnread(conv, rnd() < 0.5);
         else if (r < 0.95) void device.client.deleteConversation(conv);
-        else await h.api('POST', `/v1/users/${device.uid}/read`, { conv, seq: seqs.get(conv) ?? 0 });
+        else await h.ok('POST', `/v1/users/${device.uid}/read`, { conv, seq: seqs.get(conv) ?? 0 });
       }
       if (rnd() < 0.2) await new Promise((resolve) => setTimeout(resolve, Math.floor(rnd() * 20)));
     }

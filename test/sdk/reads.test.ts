@@ -1,30 +1,11 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { AckFrame, ReadFrame, ServerFrame } from '../../protocol/frames.js';
-import { RedpointClient, type ClientOptions } from '../../client-demo/sdk/index.js';
-import { Harness } from './harness.js';
-import { newTap, tapped, type Tap } from './tap.js';
-import { convergedTo, synced, unreadOf, until } from './wait.js';
+import type { RedpointClient } from '../../client-demo/sdk/index.js';
+import { sdkSuite } from './harness.js';
+import { newTap, type Tap } from './tap.js';
+import { convergedTo, unreadOf, until } from './wait.js';
 
-let h: Harness;
-const clients: RedpointClient[] = [];
-
-beforeAll(async () => {
-  h = await Harness.start();
-});
-afterEach(async () => {
-  await Promise.all(clients.splice(0).map((c) => c.stop()));
-});
-afterAll(async () => {
-  await h.down();
-});
-
-async function started(uid: string, tap: Tap = newTap(), extra: Partial<ClientOptions> = {}): Promise<RedpointClient> {
-  const c = new RedpointClient({ url: h.wsUrl, token: () => h.token(uid), WebSocket: tapped(tap), lifecycle: false, ...extra });
-  clients.push(c);
-  await c.start();
-  await until(c, synced, `${uid} synced`);
-  return c;
-}
+const { h, started } = sdkSuite();
 
 const readFrames = (tap: Tap) => tap.sent.filter((s): s is { frame: ReadFrame; at: number } => s.frame.t === 'read');
 
@@ -39,8 +20,8 @@ function history(c: RedpointClient, conv: string): number[] {
 }
 
 async function dm(name: string, unread: number): Promise<void> {
-  await h.conversation(name, [`${name}-me`, `${name}-peer`]);
-  for (let seq = 1; seq <= unread; seq++) await h.message(name, seq, `${name}-peer`);
+  await h.members(name, { add: [`${name}-me`, `${name}-peer`] });
+  for (let seq = 1; seq <= unread; seq++) await h.post({ conv: name, seq, sender: `${name}-peer` });
 }
 
 describe('optimistic reads', () => {
@@ -56,7 +37,7 @@ describe('optimistic reads', () => {
     expect(c.conversation('r1')?.pending).toBe(true);
     // Message 4 lands before the read report leaves (it is batched for 500 ms): the server
     // still says readSeq 0, lastSeq 4. The client must show 1, not 4.
-    await h.message('r1', 4, 'r1-peer');
+    await h.post({ conv: 'r1', seq: 4, sender: 'r1-peer' });
     await until(c, (s) => s.conversations.find((v) => v.conv === 'r1')?.lastSeq === 4, 'message 4');
     expect(unreadOf(c.state, 'r1')).toBe(1);
     expect(readFrames(tap)).toHaveLength(0);
@@ -70,7 +51,7 @@ describe('optimistic reads', () => {
     const c = await started('r2-me');
     const seen = history(c, 'r2');
     c.markRead('r2');
-    await h.api('PUT', '/v1/users/r2-me/conversations/r2', { muted: true });
+    await h.ok('PUT', '/v1/users/r2-me/conversations/r2', { muted: true });
     await until(c, (s) => s.conversations.find((v) => v.conv === 'r2')?.muted === true, 'the mute from the other device');
     await convergedTo(h, c, 'r2-me');
     expect(seen).toEqual([0]);
@@ -78,8 +59,8 @@ describe('optimistic reads', () => {
 
   it('acks that come back out of order are matched by id', async () => {
     await dm('r3a', 2);
-    await h.conversation('r3b', ['r3a-me', 'r3b-peer']);
-    await h.message('r3b', 1, 'r3b-peer');
+    await h.members('r3b', { add: ['r3a-me', 'r3b-peer'] });
+    await h.post({ conv: 'r3b', seq: 1, sender: 'r3b-peer' });
     let firstAck: (() => void) | undefined;
     let acks = 0;
     const order: number[] = [];
@@ -127,8 +108,8 @@ describe('read batching', () => {
   it('20 conversations read at once go out as one frame, immediately', async () => {
     const convs = Array.from({ length: 20 }, (_, i) => `b1-c${i}`);
     for (const conv of convs) {
-      await h.conversation(conv, ['b1-me', 'b1-peer']);
-      await h.message(conv, 1, 'b1-peer');
+      await h.members(conv, { add: ['b1-me', 'b1-peer'] });
+      await h.post({ conv, seq: 1, sender: 'b1-peer' });
     }
     const tap = newTap();
     const c = await started('b1-me', tap);
@@ -145,8 +126,8 @@ describe('read batching', () => {
 
   it('fewer reads go out together 500 ms after the first', async () => {
     for (const conv of ['b2-x', 'b2-y', 'b2-z']) {
-      await h.conversation(conv, ['b2-me', 'b2-peer']);
-      await h.message(conv, 1, 'b2-peer');
+      await h.members(conv, { add: ['b2-me', 'b2-peer'] });
+      await h.post({ conv, seq: 1, sender: 'b2-peer' });
     }
     const tap = newTap();
     const c = await started('b2-me', tap);

@@ -1,34 +1,27 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Backoff, MemoryCache, RedpointClient, type ClientOptions, type StatusEvent, type Timers } from '../../client-demo/sdk/index.js';
 import { FileCache } from '../../client-demo/sdk/cache/file.js';
-import { Harness, WebSocket } from './harness.js';
+import { sdkSuite, startHarness } from './harness.js';
 import { newTap, tapped } from './tap.js';
 import { convergedTo, synced, unreadOf, until } from './wait.js';
 
-let h: Harness;
+const suite = sdkSuite();
+const { h } = suite;
 let dir: string;
-const clients: RedpointClient[] = [];
 
 beforeAll(async () => {
-  h = await Harness.start();
   dir = await mkdtemp(join(tmpdir(), 'redpoint-sdk-'));
 });
-afterEach(async () => {
-  await Promise.all(clients.splice(0).map((c) => c.stop()));
-  if (!h.server) await h.up();
-});
 afterAll(async () => {
-  await h.down();
   await rm(dir, { recursive: true, force: true });
 });
 
+/** A client that retries fast. */
 function client(uid: string, extra: Partial<ClientOptions> = {}): RedpointClient {
-  const c = new RedpointClient({ url: h.wsUrl, token: () => h.token(uid), WebSocket, lifecycle: false, backoff: { baseMs: 20, maxMs: 100 }, ...extra });
-  clients.push(c);
-  return c;
+  return suite.client(uid, { backoff: { baseMs: 20, maxMs: 100 }, ...extra });
 }
 
 /** Real timers that remember every delay asked for. */
@@ -45,8 +38,8 @@ function recordingTimers(): Timers & { delays: number[] } {
 }
 
 async function dm(name: string, unread: number): Promise<void> {
-  await h.conversation(name, [`${name}-me`, `${name}-peer`], 'private');
-  for (let seq = 1; seq <= unread; seq++) await h.message(name, seq, `${name}-peer`);
+  await h.members(name, { add: [`${name}-me`, `${name}-peer`], category: 'private' });
+  for (let seq = 1; seq <= unread; seq++) await h.post({ conv: name, seq, sender: `${name}-peer` });
 }
 
 describe('backoff', () => {
@@ -116,8 +109,8 @@ describe('close codes', () => {
 describe('restarts', () => {
   it('server stopped: counts stay (stale, not zero); reads made meanwhile reach it after the restart', async () => {
     await dm('k4', 3);
-    await h.conversation('k4-other', ['k4-me', 'k4-peer'], 'group');
-    await h.message('k4-other', 1, 'k4-peer');
+    await h.members('k4-other', { add: ['k4-me', 'k4-peer'], category: 'group' });
+    await h.post({ conv: 'k4-other', seq: 1, sender: 'k4-peer' });
     const c = client('k4-me');
     await c.start();
     await convergedTo(h, c, 'k4-me');
@@ -160,13 +153,12 @@ describe('restarts', () => {
     await first.start();
     await convergedTo(h, first, 'k6-me');
     await first.stop();
-    const fresh = await Harness.start();
+    const fresh = await startHarness();
     try {
-      await fresh.conversation('k6-new', ['k6-me', 'k6-peer'], 'group');
-      await fresh.message('k6-new', 1, 'k6-peer');
+      await fresh.members('k6-new', { add: ['k6-me', 'k6-peer'], category: 'group' });
+      await fresh.post({ conv: 'k6-new', seq: 1, sender: 'k6-peer' });
       const tap = newTap();
-      const second = new RedpointClient({ url: fresh.wsUrl, token: () => fresh.token('k6-me'), WebSocket: tapped(tap), cache, lifecycle: false });
-      clients.push(second);
+      const second = suite.client('k6-me', { url: fresh.wsUrl, token: () => fresh.token('k6-me'), WebSocket: tapped(tap), cache });
       await second.start();
       expect(unreadOf(second.state, 'k6')).toBe(2);
       await convergedTo(fresh, second, 'k6-me');
@@ -174,7 +166,7 @@ describe('restarts', () => {
       expect(tap.received.some((r) => r.frame.t === 'sync' && r.frame.snapshot !== undefined)).toBe(true);
       expect(second.state.cursor?.epoch).not.toBe(first.state.cursor?.epoch);
     } finally {
-      await fresh.down();
+      await fresh.close();
     }
   });
 });

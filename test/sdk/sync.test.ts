@@ -1,27 +1,10 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { MemoryCache, RedpointClient, type ClientOptions, type RedpointState } from '../../client-demo/sdk/index.js';
-import { Harness, WebSocket } from './harness.js';
+import { describe, expect, it } from 'vitest';
+import { MemoryCache, type RedpointClient, type RedpointState } from '../../client-demo/sdk/index.js';
+import { sdkSuite } from './harness.js';
 import { newTap, tapped } from './tap.js';
 import { convergedTo, synced, unreadOf, until } from './wait.js';
 
-let h: Harness;
-const clients: RedpointClient[] = [];
-
-beforeAll(async () => {
-  h = await Harness.start({ largeGroupThreshold: 3 });
-});
-afterEach(async () => {
-  await Promise.all(clients.splice(0).map((c) => c.stop()));
-});
-afterAll(async () => {
-  await h.down();
-});
-
-function client(uid: string, extra: Partial<ClientOptions> = {}): RedpointClient {
-  const c = new RedpointClient({ url: h.wsUrl, token: () => h.token(uid), WebSocket, lifecycle: false, ...extra });
-  clients.push(c);
-  return c;
-}
+const { h, client } = sdkSuite({ largeGroupThreshold: 3 });
 
 function converged(c: RedpointClient, uid: string): Promise<RedpointState> {
   return convergedTo(h, c, uid);
@@ -29,11 +12,11 @@ function converged(c: RedpointClient, uid: string): Promise<RedpointState> {
 
 describe('sync', () => {
   it('shows NO_DATA (no totals) until the first sync, then exactly what the server has', async () => {
-    await h.conversation('s1-dm', ['s1-alice', 's1-bob'], 'private');
-    await h.conversation('s1-team', ['s1-alice', 's1-bob', 's1-carol'], 'group');
-    await h.message('s1-dm', 1, 's1-bob');
-    await h.message('s1-dm', 2, 's1-bob');
-    await h.message('s1-team', 1, 's1-carol', ['s1-alice']);
+    await h.members('s1-dm', { add: ['s1-alice', 's1-bob'], category: 'private' });
+    await h.members('s1-team', { add: ['s1-alice', 's1-bob', 's1-carol'], category: 'group' });
+    await h.post({ conv: 's1-dm', seq: 1, sender: 's1-bob' });
+    await h.post({ conv: 's1-dm', seq: 2, sender: 's1-bob' });
+    await h.post({ conv: 's1-team', seq: 1, sender: 's1-carol', mentions: ['s1-alice'] });
     const c = client('s1-alice');
     expect(c.state.status).toBe('NO_DATA');
     expect(c.state.totals).toBeNull();
@@ -48,13 +31,13 @@ describe('sync', () => {
   });
 
   it('follows pushes live: messages, mute, mark unread, delete, for two devices of one user', async () => {
-    await h.conversation('s2-dm', ['s2-alice', 's2-bob'], 'private');
+    await h.members('s2-dm', { add: ['s2-alice', 's2-bob'], category: 'private' });
     const a = client('s2-alice', { device: 'A' });
     const b = client('s2-alice', { device: 'B', binary: true });
     await Promise.all([a.start(), b.start()]);
     await Promise.all([until(a, synced, 'A synced'), until(b, synced, 'B synced')]);
-    await h.message('s2-dm', 1, 's2-bob', ['s2-alice']);
-    await h.message('s2-dm', 2, 's2-bob');
+    await h.post({ conv: 's2-dm', seq: 1, sender: 's2-bob', mentions: ['s2-alice'] });
+    await h.post({ conv: 's2-dm', seq: 2, sender: 's2-bob' });
     for (const c of [a, b]) await until(c, (s) => unreadOf(s, 's2-dm') === 2, 'the dot');
     expect(b.state.totals?.mentions).toBe(1);
 
@@ -65,7 +48,7 @@ describe('sync', () => {
     await until(b, (s) => s.conversations[0]?.markedUnread === true, 'marked unread on B');
     await a.deleteConversation('s2-dm');
     await until(b, (s) => s.conversations.length === 0 && s.totals?.total === 0, 'deleted on B');
-    await h.message('s2-dm', 3, 's2-bob');
+    await h.post({ conv: 's2-dm', seq: 3, sender: 's2-bob' });
     await until(b, (s) => unreadOf(s, 's2-dm') === 1, 'back with the next message');
     await converged(a, 's2-alice');
     await converged(b, 's2-alice');
@@ -73,11 +56,11 @@ describe('sync', () => {
 
   it('counts read-diffused groups from their heads', async () => {
     const members = ['s3-alice', 's3-b', 's3-c', 's3-d', 's3-e'];
-    await h.conversation('s3-big', members, 'group');
+    await h.members('s3-big', { add: members, category: 'group' });
     const c = client('s3-alice');
     await c.start();
     await until(c, synced, 'synced');
-    for (let seq = 1; seq <= 4; seq++) await h.message('s3-big', seq, 's3-b');
+    for (let seq = 1; seq <= 4; seq++) await h.post({ conv: 's3-big', seq, sender: 's3-b' });
     await until(c, (s) => unreadOf(s, 's3-big') === 4, 'four unread from head pushes');
     c.markRead('s3-big');
     expect(unreadOf(c.state, 's3-big')).toBe(0);
@@ -85,7 +68,7 @@ describe('sync', () => {
   });
 
   it('a client far behind catches up from a snapshot and lands on the same state', async () => {
-    await h.conversation('s4-dm', ['s4-alice', 's4-bob'], 'private');
+    await h.members('s4-dm', { add: ['s4-alice', 's4-bob'], category: 'private' });
     const cache = new MemoryCache();
     const first = client('s4-alice', { cache });
     await first.start();
@@ -93,8 +76,8 @@ describe('sync', () => {
     await first.stop();
     // Far more changes than the stream keeps (snapshot every 5, 10 entries kept).
     const convs = Array.from({ length: 30 }, (_, i) => `s4-g${i}`);
-    for (const conv of convs) await h.conversation(conv, ['s4-alice', 's4-bob'], 'group');
-    for (const conv of convs) await h.message(conv, 1, 's4-bob');
+    for (const conv of convs) await h.members(conv, { add: ['s4-alice', 's4-bob'], category: 'group' });
+    for (const conv of convs) await h.post({ conv, seq: 1, sender: 's4-bob' });
     const tap = newTap();
     const second = client('s4-alice', { cache, WebSocket: tapped(tap) });
     await second.start();
@@ -113,7 +96,7 @@ describe('page lifecycle', () => {
     const g = globalThis as { document?: unknown };
     g.document = doc;
     try {
-      await h.conversation('s5-dm', ['s5-alice', 's5-bob']);
+      await h.members('s5-dm', { add: ['s5-alice', 's5-bob'] });
       const tap = newTap();
       const c = client('s5-alice', { WebSocket: tapped(tap), lifecycle: true });
       await c.start();

@@ -1,5 +1,6 @@
-import { shown, truth, type Harness } from './harness.js';
+import type { UnreadSummary } from '../../protocol/types.js';
 import type { RedpointClient, RedpointState } from '../../client-demo/sdk/index.js';
+import type { TestServer } from '../helpers/test-server.js';
 
 /** Resolves with the first state that satisfies `predicate` (now or after a change); rejects on timeout. */
 export function until(client: RedpointClient, predicate: (state: RedpointState) => boolean, what: string, timeoutMs = 5000): Promise<RedpointState> {
@@ -28,7 +29,7 @@ export function unreadOf(state: RedpointState, conv: string): number | undefined
  * Waits until the client is SYNCED and shows exactly the server's unread summary (fetched again
  * after each change of the client, since the server may still be applying what the client sent).
  */
-export async function convergedTo(h: Harness, client: RedpointClient, uid: string, timeoutMs = 5000): Promise<RedpointState> {
+export async function convergedTo(h: TestServer, client: RedpointClient, uid: string, timeoutMs = 5000): Promise<RedpointState> {
   const deadline = Date.now() + timeoutMs;
   let last = '';
   for (;;) {
@@ -39,4 +40,24 @@ export async function convergedTo(h: Harness, client: RedpointClient, uid: strin
     if (Date.now() > deadline) throw new Error(`${uid} did not converge:\n client ${last}\n server ${expected}`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
+}
+
+/** What the client shows, in the shape of the server's unread summary, to compare the two. */
+export function shown(state: RedpointState): Pick<UnreadSummary, 'total' | 'mentions' | 'categories' | 'conversations'> {
+  if (!state.totals) throw new Error(`no totals yet (status ${state.status})`);
+  return {
+    total: state.totals.total,
+    mentions: state.totals.mentions,
+    categories: sortedKeys(state.totals.categories),
+    conversations: state.conversations.map(({ pending: _pending, ...view }) => view),
+  };
+}
+
+export function truth(summary: UnreadSummary): ReturnType<typeof shown> {
+  return { total: summary.total, mentions: summary.mentions, categories: sortedKeys(summary.categories), conversations: summary.conversations };
+}
+
+/** Category totals compared as sets: the order of keys means nothing. */
+function sortedKeys(record: Record<string, number>): Record<string, number> {
+  return Object.fromEntries(Object.entries(record).sort(([a], [b]) => (a < b ? -1 : 1)));
 }

@@ -5,7 +5,7 @@ import { CLOSE_CODES, type AckFrame, type ErrorFrame } from '../../protocol/fram
 import type { Cursor } from '../../protocol/types.js';
 import type { WsClient } from '../helpers/ws-client.js';
 import { expectMatchesServer, isChange, isError } from '../helpers/ws-expect.js';
-import { startWsServer, type WsTestServer } from '../helpers/ws-server.js';
+import { startTestServer, type TestServer } from '../helpers/test-server.js';
 
 /**
  * Hostile and broken clients. Every case ends with an error frame or the documented close code,
@@ -20,7 +20,7 @@ const OPTIONS = {
   maxConnectionsPerUser: 2,
 };
 
-let server: WsTestServer;
+let server: TestServer;
 let bystander: WsClient;
 let bystanderSeq = 0;
 const alice = 'alice';
@@ -28,7 +28,7 @@ const dm = 'dm-alice-bob';
 let before: Cursor;
 
 beforeAll(async () => {
-  server = await startWsServer({ ws: OPTIONS });
+  server = await startTestServer({ ws: OPTIONS });
   await server.members(dm, { add: [alice, 'bob'] });
   await server.post([
     { conv: dm, seq: 1, sender: 'bob' },
@@ -53,7 +53,7 @@ afterEach(async () => {
   await Promise.all(opened.splice(0).map((c) => c.close()));
 });
 
-async function open(uid: string, options: Parameters<WsTestServer['client']>[1] = {}): Promise<WsClient> {
+async function open(uid: string, options: Parameters<TestServer['client']>[1] = {}): Promise<WsClient> {
   const c = await server.client(uid, options);
   opened.push(c);
   return c;
@@ -271,7 +271,7 @@ describe('requests the server refuses', () => {
     // Its own server with a slow refill (1 frame/s): on a busy machine a flood spread over a few
     // refills would reset the "refused in a row" count and blur what this case checks.
     const limits = { framesPerSecond: 1, framesBurst: 5 };
-    const slow = await startWsServer({ ws: { ...OPTIONS, ...limits } });
+    const slow = await startTestServer({ ws: { ...OPTIONS, ...limits } });
     try {
       await slow.members(dm, { add: [alice, 'bob'] });
       await slow.members('z', { add: ['zed', 'yan'] });
@@ -319,7 +319,7 @@ describe('requests the server refuses', () => {
 
 describe('graceful shutdown', () => {
   it('server.close() closes every socket with 1001 and refuses new ones', async () => {
-    const other = await startWsServer({ ws: OPTIONS });
+    const other = await startTestServer({ ws: OPTIONS });
     await other.members('g', { add: ['u1', 'u2'] });
     const clients = [await other.client('u1'), await other.client('u2', { binary: true }), await other.client('u1', { hello: false })];
     // The server itself (the fixture's close would close the clients first).

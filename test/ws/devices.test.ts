@@ -2,14 +2,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AckFrame } from '../../protocol/frames.js';
 import type { WsClient } from '../helpers/ws-client.js';
 import { expectMatchesServer, isChange, isError, isHead, waitMatchesServer } from '../helpers/ws-expect.js';
-import { startWsServer, type WsTestServer } from '../helpers/ws-server.js';
+import { startTestServer, type TestServer } from '../helpers/test-server.js';
 
 /**
  * Several devices of one user, and large groups, over the real gateway: pushes reach every socket
  * of the user in the format of its hello, reads from one device reach the others, and the totals
  * each device computes equal GET /v1/users/:uid/unread.
  */
-let server: WsTestServer;
+let server: TestServer;
 let n = 0;
 /** Ids unique to each test, so tests sharing the server do not see each other. */
 const ids = (...names: string[]): string[] => {
@@ -19,7 +19,7 @@ const ids = (...names: string[]): string[] => {
 
 beforeAll(async () => {
   // Threshold 3: a group of 4 is read-diffused.
-  server = await startWsServer({ largeGroupThreshold: 3 });
+  server = await startTestServer({ largeGroupThreshold: 3 });
 });
 
 afterAll(async () => {

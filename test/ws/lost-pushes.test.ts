@@ -5,7 +5,7 @@ import type { AckFrame, ErrorFrame } from '../../protocol/frames.js';
 import { Model, type ModelMessage, type Outcome } from '../http/model.js';
 import type { WsClient } from '../helpers/ws-client.js';
 import { comparable } from '../helpers/ws-expect.js';
-import { startWsServer, type WsTestServer } from '../helpers/ws-server.js';
+import { startTestServer, type TestServer } from '../helpers/test-server.js';
 
 /**
  * "Realtime by push, correctness by pull": a server that drops 30% of its pushes on purpose,
@@ -99,15 +99,15 @@ class Run {
 
   constructor(
     private readonly scenario: Scenario,
-    private readonly servers: readonly WsTestServer[],
+    private readonly servers: readonly TestServer[],
   ) {}
 
-  private next(): WsTestServer {
-    return this.servers[this.calls++ % this.servers.length] as WsTestServer;
+  private next(): TestServer {
+    return this.servers[this.calls++ % this.servers.length] as TestServer;
   }
 
-  private home(u: number, d: number): WsTestServer {
-    return this.servers[(u + d) % this.servers.length] as WsTestServer;
+  private home(u: number, d: number): TestServer {
+    return this.servers[(u + d) % this.servers.length] as TestServer;
   }
 
   uid = (u: number): string => `${this.ns}-u${u}`;
@@ -243,7 +243,7 @@ class Run {
 interface Setup {
   name: string;
   runs: number;
-  start(): Promise<{ servers: WsTestServer[]; stop(): Promise<void> }>;
+  start(): Promise<{ servers: TestServer[]; stop(): Promise<void> }>;
 }
 
 const SETUPS: Setup[] = [
@@ -251,7 +251,7 @@ const SETUPS: Setup[] = [
     name: 'one process, memory engine',
     runs: NUM_RUNS,
     async start() {
-      const server = await startWsServer(SERVER_OPTIONS);
+      const server = await startTestServer(SERVER_OPTIONS);
       return { servers: [server], stop: () => server.close() };
     },
   },
@@ -261,13 +261,13 @@ const SETUPS: Setup[] = [
     async start() {
       const redis: RedisServer = await startRedisServer();
       const shared = { ...SERVER_OPTIONS, engine: 'redis' as const, redis, redisPrefix: `lp${process.pid}` };
-      const servers: WsTestServer[] = [];
+      const servers: TestServer[] = [];
       const stop = async (): Promise<void> => {
         await Promise.allSettled(servers.map((s) => s.close()));
         await redis.stop();
       };
       try {
-        servers.push(await startWsServer(shared), await startWsServer(shared));
+        servers.push(await startTestServer(shared), await startTestServer(shared));
       } catch (err) {
         await stop();
         throw err;
@@ -279,7 +279,7 @@ const SETUPS: Setup[] = [
 
 for (const setup of SETUPS) {
   describe(`lost pushes are repaired by pulls (testDropPushRatio 0.3, ${setup.name})`, () => {
-    let servers: WsTestServer[] = [];
+    let servers: TestServer[] = [];
     let stop: (() => Promise<void>) | undefined;
 
     beforeAll(async () => {

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AckFrame } from '../../protocol/frames.js';
 import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
 import { expectMatchesServer, isChange, isHead, waitMatchesServer } from '../helpers/ws-expect.js';
-import { startWsServer, type WsTestServer } from '../helpers/ws-server.js';
+import { startTestServer, type TestServer } from '../helpers/test-server.js';
 
 /**
  * Two Redpoint processes of one deployment (two `startServer`s here, one key prefix) on a private
@@ -14,16 +14,16 @@ import { startWsServer, type WsTestServer } from '../helpers/ws-server.js';
 const BUS_PREFIX = 'rp:bus:';
 
 let redis: RedisServer;
-let a: WsTestServer;
-let b: WsTestServer;
+let a: TestServer;
+let b: TestServer;
 let probe: Redis;
 let n = 0;
 
 beforeAll(async () => {
   redis = await startRedisServer();
   const shared = { engine: 'redis' as const, redis, redisPrefix: `mp${process.pid}`, largeGroupThreshold: 3 };
-  a = await startWsServer(shared);
-  b = await startWsServer(shared);
+  a = await startTestServer(shared);
+  b = await startTestServer(shared);
   expect(a.config.redisUrl).toBe(redis.url);
   expect(b.config.redisUrl).toBe(redis.url);
   probe = new Redis(redis.url);

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ServerFrame, SyncFrame } from '../../protocol/frames.js';
 import type { WsClient } from '../helpers/ws-client.js';
 import { expectMatchesServer, isChange, isHead, waitMatchesServer } from '../helpers/ws-expect.js';
-import { startWsServer, type WsTestServer } from '../helpers/ws-server.js';
+import { startTestServer, type TestServer } from '../helpers/test-server.js';
 
 /**
  * Reconnects with every kind of cursor (recent → delta, older than the retained history →
@@ -10,11 +10,11 @@ import { startWsServer, type WsTestServer } from '../helpers/ws-server.js';
  * `versionEverySeconds: 1`, a client that silently missed a push repairs itself with no further
  * message. Small streams (snapshot every 5 entries, 10 kept) so short tests cross both.
  */
-let server: WsTestServer;
+let server: TestServer;
 let n = 0;
 
 beforeAll(async () => {
-  server = await startWsServer({ largeGroupThreshold: 3, snapshotEvery: 5, streamMaxLen: 10, ws: { versionEverySeconds: 1 } });
+  server = await startTestServer({ largeGroupThreshold: 3, snapshotEvery: 5, streamMaxLen: 10, ws: { versionEverySeconds: 1 } });
 });
 
 afterAll(async () => {
@@ -30,7 +30,7 @@ interface World {
 }
 
 /** alice and bob in a DM and (with two others) in a read-diffused group. */
-async function world(on: WsTestServer = server): Promise<World> {
+async function world(on: TestServer = server): Promise<World> {
   n++;
   const w: World = { alice: `alice-${n}`, bob: `bob-${n}`, dm: `dm-${n}`, big: `big-${n}`, seq: { dm: 0, big: 0 } };
   await on.members(w.dm, { add: [w.alice, w.bob], category: 'private' });
@@ -39,7 +39,7 @@ async function world(on: WsTestServer = server): Promise<World> {
 }
 
 /** `count` messages from bob, alternating DM and group; each DM message is one entry in alice's stream. */
-async function chatter(w: World, count: number, on: WsTestServer = server): Promise<void> {
+async function chatter(w: World, count: number, on: TestServer = server): Promise<void> {
   for (let i = 0; i < count; i++) {
     if (i % 2 === 0) await on.post({ conv: w.dm, seq: ++w.seq.dm, sender: w.bob, ...(i % 4 === 0 ? { mentions: [w.alice] } : {}) });
     else await on.post({ conv: w.big, seq: ++w.seq.big, sender: w.bob });
@@ -112,7 +112,7 @@ describe('reconnect', () => {
     await expectMatchesServer(again, server, 'after an epoch change');
 
     // A real epoch change: a fresh server (empty memory store) knows alice under a new epoch.
-    const fresh = await startWsServer({ largeGroupThreshold: 3 });
+    const fresh = await startTestServer({ largeGroupThreshold: 3 });
     try {
       await fresh.members(w.dm, { add: [w.alice, w.bob] });
       const moved = await fresh.client(w.alice, { saved: again.save() });
@@ -175,7 +175,7 @@ describe('safety net: the periodic version frame', () => {
   });
 
   it('with every push dropped by the server (testDropPushRatio 1), clients still converge', async () => {
-    const lossy = await startWsServer({ largeGroupThreshold: 3, ws: { versionEverySeconds: 1, testDropPushRatio: 1 } });
+    const lossy = await startTestServer({ largeGroupThreshold: 3, ws: { versionEverySeconds: 1, testDropPushRatio: 1 } });
     try {
       const w = await world(lossy);
       const a = await lossy.client(w.alice);
@@ -194,7 +194,7 @@ describe('safety net: the periodic version frame', () => {
   });
 
   it('a lost head push (read diffusion, no version change) is repaired by the periodic check too', async () => {
-    const lossy = await startWsServer({ largeGroupThreshold: 3, ws: { versionEverySeconds: 1, testDropPushRatio: 1 } });
+    const lossy = await startTestServer({ largeGroupThreshold: 3, ws: { versionEverySeconds: 1, testDropPushRatio: 1 } });
     try {
       const w = await world(lossy);
       const c = await lossy.client(w.alice, { binary: true });

@@ -1,13 +1,8 @@
 import type { Socket as NetSocket } from 'node:net';
-import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { startServer, type RunningServer } from '../../server/app.js';
-import { Authenticator } from '../../server/auth/tokens.js';
-import type { Config } from '../../server/config.js';
+import { startTestServer, type TestServer } from '../helpers/test-server.js';
 
-const API_KEY = 'slow-consumer-test-api-key';
-const JWT_SECRET = 'slow-consumer-test-jwt-secret-0123456789';
 const BACKPRESSURE = 64 * 1024;
 // Enough pushes (~100 KB per round) to overflow the kernel's socket buffers on loopback.
 const ROUNDS = 100;
@@ -17,46 +12,29 @@ interface Frame {
   [key: string]: unknown;
 }
 
-let server: RunningServer | undefined;
+let server: TestServer | undefined;
 afterEach(async () => {
   await server?.close();
   server = undefined;
 });
 
-async function api(base: string, method: string, path: string, body: unknown): Promise<void> {
-  const res = await fetch(base + path, {
-    method,
-    headers: { authorization: `Bearer ${API_KEY}`, 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
-}
-
 describe('a client that stops reading its socket', () => {
   it('is skipped by publishes while congested, then told the version once it drains', async () => {
-    const config: Config = {
-      port: 0,
-      host: '127.0.0.1',
-      redisUrl: undefined,
-      apiKey: API_KEY,
-      jwtSecret: JWT_SECRET,
-      devMode: false,
+    const s = await startTestServer({
       largeGroupThreshold: 500,
       snapshotEvery: 100,
       streamMaxLen: 1000,
-      logLevel: 'silent',
       // No periodic check during the test: a version frame can only come from the drain path.
       ws: { maxBackpressureBytes: BACKPRESSURE, versionEverySeconds: 3600, framesPerSecond: 1000, framesBurst: 1000 },
-    };
-    server = await startServer(config, pino({ level: 'silent' }));
-    const base = `http://127.0.0.1:${server.port}`;
+    });
+    server = s;
     // 400 conversations: each ingest request below makes 400 pushes (~100 KB) to alice.
     const convs = Array.from({ length: 400 }, (_, i) => `c${i}`);
-    await Promise.all(convs.map((conv) => api(base, 'PUT', `/v1/conversations/${conv}/members`, { add: ['alice', 'bob'] })));
-    const token = await new Authenticator(JWT_SECRET, API_KEY).mintUserToken('alice');
+    await Promise.all(convs.map((conv) => s.members(conv, { add: ['alice', 'bob'] })));
+    const token = await s.token('alice');
 
     const frames: Frame[] = [];
-    const ws = new WebSocket(`ws://127.0.0.1:${server.port}/v1/ws`);
+    const ws = new WebSocket(s.wsUrl);
     const waitFor = (pred: (f: Frame) => boolean, timeoutMs = 10_000): Promise<Frame> =>
       new Promise((resolve, reject) => {
         const found = frames.find(pred);
@@ -82,15 +60,15 @@ describe('a client that stops reading its socket', () => {
     const raw = (ws as unknown as { _socket: NetSocket })._socket;
     raw.pause();
     for (let seq = 1; seq <= ROUNDS; seq++) {
-      await api(base, 'POST', '/v1/messages', { messages: convs.map((conv) => ({ conv, seq, sender: 'bob' })) });
+      await s.post(convs.map((conv) => ({ conv, seq, sender: 'bob' })));
     }
     const before = frames.length;
-    await api(base, 'POST', '/v1/messages', { conv: 'c7', seq: ROUNDS + 1, sender: 'bob' });
+    await s.post({ conv: 'c7', seq: ROUNDS + 1, sender: 'bob' });
 
     raw.resume();
     const version = await waitFor((f) => f.t === 'version');
     expect(frames.length).toBeGreaterThan(before);
-    const serverVersion = (await (await fetch(`${base}/v1/users/alice/unread`, { headers: { authorization: `Bearer ${API_KEY}` } })).json()) as { version: number; total: number };
+    const serverVersion = await s.unread('alice');
     expect(version.version).toBe(serverVersion.version);
     expect(serverVersion.total).toBe(ROUNDS * convs.length + 1);
     // The last pushes were skipped while the socket was congested: only the drain path tells the client.

@@ -68,9 +68,12 @@ export class SyncService {
     const ops: UserOp[] = reads.map(([conv, seq]) => ({ type: 'read', uid, conv, seq }));
     const results = await this.engine.applyUserOps(ops);
     this.emitChanges(ops, results);
-    const position = await this.engine.position(uid);
     const rejected = ops.filter((_, i) => !results[i]?.member).map((op) => op.conv);
-    return { epoch: position.epoch, version: Math.max(position.version, ...results.map((r) => r.version)), rejected };
+    // Every result, no-op or not, reports the user's version after it: the last one is the
+    // cursor after the batch (ops on one user run in order), with no extra round trip.
+    const last = results.at(-1);
+    if (!last) return this.engine.position(uid).then((p) => ({ ...p, rejected }));
+    return { epoch: last.epoch, version: Math.max(...results.map((r) => r.version)), rejected };
   }
 
   async position(uid: string): Promise<Cursor> {

@@ -109,6 +109,7 @@ export class HttpRouter {
 
   private finish(res: HttpResponse, state: { aborted: boolean }, ctx: RequestContext, name: string, started: number, reply: Reply): void {
     const status = reply.status ?? 200;
+    this.log.debug({ requestId: ctx.requestId, method: ctx.method, url: ctx.url, status, ms: performance.now() - started }, 'request');
     this.metrics.httpRequests.inc({ route: name, status: String(status) });
     this.metrics.httpDuration.observe({ route: name }, (performance.now() - started) / 1000);
     if (state.aborted) return;

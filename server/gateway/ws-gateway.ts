@@ -114,6 +114,9 @@ export class WsGateway {
     if (conn.closed) return;
     this.metrics.closes.inc({ reason });
     const { code } = CLOSE_CODES[reason];
+    // Closes the client caused are worth a line (abuse, broken clients); shutdown closes are not.
+    const level = reason === 'going_away' || reason === 'service_restart' ? 'debug' : 'info';
+    this.log[level]({ conn: conn.id, uid: conn.uid, remote: conn.remote, reason, code }, 'closing connection');
     ws.end(code, reason);
   }
 
@@ -135,6 +138,7 @@ export class WsGateway {
       const oldest = mine.values().next().value;
       if (oldest) this.close(oldest, 'too_many_connections');
     }
+    this.log.debug({ conn: conn.id, uid, device: conn.device, remote: conn.remote }, 'connection authenticated');
     // The first sync is read only once the bus listens: nothing published after it can be missed.
     await this.subscribe(ws, userChannel(uid));
     return uid;

@@ -34,7 +34,10 @@ export async function startServer(config: Config, log: Logger, engine?: Engine):
   sync.ingest.onFlush = (stats) => {
     metrics.groupCommitBatch.observe(stats.messages);
     metrics.groupCommitOps.observe(stats.userOps);
+    metrics.storeLatency.observe({ op: 'record_message' }, stats.recordSeconds);
+    if (stats.userOps > 0) metrics.storeLatency.observe({ op: 'apply_user_ops' }, stats.applySeconds);
   };
+  sync.onStoreCall = (op, seconds) => metrics.storeLatency.observe({ op }, seconds);
   const auth = new Authenticator(config.jwtSecret, config.apiKey);
   const app = uws.App();
   const router = new HttpRouter(app, metrics, log);

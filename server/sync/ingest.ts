@@ -16,6 +16,9 @@ export interface FlushStats {
   messages: number;
   conversations: number;
   userOps: number;
+  /** Store round trips of the flush: raising the conversations' heads, then the per-user ops. */
+  recordSeconds: number;
+  applySeconds: number;
 }
 
 /**
@@ -75,6 +78,7 @@ export class Ingest {
     const headByConv = new Map<string, number>();
     for (const m of messages) headByConv.set(m.conv, Math.max(headByConv.get(m.conv) ?? 0, m.seq));
     const convs = [...headByConv.keys()];
+    const started = performance.now();
     const recorded = await Promise.all(convs.map((conv) => this.engine.recordMessage(conv, headByConv.get(conv) ?? 0)));
     const byConv = new Map<string, RecordedMessage>();
     convs.forEach((conv, i) => {
@@ -84,9 +88,17 @@ export class Ingest {
     });
 
     const ops = mergeOps(messages, byConv);
+    const recordedAt = performance.now();
     const results = await this.engine.applyUserOps(ops);
+    const appliedAt = performance.now();
     this.publish(ops, results, byConv, at);
-    this.onFlush?.({ messages: messages.length, conversations: convs.length, userOps: ops.length });
+    this.onFlush?.({
+      messages: messages.length,
+      conversations: convs.length,
+      userOps: ops.length,
+      recordSeconds: (recordedAt - started) / 1000,
+      applySeconds: (appliedAt - recordedAt) / 1000,
+    });
   }
 
   private publish(ops: readonly UserOp[], results: readonly UserOpResult[], byConv: Map<string, RecordedMessage>, at: number): void {

@@ -31,6 +31,8 @@ export class SyncService {
   readonly events = new SyncEvents();
   readonly ingest: Ingest;
   private readonly gate = new FlushGate();
+  /** Store latency of the calls behind pulls and unread summaries (ingest reports through `ingest.onFlush`). */
+  onStoreCall: ((op: 'pull' | 'user_state' | 'read', seconds: number) => void) | undefined;
   /** Conversations are never deleted, so a positive cache never goes stale. */
   private readonly knownConversations = new Set<string>();
 
@@ -66,7 +68,9 @@ export class SyncService {
    */
   async readBatch(uid: string, reads: ReadonlyArray<readonly [string, number]>): Promise<BatchResult> {
     const ops: UserOp[] = reads.map(([conv, seq]) => ({ type: 'read', uid, conv, seq }));
+    const started = performance.now();
     const results = await this.engine.applyUserOps(ops);
+    this.onStoreCall?.('read', (performance.now() - started) / 1000);
     this.emitChanges(ops, results);
     const rejected = ops.filter((_, i) => !results[i]?.member).map((op) => op.conv);
     // Every result, no-op or not, reports the user's version after it: the last one is the
@@ -91,7 +95,9 @@ export class SyncService {
   }
 
   async pull(uid: string, since: Cursor | null, limit: number = LIMITS.pullPageDefault): Promise<PullReply> {
+    const started = performance.now();
     const stored = await this.engine.pull(uid, since, Math.min(Math.max(1, limit), LIMITS.pullPageMax));
+    this.onStoreCall?.('pull', (performance.now() - started) / 1000);
     const heads = await this.engine.heads(stored.largeConvs);
     const { largeConvs: _ignored, ...rest } = stored;
     return { ...rest, heads };
@@ -99,7 +105,9 @@ export class SyncService {
 
   /** The badge numbers. `total` = stored totals (write-diffused) + read-diffused groups summed now. */
   async unread(uid: string): Promise<UnreadSummary> {
+    const started = performance.now();
     const stored = await this.engine.userState(uid);
+    this.onStoreCall?.('user_state', (performance.now() - started) / 1000);
     const heads = await this.engine.heads(stored.states.filter((s) => s.large).map((s) => s.conv));
     const summary = summarize(uid, stored.epoch, stored.version, stored.states, heads);
     let total = stored.totals.total;

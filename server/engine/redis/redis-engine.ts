@@ -1,7 +1,8 @@
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 import { nanoid } from 'nanoid';
 import { LIMITS } from '../../../protocol/limits.js';
 import type { ConvEntry, Cursor, Snapshot } from '../../../protocol/types.js';
+import type { RedisTarget } from '../../redis-target.js';
 import type {
   ConvInfo,
   Engine,
@@ -24,27 +25,24 @@ import {
   type Reply,
 } from './codec.js';
 import { convKeys, userKeys, type UserKeys } from './keys.js';
-import { defineScripts, ensureScriptsLoaded, loadScriptSources, type ScriptedRedis, type ScriptName } from './scripts.js';
+import { ClusterRuns, SingleRun, type RunTracker } from './runs.js';
+import {
+  defineScripts,
+  ensureScriptsLoaded,
+  loadScriptSources,
+  scriptShas,
+  type ScriptedCluster,
+  type ScriptedRedis,
+  type ScriptName,
+} from './scripts.js';
 
-export interface RedisEngineOptions extends EngineOptions {
-  url: string;
-  /** Prefix of every key (default `rp`); lets several engines share one Redis, e.g. in tests. */
-  prefix?: string;
-}
+/**
+ * One Redis (`url`) or a Redis Cluster (`cluster`: seed nodes), plus the engine options.
+ * `prefix` (default `rp`) starts every key; it lets several engines share one Redis, e.g. in tests.
+ */
+export type RedisEngineOptions = EngineOptions & RedisTarget & { prefix?: string };
 
 const READY_TIMEOUT_MS = 1_000;
-/**
- * Bound on how long a user script waits for a connection whose run id is known (about as long as
- * ioredis keeps a command in its offline queue by default: 20 reconnect attempts).
- */
-const RUN_WAIT_MS = 10_000;
-
-/** The Redis run a connection reaches: its `run_id`, learned over that connection. */
-interface Run {
-  id: string;
-  /** The ioredis socket the id was learned over; a reconnect makes a new one. */
-  conn: object;
-}
 
 /** Same length as the memory engine's epochs. */
 const newEpoch = (): string => nanoid(12);
@@ -52,8 +50,9 @@ const newEpoch = (): string => nanoid(12);
 /**
  * The Redis engine. Each per-user change is ONE Lua script over keys sharing the user's hash tag
  * (record, totals, version, stream entry, snapshot and trim change together); conversation-level
- * changes are one script over the conversation's keys. No command spans two hash tags, so the
- * key layout and scripts are Cluster-ready; the client itself is single-node ioredis for now.
+ * changes are one script over the conversation's keys. No command spans two hash tags, so the same
+ * engine runs on one Redis and on a Redis Cluster (ioredis `Cluster`, which routes each command
+ * and script to the master of its slot).
  *
  * Epochs and the Redis run. A user's epoch (DESIGN.md §3) must change whenever the history behind
  * it may have changed. Redis can lose its last writes and keep the rest (with AOF `appendfsync
@@ -61,19 +60,20 @@ const newEpoch = (): string => nanoid(12);
  * new writes reach a version a client already holds, a delta from that client's cursor would
  * continue a history it never saw. Redis loses writes only across a restart (or a failover to
  * another server), i.e. under a new `run_id`. So each user's meta stores the run id it was last used under (`rid`), and every script
- * that reads or creates an epoch (user_apply, pull, user_state, position) gets the current run id:
- * on a mismatch it starts a new epoch. Versions continue from what Redis kept; the stream and
- * snapshots stay (they match the state Redis kept). A cursor of the old epoch gets a snapshot.
- * The price: every Redis restart, even one that lost nothing (AOF `always`, a clean SHUTDOWN),
- * costs each client one snapshot, since the engine cannot tell the two apart.
+ * that reads or creates an epoch (user_apply, pull, user_state, position) gets the current run id
+ * of the server holding the user's keys: on a mismatch it starts a new epoch. Versions continue
+ * from what Redis kept; the stream and snapshots stay (they match the state Redis kept). A cursor
+ * of the old epoch gets a snapshot. The price: every Redis restart, even one that lost nothing
+ * (AOF `always`, a clean SHUTDOWN), costs each client one snapshot, since the engine cannot tell
+ * the two apart. On a cluster that holds per master: a master's restart or failover rotates the
+ * epochs of the users whose keys it holds, and no others.
  *
- * The engine learns the run id (INFO server) on connect and again on every reconnect, and runs a
- * user script only once it knows the run id of the connection the script goes out on. A reply is
- * trusted only if it came back over that connection or over one that reaches the same run:
- * ioredis resends in-flight commands (and flushes its offline queue) over the next connection,
- * where a restarted Redis would run them with the old run id in their ARGV. Such a reply is
- * rejected (the outcome of the op is unknown, as for any command cut off by a disconnect), and
- * the user's next script under the new run id rotates the epoch anyway.
+ * Which run id a script carries, and when its reply is trusted, is `RunTracker`'s job (runs.ts):
+ * a user script goes out only once the run id of the connection it goes out on is known, and a
+ * reply that may have been resent to another run (ioredis resends in-flight commands after a
+ * reconnect, a Cluster also after MOVED) is rejected: the outcome of the op is unknown, as for any
+ * command cut off by a disconnect, and the user's next script under the new run id rotates the
+ * epoch anyway.
  *
  * Several server processes share one Redis and learn its run id independently, so around a
  * restart they may briefly disagree (e.g. one's resent script carries the old id after another
@@ -85,48 +85,50 @@ export class RedisEngine implements Engine {
   readonly kind = 'redis' as const;
   private readonly prefix: string;
   private lastConnectionError: Error | undefined;
-  /** The run id of the current connection, once learned (see the class comment). */
-  private run: Run | undefined;
-  /** The INFO in flight for the current connection, shared by everyone waiting for it. */
-  private learning: { conn: object; promise: Promise<Run> } | undefined;
-  /** Resolved (and replaced) whenever the connection becomes ready or ends. */
-  private connectionChanged = deferred();
-  private closing = false;
 
   private constructor(
-    private readonly client: ScriptedRedis,
+    private readonly client: ScriptedRedis | ScriptedCluster,
+    private readonly runs: RunTracker,
     private readonly options: RedisEngineOptions,
     private readonly sources: Record<ScriptName, string>,
     private readonly shas: string[],
   ) {
     this.prefix = options.prefix ?? 'rp';
-    // Without a listener ioredis prints every failed reconnect; callers learn of an outage from
-    // ready() and from failing commands instead.
+    // Without a listener ioredis prints every failed reconnect (and a Cluster's 'error' event
+    // would throw); callers learn of an outage from ready() and from failing commands instead.
     client.on('error', (err: Error) => {
       this.lastConnectionError = err;
     });
-    // 'ready' is emitted after ioredis has already resent in-flight commands and flushed its
-    // offline queue on the new connection; user scripts never rely on either (see userScript).
-    client.on('ready', () => {
-      this.signalConnectionChange();
-      this.learnRun().catch(() => {}); // a caller that needs it retries and sees the error
-    });
-    client.on('end', () => this.signalConnectionChange());
   }
 
   /** Connects and loads the scripts; rejects when Redis does not answer or a script is invalid. */
   static async create(options: RedisEngineOptions): Promise<RedisEngine> {
-    // Auto-pipelining: the per-member scripts of one ingest batch go out in one round trip.
-    const client = new Redis(options.url, { enableAutoPipelining: true, lazyConnect: true });
+    // Auto-pipelining: the per-member scripts of one ingest batch go out in one round trip (on a
+    // Cluster: one per master).
+    const client =
+      options.url !== undefined
+        ? new Redis(options.url, { enableAutoPipelining: true, lazyConnect: true })
+        : new Cluster([...options.cluster], {
+            enableAutoPipelining: true,
+            lazyConnect: true,
+            // A restarted master answers CLUSTERDOWN for its first 2 s (Redis lets the cluster
+            // reconfigure it before it takes writes): retry for 16 x 200 ms rather than the
+            // default 1.6 s, so a quick restart delays commands instead of failing them.
+            retryDelayOnClusterDown: 200,
+          });
     const swallow = (): void => {}; // connect() rejects with the same error
     client.on('error', swallow);
     try {
-      await client.connect();
       const sources = loadScriptSources();
-      const shas = await defineScripts(client, sources);
-      const engine = new RedisEngine(client as ScriptedRedis, options, sources, shas);
+      const shas = scriptShas(sources);
+      await client.connect();
+      // On a cluster, scripts are loaded on each new master connection before user scripts use it.
+      const runs =
+        client instanceof Cluster ? new ClusterRuns(client, (node) => ensureScriptsLoaded(node, sources, shas)) : new SingleRun(client);
+      await defineScripts(client, runs.masters(), sources);
+      const engine = new RedisEngine(client as ScriptedRedis | ScriptedCluster, runs, options, sources, shas);
       // Fails fast when INFO is not allowed (renamed, or denied by an ACL).
-      await engine.learnRun();
+      await runs.learnAll(Date.now() + READY_TIMEOUT_MS * 10);
       return engine;
     } catch (err) {
       client.disconnect();
@@ -194,7 +196,7 @@ export class RedisEngine implements Engine {
   async pull(uid: string, since: Cursor | null, limit: number): Promise<StoredPull> {
     const k = userKeys(this.prefix, uid);
     const reply = asArray(
-      await this.userScript((runId) =>
+      await this.userScript(uid, (runId) =>
         this.client.pullBuffer(
           k.meta,
           k.stream,
@@ -231,13 +233,13 @@ export class RedisEngine implements Engine {
 
   async position(uid: string): Promise<Cursor> {
     const meta = userKeys(this.prefix, uid).meta;
-    const reply = asArray(await this.userScript((runId) => this.client.positionBuffer(meta, newEpoch(), runId)));
+    const reply = asArray(await this.userScript(uid, (runId) => this.client.positionBuffer(meta, newEpoch(), runId)));
     return { epoch: asBuffer(reply[0]).toString(), version: asNumber(reply[1]) };
   }
 
   async userState(uid: string): Promise<StoredUserState> {
     const k = userKeys(this.prefix, uid);
-    const reply = asArray(await this.userScript((runId) => this.client.userStateBuffer(k.meta, k.convs, k.totals, newEpoch(), runId)));
+    const reply = asArray(await this.userScript(uid, (runId) => this.client.userStateBuffer(k.meta, k.convs, k.totals, newEpoch(), runId)));
     const states = asArray(reply[2])
       .map((r) => decodeRecord(asBuffer(r)))
       .filter((r) => r.member)
@@ -264,10 +266,17 @@ export class RedisEngine implements Engine {
       timer = setTimeout(() => resolve(false), READY_TIMEOUT_MS);
     });
     const check = async (): Promise<boolean> => {
-      if ((await this.client.ping()) !== 'PONG') return false;
-      await ensureScriptsLoaded(this.client, this.sources, this.shas);
-      // Not ready to take writes until user scripts can run, i.e. the run id is known.
-      await this.runFor(Date.now() + READY_TIMEOUT_MS);
+      // Every master: a cluster missing one cannot serve the users whose slots it holds.
+      const answers = await Promise.all(
+        this.runs.masters().map(async (node) => {
+          if ((await node.ping()) !== 'PONG') return false;
+          await ensureScriptsLoaded(node, this.sources, this.shas);
+          return true;
+        }),
+      );
+      if (!answers.every(Boolean)) return false;
+      // Not ready to take writes until user scripts can run, i.e. the run ids are known.
+      await this.runs.learnAll(Date.now() + READY_TIMEOUT_MS);
       return true;
     };
     try {
@@ -285,8 +294,7 @@ export class RedisEngine implements Engine {
   }
 
   async close(): Promise<void> {
-    this.closing = true;
-    this.signalConnectionChange();
+    this.runs.close();
     if (this.client.status === 'end') return;
     if (this.client.status === 'ready') {
       await this.client.quit().catch(() => this.client.disconnect());
@@ -295,87 +303,15 @@ export class RedisEngine implements Engine {
     }
   }
 
-  /**
-   * Runs a script that reads or creates a user's epoch, with the run id of the connection it goes
-   * out on, and accepts the reply only from that run (see the class comment).
-   */
-  private async userScript(script: (runId: string) => Promise<Reply>): Promise<Reply> {
-    // Known for this connection: issue in this same tick (auto-pipelining batches per tick).
-    const known = this.run;
-    const current = known && this.client.status === 'ready' && known.conn === this.client.stream;
-    const run = current ? known : await this.runFor(Date.now() + RUN_WAIT_MS);
-    const reply = await script(run.id);
-    // Replies are handled as soon as they are parsed, before any reconnect can swap the socket:
-    // the connection now is the one the reply came back over.
-    if (this.client.stream !== run.conn) {
-      // It came back over a newer connection: fine if that one reaches the same run (a network
-      // blip, not a restart). A run id never repeats and a run is one process lifetime, so
-      // matching ids mean every connection in between reached that run too.
-      const now = this.client.status === 'ready' ? await this.learnRun().catch(() => undefined) : undefined;
-      if (now?.id !== run.id) {
-        throw new Error('Redis reconnected while a user script was in flight; the script may have run under another Redis run, its outcome is unknown');
-      }
-    }
-    return reply;
-  }
-
-  /** The run of the current connection: waits for a ready connection and learns its run id. */
-  private async runFor(deadline: number): Promise<Run> {
-    for (;;) {
-      if (this.closing || this.client.status === 'end') throw new Error('Redis engine is closed');
-      if (this.client.status === 'ready') {
-        const run = this.run;
-        if (run && run.conn === this.client.stream) return run;
-        const conn = this.client.stream;
-        try {
-          await this.learnRun();
-        } catch (err) {
-          // An error from this same connection is a real one (e.g. INFO denied); otherwise retry.
-          if (this.client.stream === conn && this.client.status === 'ready') throw err;
-        }
-      } else {
-        const left = deadline - Date.now();
-        if (left <= 0) throw new Error(`Redis not ready (connection ${this.client.status}); gave up waiting`);
-        await waitFor(this.connectionChanged.promise, left);
-      }
-    }
-  }
-
-  /** INFO server over the current connection; one request per connection at a time. */
-  private learnRun(): Promise<Run> {
-    const conn = this.client.stream;
-    if (this.run?.conn === conn) return Promise.resolve(this.run);
-    if (this.learning?.conn === conn) return this.learning.promise;
-    const promise = (async (): Promise<Run> => {
-      const info = await this.client.info('server');
-      // A reply that came back over another connection (INFO resent after a reconnect) says
-      // nothing about this one.
-      if (this.client.stream !== conn) throw new Error('Redis reconnected while reading its run id');
-      const id = /^run_id:([0-9a-f]+)\r?$/m.exec(info)?.[1];
-      if (!id) throw new Error('INFO server did not report a run_id');
-      const run = { id, conn };
-      this.run = run;
-      return run;
-    })();
-    const learning = { conn, promise };
-    this.learning = learning;
-    const done = (): void => {
-      if (this.learning === learning) this.learning = undefined;
-    };
-    promise.then(done, done);
-    return promise;
-  }
-
-  private signalConnectionChange(): void {
-    const changed = this.connectionChanged;
-    this.connectionChanged = deferred();
-    changed.resolve();
+  /** Runs a script that reads or creates a user's epoch: see RunTracker.userScript. */
+  private userScript(uid: string, script: (runId: string) => Promise<Reply>): Promise<Reply> {
+    return this.runs.userScript(userKeys(this.prefix, uid).meta, script);
   }
 
   private async applyUserOp(op: UserOp): Promise<UserOpResult> {
     const k = userKeys(this.prefix, op.uid);
     const keys = userApplyKeys(k);
-    const reply = asArray(await this.userScript((runId) => this.client.userApplyBuffer(...keys, ...this.userApplyArgs(op, runId))));
+    const reply = asArray(await this.userScript(op.uid, (runId) => this.client.userApplyBuffer(...keys, ...this.userApplyArgs(op, runId))));
     return {
       changed: asNumber(reply[0]) === 1,
       member: asNumber(reply[1]) === 1,
@@ -414,24 +350,6 @@ export function createRedisEngine(options: RedisEngineOptions): Promise<RedisEng
 
 function userApplyKeys(k: UserKeys): string[] {
   return [k.meta, k.convs, k.totals, k.stream, k.snaps, k.large];
-}
-
-function deferred(): { promise: Promise<void>; resolve: () => void } {
-  let resolve!: () => void;
-  const promise = new Promise<void>((r) => {
-    resolve = r;
-  });
-  return { promise, resolve };
-}
-
-/** Resolves when `promise` does or after `ms`, whichever comes first. */
-async function waitFor(promise: Promise<void>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    await Promise.race([promise, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /** Settings are tri-state: set, cleared, or left as they are. */

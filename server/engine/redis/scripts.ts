@@ -1,6 +1,7 @@
+import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import type { Reply } from './codec.js';
 
 /** What scripts.ts loads for one script: its file, number of KEYS and the lib/ files prepended. */
@@ -37,6 +38,7 @@ export type ScriptCommands = {
 };
 
 export type ScriptedRedis = Redis & ScriptCommands;
+export type ScriptedCluster = Cluster & ScriptCommands;
 
 /**
  * The .lua files (and lua/lib/) sit next to this module: in the source tree (tsx, vitest) and in
@@ -65,21 +67,24 @@ export function loadScriptSources(): Record<ScriptName, string> {
   return out;
 }
 
-/**
- * Defines every script on the client (ioredis then calls them by sha and falls back to EVAL after
- * a NOSCRIPT, e.g. once Redis restarted) and loads them now, so a Lua error fails at startup.
- * Returns the shas, for the readiness check.
- */
-export async function defineScripts(client: Redis, sources: Record<ScriptName, string>): Promise<string[]> {
-  const shas: string[] = [];
-  for (const name of Object.keys(SCRIPTS) as ScriptName[]) {
-    client.defineCommand(name, { lua: sources[name], numberOfKeys: SCRIPTS[name].keys });
-    shas.push(String(await client.script('LOAD', sources[name])));
-  }
-  return shas;
+/** The SHA1 of each script, in SCRIPTS order (what EVALSHA and SCRIPT EXISTS take). */
+export function scriptShas(sources: Record<ScriptName, string>): string[] {
+  return (Object.keys(SCRIPTS) as ScriptName[]).map((name) => createHash('sha1').update(sources[name]).digest('hex'));
 }
 
-/** Reloads any script the server no longer has (a restart or SCRIPT FLUSH). */
+/**
+ * Defines every script on the client (ioredis then calls them by sha and falls back to EVAL after
+ * a NOSCRIPT, e.g. once Redis restarted; on a Cluster, per node connection) and loads them now on
+ * every master, so a Lua error fails at startup.
+ */
+export async function defineScripts(client: Redis | Cluster, masters: readonly Redis[], sources: Record<ScriptName, string>): Promise<void> {
+  for (const name of Object.keys(SCRIPTS) as ScriptName[]) {
+    client.defineCommand(name, { lua: sources[name], numberOfKeys: SCRIPTS[name].keys });
+    await Promise.all(masters.map((node) => node.script('LOAD', sources[name])));
+  }
+}
+
+/** Reloads any script the server (one Redis, or one master) no longer has (a restart or SCRIPT FLUSH). */
 export async function ensureScriptsLoaded(client: Redis, sources: Record<ScriptName, string>, shas: string[]): Promise<void> {
   const present = (await client.script('EXISTS', ...shas)) as number[];
   const names = Object.keys(SCRIPTS) as ScriptName[];

@@ -1,0 +1,377 @@
+import type { Cluster, Redis } from 'ioredis';
+import type { Reply } from './codec.js';
+import { keySlot } from './keys.js';
+
+/**
+ * Which Redis run (`run_id` of INFO server) a user script runs under, and whether its reply can be
+ * trusted: the mechanism behind "Epochs and the Redis run" in redis-engine.ts. Every script that
+ * reads or creates a user's epoch carries the run id of the server holding the user's keys; a
+ * reply is accepted only when it came from that run. One Redis has one run at a time
+ * (`SingleRun`); a Redis Cluster has one per master (`ClusterRuns`).
+ */
+export interface RunTracker {
+  /** Runs `script` with the run id of the server holding `key`; rejects a reply that may come from another run. */
+  userScript(key: string, script: (runId: string) => Promise<Reply>): Promise<Reply>;
+  /** The servers holding user data (the masters, on a cluster); throws when that set is not known. */
+  masters(): Redis[];
+  /** Resolves once the run id of every master is known; rejects by `deadline` or on a real error (INFO denied). */
+  learnAll(deadline: number): Promise<void>;
+  /** Fails the waiters: the engine is closing. */
+  close(): void;
+}
+
+/**
+ * Bound on how long a user script waits for a connection whose run id is known (about as long as
+ * ioredis keeps a command in its offline queue by default: 20 reconnect attempts).
+ */
+export const RUN_WAIT_MS = 10_000;
+
+const IN_FLIGHT =
+  'Redis reconnected while a user script was in flight; the script may have run under another Redis run, its outcome is unknown';
+
+/** A run id, with the connection it was learned over (a reconnect makes a new one). */
+interface Run {
+  id: string;
+  conn: unknown;
+}
+
+export function parseRunId(info: string): string {
+  const id = /^run_id:([0-9a-f]+)\r?$/m.exec(info)?.[1];
+  if (!id) throw new Error('INFO server did not report a run_id');
+  return id;
+}
+
+/**
+ * One Redis. The run id is learned (INFO server) on connect and again on every reconnect; a user
+ * script goes out only once the run id of the connection it goes out on is known. A reply is
+ * trusted only if it came back over that connection or over one that reaches the same run:
+ * ioredis resends in-flight commands (and flushes its offline queue) over the next connection,
+ * where a restarted Redis would run them with the old run id in their ARGV.
+ */
+export class SingleRun implements RunTracker {
+  /** The run id of the current connection, once learned. */
+  private run: Run | undefined;
+  /** The INFO in flight for the current connection, shared by everyone waiting for it. */
+  private learning: { conn: unknown; promise: Promise<Run> } | undefined;
+  private readonly changes = new Changes();
+  private closing = false;
+
+  constructor(private readonly client: Redis) {
+    // 'ready' is emitted after ioredis has already resent in-flight commands and flushed its
+    // offline queue on the new connection; user scripts never rely on either (see userScript).
+    client.on('ready', () => {
+      this.changes.signal();
+      this.learnRun().catch(() => {}); // a caller that needs it retries and sees the error
+    });
+    client.on('end', () => this.changes.signal());
+  }
+
+  async userScript(_key: string, script: (runId: string) => Promise<Reply>): Promise<Reply> {
+    // Known for this connection: issue in this same tick (auto-pipelining batches per tick).
+    const known = this.run;
+    const current = known && this.client.status === 'ready' && known.conn === this.client.stream;
+    const run = current ? known : await this.runFor(Date.now() + RUN_WAIT_MS);
+    const reply = await script(run.id);
+    // Replies are handled as soon as they are parsed, before any reconnect can swap the socket:
+    // the connection now is the one the reply came back over.
+    if (this.client.stream !== run.conn) {
+      // It came back over a newer connection: fine if that one reaches the same run (a network
+      // blip, not a restart). A run id never repeats and a run is one process lifetime, so
+      // matching ids mean every connection in between reached that run too.
+      const now = this.client.status === 'ready' ? await this.learnRun().catch(() => undefined) : undefined;
+      if (now?.id !== run.id) throw new Error(IN_FLIGHT);
+    }
+    return reply;
+  }
+
+  masters(): Redis[] {
+    return [this.client];
+  }
+
+  async learnAll(deadline: number): Promise<void> {
+    await this.runFor(deadline);
+  }
+
+  close(): void {
+    this.closing = true;
+    this.changes.signal();
+  }
+
+  /** The run of the current connection: waits for a ready connection and learns its run id. */
+  private async runFor(deadline: number): Promise<Run> {
+    for (;;) {
+      if (this.closing || this.client.status === 'end') throw new Error('Redis engine is closed');
+      if (this.client.status === 'ready') {
+        const run = this.run;
+        if (run && run.conn === this.client.stream) return run;
+        const conn = this.client.stream;
+        try {
+          return await this.learnRun();
+        } catch (err) {
+          // An error from this same connection is a real one (e.g. INFO denied); otherwise retry.
+          if (this.client.stream === conn && this.client.status === 'ready') throw err;
+        }
+      } else {
+        const left = deadline - Date.now();
+        if (left <= 0) throw new Error(`Redis not ready (connection ${this.client.status}); gave up waiting`);
+        await this.changes.wait(left);
+      }
+    }
+  }
+
+  /** INFO server over the current connection; one request per connection at a time. */
+  private learnRun(): Promise<Run> {
+    const conn = this.client.stream;
+    if (this.run?.conn === conn) return Promise.resolve(this.run);
+    if (this.learning?.conn === conn) return this.learning.promise;
+    const promise = (async (): Promise<Run> => {
+      const info = await this.client.info('server');
+      // A reply that came back over another connection (INFO resent after a reconnect) says
+      // nothing about this one.
+      if (this.client.stream !== conn) throw new Error('Redis reconnected while reading its run id');
+      const run = { id: parseRunId(info), conn };
+      this.run = run;
+      return run;
+    })();
+    const learning = { conn, promise };
+    this.learning = learning;
+    const done = (): void => {
+      if (this.learning === learning) this.learning = undefined;
+    };
+    promise.then(done, done);
+    return promise;
+  }
+}
+
+/** A master's run: its node key (`host:port`), run id, and the pool connection it was learned over. */
+interface NodeRun extends Run {
+  node: string;
+  client: Redis;
+}
+
+/**
+ * Redis Cluster: one run per master. A user's keys live on the master that serves their hash
+ * tag's slot, and that master alone can lose them (a crash with AOF everysec, a restart without
+ * persistence, a failover to a replica that missed the last writes), so a user's scripts carry
+ * the run id of THAT master: the one `cluster.slots` names for the slot of the user's meta key,
+ * the same table ioredis routes the script by. The guarantee is then the single-Redis one, per
+ * shard: a user's epoch rotates when the node holding the user's keys restarted or was replaced,
+ * and only then (users on the other masters keep theirs). One run id for the whole cluster (say,
+ * all masters' ids joined) would also be safe, but would rotate every user on any node's restart.
+ *
+ * Trust, as for one Redis: a reply is accepted when the slot is still served by the same pool
+ * connection it was sent to, or when the master serving it now reports the same run id. ioredis
+ * never reconnects a pool connection (the cluster drops it and, on MOVED or the next slot
+ * refresh, opens a new one) and resends in-flight commands wherever the slot is served then:
+ * after a restart, a failover or a slot migration (MOVED), the script may have run on another run
+ * with this run's id in its ARGV, and is rejected (outcome unknown, like any command cut off by a
+ * disconnect); the user's next script, under the right id, rotates the epoch anyway.
+ *
+ * A resharding also rotates the epochs of the users it moves (their keys arrive carrying the old
+ * master's run id): one snapshot per client, like a restart. Not covered: a script redirected by
+ * ASK (mid-migration) runs on the importing node while the slot table still names the old one;
+ * that only matters if the importing node also lost writes within the migration window.
+ */
+export class ClusterRuns implements RunTracker {
+  private readonly runs = new Map<string, NodeRun>();
+  private readonly learning = new Map<string, { client: Redis; promise: Promise<NodeRun> }>();
+  private readonly changes = new Changes();
+  private closing = false;
+
+  /**
+   * `prepare` runs on each new master connection before its run id is used (the engine loads its
+   * scripts there: ioredis counts a script as loaded on a connection once it has sent its EVAL,
+   * even when that EVAL failed, e.g. with CLUSTERDOWN from a master that just restarted).
+   */
+  constructor(
+    private readonly cluster: Cluster,
+    private readonly prepare: (node: Redis) => Promise<void> = async () => undefined,
+  ) {
+    for (const event of ['ready', 'refresh', '+node', 'end', 'close']) cluster.on(event, () => this.changes.signal());
+    cluster.on('-node', (client: Redis) => {
+      for (const [node, run] of this.runs) if (run.client === client) this.runs.delete(node);
+      this.changes.signal();
+    });
+    cluster.on('ready', () => {
+      this.learnAll(Date.now() + RUN_WAIT_MS).catch(() => {}); // a caller that needs one retries and sees the error
+    });
+  }
+
+  async userScript(key: string, script: (runId: string) => Promise<Reply>): Promise<Reply> {
+    const slot = keySlot(key);
+    // Known for the slot's master: issue in this same tick (auto-pipelining batches per tick).
+    const run = this.current(slot) ?? (await this.runFor(slot, Date.now() + RUN_WAIT_MS));
+    const reply = await script(run.id);
+    if (this.current(slot) !== run) {
+      // Another connection or another master serves the slot now: the script may have been
+      // resent there. Fine only if that one reaches the same run.
+      const owner = this.cluster.status === 'ready' ? this.owner(slot) : undefined;
+      const now = owner ? await this.learn(owner.node, owner.client).catch(() => undefined) : undefined;
+      if (now?.id !== run.id) throw new Error(`${IN_FLIGHT} (Redis Cluster: the master of slot ${slot} changed or reconnected)`);
+    }
+    return reply;
+  }
+
+  masters(): Redis[] {
+    if (this.cluster.status !== 'ready') throw new Error(`Redis Cluster not ready (${this.cluster.status})`);
+    const byKey = new Map(this.cluster.nodes('master').map((n) => [nodeKey(n), n]));
+    const out = new Map<string, Redis>();
+    for (let slot = 0; slot < SLOTS; slot++) {
+      const node = this.cluster.slots[slot]?.[0];
+      if (node === undefined) throw new Error(`Redis Cluster: slot ${slot} has no master`);
+      if (out.has(node)) continue;
+      const client = byKey.get(node);
+      if (!client) {
+        // Its last connection ended (ioredis does not reconnect pool connections): ask for the
+        // slot map, which reconnects the pool to every master it lists; a later call finds it.
+        this.cluster.refreshSlotsCache();
+        throw new Error(`Redis Cluster: no connection to master ${node}`);
+      }
+      out.set(node, client);
+    }
+    return [...out.values()];
+  }
+
+  async learnAll(deadline: number): Promise<void> {
+    // One slot per master is enough: the run is per master.
+    const first = new Map<string, number>();
+    for (let slot = 0; slot < SLOTS; slot++) {
+      const node = this.cluster.slots[slot]?.[0];
+      if (node === undefined) throw new Error(`Redis Cluster: slot ${slot} has no master`);
+      if (!first.has(node)) first.set(node, slot);
+    }
+    await Promise.all([...first.values()].map((slot) => this.runFor(slot, deadline)));
+  }
+
+  close(): void {
+    this.closing = true;
+    this.changes.signal();
+  }
+
+  /** The master the slot table names for `slot`, if the pool has a live connection to it. */
+  private owner(slot: number): { node: string; client: Redis } | undefined {
+    const node = this.cluster.slots[slot]?.[0];
+    if (node === undefined) return undefined;
+    const client = this.cluster.nodes('master').find((n) => nodeKey(n) === node);
+    return client && client.status !== 'end' ? { node, client } : undefined;
+  }
+
+  /** The known run of the slot's master, if its connection is ready and the one the id was learned over. */
+  private current(slot: number): NodeRun | undefined {
+    if (this.cluster.status !== 'ready') return undefined;
+    const owner = this.owner(slot);
+    if (!owner || owner.client.status !== 'ready') return undefined;
+    const run = this.runs.get(owner.node);
+    return run && run.client === owner.client && run.conn === owner.client.stream ? run : undefined;
+  }
+
+  /** Waits until the slot has a reachable master and learns its run id. */
+  private async runFor(slot: number, deadline: number): Promise<NodeRun> {
+    for (;;) {
+      if (this.closing || this.cluster.status === 'end') throw new Error('Redis engine is closed');
+      const owner = this.cluster.status === 'ready' ? this.owner(slot) : undefined;
+      if (owner) {
+        try {
+          return await this.learn(owner.node, owner.client);
+        } catch (err) {
+          // An error from a master that still serves the slot over a ready connection is a real
+          // one (e.g. INFO denied); otherwise the topology moved: look again.
+          const again = this.owner(slot);
+          if (again?.client === owner.client && owner.client.status === 'ready') throw err;
+        }
+      } else if (this.cluster.status === 'ready') {
+        // The slot's master has no connection (its last one ended): ask for the slot map now
+        // rather than at the next periodic refresh; the pool reconnects to what it lists.
+        this.cluster.refreshSlotsCache();
+      }
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error(`Redis Cluster: no ready master for slot ${slot} (cluster ${this.cluster.status}); gave up waiting`);
+      await this.changes.wait(Math.min(left, RETRY_MS));
+    }
+  }
+
+  /** INFO server on one master's pool connection; one request per connection at a time. */
+  private learn(node: string, client: Redis): Promise<NodeRun> {
+    const known = this.runs.get(node);
+    if (known && known.client === client && known.conn === client.stream && client.status === 'ready') return Promise.resolve(known);
+    const inFlight = this.learning.get(node);
+    if (inFlight?.client === client) return inFlight.promise;
+    const promise = (async (): Promise<NodeRun> => {
+      await whenReady(client); // pool connections are lazy: this may be the first command
+      const conn = client.stream;
+      const info = await client.info('server');
+      await this.prepare(client);
+      if (client.stream !== conn || client.status !== 'ready') throw new Error(`Redis Cluster node ${node} reconnected while reading its run id`);
+      const run: NodeRun = { node, id: parseRunId(info), conn, client };
+      this.runs.set(node, run);
+      return run;
+    })();
+    const learning = { client, promise };
+    this.learning.set(node, learning);
+    const done = (): void => {
+      if (this.learning.get(node) === learning) this.learning.delete(node);
+    };
+    promise.then(done, done);
+    return promise;
+  }
+}
+
+const SLOTS = 16_384;
+/** Bound on one wait for a topology change before looking again. */
+const RETRY_MS = 100;
+
+/** The pool's key of a cluster node connection (ioredis: `host:port`, as in `cluster.slots`). */
+function nodeKey(client: Redis): string {
+  return `${client.options.host}:${client.options.port}`;
+}
+
+/** Connects a lazy connection; resolves when it is ready, rejects when it ends first. */
+async function whenReady(client: Redis): Promise<void> {
+  if (client.status === 'ready') return;
+  if (client.status === 'end') throw new Error('connection closed');
+  if (client.status === 'wait') {
+    await client.connect();
+    return;
+  }
+  await new Promise<void>((resolve, reject) => {
+    const onReady = (): void => {
+      client.off('end', onEnd);
+      resolve();
+    };
+    const onEnd = (): void => {
+      client.off('ready', onReady);
+      reject(new Error('connection closed'));
+    };
+    client.once('ready', onReady);
+    client.once('end', onEnd);
+  });
+}
+
+/** A promise replaced every time something changed; waiters wake and look again. */
+class Changes {
+  private current = deferred();
+
+  signal(): void {
+    const changed = this.current;
+    this.current = deferred();
+    changed.resolve();
+  }
+
+  /** Resolves at the next change or after `ms`, whichever comes first. */
+  async wait(ms: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([this.current.promise, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
+
+function deferred(): { promise: Promise<void>; resolve: () => void } {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => {
+    resolve = r;
+  });
+  return { promise, resolve };
+}

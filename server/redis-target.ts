@@ -1,0 +1,53 @@
+/**
+ * Where the Redis engine and the Redis bus connect: one Redis (`REDIS_URL`) or a Redis Cluster
+ * given by seed nodes (`REDIS_CLUSTER_NODES`). Shared by the config, the engine and the bus so
+ * that all three agree on what a deployment points at.
+ */
+export interface RedisNodeAddress {
+  host: string;
+  port: number;
+}
+
+export type RedisTarget =
+  | { url: string; cluster?: undefined }
+  /** Seed nodes: the client asks them for the slot map and then talks to every master. */
+  | { cluster: readonly RedisNodeAddress[]; url?: undefined };
+
+/**
+ * Parses `host:port,host:port` (IPv6 hosts in brackets: `[::1]:7000`). Throws a message naming
+ * the bad entry; an empty list is an error too.
+ */
+export function parseClusterNodes(value: string): RedisNodeAddress[] {
+  const entries = value.split(',').map((s) => s.trim());
+  if (entries.every((e) => e === '')) throw new Error('expected host:port[,host:port...]');
+  return entries.map((entry) => {
+    const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^\s:[\]/@,]+)):(\d{1,5})$/.exec(entry);
+    const host = m?.[1] ?? m?.[2];
+    const port = Number(m?.[3]);
+    if (!host || !Number.isInteger(port) || port < 1 || port > 65535) {
+      throw new Error(`"${entry}" is not host:port (port 1-65535)`);
+    }
+    return { host, port };
+  });
+}
+
+/** For logs: the URL with its password masked, or the seed nodes. */
+export function describeRedisTarget(target: RedisTarget): string {
+  if (target.url !== undefined) return target.url.replace(/\/\/[^@]*@/, '//***@');
+  return `cluster ${target.cluster.map(formatNode).join(',')}`;
+}
+
+export function formatNode(node: RedisNodeAddress): string {
+  return node.host.includes(':') ? `[${node.host}]:${node.port}` : `${node.host}:${node.port}`;
+}
+
+export const BOTH_TARGETS = 'set REDIS_URL (one Redis) or REDIS_CLUSTER_NODES (Redis Cluster seed nodes), not both';
+
+/** The target of a config: one Redis, a cluster, or none (the memory engine). Never both. */
+export function redisTargetOf(config: { redisUrl: string | undefined; redisClusterNodes?: readonly RedisNodeAddress[] | undefined }): RedisTarget | undefined {
+  const cluster = config.redisClusterNodes && config.redisClusterNodes.length > 0 ? config.redisClusterNodes : undefined;
+  if (cluster && config.redisUrl) throw new Error(BOTH_TARGETS);
+  if (cluster) return { cluster };
+  if (config.redisUrl) return { url: config.redisUrl };
+  return undefined;
+}

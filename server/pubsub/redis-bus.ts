@@ -1,36 +1,94 @@
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 import { nanoid } from 'nanoid';
+import type { RedisNodeAddress, RedisTarget } from '../redis-target.js';
 import type { Bus } from './bus.js';
 
 const ORIGIN_BYTES = 10;
 
+/** How bus messages travel: classic pub/sub on one Redis, sharded pub/sub on a Redis Cluster. */
+interface Transport {
+  publish(channel: string, message: Buffer): Promise<unknown>;
+  subscribe(channel: string): Promise<unknown>;
+  unsubscribe(channel: string): Promise<unknown>;
+  /** Resolves once the subscribe commands sent so far are acknowledged. */
+  settled(): Promise<void>;
+  close(): Promise<void>;
+}
+
+type Receive = (channel: Buffer, message: Buffer) => void;
+
+/** PUBLISH on one connection, SUBSCRIBE on another (a subscribed connection takes no PUBLISH). */
+function singleTransport(url: string, receive: Receive): Transport {
+  const pub = new Redis(url, { enableAutoPipelining: true, lazyConnect: false });
+  const sub = new Redis(url, { lazyConnect: false });
+  sub.on('messageBuffer', receive);
+  return {
+    publish: (channel, message) => pub.publish(channel, message),
+    subscribe: (channel) => sub.subscribe(channel),
+    unsubscribe: (channel) => sub.unsubscribe(channel),
+    // Replies come in order on the subscriber connection: the PING's comes after every SUBSCRIBE's.
+    settled: async () => {
+      await sub.ping().catch(() => undefined);
+    },
+    close: async () => {
+      await Promise.allSettled([pub.quit(), sub.quit()]);
+    },
+  };
+}
+
 /**
- * Cross-process bus on Redis pub/sub. Each payload is prefixed with the publishing process's id
- * so a process ignores its own echo (it already delivered locally, without a round trip).
- * Channel names carry the same hash tags as the data keys, so moving to sharded pub/sub
- * (SPUBLISH/SSUBSCRIBE) on Redis Cluster keeps each channel on the shard of its user.
+ * Sharded pub/sub (Redis 7): SPUBLISH goes to the master of the channel's slot, and only that
+ * master's subscribers hear it, so notification traffic scales with the shards instead of being
+ * broadcast over the cluster bus to every node as PUBLISH is. ioredis's Cluster with
+ * `shardedSubscribers` keeps one subscriber connection per master, sends each SSUBSCRIBE to the
+ * master of its slot and subscribes again after a failover, restart or resharding.
+ */
+function clusterTransport(nodes: readonly RedisNodeAddress[], receive: Receive): Transport {
+  const cluster = new Cluster([...nodes], { shardedSubscribers: true, enableAutoPipelining: true, lazyConnect: false });
+  // A Cluster emits 'error' (e.g. a subscriber that cannot connect) and an unheard 'error' event
+  // throws. Lost notifications are repaired by pulls; the engine reports the store's health.
+  cluster.on('error', () => undefined);
+  cluster.on('smessageBuffer', receive);
+  return {
+    publish: (channel, message) => cluster.spublish(channel, message),
+    subscribe: (channel) => cluster.ssubscribe(channel),
+    unsubscribe: (channel) => cluster.sunsubscribe(channel),
+    // Each SSUBSCRIBE's promise resolves with its acknowledgement; subscribe() already waits for it.
+    settled: async () => undefined,
+    close: async () => {
+      await cluster.quit().catch(() => cluster.disconnect());
+    },
+  };
+}
+
+/**
+ * Cross-process bus on Redis pub/sub: classic PUBLISH/SUBSCRIBE on one Redis, sharded
+ * SPUBLISH/SSUBSCRIBE on a Redis Cluster. Each payload is prefixed with the publishing process's
+ * id so a process ignores its own echo (it already delivered locally, without a round trip).
+ * Channel names carry the same hash tags as the data keys (`rp:bus:{u:<uid>}`), so on a cluster
+ * each user's notifications go through the shard that holds the user's keys.
  */
 export class RedisBus implements Bus {
   private readonly origin = Buffer.from(nanoid(ORIGIN_BYTES));
-  private readonly pub: Redis;
-  private readonly sub: Redis;
+  private readonly transport: Transport;
   private readonly local = new Set<string>();
   private handler: ((channel: string, payload: Uint8Array) => void) | undefined;
 
-  constructor(url: string, private readonly prefix = 'rp:bus:') {
-    this.pub = new Redis(url, { enableAutoPipelining: true, lazyConnect: false });
-    this.sub = new Redis(url, { lazyConnect: false });
-    this.sub.on('messageBuffer', (channel: Buffer, message: Buffer) => {
+  /** `target`: a `redis://` URL or a RedisTarget (one Redis, or a cluster's seed nodes). */
+  constructor(target: string | RedisTarget, private readonly prefix = 'rp:bus:') {
+    const receive: Receive = (channel, message) => {
       if (message.subarray(0, ORIGIN_BYTES).equals(this.origin)) return;
       const name = channel.toString().slice(this.prefix.length);
       if (this.local.has(name)) this.handler?.(name, message.subarray(ORIGIN_BYTES));
-    });
+    };
+    const t: RedisTarget = typeof target === 'string' ? { url: target } : target;
+    this.transport = t.url !== undefined ? singleTransport(t.url, receive) : clusterTransport(t.cluster, receive);
   }
 
   publish(channel: string, payload: Uint8Array): void {
     if (this.local.has(channel)) this.handler?.(channel, payload);
     const framed = Buffer.concat([this.origin, payload]);
-    this.pub.publish(this.prefix + channel, framed).catch(() => {
+    this.transport.publish(this.prefix + channel, framed).catch(() => {
       // Lost cross-process notifications are repaired by pulls (gaps, safety-net version frames).
     });
   }
@@ -42,7 +100,7 @@ export class RedisBus implements Bus {
     if (inFlight) return inFlight;
     if (this.local.has(channel)) return Promise.resolve();
     this.local.add(channel);
-    const done = this.sub
+    const done = this.transport
       .subscribe(this.prefix + channel)
       .then(
         () => undefined,
@@ -58,20 +116,21 @@ export class RedisBus implements Bus {
 
   unsubscribe(channel: string): void {
     if (!this.local.delete(channel)) return;
-    this.sub.unsubscribe(this.prefix + channel).catch(() => undefined);
+    this.transport.unsubscribe(this.prefix + channel).catch(() => undefined);
   }
 
   onMessage(handler: (channel: string, payload: Uint8Array) => void): void {
     this.handler = handler;
   }
 
-  /** Resolves once pending SUBSCRIBEs are acknowledged (tests wait on it instead of sleeping). */
+  /** Resolves once pending subscribes are acknowledged (tests wait on it instead of sleeping). */
   async settled(): Promise<void> {
-    await this.sub.ping().catch(() => undefined);
+    await Promise.all([...this.pending.values()]);
+    await this.transport.settled();
   }
 
   async close(): Promise<void> {
     this.local.clear();
-    await Promise.allSettled([this.pub.quit(), this.sub.quit()]);
+    await this.transport.close();
   }
 }

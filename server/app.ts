@@ -11,6 +11,7 @@ import { closeApp, uws, type us_listen_socket } from './gateway/uws.js';
 import { Metrics } from './metrics/metrics.js';
 import { LocalBus, type Bus } from './pubsub/bus.js';
 import { RedisBus } from './pubsub/redis-bus.js';
+import { redisTargetOf } from './redis-target.js';
 import { WsGateway } from './gateway/ws-gateway.js';
 import { SyncService } from './sync/sync-service.js';
 
@@ -26,9 +27,16 @@ export interface RunningServer {
 
 /** Builds and starts one Redpoint process: engine, sync service, HTTP routes. */
 export async function startServer(config: Config, log: Logger, engine?: Engine): Promise<RunningServer> {
+  // One Redis or a Redis Cluster (never both: that throws here, before anything starts).
+  const redis = redisTargetOf(config);
   const store =
     engine ??
-    (await createEngine({ redisUrl: config.redisUrl, snapshotEvery: config.snapshotEvery, streamMaxLen: config.streamMaxLen }));
+    (await createEngine({
+      redisUrl: config.redisUrl,
+      redisClusterNodes: config.redisClusterNodes,
+      snapshotEvery: config.snapshotEvery,
+      streamMaxLen: config.streamMaxLen,
+    }));
   const metrics = new Metrics();
   const sync = new SyncService(store, { largeGroupThreshold: config.largeGroupThreshold });
   sync.ingest.onFlush = (stats) => {
@@ -41,7 +49,7 @@ export async function startServer(config: Config, log: Logger, engine?: Engine):
   const auth = new Authenticator(config.jwtSecret, config.apiKey);
   const app = uws.App();
   const router = new HttpRouter(app, metrics, log);
-  const bus: Bus = config.redisUrl ? new RedisBus(config.redisUrl) : new LocalBus();
+  const bus: Bus = redis ? new RedisBus(redis) : new LocalBus();
   const gateway = new WsGateway(app, bus, sync, auth, metrics, log, { ...defaultWsOptions, ...config.ws });
   const apiPaths = registerApiRoutes(router, { sync, auth, metrics });
   const opsPaths = registerOpsRoutes(router, { engine: store, metrics });

@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
+import { BOTH_TARGETS, parseClusterNodes, type RedisNodeAddress } from './redis-target.js';
 
 export interface WsOptions {
   helloTimeoutMs: number;
@@ -37,6 +38,11 @@ const Env = Type.Object({
   HOST: Type.String({ minLength: 1, default: '0.0.0.0' }),
   /** redis://[user:pass@]host:port[/db]; unset → the in-memory engine. */
   REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://' })),
+  /**
+   * Redis Cluster seed nodes, `host:port,host:port` (any reachable masters; the client discovers
+   * the rest). Mutually exclusive with REDIS_URL. Unset → no cluster.
+   */
+  REDIS_CLUSTER_NODES: Type.Optional(Type.String({ minLength: 1 })),
   /** Bearer key the message service presents on server-to-server endpoints. */
   REDPOINT_API_KEY: Type.Optional(Type.String({ minLength: 16 })),
   /** HS256 secret of client JWTs (user id in `sub`). */
@@ -71,6 +77,8 @@ export interface Config {
   port: number;
   host: string;
   redisUrl: string | undefined;
+  /** Redis Cluster seed nodes (REDIS_CLUSTER_NODES); never set together with `redisUrl`. */
+  redisClusterNodes?: readonly RedisNodeAddress[] | undefined;
   apiKey: string;
   jwtSecret: string;
   /** No secrets configured: published dev credentials, loopback only. */
@@ -111,16 +119,26 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   for (const [key, schema] of Object.entries(Env.properties)) {
     if (raw[key] === undefined && 'default' in schema) raw[key] = schema.default;
   }
-  if (!checkEnv.Check(raw)) {
-    const problems = [...checkEnv.Errors(raw)].map((e) => {
-      const key = e.path.slice(1);
-      // Never echo a secret (or a URL that may hold a password) into logs.
-      const shown = SECRET.has(key) ? '(value hidden)' : `(got ${JSON.stringify(e.value)})`;
-      return `${key}: ${e.message} ${shown}`;
-    });
-    throw new ConfigError(`invalid configuration:\n  ${problems.join('\n  ')}`);
+  const problems = checkEnv.Check(raw)
+    ? []
+    : [...checkEnv.Errors(raw)].map((e) => {
+        const key = e.path.slice(1);
+        // Never echo a secret (or a URL that may hold a password) into logs.
+        const shown = SECRET.has(key) ? '(value hidden)' : `(got ${JSON.stringify(e.value)})`;
+        return `${key}: ${e.message} ${shown}`;
+      });
+  // The schema only says it is a string; its entries are checked here, in the same report.
+  let redisClusterNodes: RedisNodeAddress[] | undefined;
+  if (typeof raw.REDIS_CLUSTER_NODES === 'string') {
+    try {
+      redisClusterNodes = parseClusterNodes(raw.REDIS_CLUSTER_NODES);
+    } catch (err) {
+      problems.push(`REDIS_CLUSTER_NODES: ${(err as Error).message}`);
+    }
   }
+  if (problems.length > 0) throw new ConfigError(`invalid configuration:\n  ${problems.join('\n  ')}`);
   const values = raw as EnvValues;
+  if (redisClusterNodes && values.REDIS_URL !== undefined) throw new ConfigError(BOTH_TARGETS);
   const hasKey = values.REDPOINT_API_KEY !== undefined;
   const hasSecret = values.REDPOINT_JWT_SECRET !== undefined;
   if (hasKey !== hasSecret) {
@@ -131,6 +149,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     port: values.PORT,
     host: devMode ? '127.0.0.1' : values.HOST,
     redisUrl: values.REDIS_URL,
+    redisClusterNodes,
     apiKey: values.REDPOINT_API_KEY ?? DEV_API_KEY,
     jwtSecret: values.REDPOINT_JWT_SECRET ?? DEV_JWT_SECRET,
     devMode,

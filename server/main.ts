@@ -1,6 +1,7 @@
 import { startServer } from './app.js';
 import { ConfigError, DEV_API_KEY, loadConfig } from './config.js';
 import { createLogger } from './logger.js';
+import { describeRedisTarget, redisTargetOf } from './redis-target.js';
 
 let config;
 try {
@@ -13,9 +14,13 @@ try {
   throw err;
 }
 const log = createLogger(config.logLevel);
+const redis = redisTargetOf(config); // loadConfig already refused REDIS_URL with REDIS_CLUSTER_NODES
+const where = redis ? describeRedisTarget(redis) : undefined;
 log.info(
-  { engine: config.redisUrl ? 'redis' : 'memory', redis: config.redisUrl?.replace(/\/\/[^@]*@/, '//***@') },
-  config.redisUrl ? 'engine: redis' : 'engine: memory (in-process; state is lost on restart — set REDIS_URL for durability)',
+  { engine: redis ? 'redis' : 'memory', redis: where },
+  redis
+    ? `engine: redis${redis.cluster ? ' cluster (sharded pub/sub)' : ''}`
+    : 'engine: memory (in-process; state is lost on restart — set REDIS_URL or REDIS_CLUSTER_NODES for durability)',
 );
 if (config.devMode) {
   log.warn(
@@ -30,8 +35,7 @@ try {
 } catch (err) {
   // A start-up failure (store unreachable, port taken, native module) is one clear line, not a stack.
   const reason = err instanceof Error ? err.message : String(err);
-  const where = config.redisUrl ? ` (is Redis reachable at ${config.redisUrl.replace(/\/\/[^@]*@/, '//***@')}?)` : '';
-  log.fatal({ err: reason }, `cannot start: ${reason}${where}`);
+  log.fatal({ err: reason }, `cannot start: ${reason}${where ? ` (is Redis reachable at ${where}?)` : ''}`);
   process.exit(1);
 }
 log.info({ host: config.host, port: server.port }, `listening on http://${config.host}:${server.port}`);

@@ -36,7 +36,7 @@ const STOP_TIMEOUT_MS = 10_000;
 export async function spawnServer(options: SpawnOptions): Promise<ChildServer> {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) {
-    if (v !== undefined && !k.startsWith('REDPOINT_') && k !== 'REDIS_URL' && k !== 'UWS_USE_FALLBACK') env[k] = v;
+    if (v !== undefined && !k.startsWith('REDPOINT_') && k !== 'REDIS_URL' && k !== 'REDIS_CLUSTER_NODES' && k !== 'UWS_USE_FALLBACK') env[k] = v;
   }
   Object.assign(env, options.env, { PORT: String(options.port) });
   const proc = spawn(process.execPath, ['--import', 'tsx', options.script], { cwd: PROJECT_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });

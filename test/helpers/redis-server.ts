@@ -15,6 +15,8 @@ export interface RedisServerOptions {
   aof?: false | 'everysec' | 'always';
   /** Bound on waiting for PING after a start or restart. */
   startTimeoutMs?: number;
+  /** More redis.conf lines, appended (e.g. `cluster-enabled yes` for a cluster node). */
+  extraConfig?: readonly string[];
 }
 
 export interface RedisServer {
@@ -41,7 +43,7 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
   const port = await freePort();
   const dir = await mkdtemp(join(tmpdir(), 'redpoint-redis-'));
   const confPath = join(dir, 'redis.conf');
-  await writeFile(confPath, config(port, dir, options.aof ?? false));
+  await writeFile(confPath, config(port, dir, options.aof ?? false) + (options.extraConfig ?? []).map((line) => `${line}\n`).join(''));
   const startTimeout = options.startTimeoutMs ?? 15_000;
 
   let child: ChildProcess | null = null;
@@ -103,7 +105,7 @@ function config(port: number, dir: string, aof: false | 'everysec' | 'always'): 
   return lines.join('\n') + '\n';
 }
 
-function findOnPath(name: string): string | null {
+export function findOnPath(name: string): string | null {
   for (const dir of (process.env.PATH ?? '').split(delimiter)) {
     if (!dir) continue;
     const candidate = join(dir, name);

@@ -7,6 +7,7 @@ import type { Engine, EngineKind } from '../../server/engine/engine.js';
 import { MemoryEngine } from '../../server/engine/memory/memory-engine.js';
 import { createRedisEngine } from '../../server/engine/redis/redis-engine.js';
 import { FrontDoor } from './front-door.js';
+import type { RedisCluster } from './redis-cluster.js';
 import { startRedisServer, type RedisServer } from './redis-server.js';
 import { WsClient, type WsClientOptions } from './ws-client.js';
 
@@ -29,6 +30,11 @@ export interface TestServerOptions {
    * one. Each server gets its own key prefix unless `redisPrefix` is given.
    */
   redis?: RedisServer;
+  /**
+   * Redis engine on this Redis Cluster (left running on close) instead of one redis-server: the
+   * engine and the bus use the cluster (sharded pub/sub), as with REDIS_CLUSTER_NODES.
+   */
+  redisCluster?: RedisCluster;
   /** Redis engine: the key prefix; servers given the same one share all state (several processes of one deployment). */
   redisPrefix?: string;
   /** Fields of the server config to replace last (e.g. dev mode with the dev credentials). */
@@ -136,6 +142,10 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   let engine: Engine;
   if (kind === 'memory') {
     engine = new MemoryEngine(engineOptions);
+  } else if (options.redisCluster) {
+    config.redisClusterNodes = options.redisCluster.addresses;
+    const prefix = options.redisPrefix ?? `t${process.pid}x${++prefixCounter}`;
+    engine = await createRedisEngine({ cluster: options.redisCluster.addresses, prefix, ...engineOptions });
   } else {
     redis = options.redis;
     if (!redis) {

@@ -57,7 +57,7 @@ export class Ingest {
       this.gate
         .run('shared', () => this.flush(batch.flatMap((s) => s.messages), at))
         .then(
-          () => batch.forEach((s) => s.resolve()),
+          (unknown) => batch.forEach((s) => settle(s, unknown)),
           (err: unknown) => batch.forEach((s) => s.reject(err)),
         )
         .finally(() => {
@@ -74,17 +74,22 @@ export class Ingest {
     return new Promise((resolve) => this.drained.push(resolve));
   }
 
-  private async flush(messages: readonly MessageEvent[], at: number): Promise<void> {
+  /**
+   * One flush; returns the conversations the store does not know (only their submissions fail:
+   * the others in the same flush are applied as usual).
+   */
+  private async flush(messages: readonly MessageEvent[], at: number): Promise<ReadonlySet<string>> {
     const headByConv = new Map<string, number>();
     for (const m of messages) headByConv.set(m.conv, Math.max(headByConv.get(m.conv) ?? 0, m.seq));
     const convs = [...headByConv.keys()];
     const started = performance.now();
     const recorded = await Promise.all(convs.map((conv) => this.engine.recordMessage(conv, headByConv.get(conv) ?? 0)));
     const byConv = new Map<string, RecordedMessage>();
+    const unknown = new Set<string>();
     convs.forEach((conv, i) => {
       const r = recorded[i];
-      if (!r) throw new RedpointError('unknown_conversation', `unknown conversation ${conv}`);
-      byConv.set(conv, r);
+      if (r) byConv.set(conv, r);
+      else unknown.add(conv);
     });
 
     const ops = mergeOps(messages, byConv);
@@ -99,6 +104,7 @@ export class Ingest {
       recordSeconds: (recordedAt - started) / 1000,
       applySeconds: (appliedAt - recordedAt) / 1000,
     });
+    return unknown;
   }
 
   private publish(ops: readonly UserOp[], results: readonly UserOpResult[], byConv: Map<string, RecordedMessage>, at: number): void {
@@ -112,6 +118,12 @@ export class Ingest {
   }
 }
 
+function settle(submission: Submission, unknown: ReadonlySet<string>): void {
+  const missing = [...new Set(submission.messages.map((m) => m.conv))].filter((conv) => unknown.has(conv));
+  if (missing.length === 0) submission.resolve();
+  else submission.reject(new RedpointError('unknown_conversation', `unknown conversation: ${missing.join(', ')}`));
+}
+
 /** Milliseconds since the Unix epoch with sub-ms precision, comparable across processes on one host. */
 export function wallClockMs(): number {
   return performance.timeOrigin + performance.now();
@@ -121,12 +133,13 @@ type MessageOp = Extract<UserOp, { type: 'message' }>;
 
 /**
  * One op per (user, conversation) for the whole batch. Write diffusion: every member gets the
- * conversation's newest seq. Read diffusion: only senders (their own message is read) and
- * mentioned users get a write — O(1) per message whatever the group size.
+ * conversation's newest seq (and only members get ops: the member list was read with the head).
+ * Read diffusion: only senders (their own message is read) and mentioned users get a write —
+ * O(1) per message whatever the group size; the store ignores those who are not members.
  */
 export function mergeOps(messages: readonly MessageEvent[], byConv: ReadonlyMap<string, RecordedMessage>): MessageOp[] {
   const ops = new Map<string, MessageOp & { mentionSeqs: number[] }>();
-  const opFor = (uid: string, conv: string) => {
+  const opFor = (uid: string, conv: string): MessageOp & { mentionSeqs: number[] } => {
     const key = `${uid}\u0000${conv}`;
     let op = ops.get(key);
     if (!op) {
@@ -135,17 +148,32 @@ export function mergeOps(messages: readonly MessageEvent[], byConv: ReadonlyMap<
     }
     return op;
   };
+  const memberSets = new Map<string, ReadonlySet<string>>();
+  const isMember = (conv: string, members: readonly string[], uid: string): boolean => {
+    let set = memberSets.get(conv);
+    if (!set) {
+      set = new Set(members);
+      memberSets.set(conv, set);
+    }
+    return set.has(uid);
+  };
   for (const m of messages) {
     const r = byConv.get(m.conv);
     if (!r) continue;
-    if (r.members) {
-      for (const uid of r.members) opFor(uid, m.conv).lastSeq = Math.max(opFor(uid, m.conv).lastSeq, m.seq);
+    const members = r.members;
+    if (members) {
+      for (const uid of members) {
+        const op = opFor(uid, m.conv);
+        op.lastSeq = Math.max(op.lastSeq, m.seq);
+      }
     }
-    const own = opFor(m.sender, m.conv);
-    own.lastSeq = Math.max(own.lastSeq, m.seq);
-    own.readSeq = Math.max(own.readSeq, m.seq);
+    if (!members || isMember(m.conv, members, m.sender)) {
+      const own = opFor(m.sender, m.conv);
+      own.lastSeq = Math.max(own.lastSeq, m.seq);
+      own.readSeq = Math.max(own.readSeq, m.seq);
+    }
     for (const uid of new Set(m.mentions ?? [])) {
-      if (uid === m.sender) continue;
+      if (uid === m.sender || (members && !isMember(m.conv, members, uid))) continue;
       const op = opFor(uid, m.conv);
       op.lastSeq = Math.max(op.lastSeq, m.seq);
       op.mentionSeqs.push(m.seq);

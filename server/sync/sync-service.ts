@@ -33,7 +33,7 @@ export class SyncService {
   private readonly gate = new FlushGate();
   /** Store latency of the calls behind pulls and unread summaries (ingest reports through `ingest.onFlush`). */
   onStoreCall: ((op: 'pull' | 'user_state' | 'read', seconds: number) => void) | undefined;
-  /** Conversations are never deleted, so a positive cache never goes stale. */
+  /** Conversations are never deleted through the API; a store that lost one evicts it (postMessages). */
   private readonly knownConversations = new Set<string>();
 
   constructor(
@@ -46,7 +46,15 @@ export class SyncService {
   /** Applies messages; resolves once they are in the store. Unknown conversations → nothing applied. */
   async postMessages(messages: readonly MessageEvent[]): Promise<void> {
     await this.requireConversations(messages.map((m) => m.conv));
-    await this.ingest.submit(messages);
+    try {
+      await this.ingest.submit(messages);
+    } catch (err) {
+      // The store no longer knows a conversation the cache does (it lost data): check again next time.
+      if (err instanceof RedpointError && err.code === 'unknown_conversation') {
+        for (const m of messages) this.knownConversations.delete(m.conv);
+      }
+      throw err;
+    }
   }
 
   async changeMembers(conv: string, change: MembershipChange): Promise<MembershipResult> {

@@ -97,10 +97,6 @@ export class WsGateway {
     this.versionTimer.unref();
   }
 
-  get connectionCount(): number {
-    return this.sockets.size;
-  }
-
   send(ws: Socket, frame: ServerFrame): void {
     const conn = ws.getUserData();
     if (conn.closed) return;

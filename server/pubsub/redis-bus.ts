@@ -72,6 +72,8 @@ export class RedisBus implements Bus {
   private readonly origin = Buffer.from(nanoid(ORIGIN_BYTES));
   private readonly transport: Transport;
   private readonly local = new Set<string>();
+  /** SUBSCRIBEs not yet acknowledged, so concurrent callers wait on the same one. */
+  private readonly pending = new Map<string, Promise<void>>();
   private handler: ((channel: string, payload: Uint8Array) => void) | undefined;
 
   /** `target`: a `redis://` URL or a RedisTarget (one Redis, or a cluster's seed nodes). */
@@ -92,8 +94,6 @@ export class RedisBus implements Bus {
       // Lost cross-process notifications are repaired by pulls (gaps, safety-net version frames).
     });
   }
-
-  private readonly pending = new Map<string, Promise<void>>();
 
   subscribe(channel: string): Promise<void> {
     const inFlight = this.pending.get(channel);

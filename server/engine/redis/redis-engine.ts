@@ -84,7 +84,6 @@ const newEpoch = (): string => nanoid(12);
 export class RedisEngine implements Engine {
   readonly kind = 'redis' as const;
   private readonly prefix: string;
-  private lastConnectionError: Error | undefined;
 
   private constructor(
     private readonly client: ScriptedRedis | ScriptedCluster,
@@ -96,9 +95,7 @@ export class RedisEngine implements Engine {
     this.prefix = options.prefix ?? 'rp';
     // Without a listener ioredis prints every failed reconnect (and a Cluster's 'error' event
     // would throw); callers learn of an outage from ready() and from failing commands instead.
-    client.on('error', (err: Error) => {
-      this.lastConnectionError = err;
-    });
+    client.on('error', () => undefined);
   }
 
   /** Connects and loads the scripts; rejects when Redis does not answer or a script is invalid. */
@@ -286,11 +283,6 @@ export class RedisEngine implements Engine {
     } finally {
       clearTimeout(timer);
     }
-  }
-
-  /** The last connection error ioredis reported (it reconnects on its own), for diagnostics. */
-  get lastError(): Error | undefined {
-    return this.lastConnectionError;
   }
 
   async close(): Promise<void> {

@@ -1,4 +1,4 @@
-import type { AckFrame, ChangeFrame, ErrorFrame, ServerFrame, SyncFrame, VersionFrame } from '../../protocol/frames.js';
+import type { AckFrame, ChangeFrame, ClientFrame, ErrorFrame, ServerFrame, SyncFrame, VersionFrame } from '../../protocol/frames.js';
 import { Backoff, DEFAULT_BACKOFF } from './backoff.js';
 import type { CacheAdapter } from './cache/cache.js';
 import { Connection } from './connection.js';
@@ -125,7 +125,7 @@ export class RedpointClient {
         this.events.emit('error', err instanceof Error ? err : new Error(String(err)));
       }
     }
-    if (this.options.lifecycle ?? true) this.stopLifecycle = watchLifecycle(() => this.onVisible(), () => this.connection.reconnectNow());
+    if (this.options.lifecycle ?? true) this.stopLifecycle = watchLifecycle(() => this.refresh(), () => this.connection.reconnectNow());
     this.connection.start();
     this.changed();
   }
@@ -134,10 +134,8 @@ export class RedpointClient {
   async stop(): Promise<void> {
     this.stopLifecycle();
     this.connection.stop();
-    this.reads.stop();
-    this.gapTimer.cancel();
-    this.pullRetryTimer.cancel();
-    this.requestRetryTimer.cancel();
+    // The same teardown as a dropped socket (which connection.stop does not report), minus the reconnect.
+    this.onDown();
     this.saveTimer.cancel();
     this.settingsQueue.rejectAll(new Error('client stopped'));
     await this.save();
@@ -193,7 +191,7 @@ export class RedpointClient {
     return done;
   }
 
-  private request(frame: (id: number) => Parameters<Connection['send']>[0]): number | null {
+  private request(frame: (id: number) => ClientFrame): number | null {
     const id = this.nextId;
     if (!this.connection.send(frame(id))) return null;
     this.nextId = id + 1 >= MAX_REQUEST_ID ? 1 : id + 1;
@@ -237,17 +235,9 @@ export class RedpointClient {
 
   private onSync(frame: SyncFrame): void {
     if (this.pullId === null || (frame.id ?? 0) !== this.pullId) return;
-    if (!this.store.applyReply(frame)) {
-      this.pullId = null;
-      this.pull(true);
-      return;
-    }
-    if (frame.more) {
-      this.pullId = null;
-      this.pull();
-      return;
-    }
     this.pullId = null;
+    if (!this.store.applyReply(frame)) return this.pull(true);
+    if (frame.more) return this.pull();
     this.confirmed = true;
     this.backoff.reset();
     this.applyPushes();
@@ -291,11 +281,10 @@ export class RedpointClient {
     }
     // The ack names the version that includes this change: if the push for it never comes, pull.
     const mine = this.store.cursor;
-    if (mine && mine.epoch !== frame.epoch) this.pull();
-    else if (mine) {
-      this.pushes.expect(cursor);
-      this.applyPushes();
-    }
+    if (!mine) return;
+    if (mine.epoch !== frame.epoch) return this.pull();
+    this.pushes.expect(cursor);
+    this.applyPushes();
   }
 
   private onError(frame: ErrorFrame): void {
@@ -351,14 +340,8 @@ export class RedpointClient {
     }
     this.gapTimer.cancel();
     const since = fromScratch ? null : this.store.cursor;
-    const id = this.request((rid) => ({ t: 'pull', id: rid, ...(since ? { since } : {}) }));
-    this.pullId = id;
+    this.pullId = this.request((id) => ({ t: 'pull', id, ...(since ? { since } : {}) }));
     this.changed();
-  }
-
-  private onVisible(): void {
-    if (this.connection.open) this.pull();
-    else this.connection.reconnectNow();
   }
 
   private onDown(): void {
@@ -386,7 +369,7 @@ export class RedpointClient {
   }
 
   private changed(): void {
-    if (!this.started && this.current) return;
+    if (!this.started) return;
     this.current = this.build();
     this.events.emit('change', this.current);
     const { status, stale, connection } = this.current;

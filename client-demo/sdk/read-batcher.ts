@@ -91,10 +91,6 @@ export class ReadBatcher {
     this.timer.cancel();
   }
 
-  stop(): void {
-    this.timer.cancel();
-  }
-
   private queue(reads: Reads): void {
     for (const [conv, seq] of reads) this.queued.set(conv, Math.max(this.queued.get(conv) ?? 0, seq));
   }

@@ -1,3 +1,5 @@
+import type { MessageInput } from '../../protocol/schemas.js';
+
 /** The page's calls to the server's HTTP API (dev mode only: the published dev API key). */
 const apiKey = document.querySelector<HTMLMetaElement>('meta[name="redpoint-api-key"]')?.content ?? '';
 
@@ -23,7 +25,7 @@ export function createConversation(conv: string, members: string[], category: st
   return call('PUT', `/v1/conversations/${encodeURIComponent(conv)}/members`, { add: members, category });
 }
 
-export function sendMessages(messages: Array<{ conv: string; seq: number; sender: string; mentions?: string[] }>): Promise<unknown> {
+export function sendMessages(messages: MessageInput[]): Promise<unknown> {
   return call('POST', '/v1/messages', { messages });
 }
 

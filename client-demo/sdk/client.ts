@@ -1,3 +1,4 @@
+import type { ErrorCode } from '../../protocol/errors.js';
 import type { AckFrame, ChangeFrame, ClientFrame, ErrorFrame, ServerFrame, SyncFrame, VersionFrame } from '../../protocol/frames.js';
 import { Backoff, DEFAULT_BACKOFF } from './backoff.js';
 import type { CacheAdapter } from './cache/cache.js';
@@ -14,7 +15,7 @@ import { deriveState } from './state.js';
 import type { ClientOptions, ConversationView, RedpointEvents, RedpointState } from './types.js';
 
 /** Error codes after which the same request may succeed later. */
-const TRANSIENT = new Set(['unavailable', 'rate_limited', 'internal']);
+const TRANSIENT: ReadonlySet<string> = new Set<ErrorCode>(['unavailable', 'rate_limited', 'internal']);
 const MAX_REQUEST_ID = 2 ** 31;
 
 /**

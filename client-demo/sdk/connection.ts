@@ -33,8 +33,8 @@ const NORMAL_CLOSURE = 1000;
 
 /**
  * One logical connection over successive sockets: fetches (and caches) the token, says hello,
- * and reconnects with backoff unless the server's close code says not to (protocol/frames.ts
- * CLOSE_CODES). 4003 drops the cached token, so the next attempt fetches a fresh one.
+ * and reconnects with backoff unless the server's close code says not to (CLOSE_CODES in
+ * protocol/close-codes.ts). 4003 drops the cached token, so the next attempt fetches a fresh one.
  */
 export class Connection {
   state: ConnectionState = 'idle';

@@ -1,4 +1,4 @@
-import { packr } from '../../protocol/codec.js';
+import { decodeJson, decodeMsgpack, encodeMsgpack } from '../../protocol/codec.js';
 import type { ClientFrame, ServerFrame } from '../../protocol/frames.js';
 
 /**
@@ -24,16 +24,16 @@ export const OPEN = 1;
 
 /** Frames go out in the format of the hello: MessagePack (binary) or JSON (text). */
 export function encodeFrame(frame: ClientFrame, binary: boolean): string | Uint8Array {
-  return binary ? packr.pack(frame) : JSON.stringify(frame);
+  return binary ? encodeMsgpack(frame) : JSON.stringify(frame);
 }
 
 /** Returns null for anything that is not a frame (the server only sends frames; be lenient anyway). */
 export function decodeFrame(data: unknown): ServerFrame | null {
   let value: unknown;
   try {
-    if (typeof data === 'string') value = JSON.parse(data);
-    else if (data instanceof ArrayBuffer) value = packr.unpack(new Uint8Array(data));
-    else if (ArrayBuffer.isView(data)) value = packr.unpack(new Uint8Array(data.buffer, data.byteOffset, data.byteLength));
+    if (typeof data === 'string') value = decodeJson(data);
+    else if (data instanceof ArrayBuffer) value = decodeMsgpack(new Uint8Array(data));
+    else if (ArrayBuffer.isView(data)) value = decodeMsgpack(new Uint8Array(data.buffer, data.byteOffset, data.byteLength));
     else return null;
   } catch {
     return null;

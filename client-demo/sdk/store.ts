@@ -1,4 +1,4 @@
-import type { ChangeFrame } from '../../protocol/frames.js';
+import type { ChangeFrame, SettingsFrame } from '../../protocol/frames.js';
 import type { ConvState, Cursor, PullReply } from '../../protocol/types.js';
 import { effectiveLastSeq, summarize } from '../../protocol/view.js';
 import type { CachedState } from './cache/cache.js';
@@ -10,11 +10,8 @@ interface ReadOverlay {
   ack: Cursor | null;
 }
 
-export interface SettingsChange {
-  muted?: boolean;
-  markedUnread?: boolean;
-  deleted?: true;
-}
+/** What a settings frame changes (mute, mark unread, delete). */
+export type SettingsChange = Omit<SettingsFrame, 't' | 'id' | 'conv'>;
 
 interface SettingsOverlay {
   change: SettingsChange;

@@ -1,35 +1,21 @@
+import type { ConvView, MessageEvent, UnreadSummary } from '../../protocol/types.js';
+
 /**
  * The reference model of Redpoint's semantics, written from the specification alone (it does not
  * import the server's rules): plain maps, one method per API call, no notion of diffusion modes,
  * streams, versions or stored totals. Views and totals are recomputed from scratch on demand, so
- * there is nothing in here that could drift.
+ * there is nothing in here that could drift. Only the shapes of what it answers come from the
+ * protocol (protocol/types.ts), so that its answers compare with the server's field for field.
  */
 
-export interface ModelMessage {
-  conv: string;
-  seq: number;
-  sender: string;
-  mentions?: string[];
-}
+/** An ingest event, as POST /v1/messages takes it. */
+export type ModelMessage = MessageEvent;
 
-export interface ModelView {
-  conv: string;
-  lastSeq: number;
-  readSeq: number;
-  unread: number;
-  mentions: number;
-  muted: boolean;
-  markedUnread: boolean;
-  category: string;
-}
+/** A conversation as GET /v1/users/:uid/unread lists it. */
+export type ModelView = ConvView;
 
-export interface ModelSummary {
-  total: number;
-  mentions: number;
-  /** Only categories with a non-zero count. */
-  categories: Record<string, number>;
-  conversations: ModelView[];
-}
+/** GET /v1/users/:uid/unread without uid, epoch and version; `categories` holds only non-zero counts. */
+export type ModelSummary = Omit<UnreadSummary, 'uid' | 'epoch' | 'version'>;
 
 /** What the HTTP API answers: 200, or 404 unknown_conversation. */
 export type Outcome = 'ok' | 'unknown_conversation';

@@ -17,7 +17,7 @@ export interface DemoAsset {
 export type DemoBundle = Map<string, DemoAsset>;
 
 /** The repository root, from here or from the compiled copy under dist/. */
-export function projectRoot(): string {
+function projectRoot(): string {
   let dir = dirname(fileURLToPath(import.meta.url));
   while (!existsSync(join(dir, 'package.json'))) {
     const up = dirname(dir);

@@ -3,10 +3,10 @@ import type { MessageInput } from '../../protocol/schemas.js';
 /** The page's calls to the server's HTTP API (dev mode only: the published dev API key). */
 const apiKey = document.querySelector<HTMLMetaElement>('meta[name="redpoint-api-key"]')?.content ?? '';
 
-async function call(method: string, path: string, body?: unknown, auth = `Bearer ${apiKey}`): Promise<unknown> {
+async function call(method: string, path: string, body?: unknown): Promise<unknown> {
   const res = await fetch(path, {
     method,
-    headers: { authorization: auth, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    headers: { authorization: `Bearer ${apiKey}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
     ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
   });
   const data = (await res.json().catch(() => ({}))) as { error?: { message?: string } };
@@ -16,9 +16,7 @@ async function call(method: string, path: string, body?: unknown, auth = `Bearer
 
 /** A dev token for `uid`, minted by the server (`POST /dev/token`, dev mode only). */
 export async function devToken(uid: string): Promise<string> {
-  const res = await fetch('/dev/token', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ uid }) });
-  if (!res.ok) throw new Error(`POST /dev/token: HTTP ${res.status}`);
-  return ((await res.json()) as { token: string }).token;
+  return ((await call('POST', '/dev/token', { uid })) as { token: string }).token;
 }
 
 export function createConversation(conv: string, members: string[], category: string): Promise<unknown> {

@@ -4,7 +4,7 @@ import type { ConversationView, RedpointState } from '../sdk/index.js';
 
 type Attrs = Record<string, string | boolean | undefined>;
 
-export function h(tag: string, attrs: Attrs = {}, ...children: Array<Node | string | null>): HTMLElement {
+function h(tag: string, attrs: Attrs = {}, ...children: Array<Node | string | null>): HTMLElement {
   const el = document.createElement(tag);
   for (const [key, value] of Object.entries(attrs)) {
     if (value === undefined || value === false) continue;

@@ -15,10 +15,6 @@ export class Backoff {
     private readonly random: () => number = Math.random,
   ) {}
 
-  get attempts(): number {
-    return this.attempt;
-  }
-
   next(): number {
     const cap = Math.min(this.options.maxMs, this.options.baseMs * 2 ** Math.min(this.attempt, 30));
     this.attempt += 1;

@@ -16,7 +16,7 @@ export interface StateInputs {
 }
 
 /** The status machine: NO_DATA before anything is known, then DIRTY > PENDING > SYNCED by precedence. */
-export function statusOf(i: StateInputs): SyncStatus {
+function statusOf(i: StateInputs): SyncStatus {
   if (!i.store.hasData) return 'NO_DATA';
   if (!i.confirmed || i.pulling || i.gap) return 'DIRTY';
   if (i.unacked > 0 || i.store.overlays > 0) return 'PENDING';

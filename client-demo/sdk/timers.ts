@@ -18,10 +18,6 @@ export class Timer {
     private readonly fire: () => void,
   ) {}
 
-  get armed(): boolean {
-    return this.handle !== undefined;
-  }
-
   arm(ms: number): void {
     if (this.handle !== undefined) return;
     this.handle = this.timers.setTimeout(() => {

@@ -7,7 +7,7 @@ import { bearer, type Authenticator } from '../auth/tokens.js';
 import type { UserOpResult } from '../engine/engine.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { SyncService } from '../sync/sync-service.js';
-import type { HttpRouter, Reply, RequestContext } from './http.js';
+import type { Authorize, HttpRouter, Reply, RequestContext } from './http.js';
 
 interface ApiDeps {
   sync: SyncService;
@@ -17,21 +17,24 @@ interface ApiDeps {
 
 /** The HTTP API of PROTOCOL.md: message service endpoints (API key) and client endpoints (JWT). */
 export function registerApiRoutes(router: HttpRouter, { sync, auth, metrics }: ApiDeps): string[] {
-  const requireService = (ctx: RequestContext): void => {
+  const service: Authorize = (ctx) => {
     const credential = bearer(ctx.authorization);
     if (!credential || !auth.isApiKey(credential)) throw new RedpointError('unauthorized', 'missing or wrong API key');
+    return null;
   };
 
-  /** The API key may act for any user; a user's JWT only for that user. */
-  const requireActingFor = async (ctx: RequestContext, uid: string): Promise<void> => {
+  /** For `/v1/users/:uid/...`: the API key may act for any user; a user's JWT only for that user. */
+  const actingForUser: Authorize = async (ctx) => {
+    const uid = param(ctx, 0);
     const credential = bearer(ctx.authorization);
     if (!credential) throw new RedpointError('unauthorized', 'missing Authorization: Bearer credential');
-    if (auth.isApiKey(credential)) return;
+    if (auth.isApiKey(credential)) return null;
     const subject = await auth.verifyUserToken(credential);
     if (subject !== uid) throw new RedpointError('forbidden', 'a user token may only act for its own user');
+    return subject;
   };
 
-  const requireUser = async (ctx: RequestContext): Promise<string> => {
+  const user: Authorize = async (ctx) => {
     const credential = bearer(ctx.authorization);
     if (!credential) throw new RedpointError('unauthorized', 'missing Authorization: Bearer <jwt>');
     return auth.verifyUserToken(credential);
@@ -41,20 +44,18 @@ export function registerApiRoutes(router: HttpRouter, { sync, auth, metrics }: A
     'post',
     '/v1/messages',
     async (ctx) => {
-      requireService(ctx);
       const messages: MessageEvent[] = decodeMessages(ctx.body);
       await sync.postMessages(messages);
       metrics.ingestMessages.inc(messages.length);
       return { body: { ok: true, accepted: messages.length } };
     },
-    { body: true },
+    { body: true, authorize: service },
   );
 
   router.route(
     'put',
     '/v1/conversations/:conv/members',
     async (ctx) => {
-      requireService(ctx);
       const conv = param(ctx, 0);
       const body = decode(MembersBody, ctx.body);
       const result = await sync.changeMembers(conv, {
@@ -64,7 +65,7 @@ export function registerApiRoutes(router: HttpRouter, { sync, auth, metrics }: A
       });
       return { body: { conv, members: result.members, large: result.large } };
     },
-    { body: true },
+    { body: true, authorize: service },
   );
 
   router.route(
@@ -72,45 +73,42 @@ export function registerApiRoutes(router: HttpRouter, { sync, auth, metrics }: A
     '/v1/users/:uid/read',
     async (ctx) => {
       const uid = param(ctx, 0);
-      await requireActingFor(ctx, uid);
       const body = decode(ReadBody, ctx.body);
       return { body: changeReply(await sync.read(uid, body.conv, body.seq)) };
     },
-    { body: true },
+    { body: true, authorize: actingForUser },
   );
 
   router.route('del', '/v1/users/:uid/conversations/:conv', async (ctx) => {
     const uid = param(ctx, 0);
-    await requireActingFor(ctx, uid);
     return { body: changeReply(await sync.deleteConversation(uid, param(ctx, 1))) };
-  });
+  }, { authorize: actingForUser });
 
   router.route(
     'put',
     '/v1/users/:uid/conversations/:conv',
     async (ctx) => {
       const uid = param(ctx, 0);
-      await requireActingFor(ctx, uid);
       const body = decode(SettingsBody, ctx.body);
       return { body: changeReply(await sync.updateSettings(uid, param(ctx, 1), body)) };
     },
-    { body: true },
+    { body: true, authorize: actingForUser },
   );
 
   router.route('get', '/v1/users/:uid/unread', async (ctx) => {
     const uid = param(ctx, 0);
-    await requireActingFor(ctx, uid);
     return { body: await sync.unread(uid) };
-  });
+  }, { authorize: actingForUser });
 
   router.route('get', '/v1/sync', async (ctx): Promise<Reply> => {
-    const uid = await requireUser(ctx);
+    const uid = ctx.subject;
+    if (uid === null) throw new RedpointError('unauthorized', 'a user token is required');
     const query = decode(SyncQuery, Object.fromEntries(ctx.query));
     const limit = query.limit === undefined ? LIMITS.pullPageDefault : Number(query.limit);
     const reply = await sync.pull(uid, parseSince(query.since, ctx.query.get('epoch')), limit);
     metrics.pulls.inc({ kind: reply.snapshot ? 'snapshot' : 'delta', transport: 'http' });
     return { body: reply };
-  });
+  }, { authorize: user });
 
   return ['/v1/messages', '/v1/conversations/:conv/members', '/v1/users/:uid/read', '/v1/users/:uid/conversations/:conv', '/v1/users/:uid/unread', '/v1/sync'];
 }

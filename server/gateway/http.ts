@@ -15,6 +15,8 @@ export interface RequestContext {
   wantsMsgpack: boolean;
   /** The parsed body (JSON or MessagePack by Content-Type), or undefined when the route takes none. */
   body: unknown;
+  /** What the route's `authorize` returned: the authenticated user id, or null for the API key. */
+  subject: string | null;
   requestId: string;
 }
 
@@ -27,9 +29,14 @@ export interface Reply {
 
 export type Handler = (ctx: RequestContext) => Promise<Reply>;
 
+/** Checks credentials; returns the user id it authenticated (null: the message service's API key). */
+export type Authorize = (ctx: RequestContext) => Promise<string | null> | string | null;
+
 export interface RouteOptions {
   /** Read and parse a request body. */
   body?: boolean;
+  /** Runs before the body is parsed, so an unauthenticated request costs no parsing. */
+  authorize?: Authorize;
   /** Metric label; the pattern by default. */
   name?: string;
 }
@@ -59,45 +66,41 @@ export class HttpRouter {
   route(method: Method, pattern: string, handler: Handler, options: RouteOptions = {}): void {
     const paramCount = (pattern.match(/\/:/g) ?? []).length;
     const name = options.name ?? pattern;
-    this.app[method](pattern, (res, req) => this.handle(res, req, handler, paramCount, name, options.body ?? false));
+    this.app[method](pattern, (res, req) => this.handle(res, req, handler, paramCount, name, options));
   }
 
   /** Any method on a known path other than the registered ones → 405; unknown path → 404. */
   fallback(knownPatterns: readonly string[]): void {
     for (const pattern of knownPatterns) {
-      this.app.any(pattern, (res) => this.sendError(res, new RedpointError('method_not_allowed', 'method not allowed'), false, 'fallback'));
+      this.app.any(pattern, (res, req) => this.sendError(res, req, new RedpointError('method_not_allowed', 'method not allowed')));
     }
-    this.app.any('/*', (res) => this.sendError(res, new RedpointError('not_found', 'no such endpoint'), false, 'fallback'));
+    this.app.any('/*', (res, req) => this.sendError(res, req, new RedpointError('not_found', 'no such endpoint')));
   }
 
-  private handle(res: HttpResponse, req: HttpRequest, handler: Handler, paramCount: number, name: string, hasBody: boolean): void {
+  private handle(res: HttpResponse, req: HttpRequest, handler: Handler, paramCount: number, name: string, options: RouteOptions): void {
     const started = performance.now();
     const params: string[] = [];
     for (let i = 0; i < paramCount; i++) params.push(req.getParameter(i));
     const contentType = req.getHeader('content-type');
-    const ctx: RequestContext = {
-      method: req.getMethod(),
-      url: req.getUrl(),
-      params,
-      query: new URLSearchParams(req.getQuery()),
-      authorization: req.getHeader('authorization'),
-      wantsMsgpack: req.getHeader('accept').includes('application/msgpack'),
-      body: undefined,
-      requestId: req.getHeader('x-request-id') || `r${(++requestCounter).toString(36)}`,
-    };
+    const ctx = this.context(req, params);
     const state: AbortState = { aborted: false };
     res.onAborted(() => {
       state.aborted = true;
       state.onAbort?.();
     });
     if (this.closing) {
+      state.bodyPending = options.body === true;
       this.finish(res, state, ctx, name, started, errorReply(new RedpointError('unavailable', 'server is shutting down')));
       return;
     }
+    // uWS delivers body chunks only to a handler attached now; parsing waits for authorization.
+    const body = options.body ? readBody(res, state) : undefined;
+    body?.catch(() => undefined);
     const run = async (): Promise<void> => {
       let reply: Reply;
       try {
-        if (hasBody) ctx.body = parseBody(await readBody(res, state), contentType);
+        if (options.authorize) ctx.subject = await options.authorize(ctx);
+        if (body) ctx.body = parseBody(await body, contentType);
         reply = await handler(ctx);
       } catch (err) {
         reply = this.toErrorReply(err, ctx);
@@ -107,7 +110,21 @@ export class HttpRouter {
     void run();
   }
 
-  private finish(res: HttpResponse, state: { aborted: boolean }, ctx: RequestContext, name: string, started: number, reply: Reply): void {
+  private context(req: HttpRequest, params: string[]): RequestContext {
+    return {
+      method: req.getMethod(),
+      url: req.getUrl(),
+      params,
+      query: new URLSearchParams(req.getQuery()),
+      authorization: req.getHeader('authorization'),
+      wantsMsgpack: req.getHeader('accept').includes('application/msgpack'),
+      body: undefined,
+      subject: null,
+      requestId: req.getHeader('x-request-id') || `r${(++requestCounter).toString(36)}`,
+    };
+  }
+
+  private finish(res: HttpResponse, state: AbortState, ctx: RequestContext, name: string, started: number, reply: Reply): void {
     const status = reply.status ?? 200;
     this.log.debug({ requestId: ctx.requestId, method: ctx.method, url: ctx.url, status, ms: performance.now() - started }, 'request');
     this.metrics.httpRequests.inc({ route: name, status: String(status) });
@@ -127,8 +144,9 @@ export class HttpRouter {
     }
     res.cork(() => {
       res.writeStatus(statusLine(status)).writeHeader('content-type', contentType).writeHeader('x-request-id', ctx.requestId);
-      // An oversize body may still be streaming in: close rather than read the rest.
-      res.end(payload, status === 413);
+      // A body may still be streaming in (oversize, or refused before it was read): close rather
+      // than read the rest.
+      res.end(payload, state.bodyPending === true);
     });
   }
 
@@ -140,10 +158,12 @@ export class HttpRouter {
     return reply;
   }
 
-  private sendError(res: HttpResponse, err: RedpointError, aborted: boolean, name: string): void {
-    const ctx = { requestId: '', wantsMsgpack: false } as RequestContext;
-    this.finish(res, { aborted }, ctx, name, performance.now(), this.toErrorReply(err, ctx));
+  /** Answers at once (404/405), in the format the client asked for. */
+  private sendError(res: HttpResponse, req: HttpRequest, err: RedpointError): void {
+    const ctx = this.context(req, []);
+    this.finish(res, { aborted: false }, ctx, 'fallback', performance.now(), this.toErrorReply(err, ctx));
   }
+
 }
 
 function errorReply(err: unknown): Reply {
@@ -164,6 +184,8 @@ function isConnectionError(err: unknown): boolean {
 
 interface AbortState {
   aborted: boolean;
+  /** The request body has not been read to its end. */
+  bodyPending?: boolean;
   /** Settles a pending body read when the client goes away mid-upload. */
   onAbort?: () => void;
 }
@@ -173,6 +195,7 @@ function readBody(res: HttpResponse, state: AbortState): Promise<Buffer> {
     const chunks: Buffer[] = [];
     let size = 0;
     let done = false;
+    state.bodyPending = true;
     res.onData((chunk, isLast) => {
       if (done) return;
       size += chunk.byteLength;
@@ -185,6 +208,7 @@ function readBody(res: HttpResponse, state: AbortState): Promise<Buffer> {
       chunks.push(Buffer.from(chunk.slice(0)));
       if (isLast) {
         done = true;
+        state.bodyPending = false;
         resolve(Buffer.concat(chunks, size));
       }
     });

@@ -9,7 +9,7 @@ import { HttpRouter } from './gateway/http.js';
 import { registerOpsRoutes } from './gateway/ops-routes.js';
 import { closeApp, uws, type us_listen_socket } from './gateway/uws.js';
 import { Metrics } from './metrics/metrics.js';
-import { LocalBus, type Bus } from './pubsub/bus.js';
+import type { Bus } from './pubsub/bus.js';
 import { RedisBus } from './pubsub/redis-bus.js';
 import { redisTargetOf } from './redis-target.js';
 import { WsGateway } from './gateway/ws-gateway.js';
@@ -49,7 +49,8 @@ export async function startServer(config: Config, log: Logger, engine?: Engine):
   const auth = new Authenticator(config.jwtSecret, config.apiKey);
   const app = uws.App();
   const router = new HttpRouter(app, metrics, log);
-  const bus: Bus = redis ? new RedisBus(redis) : new LocalBus();
+  // One process on the memory engine: nothing to cross, so no bus.
+  const bus: Bus | null = redis ? new RedisBus(redis) : null;
   const gateway = new WsGateway(app, bus, sync, auth, metrics, log, { ...defaultWsOptions, ...config.ws });
   const apiPaths = registerApiRoutes(router, { sync, auth, metrics });
   const opsPaths = registerOpsRoutes(router, { engine: store, metrics });
@@ -74,7 +75,7 @@ export async function startServer(config: Config, log: Logger, engine?: Engine):
       uws.us_listen_socket_close(listenSocket);
       gateway.shutdown();
       await sync.idle();
-      await bus.close();
+      await bus?.close();
       await store.close();
       closeApp(app);
     })();

@@ -20,15 +20,16 @@ export interface LocalDelivery {
 }
 
 /**
- * Sync events → bus (every process) → uWS topics (local sockets). A large-group message is ONE
- * bus publish and ONE uWS publish per format, whatever the group size.
+ * Sync events → uWS topics of this process's sockets, directly, and → the bus for the other
+ * processes (which deliver what they receive the same way). A large-group message is ONE bus
+ * publish and ONE uWS publish per format, whatever the group size.
  */
 export class Fanout {
   private readonly refs = new Map<string, number>();
 
   constructor(
     private readonly app: TemplatedApp,
-    private readonly bus: Bus,
+    private readonly bus: Bus | null,
     private readonly metrics: Metrics,
     private readonly delivery: LocalDelivery,
     events: SyncEvents,
@@ -36,17 +37,17 @@ export class Fanout {
     private readonly dropRatio = 0,
   ) {
     events.subscribe({
-      userChanged: (change) => bus.publish(userChannel(change.uid), encodeMsgpack(['u', change] satisfies BusEvent)),
-      headChanged: (change) => bus.publish(convChannel(change.conv), encodeMsgpack(['h', change] satisfies BusEvent)),
+      userChanged: (change) => this.emit(userChannel(change.uid), ['u', change]),
+      headChanged: (change) => this.emit(convChannel(change.conv), ['h', change]),
     });
-    bus.onMessage((_channel, payload) => this.deliver(payload));
+    bus?.onMessage((_channel, payload) => this.receive(payload));
   }
 
   /** Counts local interest in a channel; the bus subscribes at the first and leaves at the last. */
   retain(channel: string): Promise<void> {
     const n = (this.refs.get(channel) ?? 0) + 1;
     this.refs.set(channel, n);
-    return this.bus.subscribe(channel);
+    return this.bus ? this.bus.subscribe(channel) : Promise.resolve();
   }
 
   release(channel: string): void {
@@ -56,16 +57,25 @@ export class Fanout {
       return;
     }
     this.refs.delete(channel);
-    this.bus.unsubscribe(channel);
+    this.bus?.unsubscribe(channel);
   }
 
-  private deliver(payload: Uint8Array): void {
+  private emit(channel: string, event: BusEvent): void {
+    if (this.refs.has(channel)) this.deliver(event);
+    this.bus?.publish(channel, encodeMsgpack(event));
+  }
+
+  private receive(payload: Uint8Array): void {
     let event: BusEvent;
     try {
       event = packr.unpack(payload) as BusEvent;
     } catch {
-      return;
+      return; // not ours: the bus prefix is shared with nothing else, but never crash on input
     }
+    this.deliver(event);
+  }
+
+  private deliver(event: BusEvent): void {
     if (event[0] === 'u') {
       const c = event[1];
       this.delivery.onUserChange(c);

@@ -55,7 +55,7 @@ export class WsGateway {
 
   constructor(
     app: TemplatedApp,
-    bus: Bus,
+    bus: Bus | null,
     readonly sync: SyncService,
     private readonly auth: Authenticator,
     readonly metrics: Metrics,

@@ -64,7 +64,7 @@ function clusterTransport(nodes: readonly RedisNodeAddress[], receive: Receive):
 /**
  * Cross-process bus on Redis pub/sub: classic PUBLISH/SUBSCRIBE on one Redis, sharded
  * SPUBLISH/SSUBSCRIBE on a Redis Cluster. Each payload is prefixed with the publishing process's
- * id so a process ignores its own echo (it already delivered locally, without a round trip).
+ * id so a process ignores its own echo (the fanout delivered locally, without a round trip).
  * Channel names carry the same hash tags as the data keys (`rp:bus:{u:<uid>}`), so on a cluster
  * each user's notifications go through the shard that holds the user's keys.
  */
@@ -88,7 +88,6 @@ export class RedisBus implements Bus {
   }
 
   publish(channel: string, payload: Uint8Array): void {
-    if (this.local.has(channel)) this.handler?.(channel, payload);
     const framed = Buffer.concat([this.origin, payload]);
     this.transport.publish(this.prefix + channel, framed).catch(() => {
       // Lost cross-process notifications are repaired by pulls (gaps, safety-net version frames).

@@ -27,11 +27,15 @@ function projectRoot(): string {
   return dir;
 }
 
-export async function buildDemo(options: { minify?: boolean } = {}): Promise<DemoBundle> {
+/** `apiKey` fills in index.html's meta tag (the dev server passes its key); without one the placeholder stays. */
+export async function buildDemo(options: { minify?: boolean; apiKey?: string } = {}): Promise<DemoBundle> {
   const root = projectRoot();
   const app = join(root, 'client-demo', 'app');
   const result = await build({
-    entryPoints: { app: join(app, 'main.ts'), style: join(app, 'styles.css') },
+    entryPoints: [
+      { in: join(app, 'main.ts'), out: 'app' },
+      { in: join(app, 'styles.css'), out: 'app' },
+    ],
     bundle: true,
     format: 'esm',
     platform: 'browser',
@@ -46,15 +50,14 @@ export async function buildDemo(options: { minify?: boolean } = {}): Promise<Dem
   const bundle: DemoBundle = new Map();
   for (const file of result.outputFiles) {
     const name = relative(join(root, 'dist', 'demo'), file.path);
-    const path = name === 'app.js' ? '/demo/app.js' : name === 'style.css' ? '/demo/app.css' : `/demo/${name}`;
-    bundle.set(path, { contentType: name.endsWith('.css') ? 'text/css; charset=utf-8' : 'text/javascript; charset=utf-8', content: file.text });
+    bundle.set(`/demo/${name}`, { contentType: name.endsWith('.css') ? 'text/css; charset=utf-8' : 'text/javascript; charset=utf-8', content: file.text });
   }
-  bundle.set('/', { contentType: 'text/html; charset=utf-8', content: await readFile(join(app, 'index.html'), 'utf8') });
+  const index = await readFile(join(app, 'index.html'), 'utf8');
+  bundle.set('/', { contentType: 'text/html; charset=utf-8', content: options.apiKey === undefined ? index : renderIndex(index, options.apiKey) });
   return bundle;
 }
 
-/** index.html carries the dev API key in a meta tag, filled in when served. */
-export function renderIndex(template: string, apiKey: string): string {
+function renderIndex(template: string, apiKey: string): string {
   const escaped = apiKey.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
   return template.replace('%REDPOINT_API_KEY%', escaped);
 }

@@ -2,6 +2,7 @@ import { Type } from '@sinclair/typebox';
 import type { Logger } from 'pino';
 import { RedpointError } from '../../protocol/errors.js';
 import { decode, Id } from '../../protocol/schemas.js';
+import type { DemoBundle } from '../../client-demo/build.js';
 import type { Authenticator } from '../auth/tokens.js';
 import type { HttpRouter, Reply } from './http.js';
 
@@ -14,7 +15,7 @@ interface DemoDeps {
 
 const DevTokenBody = Type.Object({ uid: Id }, { additionalProperties: false });
 
-type DemoBundle = Map<string, { contentType: string; content: string }>;
+const PAGE_PATHS = ['/', '/demo/app.js', '/demo/app.css'];
 
 /**
  * Dev mode only (registered by app.ts when `config.devMode`): the demo page at `/`, its bundle,
@@ -25,7 +26,7 @@ type DemoBundle = Map<string, { contentType: string; content: string }>;
 export function registerDemoRoutes(router: HttpRouter, { auth, apiKey, log }: DemoDeps): string[] {
   let bundle: Promise<DemoBundle> | undefined;
   const rebuild = (): Promise<DemoBundle> => {
-    bundle = import('../../client-demo/build.js').then((m) => m.buildDemo());
+    bundle = import('../../client-demo/build.js').then((m) => m.buildDemo({ apiKey }));
     bundle.catch((err: unknown) => log.error({ err }, 'demo page build failed'));
     return bundle;
   };
@@ -40,14 +41,10 @@ export function registerDemoRoutes(router: HttpRouter, { auth, apiKey, log }: De
     }
     const file = files.get(path);
     if (!file) throw new RedpointError('not_found', 'no such demo asset');
-    if (path !== '/') return { body: null, text: file };
-    const { renderIndex } = await import('../../client-demo/build.js');
-    return { body: null, text: { contentType: file.contentType, content: renderIndex(file.content, apiKey) } };
+    return { body: null, text: file };
   };
 
-  router.route('get', '/', () => asset('/'), { name: 'demo' });
-  router.route('get', '/demo/app.js', () => asset('/demo/app.js'), { name: 'demo' });
-  router.route('get', '/demo/app.css', () => asset('/demo/app.css'), { name: 'demo' });
+  for (const path of PAGE_PATHS) router.route('get', path, () => asset(path), { name: 'demo' });
   router.route(
     'post',
     '/dev/token',
@@ -57,5 +54,5 @@ export function registerDemoRoutes(router: HttpRouter, { auth, apiKey, log }: De
     },
     { body: true },
   );
-  return ['/', '/demo/app.js', '/demo/app.css', '/dev/token'];
+  return [...PAGE_PATHS, '/dev/token'];
 }

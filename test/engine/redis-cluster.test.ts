@@ -2,37 +2,26 @@ import { createHash } from 'node:crypto';
 import { mkdtemp, rm, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join as joinPath } from 'node:path';
-import { setTimeout as delay } from 'node:timers/promises';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Engine, EngineOptions, UserOp } from '../../server/engine/engine.js';
+import { describe, expect, it } from 'vitest';
+import type { EngineOptions, UserOp } from '../../server/engine/engine.js';
 import { keySlot, userKeys } from '../../server/engine/redis/keys.js';
 import { createRedisEngine, type RedisEngine } from '../../server/engine/redis/redis-engine.js';
 import { loadScriptSources } from '../../server/engine/redis/scripts.js';
+import { fileFixture } from '../helpers/file-fixture.js';
 import { freePort } from '../helpers/processes.js';
 import { REDIS_CLI_NOT_FOUND, startRedisCluster, type RedisCluster } from '../helpers/redis-cluster.js';
 import { findOnPath, REDIS_NOT_FOUND } from '../helpers/redis-server.js';
 import { message, rebuild, sorted } from './conformance-helpers.js';
 import { engineConformance } from './conformance.js';
+import { holdScript, waitReady } from './waits.js';
 
 /**
  * The Redis engine on a real 3-master Redis Cluster: the whole conformance suite, plus what only a
  * cluster has: slots, one run id per master, scripts loaded per master.
  */
-let cluster: RedisCluster | undefined;
+const running: () => RedisCluster = fileFixture('Redis Cluster', () => startRedisCluster());
 let prefixes = 0;
-
-beforeAll(async () => {
-  cluster = await startRedisCluster();
-});
-afterAll(async () => {
-  await cluster?.stop();
-});
-
-function running(): RedisCluster {
-  if (!cluster) throw new Error('Redis Cluster fixture not started');
-  return cluster;
-}
 
 const clusterEngine = (opts: EngineOptions, prefix = `t${++prefixes}`): Promise<RedisEngine> =>
   createRedisEngine({ cluster: running().addresses, ...opts, prefix });
@@ -65,14 +54,6 @@ const conversation = (uid: string, conv: string, n: number): UserOp[] => [
   { type: 'join', uid, conv, head: 0, category: 'group', large: false },
   ...Array.from({ length: n }, (_, i) => message(uid, conv, i + 1)),
 ];
-
-async function waitReady(engine: Engine, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await engine.ready())) {
-    if (Date.now() > deadline) throw new Error('engine did not become ready');
-    await delay(25);
-  }
-}
 
 describe('redis cluster engine', () => {
   it('computes slots as Redis does (CLUSTER KEYSLOT), hash tags included', async () => {
@@ -156,10 +137,7 @@ describe('redis cluster engine', () => {
       // Hold the user's first script on master 0 (sent, not yet run), then give the slot to
       // master 1: master 0 answers MOVED and ioredis resends the script there, with master 0's
       // run id in its ARGV.
-      await p0.call('CLIENT', 'PAUSE', '10000', 'WRITE');
-      const inFlight = engine.applyUserOps([{ type: 'join', uid, conv: 'c', head: 0, category: 'group', large: false }]);
-      inFlight.catch(() => {});
-      await delay(100);
+      const { inFlight } = await holdScript(p0, () => engine.applyUserOps([{ type: 'join', uid, conv: 'c', head: 0, category: 'group', large: false }]));
       await moveSlot(id1, [p1, p0, p2]);
       await p0.call('CLIENT', 'UNPAUSE');
       await expect(inFlight).rejects.toThrow(/in flight/);

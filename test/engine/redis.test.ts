@@ -1,33 +1,27 @@
 import { readdir, readFile, stat, truncate } from 'node:fs/promises';
 import { join as joinPath } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ConvState, Cursor } from '../../protocol/types.js';
 import type { Engine, EngineOptions, UserOp } from '../../server/engine/engine.js';
 import { Redis } from 'ioredis';
 import { userKeys } from '../../server/engine/redis/keys.js';
-import { createRedisEngine } from '../../server/engine/redis/redis-engine.js';
-import { REDIS_NOT_FOUND, startRedisServer, type RedisServer } from '../helpers/redis-server.js';
+import { createRedisEngine, type RedisEngine } from '../../server/engine/redis/redis-engine.js';
+import { fileFixture } from '../helpers/file-fixture.js';
+import { REDIS_NOT_FOUND, startRedisServer, type RedisServer, type RedisServerOptions } from '../helpers/redis-server.js';
 import { join, message, mulberry32, read, rebuild, sorted } from './conformance-helpers.js';
 import { randomizedOps } from './conformance-random.js';
 import { decodeRecord } from '../../server/engine/redis/codec.js';
 import { loadScriptSources, SCRIPTS, type ScriptName } from '../../server/engine/redis/scripts.js';
 import { engineConformance } from './conformance.js';
+import { holdScript, waitReady } from './waits.js';
 
-let server: RedisServer | undefined;
+const server = fileFixture('redis-server', () => startRedisServer());
 let prefixes = 0;
-
-beforeAll(async () => {
-  server = await startRedisServer();
-});
-afterAll(async () => {
-  await server?.stop();
-});
 
 // One server for the file; a distinct key prefix per engine keeps the tests apart.
 engineConformance('redis', async (opts) => {
-  if (!server) throw new Error('redis-server fixture not started');
-  const engine = await createRedisEngine({ url: server.url, ...opts, prefix: `t${++prefixes}` });
+  const engine = await createRedisEngine({ url: server().url, ...opts, prefix: `t${++prefixes}` });
   return { engine, cleanup: () => engine.close() };
 });
 
@@ -38,20 +32,30 @@ const ops = (n: number): UserOp[] => [
   ...Array.from({ length: n }, (_, i): UserOp => ({ type: 'message', uid: 'u', conv: 'c', lastSeq: i + 1, readSeq: 0, mentionSeqs: [] })),
 ];
 
-/** Bounded wait for the client to reconnect after the server came back. */
-async function waitReady(engine: Engine, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await engine.ready())) {
-    if (Date.now() > deadline) throw new Error('engine did not become ready');
-    await delay(25);
+/** A private redis-server (with this AOF setting) and an engine on it, both stopped after `body`. */
+async function withOwnRedis(aof: RedisServerOptions['aof'], body: (own: RedisServer, engine: RedisEngine) => Promise<void>): Promise<void> {
+  const own = await startRedisServer({ aof });
+  try {
+    const engine = await createRedisEngine({ url: own.url, ...OPTS });
+    try {
+      await body(own, engine);
+    } finally {
+      await engine.close();
+    }
+  } finally {
+    await own.stop();
   }
 }
 
-async function waitNotReady(engine: Engine, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (await engine.ready()) {
-    if (Date.now() > deadline) throw new Error('engine still ready after the server went away');
-    await delay(25);
+/** An engine under `prefix` on the file's redis-server, and a plain connection to look at its keys. */
+async function withInspector(prefix: string, opts: EngineOptions, body: (engine: RedisEngine, inspect: Redis) => Promise<void>): Promise<void> {
+  const engine = await createRedisEngine({ url: server().url, ...opts, prefix });
+  const inspect = new Redis(server().url);
+  try {
+    await body(engine, inspect);
+  } finally {
+    inspect.disconnect();
+    await engine.close();
   }
 }
 
@@ -95,9 +99,7 @@ describe('redis engine across restarts', () => {
     ['always', 'restart'],
     ['always', 'kill'],
   ] as const)('with AOF %s the data survives a %s under a new epoch; an old cursor gets a snapshot', async (aof, how) => {
-    const own = await startRedisServer({ aof });
-    const engine = await createRedisEngine({ url: own.url, ...OPTS });
-    try {
+    await withOwnRedis(aof, async (own, engine) => {
       await engine.ensureConversation('c', 'group');
       await engine.changeMembers('c', ['u'], []);
       await engine.recordMessage('c', 10);
@@ -132,16 +134,11 @@ describe('redis engine across restarts', () => {
       const delta = await engine.pull('u', { epoch: after.epoch, version: after.version }, 100);
       expect(delta.snapshot).toBeUndefined();
       expect(delta.entries.map((x) => x.v)).toEqual([after.version + 1]);
-    } finally {
-      await engine.close();
-      await own.stop();
-    }
+    });
   });
 
   it('with AOF everysec, a crash that loses the last writes never gives a client a wrong delta', async () => {
-    const own = await startRedisServer({ aof: 'everysec' });
-    const engine = await createRedisEngine({ url: own.url, ...OPTS });
-    try {
+    await withOwnRedis('everysec', async (own, engine) => {
       await engine.applyUserOps(ops(5)); // versions 1..6
       const kept = await engine.userState('u');
       const file = await aofFile(own.dir);
@@ -169,23 +166,19 @@ describe('redis engine across restarts', () => {
       expect(first.epoch).toBe(now.epoch);
       expect(first.snapshot).toBeDefined();
       expect(states).toEqual(now.states);
-    } finally {
-      await engine.close();
-      await own.stop();
-    }
+    });
   });
 
   it('calls made while Redis is down wait for its run id and run under the new run', async () => {
-    const own = await startRedisServer({ aof: 'always' });
-    const engine = await createRedisEngine({ url: own.url, ...OPTS });
-    try {
+    await withOwnRedis('always', async (own, engine) => {
       await engine.applyUserOps(ops(4));
       const old = await engine.position('u');
       await own.kill();
-      await waitNotReady(engine);
+      await waitReady(engine, false);
       const applied = engine.applyUserOps([read('u', 'c', 2)]);
       const pulled = engine.pull('u', old, 100);
       const position = engine.position('u');
+      // Redis stays down a while with the calls waiting (nothing to wait for: they must not settle).
       await delay(200);
       await own.restart();
       const [r] = await applied;
@@ -196,77 +189,63 @@ describe('redis engine across restarts', () => {
       expect(p.epoch).toBe(r?.epoch);
       expect(p.snapshot).toBeDefined();
       expect(pos).toEqual({ epoch: r?.epoch, version: old.version + 1 });
-    } finally {
-      await engine.close();
-      await own.stop();
-    }
+    });
   });
 
   it('a script resent over a new connection to a restarted Redis is not trusted', async () => {
-    const own = await startRedisServer({ aof: 'always' });
-    const engine = await createRedisEngine({ url: own.url, ...OPTS });
-    const admin = new Redis(own.url, { lazyConnect: true, retryStrategy: () => null });
-    try {
-      await engine.applyUserOps(ops(4));
-      const old = await engine.position('u');
-      // Hold the engine's next script in flight (sent, not yet run), then crash Redis: ioredis
-      // resends it over the next connection, where it carries the old run id.
-      await admin.connect();
-      await admin.call('CLIENT', 'PAUSE', '10000', 'ALL');
-      const inFlight = engine.applyUserOps([read('u', 'c', 3)]);
-      inFlight.catch(() => {});
-      await delay(100);
-      admin.disconnect();
-      await own.kill();
-      await own.restart();
-      await expect(inFlight).rejects.toThrow(/reconnected while a user script was in flight/);
-      const after = await engine.pull('u', old, 100);
-      expect(after.epoch).not.toBe(old.epoch);
-      expect(after.snapshot).toBeDefined();
-      expect(after.version).toBe(old.version + 1); // the resent script did run
-    } finally {
-      admin.disconnect();
-      await engine.close();
-      await own.stop();
-    }
+    await withOwnRedis('always', async (own, engine) => {
+      const admin = new Redis(own.url, { lazyConnect: true, retryStrategy: () => null });
+      try {
+        await engine.applyUserOps(ops(4));
+        const old = await engine.position('u');
+        // Hold the engine's next script in flight (sent, not yet run), then crash Redis: ioredis
+        // resends it over the next connection, where it carries the old run id.
+        await admin.connect();
+        const { inFlight } = await holdScript(admin, () => engine.applyUserOps([read('u', 'c', 3)]));
+        admin.disconnect();
+        await own.kill();
+        await own.restart();
+        await expect(inFlight).rejects.toThrow(/reconnected while a user script was in flight/);
+        const after = await engine.pull('u', old, 100);
+        expect(after.epoch).not.toBe(old.epoch);
+        expect(after.snapshot).toBeDefined();
+        expect(after.version).toBe(old.version + 1); // the resent script did run
+      } finally {
+        admin.disconnect();
+      }
+    });
   });
 
   it('a reconnect to the same Redis run keeps the epoch, and a script resent over it is trusted', async () => {
-    const own = await startRedisServer();
-    const engine = await createRedisEngine({ url: own.url, ...OPTS });
-    const admin = new Redis(own.url, { lazyConnect: true });
-    try {
-      await engine.applyUserOps(ops(4));
-      const old = await engine.position('u');
-      await admin.connect();
-      // Scripts wait while writes are paused; CLIENT KILL still runs and drops the engine's
-      // connection with the script in flight, so ioredis resends it over the next one.
-      await admin.call('CLIENT', 'PAUSE', '10000', 'WRITE');
-      const inFlight = engine.applyUserOps([read('u', 'c', 3)]);
-      await delay(100);
-      expect(Number(await admin.call('CLIENT', 'KILL', 'TYPE', 'normal', 'SKIPME', 'yes'))).toBeGreaterThan(0);
-      await admin.call('CLIENT', 'UNPAUSE');
-      const [r] = await inFlight;
-      expect(r).toMatchObject({ changed: true, epoch: old.epoch, version: old.version + 1 });
-      const p = await engine.pull('u', old, 100);
-      expect(p.snapshot).toBeUndefined();
-      expect(p.entries.map((x) => x.v)).toEqual([old.version + 1]);
-    } finally {
-      admin.disconnect();
-      await engine.close();
-      await own.stop();
-    }
+    await withOwnRedis(false, async (own, engine) => {
+      const admin = new Redis(own.url, { lazyConnect: true });
+      try {
+        await engine.applyUserOps(ops(4));
+        const old = await engine.position('u');
+        await admin.connect();
+        // Scripts wait while writes are paused; CLIENT KILL still runs and drops the engine's
+        // connection with the script in flight, so ioredis resends it over the next one.
+        const { inFlight } = await holdScript(admin, () => engine.applyUserOps([read('u', 'c', 3)]));
+        expect(Number(await admin.call('CLIENT', 'KILL', 'TYPE', 'normal', 'SKIPME', 'yes'))).toBeGreaterThan(0);
+        await admin.call('CLIENT', 'UNPAUSE');
+        const [r] = await inFlight;
+        expect(r).toMatchObject({ changed: true, epoch: old.epoch, version: old.version + 1 });
+        const p = await engine.pull('u', old, 100);
+        expect(p.snapshot).toBeUndefined();
+        expect(p.entries.map((x) => x.v)).toEqual([old.version + 1]);
+      } finally {
+        admin.disconnect();
+      }
+    });
   });
 
   it('without persistence a lost stream gets a new epoch, and an old cursor gets a snapshot', async () => {
-    const own = await startRedisServer();
-    const engine = await createRedisEngine({ url: own.url, ...OPTS });
-    try {
+    await withOwnRedis(false, async (own, engine) => {
       await engine.applyUserOps(ops(4));
       const old = await engine.position('u');
       expect(old.version).toBe(5);
       await own.kill();
-      await waitNotReady(engine);
+      await waitReady(engine, false);
       await own.restart();
       await waitReady(engine);
       expect(await engine.getConversation('c')).toBeNull();
@@ -279,19 +258,13 @@ describe('redis engine across restarts', () => {
       expect(later.epoch).toBe(lost.epoch);
       expect(later.snapshot).toBeDefined();
       expect(later.version).toBe(10);
-    } finally {
-      await engine.close();
-      await own.stop();
-    }
+    });
   });
 });
 
 describe('redis engine storage', () => {
   it('a user last used under another Redis run (or before run ids) gets a new epoch once; versions and stream stay', async () => {
-    if (!server) throw new Error('redis-server fixture not started');
-    const engine = await createRedisEngine({ url: server.url, ...OPTS, prefix: 'rid' });
-    const inspect = new Redis(server.url);
-    try {
+    await withInspector('rid', OPTS, async (engine, inspect) => {
       const k = userKeys('rid', 'u');
       await engine.applyUserOps(ops(7));
       const client = await catchUp(engine, 'u', null, new Map());
@@ -314,18 +287,12 @@ describe('redis engine storage', () => {
         const [next] = await engine.applyUserOps([message('u', 'c', 100 + before.version)]);
         expect(next).toMatchObject({ epoch: p.epoch, version: before.version + 1 });
       }
-    } finally {
-      inspect.disconnect();
-      await engine.close();
-    }
+    });
   });
 
   it('trims the stream and the snapshot list exactly as the memory engine does', async () => {
-    if (!server) throw new Error('redis-server fixture not started');
     const opts = { snapshotEvery: 3, streamMaxLen: 7 };
-    const engine = await createRedisEngine({ url: server.url, ...opts, prefix: 'trim' });
-    const inspect = new Redis(server.url);
-    try {
+    await withInspector('trim', opts, async (engine, inspect) => {
       // MemoryEngine.maybeSnapshot, for one conversation and one change per op.
       let snaps: number[] = [];
       let base = 0;
@@ -348,18 +315,13 @@ describe('redis engine storage', () => {
         expect((await inspect.lrange(k.snaps, 0, -1)).map(Number), `snapshots at v${v}`).toEqual(snaps);
         expect(Number((await inspect.hget(k.meta, 'base')) ?? 0)).toBe(base);
       }
-    } finally {
-      inspect.disconnect();
-      await engine.close();
-    }
+    });
   });
+
   it('keeps the derived keys exact: member count, large set, no zero category fields (randomized)', async () => {
     // user_apply writes these only when they change (net deltas, flag changes), so check the raw
     // keys against the records after random ops, not just what the Engine API reports.
-    if (!server) throw new Error('redis-server fixture not started');
-    const engine = await createRedisEngine({ url: server.url, snapshotEvery: 7, streamMaxLen: 10, prefix: 'derived' });
-    const inspect = new Redis(server.url);
-    try {
+    await withInspector('derived', { snapshotEvery: 7, streamMaxLen: 10 }, async (engine, inspect) => {
       await randomizedOps(engine, mulberry32(7), 600);
       for (const uid of ['u1', 'u2', 'u3']) {
         const k = userKeys('derived', uid);
@@ -379,10 +341,7 @@ describe('redis engine storage', () => {
         }
         expect(Object.fromEntries(Object.entries(cats).map(([f, v]) => [f, Number(v)])), uid).toEqual(expected);
       }
-    } finally {
-      inspect.disconnect();
-      await engine.close();
-    }
+    });
   });
 });
 

@@ -5,13 +5,19 @@ import type { HttpRouter } from './http.js';
 /** Liveness, readiness and Prometheus metrics; unauthenticated by design (bind them privately). */
 export function registerOpsRoutes(router: HttpRouter, { engine, metrics }: { engine: Engine; metrics: Metrics }): string[] {
   router.route('get', '/healthz', async () => ({ body: { ok: true } }));
-  router.route('get', '/readyz', async () => {
+  // The gauge follows the store at every probe and scrape, not just start and shutdown.
+  const checkReady = async (): Promise<boolean> => {
     const ready = await engine.ready().catch(() => false);
+    metrics.ready.set(ready ? 1 : 0);
+    return ready;
+  };
+  router.route('get', '/readyz', async () => {
+    const ready = await checkReady();
     return { status: ready ? 200 : 503, body: { ready, engine: engine.kind } };
   });
-  router.route('get', '/metrics', async () => ({
-    body: null,
-    text: { contentType: metrics.registry.contentType, content: await metrics.registry.metrics() },
-  }));
+  router.route('get', '/metrics', async () => {
+    await checkReady();
+    return { body: null, text: { contentType: metrics.registry.contentType, content: await metrics.registry.metrics() } };
+  });
   return ['/healthz', '/readyz', '/metrics'];
 }

@@ -34,7 +34,6 @@ export class RedpointClient {
   private readonly cache: CacheAdapter | undefined;
   private readonly gapTimer: Timer;
   private readonly pullRetryTimer: Timer;
-  private readonly requestRetryTimer: Timer;
   private readonly saveTimer: Timer;
   private readonly gapWaitMs: number;
   private readonly retryMs: number;
@@ -82,10 +81,13 @@ export class RedpointClient {
       retryMs: this.retryMs,
       send: (reads) => this.request((id) => ({ t: 'read', id, reads })),
     });
-    this.settingsQueue = new SettingsQueue((conv, change) => this.request((id) => ({ t: 'settings', id, conv, ...change })));
+    this.settingsQueue = new SettingsQueue({
+      timers,
+      retryMs: this.retryMs,
+      send: (conv, change) => this.request((id) => ({ t: 'settings', id, conv, ...change })),
+    });
     this.gapTimer = new Timer(timers, () => this.onGapTimeout());
     this.pullRetryTimer = new Timer(timers, () => this.pull());
-    this.requestRetryTimer = new Timer(timers, () => this.settingsQueue.flush());
     this.saveTimer = new Timer(timers, () => void this.save());
     this.current = this.build();
   }
@@ -300,11 +302,13 @@ export class RedpointClient {
       // A passing failure is sent again after retryMs; a refused batch will never apply.
       if (transient) this.reads.retry(id);
       else for (const [conv] of this.reads.ack(id) ?? []) this.store.dropRead(conv);
-    } else if (transient && this.settingsQueue.retry(id)) {
-      this.requestRetryTimer.arm(this.retryMs);
-    } else {
-      const conv = this.settingsQueue.fail(id, new Error(`${frame.code}: ${frame.message}`));
-      if (conv !== undefined) this.store.dropSettings(conv);
+    } else if (this.settingsQueue.owns(id)) {
+      // Likewise for settings; a refused one also takes its optimistic change back.
+      if (transient) this.settingsQueue.retry(id);
+      else {
+        const conv = this.settingsQueue.fail(id, new Error(`${frame.code}: ${frame.message}`));
+        if (conv !== undefined) this.store.dropSettings(conv);
+      }
     }
     this.events.emit('error', new Error(`server error ${frame.code}: ${frame.message}`));
     this.changed();
@@ -351,7 +355,6 @@ export class RedpointClient {
     this.confirmed = false;
     this.gapTimer.cancel();
     this.pullRetryTimer.cancel();
-    this.requestRetryTimer.cancel();
     this.pushes.clear();
     this.reads.disconnected();
     this.settingsQueue.disconnected();

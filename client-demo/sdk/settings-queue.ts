@@ -1,4 +1,5 @@
 import type { SettingsChange } from './store.js';
+import { Timer, type Timers } from './timers.js';
 
 interface Request {
   conv: string;
@@ -9,8 +10,13 @@ interface Request {
   id: number | null;
 }
 
-/** Sends one settings frame; returns its request id, or null when offline. */
-export type SendSettings = (conv: string, change: SettingsChange) => number | null;
+export interface SettingsQueueOptions {
+  timers: Timers;
+  /** Delay before a request the server refused for a passing reason goes again. */
+  retryMs: number;
+  /** Sends one settings frame; returns its request id, or null when offline. */
+  send(conv: string, change: SettingsChange): number | null;
+}
 
 /**
  * Mute / mark unread / delete requests, in the order the user made them, kept until acknowledged
@@ -18,8 +24,11 @@ export type SendSettings = (conv: string, change: SettingsChange) => number | nu
  */
 export class SettingsQueue {
   private readonly requests: Request[] = [];
+  private readonly retryTimer: Timer;
 
-  constructor(private readonly send: SendSettings) {}
+  constructor(private readonly options: SettingsQueueOptions) {
+    this.retryTimer = new Timer(options.timers, () => this.flush());
+  }
 
   get pending(): number {
     return this.requests.length;
@@ -36,10 +45,14 @@ export class SettingsQueue {
   flush(): void {
     for (const request of this.requests) {
       if (request.id !== null) continue;
-      const id = this.send(request.conv, request.change);
+      const id = this.options.send(request.conv, request.change);
       if (id === null) return;
       request.id = id;
     }
+  }
+
+  owns(id: number): boolean {
+    return this.requests.some((r) => r.id === id);
   }
 
   /** Returns the conversation of acknowledged request `id` (undefined: not ours). */
@@ -55,18 +68,22 @@ export class SettingsQueue {
     return request?.conv;
   }
 
-  /** Marks request `id` unsent, to go again with the next flush. */
-  retry(id: number): boolean {
+  /** The server refused request `id` for a passing reason: send it again after `retryMs`. */
+  retry(id: number): void {
     const request = this.requests.find((r) => r.id === id);
-    if (request) request.id = null;
-    return request !== undefined;
+    if (!request) return;
+    request.id = null;
+    this.retryTimer.arm(this.options.retryMs);
   }
 
+  /** The connection dropped: every request goes again on the next one. */
   disconnected(): void {
     for (const request of this.requests) request.id = null;
+    this.retryTimer.cancel();
   }
 
   rejectAll(err: Error): void {
+    this.retryTimer.cancel();
     for (const request of this.requests.splice(0)) request.reject(err);
   }
 

@@ -1,22 +1,10 @@
 import WebSocket from 'ws';
 import { decodeMsgpack, encodeMsgpack } from '../../protocol/codec.js';
-import type { AckFrame, ChangeFrame, ErrorFrame, HeadFrame, ServerFrame, SyncFrame, VersionFrame, WelcomeFrame } from '../../protocol/frames.js';
-import type { ConvState, ConvView, Cursor, UnreadSummary } from '../../protocol/types.js';
-import { summarize, toView } from '../../protocol/view.js';
+import type { AckFrame, ErrorFrame, ServerFrame, SyncFrame, WelcomeFrame } from '../../protocol/frames.js';
+import type { Cursor, UnreadSummary } from '../../protocol/types.js';
+import { summarize } from '../../protocol/view.js';
+import { SyncReplica, type SavedState } from './sync-replica.js';
 
-/**
- * A test client of `/v1/ws` that behaves as PROTOCOL.md asks a client to: hello (with its cursor),
- * a sync page replaces everything when it carries a snapshot, `more` → pull again, a `change`
- * push is applied only when it is the next version (otherwise the client pulls from its cursor),
- * `head` frames raise heads, a `version` frame ahead of the cursor triggers a pull.
- *
- * Pushes that arrive while a pull is in flight are held and replayed after the reply, so a late
- * reply never overwrites a newer pushed state. Protocol violations seen on the way (a delta from
- * another epoch, a cursor going back, entries out of order) are collected in `violations`.
- *
- * Everything a test waits for goes through `waitFor` / `waitFrame` / `waitClose`: they resolve on
- * the event, with a timeout only as a bound.
- */
 export interface WsClientOptions {
   token: string;
   /** MessagePack binary frames (default: JSON text). */
@@ -32,13 +20,6 @@ export interface WsClientOptions {
   pullLimit?: number;
 }
 
-/** What a client keeps across connections: cursor, conversation states, heads. */
-export interface SavedState {
-  cursor: Cursor | null;
-  states: ConvState[];
-  heads: Record<string, number>;
-}
-
 export interface Received {
   frame: ServerFrame;
   /** The frame came as a binary (MessagePack) WebSocket message. */
@@ -48,22 +29,6 @@ export interface Received {
 export interface CloseInfo {
   code: number;
   reason: string;
-}
-
-export interface ClientStats {
-  /** Sync pages received, and how many carried a snapshot. */
-  pages: number;
-  snapshots: number;
-  pullsSent: number;
-  /** Pulls caused by a push that was not the next version. */
-  gapPulls: number;
-  /** Pulls caused by a `version` frame ahead of the cursor. */
-  versionPulls: number;
-  pushesApplied: number;
-  /** Pushes at or below the cursor (already had them). */
-  pushesStale: number;
-  /** Pushes dropped on purpose by `dropNext`. */
-  pushesDropped: number;
 }
 
 interface Waiter {
@@ -77,26 +42,23 @@ interface Waiter {
 
 const DEFAULT_TIMEOUT_MS = 5000;
 
-export class WsClient {
+/**
+ * A test client of `/v1/ws` that behaves as PROTOCOL.md asks a client to: hello (with its
+ * cursor), then the sync rules of SyncReplica for everything the server sends. On top of them: a
+ * log of every frame received, requests matched with their reply by id, pushes dropped on purpose
+ * (`dropNext`), and waits.
+ *
+ * Everything a test waits for goes through `waitFor` / `waitFrame` / `waitClose`: they resolve on
+ * the event, with a timeout only as a bound.
+ */
+export class WsClient extends SyncReplica {
   readonly frames: Received[] = [];
-  readonly violations: string[] = [];
-  readonly stats: ClientStats = { pages: 0, snapshots: 0, pullsSent: 0, gapPulls: 0, versionPulls: 0, pushesApplied: 0, pushesStale: 0, pushesDropped: 0 };
-  states = new Map<string, ConvState>();
-  heads: Record<string, number> = {};
-  cursor: Cursor | null;
   welcome: WelcomeFrame | null = null;
   closeInfo: CloseInfo | null = null;
   /** Resolves when the socket closes (never rejects). */
   readonly closed: Promise<CloseInfo>;
 
   private readonly binary: boolean;
-  private nextId = 1;
-  /** Id of the pull chain in flight ('hello' for the reply to hello), or null. */
-  private inflight: number | 'hello' | null = null;
-  private wantPull = false;
-  private held: ChangeFrame[] = [];
-  private chainsStarted = 0;
-  private chainsDone = 0;
   private readonly drops: Array<(f: ServerFrame) => boolean> = [];
   private readonly waiters = new Set<Waiter>();
   private readonly replies = new Map<number, (f: AckFrame | ErrorFrame | SyncFrame) => void>();
@@ -105,12 +67,8 @@ export class WsClient {
     private readonly socket: WebSocket,
     private readonly options: WsClientOptions,
   ) {
+    super(options.cursor, options.saved, options.pullLimit);
     this.binary = options.binary ?? false;
-    this.cursor = options.cursor !== undefined ? options.cursor : (options.saved?.cursor ?? null);
-    if (options.saved) {
-      this.states = new Map(options.saved.states.map((st) => [st.conv, { ...st }]));
-      this.heads = { ...options.saved.heads };
-    }
     this.closed = new Promise((resolve) => {
       socket.on('close', (code, reason) => {
         this.closeInfo = { code, reason: reason.toString() };
@@ -146,8 +104,7 @@ export class WsClient {
 
   /** Sends hello with the current cursor; its reply counts as a pull in flight. */
   hello(): void {
-    this.inflight = 'hello';
-    this.chainsStarted++;
+    this.helloSent();
     this.send({
       t: 'hello',
       token: this.options.token,
@@ -177,11 +134,6 @@ export class WsClient {
     const target = this.chainsStarted + 1;
     this.requestPull();
     await this.waitFor(() => this.chainsDone >= target, timeoutMs, 'sync');
-  }
-
-  /** Resolves once no pull is in flight or wanted. */
-  async settled(timeoutMs = DEFAULT_TIMEOUT_MS): Promise<void> {
-    await this.waitFor(() => this.inflight === null && !this.wantPull, timeoutMs, 'settled');
   }
 
   /** Read reports; resolves with the ack (or the error frame) of this request. */
@@ -279,26 +231,6 @@ export class WsClient {
     await this.closed;
   }
 
-  /** Hard close without a close frame (a dead network). */
-  terminate(): void {
-    this.socket.terminate();
-  }
-
-  /** A copy of the local state, to reconnect with later. */
-  save(): SavedState {
-    return { cursor: this.cursor ? { ...this.cursor } : null, states: [...this.states.values()].map((st) => ({ ...st })), heads: { ...this.heads } };
-  }
-
-  /** Visible conversations, sorted by id, derived exactly as the server does. */
-  views(): ConvView[] {
-    const out: ConvView[] = [];
-    for (const s of this.states.values()) {
-      const v = toView(s, this.heads);
-      if (v) out.push(v);
-    }
-    return out.sort((a, b) => (a.conv < b.conv ? -1 : a.conv > b.conv ? 1 : 0));
-  }
-
   summary(): UnreadSummary {
     if (!this.cursor) throw new Error('no cursor yet');
     return summarize(this.welcome?.uid ?? '', this.cursor.epoch, this.cursor.version, this.states.values(), this.heads);
@@ -335,123 +267,19 @@ export class WsClient {
       case 'welcome':
         this.welcome = frame;
         return;
-      case 'sync':
-        if (frame.id !== undefined) this.replies.get(frame.id)?.(frame);
-        this.onSync(frame);
-        return;
-      case 'change':
-        if (this.inflight !== null) this.held.push(frame);
-        else this.onChange(frame);
-        return;
-      case 'head':
-        this.onHead(frame);
-        return;
-      case 'version':
-        this.onVersion(frame);
-        return;
       case 'ack':
         this.replies.get(frame.id)?.(frame);
         return;
       case 'error':
         if (frame.id !== undefined) this.replies.get(frame.id)?.(frame);
         return;
+      case 'sync':
+        if (frame.id !== undefined) this.replies.get(frame.id)?.(frame);
+        this.receive(frame);
+        return;
+      default:
+        this.receive(frame);
     }
-  }
-
-  private onSync(f: SyncFrame): void {
-    this.stats.pages++;
-    const previous = this.cursor;
-    if (f.snapshot) {
-      this.stats.snapshots++;
-      if (f.snapshot.v > f.version) this.violations.push(`snapshot v${f.snapshot.v} beyond reply version ${f.version}`);
-      this.states = new Map(f.snapshot.convs.map((s) => [s.conv, { ...s }]));
-    } else if (!previous) {
-      this.violations.push('first sync without a snapshot');
-    } else if (previous.epoch !== f.epoch) {
-      this.violations.push(`delta from epoch ${f.epoch} applied to a cursor of epoch ${previous.epoch}`);
-    }
-    let last = f.snapshot ? f.snapshot.v : (previous?.version ?? 0);
-    for (const e of f.entries) {
-      if (e.v <= last) this.violations.push(`entry v${e.v} not after v${last}`);
-      last = e.v;
-      if (e.state === null) this.states.delete(e.conv);
-      else this.states.set(e.conv, { ...e.state });
-    }
-    if (f.version !== last) this.violations.push(`reply version ${f.version} but last applied v${last}`);
-    if (previous && previous.epoch === f.epoch && f.version < previous.version) {
-      this.violations.push(`cursor went back from ${previous.version} to ${f.version}`);
-    }
-    this.cursor = { epoch: f.epoch, version: f.version };
-    for (const [conv, seq] of Object.entries(f.heads)) this.heads[conv] = Math.max(this.heads[conv] ?? 0, seq);
-
-    // Replies to pulls sent by hand (request()) are applied too, but only our own chain drives paging.
-    const ours = f.id === undefined ? this.inflight === 'hello' : f.id === this.inflight;
-    if (!ours) return;
-    if (f.more) {
-      this.sendPull();
-      return;
-    }
-    this.inflight = null;
-    this.chainsDone++;
-    const held = this.held.sort((a, b) => a.v - b.v);
-    this.held = [];
-    for (const change of held) {
-      if (this.inflight !== null) this.held.push(change);
-      else this.onChange(change);
-    }
-    if (this.wantPull && this.inflight === null) {
-      this.wantPull = false;
-      this.requestPull();
-    }
-  }
-
-  private onChange(f: ChangeFrame): void {
-    const c = this.cursor;
-    if (c && f.epoch === c.epoch && f.v === c.version + 1) {
-      if (f.state === null) this.states.delete(f.conv);
-      else this.states.set(f.conv, { ...f.state });
-      this.cursor = { epoch: c.epoch, version: f.v };
-      this.stats.pushesApplied++;
-      return;
-    }
-    if (c && f.epoch === c.epoch && f.v <= c.version) {
-      this.stats.pushesStale++;
-      return;
-    }
-    this.stats.gapPulls++;
-    this.requestPull();
-  }
-
-  private onHead(f: HeadFrame): void {
-    this.heads[f.conv] = Math.max(this.heads[f.conv] ?? 0, f.lastSeq);
-  }
-
-  private onVersion(f: VersionFrame): void {
-    const c = this.cursor;
-    if (c && c.epoch === f.epoch && c.version >= f.version) return;
-    this.stats.versionPulls++;
-    this.requestPull();
-  }
-
-  private requestPull(): void {
-    if (this.inflight !== null) {
-      this.wantPull = true;
-      return;
-    }
-    this.chainsStarted++;
-    this.sendPull();
-  }
-
-  private sendPull(): void {
-    const id = this.nextId++;
-    this.inflight = id;
-    this.stats.pullsSent++;
-    this.send({
-      t: 'pull',
-      id,
-      ...(this.cursor ? { since: this.cursor } : {}),
-      ...(this.options.pullLimit ? { limit: this.options.pullLimit } : {}),
-    });
   }
 
   private notify(): void {

@@ -58,12 +58,22 @@ export async function startServer(config: Config, log: Logger, engine?: Engine):
   const demoPaths = config.devMode ? registerDemoRoutes(router, { auth, apiKey: config.apiKey, log }) : [];
   router.fallback([...apiPaths, ...opsPaths, ...demoPaths]);
 
-  const listenSocket = await new Promise<us_listen_socket>((resolve, reject) => {
-    app.listen(config.host, config.port, (socket) => {
-      if (socket) resolve(socket);
-      else reject(new Error(`cannot listen on ${config.host}:${config.port} (port in use?)`));
+  let listenSocket: us_listen_socket;
+  try {
+    listenSocket = await new Promise<us_listen_socket>((resolve, reject) => {
+      app.listen(config.host, config.port, (socket) => {
+        if (socket) resolve(socket);
+        else reject(new Error(`cannot listen on ${config.host}:${config.port} (port in use?)`));
+      });
     });
-  });
+  } catch (err) {
+    // Nothing was served yet: release the store connections this call opened.
+    gateway.shutdown();
+    await bus?.close();
+    if (!engine) await store.close();
+    closeApp(app);
+    throw err;
+  }
   const port = uws.us_socket_local_port(listenSocket);
   metrics.ready.set(1);
 

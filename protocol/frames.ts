@@ -14,7 +14,7 @@ export const CursorSchema = Type.Object(
 );
 
 /** Client request ids: echoed in the reply so a client can match acks (any small integer). */
-const RequestId = Type.Integer({ minimum: 0, maximum: 2 ** 31 });
+const RequestId = Type.Integer({ minimum: 0, maximum: LIMITS.requestIdMax });
 
 export const HelloFrame = Type.Object(
   {

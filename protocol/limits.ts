@@ -12,6 +12,8 @@ export const LIMITS = {
   mentionsPerMessage: 1000,
   membersPerChange: 10_000,
   readsPerBatch: 500,
+  /** WebSocket request ids (echoed in replies) are integers in [0, requestIdMax]. */
+  requestIdMax: 2 ** 31,
   /** HTTP request bodies larger than this are refused with 413 before parsing. */
   maxBodyBytes: 1024 * 1024,
   /** Entries in one pull page; a client may ask for fewer. */

@@ -1,5 +1,6 @@
 import type { ErrorCode } from '../../protocol/errors.js';
 import type { AckFrame, ChangeFrame, ClientFrame, ErrorFrame, ServerFrame, SyncFrame, VersionFrame } from '../../protocol/frames.js';
+import { LIMITS } from '../../protocol/limits.js';
 import { Backoff, DEFAULT_BACKOFF } from './backoff.js';
 import type { CacheAdapter } from './cache/cache.js';
 import { Connection } from './connection.js';
@@ -16,7 +17,6 @@ import type { ClientOptions, ConversationView, RedpointEvents, RedpointState } f
 
 /** Error codes after which the same request may succeed later. */
 const TRANSIENT: ReadonlySet<string> = new Set<ErrorCode>(['unavailable', 'rate_limited', 'internal']);
-const MAX_REQUEST_ID = 2 ** 31;
 
 /**
  * Red dots that are never wrong: applies pushes strictly in version order, pulls on any gap, on
@@ -197,7 +197,7 @@ export class RedpointClient {
   private request(frame: (id: number) => ClientFrame): number | null {
     const id = this.nextId;
     if (!this.connection.send(frame(id))) return null;
-    this.nextId = id + 1 >= MAX_REQUEST_ID ? 1 : id + 1;
+    this.nextId = id + 1 >= LIMITS.requestIdMax ? 1 : id + 1;
     return id;
   }
 

@@ -67,4 +67,3 @@ export function sdkSuite(options: HarnessOptions = {}): SdkSuite {
   return { h, client, started };
 }
 
-export { WebSocket };

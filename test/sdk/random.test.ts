@@ -1,12 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import type { ServerFrame } from '../../protocol/frames.js';
-import { RedpointClient } from '../../client-demo/sdk/index.js';
 import { mulberry32 } from '../helpers/prng.js';
 import { sdkSuite } from './harness.js';
 import { newTap, tapped } from './tap.js';
 import { convergedTo } from './wait.js';
 
-const { h } = sdkSuite({ largeGroupThreshold: 3, ws: { versionEverySeconds: 1 } });
+const { h, client } = sdkSuite({ largeGroupThreshold: 3, ws: { versionEverySeconds: 1 } });
 
 describe('random faults', () => {
   const seed = Number(process.env.REDPOINT_SDK_SEED ?? 20261130);
@@ -44,7 +43,8 @@ describe('random faults', () => {
     const devices = users.flatMap((uid) =>
       ['1', '2'].map((d) => ({
         uid,
-        client: new RedpointClient({ url: h.wsUrl, token: () => h.token(uid), WebSocket: tapped(faulty()), lifecycle: false, device: d, readBatchMs: 30, gapWaitMs: 50 }),
+        // The suite's client: stopped after the test, also when it fails halfway.
+        client: client(uid, { WebSocket: tapped(faulty()), device: d, readBatchMs: 30, gapWaitMs: 50 }),
       })),
     );
     await Promise.all(devices.map((d) => d.client.start()));
@@ -76,6 +76,5 @@ describe('random faults', () => {
       const { total } = await h.unread(d.uid);
       expect(d.client.state.totals?.total).toBe(total);
     }
-    await Promise.all(devices.map((d) => d.client.stop()));
   });
 });

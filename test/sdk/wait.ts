@@ -26,19 +26,28 @@ export function unreadOf(state: RedpointState, conv: string): number | undefined
 }
 
 /**
- * Waits until the client is SYNCED and shows exactly the server's unread summary (fetched again
- * after each change of the client, since the server may still be applying what the client sent).
+ * Waits until the client is SYNCED and shows exactly the server's unread summary. The server is
+ * asked again after each change of the client (it may still be applying what the client sent);
+ * between changes there is nothing new to compare, so it waits for the next one, not a timer.
  */
 export async function convergedTo(h: TestServer, client: RedpointClient, uid: string, timeoutMs = 5000): Promise<RedpointState> {
   const deadline = Date.now() + timeoutMs;
-  let last = '';
-  for (;;) {
-    const state = await until(client, synced, `${uid} synced`, Math.max(1, deadline - Date.now()));
-    const expected = JSON.stringify(truth(await h.unread(uid)));
-    last = JSON.stringify(shown(client.state));
-    if (synced(client.state) && last === expected) return state;
-    if (Date.now() > deadline) throw new Error(`${uid} did not converge:\n client ${last}\n server ${expected}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
+  const left = (): number => Math.max(1, deadline - Date.now());
+  let changes = 0;
+  const off = client.on('change', () => changes++);
+  try {
+    for (;;) {
+      const state = await until(client, synced, `${uid} synced`, left());
+      // Counted before the fetch: a change while it is in flight sends us round again at once.
+      const seen = changes;
+      const expected = JSON.stringify(truth(await h.unread(uid)));
+      const last = JSON.stringify(shown(client.state));
+      if (synced(client.state) && last === expected) return state;
+      if (Date.now() > deadline) throw new Error(`${uid} did not converge:\n client ${last}\n server ${expected}`);
+      await until(client, () => changes > seen, `a change of ${uid}`, left()).catch(() => undefined);
+    }
+  } finally {
+    off();
   }
 }
 

@@ -25,6 +25,16 @@ export interface ClientStats {
   pushesDropped: number;
 }
 
+/** What a client shows of `states`: the visible conversations, sorted by id, derived as the server does (protocol/view.ts). */
+export function viewsOf(states: Iterable<ConvState>, heads: Readonly<Record<string, number>>): ConvView[] {
+  const out: ConvView[] = [];
+  for (const s of states) {
+    const v = toView(s, heads);
+    if (v) out.push(v);
+  }
+  return out.sort((a, b) => (a.conv < b.conv ? -1 : a.conv > b.conv ? 1 : 0));
+}
+
 /** The frames that move a client's state. */
 export type StateFrame = SyncFrame | ChangeFrame | HeadFrame | VersionFrame;
 
@@ -72,12 +82,7 @@ export abstract class SyncReplica {
 
   /** Visible conversations, sorted by id, derived exactly as the server does. */
   views(): ConvView[] {
-    const out: ConvView[] = [];
-    for (const s of this.states.values()) {
-      const v = toView(s, this.heads);
-      if (v) out.push(v);
-    }
-    return out.sort((a, b) => (a.conv < b.conv ? -1 : a.conv > b.conv ? 1 : 0));
+    return viewsOf(this.states.values(), this.heads);
   }
 
   /** Hello was sent: its reply is the first pull chain. */

@@ -1,5 +1,5 @@
 import type { ConvState, Cursor, PullReply } from '../../protocol/types.js';
-import { toView } from '../../protocol/view.js';
+import { viewsOf } from '../helpers/sync-replica.js';
 import type { TestServer } from '../helpers/test-server.js';
 import type { ModelView } from './model.js';
 
@@ -75,10 +75,5 @@ export async function syncCopy(server: TestServer, uid: string, copy: ClientCopy
 
 /** What the client shows: visible conversations, sorted by id. */
 export function copyViews(copy: ClientCopy): ModelView[] {
-  const views: ModelView[] = [];
-  for (const state of copy.states.values()) {
-    const view = toView(state, copy.heads);
-    if (view) views.push(view);
-  }
-  return views.sort((a, b) => (a.conv < b.conv ? -1 : a.conv > b.conv ? 1 : 0));
+  return viewsOf(copy.states.values(), copy.heads);
 }

@@ -81,21 +81,17 @@ const readArb: fc.Arbitrary<Action> = fc.record({
 
 const deleteArb: fc.Arbitrary<Action> = fc.record({ t: fc.constant('delete' as const), user: userIdx, conv: convIdx, pick: pickArb, jwt: fc.boolean() });
 
-const settingsArb: fc.Arbitrary<Action> = fc
-  .record({
-    user: userIdx,
-    conv: convIdx,
-    pick: pickArb,
-    muted: fc.option(fc.boolean(), { nil: undefined }),
-    markedUnread: fc.option(fc.boolean(), { nil: undefined }),
-    jwt: fc.boolean(),
-  })
-  .map(({ muted, markedUnread, ...rest }) => ({
-    t: 'settings' as const,
-    ...rest,
+/** A settings change (PUT /v1/users/:uid/conversations/:conv) with at least one field: `markedUnread: true` when neither was drawn. */
+export const settingsChangeArb: fc.Arbitrary<{ muted?: boolean; markedUnread?: boolean }> = fc
+  .record({ muted: fc.option(fc.boolean(), { nil: undefined }), markedUnread: fc.option(fc.boolean(), { nil: undefined }) })
+  .map(({ muted, markedUnread }) => ({
     ...(muted !== undefined ? { muted } : {}),
     ...(markedUnread !== undefined || muted === undefined ? { markedUnread: markedUnread ?? true } : {}),
   }));
+
+const settingsArb: fc.Arbitrary<Action> = fc
+  .record({ user: userIdx, conv: convIdx, pick: pickArb, change: settingsChangeArb, jwt: fc.boolean() })
+  .map(({ change, ...rest }) => ({ t: 'settings' as const, ...rest, ...change }));
 
 const syncArb: fc.Arbitrary<Action> = fc.record({
   t: fc.constant('sync' as const),

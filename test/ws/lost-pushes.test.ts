@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
 import type { AckFrame, ErrorFrame } from '../../protocol/frames.js';
+import { settingsChangeArb } from '../http/actions.js';
 import { Model, type ModelMessage, type Outcome } from '../http/model.js';
 import type { WsClient } from '../helpers/ws-client.js';
 import { comparable } from '../helpers/ws-expect.js';
@@ -57,14 +58,7 @@ const actionArb: fc.Arbitrary<Action> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ t: fc.constant('delete' as const), user: userIdx, conv: convIdx, via: viaArb }) },
   {
     weight: 2,
-    arbitrary: fc
-      .record({ user: userIdx, conv: convIdx, muted: fc.option(fc.boolean(), { nil: undefined }), markedUnread: fc.option(fc.boolean(), { nil: undefined }), via: viaArb })
-      .map(({ muted, markedUnread, ...rest }) => ({
-        t: 'settings' as const,
-        ...rest,
-        ...(muted !== undefined ? { muted } : {}),
-        ...(markedUnread !== undefined || muted === undefined ? { markedUnread: markedUnread ?? true } : {}),
-      })),
+    arbitrary: fc.record({ user: userIdx, conv: convIdx, change: settingsChangeArb, via: viaArb }).map(({ change, ...rest }) => ({ t: 'settings' as const, ...rest, ...change })),
   },
   {
     weight: 2,

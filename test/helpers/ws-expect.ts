@@ -56,8 +56,10 @@ export async function waitMatchesServer(client: WsClient, server: TestServer, ti
       return got;
     }
     const left = deadline - Date.now();
-    if (left <= 0) {
-      expect(comparable(client.summary()), `${label} client of ${client.uid} never matched GET unread`).toEqual(comparable(got));
+    // Out of time, or closed (nothing more can arrive): the difference now is the final one.
+    if (left <= 0 || client.closeInfo) {
+      const closed = client.closeInfo ? ` (socket closed: ${JSON.stringify(client.closeInfo)})` : '';
+      expect(comparable(client.summary()), `${label} client of ${client.uid} never matched GET unread${closed}`).toEqual(comparable(got));
       return got;
     }
     // Something must arrive for the client to change: wait for the next frame (or the deadline).

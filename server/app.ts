@@ -9,8 +9,6 @@ import { HttpRouter } from './gateway/http.js';
 import { registerOpsRoutes } from './gateway/ops-routes.js';
 import { closeApp, uws, type us_listen_socket } from './gateway/uws.js';
 import { Metrics } from './metrics/metrics.js';
-import type { Bus } from './pubsub/bus.js';
-import { RedisBus } from './pubsub/redis-bus.js';
 import { redisTargetOf } from './redis-target.js';
 import { WsGateway } from './gateway/ws-gateway.js';
 import { SyncService } from './sync/sync-service.js';
@@ -28,7 +26,7 @@ export interface RunningServer {
 /** Builds and starts one Redpoint process: engine, sync service, HTTP routes. */
 export async function startServer(config: Config, log: Logger, engine?: Engine): Promise<RunningServer> {
   // One Redis or a Redis Cluster (never both: that throws here, before anything starts).
-  const redis = redisTargetOf(config);
+  redisTargetOf(config);
   const store =
     engine ??
     (await createEngine({
@@ -49,9 +47,7 @@ export async function startServer(config: Config, log: Logger, engine?: Engine):
   const auth = new Authenticator(config.jwtSecret, config.apiKey);
   const app = uws.App();
   const router = new HttpRouter(app, metrics, log);
-  // One process on the memory engine: nothing to cross, so no bus.
-  const bus: Bus | null = redis ? new RedisBus(redis) : null;
-  const gateway = new WsGateway(app, bus, sync, auth, metrics, log, { ...defaultWsOptions, ...config.ws });
+  const gateway = new WsGateway(app, sync, auth, metrics, log, { ...defaultWsOptions, ...config.ws });
   const apiPaths = registerApiRoutes(router, { sync, auth, metrics });
   const opsPaths = registerOpsRoutes(router, { engine: store, metrics });
   // The demo page and its token minting exist only with the published dev credentials (loopback).
@@ -69,7 +65,6 @@ export async function startServer(config: Config, log: Logger, engine?: Engine):
   } catch (err) {
     // Nothing was served yet: release the store connections this call opened.
     gateway.shutdown();
-    await bus?.close();
     if (!engine) await store.close();
     closeApp(app);
     throw err;
@@ -85,7 +80,6 @@ export async function startServer(config: Config, log: Logger, engine?: Engine):
       uws.us_listen_socket_close(listenSocket);
       gateway.shutdown();
       await sync.idle();
-      await bus?.close();
       await store.close();
       closeApp(app);
     })();

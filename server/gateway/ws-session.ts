@@ -152,11 +152,17 @@ export class WsSession {
 
   close(reason: CloseReason): void {
     if (this.closed) return;
-    const { code } = CLOSE_CODES[reason];
+    const waiting = this.pendingClose;
+    if (!waiting) {
+      this.host.metrics.closes.inc({ reason });
+      // Closes the client caused are worth a line (abuse, broken clients); shutdown closes are not.
+      const level = reason === 'going_away' || reason === 'service_restart' ? 'debug' : 'info';
+      this.host.log[level]({ conn: this.id, uid: this.uid, remote: this.remote, reason, code: CLOSE_CODES[reason].code }, 'closing connection');
+    }
     if (this.ws.getBufferedAmount() > this.host.options.maxBackpressureBytes) {
       // uWS would drop the close frame now: wait for the buffer to drain (the client reads
       // everything before it, then the close), or give up on a client that never reads.
-      if (this.pendingClose) return;
+      if (waiting) return;
       const timer = setTimeout(() => {
         if (!this.closed) this.ws.close();
       }, CLOSE_WAIT_MS);
@@ -164,11 +170,8 @@ export class WsSession {
       return;
     }
     this.closed = true;
-    this.host.metrics.closes.inc({ reason });
-    // Closes the client caused are worth a line (abuse, broken clients); shutdown closes are not.
-    const level = reason === 'going_away' || reason === 'service_restart' ? 'debug' : 'info';
-    this.host.log[level]({ conn: this.id, uid: this.uid, remote: this.remote, reason, code }, 'closing connection');
-    this.ws.end(code, reason);
+    const { code } = CLOSE_CODES[waiting?.reason ?? reason];
+    this.ws.end(code, waiting?.reason ?? reason);
   }
 
   /** A frame this connection must get: if it would cross the backpressure limit, close with 4010 instead. */

@@ -34,6 +34,7 @@ export async function startServer(config: Config, log: Logger, engine?: Engine):
       redisClusterNodes: config.redisClusterNodes,
       snapshotEvery: config.snapshotEvery,
       streamMaxLen: config.streamMaxLen,
+      ...(config.streamIdleSeconds !== undefined ? { streamIdleSeconds: config.streamIdleSeconds } : {}),
     }));
   const metrics = new Metrics();
   const sync = new SyncService(store, { largeGroupThreshold: config.largeGroupThreshold });

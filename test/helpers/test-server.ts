@@ -196,7 +196,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   const port = door ? door.port : running().port;
   const url = `http://127.0.0.1:${port}`;
   const wsUrl = `ws://127.0.0.1:${port}/v1/ws`;
-  const auth = new Authenticator(config.jwtSecret, config.apiKey);
+  const auth = Authenticator.fromConfig(config);
   const tokens = new Map<string, string>();
   const clients = new Set<WsClient>();
 

@@ -88,6 +88,8 @@ const Env = Type.Object({
 });
 
 type EnvValues = Static<typeof Env>;
+/** Every variable the server reads (the deploy kit's test checks its files use no other). */
+export const CONFIG_VARIABLES: readonly string[] = Object.keys(Env.properties);
 const checkEnv = TypeCompiler.Compile(Env);
 
 export interface Config {

@@ -7,7 +7,7 @@ import { Authenticator } from '../../server/auth/tokens.js';
 import { DEV_API_KEY, DEV_JWT_SECRET, type Config } from '../../server/config.js';
 import { MemoryEngine } from '../../server/engine/memory/memory-engine.js';
 import { faultyEngine, type EngineFault, type FaultyEngine } from '../helpers/faulty-engine.js';
-import { silentLogger, TEST_API_KEY, TEST_JWT_SECRET } from '../helpers/test-server.js';
+import { silentLogger, TEST_API_KEY, testConfig } from '../helpers/test-server.js';
 import { Contract, send, type RawReply, type RequestSpec } from './contract.js';
 
 /**
@@ -24,18 +24,7 @@ interface Server {
   auth: Authenticator;
 }
 
-const BASE: Config = {
-  port: 0,
-  host: '127.0.0.1',
-  redisUrl: undefined,
-  apiKey: TEST_API_KEY,
-  jwtSecret: TEST_JWT_SECRET,
-  devMode: false,
-  largeGroupThreshold: 2,
-  snapshotEvery: 5,
-  streamMaxLen: 10,
-  logLevel: 'silent',
-};
+const BASE = testConfig({ largeGroupThreshold: 2 });
 
 async function start(config: Config): Promise<Server> {
   const faulty = faultyEngine(new MemoryEngine({ snapshotEvery: config.snapshotEvery, streamMaxLen: config.streamMaxLen }));

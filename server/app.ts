@@ -11,8 +11,6 @@ import { registerOpenApiRoute } from './gateway/openapi-route.js';
 import { registerOpsRoutes } from './gateway/ops-routes.js';
 import { closeApp, uws, type us_listen_socket } from './gateway/uws.js';
 import { Metrics } from './metrics/metrics.js';
-import type { Bus } from './pubsub/bus.js';
-import { RedisBus } from './pubsub/redis-bus.js';
 import { redisTargetOf } from './redis-target.js';
 import { WsGateway } from './gateway/ws-gateway.js';
 import { SyncService } from './sync/sync-service.js';
@@ -32,7 +30,7 @@ export interface RunningServer {
 /** Builds and starts one Redpoint process: engine, sync service, HTTP routes. */
 export async function startServer(config: Config, log: Logger, engine?: Engine): Promise<RunningServer> {
   // One Redis or a Redis Cluster (never both: that throws here, before anything starts).
-  const redis = redisTargetOf(config);
+  redisTargetOf(config);
   const store =
     engine ??
     (await createEngine({
@@ -40,6 +38,7 @@ export async function startServer(config: Config, log: Logger, engine?: Engine):
       redisClusterNodes: config.redisClusterNodes,
       snapshotEvery: config.snapshotEvery,
       streamMaxLen: config.streamMaxLen,
+      ...(config.streamIdleSeconds !== undefined ? { streamIdleSeconds: config.streamIdleSeconds } : {}),
     }));
   const metrics = new Metrics();
   const sync = new SyncService(store, { largeGroupThreshold: config.largeGroupThreshold });
@@ -53,9 +52,7 @@ export async function startServer(config: Config, log: Logger, engine?: Engine):
   const auth = Authenticator.fromConfig(config, (err) => log.warn({ err: err.message }, 'cannot load the JWK Set of user tokens'));
   const app = uws.App();
   const router = new HttpRouter(app, metrics, log);
-  // One process on the memory engine: nothing to cross, so no bus.
-  const bus: Bus | null = redis ? new RedisBus(redis) : null;
-  const gateway = new WsGateway(app, bus, sync, auth, metrics, log, { ...defaultWsOptions, ...config.ws });
+  const gateway = new WsGateway(app, sync, auth, metrics, log, { ...defaultWsOptions, ...config.ws });
   const apiPaths = registerApiRoutes(router, { sync, auth, metrics });
   const opsPaths = registerOpsRoutes(router, { engine: store, metrics });
   const docPaths = registerOpenApiRoute(router);
@@ -75,7 +72,6 @@ export async function startServer(config: Config, log: Logger, engine?: Engine):
   } catch (err) {
     // Nothing was served yet: release the store connections this call opened.
     gateway.shutdown();
-    await bus?.close();
     if (!engine) await store.close();
     closeApp(app);
     throw err;
@@ -91,7 +87,6 @@ export async function startServer(config: Config, log: Logger, engine?: Engine):
       uws.us_listen_socket_close(listenSocket);
       gateway.shutdown();
       await sync.idle();
-      await bus?.close();
       await store.close();
       closeApp(app);
     })();

@@ -66,10 +66,12 @@ const Env = Type.Object({
   CORS_ORIGINS: Type.Optional(Type.String({ minLength: 1 })),
   /** Conversations with more members than this use read diffusion. */
   LARGE_GROUP_THRESHOLD: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 500 }),
-  /** A snapshot entry in each user stream at least every this many entries. */
-  SNAPSHOT_EVERY: Type.Integer({ minimum: 2, maximum: 100_000, default: 100 }),
-  /** Stream history kept per user, in entries (trimmed at snapshot boundaries only). */
-  STREAM_MAX_LEN: Type.Integer({ minimum: 10, maximum: 10_000_000, default: 1000 }),
+  /** Fewest entries between two snapshots of a user stream; the interval is twice the user's conversations when that is more. */
+  SNAPSHOT_EVERY: Type.Integer({ minimum: 2, maximum: 100_000, default: 16 }),
+  /** Most history kept per user stream, in entries, and the largest snapshot interval. */
+  STREAM_MAX_LEN: Type.Integer({ minimum: 10, maximum: 10_000_000, default: 2000 }),
+  /** Seconds a user's stream (not its records) is kept without changes; 0 keeps it forever. */
+  STREAM_IDLE_SECONDS: Type.Integer({ minimum: 0, maximum: 315_360_000, default: 604_800 }),
   /** Seconds between the server's `version` frames to each connection (the safety net). */
   WS_VERSION_EVERY_SECONDS: Type.Integer({ minimum: 1, maximum: 3600, default: 120 }),
   /** A connection must send a valid hello within this many milliseconds. */
@@ -117,6 +119,7 @@ export interface Config {
   largeGroupThreshold: number;
   snapshotEvery: number;
   streamMaxLen: number;
+  streamIdleSeconds?: number;
   logLevel: EnvValues['LOG_LEVEL'];
   /** WebSocket tuning; anything left out takes the default of `defaultWsOptions`. */
   ws?: Partial<WsOptions>;
@@ -132,6 +135,7 @@ const NUMERIC = new Set([
   'LARGE_GROUP_THRESHOLD',
   'SNAPSHOT_EVERY',
   'STREAM_MAX_LEN',
+  'STREAM_IDLE_SECONDS',
   'WS_VERSION_EVERY_SECONDS',
   'WS_HELLO_TIMEOUT_MS',
   'WS_MAX_CONNECTIONS_PER_USER',
@@ -199,6 +203,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     largeGroupThreshold: values.LARGE_GROUP_THRESHOLD,
     snapshotEvery: values.SNAPSHOT_EVERY,
     streamMaxLen: values.STREAM_MAX_LEN,
+    streamIdleSeconds: values.STREAM_IDLE_SECONDS,
     logLevel: values.LOG_LEVEL,
     ws: {
       versionEverySeconds: values.WS_VERSION_EVERY_SECONDS,

@@ -1,11 +1,13 @@
 import type { Logger } from 'pino';
 import { Authenticator } from './auth/tokens.js';
-import { defaultWsOptions, type Config } from './config.js';
+import { DEV_API_KEY, defaultWsOptions, type Config } from './config.js';
 import type { Engine } from './engine/engine.js';
 import { createEngine } from './engine/create-engine.js';
 import { registerApiRoutes } from './gateway/api-routes.js';
+import { enableCors } from './gateway/cors.js';
 import { registerDemoRoutes } from './gateway/demo-routes.js';
-import { HttpRouter } from './gateway/http.js';
+import { HttpRouter, type Method } from './gateway/http.js';
+import { registerOpenApiRoute } from './gateway/openapi-route.js';
 import { registerOpsRoutes } from './gateway/ops-routes.js';
 import { closeApp, uws, type us_listen_socket } from './gateway/uws.js';
 import { Metrics } from './metrics/metrics.js';
@@ -19,6 +21,8 @@ export interface RunningServer {
   readonly sync: SyncService;
   readonly metrics: Metrics;
   readonly gateway: WsGateway;
+  /** The HTTP routes it serves (method, pattern), CORS preflights included. */
+  readonly routes: ReadonlyArray<{ method: Method; pattern: string }>;
   /** Stop accepting, let in-flight work finish, close the store. Idempotent. */
   close(): Promise<void>;
 }
@@ -45,15 +49,17 @@ export async function startServer(config: Config, log: Logger, engine?: Engine):
     if (stats.userOps > 0) metrics.storeLatency.observe({ op: 'apply_user_ops' }, stats.applySeconds);
   };
   sync.onStoreCall = (op, seconds) => metrics.storeLatency.observe({ op }, seconds);
-  const auth = new Authenticator(config.jwtSecret, config.apiKey);
+  const auth = Authenticator.fromConfig(config, (err) => log.warn({ err: err.message }, 'cannot load the JWK Set of user tokens'));
   const app = uws.App();
   const router = new HttpRouter(app, metrics, log);
   const gateway = new WsGateway(app, sync, auth, metrics, log, { ...defaultWsOptions, ...config.ws });
   const apiPaths = registerApiRoutes(router, { sync, auth, metrics });
   const opsPaths = registerOpsRoutes(router, { engine: store, metrics });
+  const docPaths = registerOpenApiRoute(router);
   // The demo page and its token minting exist only with the published dev credentials (loopback).
-  const demoPaths = config.devMode ? registerDemoRoutes(router, { auth, apiKey: config.apiKey, log }) : [];
-  router.fallback([...apiPaths, ...opsPaths, ...demoPaths]);
+  const demoPaths = config.devMode ? registerDemoRoutes(router, { auth, apiKey: config.apiKey ?? DEV_API_KEY, log }) : [];
+  if (config.corsOrigins) enableCors(router, config.corsOrigins, [...apiPaths, ...docPaths]);
+  router.fallback([...apiPaths, ...opsPaths, ...docPaths, ...demoPaths]);
 
   let listenSocket: us_listen_socket;
   try {
@@ -86,5 +92,5 @@ export async function startServer(config: Config, log: Logger, engine?: Engine):
     })();
     return closing;
   };
-  return { port, engine: store, sync, metrics, gateway, close };
+  return { port, engine: store, sync, metrics, gateway, routes: router.routes, close };
 }

@@ -1,5 +1,10 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
+import type { NamedApiKey } from './auth/api-keys.js';
+import { resolveCredentials, type CredentialEnv } from './auth/auth-config.js';
+import type { JwksSource, KeySetTiming } from './auth/jwks.js';
+import { DEFAULT_MAX_TTL_SECONDS } from './auth/user-tokens.js';
+import { parseCorsOrigins, type CorsOrigins } from './gateway/cors.js';
 import { BOTH_TARGETS, parseClusterNodes, type RedisNodeAddress } from './redis-target.js';
 
 export interface WsOptions {
@@ -27,9 +32,7 @@ export const defaultWsOptions: WsOptions = {
   maxBackpressureBytes: 1024 * 1024,
 };
 
-/** Dev-mode credentials: published on purpose, accepted only on 127.0.0.1. */
-export const DEV_API_KEY = 'dev-api-key';
-export const DEV_JWT_SECRET = 'redpoint-dev-secret-do-not-use-in-production';
+export { DEV_API_KEY, DEV_JWT_SECRET } from './auth/auth-config.js';
 
 const Env = Type.Object({
   /** TCP port for HTTP and WebSocket. */
@@ -45,8 +48,22 @@ const Env = Type.Object({
   REDIS_CLUSTER_NODES: Type.Optional(Type.String({ minLength: 1 })),
   /** Bearer key the message service presents on server-to-server endpoints. */
   REDPOINT_API_KEY: Type.Optional(Type.String({ minLength: 16 })),
+  /** More API keys, `name:key,name:key`; the name shows in logs (rotate one without downtime). */
+  REDPOINT_API_KEYS: Type.Optional(Type.String({ minLength: 1 })),
   /** HS256 secret of client JWTs (user id in `sub`). */
   REDPOINT_JWT_SECRET: Type.Optional(Type.String({ minLength: 32 })),
+  /** JWK Set of the public keys (ES256/RS256) of client JWTs, by URL... */
+  REDPOINT_JWKS_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
+  /** ...or by file. */
+  REDPOINT_JWKS_FILE: Type.Optional(Type.String({ minLength: 1 })),
+  /** Required `iss` of client JWTs. */
+  REDPOINT_JWT_ISSUER: Type.Optional(Type.String({ minLength: 1 })),
+  /** Required `aud` of client JWTs. */
+  REDPOINT_JWT_AUDIENCE: Type.Optional(Type.String({ minLength: 1 })),
+  /** Client JWTs valid for longer than this (exp − iat) are refused. */
+  REDPOINT_JWT_MAX_TTL_SECONDS: Type.Integer({ minimum: 60, maximum: 366 * 24 * 3600, default: DEFAULT_MAX_TTL_SECONDS }),
+  /** Origins whose browser pages may call the HTTP API: exact origins, comma-separated, or `*`. */
+  CORS_ORIGINS: Type.Optional(Type.String({ minLength: 1 })),
   /** Conversations with more members than this use read diffusion. */
   LARGE_GROUP_THRESHOLD: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 500 }),
   /** Fewest entries between two snapshots of a user stream; the interval is twice the user's conversations when that is more. */
@@ -73,6 +90,8 @@ const Env = Type.Object({
 });
 
 type EnvValues = Static<typeof Env>;
+/** Every variable the server reads (the deploy kit's test checks its files use no other). */
+export const CONFIG_VARIABLES: readonly string[] = Object.keys(Env.properties);
 const checkEnv = TypeCompiler.Compile(Env);
 
 export interface Config {
@@ -81,9 +100,21 @@ export interface Config {
   redisUrl: string | undefined;
   /** Redis Cluster seed nodes (REDIS_CLUSTER_NODES); never set together with `redisUrl`. */
   redisClusterNodes?: readonly RedisNodeAddress[] | undefined;
-  apiKey: string;
-  jwtSecret: string;
-  /** No secrets configured: published dev credentials, loopback only. */
+  /** The API key named `default`: REDPOINT_API_KEY, or the published dev key in dev mode. */
+  apiKey?: string | undefined;
+  /** More API keys by name (REDPOINT_API_KEYS), accepted like `apiKey`; the name is logged. */
+  apiKeys?: readonly NamedApiKey[] | undefined;
+  /** HS256 secret of client JWTs (REDPOINT_JWT_SECRET, or the dev secret); unset: HS256 tokens are refused. */
+  jwtSecret?: string | undefined;
+  /** Public keys of ES256/RS256 client JWTs (REDPOINT_JWKS_URL / _FILE); `timing` is for tests. */
+  jwks?: (JwksSource & { timing?: Partial<KeySetTiming> }) | undefined;
+  jwtIssuer?: string | undefined;
+  jwtAudience?: string | undefined;
+  /** Default 7 days. */
+  jwtMaxTtlSeconds?: number | undefined;
+  /** Browser origins allowed to call the HTTP API (CORS); unset: none (no CORS headers). */
+  corsOrigins?: CorsOrigins | undefined;
+  /** No credentials configured: published dev credentials, loopback only. */
   devMode: boolean;
   largeGroupThreshold: number;
   snapshotEvery: number;
@@ -98,7 +129,7 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
-const SECRET = new Set(['REDPOINT_API_KEY', 'REDPOINT_JWT_SECRET', 'REDIS_URL']);
+const SECRET = new Set(['REDPOINT_API_KEY', 'REDPOINT_API_KEYS', 'REDPOINT_JWT_SECRET', 'REDIS_URL']);
 const NUMERIC = new Set([
   'PORT',
   'LARGE_GROUP_THRESHOLD',
@@ -110,6 +141,7 @@ const NUMERIC = new Set([
   'WS_MAX_CONNECTIONS_PER_USER',
   'WS_FRAMES_PER_SECOND',
   'WS_IDLE_TIMEOUT_SECONDS',
+  'REDPOINT_JWT_MAX_TTL_SECONDS',
 ]);
 
 /** Reads and validates the environment; throws ConfigError naming every bad variable. */
@@ -140,22 +172,33 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       problems.push(`REDIS_CLUSTER_NODES: ${(err as Error).message}`);
     }
   }
+  let corsOrigins: CorsOrigins | undefined;
+  if (typeof raw.CORS_ORIGINS === 'string') {
+    try {
+      corsOrigins = parseCorsOrigins(raw.CORS_ORIGINS);
+    } catch (err) {
+      problems.push(`CORS_ORIGINS: ${(err as Error).message}`);
+    }
+  }
+  // Environment values are strings: the credential checks run even when another variable is bad.
+  const credentials = resolveCredentials(raw as CredentialEnv, problems);
   if (problems.length > 0) throw new ConfigError(`invalid configuration:\n  ${problems.join('\n  ')}`);
   const values = raw as EnvValues;
   if (redisClusterNodes && values.REDIS_URL !== undefined) throw new ConfigError(BOTH_TARGETS);
-  const hasKey = values.REDPOINT_API_KEY !== undefined;
-  const hasSecret = values.REDPOINT_JWT_SECRET !== undefined;
-  if (hasKey !== hasSecret) {
-    throw new ConfigError('set both REDPOINT_API_KEY and REDPOINT_JWT_SECRET (production) or neither (dev mode)');
-  }
-  const devMode = !hasKey;
+  const { devMode } = credentials;
   return {
     port: values.PORT,
     host: devMode ? '127.0.0.1' : values.HOST,
     redisUrl: values.REDIS_URL,
     redisClusterNodes,
-    apiKey: values.REDPOINT_API_KEY ?? DEV_API_KEY,
-    jwtSecret: values.REDPOINT_JWT_SECRET ?? DEV_JWT_SECRET,
+    apiKey: credentials.apiKey,
+    apiKeys: credentials.apiKeys,
+    jwtSecret: credentials.jwtSecret,
+    jwks: credentials.jwks,
+    jwtIssuer: values.REDPOINT_JWT_ISSUER,
+    jwtAudience: values.REDPOINT_JWT_AUDIENCE,
+    jwtMaxTtlSeconds: values.REDPOINT_JWT_MAX_TTL_SECONDS,
+    corsOrigins,
     devMode,
     largeGroupThreshold: values.LARGE_GROUP_THRESHOLD,
     snapshotEvery: values.SNAPSHOT_EVERY,

@@ -122,11 +122,12 @@ export class Ingest {
       for (const uid of m.mentions ?? []) h.candidates.add(uid);
     }
     const convs = [...heads.keys()];
-    const recorded = await Promise.all(
+    const recorded = await this.engine.recordMessages(
       convs.map((conv) => {
         const h = heads.get(conv);
-        return h ? this.engine.recordMessage(conv, h.seq, [...h.candidates], at) : null;
+        return { conv, seq: h?.seq ?? 0, candidates: h ? [...h.candidates] : [] };
       }),
+      at,
     );
     const byConv = new Map<string, RecordedMessage>();
     const lost = new Set<string>();

@@ -12,7 +12,7 @@ import { fileFixture } from '../helpers/file-fixture.js';
 import { freePort } from '../helpers/processes.js';
 import { REDIS_CLI_NOT_FOUND, startRedisCluster, type RedisCluster } from '../helpers/redis-cluster.js';
 import { findOnPath, REDIS_NOT_FOUND } from '../helpers/redis-server.js';
-import { join, message, rebuild, sorted } from './conformance-helpers.js';
+import { join, message, rebuild, sorted, recordOne } from './conformance-helpers.js';
 import { UNSEEN_EPOCH } from '../../server/engine/engine.js';
 import { engineConformance } from './conformance.js';
 import { holdScript, waitReady } from './waits.js';
@@ -98,7 +98,7 @@ describe('redis cluster engine', () => {
       const results = await engine.applyUserOps(uids.map((uid) => message(uid, 'c', 2)));
       expect(results.map((r) => r.state?.lastSeq)).toEqual(uids.map(() => 2));
       await engine.changeMembers('flushed', { add: ['x'], remove: [], threshold: 10 });
-      await engine.recordMessage('flushed', 1, []);
+      await recordOne(engine, 'flushed', 1, []);
       await Promise.all(probes.map((p) => p.script('FLUSH')));
       const shas = Object.values(loadScriptSources()).map((lua) => createHash('sha1').update(lua).digest('hex'));
       for (const p of probes) expect(await p.script('EXISTS', ...shas)).toEqual(shas.map(() => 0));

@@ -9,7 +9,7 @@ import { userKeys } from '../../server/engine/redis/keys.js';
 import { createRedisEngine, type RedisEngine } from '../../server/engine/redis/redis-engine.js';
 import { fileFixture } from '../helpers/file-fixture.js';
 import { REDIS_NOT_FOUND, startRedisServer, type RedisServer, type RedisServerOptions } from '../helpers/redis-server.js';
-import { join, message, mulberry32, read, rebuild, sorted } from './conformance-helpers.js';
+import { join, message, mulberry32, read, rebuild, sorted, recordOne } from './conformance-helpers.js';
 import { UNSEEN_EPOCH } from '../../server/engine/engine.js';
 import { randomizedOps } from './conformance-random.js';
 import { decodeRecord } from '../../server/engine/redis/codec.js';
@@ -99,7 +99,7 @@ describe('redis engine across restarts', () => {
   ] as const)('with AOF %s the data survives a %s under a new epoch; an old cursor gets a snapshot', async (aof, how) => {
     await withOwnRedis(aof, async (own, engine) => {
       await engine.changeMembers('c', { add: ['u'], remove: [], category: 'group', threshold: 500 });
-      await engine.recordMessage('c', 10, []);
+      await recordOne(engine, 'c', 10, []);
       await engine.applyUserOps([...ops(10), join('w', 'c')]);
       const before = await engine.userState('u');
       const other = await engine.position('w');
@@ -375,11 +375,13 @@ describe('redis engine scripts', () => {
       const body = await readFile(new URL(SCRIPTS[name].file, dir), 'utf8');
       // No script body rotates the epoch itself; it asks the prelude (currentEpoch, userMeta).
       expect(body, name).not.toMatch(/'e',\s*\w+,\s*'r'/);
+      const spec = SCRIPTS[name] as { flags?: string };
+      const shebang = spec.flags ? `#!lua flags=${spec.flags}\n` : '';
       if (userScripts.includes(name)) {
-        expect(sources[name], name).toBe(prelude + body);
+        expect(sources[name], name).toBe(shebang + prelude + body);
         expect(body, name).toMatch(/(userMeta|currentEpoch)\((keys\.meta|KEYS\[1\]), /);
       } else {
-        expect(sources[name], name).toBe(body);
+        expect(sources[name], name).toBe(shebang + body);
       }
     }
   });

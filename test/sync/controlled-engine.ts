@@ -7,7 +7,7 @@ export const STORE_CALLS = [
   'finishRewrite',
   'getConversation',
   'missingConversations',
-  'recordMessage',
+  'recordMessages',
   'heads',
   'applyUserOps',
   'pull',

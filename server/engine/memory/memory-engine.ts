@@ -9,6 +9,7 @@ import {
   type MembersChange,
   type MembersStep,
   type MemberTag,
+  type MessageRecord,
   type RecordedMessage,
   type Roster,
   type StoredPull,
@@ -109,7 +110,11 @@ export class MemoryEngine implements Engine {
     return convs.filter((conv) => !this.conversations.has(conv));
   }
 
-  async recordMessage(conv: string, seq: number, candidates: readonly string[], at?: number): Promise<RecordedMessage | null> {
+  async recordMessages(items: readonly MessageRecord[], at?: number): Promise<(RecordedMessage | null)[]> {
+    return items.map((item) => this.recordMessage(item, at));
+  }
+
+  private recordMessage({ conv, seq, candidates }: MessageRecord, at: number | undefined): RecordedMessage | null {
     const c = this.conversations.get(conv);
     if (!c) return null;
     const raised = seq > c.maxSeq;

@@ -1,5 +1,4 @@
 import { Cluster, Redis } from 'ioredis';
-import { nanoid } from 'nanoid';
 import { LIMITS } from '../../../protocol/limits.js';
 import type { Cursor, Snapshot } from '../../../protocol/types.js';
 import type { RedisTarget } from '../../redis-target.js';
@@ -11,6 +10,7 @@ import type {
   MembersChange,
   MembersStep,
   MemberTag,
+  MessageRecord,
   RecordedMessage,
   Roster,
   StoredPull,
@@ -24,7 +24,7 @@ import { convChannel, convKey, userChannel, userKeys, type UserKeys } from './ke
 import { publishCommand, RedisNotifications } from './redis-notifications.js';
 import { ClusterRuns, SingleRun, type RunTracker } from './runs.js';
 import { defineScripts, ensureScriptsLoaded, loadScriptSources, scriptShas, type ScriptedCluster, type ScriptedRedis, type ScriptName } from './scripts.js';
-import { userApplyArgs } from './user-ops.js';
+import { appendUserOps, opArgs } from './user-ops.js';
 
 /**
  * One Redis (`url`) or a Redis Cluster (`cluster`: seed nodes), plus the engine options.
@@ -36,12 +36,8 @@ export type RedisEngineOptions = EngineOptions & RedisTarget & { prefix?: string
 const READY_TIMEOUT_MS = 1_000;
 /** Conversations' `#`-fields; every other field of a conversation hash is a member. */
 const CONV_FIELD = '#';
-/** Candidates checked in the record script itself; more are checked right after it (still after the head was raised). */
-const CANDIDATES_PER_SCRIPT = 1_000;
 const DEFAULT_IDLE_SECONDS = 7 * 24 * 3600;
 
-/** Same length as the memory engine's epochs. */
-const newEpoch = (): string => nanoid(12);
 
 /**
  * The Redis engine. Each user step is ONE Lua script over keys sharing the user's hash tag
@@ -170,25 +166,33 @@ export class RedisEngine implements Engine {
     return convs.filter((_, i) => found[i] === 0);
   }
 
-  async recordMessage(conv: string, seq: number, candidates: readonly string[], at?: number): Promise<RecordedMessage | null> {
-    const key = convKey(this.prefix, conv);
-    const first = candidates.slice(0, CANDIDATES_PER_SCRIPT);
-    const reply = await this.client.convRecord(key, seq, at ?? '', convChannel(this.prefix, conv), this.publish, ...first);
-    if (reply === null) return null;
-    const parts = asArray(reply);
-    const info = convInfo(conv, [parts[0], parts[1], parts[2], parts[3], parts[4]].map(String));
-    const listed = asStrings(parts[5]);
-    if (!info.large) return { info, members: listed.filter((f) => !f.startsWith(CONV_FIELD)) };
-    // Checked after the head was raised, so still right: whoever joins after the raise starts at
-    // or above this seq and needs no op for it.
-    for (let i = CANDIDATES_PER_SCRIPT; i < candidates.length; i += CANDIDATES_PER_SCRIPT) {
-      const chunk = candidates.slice(i, i + CANDIDATES_PER_SCRIPT);
-      const tags = await this.client.hmget(key, ...chunk);
-      chunk.forEach((uid, j) => {
-        if (tags[j] != null) listed.push(uid);
-      });
-    }
-    return { info, members: listed };
+  async recordMessages(items: readonly MessageRecord[], at?: number): Promise<(RecordedMessage | null)[]> {
+    const out = new Array<RecordedMessage | null>(items.length).fill(null);
+    const atArg = at === undefined ? '' : at.toFixed(3);
+    await this.perServer(
+      items.map((item, i) => ({ key: convKey(this.prefix, item.conv), index: i })),
+      (i) => 3 + (items[i] as MessageRecord).candidates.length,
+      async (group, cluster) => {
+        const args: (string | number)[] = [this.prefix, atArg, this.publish, cluster ? '1' : '0'];
+        for (const { index } of group) {
+          const item = items[index] as MessageRecord;
+          args.push(item.conv, item.seq, item.candidates.length, ...item.candidates);
+        }
+        const reply = asArray(await this.client.convRecord((group[0] as Grouped).key, ...args));
+        return reply.map((part, j) => {
+          const index = (group[j] as Grouped).index;
+          if (part === 0) return { index, done: true };
+          if (part === MOVED) return { index, done: false };
+          const p = asArray(part);
+          const conv = (items[index] as MessageRecord).conv;
+          const info = convInfo(conv, [p[0], p[1], p[2], p[3], p[4]].map((x) => (x === null || x === undefined ? undefined : String(x))));
+          const listed = asStrings(p[5]);
+          out[index] = { info, members: info.large ? listed : listed.filter((f) => !f.startsWith(CONV_FIELD)) };
+          return { index, done: true };
+        });
+      },
+    );
+    return out;
   }
 
   async heads(convs: readonly string[]): Promise<Map<string, number>> {
@@ -203,8 +207,8 @@ export class RedisEngine implements Engine {
   }
 
   async applyUserOps(ops: readonly UserOp[], options: ApplyOptions = {}): Promise<UserOpResult[]> {
-    // One script per user, carrying that user's ops in order; issued together so that
-    // auto-pipelining sends them in one round trip.
+    // Each user's ops in order, in one step; the users of one server (all of them on one Redis)
+    // in one script call.
     const byUser = new Map<string, number[]>();
     ops.forEach((op, i) => {
       const list = byUser.get(op.uid);
@@ -212,23 +216,46 @@ export class RedisEngine implements Engine {
       else byUser.set(op.uid, [i]);
     });
     const results = new Array<UserOpResult>(ops.length);
+    const users = [...byUser];
     const at = options.at === undefined ? '' : options.at.toFixed(3);
-    await Promise.all(
-      [...byUser].map(async ([uid, indexes]) => {
-        const mine = indexes.map((i) => ops[i] as UserOp);
-        const reply = asArray(await this.userScript(uid, (runId, k) => this.client.userApply(...userApplyKeys(k), ...this.applyArgs(uid, runId, at), ...userApplyArgs(mine))));
-        const epoch = asString(reply[0]);
-        indexes.forEach((opIndex, j) => {
-          const o = 1 + j * 4;
-          results[opIndex] = {
-            changed: asNumber(reply[o]) === 1,
-            member: asNumber(reply[o + 1]) === 1,
-            epoch,
-            version: asNumber(reply[o + 2]),
-            state: decodeState(asString(reply[o + 3])),
-          };
-        });
-      }),
+    await this.perServer(
+      users.map(([uid], i) => ({ key: userKeys(this.prefix, uid).meta, index: i })),
+      (i) => 2 + (users[i] as [string, number[]])[1].reduce((n, opIndex) => n + opArgs(ops[opIndex] as UserOp), 0),
+      async (group, cluster) => {
+        const first = group[0] as Grouped;
+        const reply = asArray(
+          await this.runs.userScript(first.key, (runId) => {
+            const args: (string | number)[] = [runId, this.prefix, this.options.snapshotEvery, this.options.streamMaxLen, LIMITS.mentionSeqsPerConversation, this.idleSeconds, this.publish, at, Math.floor(Date.now() / 1000), cluster ? '1' : '0'];
+            for (const { index } of group) {
+              const [uid, indexes] = users[index] as [string, number[]];
+              args.push(uid, indexes.length);
+              appendUserOps(args, indexes.map((i) => ops[i] as UserOp));
+            }
+            return this.client.userApply(first.key, ...args);
+          }),
+        );
+        const done: { index: number; done: boolean }[] = [];
+        let r = 0;
+        for (const { index } of group) {
+          if (r >= reply.length || reply[r] === MOVED) {
+            done.push({ index, done: false });
+            continue;
+          }
+          const epoch = asString(reply[r++]);
+          for (const opIndex of (users[index] as [string, number[]])[1]) {
+            results[opIndex] = {
+              changed: asNumber(reply[r]) === 1,
+              member: asNumber(reply[r + 1]) === 1,
+              epoch,
+              version: asNumber(reply[r + 2]),
+              state: decodeState(asString(reply[r + 3])),
+            };
+            r += 4;
+          }
+          done.push({ index, done: true });
+        }
+        return done;
+      },
     );
     return results;
   }
@@ -238,7 +265,6 @@ export class RedisEngine implements Engine {
       await this.userScript(uid, (runId, k) =>
         this.client.pull(
           ...userApplyKeys(k),
-          newEpoch(),
           runId,
           since ? since.epoch : '-',
           since?.version ?? 0,
@@ -266,12 +292,12 @@ export class RedisEngine implements Engine {
   }
 
   async position(uid: string): Promise<Cursor> {
-    const reply = asArray(await this.userScript(uid, (runId, k) => this.client.position(k.meta, newEpoch(), runId)));
+    const reply = asArray(await this.userScript(uid, (runId, k) => this.client.position(k.meta, runId)));
     return { epoch: asString(reply[0]), version: asNumber(reply[1]) };
   }
 
   async userState(uid: string): Promise<StoredUserState> {
-    const reply = asArray(await this.userScript(uid, (runId, k) => this.client.userState(k.meta, k.records, newEpoch(), runId)));
+    const reply = asArray(await this.userScript(uid, (runId, k) => this.client.userState(k.meta, k.records, runId)));
     const records = asStrings(reply[2]);
     const states = [];
     for (let i = 0; i + 1 < records.length; i += 2) {
@@ -335,31 +361,75 @@ export class RedisEngine implements Engine {
     }
   }
 
+  /**
+   * Runs `call` once per server for the items whose key it holds (one Redis: all of them), in
+   * parallel, in chunks of at most MAX_SCRIPT_ARGS arguments (by `weight`): a burst never builds
+   * an unbounded command, nor a script that holds Redis for long. On a cluster a slot may move
+   * between grouping and running: an item the script found elsewhere comes back not done, and goes
+   * again on its own (routed by its own key).
+   */
+  private async perServer(
+    items: Grouped[],
+    weight: (index: number) => number,
+    call: (group: Grouped[], cluster: boolean) => Promise<{ index: number; done: boolean }[]>,
+  ): Promise<void> {
+    if (items.length === 0) return;
+    const cluster = this.client instanceof Cluster;
+    const groups = new Map<string, Grouped[][]>();
+    const budget = new Map<string, number>();
+    for (const item of items) {
+      const server = cluster ? this.runs.serverOf(item.key) || `?${item.index}` : '';
+      const w = weight(item.index);
+      let chunks = groups.get(server);
+      if (!chunks) groups.set(server, (chunks = [[]]));
+      let last = chunks[chunks.length - 1] as Grouped[];
+      if (last.length > 0 && (budget.get(server) ?? 0) + w > MAX_SCRIPT_ARGS) {
+        chunks.push((last = []));
+        budget.set(server, 0);
+      }
+      last.push(item);
+      budget.set(server, (budget.get(server) ?? 0) + w);
+    }
+    await Promise.all(
+      [...groups.values()].flat().map(async (group) => {
+        const outcome = await call(group, cluster);
+        const again = outcome.filter((o) => !o.done).map((o) => group.find((g) => g.index === o.index) as Grouped);
+        await Promise.all(
+          again.map(async (item) => {
+            const [retry] = await call([item], cluster);
+            if (!retry?.done) throw new Error(`Redis Cluster: the slot of ${item.key} keeps moving; outcome unknown`);
+          }),
+        );
+      }),
+    );
+  }
+
   /** Runs a script that reads or creates a user's epoch: see RunTracker.userScript. */
   private userScript(uid: string, script: (runId: string, keys: UserKeys) => Promise<Reply>): Promise<Reply> {
     const keys = userKeys(this.prefix, uid);
     return this.runs.userScript(keys.meta, (runId) => script(runId, keys));
-  }
-
-  private applyArgs(uid: string, runId: string, at: string): (string | number)[] {
-    return [
-      newEpoch(),
-      runId,
-      this.options.snapshotEvery,
-      this.options.streamMaxLen,
-      LIMITS.mentionSeqsPerConversation,
-      this.idleSeconds,
-      userChannel(this.prefix, uid),
-      this.publish,
-      at,
-      Math.floor(Date.now() / 1000),
-    ];
   }
 }
 
 export function createRedisEngine(options: RedisEngineOptions): Promise<RedisEngine> {
   return RedisEngine.create(options);
 }
+
+/** An item of a per-server call: the key that places it, and its position in the caller's list. */
+interface Grouped {
+  key: string;
+  index: number;
+}
+
+/**
+ * Arguments of one script call, at most (an item larger than this still goes, alone): bounded so
+ * that no burst builds an unbounded command (spreading arguments overflows the call stack near
+ * 100k) and no single script holds Redis for long.
+ */
+const MAX_SCRIPT_ARGS = 4_096;
+
+/** What a script puts in its reply where an item's keys turned out not to be on its server. */
+const MOVED = 'moved';
 
 function userApplyKeys(k: UserKeys): string[] {
   return [k.meta, k.records, k.stream, k.snapshot, k.large];

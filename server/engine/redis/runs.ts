@@ -14,6 +14,11 @@ export interface RunTracker {
   userScript(key: string, script: (runId: string) => Promise<Reply>): Promise<Reply>;
   /** The servers holding user data (the masters, on a cluster); throws when that set is not known. */
   masters(): Redis[];
+  /**
+   * Which server holds `key` now, as a name to group keys by (one script may carry the keys of
+   * one server). '' when not known (a cluster mid-failover): such keys go one by one.
+   */
+  serverOf(key: string): string;
   /** Resolves once the run id of every master is known; rejects by `deadline` or on a real error (INFO denied). */
   learnAll(deadline: number): Promise<void>;
   /** Fails the waiters: the engine is closing. */
@@ -86,6 +91,10 @@ export class SingleRun implements RunTracker {
 
   masters(): Redis[] {
     return [this.client];
+  }
+
+  serverOf(): string {
+    return 'redis';
   }
 
   async learnAll(deadline: number): Promise<void> {
@@ -210,6 +219,10 @@ export class ClusterRuns implements RunTracker {
       if (now?.id !== run.id) throw new Error(`${IN_FLIGHT} (Redis Cluster: the master of slot ${slot} changed or reconnected)`);
     }
     return reply;
+  }
+
+  serverOf(key: string): string {
+    return this.cluster.slots[keySlot(key)]?.[0] ?? '';
   }
 
   masters(): Redis[] {

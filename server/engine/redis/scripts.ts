@@ -10,6 +10,11 @@ interface ScriptSpec {
   keys: number;
   /** Shared Lua (under lua/lib/) prepended to the script body, in this order. */
   prelude?: readonly string[];
+  /**
+   * Script flags (a `#!lua flags=...` first line). `allow-cross-slot-keys`: the script may touch
+   * keys of several slots of the one master it runs on (Redis 7); it reaches the others by name.
+   */
+  flags?: string;
 }
 
 /** The prelude of every user script: userMeta, the record/state codecs, snapshots (lib/user.lua). */
@@ -17,12 +22,12 @@ const USER = ['lib/user.lua'] as const;
 
 /** Every Lua script, by the name ioredis defines it under, and its number of KEYS. */
 export const SCRIPTS = {
-  userApply: { file: 'user_apply.lua', keys: 5, prelude: USER },
+  userApply: { file: 'user_apply.lua', keys: 1, prelude: USER, flags: 'allow-cross-slot-keys' },
   pull: { file: 'pull.lua', keys: 5, prelude: USER },
   userState: { file: 'user_state.lua', keys: 2, prelude: USER },
   position: { file: 'position.lua', keys: 1, prelude: USER },
   convMembers: { file: 'conv_members.lua', keys: 1 },
-  convRecord: { file: 'conv_record.lua', keys: 1 },
+  convRecord: { file: 'conv_record.lua', keys: 1, flags: 'allow-cross-slot-keys' },
   convFinishRewrite: { file: 'conv_finish_rewrite.lua', keys: 1 },
 } as const satisfies Record<string, ScriptSpec>;
 
@@ -60,7 +65,8 @@ export function loadScriptSources(): Record<ScriptName, string> {
   const out = {} as Record<ScriptName, string>;
   for (const name of Object.keys(SCRIPTS) as ScriptName[]) {
     const spec: ScriptSpec = SCRIPTS[name];
-    out[name] = [...(spec.prelude ?? []), spec.file].map((file) => readLua(dir, file)).join('');
+    const shebang = spec.flags ? `#!lua flags=${spec.flags}\n` : '';
+    out[name] = shebang + [...(spec.prelude ?? []), spec.file].map((file) => readLua(dir, file)).join('');
   }
   return out;
 }

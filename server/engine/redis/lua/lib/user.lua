@@ -11,25 +11,32 @@ local function int(n) return string.format('%d', n) end
 -- engine.ts UNSEEN_EPOCH. Asking about such a user writes nothing.
 local UNSEEN = '0'
 
--- The epoch (engine.ts "Epochs and the Redis run"): valid only under the Redis run it was last
--- used in, since a Redis that lost its last writes keeps the epoch but its version goes back. So
--- the user's first script in a new run starts a new epoch (the candidate: Lua cannot make random
--- ids). No epoch at all: the user is unseen, and nothing is written.
-local function currentEpoch(metaKey, epoch, runIdThen, candidateEpoch, runId)
+-- A new epoch: 12 hex characters, unique to this user, run and moment (an epoch only has to
+-- differ from every earlier one of the user; it is never UNSEEN, which is 1 character long).
+local function newEpoch(metaKey, runId)
+  local t = redis.call('TIME')
+  return string.sub(redis.sha1hex(runId .. '|' .. metaKey .. '|' .. t[1] .. '.' .. t[2]), 1, 12)
+end
+
+-- The epoch (redis-engine.ts "Epochs and the Redis run"): valid only under the Redis run it was
+-- last used in, since a Redis that lost its last writes keeps the epoch but its version goes
+-- back. So the user's first script in a new run starts a new epoch. No epoch at all: the user is
+-- unseen, and nothing is written.
+local function currentEpoch(metaKey, epoch, runIdThen, runId)
   if not epoch then return UNSEEN end
   if runIdThen ~= runId then
-    redis.call('HSET', metaKey, 'e', candidateEpoch, 'r', runId)
-    return candidateEpoch
+    epoch = newEpoch(metaKey, runId)
+    redis.call('HSET', metaKey, 'e', epoch, 'r', runId)
   end
   return epoch
 end
 
--- userMeta(metaKey, candidateEpoch, runId, field...): one HMGET of the user's meta hash (epoch,
--- run id, version and the extra fields named). Returns whether the user exists, the epoch
--- (currentEpoch), the version (0 when none) and the extra fields' raw values (false when absent).
-local function userMeta(metaKey, candidateEpoch, runId, ...)
+-- userMeta(metaKey, runId, field...): one HMGET of the user's meta hash (epoch, run id, version and
+-- the extra fields named). Returns whether the user exists, the epoch (currentEpoch), the version
+-- (0 when none) and the extra fields' raw values (false when absent).
+local function userMeta(metaKey, runId, ...)
   local meta = redis.call('HMGET', metaKey, 'e', 'r', 'v', ...)
-  local epoch = currentEpoch(metaKey, meta[1], meta[2], candidateEpoch, runId)
+  local epoch = currentEpoch(metaKey, meta[1], meta[2], runId)
   return meta[1] ~= false, epoch, tonumber(meta[3] or '0'), unpack(meta, 4)
 end
 

@@ -2,10 +2,12 @@ import type { ConvState, ConvView, UnreadSummary } from './types.js';
 
 /**
  * Derivations shared by server and client so that both compute unread and totals the same way.
+ * Conversation ids and categories are keys here, and `__proto__`, `constructor` or `toString`
+ * are valid ones: keyed records are read through own properties only and built without a prototype.
  */
 export function effectiveLastSeq(state: ConvState, heads: Readonly<Record<string, number>>): number {
   if (!state.large) return state.lastSeq;
-  return Math.max(state.lastSeq, heads[state.conv] ?? 0);
+  return Math.max(state.lastSeq, Object.hasOwn(heads, state.conv) ? (heads[state.conv] ?? 0) : 0);
 }
 
 export function isVisible(state: ConvState, heads: Readonly<Record<string, number>>): boolean {
@@ -36,7 +38,7 @@ export function summarize(
   heads: Readonly<Record<string, number>>,
 ): UnreadSummary {
   const conversations: ConvView[] = [];
-  const categories: Record<string, number> = {};
+  const categories: Record<string, number> = Object.create(null) as Record<string, number>;
   let total = 0;
   let mentions = 0;
   for (const state of states) {

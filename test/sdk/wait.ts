@@ -42,12 +42,14 @@ export async function convergedWith(client: RedpointClient, expected: () => Prom
   const off = client.on('change', () => changes++);
   try {
     for (;;) {
-      const state = await until(client, synced, `${what} synced`, left());
+      await until(client, synced, `${what} synced`, left());
       // Counted before the fetch: a change while it is in flight sends us round again at once.
       const seen = changes;
       const wanted = JSON.stringify(await expected());
-      const last = JSON.stringify(shown(client.state));
-      if (synced(client.state) && last === wanted) return state;
+      // The state now, not the one before the fetch: that is what was compared.
+      const state = client.state;
+      const last = JSON.stringify(shown(state));
+      if (synced(state) && last === wanted) return state;
       if (Date.now() > deadline) throw new Error(`${what} did not converge:\n client ${last}\n wanted ${wanted}`);
       await until(client, () => changes > seen, `a change of ${what}`, left()).catch(() => undefined);
     }

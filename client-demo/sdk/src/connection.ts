@@ -144,6 +144,9 @@ export class Connection {
       this.hooks.welcomed(frame);
       return;
     }
+    // The server says welcome first; anything else before it belongs to no session (and must
+    // not pass for the answer to the hello).
+    if (!this.welcomed) return;
     if (REPLIES.has(frame.t)) {
       const id = (frame as { id?: number }).id;
       // Without an id: the sync that answers hello, or the error saying it failed.

@@ -1,11 +1,10 @@
-import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { chromium, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core';
+import type { BrowserContext, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEV_API_KEY, DEV_JWT_SECRET } from '../../server/config.js';
 import type { RedpointState } from '../../client-demo/sdk/src/index.js';
+import { launchChromium, type Chromium } from '../helpers/chromium.js';
 import { startHarness, type Harness } from '../sdk/harness.js';
 import { shown, truth } from '../sdk/wait.js';
 
@@ -14,8 +13,6 @@ import { shown, truth } from '../sdk/wait.js';
  * storage, separate sockets) against a real server in dev mode. Fails, never skips, without
  * Chromium: install it with `apt-get install -y chromium`.
  */
-const CHROMIUM = '/usr/bin/chromium';
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 const ARTIFACTS = join(process.cwd(), 'test-artifacts');
 const UID = 'alice';
 
@@ -25,30 +22,24 @@ interface DemoGlobals {
 }
 
 let h: Harness;
-let browser: Browser;
-let profile: string;
+let chromium: Chromium;
 const contexts: BrowserContext[] = [];
 const pageErrors: string[] = [];
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} not found: the browser test needs Debian's chromium (apt-get install -y chromium)`);
   h = await startHarness({ config: { devMode: true, apiKey: DEV_API_KEY, jwtSecret: DEV_JWT_SECRET } });
-  profile = await mkdtemp(join(tmpdir(), 'redpoint-chromium-'));
-  // launch() runs Chromium on a fresh temporary profile of its own; the persistent-context
-  // form is not used because two devices need two separate storages (two contexts).
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS, env: { ...process.env, HOME: profile } });
+  chromium = await launchChromium();
   await mkdir(ARTIFACTS, { recursive: true });
 });
 
 afterAll(async () => {
   await Promise.all(contexts.map((c) => c.close()));
-  await browser?.close();
+  await chromium?.close();
   await h?.close();
-  if (profile) await rm(profile, { recursive: true, force: true });
 });
 
 async function openDevice(device: string): Promise<Page> {
-  const context = await browser.newContext({ viewport: { width: 1200, height: 780 } });
+  const context = await chromium.browser.newContext({ viewport: { width: 1200, height: 780 } });
   contexts.push(context);
   const page = await context.newPage();
   page.on('pageerror', (err) => pageErrors.push(`${device}: ${err.message}`));

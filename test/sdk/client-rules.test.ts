@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ServerFrame, SettingsFrame } from '../../protocol/frames.js';
-import type { Timers } from '../../client-demo/sdk/src/index.js';
+import { recordingTimers } from './recording-timers.js';
 import { sdkSuite } from './harness.js';
 import { newTap, type Tap } from './tap.js';
 import { convergedTo, unreadOf, until } from './wait.js';
@@ -9,19 +9,6 @@ import { convergedTo, unreadOf, until } from './wait.js';
 const { h, started, client } = sdkSuite();
 
 const settingsFrames = (tap: Tap) => tap.sent.map((s) => s.frame).filter((f): f is SettingsFrame => f.t === 'settings');
-
-/** Real timers that remember every delay asked for. */
-function recordingTimers(): Timers & { delays: number[] } {
-  const delays: number[] = [];
-  return {
-    delays,
-    setTimeout: (fn, ms) => {
-      delays.push(ms);
-      return setTimeout(fn, ms);
-    },
-    clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
-  };
-}
 
 describe('errors', () => {
   it("an error without an id after welcome (the hello's sync failed) is answered with pulls that back off", async () => {

@@ -2,8 +2,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Backoff, MemoryCache, RedpointClient, type ClientOptions, type StatusEvent, type Timers } from '../../client-demo/sdk/src/index.js';
+import { Backoff, MemoryCache, RedpointClient, type ClientOptions, type StatusEvent } from '../../client-demo/sdk/src/index.js';
 import { FileCache } from '../../client-demo/sdk/src/file.js';
+import { recordingTimers } from './recording-timers.js';
 import { sdkSuite, startHarness } from './harness.js';
 import { newTap, tapped } from './tap.js';
 import { convergedTo, synced, unreadOf, until } from './wait.js';
@@ -22,19 +23,6 @@ afterAll(async () => {
 /** A client that retries fast. */
 function client(uid: string, extra: Partial<ClientOptions> = {}): RedpointClient {
   return suite.client(uid, { backoff: { baseMs: 20, maxMs: 100 }, ...extra });
-}
-
-/** Real timers that remember every delay asked for. */
-function recordingTimers(): Timers & { delays: number[] } {
-  const delays: number[] = [];
-  return {
-    delays,
-    setTimeout: (fn, ms) => {
-      delays.push(ms);
-      return setTimeout(fn, ms);
-    },
-    clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
-  };
 }
 
 async function dm(name: string, unread: number): Promise<void> {

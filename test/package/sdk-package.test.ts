@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RedpointState, StatusEvent } from '../../client-demo/sdk/src/index.js';
 import { launchChromium, type Chromium } from '../helpers/chromium.js';
 import { startHarness, type Harness } from '../sdk/harness.js';
+import { untilServerSockets } from '../sdk/server-sockets.js';
 import { shown, truth } from '../sdk/wait.js';
 import { packAndInstall, TOOLS, type PackedSdk } from './packed-sdk.js';
 import { servePage, type PageServer } from './page-server.js';
@@ -134,19 +135,6 @@ describe('in Chromium, bundled from the tarball', () => {
     }
   }
 
-  async function serverSockets(): Promise<number> {
-    const text = (await h.request('GET', '/metrics', { auth: 'none' })).text;
-    return Number(/^redpoint_ws_connections (\d+)$/m.exec(text)?.[1] ?? NaN);
-  }
-
-  async function untilServerSockets(n: number): Promise<void> {
-    const deadline = Date.now() + 5000;
-    while ((await serverSockets()) !== n) {
-      if (Date.now() > deadline) throw new Error(`the server has ${await serverSockets()} WebSockets, not ${n}`);
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
-  }
-
   it('three tabs: one WebSocket on the server, all converge, and a closed leader hands over within a second', async () => {
     const uid = 'tabs-alice';
     await h.members('dm', { add: [uid, 'bob'], category: 'private' });
@@ -160,7 +148,7 @@ describe('in Chromium, bundled from the tarball', () => {
     const tabs: Page[] = [];
     for (let tab = 0; tab < 3; tab++) tabs.push(await open(context, uid, ['dm', 'team'], (at) => sockets.push({ tab, at })));
     await converged(tabs, uid);
-    await untilServerSockets(1);
+    await untilServerSockets(h, 1);
     expect(sockets.map((s) => s.tab)).toEqual([0]);
 
     // Live pushes reach every tab; a read in a follower goes through the leader.
@@ -187,13 +175,13 @@ describe('in Chromium, bundled from the tarball', () => {
     console.log(`leader tab closed: the other two tabs SYNCED through the new leader after ${handover} ms (${backAt.map((t) => t - closedAt).join(', ')} ms)`);
     expect(handover).toBeLessThan(1000);
     expect(sockets.filter((s) => s.at >= closedAt)).toHaveLength(1);
-    await untilServerSockets(1);
+    await untilServerSockets(h, 1);
     await h.post({ conv: 'team', seq: 2, sender: 'bob' });
     await converged(rest, uid);
     await rest[1]?.evaluate(() => (globalThis as unknown as PageGlobals).rp.client.markRead('team'));
     await converged(rest, uid);
     expect((await h.unread(uid)).total).toBe(0);
-    await untilServerSockets(1);
+    await untilServerSockets(h, 1);
     expect(pageErrors).toEqual([]);
   });
 

@@ -1,16 +1,16 @@
 import type { Logger } from 'pino';
 import { Authenticator } from './auth/tokens.js';
-import { defaultWsOptions, type Config } from './config.js';
+import { DEV_API_KEY, defaultWsOptions, type Config } from './config.js';
 import type { Engine } from './engine/engine.js';
 import { createEngine } from './engine/create-engine.js';
 import { registerApiRoutes } from './gateway/api-routes.js';
+import { enableCors } from './gateway/cors.js';
 import { registerDemoRoutes } from './gateway/demo-routes.js';
-import { HttpRouter } from './gateway/http.js';
+import { HttpRouter, type Method } from './gateway/http.js';
+import { registerOpenApiRoute } from './gateway/openapi-route.js';
 import { registerOpsRoutes } from './gateway/ops-routes.js';
 import { closeApp, uws, type us_listen_socket } from './gateway/uws.js';
 import { Metrics } from './metrics/metrics.js';
-import type { Bus } from './pubsub/bus.js';
-import { RedisBus } from './pubsub/redis-bus.js';
 import { redisTargetOf } from './redis-target.js';
 import { WsGateway } from './gateway/ws-gateway.js';
 import { SyncService } from './sync/sync-service.js';
@@ -21,6 +21,8 @@ export interface RunningServer {
   readonly sync: SyncService;
   readonly metrics: Metrics;
   readonly gateway: WsGateway;
+  /** The HTTP routes it serves (method, pattern), CORS preflights included. */
+  readonly routes: ReadonlyArray<{ method: Method; pattern: string }>;
   /** Stop accepting, let in-flight work finish, close the store. Idempotent. */
   close(): Promise<void>;
 }
@@ -28,7 +30,7 @@ export interface RunningServer {
 /** Builds and starts one Redpoint process: engine, sync service, HTTP routes. */
 export async function startServer(config: Config, log: Logger, engine?: Engine): Promise<RunningServer> {
   // One Redis or a Redis Cluster (never both: that throws here, before anything starts).
-  const redis = redisTargetOf(config);
+  redisTargetOf(config);
   const store =
     engine ??
     (await createEngine({
@@ -36,6 +38,7 @@ export async function startServer(config: Config, log: Logger, engine?: Engine):
       redisClusterNodes: config.redisClusterNodes,
       snapshotEvery: config.snapshotEvery,
       streamMaxLen: config.streamMaxLen,
+      ...(config.streamIdleSeconds !== undefined ? { streamIdleSeconds: config.streamIdleSeconds } : {}),
     }));
   const metrics = new Metrics();
   const sync = new SyncService(store, { largeGroupThreshold: config.largeGroupThreshold });
@@ -46,17 +49,17 @@ export async function startServer(config: Config, log: Logger, engine?: Engine):
     if (stats.userOps > 0) metrics.storeLatency.observe({ op: 'apply_user_ops' }, stats.applySeconds);
   };
   sync.onStoreCall = (op, seconds) => metrics.storeLatency.observe({ op }, seconds);
-  const auth = new Authenticator(config.jwtSecret, config.apiKey);
+  const auth = Authenticator.fromConfig(config, (err) => log.warn({ err: err.message }, 'cannot load the JWK Set of user tokens'));
   const app = uws.App();
   const router = new HttpRouter(app, metrics, log);
-  // One process on the memory engine: nothing to cross, so no bus.
-  const bus: Bus | null = redis ? new RedisBus(redis) : null;
-  const gateway = new WsGateway(app, bus, sync, auth, metrics, log, { ...defaultWsOptions, ...config.ws });
+  const gateway = new WsGateway(app, sync, auth, metrics, log, { ...defaultWsOptions, ...config.ws });
   const apiPaths = registerApiRoutes(router, { sync, auth, metrics });
   const opsPaths = registerOpsRoutes(router, { engine: store, metrics });
+  const docPaths = registerOpenApiRoute(router);
   // The demo page and its token minting exist only with the published dev credentials (loopback).
-  const demoPaths = config.devMode ? registerDemoRoutes(router, { auth, apiKey: config.apiKey, log }) : [];
-  router.fallback([...apiPaths, ...opsPaths, ...demoPaths]);
+  const demoPaths = config.devMode ? registerDemoRoutes(router, { auth, apiKey: config.apiKey ?? DEV_API_KEY, log }) : [];
+  if (config.corsOrigins) enableCors(router, config.corsOrigins, [...apiPaths, ...docPaths]);
+  router.fallback([...apiPaths, ...opsPaths, ...docPaths, ...demoPaths]);
 
   let listenSocket: us_listen_socket;
   try {
@@ -69,7 +72,6 @@ export async function startServer(config: Config, log: Logger, engine?: Engine):
   } catch (err) {
     // Nothing was served yet: release the store connections this call opened.
     gateway.shutdown();
-    await bus?.close();
     if (!engine) await store.close();
     closeApp(app);
     throw err;
@@ -85,11 +87,10 @@ export async function startServer(config: Config, log: Logger, engine?: Engine):
       uws.us_listen_socket_close(listenSocket);
       gateway.shutdown();
       await sync.idle();
-      await bus?.close();
       await store.close();
       closeApp(app);
     })();
     return closing;
   };
-  return { port, engine: store, sync, metrics, gateway, close };
+  return { port, engine: store, sync, metrics, gateway, routes: router.routes, close };
 }

@@ -13,7 +13,11 @@ export interface EngineSelection extends EngineOptions {
  * Redis module is loaded only when used.
  */
 export async function createEngine(selection: EngineSelection): Promise<Engine> {
-  const options: EngineOptions = { snapshotEvery: selection.snapshotEvery, streamMaxLen: selection.streamMaxLen };
+  const options: EngineOptions = {
+    snapshotEvery: selection.snapshotEvery,
+    streamMaxLen: selection.streamMaxLen,
+    ...(selection.streamIdleSeconds !== undefined ? { streamIdleSeconds: selection.streamIdleSeconds } : {}),
+  };
   const target = redisTargetOf(selection);
   if (!target) return new MemoryEngine(options);
   const { createRedisEngine } = await import('./redis/redis-engine.js');

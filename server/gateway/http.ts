@@ -17,6 +17,10 @@ export interface RequestContext {
   body: unknown;
   /** What the route's `authorize` returned: the authenticated user id, or null for the API key. */
   subject: string | null;
+  /** The name of the API key that authenticated the request (logged), if one did. */
+  apiKeyName: string | null;
+  /** The request's Origin header ('' without one): what CORS decides on. */
+  origin: string;
   requestId: string;
 }
 
@@ -25,6 +29,8 @@ export interface Reply {
   body: unknown;
   /** Raw text reply (e.g. Prometheus exposition) instead of JSON/MessagePack. */
   text?: { contentType: string; content: string };
+  /** Extra response headers (lower-case names). */
+  headers?: Readonly<Record<string, string>>;
 }
 
 export type Handler = (ctx: RequestContext) => Promise<Reply>;
@@ -41,7 +47,7 @@ export interface RouteOptions {
   name?: string;
 }
 
-type Method = 'get' | 'post' | 'put' | 'del';
+export type Method = 'get' | 'post' | 'put' | 'del' | 'options';
 
 let requestCounter = 0;
 
@@ -51,6 +57,10 @@ let requestCounter = 0;
  */
 export class HttpRouter {
   private closing = false;
+  /** Every route registered, in order: what the contract test compares with the OpenAPI document. */
+  readonly routes: Array<{ method: Method; pattern: string }> = [];
+  /** Headers added to every reply, errors and 404/405 included (CORS). */
+  responseHeaders: ((ctx: RequestContext) => Readonly<Record<string, string>> | undefined) | undefined;
 
   constructor(
     private readonly app: TemplatedApp,
@@ -66,6 +76,7 @@ export class HttpRouter {
   route(method: Method, pattern: string, handler: Handler, options: RouteOptions = {}): void {
     const paramCount = (pattern.match(/\/:/g) ?? []).length;
     const name = options.name ?? pattern;
+    this.routes.push({ method, pattern });
     this.app[method](pattern, (res, req) => this.handle(res, req, handler, paramCount, name, options));
   }
 
@@ -120,13 +131,18 @@ export class HttpRouter {
       wantsMsgpack: req.getHeader('accept').includes('application/msgpack'),
       body: undefined,
       subject: null,
+      apiKeyName: null,
+      origin: req.getHeader('origin'),
       requestId: req.getHeader('x-request-id') || `r${(++requestCounter).toString(36)}`,
     };
   }
 
   private finish(res: HttpResponse, state: AbortState, ctx: RequestContext, name: string, started: number, reply: Reply): void {
     const status = reply.status ?? 200;
-    this.log.debug({ requestId: ctx.requestId, method: ctx.method, url: ctx.url, status, ms: performance.now() - started }, 'request');
+    this.log.debug(
+      { requestId: ctx.requestId, method: ctx.method, url: ctx.url, status, ms: performance.now() - started, ...(ctx.apiKeyName ? { apiKey: ctx.apiKeyName } : {}) },
+      'request',
+    );
     this.metrics.httpRequests.inc({ route: name, status: String(status) });
     this.metrics.httpDuration.observe({ route: name }, (performance.now() - started) / 1000);
     if (state.aborted) return;
@@ -142,8 +158,10 @@ export class HttpRouter {
       contentType = 'application/json';
       payload = JSON.stringify(reply.body);
     }
+    const headers = { ...this.responseHeaders?.(ctx), ...reply.headers };
     res.cork(() => {
       res.writeStatus(statusLine(status)).writeHeader('content-type', contentType).writeHeader('x-request-id', ctx.requestId);
+      for (const [header, value] of Object.entries(headers)) res.writeHeader(header, value);
       // A body may still be streaming in (oversize, or refused before it was read): close rather
       // than read the rest.
       res.end(payload, state.bodyPending === true);
@@ -227,6 +245,7 @@ function parseBody(raw: Buffer, contentType: string): unknown {
 
 const STATUS_TEXT: Record<number, string> = {
   200: 'OK',
+  204: 'No Content',
   400: 'Bad Request',
   401: 'Unauthorized',
   403: 'Forbidden',

@@ -25,6 +25,12 @@ export class Metrics {
     labelNames: ['code'] as const,
     registers: [this.registry],
   });
+  readonly apiKeyRequests = new Counter({
+    name: 'redpoint_api_key_requests_total',
+    help: 'Requests authenticated with an API key, by key name (shows when a rotated-out key is no longer used)',
+    labelNames: ['key'] as const,
+    registers: [this.registry],
+  });
   readonly ingestMessages = new Counter({
     name: 'redpoint_ingest_messages_total',
     help: 'Messages applied',

@@ -1,12 +1,12 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { BrowserContext, Locator, Page } from 'playwright-core';
+import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEV_API_KEY, DEV_JWT_SECRET } from '../../server/config.js';
 import type { RedpointState } from '../../client-demo/sdk/src/index.js';
-import { launchChromium, type Chromium } from '../helpers/chromium.js';
 import { startHarness, type Harness } from '../sdk/harness.js';
 import { shown, truth } from '../sdk/wait.js';
+import { launchChromium, type LaunchedBrowser } from './chromium.js';
 
 /**
  * The demo page in real Chromium, as two devices of one user (two browser contexts: separate
@@ -22,13 +22,16 @@ interface DemoGlobals {
 }
 
 let h: Harness;
-let chromium: Chromium;
+let chromium: LaunchedBrowser;
+let browser: Browser;
 const contexts: BrowserContext[] = [];
 const pageErrors: string[] = [];
 
 beforeAll(async () => {
   h = await startHarness({ config: { devMode: true, apiKey: DEV_API_KEY, jwtSecret: DEV_JWT_SECRET } });
+  // Not a persistent context: two devices need two separate storages (two contexts).
   chromium = await launchChromium();
+  browser = chromium.browser;
   await mkdir(ARTIFACTS, { recursive: true });
 });
 
@@ -39,7 +42,7 @@ afterAll(async () => {
 });
 
 async function openDevice(device: string): Promise<Page> {
-  const context = await chromium.browser.newContext({ viewport: { width: 1200, height: 780 } });
+  const context = await browser.newContext({ viewport: { width: 1200, height: 780 } });
   contexts.push(context);
   const page = await context.newPage();
   page.on('pageerror', (err) => pageErrors.push(`${device}: ${err.message}`));

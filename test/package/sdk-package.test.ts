@@ -5,7 +5,7 @@ import { build } from 'esbuild';
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RedpointState, StatusEvent } from '../../client-demo/sdk/src/index.js';
-import { launchChromium, type Chromium } from '../helpers/chromium.js';
+import { launchChromium, type LaunchedBrowser } from '../browser/chromium.js';
 import { startHarness, type Harness } from '../sdk/harness.js';
 import { untilServerSockets } from '../sdk/server-sockets.js';
 import { shown, truth } from '../sdk/wait.js';
@@ -91,7 +91,7 @@ describe('the packed tarball', () => {
 });
 
 describe('in Chromium, bundled from the tarball', () => {
-  let chromium: Chromium;
+  let chromium: LaunchedBrowser;
   let server: PageServer;
   const contexts: BrowserContext[] = [];
   const pageErrors: string[] = [];

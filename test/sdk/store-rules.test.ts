@@ -109,3 +109,16 @@ describe('heads of read-diffused groups', () => {
     expect(lastSeqOf(store, 'big')).toBe(3);
   });
 });
+
+describe("this device's settings, shown before the server has them", () => {
+  it('follow the server\'s order: a delete clears "marked unread", a mark made after the delete stays', () => {
+    const store = new ConvStore();
+    store.applyReply(reply({ snapshot: { v: 1, convs: [conv('dm', { lastSeq: 3 })] }, version: 1 }));
+    store.optimisticSettings('dm', { markedUnread: true });
+    store.optimisticSettings('dm', { deleted: true });
+    expect(store.effective('dm')).toMatchObject({ markedUnread: false, deletedSeq: 3, readSeq: 3 });
+    store.optimisticSettings('dm', { markedUnread: true });
+    expect(store.effective('dm')).toMatchObject({ markedUnread: true, deletedSeq: 3 });
+    expect(store.view().conversations).toEqual([]);
+  });
+});

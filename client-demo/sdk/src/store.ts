@@ -158,8 +158,11 @@ export class ConvStore {
 
   optimisticSettings(conv: string, change: SettingsChange): void {
     const previous = this.settings.get(conv);
+    const merged = { ...previous?.change, ...change };
+    // The server's rule: a delete clears "marked unread"; a flag set after it (or with it) stays.
+    if (change.deleted && change.markedUnread === undefined) merged.markedUnread = false;
     this.settings.set(conv, {
-      change: { ...previous?.change, ...change },
+      change: merged,
       deletedSeq: change.deleted ? this.lastSeq(conv) : (previous?.deletedSeq ?? -1),
       ack: null,
     });
@@ -182,7 +185,9 @@ export class ConvStore {
     for (const s of this.convs.values()) states.push(this.overlaid(s));
     const summary = summarize(this.uid ?? '', this.cursor?.epoch ?? '', this.cursor?.version ?? 0, states, this.heads.record);
     const conversations = summary.conversations.map((v) => ({ ...v, pending: this.reads.has(v.conv) || this.settings.has(v.conv) }));
-    return { conversations, totals: { total: summary.total, mentions: summary.mentions, categories: summary.categories } };
+    // No prototype: `categories['toString']` is undefined unless a category has that name.
+    const categories = Object.assign(Object.create(null) as Record<string, number>, summary.categories);
+    return { conversations, totals: { total: summary.total, mentions: summary.mentions, categories } };
   }
 
   private put(conv: string, state: ConvState | null): void {
@@ -204,12 +209,13 @@ export class ConvStore {
     if (read && read.seq > s.readSeq) s = this.withRead(s, read.seq);
     const settings = this.settings.get(s.conv);
     if (settings) {
+      // As the server applies a settings change: the delete first, then the flags.
       const { muted, markedUnread, deleted } = settings.change;
-      if (muted !== undefined) s = { ...s, muted };
-      if (markedUnread !== undefined) s = { ...s, markedUnread };
       if (deleted && settings.deletedSeq > s.deletedSeq) {
         s = { ...this.withRead(s, Math.max(s.readSeq, settings.deletedSeq)), deletedSeq: settings.deletedSeq };
       }
+      if (muted !== undefined) s = { ...s, muted };
+      if (markedUnread !== undefined) s = { ...s, markedUnread };
     }
     return s;
   }

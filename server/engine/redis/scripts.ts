@@ -12,29 +12,27 @@ interface ScriptSpec {
   prelude?: readonly string[];
 }
 
-/** The prelude of every script that reads or creates a user's epoch: `userMeta` (lib/epoch.lua). */
-const EPOCH = ['lib/epoch.lua'] as const;
+/** The prelude of every user script: userMeta, the record/state codecs, snapshots (lib/user.lua). */
+const USER = ['lib/user.lua'] as const;
 
 /** Every Lua script, by the name ioredis defines it under, and its number of KEYS. */
 export const SCRIPTS = {
-  userApply: { file: 'user_apply.lua', keys: 6, prelude: EPOCH },
-  pull: { file: 'pull.lua', keys: 4, prelude: EPOCH },
-  userState: { file: 'user_state.lua', keys: 3, prelude: EPOCH },
-  position: { file: 'position.lua', keys: 1, prelude: EPOCH },
-  convEnsure: { file: 'conv_ensure.lua', keys: 2 },
-  convGet: { file: 'conv_get.lua', keys: 2 },
-  convRecord: { file: 'conv_record.lua', keys: 2 },
-  convMembers: { file: 'conv_members.lua', keys: 2 },
-  convMode: { file: 'conv_mode.lua', keys: 1 },
+  userApply: { file: 'user_apply.lua', keys: 5, prelude: USER },
+  pull: { file: 'pull.lua', keys: 5, prelude: USER },
+  userState: { file: 'user_state.lua', keys: 2, prelude: USER },
+  position: { file: 'position.lua', keys: 1, prelude: USER },
+  convMembers: { file: 'conv_members.lua', keys: 1 },
+  convRecord: { file: 'conv_record.lua', keys: 1 },
+  convFinishRewrite: { file: 'conv_finish_rewrite.lua', keys: 1 },
 } as const satisfies Record<string, ScriptSpec>;
 
 export type ScriptName = keyof typeof SCRIPTS;
 
 type ScriptArg = string | number;
 
-/** The Buffer variants ioredis adds for each `defineCommand` (binary-safe replies). */
+/** What ioredis adds for each `defineCommand` (string replies: every stored text is ASCII). */
 export type ScriptCommands = {
-  [K in ScriptName as `${K}Buffer`]: (...args: ScriptArg[]) => Promise<Reply>;
+  [K in ScriptName]: (...args: ScriptArg[]) => Promise<Reply>;
 };
 
 export type ScriptedRedis = Redis & ScriptCommands;

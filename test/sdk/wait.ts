@@ -76,6 +76,6 @@ export function truth(summary: UnreadSummary): Shown {
 }
 
 /** Category totals compared as sets: the order of keys means nothing. */
-export function sortedKeys(record: Record<string, number>): Record<string, number> {
+function sortedKeys(record: Record<string, number>): Record<string, number> {
   return Object.fromEntries(Object.entries(record).sort(([a], [b]) => (a < b ? -1 : 1)));
 }

@@ -15,7 +15,7 @@ export { CLOSE_CODES, type CloseReason } from '../../../protocol/close-codes.js'
 export type { CacheAdapter, CachedState } from './cache/cache.js';
 export type { Timers } from './timers.js';
 export type { FrameSocket, SocketEvents, Transport, TransportContext, TransportFactory, WebSocketConstructor, WebSocketLike } from './transport.js';
-export type { ConvState, ConvView, Cursor } from '../../../protocol/types.js';
+export type { ConvState, ConvView, Cursor } from './wire-types.js';
 export type {
   BackoffOptions,
   ClientOptions,

@@ -1,4 +1,4 @@
-import type { ConvView, Cursor } from '../../../protocol/types.js';
+import type { ConvView, Cursor } from './wire-types.js';
 import type { CacheAdapter } from './cache/cache.js';
 import type { Timers } from './timers.js';
 import type { FrameCodec } from './codec.js';

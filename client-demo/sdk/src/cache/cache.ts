@@ -1,4 +1,4 @@
-import type { ConvState, Cursor } from '../../../../protocol/types.js';
+import type { ConvState, Cursor } from '../wire-types.js';
 
 /** What the client keeps across restarts: enough to show the last known counts, and to resume. */
 export interface CachedState {

@@ -51,6 +51,11 @@ export class SettingsQueue {
     }
   }
 
+  /** Requests of `conv` not yet acknowledged (queued or in flight). */
+  pendingFor(conv: string): boolean {
+    return this.requests.some((r) => r.conv === conv);
+  }
+
   owns(id: number): boolean {
     return this.requests.some((r) => r.id === id);
   }

@@ -1,5 +1,5 @@
-import type { ChangeFrame } from '../../protocol/frames.js';
-import type { Cursor } from '../../protocol/types.js';
+import type { ChangeFrame } from '../../../protocol/frames.js';
+import type { Cursor } from '../../../protocol/types.js';
 
 /**
  * Orders pushes. A `change` is applied only when it is the next version; later ones wait here

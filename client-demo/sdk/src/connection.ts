@@ -1,19 +1,19 @@
-import { CLOSE_CODES } from '../../protocol/close-codes.js';
-import type { ClientFrame, HelloFrame, ServerFrame, WelcomeFrame } from '../../protocol/frames.js';
+import { CLOSE_CODES } from '../../../protocol/close-codes.js';
+import type { ClientFrame, HelloFrame, ServerFrame, WelcomeFrame } from '../../../protocol/frames.js';
 import type { Backoff } from './backoff.js';
+import type { WireFrame } from './codec.js';
+import { Deadlines, type RequestKey } from './deadlines.js';
 import { Timer, type Timers } from './timers.js';
-import { OPEN, decodeFrame, encodeFrame, type WebSocketConstructor, type WebSocketLike } from './socket.js';
+import type { FrameSocket, Transport } from './transport.js';
 import type { ConnectionState } from './types.js';
 
 export interface ConnectionOptions {
-  url: string;
+  transport: Transport;
   token: () => Promise<string>;
-  WebSocket: WebSocketConstructor;
-  binary: boolean;
   timers: Timers;
   backoff: Backoff;
-  /** Give up on a socket that opened but got no welcome in this long, and reconnect. */
-  welcomeTimeoutMs: number;
+  /** A request (or the hello) unanswered this long: the connection is broken; drop it and reconnect. */
+  requestTimeoutMs: number;
 }
 
 export interface ConnectionHooks {
@@ -27,36 +27,44 @@ export interface ConnectionHooks {
   error(err: Error): void;
 }
 
+/**
+ * The close code the client uses (and reports) when it drops a connection on which a request
+ * went unanswered. Not sent by the server: 4000 is unassigned in protocol/close-codes.ts.
+ */
+export const REQUEST_TIMEOUT_CLOSE = 4000;
+
 const RECONNECT_BY_CODE = new Map<number, boolean>(Object.values(CLOSE_CODES).map((c) => [c.code, c.reconnect]));
 const TOKEN_EXPIRED = CLOSE_CODES.token_expired.code;
 const NORMAL_CLOSURE = 1000;
+const REPLIES: ReadonlySet<string> = new Set(['sync', 'ack', 'error']);
 
 /**
  * One logical connection over successive sockets: fetches (and caches) the token, says hello,
- * and reconnects with backoff unless the server's close code says not to (CLOSE_CODES in
- * protocol/close-codes.ts). 4003 drops the cached token, so the next attempt fetches a fresh one.
+ * watches that every request is answered, and reconnects with backoff unless the server's close
+ * code says not to (CLOSE_CODES in protocol/close-codes.ts). 4003 drops the cached token, so the
+ * next attempt fetches a fresh one.
  */
 export class Connection {
   state: ConnectionState = 'idle';
-  private socket: WebSocketLike | null = null;
+  private socket: FrameSocket | null = null;
   private welcomed = false;
   private token: string | null = null;
   /** Bumped per socket: events of an older socket are ignored. */
   private generation = 0;
   private stopped = false;
   private readonly retryTimer: Timer;
-  private readonly welcomeTimer: Timer;
+  private readonly deadlines: Deadlines;
 
   constructor(
     private readonly options: ConnectionOptions,
     private readonly hooks: ConnectionHooks,
   ) {
     this.retryTimer = new Timer(options.timers, () => void this.connect());
-    this.welcomeTimer = new Timer(options.timers, () => this.socket?.close(4000, 'no welcome'));
+    this.deadlines = new Deadlines(options.timers, options.requestTimeoutMs, (key) => this.broken(key));
   }
 
   get open(): boolean {
-    return this.welcomed && this.socket?.readyState === OPEN;
+    return this.welcomed && this.socket !== null;
   }
 
   start(): void {
@@ -67,7 +75,7 @@ export class Connection {
   stop(): void {
     this.stopped = true;
     this.retryTimer.cancel();
-    this.welcomeTimer.cancel();
+    this.deadlines.clear();
     this.generation += 1;
     const socket = this.socket;
     this.socket = null;
@@ -84,9 +92,10 @@ export class Connection {
   }
 
   /** Sends on the welcomed socket; false when there is none (the caller keeps the work for later). */
-  send(frame: ClientFrame): boolean {
+  send(frame: ClientFrame & { id: number }): boolean {
     if (!this.open || !this.socket) return false;
-    this.socket.send(encodeFrame(frame, this.options.binary));
+    this.socket.send(frame);
+    this.deadlines.start(frame.id);
     return true;
   }
 
@@ -99,59 +108,76 @@ export class Connection {
       token = this.token ?? (await this.options.token());
     } catch (err) {
       if (generation !== this.generation) return;
-      this.hooks.error(err instanceof Error ? err : new Error(String(err)));
+      this.hooks.error(asError(err));
       this.scheduleReconnect(undefined);
       return;
     }
     if (generation !== this.generation) return;
     this.token = token;
-    let socket: WebSocketLike;
-    try {
-      socket = new this.options.WebSocket(this.options.url);
-    } catch (err) {
-      this.hooks.error(err instanceof Error ? err : new Error(String(err)));
-      this.scheduleReconnect(undefined);
-      return;
-    }
-    socket.binaryType = 'arraybuffer';
-    this.socket = socket;
     this.welcomed = false;
-    socket.onopen = () => {
-      if (generation !== this.generation) return;
-      socket.send(encodeFrame({ t: 'hello', token, ...this.hooks.hello() }, this.options.binary));
-      this.welcomeTimer.rearm(this.options.welcomeTimeoutMs);
-    };
-    socket.onmessage = (event) => {
-      if (generation !== this.generation) return;
-      const frame = decodeFrame(event.data);
-      if (!frame) return;
-      if (frame.t === 'welcome') {
-        this.welcomeTimer.cancel();
-        this.welcomed = true;
-        this.setState('open', undefined);
-        this.hooks.welcomed(frame);
-        return;
-      }
-      this.hooks.frame(frame);
-    };
-    socket.onclose = (event) => {
-      if (generation !== this.generation) return;
-      this.onClose(event.code);
-    };
-    // Errors are always followed by a close event, which carries what the client acts on.
-    socket.onerror = () => undefined;
+    const current = () => generation === this.generation;
+    try {
+      this.socket = this.options.transport({
+        open: () => {
+          if (!current() || !this.socket) return;
+          this.socket.send({ t: 'hello', token, ...this.hooks.hello() });
+          this.deadlines.start('hello');
+        },
+        frame: (frame) => {
+          if (current()) this.onFrame(frame);
+        },
+        closed: (code, _reason, retryNow) => {
+          if (current()) this.onClose(code, retryNow ?? false);
+        },
+      });
+    } catch (err) {
+      this.hooks.error(asError(err));
+      this.scheduleReconnect(undefined);
+    }
   }
 
-  private onClose(code: number): void {
+  private onFrame(wire: WireFrame): void {
+    const frame = wire as unknown as ServerFrame;
+    if (frame.t === 'welcome') {
+      this.welcomed = true;
+      this.setState('open', undefined);
+      this.hooks.welcomed(frame);
+      return;
+    }
+    // The server says welcome first; anything else before it belongs to no session (and must
+    // not pass for the answer to the hello).
+    if (!this.welcomed) return;
+    if (REPLIES.has(frame.t)) {
+      const id = (frame as { id?: number }).id;
+      // Without an id: the sync that answers hello, or the error saying it failed.
+      this.deadlines.settle(id ?? 'hello');
+    }
+    this.hooks.frame(frame);
+  }
+
+  /** A request went unanswered: the socket is no good, whatever state it claims. */
+  private broken(key: RequestKey): void {
+    const what = key === 'hello' ? 'hello' : `request ${key}`;
+    this.hooks.error(new Error(`${what} unanswered after ${this.options.requestTimeoutMs} ms: reconnecting`));
+    this.generation += 1;
+    this.socket?.close(REQUEST_TIMEOUT_CLOSE, 'request timeout');
+    this.onClose(REQUEST_TIMEOUT_CLOSE, false);
+  }
+
+  private onClose(code: number, retryNow: boolean): void {
     this.socket = null;
     this.welcomed = false;
-    this.welcomeTimer.cancel();
+    this.deadlines.clear();
     if (code === TOKEN_EXPIRED) this.token = null;
     const reconnect = RECONNECT_BY_CODE.get(code) ?? true;
     this.hooks.down(code, reconnect);
     if (!reconnect) {
       this.stopped = true;
       this.setState('closed', code);
+      return;
+    }
+    if (retryNow && !this.stopped) {
+      void this.connect();
       return;
     }
     this.scheduleReconnect(code);
@@ -167,4 +193,8 @@ export class Connection {
     this.state = state;
     this.hooks.state(state, closeCode);
   }
+}
+
+function asError(err: unknown): Error {
+  return err instanceof Error ? err : new Error(String(err));
 }

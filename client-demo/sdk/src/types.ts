@@ -1,7 +1,8 @@
-import type { ConvView, Cursor } from '../../protocol/types.js';
+import type { ConvView, Cursor } from './wire-types.js';
 import type { CacheAdapter } from './cache/cache.js';
 import type { Timers } from './timers.js';
-import type { WebSocketConstructor } from './socket.js';
+import type { FrameCodec } from './codec.js';
+import type { TransportFactory, WebSocketConstructor } from './transport.js';
 
 /**
  * Where the numbers stand:
@@ -78,8 +79,16 @@ export interface ClientOptions {
   token: () => Promise<string>;
   /** Last known state across restarts; without one a start shows NO_DATA until the first sync. */
   cache?: CacheAdapter;
-  /** MessagePack frames (smaller) instead of JSON text frames (readable in devtools). */
-  binary?: boolean;
+  /**
+   * How frames are encoded: JSON text frames by default (readable in devtools); `msgpack` from
+   * `@redpoint/client/msgpack` for MessagePack binary frames (smaller).
+   */
+  codec?: FrameCodec;
+  /**
+   * How the client reaches the server: its own WebSocket by default; `shareTabs({ key })` from
+   * `@redpoint/client/tabs` makes the tabs of one browser share one socket through a leader tab.
+   */
+  transport?: TransportFactory;
   /** A WebSocket class; defaults to `globalThis.WebSocket` (browsers, Node >= 22). Node 20: pass `ws`. */
   WebSocket?: WebSocketConstructor;
   /** Sent in hello so the server can tell a user's devices apart in logs. */
@@ -92,8 +101,17 @@ export interface ClientOptions {
   readBatchMs?: number;
   /** Default 20. */
   readBatchSize?: number;
-  /** Delay before a request the server refused as `unavailable`/`rate_limited` is sent again. Default 1 s. */
+  /**
+   * Delay before a request the server refused as `unavailable`/`rate_limited` is sent again.
+   * Default 1 s; refused pulls back off from there (full jitter, up to `backoff.maxMs`).
+   */
   retryMs?: number;
+  /**
+   * A request (pull, read, settings) or the hello not answered in this long means the connection
+   * is broken: the client closes it (code 4000) and reconnects with the usual backoff; the hello
+   * carries the cursor, so reconnecting is a pull. Default 15 s (the server answers within a few).
+   */
+  requestTimeoutMs?: number;
   /** Debounce of cache writes. Default 200 ms. */
   cacheDebounceMs?: number;
   /** Pull when the page becomes visible and reconnect at once when the browser goes online. Default true. */

@@ -1,7 +1,8 @@
-import type { ChangeFrame, SettingsFrame } from '../../protocol/frames.js';
-import type { ConvState, Cursor, PullReply } from '../../protocol/types.js';
-import { effectiveLastSeq, summarize } from '../../protocol/view.js';
+import type { ChangeFrame, SettingsFrame } from '../../../protocol/frames.js';
+import type { ConvState, Cursor, PullReply } from '../../../protocol/types.js';
+import { effectiveLastSeq, summarize } from '../../../protocol/view.js';
 import type { CachedState } from './cache/cache.js';
+import { Heads } from './heads.js';
 import type { ConversationView, Totals } from './types.js';
 
 /** A local read the server has not shown back yet. `ack`: the server's cursor once it acknowledged it. */
@@ -20,17 +21,29 @@ interface SettingsOverlay {
   ack: Cursor | null;
 }
 
+/** What applying a sync page did. */
+export type ReplyOutcome =
+  /** The page brought the state to its version. */
+  | 'applied'
+  /** The page was read before pushes this client already applied: only its heads were taken. */
+  | 'older'
+  /** The page cannot continue this state (no snapshot, and another epoch or no state): pull from scratch. */
+  | 'restart';
+
 /**
  * The user's conversations as the server last said (entries are absolute states, so applying one
  * is a plain replace), the read-diffused heads, the cursor, and on top of them the optimistic
  * changes of this device. What a UI sees is server state overlaid with them, where a read never
  * lowers readSeq: readSeq = max(optimistic, server).
+ *
+ * Every collection keyed by a conversation id is a Map: ids such as `__proto__` or
+ * `constructor` are valid, and must not meet an object's prototype.
  */
 export class ConvStore {
   uid: string | null = null;
   cursor: Cursor | null = null;
   private convs = new Map<string, ConvState>();
-  private heads: Record<string, number> = {};
+  private heads = new Heads();
   private readonly reads = new Map<string, ReadOverlay>();
   private readonly settings = new Map<string, SettingsOverlay>();
 
@@ -56,14 +69,14 @@ export class ConvStore {
   /** The seq a read of `conv` should report: its newest message as far as this client knows. */
   lastSeq(conv: string): number {
     const s = this.convs.get(conv);
-    return s ? effectiveLastSeq(s, this.heads) : 0;
+    return s ? effectiveLastSeq(s, this.heads.record) : 0;
   }
 
   /** Drops everything (another user signed in). */
   clear(): void {
     this.cursor = null;
     this.convs = new Map();
-    this.heads = {};
+    this.heads = new Heads();
     this.reads.clear();
     this.settings.clear();
   }
@@ -72,34 +85,46 @@ export class ConvStore {
     this.uid = cached.uid;
     this.cursor = cached.cursor;
     this.convs = new Map(cached.convs.map((s) => [s.conv, s]));
-    this.heads = { ...cached.heads };
+    this.heads = new Heads(cached.heads);
     for (const [conv, seq] of cached.reads) this.optimisticRead(conv, seq);
   }
 
   toCache(reads: Array<[string, number]>, savedAt: number): CachedState {
-    return { format: 1, uid: this.uid, cursor: this.cursor, convs: [...this.convs.values()], heads: { ...this.heads }, reads, savedAt };
+    return { format: 2, uid: this.uid, cursor: this.cursor, convs: [...this.convs.values()], heads: this.heads.entries(), reads, savedAt };
   }
 
   /**
-   * Applies a sync page. Returns false when the page cannot continue this state (no snapshot and
-   * another epoch, or no state at all): the caller must pull from scratch.
+   * Applies a sync page (PROTOCOL.md, "Applying a reply"). A page of this client's epoch may have
+   * been read before pushes the client applied since: one older than the client's version
+   * changes nothing but the heads, and entries at or below the client's version are skipped. A
+   * page of another epoch, or a snapshot when the client has nothing, replaces everything.
    */
-  applyReply(reply: PullReply): boolean {
+  applyReply(reply: PullReply): ReplyOutcome {
+    const mine = this.cursor !== null && this.cursor.epoch === reply.epoch ? this.cursor : null;
+    if (!mine && !reply.snapshot) return 'restart';
+    if (mine && reply.version < mine.version) {
+      this.heads.merge(reply.heads);
+      this.dropOrphanHeads();
+      return 'older';
+    }
+    let from: number;
     if (reply.snapshot) {
       this.convs = new Map(reply.snapshot.convs.map((s) => [s.conv, s]));
-      this.heads = { ...reply.heads };
+      // Another history: its heads replace ours. The same one: a head push may be newer than these.
+      if (!mine) this.heads = new Heads();
+      from = reply.snapshot.v;
     } else {
-      if (!this.cursor || this.cursor.epoch !== reply.epoch) return false;
-      for (const [conv, head] of Object.entries(reply.heads)) this.applyHead(conv, head);
+      from = mine?.version ?? 0;
     }
-    const from = reply.snapshot ? reply.snapshot.v : (this.cursor?.version ?? 0);
+    this.heads.merge(reply.heads);
     for (const entry of reply.entries) {
       if (entry.v <= from) continue;
       this.put(entry.conv, entry.state);
     }
     this.cursor = { epoch: reply.epoch, version: reply.version };
+    this.dropOrphanHeads();
     this.retire();
-    return true;
+    return 'applied';
   }
 
   /** The caller has checked that `change.v` is the next version of the current epoch. */
@@ -110,7 +135,7 @@ export class ConvStore {
   }
 
   applyHead(conv: string, lastSeq: number): void {
-    this.heads[conv] = Math.max(this.heads[conv] ?? 0, lastSeq);
+    this.heads.raise(conv, lastSeq);
   }
 
   optimisticRead(conv: string, seq: number): void {
@@ -133,13 +158,17 @@ export class ConvStore {
 
   optimisticSettings(conv: string, change: SettingsChange): void {
     const previous = this.settings.get(conv);
+    const merged = { ...previous?.change, ...change };
+    // The server's rule: a delete clears "marked unread"; a flag set after it (or with it) stays.
+    if (change.deleted && change.markedUnread === undefined) merged.markedUnread = false;
     this.settings.set(conv, {
-      change: { ...previous?.change, ...change },
+      change: merged,
       deletedSeq: change.deleted ? this.lastSeq(conv) : (previous?.deletedSeq ?? -1),
       ack: null,
     });
   }
 
+  /** Call once the last settings request of `conv` this device sent is acknowledged (as of `cursor`). */
   ackSettings(conv: string, cursor: Cursor): void {
     const overlay = this.settings.get(conv);
     if (overlay) overlay.ack = cursor;
@@ -154,14 +183,24 @@ export class ConvStore {
   view(): { conversations: ConversationView[]; totals: Totals } {
     const states: ConvState[] = [];
     for (const s of this.convs.values()) states.push(this.overlaid(s));
-    const summary = summarize(this.uid ?? '', this.cursor?.epoch ?? '', this.cursor?.version ?? 0, states, this.heads);
+    const summary = summarize(this.uid ?? '', this.cursor?.epoch ?? '', this.cursor?.version ?? 0, states, this.heads.record);
     const conversations = summary.conversations.map((v) => ({ ...v, pending: this.reads.has(v.conv) || this.settings.has(v.conv) }));
-    return { conversations, totals: { total: summary.total, mentions: summary.mentions, categories: summary.categories } };
+    // No prototype: `categories['toString']` is undefined unless a category has that name.
+    const categories = Object.assign(Object.create(null) as Record<string, number>, summary.categories);
+    return { conversations, totals: { total: summary.total, mentions: summary.mentions, categories } };
   }
 
   private put(conv: string, state: ConvState | null): void {
     if (state) this.convs.set(conv, state);
-    else this.convs.delete(conv);
+    else {
+      this.convs.delete(conv);
+      this.heads.delete(conv);
+    }
+  }
+
+  /** A head of a conversation the client no longer has means nothing (it would return with a stale value). */
+  private dropOrphanHeads(): void {
+    this.heads.retain((conv) => this.convs.has(conv));
   }
 
   private overlaid(server: ConvState): ConvState {
@@ -170,12 +209,13 @@ export class ConvStore {
     if (read && read.seq > s.readSeq) s = this.withRead(s, read.seq);
     const settings = this.settings.get(s.conv);
     if (settings) {
+      // As the server applies a settings change: the delete first, then the flags.
       const { muted, markedUnread, deleted } = settings.change;
-      if (muted !== undefined) s = { ...s, muted };
-      if (markedUnread !== undefined) s = { ...s, markedUnread };
       if (deleted && settings.deletedSeq > s.deletedSeq) {
         s = { ...this.withRead(s, Math.max(s.readSeq, settings.deletedSeq)), deletedSeq: settings.deletedSeq };
       }
+      if (muted !== undefined) s = { ...s, muted };
+      if (markedUnread !== undefined) s = { ...s, markedUnread };
     }
     return s;
   }
@@ -187,7 +227,7 @@ export class ConvStore {
    */
   private withRead(s: ConvState, seq: number): ConvState {
     if (seq <= s.readSeq) return s;
-    const unreadAfter = Math.max(0, effectiveLastSeq(s, this.heads) - seq);
+    const unreadAfter = Math.max(0, effectiveLastSeq(s, this.heads.record) - seq);
     return { ...s, readSeq: seq, markedUnread: false, mentions: Math.min(s.mentions, unreadAfter) };
   }
 

@@ -1,13 +1,14 @@
-import type { ConvState, Cursor } from '../../../protocol/types.js';
+import type { ConvState, Cursor } from '../wire-types.js';
 
 /** What the client keeps across restarts: enough to show the last known counts, and to resume. */
 export interface CachedState {
-  format: 1;
+  /** 2: heads as entries (format 1 kept them in an object keyed by conversation id). */
+  format: 2;
   /** Whose state this is; a client that signs in as someone else starts over. */
   uid: string | null;
   cursor: Cursor | null;
   convs: ConvState[];
-  heads: Record<string, number>;
+  heads: Array<[string, number]>;
   /** Reads not yet acknowledged: sent again after the restart. */
   reads: Array<[string, number]>;
   savedAt: number;
@@ -24,6 +25,6 @@ export interface CacheAdapter {
 export function validCachedState(value: unknown): CachedState | undefined {
   if (typeof value !== 'object' || value === null) return undefined;
   const v = value as Partial<CachedState>;
-  if (v.format !== 1 || !Array.isArray(v.convs) || !Array.isArray(v.reads) || typeof v.heads !== 'object' || v.heads === null) return undefined;
+  if (v.format !== 2 || !Array.isArray(v.convs) || !Array.isArray(v.reads) || !Array.isArray(v.heads)) return undefined;
   return v as CachedState;
 }

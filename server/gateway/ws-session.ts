@@ -241,6 +241,8 @@ export class WsSession {
     if (frame.t === 'hello') {
       // Checked and set before any await: two hellos in a row must not both authenticate.
       if (this.hello) return this.close('protocol_error');
+      // The client sent its hello in time; how long the server then takes is not its fault.
+      clearTimeout(this.helloTimer);
       this.hello = this.authenticate(frame);
       return this.hello;
     }
@@ -309,7 +311,6 @@ export class WsSession {
       return this.close(expired ? 'token_expired' : 'unauthorized');
     }
     if (this.closed) return;
-    clearTimeout(this.helloTimer);
     this.uid = uid;
     this.device = frame.device ?? this.id;
     this.host.register(this);

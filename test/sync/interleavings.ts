@@ -4,6 +4,7 @@ import { summarize } from '../../protocol/view.js';
 import type { ConvState } from '../../protocol/types.js';
 import type { Engine } from '../../server/engine/engine.js';
 import { SyncService } from '../../server/sync/sync-service.js';
+import { isEqual } from '../helpers/equal.js';
 import { Model, type ModelSummary } from '../http/model.js';
 import { controlledEngine, InjectedFault, type CallPoint, type Control } from './controlled-engine.js';
 
@@ -159,14 +160,6 @@ async function shown(sync: SyncService, uid: string): Promise<{ summary: ModelSu
   return { summary, pulled };
 }
 
-function isEqual(a: unknown, b: unknown): boolean {
-  try {
-    expect(a).toEqual(b);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 function deferred(): { promise: Promise<void>; resolve: () => void } {
   let resolve!: () => void;

@@ -66,8 +66,8 @@ const Env = Type.Object({
   CORS_ORIGINS: Type.Optional(Type.String({ minLength: 1 })),
   /** Conversations with more members than this use read diffusion. */
   LARGE_GROUP_THRESHOLD: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 500 }),
-  /** Fewest entries between two snapshots of a user stream; the interval is twice the user's conversations when that is more. */
-  SNAPSHOT_EVERY: Type.Integer({ minimum: 2, maximum: 100_000, default: 16 }),
+  /** Fewest entries between two snapshots of a user stream; the interval is the user's conversation count when that is more. */
+  SNAPSHOT_EVERY: Type.Integer({ minimum: 2, maximum: 100_000, default: 10 }),
   /** Most history kept per user stream, in entries, and the largest snapshot interval. */
   STREAM_MAX_LEN: Type.Integer({ minimum: 10, maximum: 10_000_000, default: 2000 }),
   /** Seconds a user's stream (not its records) is kept without changes; 0 keeps it forever. */

@@ -202,13 +202,13 @@ export function sameRecord(a: StoredConv | undefined, b: StoredConv | undefined)
 }
 
 /**
- * Entries between two snapshots, and history kept: twice the user's conversations (a snapshot
- * costs about one entry per conversation, so it stays amortized O(1) per entry), at least
- * `snapshotEvery`, at most `streamMaxLen`. A cursor further behind than this gets a snapshot
+ * Entries between two snapshots, and history kept: as many as the user has conversations (a
+ * snapshot costs about one entry per conversation, so it stays amortized O(1) per entry), at
+ * least `snapshotEvery`, at most `streamMaxLen`. A cursor further behind than this gets a snapshot
  * anyway, so keeping more history would only cost memory.
  */
 export function snapshotInterval(snapshotEvery: number, streamMaxLen: number, conversations: number): number {
-  return Math.min(streamMaxLen, Math.max(snapshotEvery, 2 * conversations));
+  return Math.min(streamMaxLen, Math.max(snapshotEvery, conversations));
 }
 
 export interface StreamPosition {

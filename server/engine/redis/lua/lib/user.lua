@@ -52,24 +52,28 @@ local function decodeRecord(conv, raw)
     conv = conv, member = string.byte(f, 1) == 49, muted = string.byte(f, 2) == 49,
     marked = string.byte(f, 3) == 49, large = string.byte(f, 4) == 49,
     lastSeq = tonumber(ls), readSeq = tonumber(rs), deletedSeq = tonumber(ds),
-    gen = tonumber(g), joinGen = tonumber(jg), category = cat, mentions = seqs,
+    gen = tonumber(g), joinGen = tonumber(jg), category = cat == '' and 'default' or cat, mentions = seqs,
   }
 end
 
 local function bit(b) if b then return '1' end return '0' end
+
+-- The default category is stored as '' (no category is empty): a few bytes in every record,
+-- entry and snapshot line.
+local function categoryText(c) if c == 'default' then return '' end return c end
 
 local function encodeRecord(r)
   local seqs = {}
   for i, s in ipairs(r.mentions) do seqs[i] = int(s) end
   return bit(r.member) .. bit(r.muted) .. bit(r.marked) .. bit(r.large) .. '|' .. int(r.lastSeq) .. '|'
     .. int(r.readSeq) .. '|' .. int(r.deletedSeq) .. '|' .. int(r.gen) .. '|' .. int(r.joinGen) .. '|'
-    .. r.category .. '|' .. table.concat(seqs, ',')
+    .. categoryText(r.category) .. '|' .. table.concat(seqs, ',')
 end
 
 -- The ConvState a client sees (codec.ts "state").
 local function stateText(r)
   return r.conv .. '|' .. bit(r.muted) .. bit(r.marked) .. bit(r.large) .. '|' .. int(r.lastSeq) .. '|'
-    .. int(r.readSeq) .. '|' .. int(#r.mentions) .. '|' .. int(r.deletedSeq) .. '|' .. r.category
+    .. int(r.readSeq) .. '|' .. int(#r.mentions) .. '|' .. int(r.deletedSeq) .. '|' .. categoryText(r.category)
 end
 
 -- Every member conversation's state, one per line; `current` (conv -> record or false) holds
@@ -93,7 +97,7 @@ end
 
 -- rules.ts snapshotInterval.
 local function snapshotInterval(snapshotEvery, streamMaxLen, members)
-  return math.min(streamMaxLen, math.max(snapshotEvery, 2 * members))
+  return math.min(streamMaxLen, math.max(snapshotEvery, members))
 end
 
 -- The stream list and its snapshot expire after STREAM_IDLE_SECONDS without changes, while the

@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { MessageEvent, UnreadSummary } from '../../protocol/types.js';
+import type { ConvState, Cursor, MessageEvent, UnreadSummary } from '../../protocol/types.js';
 import { summarize } from '../../protocol/view.js';
-import type { ConvState } from '../../protocol/types.js';
 import type { Engine } from '../../server/engine/engine.js';
 import { SyncService } from '../../server/sync/sync-service.js';
 import { isEqual } from '../helpers/equal.js';
@@ -141,7 +140,7 @@ async function shown(sync: SyncService, uid: string): Promise<{ summary: ModelSu
   const { uid: _u, epoch: _e, version: _v, ...summary } = await sync.unread(uid);
   const held = new Map<string, ConvState>();
   let heads: Record<string, number> = {};
-  let since = null;
+  let since: Cursor | null = null;
   for (let page = 0; page < 100; page++) {
     const p = await sync.pull(uid, since, 3);
     if (p.snapshot) {
@@ -159,7 +158,6 @@ async function shown(sync: SyncService, uid: string): Promise<{ summary: ModelSu
   const { uid: _u2, epoch: _e2, version: _v2, ...pulled }: UnreadSummary = summarize(uid, '', 0, held.values(), heads);
   return { summary, pulled };
 }
-
 
 function deferred(): { promise: Promise<void>; resolve: () => void } {
   let resolve!: () => void;

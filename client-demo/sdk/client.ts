@@ -16,7 +16,7 @@ import { deriveState } from './state.js';
 import type { ClientOptions, ConversationView, RedpointEvents, RedpointState } from './types.js';
 
 /** Error codes after which the same request may succeed later. */
-const TRANSIENT: ReadonlySet<string> = new Set<ErrorCode>(['unavailable', 'rate_limited', 'internal']);
+const TRANSIENT: ReadonlySet<string> = new Set<ErrorCode>(['unavailable', 'outcome_unknown', 'rate_limited', 'internal']);
 
 /**
  * Red dots that are never wrong: applies pushes strictly in version order, pulls on any gap, on

@@ -1,7 +1,10 @@
+import type { RedisOptions } from 'ioredis';
+
 /**
  * Where the Redis engine and the Redis bus connect: one Redis (`REDIS_URL`) or a Redis Cluster
- * given by seed nodes (`REDIS_CLUSTER_NODES`). Shared by the config, the engine and the bus so
- * that all three agree on what a deployment points at.
+ * given by seed nodes (`REDIS_CLUSTER_NODES`), and how their connections behave when Redis is in
+ * trouble. Shared by the config, the engine and the bus so that all three agree on what a
+ * deployment points at.
  */
 export interface RedisNodeAddress {
   host: string;
@@ -50,4 +53,23 @@ export function redisTargetOf(config: { redisUrl: string | undefined; redisClust
   if (cluster) return { cluster };
   if (config.redisUrl) return { url: config.redisUrl };
   return undefined;
+}
+
+/** STORE_TIMEOUT_MS's default: how long one store call may take before it fails. */
+export const DEFAULT_STORE_TIMEOUT_MS = 2_000;
+
+/** Longest pause between reconnect attempts: a restarted Redis is found within a second. */
+const MAX_RECONNECT_DELAY_MS = 1_000;
+
+/**
+ * ioredis options of every connection (engine and bus, one Redis or each cluster node): every
+ * command fails after `storeTimeoutMs` instead of waiting for ioredis's retries (about 73 s by
+ * default), a connect attempt is bounded the same way, and reconnects back off to 1 s at most.
+ */
+export function connectionOptions(storeTimeoutMs: number): RedisOptions {
+  return {
+    commandTimeout: storeTimeoutMs,
+    connectTimeout: Math.max(storeTimeoutMs, 1_000),
+    retryStrategy: (attempt: number) => Math.min(attempt * 100, MAX_RECONNECT_DELAY_MS),
+  };
 }

@@ -1,7 +1,15 @@
 import { Cluster, Redis } from 'ioredis';
 import { nanoid } from 'nanoid';
-import type { RedisNodeAddress, RedisTarget } from '../redis-target.js';
+import { StoreHealth } from '../ops/store-health.js';
+import { redisAddress, watchCluster, watchRedis } from '../ops/watch-redis.js';
+import { connectionOptions, DEFAULT_STORE_TIMEOUT_MS, type RedisNodeAddress, type RedisTarget } from '../redis-target.js';
 import type { Bus } from './bus.js';
+
+/** Where the bus reports its connections' state and its failed calls, and how long a call may take. */
+export interface BusOptions {
+  health?: StoreHealth;
+  storeTimeoutMs?: number;
+}
 
 const ORIGIN_BYTES = 10;
 
@@ -17,10 +25,16 @@ interface Transport {
 
 type Receive = (channel: Buffer, message: Buffer) => void;
 
-/** PUBLISH on one connection, SUBSCRIBE on another (a subscribed connection takes no PUBLISH). */
-function singleTransport(url: string, receive: Receive): Transport {
-  const pub = new Redis(url, { enableAutoPipelining: true, lazyConnect: false });
-  const sub = new Redis(url, { lazyConnect: false });
+/**
+ * PUBLISH on one connection, SUBSCRIBE on another (a subscribed connection takes no PUBLISH). The
+ * publishing connection has no offline queue: during an outage a notification fails at once
+ * (pulls repair it) instead of piling up in memory to be sent late.
+ */
+function singleTransport(url: string, receive: Receive, health: StoreHealth, timeoutMs: number): Transport {
+  const pub = new Redis(url, { ...connectionOptions(timeoutMs), enableAutoPipelining: true, lazyConnect: false, enableOfflineQueue: false });
+  const sub = new Redis(url, { ...connectionOptions(timeoutMs), lazyConnect: false });
+  watchRedis(health, `bus-publish@${redisAddress(pub)}`, pub);
+  watchRedis(health, `bus-subscribe@${redisAddress(sub)}`, sub);
   sub.on('messageBuffer', receive);
   return {
     publish: (channel, message) => pub.publish(channel, message),
@@ -31,7 +45,7 @@ function singleTransport(url: string, receive: Receive): Transport {
       await sub.ping().catch(() => undefined);
     },
     close: async () => {
-      await Promise.allSettled([pub.quit(), sub.quit()]);
+      await Promise.all([pub, sub].map((conn) => conn.quit().catch(() => conn.disconnect())));
     },
   };
 }
@@ -43,11 +57,17 @@ function singleTransport(url: string, receive: Receive): Transport {
  * `shardedSubscribers` keeps one subscriber connection per master, sends each SSUBSCRIBE to the
  * master of its slot and subscribes again after a failover, restart or resharding.
  */
-function clusterTransport(nodes: readonly RedisNodeAddress[], receive: Receive): Transport {
-  const cluster = new Cluster([...nodes], { shardedSubscribers: true, enableAutoPipelining: true, lazyConnect: false });
+function clusterTransport(nodes: readonly RedisNodeAddress[], receive: Receive, health: StoreHealth, timeoutMs: number): Transport {
+  const cluster = new Cluster([...nodes], {
+    shardedSubscribers: true,
+    enableAutoPipelining: true,
+    lazyConnect: false,
+    redisOptions: connectionOptions(timeoutMs),
+  });
   // A Cluster emits 'error' (e.g. a subscriber that cannot connect) and an unheard 'error' event
-  // throws. Lost notifications are repaired by pulls; the engine reports the store's health.
+  // throws. Lost notifications are repaired by pulls; StoreHealth reports each node's state.
   cluster.on('error', () => undefined);
+  watchCluster(health, 'bus', cluster);
   cluster.on('smessageBuffer', receive);
   return {
     publish: (channel, message) => cluster.spublish(channel, message),
@@ -75,22 +95,27 @@ export class RedisBus implements Bus {
   /** SUBSCRIBEs not yet acknowledged, so concurrent callers wait on the same one. */
   private readonly pending = new Map<string, Promise<void>>();
   private handler: ((channel: string, payload: Uint8Array) => void) | undefined;
+  private readonly health: StoreHealth;
 
   /** `target`: a `redis://` URL or a RedisTarget (one Redis, or a cluster's seed nodes). */
-  constructor(target: string | RedisTarget, private readonly prefix = 'rp:bus:') {
+  constructor(target: string | RedisTarget, private readonly prefix = 'rp:bus:', options: BusOptions = {}) {
+    const timeoutMs = options.storeTimeoutMs ?? DEFAULT_STORE_TIMEOUT_MS;
+    this.health = options.health ?? new StoreHealth(undefined, undefined, timeoutMs);
     const receive: Receive = (channel, message) => {
       if (message.subarray(0, ORIGIN_BYTES).equals(this.origin)) return;
       const name = channel.toString().slice(this.prefix.length);
       if (this.local.has(name)) this.handler?.(name, message.subarray(ORIGIN_BYTES));
     };
     const t: RedisTarget = typeof target === 'string' ? { url: target } : target;
-    this.transport = t.url !== undefined ? singleTransport(t.url, receive) : clusterTransport(t.cluster, receive);
+    this.transport =
+      t.url !== undefined ? singleTransport(t.url, receive, this.health, timeoutMs) : clusterTransport(t.cluster, receive, this.health, timeoutMs);
   }
 
   publish(channel: string, payload: Uint8Array): void {
     const framed = Buffer.concat([this.origin, payload]);
     this.transport.publish(this.prefix + channel, framed).catch(() => {
       // Lost cross-process notifications are repaired by pulls (gaps, safety-net version frames).
+      this.health.busFailed('publish');
     });
   }
 
@@ -106,6 +131,7 @@ export class RedisBus implements Bus {
         () => {
           // Pushes on this channel are lost until the next subscribe; pulls still repair.
           this.local.delete(channel);
+          this.health.busFailed('subscribe');
         },
       )
       .finally(() => this.pending.delete(channel));

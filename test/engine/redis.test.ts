@@ -32,11 +32,14 @@ const ops = (n: number): UserOp[] => [
   ...Array.from({ length: n }, (_, i): UserOp => ({ type: 'message', uid: 'u', conv: 'c', lastSeq: i + 1, readSeq: 0, mentionSeqs: [] })),
 ];
 
-/** A private redis-server (with this AOF setting) and an engine on it, both stopped after `body`. */
+/**
+ * A private redis-server (with this AOF setting) and an engine on it, both stopped after `body`.
+ * Its calls may wait out a whole Redis restart (more than the default store timeout).
+ */
 async function withOwnRedis(aof: RedisServerOptions['aof'], body: (own: RedisServer, engine: RedisEngine) => Promise<void>): Promise<void> {
   const own = await startRedisServer({ aof });
   try {
-    const engine = await createRedisEngine({ url: own.url, ...OPTS });
+    const engine = await createRedisEngine({ url: own.url, ...OPTS, storeTimeoutMs: 15_000 });
     try {
       await body(own, engine);
     } finally {

@@ -2,7 +2,9 @@ import { Cluster, Redis } from 'ioredis';
 import { nanoid } from 'nanoid';
 import { LIMITS } from '../../../protocol/limits.js';
 import type { ConvEntry, Cursor, Snapshot } from '../../../protocol/types.js';
-import type { RedisTarget } from '../../redis-target.js';
+import { StoreHealth } from '../../ops/store-health.js';
+import { redisAddress, watchCluster, watchRedis } from '../../ops/watch-redis.js';
+import { connectionOptions, DEFAULT_STORE_TIMEOUT_MS, type RedisTarget } from '../../redis-target.js';
 import type {
   ConvInfo,
   Engine,
@@ -14,6 +16,7 @@ import type {
   UserOpResult,
 } from '../engine.js';
 import { toConvState } from '../rules.js';
+import { StoreUnavailableError, UnknownConversationError } from '../store-errors.js';
 import {
   asArray,
   asBuffer,
@@ -24,8 +27,9 @@ import {
   decodeState,
   type Reply,
 } from './codec.js';
+import { CommandGuard, guardCommands } from './command-guard.js';
 import { convKeys, userKeys, type UserKeys } from './keys.js';
-import { ClusterRuns, SingleRun, type RunTracker } from './runs.js';
+import { ClusterRuns, SingleRun, type RunTracker, type RunWaits } from './runs.js';
 import {
   defineScripts,
   ensureScriptsLoaded,
@@ -39,8 +43,11 @@ import {
 /**
  * One Redis (`url`) or a Redis Cluster (`cluster`: seed nodes), plus the engine options.
  * `prefix` (default `rp`) starts every key; it lets several engines share one Redis, e.g. in tests.
+ * `storeTimeoutMs` bounds every store call (STORE_TIMEOUT_MS); `health` hears of each connection's
+ * state changes and of failed calls.
  */
-export type RedisEngineOptions = EngineOptions & RedisTarget & { prefix?: string };
+export type RedisEngineOptions = EngineOptions &
+  RedisTarget & { prefix?: string; storeTimeoutMs?: number; health?: StoreHealth };
 
 const READY_TIMEOUT_MS = 1_000;
 
@@ -100,30 +107,47 @@ export class RedisEngine implements Engine {
 
   /** Connects and loads the scripts; rejects when Redis does not answer or a script is invalid. */
   static async create(options: RedisEngineOptions): Promise<RedisEngine> {
+    const timeoutMs = options.storeTimeoutMs ?? DEFAULT_STORE_TIMEOUT_MS;
+    const health = options.health ?? new StoreHealth(undefined, undefined, timeoutMs);
     // Auto-pipelining: the per-member scripts of one ingest batch go out in one round trip (on a
-    // Cluster: one per master).
+    // Cluster: one per master). No offline queue on one Redis: a command either goes out over a
+    // ready connection (CommandGuard waits for one, bounded) or fails as not sent, never queued to
+    // be sent after its caller was told it failed. (A Cluster's node connections always queue.)
     const client =
       options.url !== undefined
-        ? new Redis(options.url, { enableAutoPipelining: true, lazyConnect: true })
+        ? new Redis(options.url, { ...connectionOptions(timeoutMs), enableAutoPipelining: true, lazyConnect: true, enableOfflineQueue: false })
         : new Cluster([...options.cluster], {
             enableAutoPipelining: true,
             lazyConnect: true,
+            redisOptions: connectionOptions(timeoutMs),
             // A restarted master answers CLUSTERDOWN for its first 2 s (Redis lets the cluster
             // reconfigure it before it takes writes): retry for 16 x 200 ms rather than the
-            // default 1.6 s, so a quick restart delays commands instead of failing them.
+            // default 1.6 s, so a quick restart delays commands (up to the store timeout) instead
+            // of failing them.
             retryDelayOnClusterDown: 200,
           });
+    const whole = client instanceof Cluster ? 'engine@cluster' : `engine@${redisAddress(client)}`;
+    if (client instanceof Cluster) watchCluster(health, 'engine', client);
+    else watchRedis(health, whole, client);
     const swallow = (): void => {}; // connect() rejects with the same error
     client.on('error', swallow);
     try {
       const sources = loadScriptSources();
       const shas = scriptShas(sources);
-      await client.connect();
+      await client.connect().catch((err: unknown) => {
+        const reason = err instanceof Error ? err.message : String(err);
+        throw new StoreUnavailableError('not_ready', `cannot connect to Redis: ${reason}`, { cause: err });
+      });
+      const waits: RunWaits = { deadline: () => health.waitDeadline(whole, timeoutMs), failed: (err) => health.failed(err) };
       // On a cluster, scripts are loaded on each new master connection before user scripts use it.
       const runs =
-        client instanceof Cluster ? new ClusterRuns(client, (node) => ensureScriptsLoaded(node, sources, shas)) : new SingleRun(client);
+        client instanceof Cluster
+          ? new ClusterRuns(client, (node) => ensureScriptsLoaded(node, sources, shas), waits)
+          : new SingleRun(client, redisAddress(client), waits);
       await defineScripts(client, runs.masters(), sources);
-      const engine = new RedisEngine(client as ScriptedRedis | ScriptedCluster, runs, options, sources, shas);
+      const guard = new CommandGuard(runs, waits, health, (address) => `engine@${address}`, timeoutMs);
+      const guarded = guardCommands(client as ScriptedRedis | ScriptedCluster, guard);
+      const engine = new RedisEngine(guarded, runs, options, sources, shas);
       // Fails fast when INFO is not allowed (renamed, or denied by an ACL).
       await runs.learnAll(Date.now() + READY_TIMEOUT_MS * 10);
       return engine;
@@ -160,7 +184,7 @@ export class RedisEngine implements Engine {
   async changeMembers(conv: string, add: readonly string[], remove: readonly string[]): Promise<number> {
     const k = convKeys(this.prefix, conv);
     const count = asNumber(await this.client.convMembersBuffer(k.meta, k.members, add.length, ...add, ...remove));
-    if (count < 0) throw new Error(`unknown conversation ${conv}`);
+    if (count < 0) throw new UnknownConversationError(conv);
     return count;
   }
 
@@ -170,7 +194,7 @@ export class RedisEngine implements Engine {
 
   async setConversationMode(conv: string, large: boolean): Promise<void> {
     const ok = asNumber(await this.client.convModeBuffer(convKeys(this.prefix, conv).meta, large ? '1' : '0'));
-    if (ok !== 1) throw new Error(`unknown conversation ${conv}`);
+    if (ok !== 1) throw new UnknownConversationError(conv);
   }
 
   async heads(convs: readonly string[]): Promise<Record<string, number>> {
@@ -283,6 +307,11 @@ export class RedisEngine implements Engine {
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /** The servers holding the data (every master, on a cluster): for the start-up check of their settings. */
+  masters(): Redis[] {
+    return this.runs.masters();
   }
 
   async close(): Promise<void> {

@@ -12,8 +12,9 @@ interface ScriptSpec {
   prelude?: readonly string[];
 }
 
-/** The prelude of every script that reads or creates a user's epoch: `userMeta` (lib/epoch.lua). */
-const EPOCH = ['lib/epoch.lua'] as const;
+/** The shared Lua of every script that reads or creates a user's epoch: `userMeta`. Such a script carries a run id. */
+export const EPOCH_PRELUDE = 'lib/epoch.lua';
+const EPOCH = [EPOCH_PRELUDE] as const;
 
 /** Every Lua script, by the name ioredis defines it under, and its number of KEYS. */
 export const SCRIPTS = {

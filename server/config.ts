@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
-import { BOTH_TARGETS, parseClusterNodes, type RedisNodeAddress } from './redis-target.js';
+import { BOTH_TARGETS, DEFAULT_STORE_TIMEOUT_MS, describeRedisTarget, parseClusterNodes, redisTargetOf, type RedisNodeAddress } from './redis-target.js';
 
 export interface WsOptions {
   helloTimeoutMs: number;
@@ -36,6 +36,12 @@ const Env = Type.Object({
   PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8080 }),
   /** Interface to bind; dev mode forces 127.0.0.1. */
   HOST: Type.String({ minLength: 1, default: '0.0.0.0' }),
+  /** Separate port for /metrics, /healthz, /readyz (same HOST); unset → they are on PORT. */
+  OPS_PORT: Type.Optional(Type.Integer({ minimum: 0, maximum: 65535 })),
+  /** Bound of one store call; every request that needs the store is answered within about this. */
+  STORE_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 60_000, default: DEFAULT_STORE_TIMEOUT_MS }),
+  /** Start even though Redis may evict keys (maxmemory-policy other than noeviction). */
+  REDIS_ALLOW_EVICTION: Type.Union(['true', 'false', '1', '0'].map((v) => Type.Literal(v)), { default: 'false' }),
   /** redis://[user:pass@]host:port[/db]; unset → the in-memory engine. */
   REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://' })),
   /**
@@ -76,6 +82,12 @@ const checkEnv = TypeCompiler.Compile(Env);
 export interface Config {
   port: number;
   host: string;
+  /** Port of the operations listener; undefined → the operations endpoints are on `port`. */
+  opsPort?: number | undefined;
+  /** Bound of one store call (STORE_TIMEOUT_MS); default 2000. */
+  storeTimeoutMs?: number;
+  /** Start on a Redis whose maxmemory-policy may evict keys (REDIS_ALLOW_EVICTION). */
+  redisAllowEviction?: boolean;
   redisUrl: string | undefined;
   /** Redis Cluster seed nodes (REDIS_CLUSTER_NODES); never set together with `redisUrl`. */
   redisClusterNodes?: readonly RedisNodeAddress[] | undefined;
@@ -98,6 +110,8 @@ export class ConfigError extends Error {
 const SECRET = new Set(['REDPOINT_API_KEY', 'REDPOINT_JWT_SECRET', 'REDIS_URL']);
 const NUMERIC = new Set([
   'PORT',
+  'OPS_PORT',
+  'STORE_TIMEOUT_MS',
   'LARGE_GROUP_THRESHOLD',
   'SNAPSHOT_EVERY',
   'STREAM_MAX_LEN',
@@ -144,10 +158,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (hasKey !== hasSecret) {
     throw new ConfigError('set both REDPOINT_API_KEY and REDPOINT_JWT_SECRET (production) or neither (dev mode)');
   }
+  if (values.OPS_PORT !== undefined && values.OPS_PORT !== 0 && values.OPS_PORT === values.PORT) {
+    throw new ConfigError(`OPS_PORT must differ from PORT (both ${values.PORT}); leave OPS_PORT unset to serve the operations endpoints on PORT`);
+  }
   const devMode = !hasKey;
   return {
     port: values.PORT,
     host: devMode ? '127.0.0.1' : values.HOST,
+    opsPort: values.OPS_PORT,
+    storeTimeoutMs: values.STORE_TIMEOUT_MS,
+    redisAllowEviction: values.REDIS_ALLOW_EVICTION === 'true' || values.REDIS_ALLOW_EVICTION === '1',
     redisUrl: values.REDIS_URL,
     redisClusterNodes,
     apiKey: values.REDPOINT_API_KEY ?? DEV_API_KEY,
@@ -166,4 +186,34 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       idleTimeoutSeconds: values.WS_IDLE_TIMEOUT_SECONDS,
     },
   };
+}
+
+/**
+ * The effective configuration for the start-up log: every setting after defaults, with the
+ * secrets masked (their length is shown, so an operator can tell a key was set) and the Redis
+ * password hidden.
+ */
+export function describeConfig(config: Config): Record<string, unknown> {
+  const mask = (secret: string, dev: string): string => (secret === dev ? `${dev} (dev mode, published)` : `*** (${secret.length} chars)`);
+  return {
+    port: config.port,
+    host: config.host,
+    opsPort: config.opsPort ?? null,
+    redis: redisTargetDescription(config),
+    devMode: config.devMode,
+    apiKey: mask(config.apiKey, DEV_API_KEY),
+    jwtSecret: mask(config.jwtSecret, DEV_JWT_SECRET),
+    storeTimeoutMs: config.storeTimeoutMs ?? DEFAULT_STORE_TIMEOUT_MS,
+    redisAllowEviction: config.redisAllowEviction ?? false,
+    largeGroupThreshold: config.largeGroupThreshold,
+    snapshotEvery: config.snapshotEvery,
+    streamMaxLen: config.streamMaxLen,
+    logLevel: config.logLevel,
+    ws: { ...defaultWsOptions, ...config.ws },
+  };
+}
+
+function redisTargetDescription(config: Config): string | null {
+  const target = redisTargetOf(config);
+  return target ? describeRedisTarget(target) : null;
 }

@@ -1,6 +1,7 @@
 import { RedpointError } from '../../protocol/errors.js';
 import type { ClientFrame, HelloFrame, PullFrame, ReadFrame, SettingsFrame } from '../../protocol/frames.js';
 import type { Cursor } from '../../protocol/types.js';
+import { wireError } from './error-mapper.js';
 import type { Socket, WsGateway } from './ws-gateway.js';
 
 /** One client frame, after validation. Errors become error frames (or a close for auth). */
@@ -27,9 +28,7 @@ export async function handleFrame(gw: WsGateway, ws: Socket, frame: ClientFrame)
         return await settings(gw, ws, uid, frame);
     }
   } catch (err) {
-    const e = err instanceof RedpointError ? err : new RedpointError('unavailable', 'store unavailable, retry');
-    if (!(err instanceof RedpointError)) gw.log.error({ err, conn: conn.id }, 'frame failed');
-    gw.metrics.errors.inc({ code: e.code });
+    const e = wireError(err, { write: frame.t !== 'pull', transport: 'ws', log: gw.log, metrics: gw.metrics, fields: { conn: conn.id, frame: frame.t } });
     gw.send(ws, { t: 'error', id: frame.id, code: e.code, message: e.message });
   }
 }

@@ -135,7 +135,11 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     ...(options.ws ? { ws: options.ws } : {}),
     ...options.config,
   };
-  const engineOptions = { snapshotEvery: config.snapshotEvery, streamMaxLen: config.streamMaxLen };
+  const engineOptions = {
+    snapshotEvery: config.snapshotEvery,
+    streamMaxLen: config.streamMaxLen,
+    ...(config.storeTimeoutMs !== undefined ? { storeTimeoutMs: config.storeTimeoutMs } : {}),
+  };
 
   let redis: RedisServer | undefined;
   let ownsRedis = false;

@@ -34,9 +34,13 @@ export interface RunningServer {
 /** Over the store timeout, the time a request may take to be answered (the router's bound). */
 const REQUEST_GRACE_MS = 250;
 
+/** Shutting down, the connections close once no request arrived for this long (at most MAX_LINGER_MS). */
+const QUIET_MS = 100;
+const MAX_LINGER_MS = 1_000;
+
 /** How long shutdown may take before main.ts gives up on it: every step is bounded by the store timeout. */
 export function shutdownBoundMs(storeTimeoutMs = DEFAULT_STORE_TIMEOUT_MS): number {
-  return Math.max(10_000, 4 * storeTimeoutMs + 2_000);
+  return Math.max(10_000, 4 * storeTimeoutMs + 2_000 + MAX_LINGER_MS);
 }
 
 /** Builds and starts one Redpoint process: engine, sync service, HTTP routes. */
@@ -120,6 +124,8 @@ export async function startServer(config: Config, log: Logger, engine?: Engine):
       const answered = routerOptions.requestTimeoutMs + REQUEST_GRACE_MS;
       await Promise.all([router.drain(answered), ops?.router.drain(answered), within(sync.idle(), storeTimeoutMs)]);
       await Promise.all([bus?.close(), store.close()]);
+      // Clients still sending on keep-alive connections get their 503 (and a close) first.
+      await Promise.all([router.quiet(QUIET_MS, MAX_LINGER_MS), ops?.router.quiet(QUIET_MS, MAX_LINGER_MS)]);
       closeApp(app);
       ops?.close();
     })();

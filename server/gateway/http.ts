@@ -69,6 +69,7 @@ export class HttpRouter {
   /** Requests being handled, each with a way to answer it now (drain's deadline). */
   private readonly inFlight = new Set<() => void>();
   private drained: (() => void) | undefined;
+  private lastArrival = 0;
 
   constructor(
     private readonly app: TemplatedApp,
@@ -100,6 +101,22 @@ export class HttpRouter {
     for (const answerNow of [...this.inFlight]) answerNow();
   }
 
+  /**
+   * Resolves once no request has arrived for `quietMs` (at most after `maxMs`). Shutting down, a
+   * client whose keep-alive connection is idle may send on it at any moment; while the server
+   * still answers (503, closing that connection) the client moves to a new one, which is
+   * refused. Closing only once the requests stop leaves no request written into a connection
+   * being closed, but for one sent at that very instant (HTTP/1.1 keep-alive's own race).
+   */
+  async quiet(quietMs: number, maxMs: number): Promise<void> {
+    const deadline = Date.now() + maxMs;
+    for (;;) {
+      const wait = Math.min(this.lastArrival + quietMs - Date.now(), deadline - Date.now());
+      if (wait <= 0) return;
+      await new Promise((resolve) => setTimeout(resolve, wait));
+    }
+  }
+
   route(method: Method, pattern: string, handler: Handler, options: RouteOptions = {}): void {
     const paramCount = (pattern.match(/\/:/g) ?? []).length;
     const name = options.name ?? pattern;
@@ -126,10 +143,25 @@ export class HttpRouter {
       state.onAbort?.();
     });
     const write = options.write ?? ctx.method !== 'get';
+    this.lastArrival = Date.now();
     if (this.closing) {
-      state.bodyPending = options.body === true;
       this.metrics.unavailableReplies.inc({ code: 'unavailable', transport: 'http' });
-      this.finish(res, state, ctx, name, started, errorReply(new RedpointError('unavailable', 'server is shutting down; nothing was applied')));
+      let answered = false;
+      const refuse = (): void => {
+        if (answered) return;
+        answered = true;
+        this.inFlight.delete(refuse);
+        this.finish(res, state, ctx, name, started, errorReply(new RedpointError('unavailable', 'server is shutting down; nothing was applied')));
+        if (this.inFlight.size === 0) this.drained?.();
+      };
+      // Read the body first: closing a connection with unread input makes the kernel reset it,
+      // and the client may lose the answer. Drain waits for it like for any request.
+      if (options.body) {
+        this.inFlight.add(refuse);
+        readBody(res, state).then(refuse, refuse);
+      } else {
+        refuse();
+      }
       return;
     }
     // uWS delivers body chunks only to a handler attached now; parsing waits for authorization.

@@ -41,7 +41,9 @@ export function wireError(err: unknown, call: FailedCall): RedpointError {
   const e = toWireError(err, call.write);
   call.metrics.errors.inc({ code: e.code });
   if (ERROR_CODES[e.code].status === 503) call.metrics.unavailableReplies.inc({ code: e.code, transport: call.transport });
-  if (e.code === 'internal') call.log.error({ err, ...call.fields }, 'request failed');
-  else if (err instanceof StoreError) call.log.debug({ err, code: e.code, kind: err.kind, ...call.fields }, 'request failed: store trouble');
+  if (e.code === 'internal') call.log.error({ event: 'request_failed', err, transport: call.transport, ...call.fields }, 'request failed');
+  else if (err instanceof StoreError) {
+    call.log.debug({ event: 'request_store_error', code: e.code, kind: err.kind, transport: call.transport, ...call.fields }, `request failed: ${err.message}`);
+  }
   return e;
 }

@@ -1,12 +1,11 @@
 import { setTimeout as delay } from 'node:timers/promises';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import type { UnreadSummary } from '../../protocol/types.js';
 import { Authenticator } from '../../server/auth/tokens.js';
-import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
-import { spawnServer, type ServerProcess } from '../helpers/server-process.js';
 import { TEST_API_KEY, TEST_JWT_SECRET } from '../helpers/test-server.js';
 import { WsClient } from '../helpers/ws-client.js';
 import { waitMatchesServer } from '../helpers/ws-expect.js';
+import { chaosFixture } from './fixture.js';
 import { conversations, createConversations, IngestLoad, missingAcked, printFigures } from './ingest-load.js';
 
 /**
@@ -19,20 +18,15 @@ const STORE_TIMEOUT_MS = 1_000;
 const DOWN_MS = 2_500;
 
 describe('chaos: Redis SIGKILL and restart from AOF', () => {
-  let redis: RedisServer;
-  let server: ServerProcess;
+  const chaos = chaosFixture();
   const clients: WsClient[] = [];
-  beforeAll(async () => {
-    redis = await startRedisServer({ aof: 'always' });
-    server = await spawnServer({ REDIS_URL: redis.url, STORE_TIMEOUT_MS: String(STORE_TIMEOUT_MS), WS_VERSION_EVERY_SECONDS: '1' });
-  });
   afterAll(async () => {
     await Promise.all(clients.map((c) => c.close()));
-    await server?.stop();
-    await redis?.stop();
   });
 
   it('acknowledged messages survive, readiness recovers, clients converge; failures are bounded 503s', async () => {
+    const redis = chaos.redis();
+    const server = await chaos.spawn({ STORE_TIMEOUT_MS: String(STORE_TIMEOUT_MS), WS_VERSION_EVERY_SECONDS: '1' });
     const convs = conversations(24, 'r');
     await createConversations(server.url, convs);
     const auth = new Authenticator(TEST_JWT_SECRET, TEST_API_KEY);

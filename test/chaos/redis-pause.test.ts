@@ -1,7 +1,6 @@
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
-import { spawnServer, type ServerProcess } from '../helpers/server-process.js';
+import { describe, expect, it } from 'vitest';
+import { chaosFixture } from './fixture.js';
 import { conversations, createConversations, IngestLoad, missingAcked, printFigures } from './ingest-load.js';
 
 /**
@@ -12,22 +11,14 @@ import { conversations, createConversations, IngestLoad, missingAcked, printFigu
 const STORE_TIMEOUT_MS = 1_000;
 
 describe('chaos: Redis stuck (CLIENT PAUSE)', () => {
-  let redis: RedisServer;
-  let server: ServerProcess;
-  beforeAll(async () => {
-    redis = await startRedisServer({ aof: 'always' });
-    server = await spawnServer({ REDIS_URL: redis.url, STORE_TIMEOUT_MS: String(STORE_TIMEOUT_MS) });
-  });
-  afterAll(async () => {
-    await server?.stop();
-    await redis?.stop();
-  });
+  const chaos = chaosFixture();
 
   it('bounded 503s while it is stuck, then recovery; every acknowledged message present', async () => {
+    const server = await chaos.spawn({ STORE_TIMEOUT_MS: String(STORE_TIMEOUT_MS) });
     const convs = conversations(24, 'p');
     await createConversations(server.url, convs);
     const load = new IngestLoad(() => server.url, convs, 8);
-    const admin = new Redis(redis.url);
+    const admin = new Redis(chaos.redis().url);
     try {
       load.start();
       await load.ackedAtLeast(300);

@@ -1,7 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { freePort } from '../helpers/processes.js';
-import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
-import { spawnServer, type ServerProcess } from '../helpers/server-process.js';
+import { chaosFixture } from './fixture.js';
 import { conversations, createConversations, IngestLoad, missingAcked, printFigures } from './ingest-load.js';
 
 /**
@@ -9,21 +8,12 @@ import { conversations, createConversations, IngestLoad, missingAcked, printFigu
  * Redis (AOF `always`). Every message it acknowledged before dying is in the store afterwards.
  */
 describe('chaos: kill -9 of the server under ingest', () => {
-  let redis: RedisServer;
-  const servers: ServerProcess[] = [];
-  beforeAll(async () => {
-    redis = await startRedisServer({ aof: 'always' });
-  });
-  afterAll(async () => {
-    await Promise.all(servers.map((s) => s.stop()));
-    await redis?.stop();
-  });
+  const chaos = chaosFixture();
 
   it('every acknowledged message is present after the restart', async () => {
     const port = await freePort();
-    const env = { REDIS_URL: redis.url, PORT: String(port), STORE_TIMEOUT_MS: '1000' };
-    const first = await spawnServer(env);
-    servers.push(first);
+    const env = { PORT: String(port), STORE_TIMEOUT_MS: '1000' };
+    const first = await chaos.spawn(env);
     const url = `http://127.0.0.1:${port}`;
     const convs = conversations(24, 'k');
     await createConversations(url, convs);
@@ -33,8 +23,7 @@ describe('chaos: kill -9 of the server under ingest', () => {
     const killedAt = Date.now();
     first.proc.kill('SIGKILL');
     await first.exited;
-    const second = await spawnServer(env);
-    servers.push(second);
+    await chaos.spawn(env);
     const upAfterMs = Date.now() - killedAt;
     const ackedBefore = load.ackedSoFar;
     await load.ackedAtLeast(ackedBefore + 400);

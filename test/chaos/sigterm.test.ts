@@ -1,9 +1,8 @@
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { shutdownBoundMs } from '../../server/app.js';
 import { freePort } from '../helpers/processes.js';
-import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
-import { spawnServer, type ServerProcess } from '../helpers/server-process.js';
+import { chaosFixture } from './fixture.js';
 import { conversations, createConversations, DROPPED, IngestLoad, missingAcked, printFigures } from './ingest-load.js';
 
 /**
@@ -14,26 +13,17 @@ import { conversations, createConversations, DROPPED, IngestLoad, missingAcked, 
 const STORE_TIMEOUT_MS = 1_000;
 
 describe('chaos: SIGTERM', () => {
-  let redis: RedisServer;
-  const servers: ServerProcess[] = [];
-  beforeAll(async () => {
-    redis = await startRedisServer({ aof: 'always' });
-  });
-  afterAll(async () => {
-    await Promise.all(servers.map((s) => s.stop()));
-    await redis?.stop();
-  });
+  const chaos = chaosFixture();
 
   async function scenario(name: string, tag: string, stuck: boolean): Promise<void> {
     const port = await freePort();
-    const env = { REDIS_URL: redis.url, PORT: String(port), STORE_TIMEOUT_MS: String(STORE_TIMEOUT_MS) };
-    const first = await spawnServer(env);
-    servers.push(first);
+    const env = { PORT: String(port), STORE_TIMEOUT_MS: String(STORE_TIMEOUT_MS) };
+    const first = await chaos.spawn(env);
     const url = `http://127.0.0.1:${port}`;
     const convs = conversations(24, tag);
     await createConversations(url, convs);
     const load = new IngestLoad(() => url, convs, 8);
-    const admin = new Redis(redis.url);
+    const admin = new Redis(chaos.redis().url);
     try {
       load.start();
       await load.ackedAtLeast(300);
@@ -47,8 +37,7 @@ describe('chaos: SIGTERM', () => {
       const exit = await first.exited;
       const shutdownMs = Date.now() - signalled;
       if (stuck) await admin.call('CLIENT', 'UNPAUSE');
-      const second = await spawnServer(env);
-      servers.push(second);
+      await chaos.spawn(env);
       await load.ackedAtLeast(load.ackedSoFar + 300);
       await load.stop();
       const missing = await missingAcked(url, load, convs);

@@ -1,9 +1,10 @@
 import { Agent, request } from 'node:http';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { shutdownBoundMs } from '../../server/app.js';
 import { metricSample } from '../helpers/logged-server.js';
-import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
+import { fileFixture } from '../helpers/file-fixture.js';
+import { startRedisServer } from '../helpers/redis-server.js';
 import { spawnServer, type ServerProcess } from '../helpers/server-process.js';
 import { TEST_API_KEY } from '../helpers/test-server.js';
 
@@ -69,17 +70,11 @@ async function until(done: () => Promise<boolean>, timeoutMs = 5_000): Promise<v
 }
 
 describe('shutdown', () => {
-  let redis: RedisServer;
-  beforeAll(async () => {
-    redis = await startRedisServer({ aof: 'always' });
-  });
-  afterAll(async () => {
-    await redis?.stop();
-  });
+  const redis = fileFixture('redis-server', () => startRedisServer({ aof: 'always' }));
 
   it('SIGTERM while the store is stuck: every request in flight is answered 503 with its outcome, keep-alive closes cleanly, exit 0', async () => {
-    const server: ServerProcess = await spawnServer({ REDIS_URL: redis.url, STORE_TIMEOUT_MS: String(STORE_TIMEOUT_MS) });
-    const admin = new Redis(redis.url);
+    const server: ServerProcess = await spawnServer({ REDIS_URL: redis().url, STORE_TIMEOUT_MS: String(STORE_TIMEOUT_MS) });
+    const admin = new Redis(redis().url);
     const agent = new Agent({ keepAlive: true, maxSockets: 64 });
     const idle = new Agent({ keepAlive: true, maxSockets: 1 });
     try {

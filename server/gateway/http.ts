@@ -70,6 +70,7 @@ export class HttpRouter {
   private readonly inFlight = new Set<() => void>();
   private drained: (() => void) | undefined;
   private lastArrival = 0;
+  private closingSince = 0;
 
   constructor(
     private readonly app: TemplatedApp,
@@ -84,6 +85,7 @@ export class HttpRouter {
    */
   refuseNew(): void {
     this.closing = true;
+    this.closingSince = Date.now();
   }
 
   /**
@@ -102,15 +104,17 @@ export class HttpRouter {
   }
 
   /**
-   * Resolves once no request has arrived for `quietMs` (at most after `maxMs`). Shutting down, a
-   * client whose keep-alive connection is idle may send on it at any moment; while the server
-   * still answers (503, closing that connection) the client moves to a new one, which is
-   * refused. Closing only once the requests stop leaves no request written into a connection
-   * being closed, but for one sent at that very instant (HTTP/1.1 keep-alive's own race).
+   * Resolves once no request has arrived for `quietMs` (at most after `maxMs`), at once if none
+   * arrived since refuseNew(). Shutting down, a client whose keep-alive connection is idle may
+   * send on it at any moment; while the server still answers (503, closing that connection) the
+   * client moves to a new one, which is refused. Closing only once the requests stop leaves no
+   * request written into a connection being closed, but for one sent at that very instant
+   * (HTTP/1.1 keep-alive's own race).
    */
   async quiet(quietMs: number, maxMs: number): Promise<void> {
     const deadline = Date.now() + maxMs;
     for (;;) {
+      if (this.lastArrival < this.closingSince) return;
       const wait = Math.min(this.lastArrival + quietMs - Date.now(), deadline - Date.now());
       if (wait <= 0) return;
       await new Promise((resolve) => setTimeout(resolve, wait));

@@ -5,7 +5,7 @@ import type { Engine } from './engine/engine.js';
 import { createEngine } from './engine/create-engine.js';
 import { registerApiRoutes } from './gateway/api-routes.js';
 import { registerDemoRoutes } from './gateway/demo-routes.js';
-import { HttpRouter } from './gateway/http.js';
+import { HttpRouter, type RouterOptions } from './gateway/http.js';
 import { listenExclusive } from './gateway/listen.js';
 import { registerOpsRoutes } from './gateway/ops-routes.js';
 import { closeApp, uws, type us_listen_socket } from './gateway/uws.js';
@@ -46,10 +46,13 @@ export function shutdownBoundMs(storeTimeoutMs = DEFAULT_STORE_TIMEOUT_MS): numb
 /** Builds and starts one Redpoint process: engine, sync service, HTTP routes. */
 export async function startServer(config: Config, log: Logger, engine?: Engine): Promise<RunningServer> {
   const storeTimeoutMs = config.storeTimeoutMs ?? DEFAULT_STORE_TIMEOUT_MS;
-  const routerOptions = { requestTimeoutMs: storeTimeoutMs + REQUEST_GRACE_MS };
   const metrics = new Metrics();
   metrics.buildInfo.set({ version: VERSION, node: process.version }, 1);
   const health = new StoreHealth(log, metrics, storeTimeoutMs);
+  const routerOptions: RouterOptions = {
+    requestTimeoutMs: storeTimeoutMs + REQUEST_GRACE_MS,
+    storeTroubledSince: (since) => health.troubledSince(since),
+  };
   // One Redis or a Redis Cluster (never both: that throws here, before anything starts).
   const redis = redisTargetOf(config);
   const store =

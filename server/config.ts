@@ -38,8 +38,12 @@ const Env = Type.Object({
   HOST: Type.String({ minLength: 1, default: '0.0.0.0' }),
   /** Separate port for /metrics, /healthz, /readyz (same HOST); unset → they are on PORT. */
   OPS_PORT: Type.Optional(Type.Integer({ minimum: 0, maximum: 65535 })),
-  /** Bound of one store call; every request that needs the store is answered within about this. */
-  STORE_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 60_000, default: DEFAULT_STORE_TIMEOUT_MS }),
+  /**
+   * Bound of one store call; every request that needs the store is answered within about this.
+   * Each command of a pipelined batch gets it from when it is sent, so it must exceed the Redis
+   * time of the largest healthy batch (hence no less than half a second).
+   */
+  STORE_TIMEOUT_MS: Type.Integer({ minimum: 500, maximum: 60_000, default: DEFAULT_STORE_TIMEOUT_MS }),
   /** Start even though Redis may evict keys (maxmemory-policy other than noeviction). */
   REDIS_ALLOW_EVICTION: Type.Union(['true', 'false', '1', '0'].map((v) => Type.Literal(v)), { default: 'false' }),
   /** redis://[user:pass@]host:port[/db]; unset → the in-memory engine. */

@@ -47,11 +47,18 @@ export interface RouteOptions {
 
 export interface RouterOptions {
   /**
-   * Every request is answered within this bound (503 `unavailable`, or `outcome_unknown` for a
-   * write whose handler had started), whatever the store does.
+   * A request still waiting after this long while the store is (or was, since the request came)
+   * in trouble is answered at once: 503 `unavailable`, or `outcome_unknown` for a write whose
+   * handler had started. A request doing long but healthy work (a membership change of
+   * thousands) goes on.
    */
   requestTimeoutMs: number;
+  /** Whether the store has been in trouble since `since` (StoreHealth.troubledSince). */
+  storeTroubledSince: (since: number) => boolean;
 }
+
+/** How often a request past its bound looks again whether the store is in trouble. */
+const TROUBLE_RECHECK_MS = 250;
 
 /** Seconds a client should wait before retrying a 503 (sent as Retry-After on every one). */
 export const RETRY_AFTER_SECONDS = 1;
@@ -190,7 +197,13 @@ export class HttpRouter {
         };
       });
       outOfTime.catch(() => undefined);
-      const timer = setTimeout(answerNow, this.options.requestTimeoutMs);
+      const arrived = Date.now();
+      let timer: NodeJS.Timeout;
+      const check = (): void => {
+        if (this.options.storeTroubledSince(arrived)) answerNow();
+        else timer = setTimeout(check, TROUBLE_RECHECK_MS);
+      };
+      timer = setTimeout(check, this.options.requestTimeoutMs);
       this.inFlight.add(answerNow);
       this.metrics.httpInFlight.set(this.inFlight.size);
       try {

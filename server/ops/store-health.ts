@@ -27,6 +27,8 @@ interface TargetState {
 export class StoreHealth {
   private readonly targets = new Map<string, TargetState>();
   private closing = false;
+  /** When a target last went down, a command last timed out, or a store call last failed. */
+  private lastTrouble = 0;
 
   constructor(
     private readonly log: Logger = pino({ level: 'silent' }),
@@ -60,6 +62,7 @@ export class StoreHealth {
   /** The connection to `target` closed or cannot be opened. */
   down(target: string, cause?: string): void {
     const state = this.stateOf(target);
+    this.lastTrouble = Date.now();
     if (!state.up) return;
     state.up = false;
     state.downSince = Date.now();
@@ -104,7 +107,15 @@ export class StoreHealth {
 
   /** A failed store call, counted by kind. */
   failed(err: StoreError): void {
+    this.lastTrouble = Date.now();
     this.metrics?.storeErrors.inc({ kind: err.kind, outcome: err.outcome });
+  }
+
+  /** Whether the store has been in trouble at any time since `since` (ms since the epoch): a target down, a timeout, a failed call. */
+  troubledSince(since: number): boolean {
+    if (this.lastTrouble >= since) return true;
+    for (const state of this.targets.values()) if (!state.up) return true;
+    return false;
   }
 
   /** A failed publish or subscribe between processes (pulls repair what it lost). */

@@ -62,13 +62,16 @@ export const DEFAULT_STORE_TIMEOUT_MS = 2_000;
 const MAX_RECONNECT_DELAY_MS = 1_000;
 
 /**
- * ioredis options of every connection (engine and bus, one Redis or each cluster node): every
- * command fails after `storeTimeoutMs` instead of waiting for ioredis's retries (about 73 s by
- * default), a connect attempt is bounded the same way, and reconnects back off to 1 s at most.
+ * ioredis options of every connection (engine and bus, one Redis or each cluster node): a connect
+ * attempt is bounded by `storeTimeoutMs`, reconnects back off to 1 s at most, and no command waits
+ * for ioredis's retries (about 73 s by default). The engine's commands fail after `storeTimeoutMs`
+ * without a reply (command-guard.ts); ioredis's own per-command timeout is only the backstop of
+ * the rest (the run id's INFO, publishes), well above it: it times each command from when it was
+ * sent, which would fail the tail of a large healthy batch.
  */
 export function connectionOptions(storeTimeoutMs: number): RedisOptions {
   return {
-    commandTimeout: storeTimeoutMs,
+    commandTimeout: Math.max(10_000, 5 * storeTimeoutMs),
     connectTimeout: Math.max(storeTimeoutMs, 1_000),
     retryStrategy: (attempt: number) => Math.min(attempt * 100, MAX_RECONNECT_DELAY_MS),
   };

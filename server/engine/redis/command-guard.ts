@@ -1,4 +1,6 @@
 import type { StoreHealth } from '../../ops/store-health.js';
+import { StoreError } from '../store-errors.js';
+import { ReplyWatch } from './reply-watch.js';
 import { EPOCH_PRELUDE, SCRIPTS } from './scripts.js';
 import { storeErrorOf } from './driver-errors.js';
 import { retryNotSent, type ConnectionRef, type RunTracker, type RunWaits } from './runs.js';
@@ -9,13 +11,16 @@ import { retryNotSent, type ConnectionRef, type RunTracker, type RunWaits } from
  * - goes out only over a ready connection to the server holding its key, waiting for one until
  *   the store deadline (the offline queue of a single Redis is off: nothing waits in the driver,
  *   and nothing waiting there is sent after the caller was told it failed);
- * - fails with a typed store error (driver-errors.ts): not applied, or outcome unknown;
+ * - fails with a typed store error (driver-errors.ts): not applied, or outcome unknown; and
+ *   with a timeout once its server sent no reply for the store timeout (reply-watch.ts);
  * - reports replies and timeouts to StoreHealth, per target.
  *
  * It wraps the client rather than each engine method, so every command a script or method adds
  * later is covered as well.
  */
 export class CommandGuard {
+  private readonly watches = new Map<string, ReplyWatch>();
+
   constructor(
     private readonly runs: RunTracker,
     private readonly waits: RunWaits,
@@ -43,16 +48,20 @@ export class CommandGuard {
 
   private async issue<T>(key: string, conn: ConnectionRef, issue: () => Promise<T>): Promise<T> {
     const target = this.targetOf(conn.target);
+    let watch = this.watches.get(target);
+    if (!watch) {
+      watch = new ReplyWatch(this.timeoutMs);
+      this.watches.set(target, watch);
+    }
     try {
-      const reply = await issue();
+      const reply = await watch.track(issue);
       this.health.answered(target);
       return reply;
     } catch (err) {
-      const typed = storeErrorOf(err, { sent: true, sameConnection: this.runs.connection(key)?.id === conn.id });
+      const typed = err instanceof StoreError ? err : storeErrorOf(err, { sent: true, sameConnection: this.runs.connection(key)?.id === conn.id });
       if (!typed) throw err;
       if (typed.kind === 'timeout') this.health.timedOut(target, this.timeoutMs);
-      // Typed already (the run tracker's own errors): counted where they were raised.
-      if (typed !== err) this.health.failed(typed);
+      this.health.failed(typed);
       throw typed;
     }
   }

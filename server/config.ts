@@ -39,9 +39,9 @@ const Env = Type.Object({
   /** Separate port for /metrics, /healthz, /readyz (same HOST); unset → they are on PORT. */
   OPS_PORT: Type.Optional(Type.Integer({ minimum: 0, maximum: 65535 })),
   /**
-   * Bound of one store call; every request that needs the store is answered within about this.
-   * Each command of a pipelined batch gets it from when it is sent, so it must exceed the Redis
-   * time of the largest healthy batch (hence no less than half a second).
+   * Bound of one store call: it fails after this long without any reply from its Redis. While
+   * the store is in trouble every request that needs it is answered within about this. No less
+   * than half a second: one script (a big user's snapshot) must fit in it.
    */
   STORE_TIMEOUT_MS: Type.Integer({ minimum: 500, maximum: 60_000, default: DEFAULT_STORE_TIMEOUT_MS }),
   /** Start even though Redis may evict keys (maxmemory-policy other than noeviction). */

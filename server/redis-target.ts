@@ -1,4 +1,4 @@
-import type { RedisOptions } from 'ioredis';
+import type { Cluster, Redis, RedisOptions } from 'ioredis';
 
 /**
  * Where the Redis engine and the Redis bus connect: one Redis (`REDIS_URL`) or a Redis Cluster
@@ -75,4 +75,16 @@ export function connectionOptions(storeTimeoutMs: number): RedisOptions {
     connectTimeout: Math.max(storeTimeoutMs, 1_000),
     retryStrategy: (attempt: number) => Math.min(attempt * 100, MAX_RECONNECT_DELAY_MS),
   };
+}
+
+/**
+ * QUIT, so that what was sent first still gets its reply, but no longer than `ms`: a stuck Redis
+ * answers nothing, not even QUIT (it queues behind the stuck commands), so then disconnect.
+ */
+export async function quitWithin(conn: Redis | Cluster, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), ms)));
+  const outcome = await Promise.race([conn.quit().then(() => 'quit' as const, () => 'failed' as const), late]);
+  clearTimeout(timer);
+  if (outcome !== 'quit') conn.disconnect();
 }

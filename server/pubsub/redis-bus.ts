@@ -2,7 +2,7 @@ import { Cluster, Redis } from 'ioredis';
 import { nanoid } from 'nanoid';
 import { StoreHealth } from '../ops/store-health.js';
 import { redisAddress, watchCluster, watchRedis } from '../ops/watch-redis.js';
-import { connectionOptions, DEFAULT_STORE_TIMEOUT_MS, type RedisNodeAddress, type RedisTarget } from '../redis-target.js';
+import { connectionOptions, DEFAULT_STORE_TIMEOUT_MS, quitWithin, type RedisNodeAddress, type RedisTarget } from '../redis-target.js';
 import type { Bus } from './bus.js';
 
 /** Where the bus reports its connections' state and its failed calls, and how long a call may take. */
@@ -45,7 +45,7 @@ function singleTransport(url: string, receive: Receive, health: StoreHealth, tim
       await sub.ping().catch(() => undefined);
     },
     close: async () => {
-      await Promise.all([pub, sub].map((conn) => conn.quit().catch(() => conn.disconnect())));
+      await Promise.all([pub, sub].map((conn) => quitWithin(conn, timeoutMs)));
     },
   };
 }
@@ -76,7 +76,7 @@ function clusterTransport(nodes: readonly RedisNodeAddress[], receive: Receive, 
     // Each SSUBSCRIBE's promise resolves with its acknowledgement; subscribe() already waits for it.
     settled: async () => undefined,
     close: async () => {
-      await cluster.quit().catch(() => cluster.disconnect());
+      await quitWithin(cluster, timeoutMs);
     },
   };
 }

@@ -47,6 +47,8 @@ export interface TestServerOptions {
 }
 
 export const TEST_API_KEY = 'test-api-key-0123456789abcdef';
+/** The store timeout of the test servers (STORE_TIMEOUT_MS is 2 s by default). */
+export const TEST_STORE_TIMEOUT_MS = 15_000;
 export const TEST_JWT_SECRET = 'test-jwt-secret-0123456789abcdef-0123456789';
 
 export type AuthMode = 'api' | 'none' | { bearer: string } | { user: string };
@@ -135,11 +137,9 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     ...(options.ws ? { ws: options.ws } : {}),
     ...options.config,
   };
-  const engineOptions = {
-    snapshotEvery: config.snapshotEvery,
-    streamMaxLen: config.streamMaxLen,
-    ...(config.storeTimeoutMs !== undefined ? { storeTimeoutMs: config.storeTimeoutMs } : {}),
-  };
+  // Unless a test is about store timeouts, it should not meet one on a loaded machine: a long one.
+  config.storeTimeoutMs ??= TEST_STORE_TIMEOUT_MS;
+  const engineOptions = { snapshotEvery: config.snapshotEvery, streamMaxLen: config.streamMaxLen, storeTimeoutMs: config.storeTimeoutMs };
 
   let redis: RedisServer | undefined;
   let ownsRedis = false;

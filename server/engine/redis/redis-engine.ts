@@ -4,7 +4,7 @@ import { LIMITS } from '../../../protocol/limits.js';
 import type { ConvEntry, Cursor, Snapshot } from '../../../protocol/types.js';
 import { StoreHealth } from '../../ops/store-health.js';
 import { redisAddress, watchCluster, watchRedis } from '../../ops/watch-redis.js';
-import { connectionOptions, DEFAULT_STORE_TIMEOUT_MS, type RedisTarget } from '../../redis-target.js';
+import { connectionOptions, DEFAULT_STORE_TIMEOUT_MS, quitWithin, type RedisTarget } from '../../redis-target.js';
 import type {
   ConvInfo,
   Engine,
@@ -318,7 +318,7 @@ export class RedisEngine implements Engine {
     this.runs.close();
     if (this.client.status === 'end') return;
     if (this.client.status === 'ready') {
-      await this.client.quit().catch(() => this.client.disconnect());
+      await quitWithin(this.client, this.options.storeTimeoutMs ?? DEFAULT_STORE_TIMEOUT_MS);
     } else {
       this.client.disconnect();
     }

@@ -29,6 +29,9 @@ export const MessageBatch = Type.Object(
   { additionalProperties: false },
 );
 
+/** The body of `POST /v1/messages`, as documented; `decodeMessages` picks the branch so errors name its field. */
+export const MessagesBody = Type.Union([Message, MessageBatch]);
+
 /** `POST /v1/messages` takes one message or `{messages: [...]}`; errors name the field either way. */
 export function decodeMessages(body: unknown): MessageInput[] {
   if (typeof body === 'object' && body !== null && 'messages' in body) return decode(MessageBatch, body).messages;
@@ -53,9 +56,16 @@ export const SettingsBody = Type.Object(
 
 /** `since` is `<version>` or `<epoch>:<version>`; omitted → from scratch. */
 export const SyncQuery = Type.Object({
-  since: Type.Optional(Type.String({ maxLength: 64, pattern: '^([A-Za-z0-9_-]{1,32}:)?[0-9]{1,15}$' })),
-  limit: Type.Optional(Type.String({ pattern: '^[0-9]{1,5}$' })),
+  since: Type.Optional(
+    Type.String({ maxLength: 64, pattern: '^([A-Za-z0-9_-]{1,32}:)?[0-9]{1,15}$', description: 'The cursor, `<epoch>:<version>`; omit it for a first sync.' }),
+  ),
+  /** Only for a bare `since=<version>`; empty means whatever the current epoch is. */
+  epoch: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_-]{0,32}$', description: 'The epoch of a bare `since=<version>` (ignored when `since` has one).' })),
+  limit: Type.Optional(Type.String({ pattern: '^[0-9]{1,5}$', description: 'Maximum entries in the reply (default 500, clamped to 1..1000).' })),
 });
+
+/** `POST /dev/token` (dev mode only). */
+export const DevTokenBody = Type.Object({ uid: Id }, { additionalProperties: false });
 
 const compiled = new WeakMap<TSchema, TypeCheck<TSchema>>();
 

@@ -2,10 +2,16 @@ import type { ConvState, ConvView, UnreadSummary } from './types.js';
 
 /**
  * Derivations shared by server and client so that both compute unread and totals the same way.
+ * Ids are keys of `heads` and `categories`: any id is valid, `__proto__` and `constructor`
+ * included, so keyed lookups go through own properties only, and totals are summed in a Map.
  */
+export function headOf(heads: Readonly<Record<string, number>>, conv: string): number {
+  return Object.hasOwn(heads, conv) ? (heads[conv] ?? 0) : 0;
+}
+
 export function effectiveLastSeq(state: ConvState, heads: Readonly<Record<string, number>>): number {
   if (!state.large) return state.lastSeq;
-  return Math.max(state.lastSeq, heads[state.conv] ?? 0);
+  return Math.max(state.lastSeq, headOf(heads, state.conv));
 }
 
 export function isVisible(state: ConvState, heads: Readonly<Record<string, number>>): boolean {
@@ -36,7 +42,7 @@ export function summarize(
   heads: Readonly<Record<string, number>>,
 ): UnreadSummary {
   const conversations: ConvView[] = [];
-  const categories: Record<string, number> = {};
+  const categories = new Map<string, number>();
   let total = 0;
   let mentions = 0;
   for (const state of states) {
@@ -46,8 +52,8 @@ export function summarize(
     if (view.muted) continue;
     total += view.unread;
     mentions += view.mentions;
-    if (view.unread > 0) categories[view.category] = (categories[view.category] ?? 0) + view.unread;
+    if (view.unread > 0) categories.set(view.category, (categories.get(view.category) ?? 0) + view.unread);
   }
   conversations.sort((a, b) => (a.conv < b.conv ? -1 : a.conv > b.conv ? 1 : 0));
-  return { uid, epoch, version, total, mentions, categories, conversations };
+  return { uid, epoch, version, total, mentions, categories: Object.fromEntries(categories), conversations };
 }

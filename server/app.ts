@@ -1,20 +1,20 @@
 import type { Logger } from 'pino';
 import { Authenticator } from './auth/tokens.js';
-import { defaultWsOptions, type Config } from './config.js';
+import { DEV_API_KEY, defaultWsOptions, type Config } from './config.js';
 import type { Engine } from './engine/engine.js';
 import { createEngine } from './engine/create-engine.js';
 import { registerApiRoutes } from './gateway/api-routes.js';
+import { enableCors } from './gateway/cors.js';
 import { registerDemoRoutes } from './gateway/demo-routes.js';
-import { HttpRouter, type RouterOptions } from './gateway/http.js';
+import { HttpRouter, type Method, type RouterOptions } from './gateway/http.js';
 import { listenExclusive } from './gateway/listen.js';
+import { registerOpenApiRoute } from './gateway/openapi-route.js';
 import { registerOpsRoutes } from './gateway/ops-routes.js';
 import { closeApp, uws, type us_listen_socket } from './gateway/uws.js';
 import { Metrics } from './metrics/metrics.js';
 import { VERSION } from './ops/build-info.js';
 import { startOpsListener, type OpsListener } from './ops/ops-listener.js';
 import { StoreHealth } from './ops/store-health.js';
-import type { Bus } from './pubsub/bus.js';
-import { RedisBus } from './pubsub/redis-bus.js';
 import { DEFAULT_STORE_TIMEOUT_MS, redisTargetOf } from './redis-target.js';
 import { WsGateway } from './gateway/ws-gateway.js';
 import { SyncService } from './sync/sync-service.js';
@@ -27,6 +27,8 @@ export interface RunningServer {
   readonly sync: SyncService;
   readonly metrics: Metrics;
   readonly gateway: WsGateway;
+  /** The HTTP routes it serves (method, pattern), CORS preflights included. */
+  readonly routes: ReadonlyArray<{ method: Method; pattern: string }>;
   /** Stop accepting, answer everything in flight, let in-flight writes finish, close the store. Idempotent. */
   close(): Promise<void>;
 }
@@ -54,7 +56,7 @@ export async function startServer(config: Config, log: Logger, engine?: Engine):
     storeTroubledSince: (since) => health.troubledSince(since),
   };
   // One Redis or a Redis Cluster (never both: that throws here, before anything starts).
-  const redis = redisTargetOf(config);
+  redisTargetOf(config);
   const store =
     engine ??
     (await createEngine({
@@ -62,6 +64,7 @@ export async function startServer(config: Config, log: Logger, engine?: Engine):
       redisClusterNodes: config.redisClusterNodes,
       snapshotEvery: config.snapshotEvery,
       streamMaxLen: config.streamMaxLen,
+      ...(config.streamIdleSeconds !== undefined ? { streamIdleSeconds: config.streamIdleSeconds } : {}),
       storeTimeoutMs,
       health,
       allowEviction: config.redisAllowEviction,
@@ -75,18 +78,18 @@ export async function startServer(config: Config, log: Logger, engine?: Engine):
     if (stats.userOps > 0) metrics.storeLatency.observe({ op: 'apply_user_ops' }, stats.applySeconds);
   };
   sync.onStoreCall = (op, seconds) => metrics.storeLatency.observe({ op }, seconds);
-  const auth = new Authenticator(config.jwtSecret, config.apiKey);
+  const auth = Authenticator.fromConfig(config, (err) => log.warn({ err: err.message }, 'cannot load the JWK Set of user tokens'));
   const app = uws.App();
   const router = new HttpRouter(app, metrics, log, routerOptions);
-  // One process on the memory engine: nothing to cross, so no bus.
-  const bus: Bus | null = redis ? new RedisBus(redis, undefined, { health, storeTimeoutMs }) : null;
-  const gateway = new WsGateway(app, bus, sync, auth, metrics, log, { ...defaultWsOptions, ...config.ws });
+  const gateway = new WsGateway(app, sync, auth, metrics, log, { ...defaultWsOptions, ...config.ws });
   const apiPaths = registerApiRoutes(router, { sync, auth, metrics });
   // With OPS_PORT the operations endpoints live only there; the main port answers them 404.
   const opsPaths = config.opsPort === undefined ? registerOpsRoutes(router, { engine: store, metrics }) : [];
+  const docPaths = registerOpenApiRoute(router);
   // The demo page and its token minting exist only with the published dev credentials (loopback).
-  const demoPaths = config.devMode ? registerDemoRoutes(router, { auth, apiKey: config.apiKey, log }) : [];
-  router.fallback([...apiPaths, ...opsPaths, ...demoPaths]);
+  const demoPaths = config.devMode ? registerDemoRoutes(router, { auth, apiKey: config.apiKey ?? DEV_API_KEY, log }) : [];
+  if (config.corsOrigins) enableCors(router, config.corsOrigins, [...apiPaths, ...docPaths]);
+  router.fallback([...apiPaths, ...opsPaths, ...docPaths, ...demoPaths]);
 
   let listenSocket: us_listen_socket;
   let ops: OpsListener | undefined;
@@ -102,7 +105,6 @@ export async function startServer(config: Config, log: Logger, engine?: Engine):
     // Nothing was served yet: release the store connections this call opened.
     health.close();
     gateway.shutdown();
-    await bus?.close();
     if (!engine) await store.close();
     closeApp(app);
     throw err;
@@ -126,7 +128,7 @@ export async function startServer(config: Config, log: Logger, engine?: Engine):
       // requests are answered either way (200 once applied, or 503 with the outcome stated).
       const answered = routerOptions.requestTimeoutMs + REQUEST_GRACE_MS;
       await Promise.all([router.drain(answered), ops?.router.drain(answered), within(sync.idle(), storeTimeoutMs)]);
-      await Promise.all([bus?.close(), store.close()]);
+      await store.close();
       // Clients still sending on keep-alive connections get their 503 (and a close) first.
       await Promise.all([router.quiet(QUIET_MS, MAX_LINGER_MS), ops?.router.quiet(QUIET_MS, MAX_LINGER_MS)]);
       closeApp(app);
@@ -134,7 +136,7 @@ export async function startServer(config: Config, log: Logger, engine?: Engine):
     })();
     return closing;
   };
-  return { port, opsPort: ops?.port, engine: store, sync, metrics, gateway, close };
+  return { port, opsPort: ops?.port, engine: store, sync, metrics, gateway, routes: router.routes, close };
 }
 
 /** Waits for `work`, but no longer than `ms` (it goes on; its outcome no longer matters here). */

@@ -1,5 +1,10 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
+import type { NamedApiKey } from './auth/api-keys.js';
+import { DEV_API_KEY, DEV_JWT_SECRET, resolveCredentials, type CredentialEnv } from './auth/auth-config.js';
+import type { JwksSource, KeySetTiming } from './auth/jwks.js';
+import { DEFAULT_MAX_TTL_SECONDS } from './auth/user-tokens.js';
+import { parseCorsOrigins, type CorsOrigins } from './gateway/cors.js';
 import { BOTH_TARGETS, DEFAULT_STORE_TIMEOUT_MS, describeRedisTarget, parseClusterNodes, redisTargetOf, type RedisNodeAddress } from './redis-target.js';
 
 export interface WsOptions {
@@ -27,9 +32,7 @@ export const defaultWsOptions: WsOptions = {
   maxBackpressureBytes: 1024 * 1024,
 };
 
-/** Dev-mode credentials: published on purpose, accepted only on 127.0.0.1. */
-export const DEV_API_KEY = 'dev-api-key';
-export const DEV_JWT_SECRET = 'redpoint-dev-secret-do-not-use-in-production';
+export { DEV_API_KEY, DEV_JWT_SECRET } from './auth/auth-config.js';
 
 const Env = Type.Object({
   /** TCP port for HTTP and WebSocket. */
@@ -55,14 +58,30 @@ const Env = Type.Object({
   REDIS_CLUSTER_NODES: Type.Optional(Type.String({ minLength: 1 })),
   /** Bearer key the message service presents on server-to-server endpoints. */
   REDPOINT_API_KEY: Type.Optional(Type.String({ minLength: 16 })),
+  /** More API keys, `name:key,name:key`; the name shows in logs (rotate one without downtime). */
+  REDPOINT_API_KEYS: Type.Optional(Type.String({ minLength: 1 })),
   /** HS256 secret of client JWTs (user id in `sub`). */
   REDPOINT_JWT_SECRET: Type.Optional(Type.String({ minLength: 32 })),
+  /** JWK Set of the public keys (ES256/RS256) of client JWTs, by URL... */
+  REDPOINT_JWKS_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
+  /** ...or by file. */
+  REDPOINT_JWKS_FILE: Type.Optional(Type.String({ minLength: 1 })),
+  /** Required `iss` of client JWTs. */
+  REDPOINT_JWT_ISSUER: Type.Optional(Type.String({ minLength: 1 })),
+  /** Required `aud` of client JWTs. */
+  REDPOINT_JWT_AUDIENCE: Type.Optional(Type.String({ minLength: 1 })),
+  /** Client JWTs valid for longer than this (exp − iat) are refused. */
+  REDPOINT_JWT_MAX_TTL_SECONDS: Type.Integer({ minimum: 60, maximum: 366 * 24 * 3600, default: DEFAULT_MAX_TTL_SECONDS }),
+  /** Origins whose browser pages may call the HTTP API: exact origins, comma-separated, or `*`. */
+  CORS_ORIGINS: Type.Optional(Type.String({ minLength: 1 })),
   /** Conversations with more members than this use read diffusion. */
   LARGE_GROUP_THRESHOLD: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 500 }),
-  /** A snapshot entry in each user stream at least every this many entries. */
-  SNAPSHOT_EVERY: Type.Integer({ minimum: 2, maximum: 100_000, default: 100 }),
-  /** Stream history kept per user, in entries (trimmed at snapshot boundaries only). */
-  STREAM_MAX_LEN: Type.Integer({ minimum: 10, maximum: 10_000_000, default: 1000 }),
+  /** Fewest entries between two snapshots of a user stream; the interval is the user's conversation count when that is more. */
+  SNAPSHOT_EVERY: Type.Integer({ minimum: 2, maximum: 100_000, default: 10 }),
+  /** Most history kept per user stream, in entries, and the largest snapshot interval. */
+  STREAM_MAX_LEN: Type.Integer({ minimum: 10, maximum: 10_000_000, default: 2000 }),
+  /** Seconds a user's stream (not its records) is kept without changes; 0 keeps it forever. */
+  STREAM_IDLE_SECONDS: Type.Integer({ minimum: 0, maximum: 315_360_000, default: 604_800 }),
   /** Seconds between the server's `version` frames to each connection (the safety net). */
   WS_VERSION_EVERY_SECONDS: Type.Integer({ minimum: 1, maximum: 3600, default: 120 }),
   /** A connection must send a valid hello within this many milliseconds. */
@@ -81,6 +100,8 @@ const Env = Type.Object({
 });
 
 type EnvValues = Static<typeof Env>;
+/** Every variable the server reads (the deploy kit's test checks its files use no other). */
+export const CONFIG_VARIABLES: readonly string[] = Object.keys(Env.properties);
 const checkEnv = TypeCompiler.Compile(Env);
 
 export interface Config {
@@ -95,13 +116,26 @@ export interface Config {
   redisUrl: string | undefined;
   /** Redis Cluster seed nodes (REDIS_CLUSTER_NODES); never set together with `redisUrl`. */
   redisClusterNodes?: readonly RedisNodeAddress[] | undefined;
-  apiKey: string;
-  jwtSecret: string;
-  /** No secrets configured: published dev credentials, loopback only. */
+  /** The API key named `default`: REDPOINT_API_KEY, or the published dev key in dev mode. */
+  apiKey?: string | undefined;
+  /** More API keys by name (REDPOINT_API_KEYS), accepted like `apiKey`; the name is logged. */
+  apiKeys?: readonly NamedApiKey[] | undefined;
+  /** HS256 secret of client JWTs (REDPOINT_JWT_SECRET, or the dev secret); unset: HS256 tokens are refused. */
+  jwtSecret?: string | undefined;
+  /** Public keys of ES256/RS256 client JWTs (REDPOINT_JWKS_URL / _FILE); `timing` is for tests. */
+  jwks?: (JwksSource & { timing?: Partial<KeySetTiming> }) | undefined;
+  jwtIssuer?: string | undefined;
+  jwtAudience?: string | undefined;
+  /** Default 7 days. */
+  jwtMaxTtlSeconds?: number | undefined;
+  /** Browser origins allowed to call the HTTP API (CORS); unset: none (no CORS headers). */
+  corsOrigins?: CorsOrigins | undefined;
+  /** No credentials configured: published dev credentials, loopback only. */
   devMode: boolean;
   largeGroupThreshold: number;
   snapshotEvery: number;
   streamMaxLen: number;
+  streamIdleSeconds?: number;
   logLevel: EnvValues['LOG_LEVEL'];
   /** WebSocket tuning; anything left out takes the default of `defaultWsOptions`. */
   ws?: Partial<WsOptions>;
@@ -111,7 +145,7 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
-const SECRET = new Set(['REDPOINT_API_KEY', 'REDPOINT_JWT_SECRET', 'REDIS_URL']);
+const SECRET = new Set(['REDPOINT_API_KEY', 'REDPOINT_API_KEYS', 'REDPOINT_JWT_SECRET', 'REDIS_URL']);
 const NUMERIC = new Set([
   'PORT',
   'OPS_PORT',
@@ -119,11 +153,13 @@ const NUMERIC = new Set([
   'LARGE_GROUP_THRESHOLD',
   'SNAPSHOT_EVERY',
   'STREAM_MAX_LEN',
+  'STREAM_IDLE_SECONDS',
   'WS_VERSION_EVERY_SECONDS',
   'WS_HELLO_TIMEOUT_MS',
   'WS_MAX_CONNECTIONS_PER_USER',
   'WS_FRAMES_PER_SECOND',
   'WS_IDLE_TIMEOUT_SECONDS',
+  'REDPOINT_JWT_MAX_TTL_SECONDS',
 ]);
 
 /** Reads and validates the environment; throws ConfigError naming every bad variable. */
@@ -154,18 +190,23 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       problems.push(`REDIS_CLUSTER_NODES: ${(err as Error).message}`);
     }
   }
+  let corsOrigins: CorsOrigins | undefined;
+  if (typeof raw.CORS_ORIGINS === 'string') {
+    try {
+      corsOrigins = parseCorsOrigins(raw.CORS_ORIGINS);
+    } catch (err) {
+      problems.push(`CORS_ORIGINS: ${(err as Error).message}`);
+    }
+  }
+  // Environment values are strings: the credential checks run even when another variable is bad.
+  const credentials = resolveCredentials(raw as CredentialEnv, problems);
   if (problems.length > 0) throw new ConfigError(`invalid configuration:\n  ${problems.join('\n  ')}`);
   const values = raw as EnvValues;
   if (redisClusterNodes && values.REDIS_URL !== undefined) throw new ConfigError(BOTH_TARGETS);
-  const hasKey = values.REDPOINT_API_KEY !== undefined;
-  const hasSecret = values.REDPOINT_JWT_SECRET !== undefined;
-  if (hasKey !== hasSecret) {
-    throw new ConfigError('set both REDPOINT_API_KEY and REDPOINT_JWT_SECRET (production) or neither (dev mode)');
-  }
   if (values.OPS_PORT !== undefined && values.OPS_PORT !== 0 && values.OPS_PORT === values.PORT) {
     throw new ConfigError(`OPS_PORT must differ from PORT (both ${values.PORT}); leave OPS_PORT unset to serve the operations endpoints on PORT`);
   }
-  const devMode = !hasKey;
+  const { devMode } = credentials;
   return {
     port: values.PORT,
     host: devMode ? '127.0.0.1' : values.HOST,
@@ -174,12 +215,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     redisAllowEviction: values.REDIS_ALLOW_EVICTION === 'true' || values.REDIS_ALLOW_EVICTION === '1',
     redisUrl: values.REDIS_URL,
     redisClusterNodes,
-    apiKey: values.REDPOINT_API_KEY ?? DEV_API_KEY,
-    jwtSecret: values.REDPOINT_JWT_SECRET ?? DEV_JWT_SECRET,
+    apiKey: credentials.apiKey,
+    apiKeys: credentials.apiKeys,
+    jwtSecret: credentials.jwtSecret,
+    jwks: credentials.jwks,
+    jwtIssuer: values.REDPOINT_JWT_ISSUER,
+    jwtAudience: values.REDPOINT_JWT_AUDIENCE,
+    jwtMaxTtlSeconds: values.REDPOINT_JWT_MAX_TTL_SECONDS,
+    corsOrigins,
     devMode,
     largeGroupThreshold: values.LARGE_GROUP_THRESHOLD,
     snapshotEvery: values.SNAPSHOT_EVERY,
     streamMaxLen: values.STREAM_MAX_LEN,
+    streamIdleSeconds: values.STREAM_IDLE_SECONDS,
     logLevel: values.LOG_LEVEL,
     ws: {
       versionEverySeconds: values.WS_VERSION_EVERY_SECONDS,
@@ -198,7 +246,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
  * password hidden.
  */
 export function describeConfig(config: Config): Record<string, unknown> {
-  const mask = (secret: string, dev: string): string => (secret === dev ? `${dev} (dev mode, published)` : `*** (${secret.length} chars)`);
+  const mask = (secret: string | undefined, dev: string): string | null =>
+    secret === undefined ? null : secret === dev ? `${dev} (dev mode, published)` : `*** (${secret.length} chars)`;
   return {
     port: config.port,
     host: config.host,
@@ -206,15 +255,32 @@ export function describeConfig(config: Config): Record<string, unknown> {
     redis: redisTargetDescription(config),
     devMode: config.devMode,
     apiKey: mask(config.apiKey, DEV_API_KEY),
+    apiKeys: (config.apiKeys ?? []).map((k) => `${k.name}: *** (${k.key.length} chars)`),
     jwtSecret: mask(config.jwtSecret, DEV_JWT_SECRET),
+    jwks: config.jwks ? ('url' in config.jwks ? { url: withoutQuery(config.jwks.url) } : { file: config.jwks.file }) : null,
+    jwtIssuer: config.jwtIssuer ?? null,
+    jwtAudience: config.jwtAudience ?? null,
+    jwtMaxTtlSeconds: config.jwtMaxTtlSeconds ?? null,
+    corsOrigins: config.corsOrigins ?? null,
     storeTimeoutMs: config.storeTimeoutMs ?? DEFAULT_STORE_TIMEOUT_MS,
     redisAllowEviction: config.redisAllowEviction ?? false,
     largeGroupThreshold: config.largeGroupThreshold,
     snapshotEvery: config.snapshotEvery,
     streamMaxLen: config.streamMaxLen,
+    streamIdleSeconds: config.streamIdleSeconds ?? null,
     logLevel: config.logLevel,
     ws: { ...defaultWsOptions, ...config.ws },
   };
+}
+
+/** A URL without its query and credentials (either may carry a token). */
+function withoutQuery(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.protocol}//${u.host}${u.pathname}`;
+  } catch {
+    return '(not a URL)';
+  }
 }
 
 function redisTargetDescription(config: Config): string | null {

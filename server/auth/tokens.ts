@@ -1,54 +1,80 @@
-import { timingSafeEqual, createHash } from 'node:crypto';
-import { SignJWT, jwtVerify, errors as joseErrors } from 'jose';
-import { LIMITS } from '../../protocol/limits.js';
+import { SignJWT } from 'jose';
 import { RedpointError } from '../../protocol/errors.js';
+import type { Config } from '../config.js';
+import { ApiKeys, DEFAULT_KEY_NAME, type NamedApiKey } from './api-keys.js';
+import { DEFAULT_KEY_SET_TIMING, KeySet } from './jwks.js';
+import { DEFAULT_MAX_TTL_SECONDS, SECRET_ALGORITHM, UserTokenVerifier, type TokenPolicy } from './user-tokens.js';
 
-const ALGORITHM = 'HS256';
-const UID_RE = /^[A-Za-z0-9_.:@-]+$/;
-
-/** Verifies client JWTs (HS256, user id in `sub`, `exp` required) and the message service's API key. */
-export class Authenticator {
-  private readonly secret: Uint8Array;
-  private readonly apiKeyDigest: Buffer;
-
-  constructor(jwtSecret: string, apiKey: string) {
-    this.secret = new TextEncoder().encode(jwtSecret);
-    this.apiKeyDigest = digest(apiKey);
-  }
-
-  /** Returns the user id; throws `unauthorized` / `token_expired`. */
-  async verifyUserToken(token: string): Promise<string> {
-    try {
-      const { payload } = await jwtVerify(token, this.secret, { algorithms: [ALGORITHM], requiredClaims: ['exp', 'sub'] });
-      const sub = payload.sub;
-      if (typeof sub !== 'string' || sub.length > LIMITS.idMaxLength || !UID_RE.test(sub)) {
-        throw new RedpointError('unauthorized', 'token subject is not a valid user id');
-      }
-      return sub;
-    } catch (err) {
-      if (err instanceof RedpointError) throw err;
-      if (err instanceof joseErrors.JWTExpired) throw new RedpointError('token_expired', 'token expired');
-      throw new RedpointError('unauthorized', 'invalid token');
-    }
-  }
-
-  /** Constant-time comparison (of digests, so lengths do not leak either). */
-  isApiKey(candidate: string): boolean {
-    return timingSafeEqual(digest(candidate), this.apiKeyDigest);
-  }
-
-  async mintUserToken(uid: string, ttlSeconds = 3600): Promise<string> {
-    return new SignJWT({})
-      .setProtectedHeader({ alg: ALGORITHM })
-      .setSubject(uid)
-      .setIssuedAt()
-      .setExpirationTime(Math.floor(Date.now() / 1000) + ttlSeconds)
-      .sign(this.secret);
-  }
+export interface AuthOptions extends Partial<TokenPolicy> {
+  /** Public keys of ES256/RS256 user tokens. */
+  keySet?: KeySet;
 }
 
-function digest(value: string): Buffer {
-  return createHash('sha256').update(value).digest();
+/**
+ * The credentials a server accepts: the message service's API keys (several, by name) and user
+ * tokens (HS256 with a shared secret, and/or ES256/RS256 with a JWK Set); mints HS256 tokens
+ * for `npm run token`, the dev page and tests.
+ */
+export class Authenticator {
+  readonly apiKeys: ApiKeys;
+  private readonly secret: Uint8Array | undefined;
+  private readonly verifier: UserTokenVerifier;
+  private readonly policy: TokenPolicy;
+
+  /** `apiKeys` as one string: that key, named `default`. `jwtSecret` undefined: HS256 tokens are refused. */
+  constructor(jwtSecret: string | undefined, apiKeys: string | readonly NamedApiKey[], options: AuthOptions = {}) {
+    this.apiKeys = new ApiKeys(typeof apiKeys === 'string' ? [{ name: DEFAULT_KEY_NAME, key: apiKeys }] : apiKeys);
+    this.secret = jwtSecret === undefined ? undefined : new TextEncoder().encode(jwtSecret);
+    this.policy = {
+      maxTtlSeconds: options.maxTtlSeconds ?? DEFAULT_MAX_TTL_SECONDS,
+      ...(options.issuer !== undefined ? { issuer: options.issuer } : {}),
+      ...(options.audience !== undefined ? { audience: options.audience } : {}),
+    };
+    this.verifier = new UserTokenVerifier(this.secret, options.keySet, this.policy);
+  }
+
+  /** Everything a configuration names; `onKeySetError` hears of every failed JWK Set load. */
+  static fromConfig(config: Config, onKeySetError?: (err: Error) => void): Authenticator {
+    const keys: NamedApiKey[] = [...(config.apiKey !== undefined ? [{ name: DEFAULT_KEY_NAME, key: config.apiKey }] : []), ...(config.apiKeys ?? [])];
+    const { jwks } = config;
+    return new Authenticator(config.jwtSecret, keys, {
+      ...(jwks ? { keySet: KeySet.from(jwks, { ...DEFAULT_KEY_SET_TIMING, ...jwks.timing }, onKeySetError) } : {}),
+      ...(config.jwtMaxTtlSeconds !== undefined ? { maxTtlSeconds: config.jwtMaxTtlSeconds } : {}),
+      ...(config.jwtIssuer !== undefined ? { issuer: config.jwtIssuer } : {}),
+      ...(config.jwtAudience !== undefined ? { audience: config.jwtAudience } : {}),
+    });
+  }
+
+  get maxTtlSeconds(): number {
+    return this.policy.maxTtlSeconds;
+  }
+
+  /** Returns the user id; throws `unauthorized` / `token_expired` (or `unavailable` when the JWK Set cannot be loaded). */
+  verifyUserToken(token: string): Promise<string> {
+    return this.verifier.verify(token);
+  }
+
+  /** The name of the API key `candidate` is, or null (constant time; see `ApiKeys.match`). */
+  apiKeyName(candidate: string): string | null {
+    return this.apiKeys.match(candidate);
+  }
+
+  isApiKey(candidate: string): boolean {
+    return this.apiKeyName(candidate) !== null;
+  }
+
+  /** An HS256 token for `uid`, with the configured issuer and audience. Needs the shared secret. */
+  async mintUserToken(uid: string, ttlSeconds = 3600): Promise<string> {
+    if (!this.secret) throw new RedpointError('internal', 'no REDPOINT_JWT_SECRET: this server cannot mint tokens');
+    const jwt = new SignJWT({})
+      .setProtectedHeader({ alg: SECRET_ALGORITHM })
+      .setSubject(uid)
+      .setIssuedAt()
+      .setExpirationTime(Math.floor(Date.now() / 1000) + ttlSeconds);
+    if (this.policy.issuer !== undefined) jwt.setIssuer(this.policy.issuer);
+    if (this.policy.audience !== undefined) jwt.setAudience(this.policy.audience);
+    return jwt.sign(this.secret);
+  }
 }
 
 /** Extracts the credential of an `Authorization: Bearer <x>` header, or null. */

@@ -24,7 +24,11 @@ export interface EngineSelection extends EngineOptions {
  * engine is handed out: no persistence is a warning, a policy that evicts keys a refusal.
  */
 export async function createEngine(selection: EngineSelection): Promise<Engine> {
-  const options: EngineOptions = { snapshotEvery: selection.snapshotEvery, streamMaxLen: selection.streamMaxLen };
+  const options: EngineOptions = {
+    snapshotEvery: selection.snapshotEvery,
+    streamMaxLen: selection.streamMaxLen,
+    ...(selection.streamIdleSeconds !== undefined ? { streamIdleSeconds: selection.streamIdleSeconds } : {}),
+  };
   const target = redisTargetOf(selection);
   if (!target) return new MemoryEngine(options);
   const [{ createRedisEngine }, { enforceRedisSettings }] = await Promise.all([

@@ -1,40 +1,77 @@
 import type { ConvState, Cursor, ConvEntry, Snapshot } from '../../protocol/types.js';
+import type { Notifications } from './notifications.js';
 
 /**
- * The store behind Redpoint, shaped by the domain (apply a message, a read, pull since a cursor),
- * not by Redis. Two implementations, `memory` and `redis`, pass one conformance suite.
+ * The store behind Redpoint, shaped by the domain (record a message, change a membership, apply
+ * a user's ops, pull since a cursor), not by Redis. Two implementations, `memory` and `redis`,
+ * pass one conformance suite. Several server processes may call one store at the same moment for
+ * the same user or conversation: every ordering the state depends on is made here, inside one
+ * atomic step, never by a lock or a cache in a process (DESIGN.md §9).
  *
- * Atomicity contract:
- * - every conversation-level method is atomic on that conversation;
- * - every `UserOp` is atomic on that user: the conversation record, the stored totals, the
- *   version (+1 exactly when something changed, never otherwise) and the stream entry (plus a
- *   snapshot every `snapshotEvery` entries, and trimming at a snapshot boundary) change together.
- *   Ops on different users are independent and may be applied in any order.
+ * What is atomic with what:
+ *
+ * - **A conversation step** (`changeMembers`, each item of `recordMessages`, `roster`,
+ *   `finishRewrite`, `getConversation`) is atomic on that conversation. `changeMembers` changes the
+ *   member set, re-decides write/read diffusion against the threshold, bumps the conversation's
+ *   membership generation and reads each added member's join head — all at once. `recordMessages` raises the
+ *   head and reads who is a member at that same instant: the members of a write-diffused
+ *   conversation, or which of the named candidates (senders, mentioned users) are members of a
+ *   read-diffused one. Nothing spans two conversations.
+ * - **A user step** is atomic on that user: everything `applyUserOps` does for one user's ops (in
+ *   the order given) — records, stored totals, version (+1 per visible change, never otherwise),
+ *   stream entry, snapshot, trimming — and the notification of those changes. Ops of different
+ *   users are independent and may be applied in any order relative to each other.
+ * - **Between the two** there is no atomicity: a membership change and a message are a
+ *   conversation step followed by user steps, and another process may run anything in between.
+ *   The rules make every interleaving converge: user records are max-registers; membership ops
+ *   carry the conversation's generation and only a newer one wins; a message op for a user the
+ *   conversation step listed as a member, but whose join op has not landed yet, is kept on the
+ *   user's record ("pending") and counted once the join lands. See rules.ts.
+ * - **Notifications** of a user's changes are published inside the user step, so every process
+ *   hears one user's changes in version order (`notifications`). Head changes of read-diffused
+ *   conversations are published inside `recordMessages`.
+ *
+ * Every method may be retried after any failure: a repeat of a conversation step reports the same
+ * joins, leaves and pending rewrite again (it never skips work because a first attempt already
+ * wrote part of it), and repeating user ops is harmless.
  */
 export interface Engine {
   readonly kind: EngineKind;
+  /** Changes of users and heads of large groups, as published by the store. */
+  readonly notifications: Notifications;
 
-  /** Create the conversation if needed; `category`, when given, replaces the stored one. */
-  ensureConversation(conv: string, category?: string): Promise<ConvInfo>;
-  getConversation(conv: string): Promise<ConvInfo | null>;
   /**
-   * Raise the conversation's maxSeq to `seq` (max-merge). Returns null for an unknown
-   * conversation (nothing is created). For a write-diffused conversation also returns its
-   * members, read in the same atomic step.
+   * One membership change of `conv`, atomically: creates the conversation if needed, replaces its
+   * category when given, adds and removes members, decides write or read diffusion (`large` when
+   * more than `threshold` members), and returns what the user steps must then apply.
    */
-  recordMessage(conv: string, seq: number): Promise<RecordedMessage | null>;
-  /** Add/remove members; returns the member count after the change. */
-  changeMembers(conv: string, add: readonly string[], remove: readonly string[]): Promise<number>;
-  members(conv: string): Promise<string[]>;
-  setConversationMode(conv: string, large: boolean): Promise<void>;
+  changeMembers(conv: string, change: MembersChange): Promise<MembersStep>;
+  /** The conversation with every member and its join tag, read in one atomic step (for a rewrite). */
+  roster(conv: string): Promise<Roster | null>;
+  /** Clears the conversation's pending rewrite if it is still the one of `gen` (a newer change keeps its own). */
+  finishRewrite(conv: string, gen: number): Promise<void>;
+  getConversation(conv: string): Promise<ConvInfo | null>;
+  /** The conversations among `convs` that do not exist (ingest refuses requests naming one). */
+  missingConversations(convs: readonly string[]): Promise<string[]>;
+  /**
+   * For each conversation: raises its maxSeq to `seq` (max-merge) and reads, in the same atomic
+   * step, who is a member: all members when write-diffused, else which of `candidates` are. Null
+   * for an unknown conversation (nothing is created). A raised head of a read-diffused
+   * conversation is published (`at`: arrival time of the messages, for the push-lag metric). Each
+   * conversation is its own step (the store may run several in one call).
+   */
+  recordMessages(items: readonly MessageRecord[], at?: number): Promise<(RecordedMessage | null)[]>;
   /** Current maxSeq of each conversation (missing ones are left out). */
-  heads(convs: readonly string[]): Promise<Record<string, number>>;
+  heads(convs: readonly string[]): Promise<Map<string, number>>;
 
-  /** Apply per-user ops; independent users are pipelined in one round trip where the store allows. */
-  applyUserOps(ops: readonly UserOp[]): Promise<UserOpResult[]>;
+  /**
+   * Applies per-user ops: one atomic step per user (their ops in the given order), users
+   * pipelined in one round trip where the store allows. Results come back in op order.
+   */
+  applyUserOps(ops: readonly UserOp[], options?: ApplyOptions): Promise<UserOpResult[]>;
   /** The user's changes after `since`, or the newest snapshot and what follows it. */
   pull(uid: string, since: Cursor | null, limit: number): Promise<StoredPull>;
-  /** The user's current cursor (creates the stream's epoch if the user has none yet). */
+  /** The user's current cursor; a user the store has never seen gets version 0 and a fresh epoch (nothing is created). */
   position(uid: string): Promise<Cursor>;
   /** Every conversation the user is a member of, with the stored totals (write-diffused part). */
   userState(uid: string): Promise<StoredUserState>;
@@ -47,10 +84,17 @@ export interface Engine {
 export type EngineKind = 'memory' | 'redis';
 
 export interface EngineOptions {
-  /** A snapshot entry every this many entries (at least as many as the user has conversations). */
+  /** Fewest entries between two snapshots of a user's stream (the interval grows with the user's conversations). */
   snapshotEvery: number;
-  /** Stream history kept, in entries; trimmed only at a snapshot boundary. */
+  /** Most entries kept per user stream, and the largest snapshot interval. */
   streamMaxLen: number;
+  /** Seconds a user's stream is kept without changes (0: forever); the records stay, clients get a snapshot. */
+  streamIdleSeconds?: number;
+}
+
+export interface ApplyOptions {
+  /** When the message behind these ops reached the server (wall-clock ms), carried to pushes for the lag metric. */
+  at?: number;
 }
 
 export interface ConvInfo {
@@ -59,43 +103,94 @@ export interface ConvInfo {
   large: boolean;
   category: string;
   memberCount: number;
+  /** Membership generation: raised by every membership change that changed something. */
+  gen: number;
+}
+
+export interface MembersChange {
+  add: readonly string[];
+  remove: readonly string[];
+  /** Replaces the conversation's category for every member. */
+  category?: string;
+  /** More members than this → read diffusion. */
+  threshold: number;
+}
+
+/** A member's join tag: the generation and head at which its current membership began. */
+export interface MemberTag {
+  uid: string;
+  joinGen: number;
+  joinHead: number;
+}
+
+export interface MembersStep {
+  info: ConvInfo;
+  /** Every uid of `add`, with its tag (an existing member keeps its own: a retry repeats the same join). */
+  joins: MemberTag[];
+  /** Every uid of `remove` (now not a member, whether it was before or not). */
+  leaves: string[];
+  /**
+   * The mode or category changed (now, or in an earlier change whose rewrite was not finished):
+   * every member's record must be rewritten from `roster`, then `finishRewrite`.
+   */
+  rewrite: boolean;
+}
+
+export interface Roster {
+  info: ConvInfo;
+  members: MemberTag[];
+}
+
+export interface MessageRecord {
+  conv: string;
+  seq: number;
+  /** Senders and mentioned users: whose membership a read-diffused conversation must tell. */
+  candidates: readonly string[];
 }
 
 export interface RecordedMessage {
   info: ConvInfo;
-  /** Present only for write-diffused conversations. */
-  members?: string[];
+  /** The members, read with the head: all of them when write-diffused, else the candidates who are members. */
+  members: string[];
 }
 
 /**
- * One atomic change to one user's state of one conversation. Ops on a user who is not a
- * member of the conversation change nothing (except `join`) and report `member: false`.
+ * One change to one user's state of one conversation (rules.ts holds what each does).
+ * - `message`: messages up to `lastSeq` were delivered; the user sent up to `readSeq`;
+ *   `mentionSeqs` mention them (at most LIMITS.mentionSeqsPerConversation). Only for users the
+ *   conversation step listed as members.
+ * - `read`: raise readSeq.
+ * - `membership`: the conversation-level state of this user as of generation `gen` (member or
+ *   not, mode, category, the join tag and the conversation's head); an op of an older generation
+ *   than the record's is ignored.
+ * - `settings`: flags, and `deleteAt` (hide the conversation up to the larger of it and lastSeq).
  */
 export type UserOp =
+  | { type: 'message'; uid: string; conv: string; lastSeq: number; readSeq: number; mentionSeqs: readonly number[] }
+  | { type: 'read'; uid: string; conv: string; seq: number }
+  | MembershipOp
+  | { type: 'settings'; uid: string; conv: string; muted?: boolean; markedUnread?: boolean; deleteAt?: number };
+
+export type MembershipOp =
   | {
-      /** Messages up to `lastSeq` were delivered; the user sent up to `readSeq`; `mentionSeqs` mention them. */
-      type: 'message';
+      type: 'membership';
       uid: string;
       conv: string;
-      lastSeq: number;
-      readSeq: number;
-      mentionSeqs: readonly number[];
+      gen: number;
+      member: true;
+      joinGen: number;
+      joinHead: number;
+      /** The conversation's maxSeq when the op was made (a lower bound for lastSeq). */
+      head: number;
+      large: boolean;
+      category: string;
     }
-  | { type: 'read'; uid: string; conv: string; seq: number }
-  /** `head`: the conversation's maxSeq now; older messages are not unread for a new member. */
-  | { type: 'join'; uid: string; conv: string; head: number; category: string; large: boolean }
-  | { type: 'leave'; uid: string; conv: string }
-  /** Hide the conversation up to `head` (the larger of its maxSeq and the user's lastSeq). */
-  | { type: 'delete'; uid: string; conv: string; head: number }
-  | { type: 'settings'; uid: string; conv: string; muted?: boolean; markedUnread?: boolean }
-  /** Switch diffusion mode; `head` is the conversation's maxSeq at the switch. */
-  | { type: 'mode'; uid: string; conv: string; large: boolean; head: number }
-  | { type: 'category'; uid: string; conv: string; category: string };
+  | { type: 'membership'; uid: string; conv: string; gen: number; member: false };
 
 export type UserOpType = UserOp['type'];
 
 export interface UserOpResult {
-  /** False when the op was a no-op (a duplicate, an older seq, or the user is not a member). */
+  /** False when the op changed nothing visible (a duplicate, an older seq or generation, a non-member). */
   changed: boolean;
   member: boolean;
   epoch: string;
@@ -120,5 +215,12 @@ export interface StoredUserState {
   version: number;
   states: ConvState[];
   /** Stored totals over write-diffused, visible, unmuted conversations. */
-  totals: { total: number; mentions: number; categories: Record<string, number> };
+  totals: { total: number; mentions: number; categories: Map<string, number> };
 }
+
+/**
+ * The epoch of a user the store has never seen (no state at all): stable, so asking about such a
+ * user creates nothing and a client of one is not told to resync on every check. A real epoch is
+ * 12 random characters, never this.
+ */
+export const UNSEEN_EPOCH = '0';

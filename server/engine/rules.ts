@@ -6,8 +6,19 @@ import type { UserOp } from './engine.js';
  * The per-user state rules, as pure functions. The memory engine runs them directly; the Redis
  * engine's `user_apply.lua` is a line-by-line port, and the conformance suite keeps them equal.
  *
- * Everything numeric is a max-register (lastSeq, readSeq, deletedSeq): applying an op twice, or
+ * Every number is a max-register (lastSeq, readSeq, deletedSeq, gen): applying an op twice, or
  * two ops in either order, gives the same record. Flags are last-writer-wins user settings.
+ *
+ * Membership is a register ordered by the conversation's generation (`gen`): a membership op
+ * carries the user's whole conversation-level state as of one generation, and only an op of the
+ * record's generation or a newer one applies. So a join and a leave made by two processes land
+ * right in either order, and a mode switch cannot be undone by an older op arriving late.
+ *
+ * A record can exist without membership: a left member's record, or a **pending** one — the
+ * conversation step listed the user as a member (it was added) but its membership op has not
+ * landed yet. Message ops raise a pending record silently (no version, no stream entry, no
+ * totals); the membership op that lands later counts them. That closes the race between a join
+ * and a message flushed by another process in between.
  */
 export interface StoredConv {
   conv: string;
@@ -21,6 +32,10 @@ export interface StoredConv {
   category: string;
   large: boolean;
   deletedSeq: number;
+  /** Generation of the newest membership op applied (0: none yet). */
+  gen: number;
+  /** Generation at which the current (or last) membership began: a different one is a new membership. */
+  joinGen: number;
 }
 
 export interface Contribution {
@@ -51,12 +66,34 @@ export function toConvState(rec: StoredConv): ConvState {
   };
 }
 
-function mergeMentions(current: readonly number[], added: readonly number[], readSeq: number): number[] {
+/** What clients see of a record: its state while a member, else nothing. */
+export function visibleState(rec: StoredConv | undefined): ConvState | null {
+  return rec?.member ? toConvState(rec) : null;
+}
+
+export function blankRecord(conv: string): StoredConv {
+  return {
+    conv,
+    member: false,
+    lastSeq: 0,
+    readSeq: 0,
+    mentionSeqs: [],
+    muted: false,
+    markedUnread: false,
+    category: 'default',
+    large: false,
+    deletedSeq: -1,
+    gen: 0,
+    joinGen: 0,
+  };
+}
+
+/** Keeps the seqs above readSeq, distinct and ascending, the newest `cap`. */
+export function mergeMentions(current: readonly number[], added: readonly number[], readSeq: number, cap: number = LIMITS.mentionSeqsPerConversation): number[] {
   const merged = new Set<number>();
   for (const seq of current) if (seq > readSeq) merged.add(seq);
   for (const seq of added) if (seq > readSeq) merged.add(seq);
   const sorted = [...merged].sort((a, b) => a - b);
-  const cap = LIMITS.mentionSeqsPerConversation;
   return sorted.length > cap ? sorted.slice(sorted.length - cap) : sorted;
 }
 
@@ -68,61 +105,83 @@ function raiseRead(rec: StoredConv, seq: number): void {
   rec.mentionSeqs = rec.mentionSeqs.filter((m) => m > seq);
 }
 
-/** Returns the record after `op` (a new object), or `undefined` when the op does not apply. */
+function copy(rec: StoredConv): StoredConv {
+  return { ...rec, mentionSeqs: [...rec.mentionSeqs] };
+}
+
+/** Returns the record after `op` (a new object, or `before` itself when the op does not apply). */
 export function applyRule(before: StoredConv | undefined, op: UserOp): StoredConv | undefined {
-  if (op.type === 'join') {
-    if (before?.member) return before;
-    return {
-      conv: op.conv,
-      member: true,
-      lastSeq: Math.max(before?.lastSeq ?? 0, op.head),
-      readSeq: Math.max(before?.readSeq ?? 0, op.head),
-      mentionSeqs: [],
-      muted: before?.muted ?? false,
-      markedUnread: false,
-      category: op.category,
-      large: op.large,
-      deletedSeq: -1,
-    };
-  }
-  if (!before?.member) return before;
-  const rec: StoredConv = { ...before, mentionSeqs: [...before.mentionSeqs] };
   switch (op.type) {
-    case 'message':
+    case 'message': {
+      // The conversation step listed this user as a member: a pending record keeps the raise.
+      const rec = before ? copy(before) : blankRecord(op.conv);
       rec.lastSeq = Math.max(rec.lastSeq, op.lastSeq);
       raiseRead(rec, op.readSeq);
       rec.mentionSeqs = mergeMentions(rec.mentionSeqs, op.mentionSeqs, rec.readSeq);
-      break;
-    case 'read':
-      raiseRead(rec, op.seq);
-      break;
-    case 'leave':
-      rec.member = false;
-      rec.mentionSeqs = [];
-      rec.markedUnread = false;
-      break;
-    case 'delete': {
-      const head = Math.max(op.head, rec.lastSeq);
-      raiseRead(rec, head);
-      rec.deletedSeq = Math.max(rec.deletedSeq, head);
-      rec.markedUnread = false;
-      break;
+      return rec;
     }
-    case 'settings':
+    case 'read': {
+      if (!before?.member) return before;
+      const rec = copy(before);
+      raiseRead(rec, op.seq);
+      return rec;
+    }
+    case 'membership': {
+      if (before && op.gen < before.gen) return before;
+      const rec = before ? copy(before) : blankRecord(op.conv);
+      rec.gen = op.gen;
+      if (op.member) {
+        if (!rec.member || rec.joinGen !== op.joinGen) {
+          // A new membership: nothing before its join head is unread; muted is kept.
+          rec.member = true;
+          rec.joinGen = op.joinGen;
+          raiseRead(rec, op.joinHead);
+          rec.mentionSeqs = rec.mentionSeqs.filter((m) => m > rec.readSeq);
+          rec.markedUnread = false;
+          rec.deletedSeq = -1;
+        }
+        rec.lastSeq = Math.max(rec.lastSeq, op.head);
+        rec.large = op.large;
+        rec.category = op.category;
+      } else if (rec.member) {
+        rec.member = false;
+        rec.mentionSeqs = [];
+        rec.markedUnread = false;
+      }
+      return rec;
+    }
+    case 'settings': {
+      if (!before?.member) return before;
+      const rec = copy(before);
+      if (op.deleteAt !== undefined) {
+        const head = Math.max(op.deleteAt, rec.lastSeq);
+        raiseRead(rec, head);
+        rec.deletedSeq = Math.max(rec.deletedSeq, head);
+        rec.markedUnread = false;
+      }
       if (op.muted !== undefined) rec.muted = op.muted;
       if (op.markedUnread !== undefined) rec.markedUnread = op.markedUnread;
-      break;
-    case 'mode':
-      rec.large = op.large;
-      rec.lastSeq = Math.max(rec.lastSeq, op.head);
-      break;
-    case 'category':
-      rec.category = op.category;
-      break;
+      return rec;
+    }
   }
-  return rec;
 }
 
+export function sameState(a: ConvState | null, b: ConvState | null): boolean {
+  if (a === b) return true;
+  if (!a || !b) return false;
+  return (
+    a.lastSeq === b.lastSeq &&
+    a.readSeq === b.readSeq &&
+    a.mentions === b.mentions &&
+    a.muted === b.muted &&
+    a.markedUnread === b.markedUnread &&
+    a.category === b.category &&
+    a.large === b.large &&
+    a.deletedSeq === b.deletedSeq
+  );
+}
+
+/** Every stored field equal (a record that differs only in what clients do not see is still rewritten). */
 export function sameRecord(a: StoredConv | undefined, b: StoredConv | undefined): boolean {
   if (a === b) return true;
   if (!a || !b) return false;
@@ -135,14 +194,21 @@ export function sameRecord(a: StoredConv | undefined, b: StoredConv | undefined)
     a.category === b.category &&
     a.large === b.large &&
     a.deletedSeq === b.deletedSeq &&
+    a.gen === b.gen &&
+    a.joinGen === b.joinGen &&
     a.mentionSeqs.length === b.mentionSeqs.length &&
     a.mentionSeqs.every((seq, i) => seq === b.mentionSeqs[i])
   );
 }
 
-/** Entries between snapshots: at least `snapshotEvery`, and at least one per conversation. */
-export function snapshotInterval(snapshotEvery: number, conversations: number): number {
-  return Math.max(snapshotEvery, conversations);
+/**
+ * Entries between two snapshots, and history kept: as many as the user has conversations (a
+ * snapshot costs about one entry per conversation, so it stays amortized O(1) per entry), at
+ * least `snapshotEvery`, at most `streamMaxLen`. A cursor further behind than this gets a snapshot
+ * anyway, so keeping more history would only cost memory.
+ */
+export function snapshotInterval(snapshotEvery: number, streamMaxLen: number, conversations: number): number {
+  return Math.min(streamMaxLen, Math.max(snapshotEvery, conversations));
 }
 
 export interface StreamPosition {
@@ -150,18 +216,23 @@ export interface StreamPosition {
   version: number;
   /** Entries with v <= base are trimmed; a cursor below it cannot be continued. */
   base: number;
-  /** Version of the newest stored snapshot, 0 when there is none. */
-  latestSnapshot: number;
-  conversations: number;
+  /** Version of the newest snapshot, 0 when there is none (the empty state at version 0). */
+  snapshotVersion: number;
+  /** The user's snapshot interval now (snapshotInterval). */
+  interval: number;
 }
 
 /**
- * Whether a pull from `since` must start over from a snapshot instead of continuing with deltas.
+ * Whether a pull from `since` must start over from the snapshot instead of continuing with deltas.
  * An empty cursor epoch is a wildcard (a bare `since=N` typed by a person); clients send theirs.
  */
-export function needsReset(pos: StreamPosition, since: { epoch: string; version: number } | null, snapshotEvery: number): boolean {
+export function needsReset(pos: StreamPosition, since: { epoch: string; version: number } | null): boolean {
   if (!since || (since.epoch !== '' && since.epoch !== pos.epoch)) return true;
   if (since.version > pos.version || since.version < pos.base) return true;
-  const behind = pos.version - since.version;
-  return pos.latestSnapshot > since.version && behind > snapshotInterval(snapshotEvery, pos.conversations);
+  return pos.snapshotVersion > since.version && pos.version - since.version > pos.interval;
+}
+
+/** The base after appending up to `version`: history older than one interval goes (never past the snapshot). */
+export function trimmedBase(base: number, version: number, snapshotVersion: number, interval: number): number {
+  return Math.min(snapshotVersion, Math.max(base, version - interval));
 }

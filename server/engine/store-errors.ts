@@ -8,7 +8,6 @@
  * - OutcomeUnknownError: the command went out and no trustworthy answer came back (a timeout, a
  *   connection lost with the command in flight, a reply that may come from a resend): it may or
  *   may not have been applied. Every write is a max-merge, so the caller retries.
- * - UnknownConversationError: the store does not know the conversation (it lost it, or never had it).
  */
 
 /** Why a store call failed, for the `redpoint_store_errors_total{kind}` metric and logs. */
@@ -56,12 +55,4 @@ export class StoreUnavailableError extends StoreError {
 export class OutcomeUnknownError extends StoreError {
   override name = 'OutcomeUnknownError';
   readonly outcome = 'unknown' as const;
-}
-
-/** The store does not know the conversation. */
-export class UnknownConversationError extends Error {
-  override name = 'UnknownConversationError';
-  constructor(readonly conv: string) {
-    super(`unknown conversation ${conv}`);
-  }
 }

@@ -17,9 +17,16 @@ interface ApiDeps {
 
 /** The HTTP API of PROTOCOL.md: message service endpoints (API key) and client endpoints (JWT). */
 export function registerApiRoutes(router: HttpRouter, { sync, auth, metrics }: ApiDeps): string[] {
+  /** True when `credential` is one of the API keys; its name goes to the request log and a metric. */
+  const isApiKey = (ctx: RequestContext, credential: string): boolean => {
+    ctx.apiKeyName = auth.apiKeyName(credential);
+    if (ctx.apiKeyName !== null) metrics.apiKeyRequests.inc({ key: ctx.apiKeyName });
+    return ctx.apiKeyName !== null;
+  };
+
   const service: Authorize = (ctx) => {
     const credential = bearer(ctx.authorization);
-    if (!credential || !auth.isApiKey(credential)) throw new RedpointError('unauthorized', 'missing or wrong API key');
+    if (!credential || !isApiKey(ctx, credential)) throw new RedpointError('unauthorized', 'missing or wrong API key');
     return null;
   };
 
@@ -28,7 +35,7 @@ export function registerApiRoutes(router: HttpRouter, { sync, auth, metrics }: A
     const uid = param(ctx, 0);
     const credential = bearer(ctx.authorization);
     if (!credential) throw new RedpointError('unauthorized', 'missing Authorization: Bearer credential');
-    if (auth.isApiKey(credential)) return null;
+    if (isApiKey(ctx, credential)) return null;
     const subject = await auth.verifyUserToken(credential);
     if (subject !== uid) throw new RedpointError('forbidden', 'a user token may only act for its own user');
     return subject;

@@ -1,7 +1,6 @@
-import { Type } from '@sinclair/typebox';
 import type { Logger } from 'pino';
 import { RedpointError } from '../../protocol/errors.js';
-import { decode, Id } from '../../protocol/schemas.js';
+import { decode, DevTokenBody } from '../../protocol/schemas.js';
 import type { DemoBundle } from '../../client-demo/build.js';
 import type { Authenticator } from '../auth/tokens.js';
 import type { HttpRouter, Reply } from './http.js';
@@ -12,8 +11,6 @@ interface DemoDeps {
   apiKey: string;
   log: Logger;
 }
-
-const DevTokenBody = Type.Object({ uid: Id }, { additionalProperties: false });
 
 const PAGE_PATHS = ['/', '/demo/app.js', '/demo/app.css'];
 

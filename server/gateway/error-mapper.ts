@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { ERROR_CODES, RedpointError } from '../../protocol/errors.js';
-import { StoreError, UnknownConversationError } from '../engine/store-errors.js';
+import { StoreError } from '../engine/store-errors.js';
 import type { Metrics } from '../metrics/metrics.js';
 
 /** What the mapper needs to know about the failed request or frame. */
@@ -22,7 +22,6 @@ export interface FailedCall {
  */
 export function toWireError(err: unknown, write: boolean): RedpointError {
   if (err instanceof RedpointError) return err;
-  if (err instanceof UnknownConversationError) return new RedpointError('unknown_conversation', `unknown conversation: ${err.conv}`);
   if (err instanceof StoreError) {
     if (write && err.outcome === 'unknown') {
       return new RedpointError('outcome_unknown', `the store did not confirm the change (${err.kind}); it may or may not be applied: retry it`);

@@ -1,18 +1,13 @@
-import { encodeMsgpack, packr } from '../../protocol/codec.js';
+import { encodeMsgpack } from '../../protocol/codec.js';
 import type { ChangeFrame, HeadFrame } from '../../protocol/frames.js';
+import type { HeadChange, Notifications, UserChange } from '../engine/notifications.js';
 import type { Metrics } from '../metrics/metrics.js';
-import type { Bus } from '../pubsub/bus.js';
 import { wallClockMs } from '../sync/ingest.js';
-import type { HeadChange, SyncEvents, UserChange } from '../sync/events.js';
 import type { TemplatedApp } from './uws.js';
 
-/** Topic/channel names. Braces are Redis Cluster hash tags: a user's channel lives on its shard. */
-export const userChannel = (uid: string): string => `{u:${uid}}`;
-export const convChannel = (conv: string): string => `{c:${conv}}`;
-/** Each channel has a JSON and a MessagePack topic, so one publish serves every socket of a format. */
-export const topicFor = (channel: string, binary: boolean): string => `${channel}${binary ? 'm' : 'j'}`;
-
-type BusEvent = ['u', UserChange] | ['h', HeadChange];
+/** uWS topic names: braces keep a user's and a conversation's topics apart whatever the ids. */
+export const userTopic = (uid: string, binary: boolean): string => `{u:${uid}}${binary ? 'm' : 'j'}`;
+export const convTopic = (conv: string, binary: boolean): string => `{c:${conv}}${binary ? 'm' : 'j'}`;
 
 export interface LocalDelivery {
   /** A user change reached this process: keep large-group subscriptions in step with membership. */
@@ -20,81 +15,60 @@ export interface LocalDelivery {
 }
 
 /**
- * Sync events → uWS topics of this process's sockets, directly, and → the bus for the other
- * processes (which deliver what they receive the same way). A large-group message is ONE bus
- * publish and ONE uWS publish per format, whatever the group size.
+ * The store's notifications → uWS topics of this process's sockets. Every change reaches a
+ * process the same way, whichever process made it, so one user's pushes leave in version order.
+ * Each channel has a JSON and a MessagePack topic: a frame is encoded once per format, and a
+ * large-group message is ONE uWS publish per format whatever the group size.
  */
 export class Fanout {
-  private readonly refs = new Map<string, number>();
-
   constructor(
     private readonly app: TemplatedApp,
-    private readonly bus: Bus | null,
+    private readonly notifications: Notifications,
     private readonly metrics: Metrics,
     private readonly delivery: LocalDelivery,
-    events: SyncEvents,
     /** Test-only: drop this fraction of pushes, to prove that pulls repair what pushes miss. */
     private readonly dropRatio = 0,
   ) {
-    events.subscribe({
-      userChanged: (change) => this.emit(userChannel(change.uid), ['u', change]),
-      headChanged: (change) => this.emit(convChannel(change.conv), ['h', change]),
+    notifications.setHandler({
+      userChanged: (changes) => {
+        for (const c of changes) this.deliverUser(c);
+      },
+      headChanged: (change) => this.deliverHead(change),
     });
-    bus?.onMessage((_channel, payload) => this.receive(payload));
   }
 
-  /** Counts local interest in a channel; the bus subscribes at the first and leaves at the last. */
-  retain(channel: string): Promise<void> {
-    const n = (this.refs.get(channel) ?? 0) + 1;
-    this.refs.set(channel, n);
-    return this.bus ? this.bus.subscribe(channel) : Promise.resolve();
+  followUser(uid: string): Promise<void> {
+    return this.notifications.followUser(uid);
   }
 
-  release(channel: string): void {
-    const n = (this.refs.get(channel) ?? 0) - 1;
-    if (n > 0) {
-      this.refs.set(channel, n);
-      return;
-    }
-    this.refs.delete(channel);
-    this.bus?.unsubscribe(channel);
+  unfollowUser(uid: string): void {
+    this.notifications.unfollowUser(uid);
   }
 
-  private emit(channel: string, event: BusEvent): void {
-    if (this.refs.has(channel)) this.deliver(event);
-    this.bus?.publish(channel, encodeMsgpack(event));
+  followConversation(conv: string): Promise<void> {
+    return this.notifications.followConversation(conv);
   }
 
-  private receive(payload: Uint8Array): void {
-    let event: BusEvent;
-    try {
-      event = packr.unpack(payload) as BusEvent;
-    } catch {
-      return; // not ours: the bus prefix is shared with nothing else, but never crash on input
-    }
-    this.deliver(event);
+  unfollowConversation(conv: string): void {
+    this.notifications.unfollowConversation(conv);
   }
 
-  private deliver(event: BusEvent): void {
-    if (event[0] === 'u') {
-      const c = event[1];
-      this.delivery.onUserChange(c);
-      const frame: ChangeFrame = { t: 'change', epoch: c.epoch, v: c.version, conv: c.conv, state: c.state };
-      this.publish(userChannel(c.uid), frame, c.at);
-    } else {
-      const h = event[1];
-      const frame: HeadFrame = { t: 'head', conv: h.conv, lastSeq: h.maxSeq };
-      this.publish(convChannel(h.conv), frame, h.at);
-    }
+  private deliverUser(c: UserChange): void {
+    this.delivery.onUserChange(c);
+    const frame: ChangeFrame = { t: 'change', epoch: c.epoch, v: c.version, conv: c.conv, state: c.state };
+    this.publish(userTopic(c.uid, false), userTopic(c.uid, true), frame, c.at);
   }
 
-  private publish(channel: string, frame: ChangeFrame | HeadFrame, at: number | undefined): void {
+  private deliverHead(h: HeadChange): void {
+    const frame: HeadFrame = { t: 'head', conv: h.conv, lastSeq: h.maxSeq };
+    this.publish(convTopic(h.conv, false), convTopic(h.conv, true), frame, h.at);
+  }
+
+  private publish(jsonTopic: string, binTopic: string, frame: ChangeFrame | HeadFrame, at: number | undefined): void {
     if (this.dropRatio > 0 && Math.random() < this.dropRatio) {
       this.metrics.framesOut.inc({ type: 'dropped_by_test_switch' });
       return;
     }
-    const jsonTopic = topicFor(channel, false);
-    const binTopic = topicFor(channel, true);
     const jsonSubs = this.app.numSubscribers(jsonTopic);
     const binSubs = this.app.numSubscribers(binTopic);
     if (jsonSubs > 0) this.app.publish(jsonTopic, JSON.stringify(frame), false);

@@ -19,6 +19,10 @@ export interface RequestContext {
   body: unknown;
   /** What the route's `authorize` returned: the authenticated user id, or null for the API key. */
   subject: string | null;
+  /** The name of the API key that authenticated the request (logged), if one did. */
+  apiKeyName: string | null;
+  /** The request's Origin header ('' without one): what CORS decides on. */
+  origin: string;
   requestId: string;
 }
 
@@ -27,6 +31,8 @@ export interface Reply {
   body: unknown;
   /** Raw text reply (e.g. Prometheus exposition) instead of JSON/MessagePack. */
   text?: { contentType: string; content: string };
+  /** Extra response headers (lower-case names). */
+  headers?: Readonly<Record<string, string>>;
 }
 
 export type Handler = (ctx: RequestContext) => Promise<Reply>;
@@ -63,7 +69,7 @@ const TROUBLE_RECHECK_MS = 250;
 /** Seconds a client should wait before retrying a 503 (sent as Retry-After on every one). */
 export const RETRY_AFTER_SECONDS = 1;
 
-type Method = 'get' | 'post' | 'put' | 'del';
+export type Method = 'get' | 'post' | 'put' | 'del' | 'options';
 
 let requestCounter = 0;
 
@@ -78,6 +84,10 @@ export class HttpRouter {
   private drained: (() => void) | undefined;
   private lastArrival = 0;
   private closingSince = 0;
+  /** Every route registered, in order: what the contract test compares with the OpenAPI document. */
+  readonly routes: Array<{ method: Method; pattern: string }> = [];
+  /** Headers added to every reply, errors and 404/405 included (CORS). */
+  responseHeaders: ((ctx: RequestContext) => Readonly<Record<string, string>> | undefined) | undefined;
 
   constructor(
     private readonly app: TemplatedApp,
@@ -131,6 +141,7 @@ export class HttpRouter {
   route(method: Method, pattern: string, handler: Handler, options: RouteOptions = {}): void {
     const paramCount = (pattern.match(/\/:/g) ?? []).length;
     const name = options.name ?? pattern;
+    this.routes.push({ method, pattern });
     this.app[method](pattern, (res, req) => this.handle(res, req, handler, paramCount, name, options));
   }
 
@@ -153,7 +164,7 @@ export class HttpRouter {
       state.aborted = true;
       state.onAbort?.();
     });
-    const write = options.write ?? ctx.method !== 'get';
+    const write = options.write ?? (ctx.method !== 'get' && ctx.method !== 'options');
     this.lastArrival = Date.now();
     if (this.closing) {
       this.metrics.unavailableReplies.inc({ code: 'unavailable', transport: 'http' });
@@ -231,13 +242,18 @@ export class HttpRouter {
       wantsMsgpack: req.getHeader('accept').includes('application/msgpack'),
       body: undefined,
       subject: null,
+      apiKeyName: null,
+      origin: req.getHeader('origin'),
       requestId: req.getHeader('x-request-id') || `r${(++requestCounter).toString(36)}`,
     };
   }
 
   private finish(res: HttpResponse, state: AbortState, ctx: RequestContext, name: string, started: number, reply: Reply): void {
     const status = reply.status ?? 200;
-    this.log.debug({ requestId: ctx.requestId, method: ctx.method, url: ctx.url, status, ms: performance.now() - started }, 'request');
+    this.log.debug(
+      { requestId: ctx.requestId, method: ctx.method, url: ctx.url, status, ms: performance.now() - started, ...(ctx.apiKeyName ? { apiKey: ctx.apiKeyName } : {}) },
+      'request',
+    );
     this.metrics.httpRequests.inc({ route: name, status: String(status) });
     this.metrics.httpDuration.observe({ route: name }, (performance.now() - started) / 1000);
     if (state.aborted) return;
@@ -253,11 +269,13 @@ export class HttpRouter {
       contentType = 'application/json';
       payload = JSON.stringify(reply.body);
     }
+    const headers = { ...this.responseHeaders?.(ctx), ...reply.headers };
     // Shutting down: this reply closes the connection (uWS adds `Connection: close`).
     const close = state.bodyPending === true || this.closing;
     res.cork(() => {
       res.writeStatus(statusLine(status)).writeHeader('content-type', contentType).writeHeader('x-request-id', ctx.requestId);
       if (status === 503) res.writeHeader('retry-after', String(RETRY_AFTER_SECONDS));
+      for (const [header, value] of Object.entries(headers)) res.writeHeader(header, value);
       // A body may still be streaming in (oversize, or refused before it was read): close rather
       // than read the rest.
       res.end(payload, close);
@@ -332,6 +350,7 @@ function parseBody(raw: Buffer, contentType: string): unknown {
 
 const STATUS_TEXT: Record<number, string> = {
   200: 'OK',
+  204: 'No Content',
   400: 'Bad Request',
   401: 'Unauthorized',
   403: 'Forbidden',

@@ -30,6 +30,12 @@ export class Metrics {
     labelNames: ['code'] as const,
     registers: [this.registry],
   });
+  readonly apiKeyRequests = new Counter({
+    name: 'redpoint_api_key_requests_total',
+    help: 'Requests authenticated with an API key, by key name (shows when a rotated-out key is no longer used)',
+    labelNames: ['key'] as const,
+    registers: [this.registry],
+  });
   readonly ingestMessages = new Counter({
     name: 'redpoint_ingest_messages_total',
     help: 'Messages applied',
@@ -120,7 +126,7 @@ export class Metrics {
   });
   readonly busErrors = new Counter({
     name: 'redpoint_bus_errors_total',
-    help: 'Failed pub/sub calls between server processes, by operation (publish, subscribe)',
+    help: 'Failed subscribes to the store notifications that cross processes, by operation (publishes run inside the store scripts: a failed one is a store error)',
     labelNames: ['op'] as const,
     registers: [this.registry],
   });

@@ -118,8 +118,8 @@ export class StoreHealth {
     return false;
   }
 
-  /** A failed publish or subscribe between processes (pulls repair what it lost). */
-  busFailed(op: 'publish' | 'subscribe'): void {
+  /** A failed subscribe to the store's notifications (pulls repair what it lost). Publishes happen inside the store's scripts. */
+  busFailed(op: 'subscribe'): void {
     this.metrics?.busErrors.inc({ op });
   }
 

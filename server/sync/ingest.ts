@@ -1,12 +1,13 @@
 import { RedpointError } from '../../protocol/errors.js';
+import { LIMITS } from '../../protocol/limits.js';
 import type { MessageEvent } from '../../protocol/types.js';
-import type { Engine, RecordedMessage, UserOp, UserOpResult } from '../engine/engine.js';
-import type { FlushGate } from './flush-gate.js';
-import type { SyncEvents } from './events.js';
+import type { Engine, RecordedMessage, UserOp } from '../engine/engine.js';
 
 interface Submission {
   messages: readonly MessageEvent[];
-  /** Arrival time, carried to pushes for the notify-latency metric. */
+  /** Mention entries it carries (the flush budget counts them). */
+  weight: number;
+  /** Arrival time, carried to pushes for the push-lag metric. */
   at: number;
   resolve(): void;
   reject(err: unknown): void;
@@ -22,11 +23,22 @@ export interface FlushStats {
 }
 
 /**
+ * Bounds on one flush: group commit merges whatever is queued, but never more than this, so a
+ * burst cannot build an unbounded op (the rest waits for the next flush).
+ */
+export const FLUSH_LIMITS = { messages: 10_000, weight: 200_000 } as const;
+
+/**
  * Message ingest with group commit: up to `maxInFlight` flushes run at once (each is two store
  * round trips, so a few in flight keep the store busy); while all are busy, new submissions
- * queue up and the next flush merges them all — per (user, conversation) into ONE op carrying the
- * max seqs. No timer: a lone message is flushed at once; under load each flush carries more.
- * A submission resolves only once its messages are applied in the store.
+ * queue up and the next flush merges them — per (user, conversation) into ONE op carrying the max
+ * seqs. No timer: a lone message is flushed at once; under load each flush carries more. A
+ * submission resolves only once its messages are applied in the store.
+ *
+ * Stateless across processes: nothing here orders anything against another process. A flush is
+ * a conversation step per conversation (raise the head, read who is a member, atomically) and
+ * then one user step per user; a membership change by another process in between is reconciled
+ * by the rules (rules.ts: pending records, generations).
  */
 export class Ingest {
   private pending: Submission[] = [];
@@ -36,67 +48,104 @@ export class Ingest {
 
   constructor(
     private readonly engine: Engine,
-    private readonly gate: FlushGate,
-    private readonly events: SyncEvents,
     private readonly maxInFlight: number,
   ) {}
 
   submit(messages: readonly MessageEvent[]): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      this.pending.push({ messages, at: wallClockMs(), resolve, reject });
+      const weight = messages.reduce((n, m) => n + 1 + (m.mentions?.length ?? 0), 0);
+      this.pending.push({ messages, weight, at: wallClockMs(), resolve, reject });
       this.pump();
     });
   }
 
+  /** Resolves once every submission so far is flushed (graceful shutdown). */
+  idle(): Promise<void> {
+    if (this.inFlight === 0 && this.pending.length === 0) return Promise.resolve();
+    return new Promise((resolve) => this.drained.push(resolve));
+  }
+
   private pump(): void {
     while (this.pending.length > 0 && this.inFlight < this.maxInFlight) {
-      const batch = this.pending;
-      this.pending = [];
+      const batch = this.take();
       this.inFlight += 1;
-      const at = Math.min(...batch.map((s) => s.at));
-      this.gate
-        .run('shared', () => this.flush(batch.flatMap((s) => s.messages), at))
-        .then(
-          (unknown) => batch.forEach((s) => settle(s, unknown)),
-          (err: unknown) => batch.forEach((s) => s.reject(err)),
-        )
+      this.flush(batch)
+        .catch((err: unknown) => batch.forEach((s) => s.reject(err)))
         .finally(() => {
           this.inFlight -= 1;
           this.pump();
-          if (this.inFlight === 0) this.drained.splice(0).forEach((wake) => wake());
+          if (this.inFlight === 0 && this.pending.length === 0) this.drained.splice(0).forEach((wake) => wake());
         });
     }
   }
 
-  /** Resolves once every submission so far is flushed (graceful shutdown). */
-  idle(): Promise<void> {
-    if (this.inFlight === 0) return Promise.resolve();
-    return new Promise((resolve) => this.drained.push(resolve));
+  /** The queued submissions that fit one flush (always at least one). */
+  private take(): Submission[] {
+    let messages = 0;
+    let weight = 0;
+    let n = 0;
+    for (const s of this.pending) {
+      if (n > 0 && (messages + s.messages.length > FLUSH_LIMITS.messages || weight + s.weight > FLUSH_LIMITS.weight)) break;
+      messages += s.messages.length;
+      weight += s.weight;
+      n += 1;
+    }
+    return this.pending.splice(0, n);
   }
 
-  /**
-   * One flush; returns the conversations the store does not know (only their submissions fail:
-   * the others in the same flush are applied as usual).
-   */
-  private async flush(messages: readonly MessageEvent[], at: number): Promise<ReadonlySet<string>> {
-    const headByConv = new Map<string, number>();
-    for (const m of messages) headByConv.set(m.conv, Math.max(headByConv.get(m.conv) ?? 0, m.seq));
-    const convs = [...headByConv.keys()];
+  private async flush(batch: Submission[]): Promise<void> {
     const started = performance.now();
-    const recorded = await Promise.all(convs.map((conv) => this.engine.recordMessage(conv, headByConv.get(conv) ?? 0)));
+    // A request naming an unknown conversation is refused whole. One naming a single conversation
+    // learns it from the record step itself (which creates nothing); only requests that name
+    // several need asking first, before any head moves.
+    const multi = new Set<string>();
+    for (const s of batch) {
+      const convs = new Set(s.messages.map((m) => m.conv));
+      if (convs.size > 1) for (const c of convs) multi.add(c);
+    }
+    const missing = new Set(multi.size > 0 ? await this.engine.missingConversations([...multi]) : []);
+    const live: Submission[] = [];
+    for (const s of batch) {
+      if (s.messages.some((m) => missing.has(m.conv))) refuse(s, missing);
+      else live.push(s);
+    }
+    if (live.length === 0) return;
+
+    const messages = live.flatMap((s) => s.messages);
+    const at = Math.min(...live.map((s) => s.at));
+    const heads = new Map<string, { seq: number; candidates: Set<string> }>();
+    for (const m of messages) {
+      let h = heads.get(m.conv);
+      if (!h) heads.set(m.conv, (h = { seq: 0, candidates: new Set() }));
+      h.seq = Math.max(h.seq, m.seq);
+      h.candidates.add(m.sender);
+      for (const uid of m.mentions ?? []) h.candidates.add(uid);
+    }
+    const convs = [...heads.keys()];
+    const recorded = await this.engine.recordMessages(
+      convs.map((conv) => {
+        const h = heads.get(conv);
+        return { conv, seq: h?.seq ?? 0, candidates: h ? [...h.candidates] : [] };
+      }),
+      at,
+    );
     const byConv = new Map<string, RecordedMessage>();
-    const unknown = new Set<string>();
+    const lost = new Set<string>();
     convs.forEach((conv, i) => {
       const r = recorded[i];
       if (r) byConv.set(conv, r);
-      else unknown.add(conv);
+      else lost.add(conv);
     });
-
     const ops = mergeOps(messages, byConv);
     const recordedAt = performance.now();
-    const results = await this.engine.applyUserOps(ops);
+    await this.engine.applyUserOps(ops, { at });
     const appliedAt = performance.now();
-    this.publish(ops, results, byConv, at);
+    for (const s of live) {
+      // A conversation that vanished between the check and the record step (deleted, or lost by
+      // the store) fails only the requests naming it.
+      if (s.messages.some((m) => lost.has(m.conv))) refuse(s, lost);
+      else s.resolve();
+    }
     this.onFlush?.({
       messages: messages.length,
       conversations: convs.length,
@@ -104,24 +153,12 @@ export class Ingest {
       recordSeconds: (recordedAt - started) / 1000,
       applySeconds: (appliedAt - recordedAt) / 1000,
     });
-    return unknown;
-  }
-
-  private publish(ops: readonly UserOp[], results: readonly UserOpResult[], byConv: Map<string, RecordedMessage>, at: number): void {
-    ops.forEach((op, i) => {
-      const r = results[i];
-      if (r?.changed) this.events.emitUser({ uid: op.uid, conv: op.conv, epoch: r.epoch, version: r.version, state: r.state, at });
-    });
-    for (const [conv, r] of byConv) {
-      if (r.info.large) this.events.emitHead({ conv, maxSeq: r.info.maxSeq, at });
-    }
   }
 }
 
-function settle(submission: Submission, unknown: ReadonlySet<string>): void {
-  const missing = [...new Set(submission.messages.map((m) => m.conv))].filter((conv) => unknown.has(conv));
-  if (missing.length === 0) submission.resolve();
-  else submission.reject(new RedpointError('unknown_conversation', `unknown conversation: ${missing.join(', ')}`));
+function refuse(submission: Submission, unknown: ReadonlySet<string>): void {
+  const names = [...new Set(submission.messages.map((m) => m.conv))].filter((conv) => unknown.has(conv));
+  submission.reject(new RedpointError('unknown_conversation', `unknown conversation: ${names.join(', ')}`));
 }
 
 /** Milliseconds since the Unix epoch with sub-ms precision, comparable across processes on one host. */
@@ -132,10 +169,11 @@ export function wallClockMs(): number {
 type MessageOp = Extract<UserOp, { type: 'message' }>;
 
 /**
- * One op per (user, conversation) for the whole batch. Write diffusion: every member gets the
- * conversation's newest seq (and only members get ops: the member list was read with the head).
- * Read diffusion: only senders (their own message is read) and mentioned users get a write —
- * O(1) per message whatever the group size; the store ignores those who are not members.
+ * One op per (user, conversation) for the whole batch, only for users the conversation step
+ * listed as members: every member of a write-diffused conversation gets its newest seq; senders
+ * (their own message is read) and mentioned users get theirs in any conversation. Read diffusion
+ * thus costs O(1) writes per message whatever the group size. Mention seqs are kept to the
+ * newest `LIMITS.mentionSeqsPerConversation` per op: the store keeps no more than that.
  */
 export function mergeOps(messages: readonly MessageEvent[], byConv: ReadonlyMap<string, RecordedMessage>): MessageOp[] {
   const ops = new Map<string, MessageOp & { mentionSeqs: number[] }>();
@@ -148,35 +186,39 @@ export function mergeOps(messages: readonly MessageEvent[], byConv: ReadonlyMap<
     }
     return op;
   };
-  const memberSets = new Map<string, ReadonlySet<string>>();
-  const isMember = (conv: string, members: readonly string[], uid: string): boolean => {
-    let set = memberSets.get(conv);
-    if (!set) {
-      set = new Set(members);
-      memberSets.set(conv, set);
-    }
-    return set.has(uid);
-  };
+  const listed = new Map<string, ReadonlySet<string>>();
+  for (const [conv, r] of byConv) listed.set(conv, new Set(r.members));
+  const top = new Map<string, number>();
   for (const m of messages) {
     const r = byConv.get(m.conv);
-    if (!r) continue;
-    const members = r.members;
-    if (members) {
-      for (const uid of members) {
-        const op = opFor(uid, m.conv);
-        op.lastSeq = Math.max(op.lastSeq, m.seq);
-      }
-    }
-    if (!members || isMember(m.conv, members, m.sender)) {
+    const members = listed.get(m.conv);
+    if (!r || !members) continue;
+    top.set(m.conv, Math.max(top.get(m.conv) ?? 0, m.seq));
+    if (members.has(m.sender)) {
       const own = opFor(m.sender, m.conv);
       own.lastSeq = Math.max(own.lastSeq, m.seq);
       own.readSeq = Math.max(own.readSeq, m.seq);
     }
     for (const uid of new Set(m.mentions ?? [])) {
-      if (uid === m.sender || (members && !isMember(m.conv, members, uid))) continue;
+      if (uid === m.sender || !members.has(uid)) continue;
       const op = opFor(uid, m.conv);
       op.lastSeq = Math.max(op.lastSeq, m.seq);
       op.mentionSeqs.push(m.seq);
+    }
+  }
+  for (const [conv, r] of byConv) {
+    if (r.info.large) continue;
+    const seq = top.get(conv) ?? 0;
+    for (const uid of r.members) {
+      const op = opFor(uid, conv);
+      op.lastSeq = Math.max(op.lastSeq, seq);
+    }
+  }
+  const cap = LIMITS.mentionSeqsPerConversation;
+  for (const op of ops.values()) {
+    if (op.mentionSeqs.length > cap) {
+      const distinct = [...new Set(op.mentionSeqs)].sort((a, b) => a - b);
+      op.mentionSeqs = distinct.slice(Math.max(0, distinct.length - cap));
     }
   }
   return [...ops.values()];

@@ -1,5 +1,4 @@
-import type { Engine, UserOp, UserOpResult } from '../engine/engine.js';
-import type { FlushGate } from './flush-gate.js';
+import type { ConvInfo, Engine, MemberTag, MembershipOp, UserOpResult } from '../engine/engine.js';
 
 export interface MembershipChange {
   add: readonly string[];
@@ -10,46 +9,60 @@ export interface MembershipChange {
 export interface MembershipResult {
   members: number;
   large: boolean;
-  /** The ops applied and their results, in order (for pushes). */
-  ops: UserOp[];
+  /** The ops applied and their results, in order. */
+  ops: MembershipOp[];
   results: UserOpResult[];
 }
 
+function memberOp(info: ConvInfo, tag: MemberTag): MembershipOp {
+  return {
+    type: 'membership',
+    uid: tag.uid,
+    conv: info.conv,
+    gen: info.gen,
+    member: true,
+    joinGen: tag.joinGen,
+    joinHead: tag.joinHead,
+    head: info.maxSeq,
+    large: info.large,
+    category: info.category,
+  };
+}
+
 /**
- * Membership changes, including the switch between write and read diffusion when a group
- * crosses the threshold. The switch rewrites each member's record (O(members), once per switch)
- * so that nobody's unread count changes: the stored totals stop (or start) summing that group
- * in the same atomic step as the record's mode flips.
+ * A membership change: one conversation step (members, category, the write/read diffusion
+ * decision against the threshold, the generation and each new member's join head, atomically),
+ * then one user step per member it touches. When the mode or category changed — now, or in an
+ * earlier change whose rewrite never finished — every member's record is rewritten from a roster
+ * read in one step, and the conversation's rewrite marker is cleared only after that.
+ *
+ * Safe to retry after a failure at any point: the conversation step reports the same joins,
+ * leaves and pending rewrite again, so a retry redoes every user step the first attempt may have
+ * missed (they are idempotent), never skipping one because the conversation already changed.
+ * Another process may run anything between the steps: membership ops carry the generation, and
+ * only a newer one wins (rules.ts).
  */
-export async function changeMembership(
-  engine: Engine,
-  gate: FlushGate,
-  threshold: number,
-  conv: string,
-  change: MembershipChange,
-): Promise<MembershipResult> {
-  return gate.run('exclusive', async () => {
-    const before = await engine.getConversation(conv);
-    const info = await engine.ensureConversation(conv, change.category);
-    const count = await engine.changeMembers(conv, change.add, change.remove);
-    const large = count > threshold;
-    const added = new Set(change.add);
-    const ops: UserOp[] = [];
-    const modeSwitched = large !== info.large;
-    const categoryChanged = before !== null && before.category !== info.category;
-    if (modeSwitched) await engine.setConversationMode(conv, large);
-    if (modeSwitched || categoryChanged) {
-      // Every member, including those listed in `add` who were members already (their join op is a
-      // no-op, so skipping them left a stale mode/category). For a new member these ops are
-      // no-ops and its join, applied after them, sets both.
-      for (const uid of await engine.members(conv)) {
-        if (modeSwitched) ops.push({ type: 'mode', uid, conv, large, head: info.maxSeq });
-        if (categoryChanged) ops.push({ type: 'category', uid, conv, category: info.category });
-      }
-    }
-    for (const uid of added) ops.push({ type: 'join', uid, conv, head: info.maxSeq, category: info.category, large });
-    for (const uid of new Set(change.remove)) ops.push({ type: 'leave', uid, conv });
-    const results = await engine.applyUserOps(ops);
-    return { members: count, large, ops, results };
+export async function changeMembership(engine: Engine, threshold: number, conv: string, change: MembershipChange): Promise<MembershipResult> {
+  const step = await engine.changeMembers(conv, {
+    add: change.add,
+    remove: change.remove,
+    threshold,
+    ...(change.category !== undefined ? { category: change.category } : {}),
   });
+  const byUser = new Map<string, MembershipOp>();
+  for (const tag of step.joins) byUser.set(tag.uid, memberOp(step.info, tag));
+  for (const uid of step.leaves) byUser.set(uid, { type: 'membership', uid, conv, gen: step.info.gen, member: false });
+  let rewriteGen: number | undefined;
+  if (step.rewrite) {
+    const roster = await engine.roster(conv);
+    if (roster) {
+      rewriteGen = roster.info.gen;
+      // The roster is as new as the step or newer: its ops replace the step's for the same user.
+      for (const tag of roster.members) byUser.set(tag.uid, memberOp(roster.info, tag));
+    }
+  }
+  const ops = [...byUser.values()];
+  const results = await engine.applyUserOps(ops);
+  if (rewriteGen !== undefined) await engine.finishRewrite(conv, rewriteGen);
+  return { members: step.info.memberCount, large: step.info.large, ops, results };
 }

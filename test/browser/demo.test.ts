@@ -1,21 +1,18 @@
-import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { chromium, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEV_API_KEY, DEV_JWT_SECRET } from '../../server/config.js';
-import type { RedpointState } from '../../client-demo/sdk/index.js';
+import type { RedpointState } from '../../client-demo/sdk/src/index.js';
 import { startHarness, type Harness } from '../sdk/harness.js';
 import { shown, truth } from '../sdk/wait.js';
+import { launchChromium, type LaunchedBrowser } from './chromium.js';
 
 /**
  * The demo page in real Chromium, as two devices of one user (two browser contexts: separate
  * storage, separate sockets) against a real server in dev mode. Fails, never skips, without
  * Chromium: install it with `apt-get install -y chromium`.
  */
-const CHROMIUM = '/usr/bin/chromium';
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 const ARTIFACTS = join(process.cwd(), 'test-artifacts');
 const UID = 'alice';
 
@@ -25,26 +22,23 @@ interface DemoGlobals {
 }
 
 let h: Harness;
+let chromium: LaunchedBrowser;
 let browser: Browser;
-let profile: string;
 const contexts: BrowserContext[] = [];
 const pageErrors: string[] = [];
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} not found: the browser test needs Debian's chromium (apt-get install -y chromium)`);
   h = await startHarness({ config: { devMode: true, apiKey: DEV_API_KEY, jwtSecret: DEV_JWT_SECRET } });
-  profile = await mkdtemp(join(tmpdir(), 'redpoint-chromium-'));
-  // launch() runs Chromium on a fresh temporary profile of its own; the persistent-context
-  // form is not used because two devices need two separate storages (two contexts).
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS, env: { ...process.env, HOME: profile } });
+  // Not a persistent context: two devices need two separate storages (two contexts).
+  chromium = await launchChromium();
+  browser = chromium.browser;
   await mkdir(ARTIFACTS, { recursive: true });
 });
 
 afterAll(async () => {
   await Promise.all(contexts.map((c) => c.close()));
-  await browser?.close();
+  await chromium?.close();
   await h?.close();
-  if (profile) await rm(profile, { recursive: true, force: true });
 });
 
 async function openDevice(device: string): Promise<Page> {
@@ -176,11 +170,12 @@ describe('demo page, two devices of one user', () => {
     await a.screenshot({ path: join(ARTIFACTS, 'demo-after-restart.png') });
 
     // A page of device B that loads while its WebSocket cannot connect: the counts come from
-    // IndexedDB, marked stale, instead of a blank list or zeros.
+    // IndexedDB, marked stale, instead of a blank list or zeros. (`share=0`: a tab of its own;
+    // sharing, it would follow page B's live socket.)
     const expected = shown(await state(b));
     const offlineTab = await contexts[1]!.newPage();
     await offlineTab.routeWebSocket(/\/v1\/ws/, (ws) => ws.close({ code: 1011, reason: 'test: no socket' }));
-    await offlineTab.goto(`${h.url}/?uid=${UID}&device=B`);
+    await offlineTab.goto(`${h.url}/?uid=${UID}&device=B&share=0`);
     await offlineTab.locator('body[data-stale="true"]').waitFor();
     const cached = await state(offlineTab);
     expect(cached.status).toBe('DIRTY');

@@ -1,6 +1,6 @@
 import { expect } from 'vitest';
 import type { ConvState, Cursor } from '../../protocol/types.js';
-import type { Engine, StoredUserState, UserOp, UserOpResult } from '../../server/engine/engine.js';
+import type { Engine, MembershipOp, RecordedMessage, StoredUserState, UserOp, UserOpResult } from '../../server/engine/engine.js';
 
 /** The seeded PRNG the engine suites replay their randomized runs with. */
 export { mulberry32 } from '../helpers/prng.js';
@@ -25,15 +25,20 @@ export function convWith(partial: Partial<ConvState> & { conv: string }): ConvSt
 
 /** The totals as the memory model computes them from the conversation states. */
 export function totalsFrom(states: readonly ConvState[]): StoredUserState['totals'] {
-  const totals = { total: 0, mentions: 0, categories: {} as Record<string, number> };
+  const totals = { total: 0, mentions: 0, categories: new Map<string, number>() };
   for (const s of states) {
     if (s.large || s.muted || s.lastSeq <= s.deletedSeq) continue;
     const unread = Math.max(0, s.lastSeq - s.readSeq);
     totals.total += unread;
     totals.mentions += s.mentions;
-    if (unread !== 0) totals.categories[s.category] = (totals.categories[s.category] ?? 0) + unread;
+    if (unread !== 0) totals.categories.set(s.category, (totals.categories.get(s.category) ?? 0) + unread);
   }
   return totals;
+}
+
+/** Totals as a plain object, for readable expectations. */
+export function plainTotals(t: StoredUserState['totals']): { total: number; mentions: number; categories: Record<string, number> } {
+  return { total: t.total, mentions: t.mentions, categories: Object.fromEntries(t.categories) };
 }
 
 export function expectTotalsConsistent(state: StoredUserState, label = ''): void {
@@ -77,7 +82,30 @@ export async function rebuild(
   throw new Error('pull never finished');
 }
 
-export const join = (uid: string, conv: string, head = 0, category = 'private', large = false): UserOp => ({ type: 'join', uid, conv, head, category, large });
+export type JoinOp = Extract<MembershipOp, { member: true }>;
+
+/** Membership generations for ops made by hand: each call a newer one. */
+let generation = 1_000;
+export const nextGen = (): number => ++generation;
+
+/**
+ * A membership op making `uid` a member as of a new generation. Without `tag` it starts a new
+ * membership (its own join generation and head); with the tag of the current one it only
+ * restates it (a mode or category change).
+ */
+export const join = (
+  uid: string,
+  conv: string,
+  head = 0,
+  category = 'private',
+  large = false,
+  tag?: { joinGen: number; joinHead: number },
+): JoinOp => {
+  const gen = nextGen();
+  return { type: 'membership', uid, conv, gen, member: true, joinGen: tag?.joinGen ?? gen, joinHead: tag?.joinHead ?? head, head, large, category };
+};
+export const leave = (uid: string, conv: string, gen = nextGen()): MembershipOp => ({ type: 'membership', uid, conv, gen, member: false });
+export const del = (uid: string, conv: string, deleteAt: number): UserOp => ({ type: 'settings', uid, conv, deleteAt });
 export const message = (uid: string, conv: string, lastSeq: number, readSeq = 0, mentionSeqs: number[] = []): UserOp => ({ type: 'message', uid, conv, lastSeq, readSeq, mentionSeqs });
 export const read = (uid: string, conv: string, seq: number): UserOp => ({ type: 'read', uid, conv, seq });
 
@@ -85,4 +113,10 @@ export async function one(e: Engine, op: UserOp): Promise<UserOpResult> {
   const [r] = await e.applyUserOps([op]);
   if (!r) throw new Error('applyUserOps returned no result');
   return r;
+}
+
+/** One conversation step of recordMessages. */
+export async function recordOne(e: Engine, conv: string, seq: number, candidates: string[], at?: number): Promise<RecordedMessage | null> {
+  const [r] = await e.recordMessages([{ conv, seq, candidates }], at);
+  return r ?? null;
 }

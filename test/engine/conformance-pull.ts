@@ -2,25 +2,26 @@ import { describe, expect, it } from 'vitest';
 import type { ConvState, Cursor } from '../../protocol/types.js';
 import type { UserOp } from '../../server/engine/engine.js';
 import type { UseEngine } from './conformance.js';
-import { expectTotalsConsistent, join, message, mulberry32, one, read, rebuild, sorted } from './conformance-helpers.js';
+import { UNSEEN_EPOCH } from '../../server/engine/engine.js';
+import { expectTotalsConsistent, join, leave, message, mulberry32, one, read, rebuild, sorted } from './conformance-helpers.js';
 
 /** The pull half of the conformance suite: cursors, paging, snapshots and trimming. */
 export function pullConformance(use: UseEngine): void {
   describe('pull', () => {
-    it('a first pull brings an empty snapshot and every entry; an unknown user gets a stable epoch', async () => {
+    it('a first pull brings an empty snapshot and every entry; an unknown user has the unseen epoch', async () => {
       const e = await use();
       const empty = await e.pull('nobody', null, 100);
-      expect(empty).toMatchObject({ snapshot: { v: 0, convs: [] }, entries: [], version: 0, more: false, largeConvs: [] });
-      expect(empty.epoch.length).toBeGreaterThan(0);
-      expect((await e.pull('nobody', null, 100)).epoch).toBe(empty.epoch);
-      expect((await e.userState('nobody')).epoch).toBe(empty.epoch);
-      expect(await e.position('nobody')).toEqual({ epoch: empty.epoch, version: 0 });
-      expect((await e.position('fresh')).epoch).toBe((await e.pull('fresh', null, 1)).epoch);
+      expect(empty).toEqual({ epoch: UNSEEN_EPOCH, snapshot: { v: 0, convs: [] }, entries: [], version: 0, more: false, largeConvs: [] });
+      expect((await e.userState('nobody')).epoch).toBe(UNSEEN_EPOCH);
+      expect(await e.position('nobody')).toEqual({ epoch: UNSEEN_EPOCH, version: 0 });
+      // Asking about a user (or refusing an op of one) creates nothing: it stays unseen.
+      expect(await one(e, read('nobody', 'c', 3))).toEqual({ changed: false, member: false, epoch: UNSEEN_EPOCH, version: 0, state: null });
       const results = await e.applyUserOps([join('u', 'c'), message('u', 'c', 2), join('u', 'd', 0, 'x', true)]);
       const p = await e.pull('u', null, 100);
       expect(p.snapshot).toEqual({ v: 0, convs: [] });
       expect(p.entries).toEqual(results.map((r, i) => ({ v: i + 1, conv: i === 2 ? 'd' : 'c', state: r.state })));
       expect(p).toMatchObject({ version: 3, more: false, epoch: results[0]?.epoch, largeConvs: ['d'] });
+      expect(p.epoch).not.toBe(UNSEEN_EPOCH);
       expect(await e.position('u')).toEqual({ epoch: p.epoch, version: 3 });
     });
 
@@ -73,7 +74,7 @@ export function pullConformance(use: UseEngine): void {
     });
 
     it('a snapshot comes every snapshotEvery entries; a far-behind cursor jumps to it', async () => {
-      const e = await use({ snapshotEvery: 5 });
+      const e = await use({ snapshotEvery: 5, streamMaxLen: 1000 });
       const results = await e.applyUserOps([join('u', 'c'), ...Array.from({ length: 11 }, (_, i) => message('u', 'c', i + 1))]);
       const p = await e.pull('u', null, 100);
       expect(p.snapshot).toEqual({ v: 10, convs: [results[9]?.state] });
@@ -88,15 +89,23 @@ export function pullConformance(use: UseEngine): void {
       expect((await e.pull('u', { epoch, version: 6 }, 100)).snapshot?.v).toBe(10);
     });
 
-    it('the snapshot interval grows with the number of conversations', async () => {
-      const e = await use({ snapshotEvery: 2 });
+    it('the snapshot interval is the conversation count (at least snapshotEvery, at most streamMaxLen)', async () => {
+      const e = await use({ snapshotEvery: 2, streamMaxLen: 1000 });
       const joins = ['a', 'b', 'c', 'd', 'e'].map((c) => join('u', c));
-      await e.applyUserOps([...joins, message('u', 'a', 1), message('u', 'a', 2), message('u', 'a', 3)]);
-      // Versions 1..8: snapshots at 2 (2 convs), then 5 conversations ask for 5 entries: at 7.
+      await e.applyUserOps([...joins, ...Array.from({ length: 10 }, (_, i) => message('u', 'a', i + 1))]);
+      // Versions 1..15: the interval grows with each join (2, 2, 3, 4, 5): a snapshot at v2, then
+      // every 5 entries once the user is in 5 conversations: v7 and v12.
       const p = await e.pull('u', null, 100);
-      expect(p.snapshot?.v).toBe(7);
+      expect(p.snapshot?.v).toBe(12);
       expect(sorted(p.snapshot?.convs.map((s) => s.conv) ?? [])).toEqual(['a', 'b', 'c', 'd', 'e']);
-      expect(p.entries.map((x) => x.v)).toEqual([8]);
+      expect(p.entries.map((x) => x.v)).toEqual([13, 14, 15]);
+      // History older than one interval (5) is gone: a cursor at 9 is below the base (10).
+      expect((await e.pull('u', { epoch: p.epoch, version: 9 }, 100)).snapshot?.v).toBe(12);
+      expect((await e.pull('u', { epoch: p.epoch, version: 10 }, 100)).snapshot).toBeUndefined();
+      const capped = await use({ snapshotEvery: 2, streamMaxLen: 4 });
+      await capped.applyUserOps([...joins.map((j) => ({ ...j, uid: 'v' })), ...Array.from({ length: 10 }, (_, i) => message('v', 'a', i + 1))]);
+      // Capped at 4 entries: a snapshot at v2 (interval 2), then every 4: v6, v10, v14.
+      expect((await capped.pull('v', null, 100)).snapshot?.v).toBe(14);
     });
 
     it('after trimming, a pull from ANY cursor rebuilds exactly the current state', async () => {
@@ -121,7 +130,7 @@ export function pullConformance(use: UseEngine): void {
         if (kind < 0.6) await track(message('u', conv, i + 1, 0, rand() < 0.3 ? [i + 1] : []));
         else if (kind < 0.9) await track(read('u', conv, i));
         else {
-          await track({ type: 'leave', uid: 'u', conv });
+          await track(leave('u', conv));
           await track(join('u', conv, i));
         }
       }

@@ -2,7 +2,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { LIMITS } from '../../protocol/limits.js';
 import type { ConvState } from '../../protocol/types.js';
 import type { Engine, EngineOptions } from '../../server/engine/engine.js';
-import { convWith, expectTotalsConsistent, join, message, mulberry32, one, read, sorted } from './conformance-helpers.js';
+import { conversationConformance } from './conformance-conversations.js';
+import { convWith, del, expectTotalsConsistent, join, leave, message, mulberry32, one, plainTotals, read } from './conformance-helpers.js';
+import { notificationConformance } from './conformance-notify.js';
 import { pullConformance } from './conformance-pull.js';
 import { randomizedOps } from './conformance-random.js';
 
@@ -15,6 +17,7 @@ export type MakeEngine = (opts: EngineOptions) => Promise<EngineHandle>;
 export type UseEngine = (opts?: Partial<EngineOptions>) => Promise<Engine>;
 
 const DEFAULTS: EngineOptions = { snapshotEvery: 100, streamMaxLen: 1000 };
+const NO_TOTALS = { total: 0, mentions: 0, categories: {} };
 
 /**
  * The Engine contract, run against every implementation. Anything an engine does that this suite
@@ -33,64 +36,20 @@ export function engineConformance(name: string, makeEngine: MakeEngine): void {
     };
     const stateOf = async (e: Engine, uid: string, conv: string): Promise<ConvState | undefined> =>
       (await e.userState(uid)).states.find((s) => s.conv === conv);
+    const totals = async (e: Engine, uid: string) => plainTotals((await e.userState(uid)).totals);
 
-    describe('conversations', () => {
-      it('recordMessage on an unknown conversation returns null and creates nothing', async () => {
-        const e = await use();
-        expect(await e.recordMessage('nope', 5)).toBeNull();
-        expect(await e.getConversation('nope')).toBeNull();
-        expect(await e.heads(['nope'])).toEqual({});
-        expect(await e.members('nope')).toEqual([]);
-        await expect(e.changeMembers('nope', ['a'], [])).rejects.toThrow();
-        await expect(e.setConversationMode('nope', true)).rejects.toThrow();
-      });
-
-      it('ensureConversation creates once; a given category replaces the stored one', async () => {
-        const e = await use();
-        expect(await e.ensureConversation('c1')).toEqual({ conv: 'c1', maxSeq: 0, large: false, category: 'default', memberCount: 0 });
-        expect((await e.ensureConversation('c1', 'group')).category).toBe('group');
-        expect((await e.ensureConversation('c1')).category).toBe('group');
-        expect(await e.getConversation('c1')).toEqual({ conv: 'c1', maxSeq: 0, large: false, category: 'group', memberCount: 0 });
-      });
-
-      it('recordMessage max-merges maxSeq and returns members only when write-diffused', async () => {
-        const e = await use();
-        await e.ensureConversation('c1');
-        expect(await e.changeMembers('c1', ['a', 'b', 'c'], [])).toBe(3);
-        expect(await e.changeMembers('c1', ['d'], ['c'])).toBe(3);
-        expect(sorted(await e.members('c1'))).toEqual(['a', 'b', 'd']);
-        const first = await e.recordMessage('c1', 5);
-        expect(first?.info.maxSeq).toBe(5);
-        expect(sorted(first?.members ?? [])).toEqual(['a', 'b', 'd']);
-        expect((await e.recordMessage('c1', 3))?.info.maxSeq).toBe(5);
-        const big = 2 ** 48 - 1;
-        expect((await e.recordMessage('c1', big))?.info.maxSeq).toBe(big);
-        await e.setConversationMode('c1', true);
-        const large = await e.recordMessage('c1', big);
-        expect(large?.info).toEqual({ conv: 'c1', maxSeq: big, large: true, category: 'default', memberCount: 3 });
-        expect(large?.members).toBeUndefined();
-        await e.ensureConversation('c2');
-        expect(await e.heads(['c1', 'c2', 'nope'])).toEqual({ c1: big, c2: 0 });
-      });
-
-      it('changeMembers takes thousands of members at once', async () => {
-        const e = await use();
-        await e.ensureConversation('big');
-        const uids = Array.from({ length: 10_000 }, (_, i) => `m${i}`);
-        expect(await e.changeMembers('big', uids, [])).toBe(10_000);
-        expect(await e.changeMembers('big', ['extra'], uids.slice(0, 9_000))).toBe(1_001);
-        expect((await e.recordMessage('big', 1))?.members).toHaveLength(1_001);
-      });
-    });
+    conversationConformance(use);
 
     describe('per-user state', () => {
-      it('join does not make older messages unread', async () => {
+      it('join does not make older messages unread; restating a membership, or an older one, changes nothing', async () => {
         const e = await use();
-        const r = await one(e, join('u', 'c', 10, 'group'));
+        const first = join('u', 'c', 10, 'group');
+        const r = await one(e, first);
         expect(r).toMatchObject({ changed: true, member: true, version: 1 });
         expect(r.state).toEqual(convWith({ conv: 'c', lastSeq: 10, readSeq: 10, category: 'group' }));
-        expect((await e.userState('u')).totals).toEqual({ total: 0, mentions: 0, categories: {} });
-        expect(await one(e, join('u', 'c', 20))).toMatchObject({ changed: false, version: 1 });
+        expect(await totals(e, 'u')).toEqual(NO_TOTALS);
+        expect(await one(e, join('u', 'c', 10, 'group', false, first))).toMatchObject({ changed: false, version: 1 });
+        expect(await one(e, { ...first, gen: first.gen - 1, joinGen: first.gen - 1, head: 20, joinHead: 20 })).toMatchObject({ changed: false, version: 1 });
       });
 
       it('a message makes the conversation unread; a duplicate changes nothing', async () => {
@@ -99,7 +58,7 @@ export function engineConformance(name: string, makeEngine: MakeEngine): void {
         const r = await one(e, message('u', 'c', 3));
         expect(r).toMatchObject({ changed: true, member: true, version: 2 });
         expect(r.state).toEqual(convWith({ conv: 'c', lastSeq: 3, category: 'group' }));
-        expect((await e.userState('u')).totals).toEqual({ total: 3, mentions: 0, categories: { group: 3 } });
+        expect(await totals(e, 'u')).toEqual({ total: 3, mentions: 0, categories: { group: 3 } });
         const dup = await one(e, message('u', 'c', 3));
         expect(dup).toMatchObject({ changed: false, member: true, version: 2 });
         expect(dup.state).toEqual(r.state);
@@ -143,14 +102,15 @@ export function engineConformance(name: string, makeEngine: MakeEngine): void {
         expect((await one(e, read('u', 'c', 6))).state?.mentions).toBe(1);
         expect((await e.userState('u')).totals).toMatchObject({ total: 2, mentions: 1 });
         expect((await one(e, read('u', 'c', 8))).state?.mentions).toBe(0);
-        expect((await e.userState('u')).totals).toEqual({ total: 0, mentions: 0, categories: {} });
+        expect(await totals(e, 'u')).toEqual(NO_TOTALS);
       });
 
       it('pending mentions are capped, keeping the newest', async () => {
         const e = await use();
         const cap = LIMITS.mentionSeqsPerConversation;
-        const seqs = Array.from({ length: cap + 200 }, (_, i) => i + 1);
+        const seqs = Array.from({ length: cap }, (_, i) => i + 201);
         await one(e, join('u', 'c'));
+        await one(e, message('u', 'c', 200, 0, Array.from({ length: 200 }, (_, i) => i + 1)));
         expect((await one(e, message('u', 'c', cap + 200, 0, seqs.reverse()))).state?.mentions).toBe(cap);
         expect((await one(e, read('u', 'c', cap + 100))).state?.mentions).toBe(100);
         expect((await e.userState('u')).totals).toMatchObject({ total: 100, mentions: 100 });
@@ -164,7 +124,7 @@ export function engineConformance(name: string, makeEngine: MakeEngine): void {
         expect(r.state).toMatchObject({ lastSeq: top, readSeq: top - 10, mentions: 2 });
         expect((await e.userState('u')).totals).toMatchObject({ total: 10, mentions: 2 });
         expect((await e.pull('u', null, 10)).entries.at(-1)?.state?.lastSeq).toBe(top);
-        await one(e, { type: 'delete', uid: 'u', conv: 'c', head: top });
+        await one(e, del('u', 'c', top));
         expect(await stateOf(e, 'u', 'c')).toMatchObject({ readSeq: top, deletedSeq: top });
       });
 
@@ -193,31 +153,39 @@ export function engineConformance(name: string, makeEngine: MakeEngine): void {
       it('delete hides the conversation; a later message brings it back counting only newer ones', async () => {
         const e = await use();
         await e.applyUserOps([join('u', 'c', 0, 'group'), message('u', 'c', 5, 0, [5])]);
-        const del = await one(e, { type: 'delete', uid: 'u', conv: 'c', head: 5 });
-        expect(del.state).toEqual(convWith({ conv: 'c', lastSeq: 5, readSeq: 5, category: 'group', deletedSeq: 5 }));
-        expect((await e.userState('u')).totals).toEqual({ total: 0, mentions: 0, categories: {} });
+        const gone = await one(e, del('u', 'c', 5));
+        expect(gone.state).toEqual(convWith({ conv: 'c', lastSeq: 5, readSeq: 5, category: 'group', deletedSeq: 5 }));
+        expect(await totals(e, 'u')).toEqual(NO_TOTALS);
         const back = await one(e, message('u', 'c', 7));
         expect(back.state).toMatchObject({ lastSeq: 7, readSeq: 5, deletedSeq: 5 });
-        expect((await e.userState('u')).totals).toEqual({ total: 2, mentions: 0, categories: { group: 2 } });
+        expect(await totals(e, 'u')).toEqual({ total: 2, mentions: 0, categories: { group: 2 } });
         // A delete at a head past lastSeq: a late older message keeps it hidden.
-        await one(e, { type: 'delete', uid: 'u', conv: 'c', head: 12 });
+        await one(e, del('u', 'c', 12));
         await one(e, message('u', 'c', 10));
         expect((await e.userState('u')).totals.total).toBe(0);
         // deletedSeq is a max-register too: an older delete does not unhide it.
-        expect(await one(e, { type: 'delete', uid: 'u', conv: 'c', head: 3 })).toMatchObject({ changed: false, state: { deletedSeq: 12 } });
+        expect(await one(e, del('u', 'c', 3))).toMatchObject({ changed: false, state: { deletedSeq: 12 } });
         await one(e, message('u', 'c', 13));
         expect((await e.userState('u')).totals.total).toBe(1);
+      });
+
+      it('a delete and flags in one settings op are one change: the delete first, then the flags', async () => {
+        const e = await use();
+        await e.applyUserOps([join('u', 'c'), message('u', 'c', 4)]);
+        const r = await one(e, { type: 'settings', uid: 'u', conv: 'c', deleteAt: 4, markedUnread: true, muted: true });
+        expect(r).toMatchObject({ changed: true, version: 3 });
+        expect(r.state).toEqual(convWith({ conv: 'c', lastSeq: 4, readSeq: 4, deletedSeq: 4, markedUnread: true, muted: true }));
       });
 
       it('leave drops the state and its totals; ops afterwards change nothing; rejoin starts at head', async () => {
         const e = await use();
         await e.applyUserOps([join('u', 'c'), message('u', 'c', 3), { type: 'settings', uid: 'u', conv: 'c', muted: true }]);
         await one(e, { type: 'settings', uid: 'u', conv: 'c', muted: false });
-        const left = await one(e, { type: 'leave', uid: 'u', conv: 'c' });
+        const left = await one(e, leave('u', 'c'));
         expect(left).toMatchObject({ changed: true, member: false, state: null, version: 5 });
         expect((await e.userState('u')).states).toEqual([]);
-        expect((await e.userState('u')).totals).toEqual({ total: 0, mentions: 0, categories: {} });
-        for (const op of [message('u', 'c', 9), read('u', 'c', 9), { type: 'leave', uid: 'u', conv: 'c' } as const]) {
+        expect(await totals(e, 'u')).toEqual(NO_TOTALS);
+        for (const op of [read('u', 'c', 9), leave('u', 'c'), { type: 'settings', uid: 'u', conv: 'c', muted: true } as const]) {
           expect(await one(e, op)).toMatchObject({ changed: false, member: false, state: null, version: 5 });
         }
         const last = (await e.pull('u', null, 100)).entries.at(-1);
@@ -228,45 +196,88 @@ export function engineConformance(name: string, makeEngine: MakeEngine): void {
         expect(await one(e, { type: 'settings', uid: 'nobody', conv: 'c', muted: true })).toMatchObject({ changed: false, member: false, version: 0 });
       });
 
+      it('a rejoin is a new membership: markedUnread, deletedSeq and spent mentions reset, muted stays', async () => {
+        const e = await use();
+        await e.applyUserOps([join('u', 'c'), message('u', 'c', 5, 0, [5]), { type: 'settings', uid: 'u', conv: 'c', muted: true, markedUnread: true }, del('u', 'c', 5)]);
+        await one(e, leave('u', 'c'));
+        const back = await one(e, join('u', 'c', 5));
+        expect(back.state).toEqual(convWith({ conv: 'c', lastSeq: 5, readSeq: 5, muted: true }));
+        // Without a leave in between (it was lost, say), a new join generation still starts over.
+        await one(e, message('u', 'c', 8, 0, [8]));
+        await one(e, { type: 'settings', uid: 'u', conv: 'c', markedUnread: true });
+        const again = await one(e, join('u', 'c', 7));
+        expect(again.state).toEqual(convWith({ conv: 'c', lastSeq: 8, readSeq: 7, mentions: 1, muted: true }));
+      });
+
+      it('membership is ordered by generation: a join and a leave land right in either order', async () => {
+        const e = await use();
+        const joined = join('a', 'c', 0);
+        const left = leave('a', 'c');
+        await e.applyUserOps([left, joined]); // the older join arrives last: ignored
+        expect(await stateOf(e, 'a', 'c')).toBeUndefined();
+        const rejoined = join('b', 'c', 3);
+        const earlier = leave('b', 'c', rejoined.gen - 1);
+        await e.applyUserOps([rejoined, earlier]);
+        expect(await stateOf(e, 'b', 'c')).toEqual(convWith({ conv: 'c', lastSeq: 3, readSeq: 3 }));
+      });
+
+      it('a message for a listed member whose join has not landed yet is kept and counted when it lands', async () => {
+        const e = await use();
+        const pending = await e.applyUserOps([message('u', 'c', 6, 0, [6]), message('u', 'c', 7)]);
+        expect(pending.map((r) => [r.changed, r.member, r.version])).toEqual([[false, false, 0], [false, false, 0]]);
+        expect((await e.pull('u', null, 10)).entries).toEqual([]);
+        expect(await totals(e, 'u')).toEqual(NO_TOTALS);
+        // The join made before those messages: head 5.
+        const r = await one(e, join('u', 'c', 5, 'group'));
+        expect(r).toMatchObject({ changed: true, version: 1 });
+        expect(r.state).toEqual(convWith({ conv: 'c', lastSeq: 7, readSeq: 5, mentions: 1, category: 'group' }));
+        expect(await totals(e, 'u')).toEqual({ total: 2, mentions: 1, categories: { group: 2 } });
+      });
+
       it('settings: mute drops out of the totals, unmute restores; an empty change is a no-op', async () => {
         const e = await use();
         await e.applyUserOps([join('u', 'c'), message('u', 'c', 4, 0, [4])]);
         await one(e, { type: 'settings', uid: 'u', conv: 'c', muted: true });
         expect(await stateOf(e, 'u', 'c')).toMatchObject({ muted: true, mentions: 1 });
-        expect((await e.userState('u')).totals).toEqual({ total: 0, mentions: 0, categories: {} });
+        expect(await totals(e, 'u')).toEqual(NO_TOTALS);
         expect(await one(e, { type: 'settings', uid: 'u', conv: 'c' })).toMatchObject({ changed: false, version: 3 });
         expect(await one(e, { type: 'settings', uid: 'u', conv: 'c', muted: true })).toMatchObject({ changed: false, version: 3 });
         await one(e, { type: 'settings', uid: 'u', conv: 'c', muted: false });
-        expect((await e.userState('u')).totals).toEqual({ total: 4, mentions: 1, categories: { private: 4 } });
+        expect(await totals(e, 'u')).toEqual({ total: 4, mentions: 1, categories: { private: 4 } });
       });
 
       it('switching to read diffusion and back keeps the unread count', async () => {
         const e = await use();
-        await e.ensureConversation('g');
-        await e.changeMembers('g', ['u'], []);
-        await e.recordMessage('g', 3);
-        await e.applyUserOps([join('u', 'g'), message('u', 'g', 3), join('u', 'other'), message('u', 'other', 2)]);
-        await e.setConversationMode('g', true);
-        const toLarge = await one(e, { type: 'mode', uid: 'u', conv: 'g', large: true, head: 3 });
+        const g = join('u', 'g', 0);
+        await e.applyUserOps([g, message('u', 'g', 3), join('u', 'other'), message('u', 'other', 2)]);
+        const toLarge = await one(e, join('u', 'g', 3, 'private', true, g));
         expect(toLarge.state).toMatchObject({ large: true, lastSeq: 3, readSeq: 0 });
         // Read-diffused conversations are summed at read time from the heads, not stored.
         expect((await e.userState('u')).totals.total).toBe(2);
         expect((await e.pull('u', null, 100)).largeConvs).toEqual(['g']);
-        await e.recordMessage('g', 5);
-        expect(await e.heads(['g'])).toEqual({ g: 5 });
-        const back = await one(e, { type: 'mode', uid: 'u', conv: 'g', large: false, head: 5 });
+        const back = await one(e, join('u', 'g', 5, 'private', false, g));
         expect(back.state).toMatchObject({ large: false, lastSeq: 5, readSeq: 0 });
-        expect((await e.userState('u')).totals).toEqual({ total: 7, mentions: 0, categories: { private: 7 } });
+        expect(await totals(e, 'u')).toEqual({ total: 7, mentions: 0, categories: { private: 7 } });
         expect((await e.pull('u', null, 100)).largeConvs).toEqual([]);
       });
 
       it('a category change moves the totals', async () => {
         const e = await use();
-        await e.applyUserOps([join('u', 'c', 0, 'private'), message('u', 'c', 3), join('u', 'd', 0, 'private'), message('u', 'd', 1)]);
-        expect((await e.userState('u')).totals.categories).toEqual({ private: 4 });
-        expect((await one(e, { type: 'category', uid: 'u', conv: 'c', category: 'group' })).state?.category).toBe('group');
-        expect((await e.userState('u')).totals).toEqual({ total: 4, mentions: 0, categories: { private: 1, group: 3 } });
-        expect(await one(e, { type: 'category', uid: 'u', conv: 'c', category: 'group' })).toMatchObject({ changed: false });
+        const c = join('u', 'c', 0, 'private');
+        await e.applyUserOps([c, message('u', 'c', 3), join('u', 'd', 0, 'private'), message('u', 'd', 1)]);
+        expect(await totals(e, 'u')).toEqual({ total: 4, mentions: 0, categories: { private: 4 } });
+        expect((await one(e, join('u', 'c', 3, 'group', false, c))).state?.category).toBe('group');
+        expect(await totals(e, 'u')).toEqual({ total: 4, mentions: 0, categories: { private: 1, group: 3 } });
+        expect(await one(e, join('u', 'c', 3, 'group', false, c))).toMatchObject({ changed: false });
+      });
+
+      it('ids and categories named like Object.prototype members are plain data', async () => {
+        const e = await use();
+        const names = ['__proto__', 'constructor', 'toString', 'hasOwnProperty'];
+        await e.applyUserOps(names.flatMap((n) => [join('u', n, 0, n), message('u', n, 2)]));
+        expect(await totals(e, 'u')).toEqual({ total: 8, mentions: 0, categories: Object.fromEntries(names.map((n) => [n, 2])) });
+        const held = (await e.pull('u', null, 100)).entries.map((x) => x.conv);
+        expect(held).toEqual(names.flatMap((n) => [n, n]));
       });
 
       it('results come back in op order; the version rises by exactly 1 per change', async () => {
@@ -281,8 +292,16 @@ export function engineConformance(name: string, makeEngine: MakeEngine): void {
         const e = await use({ snapshotEvery: 7, streamMaxLen: 10 });
         await randomizedOps(e, mulberry32(20240601), 400);
       });
+
+      it('expectTotalsConsistent sees a wrong stored total (the check can fail)', async () => {
+        const e = await use();
+        await e.applyUserOps([join('u', 'c'), message('u', 'c', 2)]);
+        const state = await e.userState('u');
+        expect(() => expectTotalsConsistent({ ...state, totals: { ...state.totals, total: 3 } })).toThrow();
+      });
     });
 
     pullConformance(use);
+    notificationConformance(use);
   });
 }

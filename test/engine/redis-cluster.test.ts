@@ -12,7 +12,8 @@ import { fileFixture } from '../helpers/file-fixture.js';
 import { freePort } from '../helpers/processes.js';
 import { REDIS_CLI_NOT_FOUND, startRedisCluster, type RedisCluster } from '../helpers/redis-cluster.js';
 import { findOnPath, REDIS_NOT_FOUND } from '../helpers/redis-server.js';
-import { message, rebuild, sorted } from './conformance-helpers.js';
+import { join, message, rebuild, sorted, recordOne } from './conformance-helpers.js';
+import { UNSEEN_EPOCH } from '../../server/engine/engine.js';
 import { engineConformance } from './conformance.js';
 import { holdScript, waitReady } from './waits.js';
 
@@ -50,16 +51,13 @@ function usersOn(index: number, prefix: string, count: number, tag = 'u'): strin
   return out;
 }
 
-const conversation = (uid: string, conv: string, n: number): UserOp[] => [
-  { type: 'join', uid, conv, head: 0, category: 'group', large: false },
-  ...Array.from({ length: n }, (_, i) => message(uid, conv, i + 1)),
-];
+const conversation = (uid: string, conv: string, n: number): UserOp[] => [join(uid, conv, 0, 'group'), ...Array.from({ length: n }, (_, i) => message(uid, conv, i + 1))];
 
 describe('redis cluster engine', () => {
   it('computes slots as Redis does (CLUSTER KEYSLOT), hash tags included', async () => {
     const probe = nodeClient(0);
     try {
-      const keys = ['', 'a', '123456789', 'rp:{u:alice}:meta', 'rp:bus:{u:alice}', '{c:team}x', 'a{}b', '{}{x}', '{x', 'é{ü}', 'x{y}z{w}'];
+      const keys = ['', 'a', '123456789', 'rp:{u:alice}:m', 'rp:bus:{u:alice}', '{c:team}x', 'a{}b', '{}{x}', '{x', 'é{ü}', 'x{y}z{w}'];
       for (const key of keys) expect(keySlot(key), key).toBe(Number(await probe.cluster('KEYSLOT', key)));
       // A user's keys and its bus channel share one slot whatever the prefix.
       const slot = keySlot(userKeys('t9', 'alice').meta);
@@ -80,7 +78,7 @@ describe('redis cluster engine', () => {
         const probe = probes[i]!;
         const runId = /run_id:([0-9a-f]+)/.exec(await probe.info('server'))?.[1];
         expect(runId).toMatch(/^[0-9a-f]{40}$/);
-        for (const uid of uids) expect(await probe.hget(userKeys(prefix, uid).meta, 'rid'), uid).toBe(runId);
+        for (const uid of uids) expect(await probe.hget(userKeys(prefix, uid).meta, 'r'), uid).toBe(runId);
       }
       // Three masters, three different runs.
       expect(new Set(await Promise.all(probes.map(async (p) => /run_id:(\w+)/.exec(await p.info('server'))?.[1]))).size).toBe(3);
@@ -99,7 +97,8 @@ describe('redis cluster engine', () => {
       await Promise.all(probes.map((p) => p.script('FLUSH')));
       const results = await engine.applyUserOps(uids.map((uid) => message(uid, 'c', 2)));
       expect(results.map((r) => r.state?.lastSeq)).toEqual(uids.map(() => 2));
-      await engine.ensureConversation('flushed');
+      await engine.changeMembers('flushed', { add: ['x'], remove: [], threshold: 10 });
+      await recordOne(engine, 'flushed', 1, []);
       await Promise.all(probes.map((p) => p.script('FLUSH')));
       const shas = Object.values(loadScriptSources()).map((lua) => createHash('sha1').update(lua).digest('hex'));
       for (const p of probes) expect(await p.script('EXISTS', ...shas)).toEqual(shas.map(() => 0));
@@ -137,18 +136,18 @@ describe('redis cluster engine', () => {
       // Hold the user's first script on master 0 (sent, not yet run), then give the slot to
       // master 1: master 0 answers MOVED and ioredis resends the script there, with master 0's
       // run id in its ARGV.
-      const { inFlight } = await holdScript(p0, () => engine.applyUserOps([{ type: 'join', uid, conv: 'c', head: 0, category: 'group', large: false }]));
+      const { inFlight } = await holdScript(p0, () => engine.applyUserOps([join(uid, 'c', 0, 'group')]));
       await moveSlot(id1, [p1, p0, p2]);
       await p0.call('CLIENT', 'UNPAUSE');
       await expect(inFlight).rejects.toThrow(/in flight/);
       // It did run, on master 1, under master 0's run id.
-      expect(await p1.hget(k.meta, 'rid')).toBe(run0);
-      const epochThen = await p1.hget(k.meta, 'epoch');
+      expect(await p1.hget(k.meta, 'r')).toBe(run0);
+      const epochThen = await p1.hget(k.meta, 'e');
       expect(epochThen).toBeTruthy();
       const now = await engine.position(uid);
       expect(now.epoch).not.toBe(epochThen);
       expect(now.version).toBe(1);
-      expect(await p1.hget(k.meta, 'rid')).toBe(run1);
+      expect(await p1.hget(k.meta, 'r')).toBe(run1);
     } finally {
       await p0.call('CLIENT', 'UNPAUSE').catch(() => undefined);
       await engine.close();
@@ -159,6 +158,47 @@ describe('redis cluster engine', () => {
         expect(ranges.find(([from, to]) => from <= slot && slot <= to)?.[2]?.[1]).toBe(c.nodes[0]?.port);
         p.disconnect();
       }
+    }
+  });
+
+  it('one call carries the users of one master; a user whose slot moved after grouping is left out of it, not half applied', async () => {
+    const c = running();
+    const prefix = 'grouped';
+    const engine = await clusterEngine(OPTS, prefix);
+    const probes = c.nodes.map((_, i) => nodeClient(i));
+    const [p0, p1, p2] = probes as [Redis, Redis, Redis];
+    const [a, b] = usersOn(0, prefix, 2, 'g');
+    if (!a || !b) throw new Error('no users');
+    const slotB = keySlot(userKeys(prefix, b).meta);
+    const [id0, id1] = (await Promise.all([p0, p1].map((p) => p.cluster('MYID')))) as [string, string];
+    const moveSlot = async (to: string, order: Redis[]): Promise<void> => {
+      for (const p of order) await p.cluster('SETSLOT', slotB, 'NODE', to);
+    };
+    try {
+      // Both users on master 0 go in one call, and are applied together.
+      const both = await engine.applyUserOps([join(a, 'c'), join(b, 'c')]);
+      expect(both.map((r) => r.version)).toEqual([1, 1]);
+      // b's (so far empty) slot moves to master 1 behind the client's back: the grouped call
+      // reaches master 0, which applies a and stops before b.
+      await p0.del(...Object.values(userKeys(prefix, b)));
+      await moveSlot(id1, [p1, p0, p2]);
+      const outcome = await engine.applyUserOps([message(a, 'c', 1), message(b, 'c', 1)]).then(
+        (r) => ({ ok: r }),
+        (err: unknown) => ({ err }),
+      );
+      // a went through on master 0 in the grouped call; b then went on its own and met the
+      // redirect (its outcome unknown, as for any script moved in flight), or found master 1.
+      expect((await engine.userState(a)).states[0]?.lastSeq).toBe(1);
+      if ('err' in outcome) expect(String(outcome.err)).toMatch(/in flight|outcome unknown/);
+      // Nothing of b is half written anywhere: master 0 has none of b's keys.
+      expect(await p0.call('CLUSTER', 'COUNTKEYSINSLOT', slotB)).toBe(0);
+      const [again] = await engine.applyUserOps([message(b, 'c', 2)]);
+      expect(again?.member).toBe(false); // b's records were deleted before the move: a pending record now
+    } finally {
+      await engine.close();
+      for (const key of Object.values(userKeys(prefix, b))) await p1.del(key).catch(() => undefined);
+      await moveSlot(id0, [p0, p1, p2]);
+      for (const p of probes) p.disconnect();
     }
   });
 
@@ -188,13 +228,12 @@ describe('redis cluster engine', () => {
       expect(others.flat().map((r) => r.version)).toEqual(onRestarted.slice(1).flatMap(() => [1, 2]));
       await waitReady(engine);
 
-      // Master 0 lost everything: a new epoch, and the old cursor gets a snapshot (empty here).
-      expect(p?.epoch).not.toBe(lostBefore.epoch);
-      expect(p).toMatchObject({ snapshot: { v: 0, convs: [] }, entries: [], version: 0, more: false });
+      // Master 0 lost everything: the user is unseen again, and the old cursor gets a snapshot (empty here).
+      expect(p).toMatchObject({ epoch: UNSEEN_EPOCH, snapshot: { v: 0, convs: [] }, entries: [], version: 0, more: false });
       // Even once the new history passes the old cursor's version, that cursor never gets a delta.
       await engine.applyUserOps(conversation(lost, 'c', 7));
       const later = await engine.pull(lost, lostBefore, 100);
-      expect(later.epoch).toBe(p?.epoch);
+      expect([lostBefore.epoch, UNSEEN_EPOCH]).not.toContain(later.epoch);
       expect(later.snapshot).toBeDefined();
       expect(later.version).toBe(8);
 

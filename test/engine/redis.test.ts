@@ -9,7 +9,8 @@ import { userKeys } from '../../server/engine/redis/keys.js';
 import { createRedisEngine, type RedisEngine } from '../../server/engine/redis/redis-engine.js';
 import { fileFixture } from '../helpers/file-fixture.js';
 import { REDIS_NOT_FOUND, startRedisServer, type RedisServer, type RedisServerOptions } from '../helpers/redis-server.js';
-import { join, message, mulberry32, read, rebuild, sorted } from './conformance-helpers.js';
+import { join, message, mulberry32, read, rebuild, sorted, recordOne } from './conformance-helpers.js';
+import { UNSEEN_EPOCH } from '../../server/engine/engine.js';
 import { randomizedOps } from './conformance-random.js';
 import { decodeRecord } from '../../server/engine/redis/codec.js';
 import { loadScriptSources, SCRIPTS, type ScriptName } from '../../server/engine/redis/scripts.js';
@@ -27,10 +28,7 @@ engineConformance('redis', async (opts) => {
 
 const OPTS: EngineOptions = { snapshotEvery: 3, streamMaxLen: 6 };
 
-const ops = (n: number): UserOp[] => [
-  { type: 'join', uid: 'u', conv: 'c', head: 0, category: 'private', large: false },
-  ...Array.from({ length: n }, (_, i): UserOp => ({ type: 'message', uid: 'u', conv: 'c', lastSeq: i + 1, readSeq: 0, mentionSeqs: [] })),
-];
+const ops = (n: number): UserOp[] => [join('u', 'c'), ...Array.from({ length: n }, (_, i): UserOp => message('u', 'c', i + 1))];
 
 /**
  * A private redis-server (with this AOF setting) and an engine on it, both stopped after `body`.
@@ -103,9 +101,8 @@ describe('redis engine across restarts', () => {
     ['always', 'kill'],
   ] as const)('with AOF %s the data survives a %s under a new epoch; an old cursor gets a snapshot', async (aof, how) => {
     await withOwnRedis(aof, async (own, engine) => {
-      await engine.ensureConversation('c', 'group');
-      await engine.changeMembers('c', ['u'], []);
-      await engine.recordMessage('c', 10);
+      await engine.changeMembers('c', { add: ['u'], remove: [], category: 'group', threshold: 500 });
+      await recordOne(engine, 'c', 10, []);
       await engine.applyUserOps([...ops(10), join('w', 'c')]);
       const before = await engine.userState('u');
       const other = await engine.position('w');
@@ -130,7 +127,7 @@ describe('redis engine across restarts', () => {
         expect(first.snapshot).toBeDefined();
         expect(states).toEqual(after.states);
       }
-      expect(await engine.getConversation('c')).toEqual({ conv: 'c', maxSeq: 10, large: false, category: 'group', memberCount: 1 });
+      expect(await engine.getConversation('c')).toMatchObject({ conv: 'c', maxSeq: 10, large: false, category: 'group', memberCount: 1 });
       // The new epoch is stable for the rest of this run, and versions go on from where they were.
       const [next] = await engine.applyUserOps([{ type: 'read', uid: 'u', conv: 'c', seq: 10 }]);
       expect(next).toMatchObject({ changed: true, epoch: after.epoch, version: after.version + 1 });
@@ -242,7 +239,7 @@ describe('redis engine across restarts', () => {
     });
   });
 
-  it('without persistence a lost stream gets a new epoch, and an old cursor gets a snapshot', async () => {
+  it('without persistence a lost user is unseen again, and an old cursor gets a snapshot', async () => {
     await withOwnRedis(false, async (own, engine) => {
       await engine.applyUserOps(ops(4));
       const old = await engine.position('u');
@@ -253,12 +250,11 @@ describe('redis engine across restarts', () => {
       await waitReady(engine);
       expect(await engine.getConversation('c')).toBeNull();
       const lost = await engine.pull('u', old, 100);
-      expect(lost.epoch).not.toBe(old.epoch);
-      expect(lost).toMatchObject({ snapshot: { v: 0, convs: [] }, entries: [], version: 0, more: false });
+      expect(lost).toMatchObject({ epoch: UNSEEN_EPOCH, snapshot: { v: 0, convs: [] }, entries: [], version: 0, more: false });
       // Even once the new stream is past the old cursor's version, the old cursor never gets a delta.
       await engine.applyUserOps(ops(9));
       const later = await engine.pull('u', old, 100);
-      expect(later.epoch).toBe(lost.epoch);
+      expect([old.epoch, UNSEEN_EPOCH]).not.toContain(later.epoch);
       expect(later.snapshot).toBeDefined();
       expect(later.version).toBe(10);
     });
@@ -272,97 +268,123 @@ describe('redis engine storage', () => {
       await engine.applyUserOps(ops(7));
       const client = await catchUp(engine, 'u', null, new Map());
       const first = await engine.position('u');
-      const runId = await inspect.hget(k.meta, 'rid');
+      const runId = await inspect.hget(k.meta, 'r');
       expect(runId).toMatch(/^[0-9a-f]{40}$/);
       expect((await engine.position('u')).epoch).toBe(first.epoch);
       for (const stale of ['another-run', null]) {
         const before = await engine.position('u');
-        const stream = await inspect.xrange(k.stream, '-', '+');
-        if (stale === null) await inspect.hdel(k.meta, 'rid');
-        else await inspect.hset(k.meta, 'rid', stale);
+        const stream = await inspect.lrange(k.stream, 0, -1);
+        if (stale === null) await inspect.hdel(k.meta, 'r');
+        else await inspect.hset(k.meta, 'r', stale);
         const { first: p, states } = await catchUp(engine, 'u', before, new Map(client.states.map((s) => [s.conv, s])));
         expect(p.epoch).not.toBe(before.epoch);
         expect(p.snapshot).toBeDefined();
         expect(states).toEqual((await engine.userState('u')).states);
         expect(await engine.position('u')).toEqual({ epoch: p.epoch, version: before.version });
-        expect(await inspect.hget(k.meta, 'rid')).toBe(runId);
-        expect(await inspect.xrange(k.stream, '-', '+')).toEqual(stream);
+        expect(await inspect.hget(k.meta, 'r')).toBe(runId);
+        expect(await inspect.lrange(k.stream, 0, -1)).toEqual(stream);
         const [next] = await engine.applyUserOps([message('u', 'c', 100 + before.version)]);
         expect(next).toMatchObject({ epoch: p.epoch, version: before.version + 1 });
       }
     });
   });
 
-  it('trims the stream and the snapshot list exactly as the memory engine does', async () => {
+  it('keeps the entries after base and the snapshot at sv exactly as the memory engine does', async () => {
     const opts = { snapshotEvery: 3, streamMaxLen: 7 };
     await withInspector('trim', opts, async (engine, inspect) => {
-      // MemoryEngine.maybeSnapshot, for one conversation and one change per op.
-      let snaps: number[] = [];
-      let base = 0;
       const k = userKeys('trim', 'u');
+      // rules.ts for one conversation: interval max(3, 2) = 3.
+      let sv = 0;
+      let base = 0;
       for (let v = 1; v <= 40; v++) {
-        const op: UserOp = v === 1 ? ops(0)[0]! : { type: 'message', uid: 'u', conv: 'c', lastSeq: v, readSeq: 0, mentionSeqs: [] };
-        await engine.applyUserOps([op]);
-        if (v - (snaps.at(-1) ?? 0) >= Math.max(opts.snapshotEvery, 1)) {
-          snaps.push(v);
-          for (const snap of snaps) if (snap > base && v - snap >= opts.streamMaxLen) base = snap;
-          snaps = snaps.filter((snap) => snap >= base);
-        }
-        const ids = (await inspect.xrange(k.stream, '-', '+')).map(([id]) => id);
-        const expected: string[] = base > 0 ? [`${base}-1`] : [];
-        for (let w = base + 1; w <= v; w++) {
-          expected.push(`${w}-0`);
-          if (snaps.includes(w)) expected.push(`${w}-1`);
-        }
-        expect(ids, `stream at v${v}`).toEqual(expected);
-        expect((await inspect.lrange(k.snaps, 0, -1)).map(Number), `snapshots at v${v}`).toEqual(snaps);
-        expect(Number((await inspect.hget(k.meta, 'base')) ?? 0)).toBe(base);
+        await engine.applyUserOps([v === 1 ? join('u', 'c') : message('u', 'c', v)]);
+        if (v - sv >= 3) sv = v;
+        base = Math.min(sv, Math.max(base, v - 3));
+        const meta = await inspect.hmget(k.meta, 'v', 'b', 'sv');
+        expect(meta.map(Number), `meta at v${v}`).toEqual([v, base, sv]);
+        expect(await inspect.llen(k.stream), `entries at v${v}`).toBe(v - base);
+        expect(await inspect.exists(k.snapshot), `snapshot at v${v}`).toBe(sv > 0 ? 1 : 0);
       }
     });
   });
 
-  it('keeps the derived keys exact: member count, large set, no zero category fields (randomized)', async () => {
+  it('keeps the derived fields exact: member count, large hash, no zero category fields (randomized)', async () => {
     // user_apply writes these only when they change (net deltas, flag changes), so check the raw
     // keys against the records after random ops, not just what the Engine API reports.
     await withInspector('derived', { snapshotEvery: 7, streamMaxLen: 10 }, async (engine, inspect) => {
       await randomizedOps(engine, mulberry32(7), 600);
       for (const uid of ['u1', 'u2', 'u3']) {
         const k = userKeys('derived', uid);
-        const records = (await inspect.hvalsBuffer(k.convs)).map(decodeRecord);
+        const records = Object.entries(await inspect.hgetall(k.records)).map(([conv, text]) => decodeRecord(conv, text));
         const members = records.filter((r) => r.member);
-        expect(Number((await inspect.hget(k.meta, 'members')) ?? 0), uid).toBe(members.length);
+        expect(Number((await inspect.hget(k.meta, 'n')) ?? 0), uid).toBe(members.length);
         const large = members.filter((r) => r.large).map((r) => r.conv);
-        expect(sorted(await inspect.smembers(k.large)), uid).toEqual(sorted(large));
+        expect(sorted(await inspect.hkeys(k.large)), uid).toEqual(sorted(large));
         expect(sorted((await engine.pull(uid, null, 0)).largeConvs), uid).toEqual(sorted(large));
-        const cats: Record<string, string> = {};
-        for (const [field, value] of Object.entries(await inspect.hgetall(k.totals))) if (field.startsWith('cat:')) cats[field] = value;
-        const expected: Record<string, number> = {};
+        const cats = new Map<string, number>();
+        for (const [field, value] of Object.entries(await inspect.hgetall(k.meta))) if (field.startsWith('k:')) cats.set(field.slice(2), Number(value));
+        const expected = new Map<string, number>();
         for (const r of members) {
           if (r.large || r.muted || r.lastSeq <= r.deletedSeq) continue;
           const unread = Math.max(0, r.lastSeq - r.readSeq);
-          if (unread > 0) expected[`cat:${r.category}`] = (expected[`cat:${r.category}`] ?? 0) + unread;
+          if (unread > 0) expected.set(r.category, (expected.get(r.category) ?? 0) + unread);
         }
-        expect(Object.fromEntries(Object.entries(cats).map(([f, v]) => [f, Number(v)])), uid).toEqual(expected);
+        expect(cats, uid).toEqual(expected);
       }
+    });
+  });
+
+  it('reads of unknown users and refused ops create no key', async () => {
+    await withInspector('unseen', OPTS, async (engine, inspect) => {
+      await engine.pull('ghost', null, 10);
+      await engine.pull('ghost', { epoch: 'x', version: 3 }, 10);
+      await engine.position('ghost');
+      await engine.userState('ghost');
+      await engine.applyUserOps([read('ghost', 'c', 4), { type: 'settings', uid: 'ghost', conv: 'c', muted: true, deleteAt: 3 }]);
+      expect(await inspect.keys('unseen:*')).toEqual([]);
+    });
+  });
+
+  it('a stream idle past streamIdleSeconds expires; the records stay and history restarts at the current version', async () => {
+    await withInspector('idle', { ...OPTS, streamIdleSeconds: 1 }, async (engine, inspect) => {
+      const k = userKeys('idle', 'u');
+      await engine.applyUserOps(ops(8));
+      const at = await engine.position('u');
+      const state = await engine.userState('u');
+      expect(await inspect.ttl(k.stream)).toBeGreaterThan(0);
+      await inspect.pexpire(k.stream, 1);
+      await inspect.pexpire(k.snapshot, 1);
+      await delay(20);
+      expect(await inspect.exists(k.stream, k.snapshot)).toBe(0);
+      // A client at the current version just continues; one behind gets the rebuilt snapshot.
+      expect(await engine.pull('u', at, 10)).toMatchObject({ epoch: at.epoch, entries: [], version: at.version });
+      const behind = await engine.pull('u', { ...at, version: at.version - 2 }, 10);
+      expect(behind).toMatchObject({ epoch: at.epoch, snapshot: { v: at.version, convs: state.states }, entries: [], version: at.version });
+      expect(await engine.userState('u')).toEqual(state);
+      const [next] = await engine.applyUserOps([read('u', 'c', 2)]);
+      expect(next).toMatchObject({ changed: true, epoch: at.epoch, version: at.version + 1 });
+      expect((await engine.pull('u', at, 10)).entries.map((e) => e.v)).toEqual([at.version + 1]);
     });
   });
 });
 
 describe('redis engine scripts', () => {
-  it('the epoch rotation lives only in lib/epoch.lua, prepended to exactly the scripts that read the epoch', async () => {
+  it('the user-script prelude (lib/user.lua) is prepended to exactly the scripts that read the epoch', async () => {
     const dir = new URL('../../server/engine/redis/lua/', import.meta.url);
-    const prelude = await readFile(new URL('lib/epoch.lua', dir), 'utf8');
+    const prelude = await readFile(new URL('lib/user.lua', dir), 'utf8');
     const sources = loadScriptSources();
-    const epochScripts: ScriptName[] = ['userApply', 'pull', 'userState', 'position'];
+    const userScripts: ScriptName[] = ['userApply', 'pull', 'userState', 'position'];
     for (const name of Object.keys(SCRIPTS) as ScriptName[]) {
       const body = await readFile(new URL(SCRIPTS[name].file, dir), 'utf8');
-      // No script body writes the epoch itself; it calls userMeta from the prelude.
-      expect(body, name).not.toMatch(/'epoch',\s*epoch/);
-      if (epochScripts.includes(name)) {
-        expect(sources[name], name).toBe(prelude + body);
-        expect(body, name).toMatch(/userMeta\(KEYS\[1\], ARGV\[1\], ARGV\[2\]/);
+      // No script body rotates the epoch itself; it asks the prelude (currentEpoch, userMeta).
+      expect(body, name).not.toMatch(/'e',\s*\w+,\s*'r'/);
+      const spec = SCRIPTS[name] as { flags?: string };
+      const shebang = spec.flags ? `#!lua flags=${spec.flags}\n` : '';
+      if (userScripts.includes(name)) {
+        expect(sources[name], name).toBe(shebang + prelude + body);
+        expect(body, name).toMatch(/(userMeta|currentEpoch)\((keys\.meta|KEYS\[1\]), /);
       } else {
-        expect(sources[name], name).toBe(body);
+        expect(sources[name], name).toBe(shebang + body);
       }
     }
   });

@@ -49,7 +49,7 @@ export async function startLoggedServer(env: Record<string, string>): Promise<Lo
   const server = await startServer(config, log);
   const url = `http://127.0.0.1:${server.port}`;
   const wsUrl = `ws://127.0.0.1:${server.port}/v1/ws`;
-  const auth = new Authenticator(config.jwtSecret, config.apiKey);
+  const auth = Authenticator.fromConfig(config);
   const clients = new Set<WsClient>();
 
   const call = async (method: string, path: string, body?: unknown, as?: { user: string }): Promise<TimedResponse> => {

@@ -1,6 +1,6 @@
 import type { ChangeFrame, HeadFrame, SyncFrame, VersionFrame } from '../../protocol/frames.js';
 import type { ConvState, ConvView, Cursor } from '../../protocol/types.js';
-import { toView } from '../../protocol/view.js';
+import { headOf, toView } from '../../protocol/view.js';
 
 /** What a client keeps across connections: cursor, conversation states, heads. */
 export interface SavedState {
@@ -52,7 +52,8 @@ export abstract class SyncReplica {
   readonly violations: string[] = [];
   readonly stats: ClientStats = { pages: 0, snapshots: 0, pullsSent: 0, gapPulls: 0, versionPulls: 0, pushesApplied: 0, pushesStale: 0, pushesDropped: 0 };
   states = new Map<string, ConvState>();
-  heads: Record<string, number> = {};
+  /** Null-prototype: a conversation may be named `__proto__` like any other. */
+  heads: Record<string, number> = headsOf({});
   cursor: Cursor | null;
 
   /** Request ids, shared by pulls and whatever else the subclass sends with an id. */
@@ -69,7 +70,7 @@ export abstract class SyncReplica {
     this.cursor = cursor !== undefined ? cursor : (saved?.cursor ?? null);
     if (saved) {
       this.states = new Map(saved.states.map((st) => [st.conv, { ...st }]));
-      this.heads = { ...saved.heads };
+      this.heads = headsOf(saved.heads);
     }
   }
 
@@ -77,7 +78,7 @@ export abstract class SyncReplica {
 
   /** A copy of the local state, to reconnect with later. */
   save(): SavedState {
-    return { cursor: this.cursor ? { ...this.cursor } : null, states: [...this.states.values()].map((st) => ({ ...st })), heads: { ...this.heads } };
+    return { cursor: this.cursor ? { ...this.cursor } : null, states: [...this.states.values()].map((st) => ({ ...st })), heads: headsOf(this.heads) };
   }
 
   /** Visible conversations, sorted by id, derived exactly as the server does. */
@@ -101,7 +102,7 @@ export abstract class SyncReplica {
         else this.onChange(frame);
         return;
       case 'head':
-        this.heads[frame.conv] = Math.max(this.heads[frame.conv] ?? 0, frame.lastSeq);
+        this.heads[frame.conv] = Math.max(headOf(this.heads, frame.conv), frame.lastSeq);
         return;
       case 'version':
         this.onVersion(frame);
@@ -142,7 +143,7 @@ export abstract class SyncReplica {
       this.violations.push(`cursor went back from ${previous.version} to ${f.version}`);
     }
     this.cursor = { epoch: f.epoch, version: f.version };
-    for (const [conv, seq] of Object.entries(f.heads)) this.heads[conv] = Math.max(this.heads[conv] ?? 0, seq);
+    for (const [conv, seq] of Object.entries(f.heads)) this.heads[conv] = Math.max(headOf(this.heads, conv), seq);
 
     // Replies to pulls sent by hand (WsClient.request) are applied too, but only our own chain drives paging.
     const ours = f.id === undefined ? this.inflight === 'hello' : f.id === this.inflight;
@@ -200,4 +201,9 @@ export abstract class SyncReplica {
       ...(this.pullLimit ? { limit: this.pullLimit } : {}),
     });
   }
+}
+
+/** A null-prototype copy of `heads`, safe to assign any conversation id in. */
+function headsOf(heads: Readonly<Record<string, number>>): Record<string, number> {
+  return Object.assign(Object.create(null) as Record<string, number>, heads);
 }

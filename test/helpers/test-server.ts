@@ -121,25 +121,38 @@ export const silentLogger = pino({ level: 'silent' });
 
 let prefixCounter = 0;
 
-export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
-  const kind = options.engine ?? 'memory';
-  const config: Config = {
+/**
+ * A test server's config: the test credentials, loopback, port 0, small snapshot and trim
+ * settings, no logs, and a store timeout long enough that a loaded machine never turns a slow
+ * healthy call into outcome_unknown (unless a test is about store timeouts).
+ */
+export function testConfig(overrides: Partial<Config> = {}): Config {
+  return {
     port: 0,
     host: '127.0.0.1',
+    storeTimeoutMs: TEST_STORE_TIMEOUT_MS,
     redisUrl: undefined,
     apiKey: TEST_API_KEY,
     jwtSecret: TEST_JWT_SECRET,
     devMode: false,
-    largeGroupThreshold: options.largeGroupThreshold ?? 3,
-    snapshotEvery: options.snapshotEvery ?? 5,
-    streamMaxLen: options.streamMaxLen ?? 10,
+    largeGroupThreshold: 3,
+    snapshotEvery: 5,
+    streamMaxLen: 10,
     logLevel: 'silent',
+    ...overrides,
+  };
+}
+
+export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
+  const kind = options.engine ?? 'memory';
+  const config = testConfig({
+    ...(options.largeGroupThreshold !== undefined ? { largeGroupThreshold: options.largeGroupThreshold } : {}),
+    ...(options.snapshotEvery !== undefined ? { snapshotEvery: options.snapshotEvery } : {}),
+    ...(options.streamMaxLen !== undefined ? { streamMaxLen: options.streamMaxLen } : {}),
     ...(options.ws ? { ws: options.ws } : {}),
     ...options.config,
-  };
-  // Unless a test is about store timeouts, it should not meet one on a loaded machine: a long one.
-  config.storeTimeoutMs ??= TEST_STORE_TIMEOUT_MS;
-  const engineOptions = { snapshotEvery: config.snapshotEvery, streamMaxLen: config.streamMaxLen, storeTimeoutMs: config.storeTimeoutMs };
+  });
+  const engineOptions = { snapshotEvery: config.snapshotEvery, streamMaxLen: config.streamMaxLen, storeTimeoutMs: config.storeTimeoutMs ?? TEST_STORE_TIMEOUT_MS };
 
   let redis: RedisServer | undefined;
   let ownsRedis = false;
@@ -200,7 +213,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   const port = door ? door.port : running().port;
   const url = `http://127.0.0.1:${port}`;
   const wsUrl = `ws://127.0.0.1:${port}/v1/ws`;
-  const auth = new Authenticator(config.jwtSecret, config.apiKey);
+  const auth = Authenticator.fromConfig(config);
   const tokens = new Map<string, string>();
   const clients = new Set<WsClient>();
 

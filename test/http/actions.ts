@@ -8,7 +8,14 @@ import fc from 'fast-check';
  */
 export const USERS = 5;
 export const CONVS = 4;
-export const CATEGORIES = ['private', 'group', 'system'] as const;
+export const CATEGORIES = ['private', 'group', 'system', '__proto__', 'constructor'] as const;
+/**
+ * Ids named like Object.prototype members, valid like any other. A scenario with `protoNames`
+ * uses these as its conversation and user ids (on a store of its own, since they are not unique
+ * to the run).
+ */
+export const PROTO_CONVS = ['__proto__', 'constructor', 'toString', 'hasOwnProperty'] as const;
+export const PROTO_USERS = ['__proto__', 'constructor', 'valueOf', 'isPrototypeOf', 'toLocaleString'] as const;
 
 export type Action =
   | { t: 'members'; conv: number; add: number[]; remove: number[]; category?: string }
@@ -127,8 +134,9 @@ export function scenarioArb(servers: number): fc.Arbitrary<Scenario> {
       setup: setupArb,
       actions: fc.array(actionArb, { minLength: 5, maxLength: 70, size: 'max' }),
       finalLimits: fc.array(fc.integer({ min: 1, max: 7 }), { minLength: USERS, maxLength: USERS }),
+      protoNames: fc.oneof({ weight: 4, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }),
     })
-    .map(({ server, setup, actions, finalLimits }) => ({ server, actions: [...setup, ...actions], finalLimits }));
+    .map(({ server, setup, actions, finalLimits, protoNames }) => ({ server, actions: [...setup, ...actions], finalLimits, protoNames }));
 }
 
 export interface Scenario {
@@ -136,4 +144,6 @@ export interface Scenario {
   server: number;
   actions: Action[];
   finalLimits: number[];
+  /** Conversation and user ids from PROTO_CONVS / PROTO_USERS instead of run-unique ones. */
+  protoNames?: boolean;
 }

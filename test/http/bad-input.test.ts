@@ -6,7 +6,7 @@ import { ERROR_CODES, type ErrorCode } from '../../protocol/errors.js';
 import { LIMITS } from '../../protocol/limits.js';
 import type { UnreadSummary } from '../../protocol/types.js';
 import type { EngineKind } from '../../server/engine/engine.js';
-import { startTestServer, TEST_JWT_SECRET, type ApiResponse, type TestServer } from '../helpers/test-server.js';
+import { startTestServer, TEST_API_KEY, TEST_JWT_SECRET, type ApiResponse, type TestServer } from '../helpers/test-server.js';
 
 /**
  * Every kind of bad request gets its documented 4xx and error code, changes nothing (the users'
@@ -126,7 +126,7 @@ const CASES: Case[] = [
   { name: 'message with a wrong API key', send: (s) => s.request('POST', '/v1/messages', { auth: { bearer: 'not-the-key-0123456789' }, body: msg() }), status: 401, code: 'unauthorized' },
   { name: 'message with a user JWT instead of the API key', send: (s) => s.request('POST', '/v1/messages', { auth: { user: BOB }, body: msg() }), status: 401, code: 'unauthorized' },
   { name: 'members with a user JWT', send: (s) => s.request('PUT', `/v1/conversations/${CONV}/members`, { auth: { user: ALICE }, body: { add: ['carol'] } }), status: 401, code: 'unauthorized' },
-  { name: 'Authorization without Bearer', send: (s) => s.request('GET', `/v1/users/${ALICE}/unread`, { auth: 'none', headers: { authorization: s.config.apiKey } }), status: 401, code: 'unauthorized' },
+  { name: 'Authorization without Bearer', send: (s) => s.request('GET', `/v1/users/${ALICE}/unread`, { auth: 'none', headers: { authorization: TEST_API_KEY } }), status: 401, code: 'unauthorized' },
   { name: 'sync without a JWT', send: (s) => s.request('GET', '/v1/sync', { auth: 'none' }), status: 401, code: 'unauthorized' },
   { name: 'sync with the API key (no user)', send: (s) => s.request('GET', '/v1/sync', { auth: 'api' }), status: 401, code: 'unauthorized' },
   { name: 'sync with a garbage token', send: (s) => s.request('GET', '/v1/sync', { auth: { bearer: 'abc.def.ghi' } }), status: 401, code: 'unauthorized' },
@@ -223,7 +223,7 @@ for (const kind of ENGINES) {
     it('oversize body (> 1 MiB) → 413 payload_too_large, and the connection is not left hanging', async () => {
       const body = JSON.stringify({ messages: [msg({ mentions: ['x'.repeat(100)] })], pad: 'p'.repeat(LIMITS.maxBodyBytes) });
       expect(Buffer.byteLength(body)).toBeGreaterThan(LIMITS.maxBodyBytes);
-      const res = await rawPost(server.port, '/v1/messages', body, server.config.apiKey);
+      const res = await rawPost(server.port, '/v1/messages', body, TEST_API_KEY);
       expect({ status: res.status, code: (JSON.parse(res.text) as { error: { code: string } }).error.code }).toEqual({ status: 413, code: 'payload_too_large' });
       for (const [uid, before] of summaries) expect(await summary(uid)).toEqual(before);
     });
@@ -232,7 +232,7 @@ for (const kind of ENGINES) {
       const prefix = JSON.stringify(msg({ seq: 3 })).slice(0, -1) + ',"pad":"';
       const body = prefix + 'p'.repeat(LIMITS.maxBodyBytes - prefix.length - 2) + '"}';
       expect(Buffer.byteLength(body)).toBe(LIMITS.maxBodyBytes);
-      const res = await rawPost(server.port, '/v1/messages', body, server.config.apiKey);
+      const res = await rawPost(server.port, '/v1/messages', body, TEST_API_KEY);
       expect({ status: res.status, code: (JSON.parse(res.text) as { error: { code: string } }).error.code }).toEqual({ status: 400, code: 'invalid_request' });
     });
 
@@ -244,7 +244,7 @@ for (const kind of ENGINES) {
     it('with Accept: application/msgpack, an error reply is MessagePack with the same code', async () => {
       const res = await fetch(`${server.url}/v1/messages`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${server.config.apiKey}`, 'content-type': 'application/json', accept: 'application/msgpack' },
+        headers: { authorization: `Bearer ${TEST_API_KEY}`, 'content-type': 'application/json', accept: 'application/msgpack' },
         body: JSON.stringify(msg({ seq: -1 })),
       });
       expect(res.status).toBe(400);

@@ -124,7 +124,8 @@ export class Model {
     const conversations: ModelView[] = [];
     let total = 0;
     let mentions = 0;
-    const categories: Record<string, number> = {};
+    // A Map: a category may be named `__proto__` like any other.
+    const categories = new Map<string, number>();
     for (const [conv, m] of this.userConvs(uid)) {
       if (!m.member) continue;
       if (m.hiddenUpTo !== null && m.lastSeq <= m.hiddenUpTo) continue;
@@ -145,10 +146,10 @@ export class Model {
       if (m.muted) continue;
       total += unread;
       mentions += mentionCount;
-      if (unread > 0) categories[c.category] = (categories[c.category] ?? 0) + unread;
+      if (unread > 0) categories.set(c.category, (categories.get(c.category) ?? 0) + unread);
     }
     conversations.sort((a, b) => (a.conv < b.conv ? -1 : a.conv > b.conv ? 1 : 0));
-    return { total, mentions, categories, conversations };
+    return { total, mentions, categories: Object.fromEntries(categories), conversations };
   }
 
   isMember(uid: string, conv: string): boolean {

@@ -3,7 +3,7 @@ import { LIMITS } from '../../protocol/limits.js';
 import type { UnreadSummary } from '../../protocol/types.js';
 import { mulberry32 } from '../helpers/prng.js';
 import type { ApiResponse, TestServer } from '../helpers/test-server.js';
-import { allUsers, USERS, type Action, type Scenario } from './actions.js';
+import { allUsers, PROTO_CONVS, PROTO_USERS, USERS, type Action, type Scenario } from './actions.js';
 import { Model, type ModelMessage, type ModelSummary, type ModelView, type Outcome } from './model.js';
 import { cloneCopy, copyViews, emptyCopy, syncCopy, type ClientCopy } from './sync-client.js';
 
@@ -25,12 +25,13 @@ export const coverage = {
   syncSnapshots: 0,
   savedCursorSyncs: 0,
   maxVersion: 0,
+  protoNameRuns: 0,
 };
 
 /** Returns what was exercised since the last call, and starts counting afresh. */
 export function takeCoverage(): typeof coverage {
   const taken = structuredClone(coverage);
-  Object.assign(coverage, { runs: 0, actions: {}, notFound: 0, modeSwitches: 0, syncPages: 0, syncSnapshots: 0, savedCursorSyncs: 0, maxVersion: 0 });
+  Object.assign(coverage, { runs: 0, actions: {}, notFound: 0, modeSwitches: 0, syncPages: 0, syncSnapshots: 0, savedCursorSyncs: 0, maxVersion: 0, protoNameRuns: 0 });
   return taken;
 }
 
@@ -40,7 +41,8 @@ function count(key: string): void {
 
 /** Runs one scenario on `server` and checks it against the model; throws on the first mismatch. */
 export async function runScenario(server: TestServer, scenario: Scenario): Promise<void> {
-  const run = new Run(server, `r${++runCounter}${server.kind[0]}`);
+  const run = new Run(server, `r${++runCounter}${server.kind[0]}`, scenario.protoNames === true);
+  if (scenario.protoNames) coverage.protoNameRuns++;
   coverage.runs++;
   for (const [i, action] of scenario.actions.entries()) {
     run.step = i;
@@ -69,16 +71,17 @@ class Run {
   constructor(
     private readonly server: TestServer,
     private readonly ns: string,
+    private readonly protoNames: boolean,
   ) {
     this.model = new Model(server.config.largeGroupThreshold);
   }
 
   uid(u: number): string {
-    return `${this.ns}-u${u}`;
+    return this.protoNames ? (PROTO_USERS[u] ?? `u${u}`) : `${this.ns}-u${u}`;
   }
 
   conv(c: number): string {
-    return `${this.ns}-c${c}`;
+    return this.protoNames ? (PROTO_CONVS[c] ?? `c${c}`) : `${this.ns}-c${c}`;
   }
 
   /** The acting user: with `pick`, the `u`-th current member of the conversation (if it has any). */
@@ -256,14 +259,15 @@ class Run {
 function sumViews(views: readonly ModelView[]): { total: number; mentions: number; categories: Record<string, number> } {
   let total = 0;
   let mentions = 0;
-  const categories: Record<string, number> = {};
+  // A Map: categories may be named like Object.prototype members.
+  const categories = new Map<string, number>();
   for (const v of views) {
     if (v.muted) continue;
     total += v.unread;
     mentions += v.mentions;
-    if (v.unread > 0) categories[v.category] = (categories[v.category] ?? 0) + v.unread;
+    if (v.unread > 0) categories.set(v.category, (categories.get(v.category) ?? 0) + v.unread);
   }
-  return { total, mentions, categories };
+  return { total, mentions, categories: Object.fromEntries(categories) };
 }
 
 function nonZero(categories: Record<string, number>): Record<string, number> {

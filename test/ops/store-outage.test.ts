@@ -48,8 +48,7 @@ describe('store outage', () => {
     await redis.kill();
     const down = await s.waitLog((l) => l.event === 'store_down' && l.target === engineTarget, 10_000, mark);
     expect(down.cause).toBeTruthy();
-    // The bus connections go down too, each reported under its own name.
-    await s.waitLog((l) => l.event === 'store_down' && String(l.target).startsWith('bus-publish@'), 10_000, mark);
+    // The subscriber connection of the notifications goes down too, reported under its own name.
     await s.waitLog((l) => l.event === 'store_down' && String(l.target).startsWith('bus-subscribe@'), 10_000, mark);
 
     const calls: Array<[string, string, string, unknown?, { user: string }?]> = [

@@ -1,10 +1,10 @@
 import { Redis } from 'ioredis';
 import { setTimeout as delay } from 'node:timers/promises';
 import { expect } from 'vitest';
-import { convKeys, userKeys } from '../../server/engine/redis/keys.js';
+import { convKey, userKeys } from '../../server/engine/redis/keys.js';
 import { startRedisCluster } from '../helpers/redis-cluster.js';
 import { startTestServer } from '../helpers/test-server.js';
-import { BUS_PREFIX, twoProcessSuite, type WantedId } from './multi-process-suite.js';
+import { busPrefix, twoProcessSuite, type WantedId } from './multi-process-suite.js';
 
 /**
  * Two Redpoint processes of one deployment on a 3-master Redis Cluster, as with
@@ -17,6 +17,7 @@ twoProcessSuite('two server processes over one Redis Cluster (sharded pub/sub)',
   const cluster = await startRedisCluster();
   defer(() => cluster.stop());
   const prefix = `cl${process.pid}`;
+  const BUS_PREFIX = busPrefix(prefix);
   const shared = { engine: 'redis' as const, redisCluster: cluster, redisPrefix: prefix, largeGroupThreshold: 3 };
   const a = await startTestServer(shared);
   defer(() => a.close());
@@ -68,7 +69,7 @@ twoProcessSuite('two server processes over one Redis Cluster (sharded pub/sub)',
       expect(node).toBeLessThan(cluster.nodes.length);
       for (let i = 0; ; i++) {
         const id = `${name}-${n}-${i}`;
-        const key = kind === 'u' ? userKeys(prefix, id).meta : convKeys(prefix, id).meta;
+        const key = kind === 'u' ? userKeys(prefix, id).meta : convKey(prefix, id);
         if (cluster.nodeIndexOf(key) === node) return id;
       }
     });

@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AckFrame } from '../../protocol/frames.js';
-import { convChannel, userChannel } from '../../server/gateway/fanout.js';
 import { expectMatchesServer, isChange, isHead, waitMatchesServer } from '../helpers/ws-expect.js';
 import type { TestServer } from '../helpers/test-server.js';
 
@@ -12,8 +11,10 @@ import type { TestServer } from '../helpers/test-server.js';
  * same scenarios, each setup with its own fixture and its own way of seeing subscriptions.
  */
 
-/** The prefix the Redis bus puts before every channel name (server/pubsub/redis-bus.ts). */
-export const BUS_PREFIX = 'rp:bus:';
+/** What the engine's scripts publish on, after the prefix (server/engine/redis/keys.ts). */
+export const busPrefix = (keyPrefix: string): string => `${keyPrefix}:bus:`;
+const userChannel = (uid: string): string => `{u:${uid}}`;
+const convChannel = (conv: string): string => `{c:${conv}}`;
 
 /** What an id names: a user (`u`) or a conversation (`c`). */
 export type IdKind = 'u' | 'c';
@@ -29,7 +30,7 @@ export interface TwoProcesses {
   a: TestServer;
   b: TestServer;
   /**
-   * Resolves once `count` processes subscribed the bus channel `channel` (without BUS_PREFIX).
+   * Resolves once `count` processes subscribed the notification channel `channel` (without busPrefix).
    * The bus subscription of a process goes out asynchronously after a client's hello; a publish
    * by the other process before Redis registered it would be missed (and repaired by a pull, but
    * then the scenario would not be testing the bus). A setup may assert more on the way (where

@@ -3,12 +3,12 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { expect } from 'vitest';
 import { startRedisServer } from '../helpers/redis-server.js';
 import { startTestServer } from '../helpers/test-server.js';
-import { BUS_PREFIX, twoProcessSuite } from './multi-process-suite.js';
+import { busPrefix, twoProcessSuite } from './multi-process-suite.js';
 
 /**
  * Two Redpoint processes of one deployment (two `startServer`s here, one key prefix) on a private
- * redis-server: the Redis engine for state AND the Redis bus (SUBSCRIBE / PUBLISH) for
- * notifications. The scenarios are in multi-process-suite.ts.
+ * redis-server: the Redis engine for state AND its notifications (PUBLISH inside the scripts,
+ * SUBSCRIBE per process). The scenarios are in multi-process-suite.ts.
  */
 twoProcessSuite('two server processes over one Redis', async (defer) => {
   const redis = await startRedisServer();
@@ -27,7 +27,7 @@ twoProcessSuite('two server processes over one Redis', async (defer) => {
   async function subscribed(channel: string, count: number, timeoutMs = 5000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      const reply = (await probe.call('PUBSUB', 'NUMSUB', BUS_PREFIX + channel)) as [string, number];
+      const reply = (await probe.call('PUBSUB', 'NUMSUB', busPrefix(shared.redisPrefix) + channel)) as [string, number];
       if (Number(reply[1]) >= count) return;
       if (Date.now() > deadline) throw new Error(`${channel}: ${reply[1]} subscribers, wanted ${count}`);
       await delay(10);

@@ -1,81 +1,112 @@
-import { Packr } from 'msgpackr';
-import type { ConvState } from '../../../protocol/types.js';
+import type { ConvEntry, ConvState } from '../../../protocol/types.js';
 import type { StoredConv } from '../rules.js';
 
 /**
- * Records, entries and snapshots are packed by Lua's cmsgpack (exact for integers, unlike cjson).
- * cmsgpack writes integers above 2^32 as int64, which msgpackr would turn into BigInt by default.
+ * The text formats the Lua scripts store and return (user_apply.lua writes them, the other
+ * scripts read them). Positional, `|`-separated: ids and categories never contain `|`, `,`, `;`
+ * or a newline (ID_PATTERN), numbers are decimal integers. Short values keep Redis hashes and
+ * lists in their compact listpack encoding, and cost Lua a `string.match` instead of a
+ * MessagePack map.
+ *
+ * - record (hash field = conv): `<member><muted><marked><large>|lastSeq|readSeq|deletedSeq|gen|joinGen|category|mentionSeq,...`
+ * - state (stream entry, snapshot line, notification line): `conv|<muted><marked><large>|lastSeq|readSeq|mentions|deletedSeq|category`;
+ *   an entry for a conversation the user left is the bare `conv`
+ * - snapshot: states joined by `\n`
+ * The default category is stored as '' (no category is empty).
  */
-const packr = new Packr({ useRecords: false, mapsAsObjects: true, int64AsType: 'number' });
 
-/** A script reply, as ioredis returns it from the Buffer variant of a command. */
-export type Reply = Buffer | number | null | Reply[];
+/** A script reply as ioredis returns it from the string variant of a command. */
+export type Reply = string | number | null | Reply[];
 
-type Packed = Record<string, unknown>;
+const bit = (s: string, i: number): boolean => s.charCodeAt(i) === 49; // '1'
 
-function unpackMap(buf: Buffer): Packed {
-  const value: unknown = packr.unpack(buf);
-  if (!value || typeof value !== 'object' || Array.isArray(value)) throw new Error('malformed packed record');
-  return value as Packed;
+const DEFAULT_CATEGORY = 'default';
+const categoryOf = (text: string | undefined): string => (text === undefined || text === '' ? DEFAULT_CATEGORY : text);
+
+function int(text: string | undefined): number {
+  const n = Number(text);
+  if (text === undefined || text === '' || !Number.isSafeInteger(n)) throw new Error(`malformed stored number: ${String(text)}`);
+  return n;
 }
 
-function num(v: unknown): number {
-  if (typeof v !== 'number') throw new Error(`malformed packed number: ${String(v)}`);
-  return v;
-}
-
-function stateFrom(m: Packed): ConvState {
+export function decodeRecord(conv: string, text: string): StoredConv {
+  const p = text.split('|');
+  if (p.length !== 8) throw new Error(`malformed stored record of ${conv}`);
+  const flags = p[0] ?? '';
+  const seqs = p[7] ?? '';
   return {
-    conv: String(m.conv),
-    lastSeq: num(m.lastSeq),
-    readSeq: num(m.readSeq),
-    mentions: num(m.mentions),
-    muted: m.muted === true,
-    markedUnread: m.markedUnread === true,
-    category: String(m.category),
-    large: m.large === true,
-    deletedSeq: num(m.deletedSeq),
+    conv,
+    member: bit(flags, 0),
+    muted: bit(flags, 1),
+    markedUnread: bit(flags, 2),
+    large: bit(flags, 3),
+    lastSeq: int(p[1]),
+    readSeq: int(p[2]),
+    deletedSeq: int(p[3]),
+    gen: int(p[4]),
+    joinGen: int(p[5]),
+    category: categoryOf(p[6]),
+    mentionSeqs: seqs === '' ? [] : seqs.split(',').map(int),
   };
 }
 
-/** An empty buffer stands for "no state" (the user left the conversation). */
-export function decodeState(buf: Buffer): ConvState | null {
-  return buf.length === 0 ? null : stateFrom(unpackMap(buf));
+/** Inverse of decodeRecord (the tests write records by hand to corrupt a store). */
+export function encodeRecord(rec: StoredConv): string {
+  const f = (b: boolean): string => (b ? '1' : '0');
+  return `${f(rec.member)}${f(rec.muted)}${f(rec.markedUnread)}${f(rec.large)}|${rec.lastSeq}|${rec.readSeq}|${rec.deletedSeq}|${rec.gen}|${rec.joinGen}|${rec.category === DEFAULT_CATEGORY ? '' : rec.category}|${rec.mentionSeqs.join(',')}`;
 }
 
-export function decodeSnapshotConvs(buf: Buffer): ConvState[] {
-  if (buf.length === 0) return [];
-  const value: unknown = packr.unpack(buf);
-  // cmsgpack packs an empty Lua table as an empty array, but be lenient with an empty map.
-  if (!value || typeof value !== 'object') throw new Error('malformed packed snapshot');
-  const list: unknown[] = Array.isArray(value) ? value : Object.values(value);
-  return list.map((m) => stateFrom(m as Packed));
-}
-
-export function decodeRecord(buf: Buffer): StoredConv {
-  const m = unpackMap(buf);
-  const seqs = Array.isArray(m.mentionSeqs) ? m.mentionSeqs : [];
+/** A stream entry's conversation and state (null: the user left it). */
+export function decodeEntryText(text: string): { conv: string; state: ConvState | null } {
+  const bar = text.indexOf('|');
+  if (bar < 0) return { conv: text, state: null };
+  const p = text.split('|');
+  if (p.length !== 7) throw new Error('malformed stored entry');
+  const conv = p[0] ?? '';
+  const flags = p[1] ?? '';
   return {
-    conv: String(m.conv),
-    member: m.member === true,
-    lastSeq: num(m.lastSeq),
-    readSeq: num(m.readSeq),
-    mentionSeqs: seqs.map(num),
-    muted: m.muted === true,
-    markedUnread: m.markedUnread === true,
-    category: String(m.category),
-    large: m.large === true,
-    deletedSeq: num(m.deletedSeq),
+    conv,
+    state: {
+      conv,
+      lastSeq: int(p[2]),
+      readSeq: int(p[3]),
+      mentions: int(p[4]),
+      muted: bit(flags, 0),
+      markedUnread: bit(flags, 1),
+      category: categoryOf(p[6]),
+      large: bit(flags, 2),
+      deletedSeq: int(p[5]),
+    },
   };
 }
 
-export function asBuffer(r: Reply | undefined): Buffer {
-  if (Buffer.isBuffer(r)) return r;
+export function decodeState(text: string): ConvState | null {
+  return text === '' ? null : decodeEntryText(text).state;
+}
+
+export function decodeSnapshotText(text: string): ConvState[] {
+  if (text === '') return [];
+  const out: ConvState[] = [];
+  for (const line of text.split('\n')) {
+    const { state } = decodeEntryText(line);
+    if (state) out.push(state);
+  }
+  return out;
+}
+
+/** Entries stored at list positions `first`, `first + 1`, ...: their versions follow from the position. */
+export function decodeEntries(texts: readonly Reply[], firstVersion: number): ConvEntry[] {
+  return texts.map((t, i) => ({ v: firstVersion + i, ...decodeEntryText(asString(t)) }));
+}
+
+export function asString(r: Reply | undefined): string {
+  if (typeof r === 'string') return r;
   throw new Error(`unexpected script reply: expected a string, got ${typeof r}`);
 }
 
 export function asNumber(r: Reply | undefined): number {
   if (typeof r === 'number') return r;
+  if (typeof r === 'string' && r !== '' && Number.isSafeInteger(Number(r))) return Number(r);
   throw new Error(`unexpected script reply: expected an integer, got ${typeof r}`);
 }
 
@@ -85,5 +116,5 @@ export function asArray(r: Reply | undefined): Reply[] {
 }
 
 export function asStrings(r: Reply | undefined): string[] {
-  return asArray(r).map((x) => asBuffer(x).toString());
+  return asArray(r).map(asString);
 }

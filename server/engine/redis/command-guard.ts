@@ -1,7 +1,7 @@
 import type { StoreHealth } from '../../ops/store-health.js';
 import { StoreError } from '../store-errors.js';
 import { ReplyWatch } from './reply-watch.js';
-import { EPOCH_PRELUDE, SCRIPTS } from './scripts.js';
+import { SCRIPTS, USER_PRELUDE } from './scripts.js';
 import { storeErrorOf } from './driver-errors.js';
 import { retryNotSent, type ConnectionRef, type RunTracker, type RunWaits } from './runs.js';
 
@@ -86,10 +86,10 @@ export function guardCommands<C extends { getBuiltinCommands(): string[] }>(clie
     names.add(name);
     names.add(`${name}Buffer`);
   }
-  // The scripts that read or create an epoch carry a run id: RunTracker.userScript resends them.
+  // The user scripts carry a run id: RunTracker.userScript resends them.
   const withRunId = new Set<string>();
   for (const [name, spec] of Object.entries(SCRIPTS)) {
-    if ('prelude' in spec && spec.prelude.includes(EPOCH_PRELUDE)) withRunId.add(name).add(`${name}Buffer`);
+    if ('prelude' in spec && spec.prelude.includes(USER_PRELUDE)) withRunId.add(name).add(`${name}Buffer`);
   }
   const wrapped = new Map<string | symbol, unknown>();
   return new Proxy(client, {

@@ -1,37 +1,42 @@
 /**
- * Key layout. Every per-user key shares the `{u:<uid>}` hash tag and every per-conversation key
- * the `{c:<conv>}` tag, so each Lua script touches one Redis Cluster slot. Ids match
- * `ID_PATTERN` (no braces), so an id can never break out of its tag.
+ * Key layout. Every per-user key shares the `{u:<uid>}` hash tag and every conversation key the
+ * `{c:<conv>}` tag, so each Lua script touches one Redis Cluster slot. Ids match `ID_PATTERN` (no
+ * braces, no `|`, `,`, `;` or `#`), so an id can never break out of its tag or of the text
+ * formats in codec.ts. Names are short on purpose: a key name is paid for once per user.
+ *
+ * - `<p>:{u:<uid>}:m` hash: the user's meta and stored totals (epoch, run id, version, base, member
+ *   count, snapshot version, total, mentions, `k:<category>`), a small listpack;
+ * - `<p>:{u:<uid>}:c` hash: conversation -> record (codec.ts);
+ * - `<p>:{u:<uid>}:s` list: the stream entries after `base`, one per version (index = v - base - 1);
+ * - `<p>:{u:<uid>}:p` string: the newest snapshot;
+ * - `<p>:{u:<uid>}:L` hash: the read-diffused conversations the user is a member of (only when any);
+ * - `<p>:{c:<conv>}` hash: the conversation's `#`-fields (maxSeq, mode, category, generation,
+ *   pending rewrite, member count) and one field per member (uid -> join tag).
  */
 export interface UserKeys {
   meta: string;
-  convs: string;
-  totals: string;
+  records: string;
   stream: string;
-  snaps: string;
+  snapshot: string;
   large: string;
-}
-
-export interface ConvKeys {
-  meta: string;
-  members: string;
 }
 
 export function userKeys(prefix: string, uid: string): UserKeys {
   const tag = `${prefix}:{u:${uid}}`;
-  return {
-    meta: `${tag}:meta`,
-    convs: `${tag}:c`,
-    totals: `${tag}:tot`,
-    stream: `${tag}:s`,
-    snaps: `${tag}:snaps`,
-    large: `${tag}:large`,
-  };
+  return { meta: `${tag}:m`, records: `${tag}:c`, stream: `${tag}:s`, snapshot: `${tag}:p`, large: `${tag}:L` };
 }
 
-export function convKeys(prefix: string, conv: string): ConvKeys {
-  const tag = `${prefix}:{c:${conv}}`;
-  return { meta: `${tag}:meta`, members: `${tag}:mem` };
+export function convKey(prefix: string, conv: string): string {
+  return `${prefix}:{c:${conv}}`;
+}
+
+/** Pub/sub channels carry the same hash tags as the keys: on a cluster, a user's channel lives on its shard. */
+export function userChannel(prefix: string, uid: string): string {
+  return `${prefix}:bus:{u:${uid}}`;
+}
+
+export function convChannel(prefix: string, conv: string): string {
+  return `${prefix}:bus:{c:${conv}}`;
 }
 
 /** CRC16-CCITT (XMODEM), the hash of Redis Cluster slots; table built once. */

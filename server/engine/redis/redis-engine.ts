@@ -1,96 +1,78 @@
 import { Cluster, Redis } from 'ioredis';
-import { nanoid } from 'nanoid';
 import { LIMITS } from '../../../protocol/limits.js';
-import type { ConvEntry, Cursor, Snapshot } from '../../../protocol/types.js';
+import type { Cursor, Snapshot } from '../../../protocol/types.js';
 import { StoreHealth } from '../../ops/store-health.js';
 import { redisAddress, watchCluster, watchRedis } from '../../ops/watch-redis.js';
 import { connectionOptions, DEFAULT_STORE_TIMEOUT_MS, quitWithin, type RedisTarget } from '../../redis-target.js';
 import type {
+  ApplyOptions,
   ConvInfo,
   Engine,
   EngineOptions,
+  MembersChange,
+  MembersStep,
+  MemberTag,
+  MessageRecord,
   RecordedMessage,
+  Roster,
   StoredPull,
   StoredUserState,
   UserOp,
   UserOpResult,
 } from '../engine.js';
 import { toConvState } from '../rules.js';
-import { StoreUnavailableError, UnknownConversationError } from '../store-errors.js';
-import {
-  asArray,
-  asBuffer,
-  asNumber,
-  asStrings,
-  decodeRecord,
-  decodeSnapshotConvs,
-  decodeState,
-  type Reply,
-} from './codec.js';
+import { OutcomeUnknownError, StoreUnavailableError } from '../store-errors.js';
+import { asArray, asNumber, asString, asStrings, decodeEntries, decodeRecord, decodeSnapshotText, decodeState, type Reply } from './codec.js';
 import { CommandGuard, guardCommands } from './command-guard.js';
-import { convKeys, userKeys, type UserKeys } from './keys.js';
+import { convChannel, convKey, userChannel, userKeys, type UserKeys } from './keys.js';
+import { publishCommand, RedisNotifications } from './redis-notifications.js';
 import { ClusterRuns, SingleRun, type RunTracker, type RunWaits } from './runs.js';
-import {
-  defineScripts,
-  ensureScriptsLoaded,
-  loadScriptSources,
-  scriptShas,
-  type ScriptedCluster,
-  type ScriptedRedis,
-  type ScriptName,
-} from './scripts.js';
+import { defineScripts, ensureScriptsLoaded, loadScriptSources, scriptShas, type ScriptedCluster, type ScriptedRedis, type ScriptName } from './scripts.js';
+import { appendUserOps, opArgs } from './user-ops.js';
 
 /**
  * One Redis (`url`) or a Redis Cluster (`cluster`: seed nodes), plus the engine options.
- * `prefix` (default `rp`) starts every key; it lets several engines share one Redis, e.g. in tests.
- * `storeTimeoutMs` bounds every store call (STORE_TIMEOUT_MS); `health` hears of each connection's
- * state changes and of failed calls.
+ * `prefix` (default `rp`) starts every key and channel; it lets several engines share one Redis,
+ * e.g. in tests. `storeTimeoutMs` bounds every store call (STORE_TIMEOUT_MS); `health` hears of
+ * each connection's state changes and of failed calls.
  */
-export type RedisEngineOptions = EngineOptions &
-  RedisTarget & { prefix?: string; storeTimeoutMs?: number; health?: StoreHealth };
+export type RedisEngineOptions = EngineOptions & RedisTarget & { prefix?: string; storeTimeoutMs?: number; health?: StoreHealth };
 
 const READY_TIMEOUT_MS = 1_000;
+/** Conversations' `#`-fields; every other field of a conversation hash is a member. */
+const CONV_FIELD = '#';
+const DEFAULT_IDLE_SECONDS = 7 * 24 * 3600;
 
-/** Same length as the memory engine's epochs. */
-const newEpoch = (): string => nanoid(12);
 
 /**
- * The Redis engine. Each per-user change is ONE Lua script over keys sharing the user's hash tag
- * (record, totals, version, stream entry, snapshot and trim change together); conversation-level
- * changes are one script over the conversation's keys. No command spans two hash tags, so the same
- * engine runs on one Redis and on a Redis Cluster (ioredis `Cluster`, which routes each command
- * and script to the master of its slot).
+ * The Redis engine. Each user step is ONE Lua script over keys sharing the user's hash tag
+ * (records, totals, version, stream, snapshot, trim and the notification change together); each
+ * conversation step is one script (or one command) over the conversation's one hash. No command
+ * spans two hash tags, so the same engine runs on one Redis and on a Redis Cluster (ioredis
+ * `Cluster`, which routes each command and script to the master of its slot).
  *
  * Epochs and the Redis run. A user's epoch (DESIGN.md §3) must change whenever the history behind
  * it may have changed. Redis can lose its last writes and keep the rest (with AOF `appendfsync
  * everysec` a crash loses up to a second): the epoch survives but the version goes back, and once
  * new writes reach a version a client already holds, a delta from that client's cursor would
  * continue a history it never saw. Redis loses writes only across a restart (or a failover to
- * another server), i.e. under a new `run_id`. So each user's meta stores the run id it was last used under (`rid`), and every script
- * that reads or creates an epoch (user_apply, pull, user_state, position) gets the current run id
- * of the server holding the user's keys: on a mismatch it starts a new epoch. Versions continue
- * from what Redis kept; the stream and snapshots stay (they match the state Redis kept). A cursor
- * of the old epoch gets a snapshot. The price: every Redis restart, even one that lost nothing
- * (AOF `always`, a clean SHUTDOWN), costs each client one snapshot, since the engine cannot tell
- * the two apart. On a cluster that holds per master: a master's restart or failover rotates the
- * epochs of the users whose keys it holds, and no others.
+ * another server), i.e. under a new `run_id`. So each user's meta stores the run id it was last
+ * used under, and every user script gets the current run id of the server holding the user's
+ * keys: on a mismatch it starts a new epoch. Versions continue from what Redis kept; the stream
+ * and snapshot stay (they match the state Redis kept). A cursor of the old epoch gets a snapshot.
+ * The price: every Redis restart, even one that lost nothing, costs each client one snapshot. On
+ * a cluster that holds per master.
  *
  * Which run id a script carries, and when its reply is trusted, is `RunTracker`'s job (runs.ts):
  * a user script goes out only once the run id of the connection it goes out on is known, and a
- * reply that may have been resent to another run (ioredis resends in-flight commands after a
- * reconnect, a Cluster also after MOVED) is rejected: the outcome of the op is unknown, as for any
- * command cut off by a disconnect, and the user's next script under the new run id rotates the
- * epoch anyway.
- *
- * Several server processes share one Redis and learn its run id independently, so around a
- * restart they may briefly disagree (e.g. one's resent script carries the old id after another
- * already rotated the user under the new one). Each disagreement only rotates the epoch once more:
- * a rotation never lets a cursor continue (no client holds the fresh epoch), so it is safe and
- * costs at most an extra snapshot per client.
+ * reply that may have been resent to another run is rejected (its outcome is unknown).
  */
 export class RedisEngine implements Engine {
   readonly kind = 'redis' as const;
+  readonly notifications: RedisNotifications;
   private readonly prefix: string;
+  private readonly publish: 'PUBLISH' | 'SPUBLISH';
+  private readonly idleSeconds: number;
 
   private constructor(
     private readonly client: ScriptedRedis | ScriptedCluster,
@@ -100,6 +82,12 @@ export class RedisEngine implements Engine {
     private readonly shas: string[],
   ) {
     this.prefix = options.prefix ?? 'rp';
+    this.publish = publishCommand(options);
+    this.idleSeconds = options.streamIdleSeconds ?? DEFAULT_IDLE_SECONDS;
+    this.notifications = new RedisNotifications(options, this.prefix, {
+      health: options.health ?? new StoreHealth(),
+      storeTimeoutMs: options.storeTimeoutMs ?? DEFAULT_STORE_TIMEOUT_MS,
+    });
     // Without a listener ioredis prints every failed reconnect (and a Cluster's 'error' event
     // would throw); callers learn of an outage from ready() and from failing commands instead.
     client.on('error', () => undefined);
@@ -109,7 +97,7 @@ export class RedisEngine implements Engine {
   static async create(options: RedisEngineOptions): Promise<RedisEngine> {
     const timeoutMs = options.storeTimeoutMs ?? DEFAULT_STORE_TIMEOUT_MS;
     const health = options.health ?? new StoreHealth(undefined, undefined, timeoutMs);
-    // Auto-pipelining: the per-member scripts of one ingest batch go out in one round trip (on a
+    // Auto-pipelining: the per-user scripts of one ingest batch go out in one round trip (on a
     // Cluster: one per master). No offline queue on one Redis: a command either goes out over a
     // ready connection (CommandGuard waits for one, bounded) or fails as not sent, never queued to
     // be sent after its caller was told it failed. (A Cluster's node connections always queue.)
@@ -145,9 +133,9 @@ export class RedisEngine implements Engine {
           ? new ClusterRuns(client, (node) => ensureScriptsLoaded(node, sources, shas), waits)
           : new SingleRun(client, redisAddress(client), waits);
       await defineScripts(client, runs.masters(), sources);
+      // Every data command goes through one guard: bounded waits, typed errors, health.
       const guard = new CommandGuard(runs, waits, health, (address) => `engine@${address}`, timeoutMs);
-      const guarded = guardCommands(client as ScriptedRedis | ScriptedCluster, guard);
-      const engine = new RedisEngine(guarded, runs, options, sources, shas);
+      const engine = new RedisEngine(guardCommands(client as ScriptedRedis | ScriptedCluster, guard), runs, { ...options, health }, sources, shas);
       // Fails fast when INFO is not allowed (renamed, or denied by an ACL).
       await runs.learnAll(Date.now() + READY_TIMEOUT_MS * 10);
       return engine;
@@ -159,93 +147,169 @@ export class RedisEngine implements Engine {
     }
   }
 
-  async ensureConversation(conv: string, category?: string): Promise<ConvInfo> {
-    const k = convKeys(this.prefix, conv);
-    const given = category !== undefined;
-    const reply = await this.client.convEnsureBuffer(k.meta, k.members, given ? '1' : '0', category ?? 'default');
-    return convInfo(conv, asArray(reply));
+  async changeMembers(conv: string, change: MembersChange): Promise<MembersStep> {
+    const add = [...new Set(change.add)];
+    const addSet = new Set(add);
+    const remove = [...new Set(change.remove)].filter((uid) => !addSet.has(uid));
+    const given = change.category !== undefined;
+    const reply = asArray(
+      await this.client.convMembers(convKey(this.prefix, conv), change.threshold, given ? '1' : '0', change.category ?? 'default', add.length, ...add, ...remove),
+    );
+    const info: ConvInfo = {
+      conv,
+      maxSeq: asNumber(reply[0]),
+      large: asNumber(reply[1]) === 1,
+      category: asString(reply[2]),
+      memberCount: asNumber(reply[3]),
+      gen: asNumber(reply[4]),
+    };
+    const flat = asStrings(reply[6]);
+    const joins: MemberTag[] = [];
+    for (let i = 0; i + 1 < flat.length; i += 2) joins.push(parseTag(flat[i] ?? '', flat[i + 1] ?? ''));
+    return { info, joins, leaves: remove, rewrite: asNumber(reply[5]) === 1 };
+  }
+
+  async roster(conv: string): Promise<Roster | null> {
+    const all = await this.client.hgetall(convKey(this.prefix, conv));
+    if (all[`${CONV_FIELD}s`] === undefined) return null;
+    const members: MemberTag[] = [];
+    for (const [field, value] of Object.entries(all)) if (!field.startsWith(CONV_FIELD)) members.push(parseTag(field, value));
+    return { info: convInfo(conv, [all['#s'], all['#l'], all['#c'], all['#g'], all['#n']]), members };
+  }
+
+  async finishRewrite(conv: string, gen: number): Promise<void> {
+    await this.client.convFinishRewrite(convKey(this.prefix, conv), gen);
   }
 
   async getConversation(conv: string): Promise<ConvInfo | null> {
-    const k = convKeys(this.prefix, conv);
-    const reply = await this.client.convGetBuffer(k.meta, k.members);
-    return reply === null ? null : convInfo(conv, asArray(reply));
+    const meta = await this.client.hmget(convKey(this.prefix, conv), '#s', '#l', '#c', '#g', '#n');
+    return meta[0] == null ? null : convInfo(conv, meta);
   }
 
-  async recordMessage(conv: string, seq: number): Promise<RecordedMessage | null> {
-    const k = convKeys(this.prefix, conv);
-    const reply = await this.client.convRecordBuffer(k.meta, k.members, seq);
-    if (reply === null) return null;
-    const parts = asArray(reply);
-    const info = convInfo(conv, parts);
-    return info.large ? { info } : { info, members: asStrings(parts[4]) };
+  async missingConversations(convs: readonly string[]): Promise<string[]> {
+    const found = await Promise.all(convs.map((conv) => this.client.exists(convKey(this.prefix, conv))));
+    return convs.filter((_, i) => found[i] === 0);
   }
 
-  async changeMembers(conv: string, add: readonly string[], remove: readonly string[]): Promise<number> {
-    const k = convKeys(this.prefix, conv);
-    const count = asNumber(await this.client.convMembersBuffer(k.meta, k.members, add.length, ...add, ...remove));
-    if (count < 0) throw new UnknownConversationError(conv);
-    return count;
+  async recordMessages(items: readonly MessageRecord[], at?: number): Promise<(RecordedMessage | null)[]> {
+    const out = new Array<RecordedMessage | null>(items.length).fill(null);
+    const atArg = at === undefined ? '' : at.toFixed(3);
+    await this.perServer(
+      items.map((item, i) => ({ key: convKey(this.prefix, item.conv), index: i })),
+      (i) => 3 + (items[i] as MessageRecord).candidates.length,
+      async (group, cluster) => {
+        const args: (string | number)[] = [this.prefix, atArg, this.publish, cluster ? '1' : '0'];
+        for (const { index } of group) {
+          const item = items[index] as MessageRecord;
+          args.push(item.conv, item.seq, item.candidates.length, ...item.candidates);
+        }
+        const reply = asArray(await this.client.convRecord((group[0] as Grouped).key, ...args));
+        return reply.map((part, j) => {
+          const index = (group[j] as Grouped).index;
+          if (part === 0) return { index, done: true };
+          if (part === MOVED) return { index, done: false };
+          const p = asArray(part);
+          const conv = (items[index] as MessageRecord).conv;
+          const info = convInfo(conv, [p[0], p[1], p[2], p[3], p[4]].map((x) => (x === null || x === undefined ? undefined : String(x))));
+          const listed = asStrings(p[5]);
+          out[index] = { info, members: info.large ? listed : listed.filter((f) => !f.startsWith(CONV_FIELD)) };
+          return { index, done: true };
+        });
+      },
+    );
+    return out;
   }
 
-  async members(conv: string): Promise<string[]> {
-    return this.client.smembers(convKeys(this.prefix, conv).members);
-  }
-
-  async setConversationMode(conv: string, large: boolean): Promise<void> {
-    const ok = asNumber(await this.client.convModeBuffer(convKeys(this.prefix, conv).meta, large ? '1' : '0'));
-    if (ok !== 1) throw new UnknownConversationError(conv);
-  }
-
-  async heads(convs: readonly string[]): Promise<Record<string, number>> {
-    // One HMGET per conversation (each its own hash tag), pipelined by auto-pipelining.
-    const replies = await Promise.all(convs.map((conv) => this.client.hmget(convKeys(this.prefix, conv).meta, 'exists', 'maxSeq')));
-    const out: Record<string, number> = {};
-    replies.forEach(([exists, maxSeq], i) => {
+  async heads(convs: readonly string[]): Promise<Map<string, number>> {
+    // One HGET per conversation (each its own hash tag), pipelined by auto-pipelining.
+    const replies = await Promise.all(convs.map((conv) => this.client.hget(convKey(this.prefix, conv), '#s')));
+    const out = new Map<string, number>();
+    replies.forEach((maxSeq, i) => {
       const conv = convs[i];
-      if (conv !== undefined && exists === '1' && maxSeq != null) out[conv] = Number(maxSeq);
+      if (conv !== undefined && maxSeq != null) out.set(conv, Number(maxSeq));
     });
     return out;
   }
 
-  async applyUserOps(ops: readonly UserOp[]): Promise<UserOpResult[]> {
-    // Issued together so that auto-pipelining sends them in one round trip; Redis runs them in
-    // this order, so ops on the same user keep their order too.
-    return Promise.all(ops.map((op) => this.applyUserOp(op)));
+  async applyUserOps(ops: readonly UserOp[], options: ApplyOptions = {}): Promise<UserOpResult[]> {
+    // Each user's ops in order, in one step; the users of one server (all of them on one Redis)
+    // in one script call.
+    const byUser = new Map<string, number[]>();
+    ops.forEach((op, i) => {
+      const list = byUser.get(op.uid);
+      if (list) list.push(i);
+      else byUser.set(op.uid, [i]);
+    });
+    const results = new Array<UserOpResult>(ops.length);
+    const users = [...byUser];
+    const at = options.at === undefined ? '' : options.at.toFixed(3);
+    await this.perServer(
+      users.map(([uid], i) => ({ key: userKeys(this.prefix, uid).meta, index: i })),
+      (i) => 2 + (users[i] as [string, number[]])[1].reduce((n, opIndex) => n + opArgs(ops[opIndex] as UserOp), 0),
+      async (group, cluster) => {
+        const first = group[0] as Grouped;
+        const reply = asArray(
+          await this.runs.userScript(first.key, (runId) => {
+            const args: (string | number)[] = [runId, this.prefix, this.options.snapshotEvery, this.options.streamMaxLen, LIMITS.mentionSeqsPerConversation, this.idleSeconds, this.publish, at, Math.floor(Date.now() / 1000), cluster ? '1' : '0'];
+            for (const { index } of group) {
+              const [uid, indexes] = users[index] as [string, number[]];
+              args.push(uid, indexes.length);
+              appendUserOps(args, indexes.map((i) => ops[i] as UserOp));
+            }
+            return this.client.userApply(first.key, ...args);
+          }),
+        );
+        const done: { index: number; done: boolean }[] = [];
+        let r = 0;
+        for (const { index } of group) {
+          if (r >= reply.length || reply[r] === MOVED) {
+            done.push({ index, done: false });
+            continue;
+          }
+          const epoch = asString(reply[r++]);
+          for (const opIndex of (users[index] as [string, number[]])[1]) {
+            results[opIndex] = {
+              changed: asNumber(reply[r]) === 1,
+              member: asNumber(reply[r + 1]) === 1,
+              epoch,
+              version: asNumber(reply[r + 2]),
+              state: decodeState(asString(reply[r + 3])),
+            };
+            r += 4;
+          }
+          done.push({ index, done: true });
+        }
+        return done;
+      },
+    );
+    return results;
   }
 
   async pull(uid: string, since: Cursor | null, limit: number): Promise<StoredPull> {
-    const k = userKeys(this.prefix, uid);
     const reply = asArray(
-      await this.userScript(uid, (runId) =>
-        this.client.pullBuffer(
-          k.meta,
-          k.stream,
-          k.snaps,
-          k.large,
-          newEpoch(),
+      await this.userScript(uid, (runId, k) =>
+        this.client.pull(
+          ...userApplyKeys(k),
           runId,
           since ? since.epoch : '-',
           since?.version ?? 0,
           Math.max(0, Math.floor(limit)),
           this.options.snapshotEvery,
+          this.options.streamMaxLen,
+          this.idleSeconds,
         ),
       ),
     );
     const version = asNumber(reply[1]);
+    const texts = asArray(reply[6]);
+    const reset = asNumber(reply[3]) === 1;
     let snapshot: Snapshot | undefined;
-    if (asNumber(reply[3]) === 1) {
-      snapshot = { v: asNumber(reply[4]), convs: decodeSnapshotConvs(asBuffer(reply[5])) };
-    }
-    const flat = asArray(reply[6]);
-    const entries: ConvEntry[] = [];
-    for (let i = 0; i + 2 < flat.length; i += 3) {
-      entries.push({ v: asNumber(flat[i]), conv: asBuffer(flat[i + 1]).toString(), state: decodeState(asBuffer(flat[i + 2])) });
-    }
+    if (reset) snapshot = { v: asNumber(reply[4]), convs: decodeSnapshotText(asString(reply[5])) };
+    const from = version - texts.length;
     return {
-      epoch: asBuffer(reply[0]).toString(),
+      epoch: asString(reply[0]),
       ...(snapshot ? { snapshot } : {}),
-      entries,
+      entries: decodeEntries(texts, from + 1),
       version,
       more: asNumber(reply[2]) === 1,
       largeConvs: asStrings(reply[7]),
@@ -253,28 +317,30 @@ export class RedisEngine implements Engine {
   }
 
   async position(uid: string): Promise<Cursor> {
-    const meta = userKeys(this.prefix, uid).meta;
-    const reply = asArray(await this.userScript(uid, (runId) => this.client.positionBuffer(meta, newEpoch(), runId)));
-    return { epoch: asBuffer(reply[0]).toString(), version: asNumber(reply[1]) };
+    const reply = asArray(await this.userScript(uid, (runId, k) => this.client.position(k.meta, runId)));
+    return { epoch: asString(reply[0]), version: asNumber(reply[1]) };
   }
 
   async userState(uid: string): Promise<StoredUserState> {
-    const k = userKeys(this.prefix, uid);
-    const reply = asArray(await this.userScript(uid, (runId) => this.client.userStateBuffer(k.meta, k.convs, k.totals, newEpoch(), runId)));
-    const states = asArray(reply[2])
-      .map((r) => decodeRecord(asBuffer(r)))
-      .filter((r) => r.member)
-      .map(toConvState);
-    const totals: StoredUserState['totals'] = { total: 0, mentions: 0, categories: {} };
-    const fields = asStrings(reply[3]);
-    for (let i = 0; i + 1 < fields.length; i += 2) {
-      const field = fields[i] ?? '';
-      const value = Number(fields[i + 1]);
-      if (field === 'total') totals.total = value;
-      else if (field === 'mentions') totals.mentions = value;
-      else if (field.startsWith('cat:') && value !== 0) totals.categories[field.slice(4)] = value;
+    const reply = asArray(await this.userScript(uid, (runId, k) => this.client.userState(k.meta, k.records, runId)));
+    const records = asStrings(reply[2]);
+    const states = [];
+    for (let i = 0; i + 1 < records.length; i += 2) {
+      const rec = decodeRecord(records[i] ?? '', records[i + 1] ?? '');
+      if (rec.member) states.push(toConvState(rec));
     }
-    return { epoch: asBuffer(reply[0]).toString(), version: asNumber(reply[1]), states, totals };
+    const t = asStrings(reply[3]);
+    const categories = new Map<string, number>();
+    for (let i = 2; i + 1 < t.length; i += 2) {
+      const n = Number(t[i + 1]);
+      if (n !== 0) categories.set(t[i] ?? '', n);
+    }
+    return {
+      epoch: asString(reply[0]),
+      version: asNumber(reply[1]),
+      states,
+      totals: { total: Number(t[0] ?? 0), mentions: Number(t[1] ?? 0), categories },
+    };
   }
 
   async ready(): Promise<boolean> {
@@ -316,6 +382,7 @@ export class RedisEngine implements Engine {
 
   async close(): Promise<void> {
     this.runs.close();
+    await this.notifications.close();
     if (this.client.status === 'end') return;
     if (this.client.status === 'ready') {
       await quitWithin(this.client, this.options.storeTimeoutMs ?? DEFAULT_STORE_TIMEOUT_MS);
@@ -324,44 +391,53 @@ export class RedisEngine implements Engine {
     }
   }
 
-  /** Runs a script that reads or creates a user's epoch: see RunTracker.userScript. */
-  private userScript(uid: string, script: (runId: string) => Promise<Reply>): Promise<Reply> {
-    return this.runs.userScript(userKeys(this.prefix, uid).meta, script);
-  }
-
-  private async applyUserOp(op: UserOp): Promise<UserOpResult> {
-    const k = userKeys(this.prefix, op.uid);
-    const keys = userApplyKeys(k);
-    const reply = asArray(await this.userScript(op.uid, (runId) => this.client.userApplyBuffer(...keys, ...this.userApplyArgs(op, runId))));
-    return {
-      changed: asNumber(reply[0]) === 1,
-      member: asNumber(reply[1]) === 1,
-      epoch: asBuffer(reply[2]).toString(),
-      version: asNumber(reply[3]),
-      state: decodeState(asBuffer(reply[4])),
-    };
-  }
-
-  private userApplyArgs(op: UserOp, runId: string): (string | number)[] {
-    const head = [newEpoch(), runId, this.options.snapshotEvery, this.options.streamMaxLen, LIMITS.mentionSeqsPerConversation, op.type, op.conv];
-    switch (op.type) {
-      case 'message':
-        return [...head, op.lastSeq, op.readSeq, ...op.mentionSeqs];
-      case 'read':
-        return [...head, op.seq];
-      case 'join':
-        return [...head, op.head, op.category, op.large ? '1' : '0'];
-      case 'leave':
-        return head;
-      case 'delete':
-        return [...head, op.head];
-      case 'settings':
-        return [...head, flag(op.muted), flag(op.markedUnread)];
-      case 'mode':
-        return [...head, op.large ? '1' : '0', op.head];
-      case 'category':
-        return [...head, op.category];
+  /**
+   * Runs `call` once per server for the items whose key it holds (one Redis: all of them), in
+   * parallel, in chunks of at most MAX_SCRIPT_ARGS arguments (by `weight`): a burst never builds
+   * an unbounded command, nor a script that holds Redis for long. On a cluster a slot may move
+   * between grouping and running: an item the script found elsewhere comes back not done, and goes
+   * again on its own (routed by its own key).
+   */
+  private async perServer(
+    items: Grouped[],
+    weight: (index: number) => number,
+    call: (group: Grouped[], cluster: boolean) => Promise<{ index: number; done: boolean }[]>,
+  ): Promise<void> {
+    if (items.length === 0) return;
+    const cluster = this.client instanceof Cluster;
+    const groups = new Map<string, Grouped[][]>();
+    const budget = new Map<string, number>();
+    for (const item of items) {
+      const server = cluster ? this.runs.serverOf(item.key) || `?${item.index}` : '';
+      const w = weight(item.index);
+      let chunks = groups.get(server);
+      if (!chunks) groups.set(server, (chunks = [[]]));
+      let last = chunks[chunks.length - 1] as Grouped[];
+      if (last.length > 0 && (budget.get(server) ?? 0) + w > MAX_SCRIPT_ARGS) {
+        chunks.push((last = []));
+        budget.set(server, 0);
+      }
+      last.push(item);
+      budget.set(server, (budget.get(server) ?? 0) + w);
     }
+    await Promise.all(
+      [...groups.values()].flat().map(async (group) => {
+        const outcome = await call(group, cluster);
+        const again = outcome.filter((o) => !o.done).map((o) => group.find((g) => g.index === o.index) as Grouped);
+        await Promise.all(
+          again.map(async (item) => {
+            const [retry] = await call([item], cluster);
+            if (!retry?.done) throw new OutcomeUnknownError('redirect', `Redis Cluster: the slot of ${item.key} keeps moving; outcome unknown`);
+          }),
+        );
+      }),
+    );
+  }
+
+  /** Runs a script that reads or creates a user's epoch: see RunTracker.userScript. */
+  private userScript(uid: string, script: (runId: string, keys: UserKeys) => Promise<Reply>): Promise<Reply> {
+    const keys = userKeys(this.prefix, uid);
+    return this.runs.userScript(keys.meta, (runId) => script(runId, keys));
   }
 }
 
@@ -369,21 +445,39 @@ export function createRedisEngine(options: RedisEngineOptions): Promise<RedisEng
   return RedisEngine.create(options);
 }
 
+/** An item of a per-server call: the key that places it, and its position in the caller's list. */
+interface Grouped {
+  key: string;
+  index: number;
+}
+
+/**
+ * Arguments of one script call, at most (an item larger than this still goes, alone): bounded so
+ * that no burst builds an unbounded command (spreading arguments overflows the call stack near
+ * 100k) and no single script holds Redis for long.
+ */
+const MAX_SCRIPT_ARGS = 4_096;
+
+/** What a script puts in its reply where an item's keys turned out not to be on its server. */
+const MOVED = 'moved';
+
 function userApplyKeys(k: UserKeys): string[] {
-  return [k.meta, k.convs, k.totals, k.stream, k.snaps, k.large];
+  return [k.meta, k.records, k.stream, k.snapshot, k.large];
 }
 
-/** Settings are tri-state: set, cleared, or left as they are. */
-function flag(v: boolean | undefined): string {
-  return v === undefined ? '-' : v ? '1' : '0';
+function parseTag(uid: string, tag: string): MemberTag {
+  const bar = tag.indexOf('|');
+  return { uid, joinGen: Number(tag.slice(0, bar)), joinHead: Number(tag.slice(bar + 1)) };
 }
 
-function convInfo(conv: string, parts: Reply[]): ConvInfo {
+/** `#s #l #c #g #n` of a conversation hash, in that order. */
+function convInfo(conv: string, parts: ReadonlyArray<string | null | undefined>): ConvInfo {
   return {
     conv,
-    maxSeq: asNumber(parts[0]),
-    large: asNumber(parts[1]) === 1,
-    category: asBuffer(parts[2]).toString(),
-    memberCount: asNumber(parts[3]),
+    maxSeq: Number(parts[0] ?? 0),
+    large: parts[1] === '1',
+    category: parts[2] ?? 'default',
+    memberCount: Number(parts[4] ?? 0),
+    gen: Number(parts[3] ?? 0),
   };
 }

@@ -16,6 +16,11 @@ export interface RunTracker {
   userScript(key: string, script: (runId: string) => Promise<Reply>): Promise<Reply>;
   /** The servers holding user data (the masters, on a cluster); throws when that set is not known. */
   masters(): Redis[];
+  /**
+   * Which server holds `key` now, as a name to group keys by (one script may carry the keys of
+   * one server). '' when not known (a cluster mid-failover): such keys go one by one.
+   */
+  serverOf(key: string): string;
   /** Resolves once the run id of every master is known; rejects by `deadline` or on a real error (INFO denied). */
   learnAll(deadline: number): Promise<void>;
   /** The ready connection serving `key` now, or undefined (none, or not ready). */
@@ -147,6 +152,10 @@ export class SingleRun implements RunTracker {
       if (left <= 0) throw this.fail(notReady(`Redis not ready (connection ${this.client.status})`));
       await this.changes.wait(left);
     }
+  }
+
+  serverOf(): string {
+    return 'redis';
   }
 
   async learnAll(deadline: number): Promise<void> {
@@ -301,6 +310,10 @@ export class ClusterRuns implements RunTracker {
   async waitConnection(key: string, deadline: number): Promise<ConnectionRef> {
     const run = await this.runFor(keySlot(key), deadline);
     return { id: run.conn, target: run.node };
+  }
+
+  serverOf(key: string): string {
+    return this.cluster.slots[keySlot(key)]?.[0] ?? '';
   }
 
   masters(): Redis[] {

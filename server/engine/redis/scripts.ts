@@ -10,32 +10,38 @@ interface ScriptSpec {
   keys: number;
   /** Shared Lua (under lua/lib/) prepended to the script body, in this order. */
   prelude?: readonly string[];
+  /**
+   * Script flags (a `#!lua flags=...` first line). `allow-cross-slot-keys`: the script may touch
+   * keys of several slots of the one master it runs on (Redis 7); it reaches the others by name.
+   */
+  flags?: string;
 }
 
-/** The shared Lua of every script that reads or creates a user's epoch: `userMeta`. Such a script carries a run id. */
-export const EPOCH_PRELUDE = 'lib/epoch.lua';
-const EPOCH = [EPOCH_PRELUDE] as const;
+/**
+ * The prelude of every user script: userMeta, the record/state codecs, snapshots (lib/user.lua).
+ * Every script with it carries a run id (see runs.ts).
+ */
+export const USER_PRELUDE = 'lib/user.lua';
+const USER = [USER_PRELUDE] as const;
 
 /** Every Lua script, by the name ioredis defines it under, and its number of KEYS. */
 export const SCRIPTS = {
-  userApply: { file: 'user_apply.lua', keys: 6, prelude: EPOCH },
-  pull: { file: 'pull.lua', keys: 4, prelude: EPOCH },
-  userState: { file: 'user_state.lua', keys: 3, prelude: EPOCH },
-  position: { file: 'position.lua', keys: 1, prelude: EPOCH },
-  convEnsure: { file: 'conv_ensure.lua', keys: 2 },
-  convGet: { file: 'conv_get.lua', keys: 2 },
-  convRecord: { file: 'conv_record.lua', keys: 2 },
-  convMembers: { file: 'conv_members.lua', keys: 2 },
-  convMode: { file: 'conv_mode.lua', keys: 1 },
+  userApply: { file: 'user_apply.lua', keys: 1, prelude: USER, flags: 'allow-cross-slot-keys' },
+  pull: { file: 'pull.lua', keys: 5, prelude: USER },
+  userState: { file: 'user_state.lua', keys: 2, prelude: USER },
+  position: { file: 'position.lua', keys: 1, prelude: USER },
+  convMembers: { file: 'conv_members.lua', keys: 1 },
+  convRecord: { file: 'conv_record.lua', keys: 1, flags: 'allow-cross-slot-keys' },
+  convFinishRewrite: { file: 'conv_finish_rewrite.lua', keys: 1 },
 } as const satisfies Record<string, ScriptSpec>;
 
 export type ScriptName = keyof typeof SCRIPTS;
 
 type ScriptArg = string | number;
 
-/** The Buffer variants ioredis adds for each `defineCommand` (binary-safe replies). */
+/** What ioredis adds for each `defineCommand` (string replies: every stored text is ASCII). */
 export type ScriptCommands = {
-  [K in ScriptName as `${K}Buffer`]: (...args: ScriptArg[]) => Promise<Reply>;
+  [K in ScriptName]: (...args: ScriptArg[]) => Promise<Reply>;
 };
 
 export type ScriptedRedis = Redis & ScriptCommands;
@@ -63,7 +69,8 @@ export function loadScriptSources(): Record<ScriptName, string> {
   const out = {} as Record<ScriptName, string>;
   for (const name of Object.keys(SCRIPTS) as ScriptName[]) {
     const spec: ScriptSpec = SCRIPTS[name];
-    out[name] = [...(spec.prelude ?? []), spec.file].map((file) => readLua(dir, file)).join('');
+    const shebang = spec.flags ? `#!lua flags=${spec.flags}\n` : '';
+    out[name] = shebang + [...(spec.prelude ?? []), spec.file].map((file) => readLua(dir, file)).join('');
   }
   return out;
 }

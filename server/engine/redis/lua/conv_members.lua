@@ -1,22 +1,79 @@
--- conv_members.lua: add and remove members of an existing conversation.
+-- conv_members.lua: one membership change of a conversation, atomically: create it if needed,
+-- replace its category, add and remove members, decide write or read diffusion against the
+-- threshold, and raise the membership generation when anything changed.
 --
--- KEYS[1] conv meta  hash: exists, maxSeq, large (1|0), category
--- KEYS[2] conv mem   set of member uids
--- ARGV[1] number of uids to add   ARGV[2..] the uids to add, then the uids to remove
--- Returns the member count after the change, or -1 for an unknown conversation
+-- KEYS[1] the conversation hash: '#s' maxSeq, '#l' large 1|0, '#c' category, '#g' generation,
+--         '#n' member count, '#r' generation of an unfinished member rewrite; and uid -> join tag
+--         'joinGen|joinHead' per member (uids never start with '#')
+-- ARGV[1] threshold (more members -> read diffusion)   ARGV[2] 1 when a category is given, else 0
+-- ARGV[3] category   ARGV[4] number of uids to add   ARGV[5..] distinct uids to add, then to remove
+-- Returns {maxSeq, large 1|0, category, member count, gen, rewrite pending 1|0,
+--          {uid, join tag, ...} for every uid added (an existing member keeps its tag)}
 
-if redis.call('HGET', KEYS[1], 'exists') ~= '1' then return -1 end
-local adds = tonumber(ARGV[1])
--- unpack() is bounded by the Lua C stack (LUAI_MAXCSTACK 8000): send in chunks.
+local function int(n) return string.format('%d', n) end
+local K = KEYS[1]
+local threshold = tonumber(ARGV[1])
+local meta = redis.call('HMGET', K, '#s', '#l', '#c', '#g', '#n', '#r')
+local created = not meta[1]
+if created then meta = { '0', '0', ARGV[2] == '1' and ARGV[3] or 'default', '0', '0', false } end
+local changed = created
+local maxSeq, wasLarge, category = tonumber(meta[1]), meta[2] == '1', meta[3]
+local gen, count, rewrite = tonumber(meta[4]), tonumber(meta[5]), meta[6]
+local categoryChanged = not created and ARGV[2] == '1' and ARGV[3] ~= category
+if categoryChanged then category = ARGV[3] end
+
+-- Generations also order records against a conversation recreated after a store lost it, so
+-- they start from the clock (ms), not from 1.
+local now = redis.call('TIME')
+local nextGen = math.max(gen + 1, tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000))
+local newTag = int(nextGen) .. '|' .. int(maxSeq)
+
+-- unpack() is bounded by the Lua C stack (LUAI_MAXCSTACK 8000): work in chunks.
 local CHUNK = 1000
-local function apply(cmd, first, last)
-  local i = first
-  while i <= last do
-    local j = math.min(i + CHUNK - 1, last)
-    redis.call(cmd, KEYS[2], unpack(ARGV, i, j))
-    i = j + 1
+local joins = {}
+local lastAdd = 4 + tonumber(ARGV[4])
+local i = 5
+while i <= lastAdd do
+  local j = math.min(i + CHUNK - 1, lastAdd)
+  local tags = redis.call('HMGET', K, unpack(ARGV, i, j))
+  local fresh = {}
+  for k = i, j do
+    local tag = tags[k - i + 1]
+    if not tag then
+      tag = newTag
+      fresh[#fresh + 1] = ARGV[k]
+      fresh[#fresh + 1] = tag
+      count = count + 1
+    end
+    joins[#joins + 1] = ARGV[k]
+    joins[#joins + 1] = tag
   end
+  if #fresh > 0 then
+    redis.call('HSET', K, unpack(fresh))
+    changed = true
+  end
+  i = j + 1
 end
-apply('SADD', 2, 1 + adds)
-apply('SREM', 2 + adds, #ARGV)
-return redis.call('SCARD', KEYS[2])
+while i <= #ARGV do
+  local j = math.min(i + CHUNK - 1, #ARGV)
+  local removed = redis.call('HDEL', K, unpack(ARGV, i, j))
+  if removed > 0 then
+    count = count - removed
+    changed = true
+  end
+  i = j + 1
+end
+
+local large = count > threshold
+local modeChanged = large ~= wasLarge
+if changed or categoryChanged or modeChanged then
+  gen = nextGen
+  local fields = { '#s', int(maxSeq), '#l', large and '1' or '0', '#c', category, '#g', int(gen), '#n', int(count) }
+  if categoryChanged or modeChanged then
+    rewrite = int(gen)
+    fields[#fields + 1] = '#r'
+    fields[#fields + 1] = rewrite
+  end
+  redis.call('HSET', K, unpack(fields))
+end
+return { maxSeq, large and 1 or 0, category, count, gen, rewrite and 1 or 0, joins }

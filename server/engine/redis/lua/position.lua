@@ -1,10 +1,9 @@
--- position.lua: the user's current cursor, creating the stream's epoch if the user has none yet.
+-- position.lua: the user's current cursor. A user the store has never seen gets the candidate
+-- epoch and version 0, and nothing is created. lib/user.lua is prepended.
 --
--- KEYS[1] meta  hash: epoch, rid, version, base, members
--- ARGV[1] candidate epoch (Lua cannot make random ids)   ARGV[2] the Redis run id (INFO server)
---         (KEYS[1], ARGV[1] and ARGV[2] go to userMeta of lib/epoch.lua, prepended when loading)
+-- KEYS[1] m  meta hash (user_apply.lua)
+-- ARGV[1] the Redis run id (INFO server)
 -- Returns {epoch, version}
 
--- lib/epoch.lua (prepended): a new Redis run starts a new epoch.
-local epoch, version = userMeta(KEYS[1], ARGV[1], ARGV[2])
+local _, epoch, version = userMeta(KEYS[1], ARGV[1])
 return { epoch, version }

@@ -1,79 +1,65 @@
--- pull.lua: the user's changes after a cursor, or the newest snapshot and what follows it,
--- read in one atomic step (a port of MemoryEngine.pull and rules.ts needsReset).
+-- pull.lua: the user's changes after a cursor, or the snapshot and what follows it, read in one
+-- atomic step (a port of MemoryEngine.pull and rules.ts needsReset). lib/user.lua is prepended.
 --
--- KEYS[1] meta   hash: epoch, rid, version, base, members
--- KEYS[2] s      stream: <v>-0 entries {c, s}, <v>-1 snapshots {snap}
--- KEYS[3] snaps  list of snapshot versions, ascending
--- KEYS[4] large  set of read-diffused conversations the user is a member of
--- ARGV[1] candidate epoch (Lua cannot make random ids)   ARGV[2] the Redis run id (INFO server)
---         (KEYS[1], ARGV[1] and ARGV[2] go to userMeta of lib/epoch.lua, prepended when loading)
--- ARGV[3] cursor epoch ('-' = no cursor, '' = wildcard: trust the current epoch)   ARGV[4] cursor version   ARGV[5] limit
--- ARGV[6] snapshotEvery
--- Returns {epoch, version reached, more 1|0, snapshot 1|0, snapshot v, packed snapshot or '',
---          {v, conv, packed ConvState or '', ...}, {large conv, ...}}
+-- KEYS[1] m  meta hash   KEYS[2] c  records hash   KEYS[3] s  entries list   KEYS[4] p  snapshot
+-- KEYS[5] L  large hash  (layouts: user_apply.lua)
+-- ARGV[1] the Redis run id   ARGV[2] cursor epoch ('-' = no cursor, '' = wildcard: trust the
+-- current epoch)   ARGV[3] cursor version   ARGV[4] limit   ARGV[5] snapshotEvery
+-- ARGV[6] streamMaxLen   ARGV[7] idle seconds
+-- Returns {epoch, version reached, more 1|0, snapshot 1|0, snapshot v, snapshot text,
+--          {entry text, ...} (versions from+1, from+2, ...), {large conv, ...}}
 
-local function int(n) return string.format('%d', n) end
-
--- The epoch (lib/epoch.lua, prepended: a new Redis run starts a new one, so a cursor from before
--- a restart gets a snapshot), and the other meta fields, in one read.
-local epoch, version, base, members = userMeta(KEYS[1], ARGV[1], ARGV[2], 'base', 'members')
+local keys = { meta = KEYS[1], records = KEYS[2], stream = KEYS[3], snapshot = KEYS[4] }
+local exists, epoch, version, base, members, sv = userMeta(keys.meta, ARGV[1], 'b', 'n', 'sv')
+if not exists then return { epoch, 0, 0, 1, 0, '', {}, {} } end
 base = tonumber(base or '0')
 members = tonumber(members or '0')
-local latest = tonumber(redis.call('LINDEX', KEYS[3], -1) or '0')
+sv = tonumber(sv or '0')
 
-local sinceEpoch = ARGV[3]
-local sinceVersion = tonumber(ARGV[4])
-local limit = tonumber(ARGV[5])
-local snapshotEvery = tonumber(ARGV[6])
+local sinceEpoch = ARGV[2]
+local sinceVersion = tonumber(ARGV[3])
+local limit = tonumber(ARGV[4])
+local interval = snapshotInterval(tonumber(ARGV[5]), tonumber(ARGV[6]), members)
+local idle = tonumber(ARGV[7])
 
 local function needsReset()
   if sinceEpoch == '-' then return true end
   if sinceEpoch ~= '' and sinceEpoch ~= epoch then return true end
   if sinceVersion > version or sinceVersion < base then return true end
-  local behind = version - sinceVersion
-  return latest > sinceVersion and behind > math.max(snapshotEvery, members)
+  return sv > sinceVersion and version - sinceVersion > interval
+end
+
+local function restart()
+  restartStream(keys, {}, idle)
+  base, sv = version, version
+  redis.call('HSET', keys.meta, 'b', int(base), 'sv', int(sv))
 end
 
 local reset = needsReset()
-local from = sinceVersion
 local snapshot = ''
-if reset then
-  from = latest
-  if latest > 0 then
-    local id = int(latest) .. '-1'
-    local found = redis.call('XRANGE', KEYS[2], id, id)
-    if not found[1] then return redis.error_reply('snapshot ' .. id .. ' missing from the stream') end
-    local fields = found[1][2]
-    for i = 1, #fields, 2 do
-      if fields[i] == 'snap' then snapshot = fields[i + 1] end
-    end
+if reset and sv > 0 then
+  snapshot = redis.call('GET', keys.snapshot)
+  if not snapshot then
+    restart()
+    snapshot = redis.call('GET', keys.snapshot)
   end
 end
-
--- Each version has an entry <v>-0 and maybe a snapshot <v>-1, so 2*limit ids cover `limit` entries.
+local from = sinceVersion
+if reset then from = sv end
 local entries = {}
-local reached = from
-if limit > 0 then
-  local rows = redis.call('XRANGE', KEYS[2], '(' .. int(from) .. '-1', '+', 'COUNT', int(2 * limit))
-  local count = 0
-  for _, row in ipairs(rows) do
-    if count >= limit then break end
-    local v, seq = string.match(row[1], '^(%d+)%-(%d+)$')
-    if seq == '0' then
-      local conv, state = '', ''
-      local fields = row[2]
-      for i = 1, #fields, 2 do
-        if fields[i] == 'c' then conv = fields[i + 1] elseif fields[i] == 's' then state = fields[i + 1] end
-      end
-      reached = tonumber(v)
-      entries[#entries + 1] = reached
-      entries[#entries + 1] = conv
-      entries[#entries + 1] = state
-      count = count + 1
-    end
+local want = math.min(limit, version - from)
+if want > 0 then
+  entries = redis.call('LRANGE', keys.stream, from - base, from - base + want - 1)
+  if #entries ~= want then
+    -- The list expired while idle: history restarts at the current version.
+    restart()
+    reset = needsReset()
+    snapshot = reset and redis.call('GET', keys.snapshot) or ''
+    from = reset and sv or sinceVersion
+    entries = {}
   end
 end
-
+local reached = from + #entries
 local more = 0
 if reached < version then more = 1 end
-return { epoch, reached, more, reset and 1 or 0, latest, snapshot, entries, redis.call('SMEMBERS', KEYS[4]) }
+return { epoch, reached, more, reset and 1 or 0, sv, snapshot, entries, redis.call('HKEYS', KEYS[5]) }

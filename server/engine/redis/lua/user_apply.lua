@@ -1,65 +1,79 @@
--- user_apply.lua: one UserOp, atomically (a line-by-line port of rules.ts applyRule/contribution
--- and of MemoryEngine.applyUserOp/maybeSnapshot; the conformance suite keeps them equal).
+-- user_apply.lua: the ops of one or more users; each user's ops atomically and in order (a
+-- line-by-line port of rules.ts applyRule/contribution and of MemoryEngine.applyUserOp; the
+-- conformance suite keeps them equal). lib/user.lua is prepended, and the `allow-cross-slot-keys`
+-- flag: on a Redis Cluster one call carries users of several slots of ONE master.
 --
--- KEYS[1] meta   hash: epoch, rid (Redis run id), version, base, members (conversations the user is a member of)
--- KEYS[2] c      hash: conv -> cmsgpack record (the StoredConv of rules.ts)
--- KEYS[3] tot    hash: total, mentions, cat:<category>
--- KEYS[4] s      stream: <v>-0 entry {c=conv, s=packed ConvState or ''}, <v>-1 snapshot {snap=packed ConvState[]}
--- KEYS[5] snaps  list of snapshot versions, ascending
--- KEYS[6] large  set of read-diffused conversations the user is a member of
--- ARGV[1] candidate epoch (Lua cannot make random ids)   ARGV[2] the Redis run id (INFO server)
---         (KEYS[1], ARGV[1] and ARGV[2] go to userMeta of lib/epoch.lua, prepended when loading)
--- ARGV[3] snapshotEvery   ARGV[4] streamMaxLen   ARGV[5] mention cap (LIMITS.mentionSeqsPerConversation)
--- ARGV[6] op type         ARGV[7] conv           ARGV[8..] op arguments:
---   message: lastSeq, readSeq, mentionSeq...   read: seq   join: head, category, large(1|0)
---   leave: -   delete: head   settings: muted(1|0|-), markedUnread(1|0|-)   mode: large(1|0), head
---   category: category
--- Returns {changed 1|0, member 1|0, epoch, version, packed ConvState or '' when not a member}
+-- Per user, the keys `<prefix>:{u:<uid>}:` + m, c, s, p, L (keys.ts):
+--   m  meta hash: e epoch, r run id, v version, b base, n member conversations, sv snapshot
+--      version, t total, x mentions, k:<category> per-category totals, ex when the idle expiry
+--      was last pushed back
+--   c  records hash: conv -> record (codec.ts)
+--   s  list: the entries after b (state text, or the bare conv when the user left)
+--   p  string: the snapshot at sv
+--   L  hash: the read-diffused conversations the user is a member of
+-- KEYS[1] the first user's meta key (it routes the call; the others are on the same master)
+-- ARGV[1] the Redis run id   ARGV[2] key prefix   ARGV[3] snapshotEvery   ARGV[4] streamMaxLen
+-- ARGV[5] mention cap   ARGV[6] idle seconds (0: never)   ARGV[7] PUBLISH, SPUBLISH or '' (none)
+-- ARGV[8] arrival time ('' = none)   ARGV[9] now (Unix seconds, for the idle expiry)
+-- ARGV[10] 1 on a cluster (check that each user's keys are here before touching them), else 0
+-- ARGV[11..] per user: uid, number of ops, then the ops, each its type, conversation and fields:
+--   m (message):    lastSeq, readSeq, mention seqs 'a,b,c'
+--   r (read):       seq
+--   g (membership): gen, flags <member><large>, joinGen, joinHead, head, category
+--   s (settings):   muted 1|0|-, markedUnread 1|0|-, deleteAt (or -)
+-- Publishes each user's changes on `<prefix>:bus:{u:<uid>}`, in version order: 'epoch|at', then
+-- a line 'v|state' per change.
+-- Returns per user: epoch, then per op: changed 1|0, member 1|0, version after it, state text or ''.
+-- On a cluster, a user whose keys are not on this master (a slot moved) stops the call before
+-- anything of theirs is touched: the reply then ends with the marker 'moved' and the users not
+-- applied are left for the caller to send again.
 
--- Lua numbers are doubles and tostring() keeps only 14 digits: format integers explicitly.
-local function int(n) return string.format('%d', n) end
+local runId, prefix = ARGV[1], ARGV[2]
+local snapshotEvery, streamMaxLen = tonumber(ARGV[3]), tonumber(ARGV[4])
+local mentionCap, idle = tonumber(ARGV[5]), tonumber(ARGV[6])
+local publishCmd, at, now = ARGV[7], ARGV[8], tonumber(ARGV[9])
+local checkLocal = ARGV[10] == '1'
+local FIELDS = { m = 3, r = 1, g = 6, s = 3 }
 
--- The epoch (lib/epoch.lua, prepended) and every other meta field the script may need, in one read.
-local epoch, version, members, oldBase = userMeta(KEYS[1], ARGV[1], ARGV[2], 'members', 'base')
-members = tonumber(members or '0')
-oldBase = tonumber(oldBase or '0')
+local function copy(r)
+  local o = {}
+  for k, v in pairs(r) do o[k] = v end
+  local seqs = {}
+  for i, s in ipairs(r.mentions) do seqs[i] = s end
+  o.mentions = seqs
+  return o
+end
 
-local snapshotEvery = tonumber(ARGV[3])
-local streamMaxLen = tonumber(ARGV[4])
-local mentionCap = tonumber(ARGV[5])
-local op = ARGV[6]
-local conv = ARGV[7]
-
-local raw = redis.call('HGET', KEYS[2], conv)
-local before = nil
-if raw then before = cmsgpack.unpack(raw) end
-
-local function toState(rec)
+local function blank(conv)
   return {
-    conv = rec.conv, lastSeq = rec.lastSeq, readSeq = rec.readSeq, mentions = #rec.mentionSeqs,
-    muted = rec.muted, markedUnread = rec.markedUnread, category = rec.category, large = rec.large,
-    deletedSeq = rec.deletedSeq,
+    conv = conv, member = false, muted = false, marked = false, large = false, lastSeq = 0, readSeq = 0,
+    deletedSeq = -1, gen = 0, joinGen = 0, category = 'default', mentions = {},
   }
 end
 
-local function copy(rec)
-  local out = {}
-  for k, v in pairs(rec) do out[k] = v end
-  local seqs = {}
-  for i, seq in ipairs(rec.mentionSeqs) do seqs[i] = seq end
-  out.mentionSeqs = seqs
-  return out
+local function keepAbove(seqs, readSeq)
+  local kept = {}
+  for _, m in ipairs(seqs) do
+    if m > readSeq then kept[#kept + 1] = m end
+  end
+  return kept
 end
 
-local function mergeMentions(current, added, readSeq)
+local function raiseRead(r, seq)
+  if seq <= r.readSeq then return end
+  r.readSeq = seq
+  r.marked = false
+  r.mentions = keepAbove(r.mentions, seq)
+end
+
+local function mergeMentions(seqs, added, readSeq)
   local seen, list = {}, {}
-  for _, src in ipairs({ current, added }) do
-    for _, seq in ipairs(src) do
-      if seq > readSeq and not seen[seq] then
-        seen[seq] = true
-        list[#list + 1] = seq
-      end
-    end
+  for _, s in ipairs(seqs) do
+    if s > readSeq and not seen[s] then seen[s] = true; list[#list + 1] = s end
+  end
+  for text in string.gmatch(added, '%d+') do
+    local s = tonumber(text)
+    if s > readSeq and not seen[s] then seen[s] = true; list[#list + 1] = s end
   end
   table.sort(list)
   if #list <= mentionCap then return list end
@@ -68,166 +82,248 @@ local function mergeMentions(current, added, readSeq)
   return out
 end
 
-local function raiseRead(rec, seq)
-  if seq <= rec.readSeq then return end
-  rec.readSeq = seq
-  rec.markedUnread = false
-  local kept = {}
-  for _, m in ipairs(rec.mentionSeqs) do
-    if m > seq then kept[#kept + 1] = m end
-  end
-  rec.mentionSeqs = kept
-end
-
 local function flag(arg)
   if arg == '1' then return true elseif arg == '0' then return false end
   return nil
 end
 
--- applyRule
-local after
-if op == 'join' then
-  if before and before.member then
-    after = before
-  else
-    local head = tonumber(ARGV[8])
-    local muted = false
-    if before then muted = before.muted end
-    after = {
-      conv = conv, member = true,
-      lastSeq = math.max(before and before.lastSeq or 0, head),
-      readSeq = math.max(before and before.readSeq or 0, head),
-      mentionSeqs = {}, muted = muted, markedUnread = false,
-      category = ARGV[9], large = ARGV[10] == '1', deletedSeq = -1,
-    }
+local function apply(before, op, conv, i)
+  -- ARGV[i] is the op type, ARGV[i + 1] its conversation, then its fields.
+  if op == 'm' then
+    local r = before and copy(before) or blank(conv)
+    r.lastSeq = math.max(r.lastSeq, tonumber(ARGV[i + 2]))
+    raiseRead(r, tonumber(ARGV[i + 3]))
+    r.mentions = mergeMentions(r.mentions, ARGV[i + 4], r.readSeq)
+    return r
+  elseif op == 'r' then
+    if not (before and before.member) then return before end
+    local r = copy(before)
+    raiseRead(r, tonumber(ARGV[i + 2]))
+    return r
+  elseif op == 'g' then
+    local gen = tonumber(ARGV[i + 2])
+    if before and gen < before.gen then return before end
+    local r = before and copy(before) or blank(conv)
+    r.gen = gen
+    local flags = ARGV[i + 3]
+    if string.byte(flags, 1) == 49 then
+      local joinGen = tonumber(ARGV[i + 4])
+      if not r.member or r.joinGen ~= joinGen then
+        r.member = true
+        r.joinGen = joinGen
+        raiseRead(r, tonumber(ARGV[i + 5]))
+        r.mentions = keepAbove(r.mentions, r.readSeq)
+        r.marked = false
+        r.deletedSeq = -1
+      end
+      r.lastSeq = math.max(r.lastSeq, tonumber(ARGV[i + 6]))
+      r.large = string.byte(flags, 2) == 49
+      r.category = ARGV[i + 7]
+    elseif r.member then
+      r.member = false
+      r.mentions = {}
+      r.marked = false
+    end
+    return r
+  elseif op == 's' then
+    if not (before and before.member) then return before end
+    local r = copy(before)
+    if ARGV[i + 4] ~= '-' then
+      local head = math.max(tonumber(ARGV[i + 4]), r.lastSeq)
+      raiseRead(r, head)
+      r.deletedSeq = math.max(r.deletedSeq, head)
+      r.marked = false
+    end
+    local muted, marked = flag(ARGV[i + 2]), flag(ARGV[i + 3])
+    if muted ~= nil then r.muted = muted end
+    if marked ~= nil then r.marked = marked end
+    return r
   end
-elseif not (before and before.member) then
-  after = before
-else
-  after = copy(before)
-  if op == 'message' then
-    after.lastSeq = math.max(after.lastSeq, tonumber(ARGV[8]))
-    raiseRead(after, tonumber(ARGV[9]))
-    local added = {}
-    for i = 10, #ARGV do added[#added + 1] = tonumber(ARGV[i]) end
-    after.mentionSeqs = mergeMentions(after.mentionSeqs, added, after.readSeq)
-  elseif op == 'read' then
-    raiseRead(after, tonumber(ARGV[8]))
-  elseif op == 'leave' then
-    after.member = false
-    after.mentionSeqs = {}
-    after.markedUnread = false
-  elseif op == 'delete' then
-    local head = math.max(tonumber(ARGV[8]), after.lastSeq)
-    raiseRead(after, head)
-    after.deletedSeq = math.max(after.deletedSeq, head)
-    after.markedUnread = false
-  elseif op == 'settings' then
-    local muted, marked = flag(ARGV[8]), flag(ARGV[9])
-    if muted ~= nil then after.muted = muted end
-    if marked ~= nil then after.markedUnread = marked end
-  elseif op == 'mode' then
-    after.large = ARGV[8] == '1'
-    after.lastSeq = math.max(after.lastSeq, tonumber(ARGV[9]))
-  elseif op == 'category' then
-    after.category = ARGV[8]
-  else
-    return redis.error_reply('unknown op type ' .. tostring(op))
-  end
+  error('unknown op type ' .. tostring(op))
+end
+
+local function sameVisible(a, b)
+  local am, bm = a and a.member, b and b.member
+  if not am and not bm then return true end
+  if not am or not bm then return false end
+  return a.lastSeq == b.lastSeq and a.readSeq == b.readSeq and #a.mentions == #b.mentions and a.muted == b.muted
+    and a.marked == b.marked and a.category == b.category and a.large == b.large and a.deletedSeq == b.deletedSeq
 end
 
 local function sameRecord(a, b)
   if a == b then return true end
   if not a or not b then return false end
-  if a.member ~= b.member or a.lastSeq ~= b.lastSeq or a.readSeq ~= b.readSeq or a.muted ~= b.muted
-    or a.markedUnread ~= b.markedUnread or a.category ~= b.category or a.large ~= b.large
-    or a.deletedSeq ~= b.deletedSeq or #a.mentionSeqs ~= #b.mentionSeqs then
+  if not sameVisible(a, b) or a.member ~= b.member or a.gen ~= b.gen or a.joinGen ~= b.joinGen
+    or a.lastSeq ~= b.lastSeq or a.readSeq ~= b.readSeq or a.muted ~= b.muted or a.marked ~= b.marked
+    or a.category ~= b.category or a.large ~= b.large or a.deletedSeq ~= b.deletedSeq or #a.mentions ~= #b.mentions then
     return false
   end
-  for i, seq in ipairs(a.mentionSeqs) do
-    if b.mentionSeqs[i] ~= seq then return false end
+  for i, s in ipairs(a.mentions) do
+    if b.mentions[i] ~= s then return false end
   end
   return true
 end
 
-local isMember = after ~= nil and after.member == true
-local packedState = ''
-if isMember then packedState = cmsgpack.pack(toState(after)) end
-if after == nil or sameRecord(before, after) then
-  return { 0, isMember and 1 or 0, epoch, version, packedState }
+-- rules.ts contribution(): unread, mentions, category of what a record adds to the stored totals.
+local function contribution(r)
+  if not r or not r.member or r.large or r.muted or r.lastSeq <= r.deletedSeq then return 0, 0, nil end
+  return math.max(0, r.lastSeq - r.readSeq), #r.mentions, r.category
 end
 
--- Only what changed is written (a message to a write-diffused group runs this once per member).
--- Totals: rules.ts contribution() of the record before and after, applied as one net delta per
--- field; a zero delta writes nothing, and a category field that reaches 0 is removed.
-local function contribution(rec)
-  if not rec or not rec.member or rec.large or rec.muted or rec.lastSeq <= rec.deletedSeq then return 0, 0, nil end
-  return math.max(0, rec.lastSeq - rec.readSeq), #rec.mentionSeqs, rec.category
-end
-local function hincr(field, delta)
-  if delta ~= 0 then return tonumber(redis.call('HINCRBY', KEYS[3], field, int(delta))) end
-end
-local function incrCategory(category, delta)
-  if hincr('cat:' .. category, delta) == 0 then redis.call('HDEL', KEYS[3], 'cat:' .. category) end
-end
-local oldUnread, oldMentions, oldCategory = contribution(before)
-local newUnread, newMentions, newCategory = contribution(after)
-hincr('total', newUnread - oldUnread)
-hincr('mentions', newMentions - oldMentions)
-if oldCategory == newCategory then
-  if newCategory then incrCategory(newCategory, newUnread - oldUnread) end
-else
-  if oldCategory then incrCategory(oldCategory, -oldUnread) end
-  if newCategory then incrCategory(newCategory, newUnread) end
-end
+-- One user's ops (ARGV[first..last]); appends this user's results to `out`.
+local function applyUser(uid, rawMeta, first, last, out)
+  local tag = prefix .. ':{u:' .. uid .. '}:'
+  local keys = { meta = tag .. 'm', records = tag .. 'c', stream = tag .. 's', snapshot = tag .. 'p', large = tag .. 'L' }
+  local meta = {}
+  for i = 1, #rawMeta, 2 do meta[rawMeta[i]] = rawMeta[i + 1] end
+  local exists = meta.e ~= nil
+  local epoch = currentEpoch(keys.meta, meta.e, meta.r, runId)
+  local version = tonumber(meta.v or '0')
+  local base = tonumber(meta.b or '0')
+  local members = tonumber(meta.n or '0')
+  local sv = tonumber(meta.sv or '0')
+  local total = tonumber(meta.t or '0')
+  local mentionTotal = tonumber(meta.x or '0')
+  local startVersion, startBase = version, base
 
-redis.call('HSET', KEYS[2], conv, cmsgpack.pack(after))
--- The large set holds exactly the conversations whose record is a member and large.
-local wasLarge = before ~= nil and before.member == true and before.large == true
-local isLarge = after.member == true and after.large == true
-if isLarge and not wasLarge then
-  redis.call('SADD', KEYS[6], conv)
-elseif wasLarge and not isLarge then
-  redis.call('SREM', KEYS[6], conv)
-end
-version = version + 1
-local memberDelta = (after.member and 1 or 0) - ((before and before.member) and 1 or 0)
-if memberDelta == 0 then
-  redis.call('HSET', KEYS[1], 'version', int(version))
-else
-  members = members + memberDelta
-  redis.call('HSET', KEYS[1], 'version', int(version), 'members', int(members))
-end
-redis.call('XADD', KEYS[4], int(version) .. '-0', 'c', conv, 's', packedState)
-
--- maybeSnapshot
-local lastSnapshot = tonumber(redis.call('LINDEX', KEYS[5], -1) or '0')
-if version - lastSnapshot >= math.max(snapshotEvery, members) then
-  local convs = {}
-  for _, packed in ipairs(redis.call('HVALS', KEYS[2])) do
-    local rec = cmsgpack.unpack(packed)
-    if rec.member then convs[#convs + 1] = toState(rec) end
+  local current = {} -- conv -> record as of the ops so far (false: none)
+  local categoryDelta = {}
+  local function addCategory(category, delta)
+    if category and delta ~= 0 then categoryDelta[category] = (categoryDelta[category] or 0) + delta end
   end
-  redis.call('XADD', KEYS[4], int(version) .. '-1', 'snap', cmsgpack.pack(convs))
-  redis.call('RPUSH', KEYS[5], int(version))
-  -- History is kept back to `base` (a snapshot boundary, or 0). Advance base to the newest
-  -- snapshot that still leaves streamMaxLen entries after it; never trim anywhere else.
-  local base = oldBase
-  local snaps = redis.call('LRANGE', KEYS[5], 0, -1)
-  for _, v in ipairs(snaps) do
-    local snapV = tonumber(v)
-    if snapV > base and version - snapV >= streamMaxLen then base = snapV end
-  end
-  if base > oldBase then
-    redis.call('HSET', KEYS[1], 'base', int(base))
-    -- MINID <base>-1 keeps the snapshot at base and drops the entry <base>-0 and everything older.
-    redis.call('XTRIM', KEYS[4], 'MINID', int(base) .. '-1')
-    local drop = 0
-    for _, v in ipairs(snaps) do
-      if tonumber(v) < base then drop = drop + 1 end
+  local epochAt = #out + 1
+  out[epochAt] = epoch
+  local dirty, dirtyOrder = {}, {}
+  local entries, lines = {}, {}
+  local wasLargeMember = {} -- conv -> whether it was in the large hash before this script
+
+  local i = first
+  while i <= last do
+    local op, conv = ARGV[i], ARGV[i + 1]
+    local width = FIELDS[op]
+    if not width then error('unknown op type ' .. tostring(op)) end
+    local before = current[conv]
+    if before == nil then
+      local raw = redis.call('HGET', keys.records, conv)
+      before = raw and decodeRecord(conv, raw) or false
+      current[conv] = before
     end
-    if drop > 0 then redis.call('LTRIM', KEYS[5], drop, -1) end
+    local after = apply(before or nil, op, conv, i)
+    local changed = false
+    if after and not sameRecord(before or nil, after) then
+      current[conv] = after
+      if not dirty[conv] then dirty[conv] = true; dirtyOrder[#dirtyOrder + 1] = conv end
+      if not sameVisible(before or nil, after) then
+        changed = true
+        local oldUnread, oldMentions, oldCategory = contribution(before)
+        local newUnread, newMentions, newCategory = contribution(after)
+        total = total + newUnread - oldUnread
+        mentionTotal = mentionTotal + newMentions - oldMentions
+        addCategory(oldCategory, -oldUnread)
+        addCategory(newCategory, newUnread)
+        local wasMember = before and before.member
+        if after.member and not wasMember then members = members + 1 elseif wasMember and not after.member then members = members - 1 end
+        if wasLargeMember[conv] == nil then wasLargeMember[conv] = (wasMember and before.large) == true end
+        version = version + 1
+        local text = after.member and stateText(after) or conv
+        entries[#entries + 1] = text
+        lines[#lines + 1] = int(version) .. '|' .. text
+        local interval = snapshotInterval(snapshotEvery, streamMaxLen, members)
+        if version - sv >= interval then
+          local snap = snapshotText(keys.records, current)
+          if idle > 0 then redis.call('SET', keys.snapshot, snap, 'EX', idle) else redis.call('SET', keys.snapshot, snap) end
+          sv = version
+        end
+        base = math.min(sv, math.max(base, version - interval))
+      end
+    end
+    local shown = after and after.member
+    out[#out + 1] = changed and 1 or 0
+    out[#out + 1] = shown and 1 or 0
+    out[#out + 1] = version
+    out[#out + 1] = shown and stateText(after) or ''
+    i = i + 2 + width
+  end
+
+  -- Only what changed is written.
+  if #dirtyOrder > 0 then
+    local fields = {}
+    for _, conv in ipairs(dirtyOrder) do
+      fields[#fields + 1] = conv
+      fields[#fields + 1] = encodeRecord(current[conv])
+    end
+    redis.call('HSET', keys.records, unpack(fields))
+  end
+  if version == startVersion then return end
+
+  -- The list held the versions after startBase; a list that holds fewer expired while idle.
+  local length = redis.call('RPUSH', keys.stream, unpack(entries))
+  local fresh = length == #entries
+  if length ~= version - startBase then
+    -- History restarts at the version just reached (these changes were pushed all the same).
+    restartStream(keys, current, idle)
+    base, sv = version, version
+  elseif base > startBase then
+    redis.call('LTRIM', keys.stream, base - startBase, -1)
+  end
+  local fields = { 'v', int(version), 'b', int(base), 'n', int(members), 'sv', int(sv), 't', int(total), 'x', int(mentionTotal) }
+  if not exists then
+    -- The user's first visible change: its stream (and epoch) begins.
+    epoch = newEpoch(keys.meta, runId)
+    out[epochAt] = epoch
+    fields[#fields + 1] = 'e'; fields[#fields + 1] = epoch
+    fields[#fields + 1] = 'r'; fields[#fields + 1] = runId
+  end
+  if idle > 0 then
+    -- Pushing the expiry back costs two commands: do it when the list is new, and otherwise
+    -- at most every idle/8 seconds (the stream then lives between 7/8 and all of `idle`).
+    if fresh then redis.call('EXPIRE', keys.stream, idle) end
+    if now - tonumber(meta.ex or '0') >= idle / 8 then
+      if not fresh then redis.call('EXPIRE', keys.stream, idle) end
+      redis.call('EXPIRE', keys.snapshot, idle)
+      fields[#fields + 1] = 'ex'; fields[#fields + 1] = int(now)
+    end
+  end
+  local gone = {}
+  for category, delta in pairs(categoryDelta) do
+    if delta ~= 0 then
+      local field = 'k:' .. category
+      local value = tonumber(meta[field] or '0') + delta
+      if value == 0 then gone[#gone + 1] = field else fields[#fields + 1] = field; fields[#fields + 1] = int(value) end
+    end
+  end
+  redis.call('HSET', keys.meta, unpack(fields))
+  if #gone > 0 then redis.call('HDEL', keys.meta, unpack(gone)) end
+  -- The large hash holds exactly the conversations whose record is a member and large.
+  for conv, was in pairs(wasLargeMember) do
+    local r = current[conv]
+    local is = (r and r.member and r.large) == true
+    if is and not was then redis.call('HSET', keys.large, conv, '1') elseif was and not is then redis.call('HDEL', keys.large, conv) end
+  end
+  if publishCmd ~= '' then
+    redis.call(publishCmd, prefix .. ':bus:{u:' .. uid .. '}', epoch .. '|' .. at .. '\n' .. table.concat(lines, '\n'))
   end
 end
 
-return { 1, isMember and 1 or 0, epoch, version, packedState }
+local out = {}
+local i = 11
+while i <= #ARGV do
+  local uid, count = ARGV[i], tonumber(ARGV[i + 1])
+  local first = i + 2
+  local last = first - 1
+  for _ = 1, count do last = last + 2 + FIELDS[ARGV[last + 1]] end
+  local metaKey = prefix .. ':{u:' .. uid .. '}:m'
+  local rawMeta
+  if checkLocal then
+    rawMeta = redis.pcall('HGETALL', metaKey)
+    if rawMeta.err then
+      out[#out + 1] = 'moved'
+      return out
+    end
+  else
+    rawMeta = redis.call('HGETALL', metaKey)
+  end
+  applyUser(uid, rawMeta, first, last, out)
+  i = last + 1
+end
+return out

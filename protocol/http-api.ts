@@ -1,0 +1,233 @@
+import type { TObject, TSchema } from '@sinclair/typebox';
+import { ERROR_CODES, type ErrorCode } from './errors.js';
+import {
+  ChangeReplySchema,
+  DevTokenReplySchema,
+  HealthReplySchema,
+  MembersReplySchema,
+  MessagesReplySchema,
+  OpenApiReplySchema,
+  PullReplySchema,
+  ReadyReplySchema,
+  UnreadSummarySchema,
+} from './replies.js';
+import { DevTokenBody, MembersBody, MessagesBody, ReadBody, SettingsBody, SyncQuery } from './schemas.js';
+
+/**
+ * Every HTTP endpoint as data: the OpenAPI document (`/openapi.json`, `protocol/openapi.json`)
+ * is generated from this table, and the contract test checks that the server serves exactly these
+ * routes and that every reply matches. Adding an endpoint is one entry here (then
+ * `npm run openapi`, and a request for it in `test/openapi/replies.test.ts`).
+ */
+
+/** The credentials an endpoint accepts; any one of them suffices. */
+export type Credential = 'apiKey' | 'userToken';
+
+export type Reply =
+  /** A JSON (or MessagePack, on `Accept: application/msgpack`) body. */
+  | { status: number; description: string; schema: TSchema }
+  /** A text body of this media type, whatever `Accept` says. */
+  | { status: number; description: string; mediaType: string };
+
+export interface Endpoint {
+  method: 'get' | 'post' | 'put' | 'delete';
+  /** As the router and PROTOCOL.md write it: `:name` for a path parameter (an id). */
+  path: string;
+  operationId: string;
+  tag: 'message service' | 'client' | 'operations' | 'dev mode';
+  summary: string;
+  description?: string;
+  /** Empty: no credential (the operations endpoints and the dev-mode helpers). */
+  auth: readonly Credential[];
+  query?: TObject;
+  body?: TSchema;
+  replies: readonly Reply[];
+  /**
+   * Error codes this endpoint answers beyond those that follow from its shape (see
+   * `errorCodesOf`): credentials, a body, path or query parameters, and the store.
+   */
+  errors?: readonly ErrorCode[];
+  /** Served only in dev mode (no credentials configured, loopback only). */
+  devModeOnly?: true;
+}
+
+const CHANGE: Reply = { status: 200, description: 'The user\'s stream position after the operation, and the conversation\'s state.', schema: ChangeReplySchema };
+const EITHER: readonly Credential[] = ['apiKey', 'userToken'];
+
+export const ENDPOINTS: readonly Endpoint[] = [
+  {
+    method: 'post',
+    path: '/v1/messages',
+    operationId: 'postMessages',
+    tag: 'message service',
+    summary: 'Report messages',
+    description:
+      'One message or `{messages: [...]}`. Applied once the reply is sent; idempotent and order-insensitive. If any conversation does not exist, nothing is applied.',
+    auth: ['apiKey'],
+    body: MessagesBody,
+    replies: [{ status: 200, description: 'The messages are applied in the store.', schema: MessagesReplySchema }],
+    errors: ['unknown_conversation'],
+  },
+  {
+    method: 'put',
+    path: '/v1/conversations/:conv/members',
+    operationId: 'changeMembers',
+    tag: 'message service',
+    summary: 'Create a conversation, add/remove members, set its category',
+    auth: ['apiKey'],
+    body: MembersBody,
+    replies: [{ status: 200, description: 'The member count after the change, and whether the conversation is read-diffused.', schema: MembersReplySchema }],
+  },
+  {
+    method: 'post',
+    path: '/v1/users/:uid/read',
+    operationId: 'markRead',
+    tag: 'client',
+    summary: 'Mark read up to a seq',
+    description: 'Raises the user\'s readSeq (never lowers it); drops the mentions at or below it and clears markedUnread.',
+    auth: EITHER,
+    body: ReadBody,
+    replies: [CHANGE],
+    errors: ['unknown_conversation'],
+  },
+  {
+    method: 'put',
+    path: '/v1/users/:uid/conversations/:conv',
+    operationId: 'updateConversationSettings',
+    tag: 'client',
+    summary: 'Mute / mark unread',
+    auth: EITHER,
+    body: SettingsBody,
+    replies: [CHANGE],
+    errors: ['unknown_conversation'],
+  },
+  {
+    method: 'delete',
+    path: '/v1/users/:uid/conversations/:conv',
+    operationId: 'deleteConversation',
+    tag: 'client',
+    summary: 'Delete (hide) a conversation until a newer message arrives',
+    auth: EITHER,
+    replies: [CHANGE],
+    errors: ['unknown_conversation'],
+  },
+  {
+    method: 'get',
+    path: '/v1/users/:uid/unread',
+    operationId: 'getUnread',
+    tag: 'client',
+    summary: 'Unread summary (badge numbers)',
+    description: 'A user Redpoint has never seen gets an empty summary, not an error.',
+    auth: EITHER,
+    replies: [{ status: 200, description: 'Totals over the visible, unmuted conversations, and every visible conversation.', schema: UnreadSummarySchema }],
+  },
+  {
+    method: 'get',
+    path: '/v1/sync',
+    operationId: 'sync',
+    tag: 'client',
+    summary: 'Pull the user\'s sync stream',
+    description: 'The user is the token\'s `sub`. Send the cursor back as `since=<epoch>:<version>`; `more: true` means pull again.',
+    auth: ['userToken'],
+    query: SyncQuery,
+    replies: [{ status: 200, description: 'A page of the user\'s stream.', schema: PullReplySchema }],
+  },
+  {
+    method: 'get',
+    path: '/healthz',
+    operationId: 'healthz',
+    tag: 'operations',
+    summary: 'Liveness',
+    auth: [],
+    replies: [{ status: 200, description: 'The process serves requests.', schema: HealthReplySchema }],
+  },
+  {
+    method: 'get',
+    path: '/readyz',
+    operationId: 'readyz',
+    tag: 'operations',
+    summary: 'Readiness: does the store answer?',
+    auth: [],
+    replies: [
+      { status: 200, description: 'The store answers.', schema: ReadyReplySchema },
+      { status: 503, description: 'The store does not answer (`ready: false`).', schema: ReadyReplySchema },
+    ],
+  },
+  {
+    method: 'get',
+    path: '/metrics',
+    operationId: 'metrics',
+    tag: 'operations',
+    summary: 'Prometheus metrics',
+    auth: [],
+    replies: [{ status: 200, description: 'Prometheus text exposition (always text).', mediaType: 'text/plain' }],
+  },
+  {
+    method: 'get',
+    path: '/openapi.json',
+    operationId: 'openapi',
+    tag: 'operations',
+    summary: 'This document',
+    auth: [],
+    replies: [{ status: 200, description: 'The OpenAPI 3.1 document of this API.', schema: OpenApiReplySchema }],
+  },
+  {
+    method: 'post',
+    path: '/dev/token',
+    operationId: 'devToken',
+    tag: 'dev mode',
+    summary: 'Mint a user token with the published dev secret',
+    description: 'Dev mode only: no credential needed, so the demo page can sign in as anyone.',
+    auth: [],
+    body: DevTokenBody,
+    replies: [{ status: 200, description: 'A 24 h user JWT.', schema: DevTokenReplySchema }],
+    devModeOnly: true,
+  },
+  ...(
+    [
+      ['/', 'demoPage', 'The demo page', 'text/html'],
+      ['/demo/app.js', 'demoScript', 'The demo page\'s script (bundled on each load of `/`)', 'text/javascript'],
+      ['/demo/app.css', 'demoStyles', 'The demo page\'s styles', 'text/css'],
+    ] as const
+  ).map(
+    ([path, operationId, summary, mediaType]): Endpoint => ({
+      method: 'get',
+      path,
+      operationId,
+      tag: 'dev mode',
+      summary,
+      auth: [],
+      replies: [
+        { status: 200, description: summary, mediaType },
+        { status: 500, description: 'The bundle could not be built (esbuild missing).', mediaType: 'text/plain' },
+      ],
+      devModeOnly: true,
+    }),
+  ),
+];
+
+/** The path parameters of an endpoint, in order (`/v1/users/:uid/conversations/:conv` → uid, conv). */
+export function pathParameters(path: string): string[] {
+  return [...path.matchAll(/\/:([A-Za-z]+)/g)].map((m) => m[1] ?? '');
+}
+
+/**
+ * Every error code an endpoint may answer: those that follow from its shape, then its own.
+ * During graceful shutdown every endpoint answers `503 unavailable`, and any may fail `internal`.
+ * A write to the store may also answer `503 outcome_unknown` (the store took it but did not confirm).
+ */
+export function errorCodesOf(endpoint: Endpoint): ErrorCode[] {
+  const codes = new Set<ErrorCode>();
+  if (pathParameters(endpoint.path).length > 0 || endpoint.query) codes.add('invalid_request');
+  if (endpoint.body) for (const code of ['bad_json', 'invalid_request', 'payload_too_large', 'unsupported_media_type'] as const) codes.add(code);
+  if (endpoint.auth.length > 0) codes.add('unauthorized');
+  if (endpoint.auth.includes('userToken')) codes.add('token_expired');
+  // A user's token acting for another user (`:uid` paths that also take the API key).
+  if (endpoint.auth.includes('userToken') && pathParameters(endpoint.path).includes('uid')) codes.add('forbidden');
+  for (const code of endpoint.errors ?? []) codes.add(code);
+  codes.add('internal');
+  codes.add('unavailable');
+  if (endpoint.method !== 'get' && endpoint.tag !== 'operations' && !endpoint.devModeOnly) codes.add('outcome_unknown');
+  // In the order of ERROR_CODES, so that equal sets read (and are named) the same everywhere.
+  return (Object.keys(ERROR_CODES) as ErrorCode[]).filter((code) => codes.has(code));
+}

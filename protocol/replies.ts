@@ -1,0 +1,161 @@
+import { Type } from '@sinclair/typebox';
+import { ERROR_CODES, type ErrorCode } from './errors.js';
+import { Category, Id } from './schemas.js';
+
+/**
+ * Schemas of every reply the HTTP API sends: the single source of the reply types in `types.ts`
+ * and `errors.ts` (derived with `Static<>`) and of the OpenAPI document (`npm run openapi`).
+ * A schema with an `$id` becomes a named component of that document; the `$id` never leaves it.
+ * `additionalProperties: false` everywhere: the document states exactly what v1 sends, and the
+ * contract test fails when the server sends a field the document does not name.
+ */
+
+const Version = Type.Integer({ minimum: 0, description: 'A position in the user\'s sync stream.' });
+const SeqValue = Type.Integer({ minimum: 0 });
+const Epoch = Type.String({ minLength: 1, maxLength: 32, description: 'Opaque id of the user\'s stream history.' });
+
+export const ConvStateSchema = Type.Object(
+  {
+    conv: Id,
+    lastSeq: Type.Integer({
+      minimum: 0,
+      description: 'Highest seq delivered to this user. For a read-diffused (`large`) conversation only a lower bound: `heads` is authoritative.',
+    }),
+    readSeq: Type.Integer({ minimum: 0, description: 'Highest seq this user has read on any device. Only ever raised.' }),
+    mentions: Type.Integer({ minimum: 0, description: 'Distinct seqs above `readSeq` that @-mention this user.' }),
+    muted: Type.Boolean(),
+    markedUnread: Type.Boolean(),
+    category: Category,
+    large: Type.Boolean({ description: 'Read diffusion: the effective lastSeq comes from the conversation head.' }),
+    deletedSeq: Type.Integer({
+      minimum: -1,
+      description: 'Hidden while the effective lastSeq is <= deletedSeq; reappears with the next message. -1: never deleted.',
+    }),
+  },
+  {
+    $id: 'ConvState',
+    additionalProperties: false,
+    description: 'A user\'s state of one conversation; every field absolute, not a delta, so applying it twice is harmless.',
+  },
+);
+
+export const ConvEntrySchema = Type.Object(
+  {
+    v: Version,
+    conv: Id,
+    state: Type.Union([ConvStateSchema, Type.Null()], { description: '`null`: the user left the conversation; drop it.' }),
+  },
+  { $id: 'ConvEntry', additionalProperties: false, description: 'One change in a user\'s sync stream: the conversation\'s whole state after it.' },
+);
+
+export const SnapshotSchema = Type.Object(
+  { v: Version, convs: Type.Array(ConvStateSchema) },
+  { $id: 'Snapshot', additionalProperties: false, description: 'All of a user\'s conversations as of version `v`.' },
+);
+
+export const PullReplySchema = Type.Object(
+  {
+    epoch: Epoch,
+    snapshot: Type.Optional(SnapshotSchema),
+    entries: Type.Array(ConvEntrySchema, { description: 'Changes after the cursor (or after the snapshot), in version order.' }),
+    version: Type.Integer({ minimum: 0, description: 'The cursor version once this reply is applied.' }),
+    more: Type.Boolean({ description: 'More entries follow: pull again with `since=<epoch>:<version>`.' }),
+    heads: Type.Record(Id, SeqValue, { description: 'Current head (maxSeq) of each read-diffused conversation the user is in.' }),
+  },
+  {
+    $id: 'PullReply',
+    additionalProperties: false,
+    description: 'A page of the user\'s stream. With `snapshot`: replace ALL local state with it, then apply `entries`.',
+  },
+);
+
+export const ConvViewSchema = Type.Object(
+  {
+    conv: Id,
+    lastSeq: Type.Integer({ minimum: 0, description: 'The effective lastSeq (heads applied).' }),
+    readSeq: Type.Integer({ minimum: 0 }),
+    unread: Type.Integer({ minimum: 0 }),
+    mentions: Type.Integer({ minimum: 0 }),
+    muted: Type.Boolean(),
+    markedUnread: Type.Boolean(),
+    category: Category,
+  },
+  { $id: 'ConvView', additionalProperties: false, description: 'A conversation as a UI shows it: effective lastSeq, unread derived.' },
+);
+
+export const UnreadSummarySchema = Type.Object(
+  {
+    uid: Id,
+    epoch: Epoch,
+    version: Version,
+    total: Type.Integer({ minimum: 0, description: 'Sum of `unread` over the visible conversations that are not muted.' }),
+    mentions: Type.Integer({ minimum: 0, description: 'Sum of `mentions` over the same conversations.' }),
+    categories: Type.Record(Category, Type.Integer({ minimum: 0 }), {
+      description: '`total`, split by category. Categories with zero unread may be omitted.',
+    }),
+    conversations: Type.Array(ConvViewSchema, { description: 'The visible conversations (deleted ones are left out).' }),
+  },
+  { $id: 'UnreadSummary', additionalProperties: false },
+);
+
+export const ChangeReplySchema = Type.Object(
+  {
+    changed: Type.Boolean({ description: 'False: nothing changed (duplicate, older seq, same flag); the version did not move.' }),
+    epoch: Epoch,
+    version: Type.Integer({ minimum: 0, description: 'The user\'s version after the operation.' }),
+    state: ConvStateSchema,
+  },
+  { $id: 'ChangeReply', additionalProperties: false, description: 'The reply of the per-user write endpoints (read, settings, delete).' },
+);
+
+export const MessagesReplySchema = Type.Object(
+  { ok: Type.Literal(true), accepted: Type.Integer({ minimum: 1, description: 'Messages applied.' }) },
+  { $id: 'MessagesReply', additionalProperties: false },
+);
+
+export const MembersReplySchema = Type.Object(
+  {
+    conv: Id,
+    members: Type.Integer({ minimum: 0, description: 'Member count after the change.' }),
+    large: Type.Boolean({ description: 'The conversation is read-diffused (more members than LARGE_GROUP_THRESHOLD).' }),
+  },
+  { $id: 'MembersReply', additionalProperties: false },
+);
+
+export const HealthReplySchema = Type.Object({ ok: Type.Literal(true) }, { $id: 'HealthReply', additionalProperties: false });
+
+export const ReadyReplySchema = Type.Object(
+  { ready: Type.Boolean(), engine: Type.Union([Type.Literal('memory'), Type.Literal('redis')]) },
+  { $id: 'ReadyReply', additionalProperties: false },
+);
+
+export const DevTokenReplySchema = Type.Object(
+  { uid: Id, token: Type.String({ minLength: 1, description: 'A 24 h user JWT signed with the published dev secret.' }) },
+  { $id: 'DevTokenReply', additionalProperties: false },
+);
+
+/** `/openapi.json` is the document itself; its own schema is the OpenAPI 3.1 specification. */
+export const OpenApiReplySchema = Type.Object(
+  { openapi: Type.Literal('3.1.0'), info: Type.Object({}), paths: Type.Object({}) },
+  { $id: 'OpenApiDocument', description: 'An OpenAPI 3.1 document.' },
+);
+
+const ERROR_CODE_LIST = Object.keys(ERROR_CODES) as ErrorCode[];
+
+/** A string enum rather than a union of literals: one `enum` line in the document per code set. */
+export function errorCodeSchema(codes: readonly ErrorCode[] = ERROR_CODE_LIST) {
+  return Type.Unsafe<ErrorCode>(Type.String({ enum: [...codes] }));
+}
+
+export const ErrorBodySchema = Type.Object(
+  {
+    error: Type.Object(
+      {
+        code: errorCodeSchema(),
+        message: Type.String({ description: 'For people; may change. Validation errors start with the path of the offending field.' }),
+      },
+      { additionalProperties: false },
+    ),
+  },
+  { $id: 'Error', additionalProperties: false, description: 'Every error reply. Branch on `code`, the stable contract.' },
+);

@@ -1,0 +1,174 @@
+import { Cluster, Redis } from 'ioredis';
+import type { StoreHealth } from '../../ops/store-health.js';
+import { redisAddress, watchCluster, watchRedis } from '../../ops/watch-redis.js';
+import { connectionOptions, quitWithin, type RedisNodeAddress, type RedisTarget } from '../../redis-target.js';
+import { InterestCounter, type HeadChange, type NotificationHandler, type Notifications, type UserChange } from '../notifications.js';
+import { decodeEntryText } from './codec.js';
+import { convChannel, userChannel } from './keys.js';
+
+/** How the engine's scripts publish: classic pub/sub on one Redis, sharded pub/sub on a cluster. */
+export function publishCommand(target: RedisTarget): 'PUBLISH' | 'SPUBLISH' {
+  return target.url !== undefined ? 'PUBLISH' : 'SPUBLISH';
+}
+
+/** The subscribing half of a transport (the scripts publish; see user_apply.lua and conv_record.lua). */
+interface Subscriber {
+  subscribe(channel: string): Promise<unknown>;
+  unsubscribe(channel: string): Promise<unknown>;
+  close(): Promise<void>;
+}
+
+type Receive = (channel: string, message: string) => void;
+
+/** Where the subscriber reports its connections' state, and how long a call may take. */
+export interface SubscriberOptions {
+  health: StoreHealth;
+  storeTimeoutMs: number;
+}
+
+function singleSubscriber(url: string, receive: Receive, { health, storeTimeoutMs }: SubscriberOptions): Subscriber {
+  const sub = new Redis(url, { ...connectionOptions(storeTimeoutMs), lazyConnect: false });
+  // Lost notifications are repaired by pulls; StoreHealth reports the connection's state (and its
+  // 'error' listener keeps ioredis from printing every failed reconnect).
+  sub.on('error', () => undefined);
+  watchRedis(health, `bus-subscribe@${redisAddress(sub)}`, sub);
+  sub.on('message', receive);
+  return {
+    subscribe: (channel) => sub.subscribe(channel),
+    unsubscribe: (channel) => sub.unsubscribe(channel),
+    close: () => quitWithin(sub, storeTimeoutMs),
+  };
+}
+
+/**
+ * Sharded pub/sub (Redis 7): a user's changes are SPUBLISHed by the script on the master that
+ * holds the user's keys, and only that master's subscribers hear them. ioredis's Cluster with
+ * `shardedSubscribers` keeps one subscriber connection per master, sends each SSUBSCRIBE to the
+ * master of its slot and subscribes again after a failover, restart or resharding.
+ */
+function clusterSubscriber(nodes: readonly RedisNodeAddress[], receive: Receive, { health, storeTimeoutMs }: SubscriberOptions): Subscriber {
+  const cluster = new Cluster([...nodes], { shardedSubscribers: true, lazyConnect: false, redisOptions: connectionOptions(storeTimeoutMs) });
+  // An unheard 'error' event of a Cluster throws.
+  cluster.on('error', () => undefined);
+  watchCluster(health, 'bus', cluster);
+  cluster.on('smessage', receive);
+  return {
+    subscribe: (channel) => cluster.ssubscribe(channel),
+    unsubscribe: (channel) => cluster.sunsubscribe(channel),
+    close: () => quitWithin(cluster, storeTimeoutMs),
+  };
+}
+
+/**
+ * The Redis engine's change feed. Channels are subscribed only while a local socket needs them
+ * (a user online here, a large group with members online here), so a process hears only what it
+ * serves. Because the scripts publish inside the step that made a change, the messages of one
+ * user's channel arrive in version order, from every process.
+ */
+export class RedisNotifications implements Notifications {
+  private readonly subscriber: Subscriber;
+  private readonly users = new InterestCounter();
+  private readonly convs = new InterestCounter();
+  /** SUBSCRIBEs not yet acknowledged, so concurrent followers wait on the same one. */
+  private readonly pending = new Map<string, Promise<void>>();
+  private handler: NotificationHandler | undefined;
+  private readonly channelPrefix: string;
+
+  constructor(
+    target: RedisTarget,
+    private readonly prefix: string,
+    private readonly options: SubscriberOptions,
+  ) {
+    this.channelPrefix = `${prefix}:bus:`;
+    const receive: Receive = (channel, message) => this.receive(channel, message);
+    this.subscriber = target.url !== undefined ? singleSubscriber(target.url, receive, options) : clusterSubscriber(target.cluster, receive, options);
+  }
+
+  followUser(uid: string): Promise<void> {
+    return this.users.add(uid) ? this.subscribe(userChannel(this.prefix, uid)) : (this.pending.get(userChannel(this.prefix, uid)) ?? Promise.resolve());
+  }
+
+  unfollowUser(uid: string): void {
+    if (this.users.remove(uid)) this.unsubscribe(userChannel(this.prefix, uid));
+  }
+
+  followConversation(conv: string): Promise<void> {
+    return this.convs.add(conv) ? this.subscribe(convChannel(this.prefix, conv)) : (this.pending.get(convChannel(this.prefix, conv)) ?? Promise.resolve());
+  }
+
+  unfollowConversation(conv: string): void {
+    if (this.convs.remove(conv)) this.unsubscribe(convChannel(this.prefix, conv));
+  }
+
+  setHandler(handler: NotificationHandler): void {
+    this.handler = handler;
+  }
+
+  /** Resolves once pending subscribes are acknowledged (tests wait on it instead of sleeping). */
+  async settled(): Promise<void> {
+    await Promise.all([...this.pending.values()]);
+  }
+
+  async close(): Promise<void> {
+    this.users.clear();
+    this.convs.clear();
+    await this.subscriber.close();
+  }
+
+  private subscribe(channel: string): Promise<void> {
+    const done = this.subscriber
+      .subscribe(channel)
+      .then(
+        () => undefined,
+        // Pushes on this channel are lost until the next follow; pulls still repair.
+        () => this.options.health.busFailed('subscribe'),
+      )
+      .finally(() => {
+        if (this.pending.get(channel) === done) this.pending.delete(channel);
+      });
+    this.pending.set(channel, done);
+    return done;
+  }
+
+  private unsubscribe(channel: string): void {
+    this.subscriber.unsubscribe(channel).catch(() => undefined);
+  }
+
+  private receive(channel: string, message: string): void {
+    if (!channel.startsWith(this.channelPrefix)) return;
+    // `{u:<uid>}` or `{c:<conv>}`
+    const tag = channel.slice(this.channelPrefix.length);
+    const id = tag.slice(3, -1);
+    try {
+      if (tag.startsWith('{u:') && this.users.has(id)) this.handler?.userChanged(parseUserMessage(id, message));
+      else if (tag.startsWith('{c:') && this.convs.has(id)) this.handler?.headChanged(parseHeadMessage(id, message));
+    } catch {
+      // Not one of ours (the prefix is shared with nothing else): never crash on input.
+    }
+  }
+}
+
+/** `epoch|at` then one `v|state` line per change (user_apply.lua). */
+export function parseUserMessage(uid: string, message: string): UserChange[] {
+  const lines = message.split('\n');
+  const head = lines[0] ?? '';
+  const bar = head.indexOf('|');
+  const epoch = head.slice(0, bar);
+  const atText = head.slice(bar + 1);
+  const at = atText === '' ? undefined : Number(atText);
+  const out: UserChange[] = [];
+  for (let i = 1; i < lines.length; i++) {
+    const line = lines[i] ?? '';
+    const sep = line.indexOf('|');
+    const { conv, state } = decodeEntryText(line.slice(sep + 1));
+    out.push({ uid, conv, epoch, version: Number(line.slice(0, sep)), state, ...(at !== undefined ? { at } : {}) });
+  }
+  return out;
+}
+
+/** `maxSeq|at` (conv_record.lua). */
+export function parseHeadMessage(conv: string, message: string): HeadChange {
+  const bar = message.indexOf('|');
+  const atText = message.slice(bar + 1);
+  return { conv, maxSeq: Number(message.slice(0, bar)), ...(atText !== '' ? { at: Number(atText) } : {}) };
+}

@@ -1,0 +1,45 @@
+import { LIMITS } from '../../../protocol/limits.js';
+import type { UserOp } from '../engine.js';
+
+/** Settings are tri-state: set, cleared, or left as they are. */
+function flag(v: boolean | undefined): string {
+  return v === undefined ? '-' : v ? '1' : '0';
+}
+
+/**
+ * The newest `LIMITS.mentionSeqsPerConversation` distinct seqs, as one argument: the store keeps
+ * no more than that anyway, and one string keeps a burst of mentions from becoming an unbounded
+ * argument list (user_apply.lua reads it with gmatch).
+ */
+export function mentionArg(seqs: readonly number[]): string {
+  if (seqs.length === 0) return '';
+  const cap = LIMITS.mentionSeqsPerConversation;
+  const distinct = [...new Set(seqs)].sort((a, b) => a - b);
+  return (distinct.length > cap ? distinct.slice(distinct.length - cap) : distinct).join(',');
+}
+
+/** How many arguments an op takes in user_apply.lua (its type, conversation and fields). */
+export function opArgs(op: UserOp): number {
+  return op.type === 'read' ? 3 : op.type === 'membership' ? 8 : 5;
+}
+
+/** Appends one user's ops as user_apply.lua reads them: type, conversation, then the type's fields. */
+export function appendUserOps(args: (string | number)[], ops: readonly UserOp[]): void {
+  for (const op of ops) {
+    switch (op.type) {
+      case 'message':
+        args.push('m', op.conv, op.lastSeq, op.readSeq, mentionArg(op.mentionSeqs));
+        break;
+      case 'read':
+        args.push('r', op.conv, op.seq);
+        break;
+      case 'membership':
+        if (op.member) args.push('g', op.conv, op.gen, op.large ? '11' : '10', op.joinGen, op.joinHead, op.head, op.category);
+        else args.push('g', op.conv, op.gen, '00', 0, 0, 0, '');
+        break;
+      case 'settings':
+        args.push('s', op.conv, flag(op.muted), flag(op.markedUnread), op.deleteAt ?? '-');
+        break;
+    }
+  }
+}

@@ -1,0 +1,342 @@
+import type { Logger } from 'pino';
+import { nanoid } from 'nanoid';
+import { encodeMsgpack } from '../../protocol/codec.js';
+import { RedpointError } from '../../protocol/errors.js';
+import { CLOSE_CODES, type ClientFrame, type CloseReason, type HelloFrame, type PullFrame, type ReadFrame, type ServerFrame, type SettingsFrame } from '../../protocol/frames.js';
+import type { Cursor } from '../../protocol/types.js';
+import type { Authenticator } from '../auth/tokens.js';
+import type { WsOptions } from '../config.js';
+import type { Metrics } from '../metrics/metrics.js';
+import type { SyncService } from '../sync/sync-service.js';
+import { wireError } from './error-mapper.js';
+import { convTopic, userTopic, type Fanout } from './fanout.js';
+import { TokenBucket } from './rate-limiter.js';
+import { parseClientFrame } from './ws-frames.js';
+import type { WebSocket } from './uws.js';
+
+/** What uWS keeps per socket: the session, set when the socket opens. */
+export interface SocketData {
+  remote: string;
+  session: WsSession | undefined;
+}
+
+export type Socket = WebSocket<SocketData>;
+
+/** What a session needs from the gateway that owns it. */
+export interface SessionHost {
+  readonly sync: SyncService;
+  readonly auth: Authenticator;
+  readonly metrics: Metrics;
+  readonly log: Logger;
+  readonly options: WsOptions;
+  readonly fanout: Fanout;
+  /** The session authenticated: register it under its user (may close an older one of the user). */
+  register(session: WsSession): void;
+  unregister(session: WsSession): void;
+}
+
+const MAX_MALFORMED = 10;
+/** Requests of one connection being answered at once; more are refused with rate_limited. */
+export const MAX_REQUESTS_IN_FLIGHT = 16;
+const DRAIN_CHECK_DELAY_MS = 100;
+/** A close decided while the buffer is still over the limit waits this long for it to drain. */
+const CLOSE_WAIT_MS = 10_000;
+
+type Request = PullFrame | ReadFrame | SettingsFrame;
+
+/**
+ * One WebSocket connection: its state, its handlers and its timers. Every request frame gets
+ * exactly one reply or the connection is closed with a documented code — never a silent drop.
+ * uWS silently drops a send once the socket buffers more than `maxBackpressure`, and then drops
+ * the close frame too, so the decision is made before sending: a reply that would cross the
+ * limit closes the connection with 4010 instead (while the close frame still fits).
+ */
+export class WsSession {
+  readonly id = nanoid(10);
+  uid: string | null = null;
+  device = '';
+  /** Format of the client's hello: replies and pushes use the same. */
+  binary = false;
+  /** Large groups this socket follows. */
+  readonly convs = new Set<string>();
+  private closed = false;
+  /** Set by the first hello, synchronously: a second hello is refused, frames pipelined after it wait for it. */
+  private hello: Promise<void> | undefined;
+  private helloTimer: NodeJS.Timeout | undefined;
+  private drainCheck: NodeJS.Timeout | undefined;
+  /** A close waiting for the buffer to drain below the limit (so that its frame is not dropped). */
+  private pendingClose: { reason: CloseReason; timer: NodeJS.Timeout } | undefined;
+  private readonly bucket: TokenBucket;
+  private malformed = 0;
+  private inFlight = 0;
+
+  constructor(
+    private readonly ws: Socket,
+    private readonly host: SessionHost,
+    readonly remote: string,
+  ) {
+    const o = host.options;
+    this.bucket = new TokenBucket(o.framesPerSecond, o.framesBurst, o.framesBurst);
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  opened(closing: boolean): void {
+    if (closing) return this.close('going_away');
+    this.helloTimer = setTimeout(() => {
+      if (!this.uid) this.close('hello_timeout');
+    }, this.host.options.helloTimeoutMs);
+  }
+
+  message(message: ArrayBuffer, isBinary: boolean): void {
+    if (this.closed || this.pendingClose) return;
+    const { metrics } = this.host;
+    // The format is the hello's: frames pipelined after it (auth still pending) must not change it.
+    if (!this.hello) this.binary = isBinary;
+    // uWS neuters `message` after this callback returns: decode synchronously.
+    const parsed = parseClientFrame(message, isBinary);
+    const verdict = this.bucket.take();
+    if (verdict === 'close') return this.close('rate_limited');
+    if (verdict === 'refuse') {
+      metrics.errors.inc({ code: 'rate_limited' });
+      const id = parsed instanceof RedpointError || parsed.t === 'hello' ? undefined : parsed.id;
+      return this.reply({ t: 'error', ...(id !== undefined ? { id } : {}), code: 'rate_limited', message: 'too many frames; slow down' });
+    }
+    if (parsed instanceof RedpointError) {
+      metrics.errors.inc({ code: parsed.code });
+      metrics.framesIn.inc({ type: 'invalid' });
+      // A hello without a token is an authentication failure (4002), not a malformed frame.
+      if (parsed.code === 'unauthorized') return this.close(this.hello ? 'protocol_error' : 'unauthorized');
+      this.malformed += 1;
+      if (this.malformed >= MAX_MALFORMED) return this.close('protocol_error');
+      return this.reply({ t: 'error', code: parsed.code, message: parsed.message });
+    }
+    metrics.framesIn.inc({ type: parsed.t });
+    void this.handle(parsed);
+  }
+
+  /**
+   * uWS calls drain only after backpressure built up, and while it was up, topic publishes may
+   * have skipped this socket silently. So every drain schedules one version check (coalesced),
+   * sent once the buffer is low: the client pulls if it missed anything. A close waiting for
+   * the buffer goes out as soon as its frame fits.
+   */
+  drained(): void {
+    if (this.pendingClose) {
+      if (this.ws.getBufferedAmount() <= this.host.options.maxBackpressureBytes) this.close(this.pendingClose.reason);
+      return;
+    }
+    if (!this.uid || this.drainCheck) return;
+    this.drainCheck = setTimeout(() => {
+      this.drainCheck = undefined;
+      if (this.closed || !this.uid) return;
+      if (this.ws.getBufferedAmount() > this.host.options.maxBackpressureBytes / 2) return; // the next drain retries
+      void this.sendVersion();
+    }, DRAIN_CHECK_DELAY_MS);
+  }
+
+  /** uWS closed the socket (either side): release everything. */
+  ended(): void {
+    this.closed = true;
+    clearTimeout(this.helloTimer);
+    clearTimeout(this.drainCheck);
+    clearTimeout(this.pendingClose?.timer);
+    for (const conv of this.convs) this.host.fanout.unfollowConversation(conv);
+    this.convs.clear();
+    if (this.uid) {
+      this.host.fanout.unfollowUser(this.uid);
+      this.host.unregister(this);
+    }
+  }
+
+  close(reason: CloseReason): void {
+    if (this.closed) return;
+    const waiting = this.pendingClose;
+    if (!waiting) {
+      this.host.metrics.closes.inc({ reason });
+      // Closes the client caused are worth a line (abuse, broken clients); shutdown closes are not.
+      const level = reason === 'going_away' || reason === 'service_restart' ? 'debug' : 'info';
+      this.host.log[level]({ conn: this.id, uid: this.uid, remote: this.remote, reason, code: CLOSE_CODES[reason].code }, 'closing connection');
+    }
+    if (this.ws.getBufferedAmount() > this.host.options.maxBackpressureBytes) {
+      // uWS would drop the close frame now: wait for the buffer to drain (the client reads
+      // everything before it, then the close), or give up on a client that never reads.
+      if (waiting) return;
+      const timer = setTimeout(() => {
+        if (!this.closed) this.ws.close();
+      }, CLOSE_WAIT_MS);
+      this.pendingClose = { reason, timer };
+      return;
+    }
+    this.closed = true;
+    const { code } = CLOSE_CODES[waiting?.reason ?? reason];
+    this.ws.end(code, waiting?.reason ?? reason);
+  }
+
+  /** A frame this connection must get: if it would cross the backpressure limit, close with 4010 instead. */
+  reply(frame: ServerFrame): void {
+    this.write(frame, true);
+  }
+
+  /** A frame the client can do without for now (version checks): skipped when the socket is congested. */
+  offer(frame: ServerFrame): void {
+    this.write(frame, false);
+  }
+
+  /** The safety net: the server's cursor (and the heads of the large groups followed) for the client to compare. */
+  async sendVersion(): Promise<void> {
+    const uid = this.uid;
+    if (!uid || this.closed) return;
+    try {
+      const convs = [...this.convs];
+      const [position, heads] = await Promise.all([this.host.sync.position(uid), convs.length > 0 ? this.host.sync.engine.heads(convs) : new Map<string, number>()]);
+      this.deliverVersion(position, heads);
+    } catch (err) {
+      this.host.log.warn({ err, uid, conn: this.id }, 'version check failed');
+    }
+  }
+
+  /** Sends a version frame, preceded by the current head of each large group this socket follows. */
+  deliverVersion(position: Cursor, heads: ReadonlyMap<string, number>): void {
+    for (const conv of this.convs) {
+      const lastSeq = heads.get(conv);
+      if (lastSeq !== undefined) this.offer({ t: 'head', conv, lastSeq });
+    }
+    this.offer({ t: 'version', epoch: position.epoch, version: position.version });
+  }
+
+  /** Follows or leaves a large group's topic (joins, leaves and mode switches arrive as user changes). */
+  async followConversation(conv: string, follow: boolean): Promise<void> {
+    if (this.closed || follow === this.convs.has(conv)) return;
+    const topic = convTopic(conv, this.binary);
+    if (follow) {
+      this.convs.add(conv);
+      this.ws.subscribe(topic);
+      await this.host.fanout.followConversation(conv);
+    } else {
+      this.convs.delete(conv);
+      this.ws.unsubscribe(topic);
+      this.host.fanout.unfollowConversation(conv);
+    }
+  }
+
+  private write(frame: ServerFrame, required: boolean): void {
+    if (this.closed || this.pendingClose) return;
+    const limit = this.host.options.maxBackpressureBytes;
+    const data = this.binary ? encodeMsgpack(frame) : JSON.stringify(frame);
+    // Ids and codes are ASCII, so a JSON frame's length is its size in bytes (near enough).
+    const size = typeof data === 'string' ? data.length : data.byteLength;
+    const buffered = this.ws.getBufferedAmount();
+    // A frame larger than the limit still goes out alone (a big snapshot), never on top of a backlog.
+    if (buffered > 0 && buffered + size > limit) {
+      if (required) this.close('slow_consumer');
+      return;
+    }
+    this.ws.send(data, this.binary);
+    this.host.metrics.framesOut.inc({ type: frame.t });
+  }
+
+  private async handle(frame: ClientFrame): Promise<void> {
+    if (frame.t === 'hello') {
+      // Checked and set before any await: two hellos in a row must not both authenticate.
+      if (this.hello) return this.close('protocol_error');
+      // The client sent its hello in time; how long the server then takes is not its fault.
+      clearTimeout(this.helloTimer);
+      this.hello = this.authenticate(frame);
+      return this.hello;
+    }
+    if (!this.hello) return this.close('protocol_error');
+    if (this.inFlight >= MAX_REQUESTS_IN_FLIGHT) {
+      this.host.metrics.errors.inc({ code: 'rate_limited' });
+      return this.reply({ t: 'error', id: frame.id, code: 'rate_limited', message: `more than ${MAX_REQUESTS_IN_FLIGHT} requests in flight` });
+    }
+    this.inFlight += 1;
+    try {
+      // A frame sent right after hello (not waiting for welcome) is answered once hello is done.
+      if (!this.uid) await this.hello;
+      const uid = this.uid;
+      if (!uid || this.closed) return;
+      await this.answer(uid, frame);
+    } catch (err) {
+      this.failed(err, frame.id, frame.t !== 'pull');
+    } finally {
+      this.inFlight -= 1;
+    }
+  }
+
+  private async answer(uid: string, frame: Request): Promise<void> {
+    switch (frame.t) {
+      case 'pull':
+        return this.sendPage(uid, frame.since ?? null, frame.limit, frame.id);
+      case 'read': {
+        const result = await this.host.sync.readBatch(uid, frame.reads);
+        return this.reply({
+          t: 'ack',
+          id: frame.id,
+          epoch: result.epoch,
+          version: result.version,
+          ...(result.rejected.length > 0 ? { rejected: result.rejected.map((conv) => ({ conv, code: 'unknown_conversation' as const })) } : {}),
+        });
+      }
+      case 'settings': {
+        if (frame.deleted === undefined && frame.muted === undefined && frame.markedUnread === undefined) {
+          throw new RedpointError('invalid_request', 'settings: nothing to change');
+        }
+        const result = await this.host.sync.updateSettings(uid, frame.conv, {
+          ...(frame.muted !== undefined ? { muted: frame.muted } : {}),
+          ...(frame.markedUnread !== undefined ? { markedUnread: frame.markedUnread } : {}),
+          ...(frame.deleted ? { deleted: true } : {}),
+        });
+        return this.reply({ t: 'ack', id: frame.id, epoch: result.epoch, version: result.version });
+      }
+    }
+  }
+
+  private failed(err: unknown, id: number | undefined, write: boolean): void {
+    const e = wireError(err, { write, transport: 'ws', log: this.host.log, metrics: this.host.metrics, fields: { conn: this.id } });
+    this.reply({ t: 'error', ...(id !== undefined ? { id } : {}), code: e.code, message: e.message });
+  }
+
+  private async authenticate(frame: HelloFrame): Promise<void> {
+    const { auth, metrics, options, fanout, log } = this.host;
+    let uid: string;
+    try {
+      uid = await auth.verifyUserToken(frame.token);
+    } catch (err) {
+      const expired = err instanceof RedpointError && err.code === 'token_expired';
+      metrics.errors.inc({ code: expired ? 'token_expired' : 'unauthorized' });
+      return this.close(expired ? 'token_expired' : 'unauthorized');
+    }
+    if (this.closed) return;
+    this.uid = uid;
+    this.device = frame.device ?? this.id;
+    this.host.register(this);
+    log.debug({ conn: this.id, uid, device: this.device, remote: this.remote }, 'connection authenticated');
+    // The first sync is read only once the store's notifications reach us: nothing published
+    // after it can be missed.
+    this.ws.subscribe(userTopic(uid, this.binary));
+    await fanout.followUser(uid);
+    if (this.closed) return;
+    this.reply({ t: 'welcome', uid, connId: this.id, versionEvery: options.versionEverySeconds });
+    try {
+      await this.sendPage(uid, frame.cursor ?? null, undefined, undefined);
+    } catch (err) {
+      // The one request without an id: an error without id before the first sync says the
+      // hello's sync failed, and the client pulls.
+      const { code } = wireError(err, { write: false, transport: 'ws', log, metrics, fields: { conn: this.id, frame: 'hello' } });
+      this.reply({ t: 'error', code, message: 'initial sync failed; pull to retry' });
+    }
+  }
+
+  private async sendPage(uid: string, since: Cursor | null, limit: number | undefined, id: number | undefined): Promise<void> {
+    const { sync, metrics } = this.host;
+    const reply = await sync.pull(uid, since, limit);
+    metrics.pulls.inc({ kind: reply.snapshot ? 'snapshot' : 'delta', transport: 'ws' });
+    metrics.streamLength.observe(reply.entries.length);
+    // Follow before sending, so no head published after this reply can be missed.
+    await Promise.all(Object.keys(reply.heads).map((conv) => this.followConversation(conv, true)));
+    this.reply({ t: 'sync', ...(id !== undefined ? { id } : {}), ...reply });
+  }
+}

@@ -1,0 +1,198 @@
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { MessageEvent, UnreadSummary } from '../../protocol/types.js';
+import { Authenticator } from '../../server/auth/tokens.js';
+import { spawnServer, type ChildServer } from '../../bench/lib/child-server.js';
+import { HttpTarget } from '../../bench/lib/http.js';
+import { isEqual } from '../helpers/equal.js';
+import { freePort } from '../helpers/processes.js';
+import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
+import { Model, type ModelSummary } from './model.js';
+
+/**
+ * Two real server processes on one Redis, racing membership changes (joins, leaves, threshold
+ * crossings both ways, category changes) against message ingest and against each other, with
+ * random pauses so the races land at different points. After each race the server must equal the
+ * reference model for one order of the two racing requests; the run goes on from that order.
+ * The systematic version of these races (every await point) is test/sync/interleavings.ts.
+ */
+const API_KEY = 'race-api-key-0123456789abcdef';
+const JWT_SECRET = 'race-jwt-secret-0123456789abcdef-0123456789';
+const THRESHOLD = 3;
+const USERS = ['ann', 'ben', 'cat', 'dan', 'eve'];
+const CONVS = 2;
+const NUM_RUNS = Number(process.env.REDPOINT_RACE_RUNS ?? 40);
+
+type Request = { kind: 'members'; conv: number; add: number[]; remove: number[]; category?: string } | { kind: 'message'; conv: number; sender: number; mentions: number[] };
+type Step = { kind: 'one'; via: number; request: Request } | { kind: 'race'; first: Request; second: Request; delayMs: number };
+
+const userIdx = fc.integer({ min: 0, max: USERS.length - 1 });
+const convIdx = fc.integer({ min: 0, max: CONVS - 1 });
+const membersArb: fc.Arbitrary<Request> = fc
+  .record({ conv: convIdx, add: fc.subarray([0, 1, 2, 3, 4], { maxLength: 3 }), remove: fc.subarray([0, 1, 2, 3, 4], { maxLength: 2 }), category: fc.option(fc.constantFrom('group', 'team'), { nil: undefined, freq: 4 }) })
+  .map(({ conv, add, remove, category }) => ({ kind: 'members' as const, conv, add, remove: remove.filter((u) => !add.includes(u)), ...(category ? { category } : {}) }));
+const messageArb: fc.Arbitrary<Request> = fc.record({ kind: fc.constant('message' as const), conv: convIdx, sender: userIdx, mentions: fc.subarray([0, 1, 2, 3, 4], { maxLength: 2 }) });
+const stepArb: fc.Arbitrary<Step> = fc.oneof(
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('one' as const), via: fc.integer({ min: 0, max: 1 }), request: fc.oneof(membersArb, messageArb) }) },
+  { weight: 3, arbitrary: fc.record({ kind: fc.constant('race' as const), first: membersArb, second: fc.oneof({ weight: 3, arbitrary: messageArb }, { weight: 1, arbitrary: membersArb }), delayMs: fc.constantFrom(0, 0, 1, 2) }) },
+);
+const scenarioArb = fc.array(stepArb, { minLength: 4, maxLength: 18 });
+
+describe('two real server processes on one Redis: racing requests stay linearizable', () => {
+  let redis: RedisServer;
+  const servers: ChildServer[] = [];
+  const http: HttpTarget[] = [];
+  const auth = new Authenticator(JWT_SECRET, API_KEY);
+  let run = 0;
+
+  beforeAll(async () => {
+    redis = await startRedisServer();
+    for (const name of ['A', 'B']) {
+      const port = await freePort();
+      servers.push(
+        await spawnServer({
+          name: `race server ${name}`,
+          script: 'server/main.ts',
+          port,
+          env: { REDIS_URL: redis.url, REDPOINT_API_KEY: API_KEY, REDPOINT_JWT_SECRET: JWT_SECRET, HOST: '127.0.0.1', LARGE_GROUP_THRESHOLD: String(THRESHOLD), SNAPSHOT_EVERY: '3', STREAM_MAX_LEN: '50', LOG_LEVEL: 'warn' },
+          readyPath: '/readyz',
+        }),
+      );
+      http.push(new HttpTarget(port, { authorization: `Bearer ${API_KEY}` }));
+    }
+  }, 60_000);
+
+  afterAll(async () => {
+    for (const h of http) h.close();
+    for (const s of servers) await s.stop();
+    await redis?.stop();
+  });
+
+  it(
+    'every race ends in the state of one order of its two requests, and the end state equals the model',
+    async () => {
+      let races = 0;
+      let switches = 0;
+      await fc.assert(
+        fc.asyncProperty(scenarioArb, async (steps) => {
+          const prefix = `r${++run}`;
+          const uid = (u: number): string => `${prefix}-${USERS[u]}`;
+          const conv = (c: number): string => `${prefix}-g${c}`;
+          const nextSeq = new Map<number, number>();
+          let model = new Model(THRESHOLD);
+          const body = (r: Request): [string, string, unknown] => {
+            if (r.kind === 'members') {
+              return ['PUT', `/v1/conversations/${conv(r.conv)}/members`, { add: r.add.map(uid), remove: r.remove.map(uid), ...(r.category ? { category: r.category } : {}) }];
+            }
+            return ['POST', '/v1/messages', messageOf(r)];
+          };
+          // A message gets its seq when generated (the message service assigns seqs), whatever order the race ends in.
+          const messages = new Map<Request, MessageEvent>();
+          const messageOf = (r: Extract<Request, { kind: 'message' }>): MessageEvent => {
+            let m = messages.get(r);
+            if (!m) {
+              const seq = (nextSeq.get(r.conv) ?? 0) + 1;
+              nextSeq.set(r.conv, seq);
+              m = { conv: conv(r.conv), seq, sender: uid(r.sender), mentions: r.mentions.map(uid) };
+              messages.set(r, m);
+            }
+            return m;
+          };
+          const applyModel = (mdl: Model, r: Request): number => {
+            if (r.kind === 'members') {
+              const before = mdl.conversations.get(conv(r.conv))?.members.size ?? 0;
+              const after = mdl.changeMembers(conv(r.conv), r.add.map(uid), r.remove.map(uid), r.category);
+              if (before > THRESHOLD !== after.large) switches++;
+              return 200;
+            }
+            return mdl.postMessages([messageOf(r)]) === 'ok' ? 200 : 404;
+          };
+          const send = async (via: number, r: Request): Promise<number> => {
+            const [method, path, payload] = body(r);
+            return (await (http[via] as HttpTarget).send(method, path, payload)).status;
+          };
+          const shown = async (via: number): Promise<ModelSummary[]> =>
+            Promise.all(
+              USERS.map(async (_, u) => {
+                const reply = await (http[via] as HttpTarget).send('GET', `/v1/users/${uid(u)}/unread`);
+                const { uid: _u, epoch: _e, version: _v, ...summary } = JSON.parse(reply.body) as UnreadSummary;
+                return summary;
+              }),
+            );
+          const matches = (mdl: Model, seen: ModelSummary[]): boolean => USERS.every((_, u) => isEqual(seen[u], mdl.unread(uid(u))));
+
+          for (const step of steps) {
+            if (step.kind === 'one') {
+              const status = await send(step.via, step.request);
+              expect(status, JSON.stringify(step)).toBe(applyModel(model, step.request));
+              continue;
+            }
+            races++;
+            // Both orders, as models: the race must end in one of them.
+            const orders = [
+              [step.first, step.second],
+              [step.second, step.first],
+            ].map((order) => {
+              const mdl = clone(model);
+              return { mdl, statuses: order.map((r) => applyModel(mdl, r)) };
+            });
+            const [s1, s2] = await Promise.all([send(0, step.first), delayThen(step.delayMs, () => send(1, step.second))]);
+            const seen = await shown(run % 2);
+            const hit = orders.find((o, i) => matches(o.mdl, seen) && sameStatuses(i === 0 ? o.statuses : [...o.statuses].reverse(), [s1, s2]));
+            if (!hit) {
+              expect({ step, seen }, 'the race ended in neither order').toEqual({ step, seen: USERS.map((_, u) => orders[0]?.mdl.unread(uid(u))) });
+            } else {
+              model = hit.mdl;
+            }
+          }
+          // The end state, from both processes, equals the model.
+          for (const via of [0, 1]) {
+            const seen = await shown(via);
+            expect(seen).toEqual(USERS.map((_, u) => model.unread(uid(u))));
+          }
+          // A client pulling from scratch holds the same conversations.
+          for (const [u] of USERS.entries()) {
+            const token = await auth.mintUserToken(uid(u));
+            const pull = new HttpTarget((servers[u % 2] as ChildServer).port, { authorization: `Bearer ${token}` });
+            try {
+              const reply = JSON.parse(await pull.expectOk('GET', '/v1/sync?limit=1000')) as { snapshot?: { convs: { conv: string }[] }; entries: { conv: string; state: unknown }[]; more: boolean };
+              const held = new Set(reply.snapshot?.convs.map((s) => s.conv));
+              for (const e of reply.entries) {
+                if (e.state) held.add(e.conv);
+                else held.delete(e.conv);
+              }
+              expect([...held].sort()).toEqual(
+                [...model.conversations.entries()]
+                  .filter(([, c]) => c.members.has(uid(u)))
+                  .map(([name]) => name)
+                  .sort(),
+              );
+            } finally {
+              pull.close();
+            }
+          }
+        }),
+        { numRuns: NUM_RUNS },
+      );
+      console.log(`[race] ${NUM_RUNS} runs, ${races} races, ${switches} threshold crossings`);
+      expect(races).toBeGreaterThan(NUM_RUNS);
+      expect(switches).toBeGreaterThan(0);
+    },
+    Math.max(120_000, NUM_RUNS * 3_000),
+  );
+});
+
+function clone(model: Model): Model {
+  const copy = new Model(model.largeGroupThreshold);
+  return Object.assign(copy, structuredClone({ ...model }));
+}
+
+function sameStatuses(expected: number[], got: number[]): boolean {
+  return expected.length === got.length && expected.every((s, i) => s === got[i]);
+}
+
+
+async function delayThen<T>(ms: number, f: () => Promise<T>): Promise<T> {
+  if (ms > 0) await new Promise((r) => setTimeout(r, ms));
+  return f();
+}

@@ -1,0 +1,88 @@
+import { readFile } from 'node:fs/promises';
+import SwaggerParser from '@apidevtools/swagger-parser';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ERROR_CODES } from '../../protocol/errors.js';
+import { ENDPOINTS } from '../../protocol/http-api.js';
+import { DEV_API_KEY, DEV_JWT_SECRET } from '../../server/config.js';
+import { buildOpenApiDocument } from '../../server/openapi/document.js';
+import { OPENAPI_FILE, openApiText } from '../../server/openapi/write.js';
+import { startTestServer, type TestServer } from '../helpers/test-server.js';
+
+/**
+ * The OpenAPI document: generated, committed, served, valid, and covering exactly the routes the
+ * server registers and the endpoints PROTOCOL.md lists.
+ */
+
+let prod: TestServer;
+let dev: TestServer;
+
+beforeAll(async () => {
+  // CORS on, so that its preflight routes exist and are shown to be the only undocumented ones.
+  prod = await startTestServer({ config: { corsOrigins: ['http://127.0.0.1:1'] } });
+  dev = await startTestServer({ config: { devMode: true, apiKey: DEV_API_KEY, jwtSecret: DEV_JWT_SECRET } });
+});
+
+afterAll(async () => {
+  await prod?.close();
+  await dev?.close();
+});
+
+/** `METHOD /path` of the routes a server registered, OPTIONS (CORS preflights) left out. */
+function served(server: TestServer): string[] {
+  return server.server.routes
+    .filter((r) => r.method !== 'options')
+    .map((r) => `${r.method === 'del' ? 'DELETE' : r.method.toUpperCase()} ${r.pattern}`)
+    .sort();
+}
+
+function documented(devMode: boolean): string[] {
+  return ENDPOINTS.filter((e) => devMode || !e.devModeOnly)
+    .map((e) => `${e.method.toUpperCase()} ${e.path}`)
+    .sort();
+}
+
+describe('the OpenAPI document', () => {
+  it('the committed protocol/openapi.json is what `npm run openapi` generates now', async () => {
+    const committed = await readFile(OPENAPI_FILE, 'utf8').catch(() => '(missing)');
+    // On a mismatch: run `npm run openapi` and commit the file.
+    expect(committed).toBe(openApiText());
+  });
+
+  it('is a valid OpenAPI 3.1 document (swagger-parser)', async () => {
+    const api = await SwaggerParser.validate(structuredClone(buildOpenApiDocument()) as never);
+    expect((api as { openapi: string }).openapi).toBe('3.1.0');
+  });
+
+  it('swagger-parser rejects a broken one (the check above can fail)', async () => {
+    const broken = structuredClone(buildOpenApiDocument()) as { paths: Record<string, Record<string, { responses: unknown }>> };
+    const sync = broken.paths['/v1/sync']?.get;
+    if (!sync) throw new Error('no GET /v1/sync');
+    sync.responses = { '200': { content: {} } }; // a response without its required description
+    await expect(SwaggerParser.validate(broken as never)).rejects.toThrow();
+  });
+
+  it('is served at /openapi.json, identical to the generated one', async () => {
+    const res = await prod.request('GET', '/openapi.json', { auth: 'none' });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual(buildOpenApiDocument());
+  });
+
+  it('documents exactly the routes the server serves, in production and in dev mode', () => {
+    expect(served(prod)).toEqual(documented(false));
+    expect(served(dev)).toEqual(documented(true));
+    expect(prod.server.routes.some((r) => r.method === 'options')).toBe(true);
+  });
+
+  it('documents every endpoint of PROTOCOL.md\'s endpoint table', async () => {
+    const protocol = await readFile(new URL('../../protocol/PROTOCOL.md', import.meta.url), 'utf8');
+    const rows = [...protocol.matchAll(/^\| `(GET|POST|PUT|DELETE)` \| (`[^|]+`) \|/gm)];
+    expect(rows.length).toBeGreaterThan(5);
+    const listed = rows.flatMap(([, method, paths]) => [...(paths ?? '').matchAll(/`([^`]+)`/g)].map((m) => `${method} ${m[1]}`));
+    expect(listed.filter((endpoint) => !documented(true).includes(endpoint))).toEqual([]);
+  });
+
+  it('names every error code, with its status', () => {
+    const doc = buildOpenApiDocument() as { components: { schemas: { Error: { properties: { error: { properties: { code: { enum: string[] } } } } } } } };
+    expect(doc.components.schemas.Error.properties.error.properties.code.enum).toEqual(Object.keys(ERROR_CODES));
+  });
+});

@@ -1,0 +1,280 @@
+import { Agent } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { encodeMsgpack } from '../../protocol/codec.js';
+import { LIMITS } from '../../protocol/limits.js';
+import { startServer, type RunningServer } from '../../server/app.js';
+import { Authenticator } from '../../server/auth/tokens.js';
+import { DEV_API_KEY, DEV_JWT_SECRET, type Config } from '../../server/config.js';
+import { MemoryEngine } from '../../server/engine/memory/memory-engine.js';
+import { faultyEngine, type EngineFault, type FaultyEngine } from '../helpers/faulty-engine.js';
+import { silentLogger, TEST_API_KEY, testConfig } from '../helpers/test-server.js';
+import { Contract, send, type RawReply, type RequestSpec } from './contract.js';
+
+/**
+ * Real replies of every endpoint, from real servers (production credentials, and dev mode for
+ * the dev-only endpoints), validated against the OpenAPI document the server serves: status,
+ * media type and body, in JSON and in MessagePack. Every documented (operation, status) pair must
+ * be seen; the store's failures come from a real engine behind a switch (`faulty-engine.ts`), and
+ * the shutdown 503 from a real shutdown.
+ */
+
+interface Server {
+  running: RunningServer;
+  faulty: FaultyEngine;
+  auth: Authenticator;
+}
+
+const BASE = testConfig({ largeGroupThreshold: 2 });
+
+async function start(config: Config): Promise<Server> {
+  const faulty = faultyEngine(new MemoryEngine({ snapshotEvery: config.snapshotEvery, streamMaxLen: config.streamMaxLen }));
+  const running = await startServer(config, silentLogger, faulty.engine);
+  return { running, faulty, auth: Authenticator.fromConfig(config) };
+}
+
+let prod: Server;
+let dev: Server;
+let contract: Contract;
+let alice: string;
+let expired: string;
+
+beforeAll(async () => {
+  prod = await start(BASE);
+  dev = await start({ ...BASE, devMode: true, apiKey: DEV_API_KEY, jwtSecret: DEV_JWT_SECRET });
+  alice = await prod.auth.mintUserToken('alice');
+  expired = await prod.auth.mintUserToken('alice', -60);
+  const served = await send(prod.running.port, { method: 'GET', path: '/openapi.json' });
+  contract = await Contract.load(JSON.parse(served.body.toString('utf8')) as object);
+  const setup = async (spec: RequestSpec) => expect((await send(prod.running.port, spec)).status).toBe(200);
+  await setup(req('PUT', '/v1/conversations/team/members', { body: { add: ['alice', 'bob'], category: 'group' } }));
+  await setup(req('PUT', '/v1/conversations/big/members', { body: { add: ['alice', 'bob', 'carol'] } })); // read-diffused: heads
+  await setup(req('POST', '/v1/messages', { body: { messages: [{ conv: 'team', seq: 1, sender: 'bob', mentions: ['alice'] }, { conv: 'big', seq: 1, sender: 'bob' }] } }));
+});
+
+afterAll(async () => {
+  await prod?.running.close();
+  await dev?.running.close();
+});
+
+type Auth = 'api' | 'none' | 'alice' | 'expired' | 'bob';
+
+interface RequestOptions {
+  auth?: Auth;
+  body?: unknown;
+  /** Sent as is, with `contentType`. */
+  raw?: string | Uint8Array;
+  contentType?: string;
+}
+
+function req(method: string, path: string, options: RequestOptions = {}): RequestSpec {
+  const headers: Record<string, string> = {};
+  const auth = options.auth ?? 'api';
+  if (auth !== 'none') headers.authorization = `Bearer ${auth === 'api' ? TEST_API_KEY : auth === 'alice' ? alice : auth === 'expired' ? expired : 'bob'}`;
+  let body: string | Uint8Array | undefined;
+  if (options.raw !== undefined) body = options.raw;
+  else if (options.body !== undefined) body = JSON.stringify(options.body);
+  if (body !== undefined) headers['content-type'] = options.contentType ?? 'application/json';
+  return { method, path, headers, ...(body !== undefined ? { body } : {}) };
+}
+
+interface Case {
+  op: string;
+  status: number;
+  name: string;
+  request: () => RequestSpec;
+  /** The error code expected (error replies). */
+  code?: string;
+  fault?: EngineFault;
+  on?: 'dev';
+}
+
+const TOO_BIG = JSON.stringify({ conv: 'team', seq: 1, sender: 'bob', pad: 'p'.repeat(LIMITS.maxBodyBytes) });
+const BAD_ID = encodeURIComponent('not an id!');
+
+/** The failures every store-backed endpoint shares. */
+function storeFailures(op: string, request: () => RequestSpec): Case[] {
+  return [
+    { op, status: 500, name: 'the store fails unexpectedly', request, code: 'internal', fault: 'fail' },
+    { op, status: 503, name: 'the store is unreachable', request, code: 'unavailable', fault: 'down' },
+  ];
+}
+
+/** The body errors every endpoint that takes a body shares. */
+function bodyErrors(op: string, method: string, path: string, auth: Auth = 'api'): Case[] {
+  return [
+    { op, status: 400, name: 'malformed JSON', request: () => req(method, path, { auth, raw: '{"conv":', contentType: 'application/json' }), code: 'bad_json' },
+    { op, status: 400, name: 'a body that breaks the schema', request: () => req(method, path, { auth, body: { unexpected: true } }), code: 'invalid_request' },
+    { op, status: 413, name: 'a body over 1 MiB', request: () => req(method, path, { auth, raw: TOO_BIG }), code: 'payload_too_large' },
+    { op, status: 415, name: 'a form body', request: () => req(method, path, { auth, raw: 'a=1', contentType: 'application/x-www-form-urlencoded' }), code: 'unsupported_media_type' },
+  ];
+}
+
+/** The credential errors of a per-user endpoint. */
+function userAuthErrors(op: string, method: string, path: (uid: string) => string, body?: unknown): Case[] {
+  return [
+    { op, status: 400, name: 'a malformed :uid', request: () => req(method, path(BAD_ID), { body }), code: 'invalid_request' },
+    { op, status: 401, name: 'no credentials', request: () => req(method, path('alice'), { auth: 'none', body }), code: 'unauthorized' },
+    { op, status: 401, name: 'an expired token', request: () => req(method, path('alice'), { auth: 'expired', body }), code: 'token_expired' },
+    { op, status: 403, name: 'another user\'s token', request: () => req(method, path('bob'), { auth: 'alice', body }), code: 'forbidden' },
+  ];
+}
+
+const read = (uid: string) => `/v1/users/${uid}/read`;
+const settings = (uid: string) => `/v1/users/${uid}/conversations/team`;
+const unread = (uid: string) => `/v1/users/${uid}/unread`;
+
+const CASES: Case[] = [
+  { op: 'postMessages', status: 200, name: 'one message', request: () => req('POST', '/v1/messages', { body: { conv: 'team', seq: 2, sender: 'bob' } }) },
+  {
+    op: 'postMessages',
+    status: 200,
+    name: 'a batch, MessagePack body',
+    request: () => req('POST', '/v1/messages', { raw: encodeMsgpack({ messages: [{ conv: 'team', seq: 3, sender: 'alice' }] }), contentType: 'application/msgpack' }),
+  },
+  ...bodyErrors('postMessages', 'POST', '/v1/messages'),
+  { op: 'postMessages', status: 401, name: 'a user token instead of the API key', request: () => req('POST', '/v1/messages', { auth: 'alice', body: { conv: 'team', seq: 4, sender: 'bob' } }), code: 'unauthorized' },
+  { op: 'postMessages', status: 404, name: 'an unknown conversation', request: () => req('POST', '/v1/messages', { body: { conv: 'nowhere', seq: 1, sender: 'bob' } }), code: 'unknown_conversation' },
+  ...storeFailures('postMessages', () => req('POST', '/v1/messages', { body: { conv: 'team', seq: 4, sender: 'bob' } })),
+
+  { op: 'changeMembers', status: 200, name: 'add a member', request: () => req('PUT', '/v1/conversations/team/members', { body: { add: ['dave'] } }) },
+  ...bodyErrors('changeMembers', 'PUT', '/v1/conversations/team/members'),
+  { op: 'changeMembers', status: 400, name: 'a malformed :conv', request: () => req('PUT', `/v1/conversations/${BAD_ID}/members`, { body: {} }), code: 'invalid_request' },
+  { op: 'changeMembers', status: 401, name: 'a wrong API key', request: () => ({ ...req('PUT', '/v1/conversations/team/members', { body: {} }), headers: { authorization: 'Bearer wrong-key-0123456789' } }), code: 'unauthorized' },
+  ...storeFailures('changeMembers', () => req('PUT', '/v1/conversations/team/members', { body: {} })),
+
+  { op: 'markRead', status: 200, name: 'the user\'s own token', request: () => req('POST', read('alice'), { auth: 'alice', body: { conv: 'team', seq: 1 } }) },
+  { op: 'markRead', status: 200, name: 'the API key, for any user', request: () => req('POST', read('bob'), { body: { conv: 'team', seq: 1 } }) },
+  ...bodyErrors('markRead', 'POST', read('alice'), 'alice'),
+  ...userAuthErrors('markRead', 'POST', read, { conv: 'team', seq: 1 }),
+  { op: 'markRead', status: 404, name: 'a conversation the user is not in', request: () => req('POST', read('carol'), { body: { conv: 'team', seq: 1 } }), code: 'unknown_conversation' },
+  ...storeFailures('markRead', () => req('POST', read('alice'), { auth: 'alice', body: { conv: 'team', seq: 2 } })),
+
+  { op: 'updateConversationSettings', status: 200, name: 'mute', request: () => req('PUT', settings('alice'), { auth: 'alice', body: { muted: true } }) },
+  ...bodyErrors('updateConversationSettings', 'PUT', settings('alice'), 'alice'),
+  ...userAuthErrors('updateConversationSettings', 'PUT', settings, { muted: false }),
+  { op: 'updateConversationSettings', status: 404, name: 'an unknown conversation', request: () => req('PUT', '/v1/users/alice/conversations/nowhere', { body: { muted: true } }), code: 'unknown_conversation' },
+  ...storeFailures('updateConversationSettings', () => req('PUT', settings('alice'), { body: { markedUnread: true } })),
+
+  { op: 'deleteConversation', status: 200, name: 'delete', request: () => req('DELETE', '/v1/users/bob/conversations/big') },
+  ...userAuthErrors('deleteConversation', 'DELETE', settings),
+  { op: 'deleteConversation', status: 404, name: 'an unknown conversation', request: () => req('DELETE', '/v1/users/alice/conversations/nowhere'), code: 'unknown_conversation' },
+  ...storeFailures('deleteConversation', () => req('DELETE', settings('alice'))),
+
+  { op: 'getUnread', status: 200, name: 'a user in a small and a large group', request: () => req('GET', unread('alice'), { auth: 'alice' }) },
+  { op: 'getUnread', status: 200, name: 'a user never seen', request: () => req('GET', unread('zoe')) },
+  ...userAuthErrors('getUnread', 'GET', unread),
+  ...storeFailures('getUnread', () => req('GET', unread('alice'))),
+
+  { op: 'sync', status: 200, name: 'first sync (snapshot)', request: () => req('GET', '/v1/sync', { auth: 'alice' }) },
+  { op: 'sync', status: 200, name: 'a delta page', request: () => req('GET', '/v1/sync?since=1&limit=1', { auth: 'alice' }) },
+  { op: 'sync', status: 400, name: 'a malformed since', request: () => req('GET', '/v1/sync?since=x', { auth: 'alice' }), code: 'invalid_request' },
+  { op: 'sync', status: 401, name: 'the API key (no user)', request: () => req('GET', '/v1/sync'), code: 'unauthorized' },
+  { op: 'sync', status: 401, name: 'an expired token', request: () => req('GET', '/v1/sync', { auth: 'expired' }), code: 'token_expired' },
+  ...storeFailures('sync', () => req('GET', '/v1/sync', { auth: 'alice' })),
+
+  { op: 'healthz', status: 200, name: 'alive', request: () => req('GET', '/healthz', { auth: 'none' }) },
+  { op: 'readyz', status: 200, name: 'ready', request: () => req('GET', '/readyz', { auth: 'none' }) },
+  { op: 'readyz', status: 503, name: 'the store does not answer', request: () => req('GET', '/readyz', { auth: 'none' }), fault: 'down' },
+  { op: 'metrics', status: 200, name: 'Prometheus text', request: () => req('GET', '/metrics', { auth: 'none' }) },
+  { op: 'openapi', status: 200, name: 'the document', request: () => req('GET', '/openapi.json', { auth: 'none' }) },
+
+  { op: 'devToken', status: 200, name: 'a dev token', request: () => req('POST', '/dev/token', { auth: 'none', body: { uid: 'alice' } }), on: 'dev' },
+  ...bodyErrors('devToken', 'POST', '/dev/token', 'none').map((c): Case => ({ ...c, on: 'dev' })),
+  ...(
+    [
+      ['demoPage', '/'],
+      ['demoScript', '/demo/app.js'],
+      ['demoStyles', '/demo/app.css'],
+    ] as const
+  ).map(([op, path]): Case => ({ op, status: 200, name: 'the asset', request: () => req('GET', path, { auth: 'none' }), on: 'dev' })),
+];
+
+/**
+ * Endpoints that never reach the store, so nothing a client or the store does makes them fail
+ * with 500: their 500 reply is the shared error body, checked on every store-backed endpoint.
+ * The demo assets' text 500 needs esbuild to be missing.
+ */
+const NEVER_500 = ['healthz', 'readyz', 'metrics', 'openapi', 'devToken', 'demoPage', 'demoScript', 'demoStyles'];
+
+/** An agent holding `count` idle keep-alive connections to the server. */
+async function openConnections(port: number, count: number): Promise<Agent> {
+  const agent = new Agent({ keepAlive: true, maxSockets: count });
+  let free = 0;
+  const allFree = new Promise<void>((resolve) => {
+    agent.on('free', () => {
+      if (++free === count) resolve();
+    });
+  });
+  // Concurrent requests, so that each gets a connection of its own.
+  await Promise.all(Array.from({ length: count }, () => send(port, { ...req('GET', '/healthz', { auth: 'none' }), agent })));
+  await allFree;
+  return agent;
+}
+
+function serverOf(c: Case): Server {
+  return c.on === 'dev' ? dev : prod;
+}
+
+async function checked(c: Case, accept: string): Promise<unknown> {
+  const server = serverOf(c);
+  const spec = c.request();
+  server.faulty.fault = c.fault ?? 'none';
+  let reply: RawReply;
+  try {
+    reply = await send(server.running.port, { ...spec, headers: { ...spec.headers, accept } });
+  } finally {
+    server.faulty.fault = 'none';
+  }
+  expect(reply.status, `${c.op}: ${c.name} (${accept}) → ${reply.body.toString('utf8', 0, 200)}`).toBe(c.status);
+  const body = contract.check(c.op, reply);
+  if (c.code) expect((body as { error: { code: string } }).error.code).toBe(c.code);
+  return body;
+}
+
+describe('every reply of every endpoint matches the OpenAPI document', () => {
+  for (const c of CASES) {
+    it(`${c.op} ${c.status}: ${c.name}`, async () => {
+      const spec = c.request();
+      if (c.status === 200 && typeof spec.body === 'string') contract.checkRequest(c.op, JSON.parse(spec.body));
+      await checked(c, 'application/json');
+      await checked(c, 'application/msgpack');
+    });
+  }
+
+  it('404 and 405 (no operation) carry the common error body', async () => {
+    contract.checkError(await send(prod.running.port, req('GET', '/v1/nothing-here')), 'not_found');
+    contract.checkError(await send(prod.running.port, { ...req('GET', '/v1/messages'), headers: { accept: 'application/msgpack' } }), 'method_not_allowed');
+  });
+
+  it('during a graceful shutdown every endpoint answers 503 unavailable', async () => {
+    for (const server of [prod, dev]) {
+      const opsHere = [...new Set(CASES.filter((c) => serverOf(c) === server).map((c) => c.op))];
+      // Connections opened before the shutdown survive the listen socket; one per request, since
+      // a refused request with a body closes its connection.
+      const agent = await openConnections(server.running.port, opsHere.length * 2);
+      const release = server.faulty.holdClose();
+      const closed = server.running.close();
+      try {
+        for (const op of opsHere) {
+          const first = CASES.find((c) => c.op === op && c.status === 200);
+          if (!first) throw new Error(`no 200 case for ${op}`);
+          for (const accept of ['application/json', 'application/msgpack']) {
+            const spec = first.request();
+            const reply = await send(server.running.port, { ...spec, headers: { ...spec.headers, accept }, agent });
+            expect(reply.status, op).toBe(503);
+            expect((contract.check(op, reply) as { error: { code: string } }).error.code).toBe('unavailable');
+          }
+        }
+      } finally {
+        release();
+        agent.destroy();
+        await closed;
+      }
+    }
+  });
+
+  it('every documented (operation, status) was seen', () => {
+    const expected = contract.documented().filter((pair) => !NEVER_500.some((op) => pair === `${op} 500`));
+    expect(expected.filter((pair) => !contract.seen.has(pair))).toEqual([]);
+  });
+});

@@ -1,0 +1,87 @@
+import type { Engine } from '../../server/engine/engine.js';
+
+/** The Engine methods that talk to the store (each is one await point of a caller). */
+export const STORE_CALLS = [
+  'changeMembers',
+  'roster',
+  'finishRewrite',
+  'getConversation',
+  'missingConversations',
+  'recordMessages',
+  'heads',
+  'applyUserOps',
+  'pull',
+  'position',
+  'userState',
+] as const satisfies readonly (keyof Engine)[];
+
+export type StoreCall = (typeof STORE_CALLS)[number];
+
+/** Where a call stands when the control sees it: about to go to the store, or back from it. */
+export type Phase = 'before' | 'after';
+
+export interface CallPoint {
+  index: number;
+  method: StoreCall;
+  phase: Phase;
+}
+
+/**
+ * What the control does at a point: nothing, hold the caller there until released, or fail the
+ * call — before it reaches the store (nothing applied), after it (applied, the reply lost, as when
+ * the process dies or the connection drops right then), or, for applyUserOps, halfway (the first
+ * `applied` ops land, the rest do not).
+ */
+export type Control =
+  | { kind: 'pass' }
+  | { kind: 'hold'; release: Promise<void> }
+  | { kind: 'fail' }
+  | { kind: 'fail-partway'; applied: number };
+
+export class InjectedFault extends Error {
+  constructor(point: CallPoint) {
+    super(`injected fault ${point.phase} ${point.method} #${point.index}`);
+    this.name = 'InjectedFault';
+  }
+}
+
+/**
+ * A view of `engine` whose store calls go through `control` at each await point, numbered in
+ * call order: the caller's interleavings and partial failures, made systematic. Anything that is
+ * not a store call (kind, notifications) is the engine's own.
+ */
+export function controlledEngine(engine: Engine, control: (point: CallPoint) => Control): { engine: Engine; calls: CallPoint[] } {
+  const calls: CallPoint[] = [];
+  let next = 0;
+  const calling = new Set<string>(STORE_CALLS);
+  const obey = async (point: CallPoint, c: Control): Promise<void> => {
+    calls.push(point);
+    if (c.kind === 'hold') await c.release;
+    if (c.kind === 'fail') throw new InjectedFault(point);
+  };
+  const proxy = new Proxy(engine, {
+    get(target, prop, receiver) {
+      const value: unknown = Reflect.get(target, prop, receiver);
+      if (typeof prop !== 'string' || !calling.has(prop) || typeof value !== 'function') return value;
+      const method = prop as StoreCall;
+      return async (...args: unknown[]): Promise<unknown> => {
+        const index = next++;
+        const call = value as (...a: unknown[]) => Promise<unknown>;
+        const before: CallPoint = { index, method, phase: 'before' };
+        await obey(before, control(before));
+        const after: CallPoint = { index, method, phase: 'after' };
+        const then = control(after);
+        if (then.kind === 'fail-partway') {
+          calls.push(after);
+          const ops = args[0] as unknown[];
+          await call.apply(target, [ops.slice(0, then.applied), ...args.slice(1)]);
+          throw new InjectedFault(after);
+        }
+        const result = await call.apply(target, args);
+        await obey(after, then);
+        return result;
+      };
+    },
+  });
+  return { engine: proxy, calls };
+}

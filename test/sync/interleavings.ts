@@ -1,0 +1,264 @@
+import { describe, expect, it } from 'vitest';
+import type { MessageEvent, UnreadSummary } from '../../protocol/types.js';
+import { summarize } from '../../protocol/view.js';
+import type { ConvState } from '../../protocol/types.js';
+import type { Engine } from '../../server/engine/engine.js';
+import { SyncService } from '../../server/sync/sync-service.js';
+import { isEqual } from '../helpers/equal.js';
+import { Model, type ModelSummary } from '../http/model.js';
+import { controlledEngine, InjectedFault, type CallPoint, type Control } from './controlled-engine.js';
+
+/**
+ * Two sync services (two server processes) on one store, made to interleave at every await
+ * point of one operation, and made to fail at every store call of it followed by a retry —
+ * systematically, not by chance. After each run every user must show what the reference model
+ * (test/http/model.ts, written from the specification) computes for one order of the two
+ * operations: the outcome must be linearizable, whichever process ran what in between.
+ */
+
+type Step =
+  | { members: string; add?: string[]; remove?: string[]; category?: string }
+  | { messages: MessageEvent[] };
+
+interface Scenario {
+  name: string;
+  threshold: number;
+  setup: Step[];
+  /** The operation whose await points are controlled (process A). */
+  change: Step;
+  /** What the other process (B) does at the controlled point. */
+  concurrent: Step;
+  /** Applied after both, to show each user's record agrees with the membership. */
+  after: Step[];
+  users: string[];
+}
+
+const m = (conv: string, seq: number, sender: string, mentions?: string[]): MessageEvent => ({ conv, seq, sender, ...(mentions ? { mentions } : {}) });
+
+export const SCENARIOS: Scenario[] = [
+  {
+    name: 'a join while a message is ingested',
+    threshold: 3,
+    setup: [{ members: 'g', add: ['a', 'b'] }, { messages: [m('g', 1, 'a')] }],
+    change: { members: 'g', add: ['u'] },
+    concurrent: { messages: [m('g', 2, 'a', ['u', 'b'])] },
+    after: [{ messages: [m('g', 3, 'b')] }],
+    users: ['a', 'b', 'u'],
+  },
+  {
+    name: 'a message ingested while a join runs (the ingest is the controlled side)',
+    threshold: 3,
+    setup: [{ members: 'g', add: ['a', 'b'] }, { messages: [m('g', 1, 'a')] }],
+    change: { messages: [m('g', 2, 'a', ['u'])] },
+    concurrent: { members: 'g', add: ['u'] },
+    after: [{ messages: [m('g', 3, 'b', ['u'])] }],
+    users: ['a', 'b', 'u'],
+  },
+  {
+    name: 'a leave while a message is ingested',
+    threshold: 3,
+    setup: [{ members: 'g', add: ['a', 'b', 'u'] }, { messages: [m('g', 1, 'a', ['u'])] }],
+    change: { members: 'g', remove: ['u'] },
+    concurrent: { messages: [m('g', 2, 'b', ['u'])] },
+    after: [{ messages: [m('g', 3, 'a', ['u'])] }],
+    users: ['a', 'b', 'u'],
+  },
+  {
+    name: 'a rejoin while a message is ingested',
+    threshold: 3,
+    setup: [{ members: 'g', add: ['a', 'b', 'u'] }, { messages: [m('g', 1, 'a')] }, { members: 'g', remove: ['u'] }, { messages: [m('g', 2, 'a')] }],
+    change: { members: 'g', add: ['u'] },
+    concurrent: { messages: [m('g', 3, 'b', ['u'])] },
+    after: [{ messages: [m('g', 4, 'a')] }],
+    users: ['a', 'b', 'u'],
+  },
+  {
+    name: 'a switch to read diffusion while a message is ingested',
+    threshold: 3,
+    setup: [{ members: 'g', add: ['a', 'b', 'c'] }, { messages: [m('g', 1, 'a')] }],
+    change: { members: 'g', add: ['d'] },
+    concurrent: { messages: [m('g', 2, 'b', ['c', 'd'])] },
+    after: [{ messages: [m('g', 3, 'a', ['d'])] }],
+    users: ['a', 'b', 'c', 'd'],
+  },
+  {
+    name: 'a switch back to write diffusion while a message is ingested',
+    threshold: 3,
+    setup: [{ members: 'g', add: ['a', 'b', 'c', 'd'] }, { messages: [m('g', 1, 'a')] }],
+    change: { members: 'g', remove: ['d'] },
+    concurrent: { messages: [m('g', 2, 'a', ['b'])] },
+    after: [{ messages: [m('g', 3, 'c')] }],
+    users: ['a', 'b', 'c', 'd'],
+  },
+  {
+    name: 'a category change while a message is ingested',
+    threshold: 3,
+    setup: [{ members: 'g', add: ['a', 'b'], category: 'group' }, { messages: [m('g', 1, 'a')] }],
+    change: { members: 'g', category: 'team' },
+    concurrent: { messages: [m('g', 2, 'b')] },
+    after: [{ messages: [m('g', 3, 'b')] }],
+    users: ['a', 'b'],
+  },
+  {
+    name: 'two processes add members of one group at once, crossing the threshold together',
+    threshold: 3,
+    setup: [{ members: 'g', add: ['a', 'b'] }, { messages: [m('g', 1, 'a')] }],
+    change: { members: 'g', add: ['u'] },
+    concurrent: { members: 'g', add: ['v'] },
+    after: [{ messages: [m('g', 2, 'a', ['u', 'v'])] }],
+    users: ['a', 'b', 'u', 'v'],
+  },
+  {
+    name: 'one process adds a user while another removes it',
+    threshold: 3,
+    setup: [{ members: 'g', add: ['a', 'b'] }, { messages: [m('g', 1, 'a')] }],
+    change: { members: 'g', add: ['u'] },
+    concurrent: { members: 'g', remove: ['u'] },
+    after: [{ messages: [m('g', 2, 'a', ['u'])] }],
+    users: ['a', 'b', 'u'],
+  },
+];
+
+async function run(sync: SyncService, step: Step): Promise<void> {
+  if ('members' in step) {
+    await sync.changeMembers(step.members, { add: step.add ?? [], remove: step.remove ?? [], ...(step.category !== undefined ? { category: step.category } : {}) });
+  } else {
+    await sync.postMessages(step.messages);
+  }
+}
+
+function model(s: Scenario, steps: Step[]): Model {
+  const model = new Model(s.threshold);
+  for (const step of steps) {
+    if ('members' in step) model.changeMembers(step.members, step.add ?? [], step.remove ?? [], step.category);
+    else model.postMessages(step.messages);
+  }
+  return model;
+}
+
+/** What a user shows, seen two ways: the unread summary, and a client that pulled from scratch. */
+async function shown(sync: SyncService, uid: string): Promise<{ summary: ModelSummary; pulled: ModelSummary }> {
+  const { uid: _u, epoch: _e, version: _v, ...summary } = await sync.unread(uid);
+  const held = new Map<string, ConvState>();
+  let heads: Record<string, number> = {};
+  let since = null;
+  for (let page = 0; page < 100; page++) {
+    const p = await sync.pull(uid, since, 3);
+    if (p.snapshot) {
+      held.clear();
+      for (const s of p.snapshot.convs) held.set(s.conv, s);
+    }
+    for (const e of p.entries) {
+      if (e.state) held.set(e.conv, e.state);
+      else held.delete(e.conv);
+    }
+    heads = p.heads;
+    since = { epoch: p.epoch, version: p.version };
+    if (!p.more) break;
+  }
+  const { uid: _u2, epoch: _e2, version: _v2, ...pulled }: UnreadSummary = summarize(uid, '', 0, held.values(), heads);
+  return { summary, pulled };
+}
+
+
+function deferred(): { promise: Promise<void>; resolve: () => void } {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+/**
+ * The suite over one kind of store. `fresh` gives an empty store (its own key prefix) for each
+ * run; both services of a run share it.
+ */
+export function interleavingSuite(name: string, fresh: () => Promise<{ engine: Engine; cleanup(): Promise<void> }>): void {
+  describe(`two processes, systematic interleavings and faults: ${name}`, () => {
+    for (const s of SCENARIOS) {
+      const both = (first: Step, second: Step): Step[] => [...s.setup, first, second, ...s.after];
+      const orders = [both(s.change, s.concurrent), both(s.concurrent, s.change)];
+      const service = (engine: Engine): SyncService => new SyncService(engine, { largeGroupThreshold: s.threshold });
+
+      /**
+       * One run: setup, then A's step with `control` on A's store calls; B's step runs once A is
+       * held at `hold` (or once A has finished or failed). A failed step is retried (without
+       * faults) after B's. Returns A's store calls and what every user shows at the end.
+       */
+      async function runCase(control: (p: CallPoint) => Control, hold?: CallPoint): Promise<{ calls: CallPoint[]; seen: { summary: ModelSummary; pulled: ModelSummary }[] }> {
+        const store = await fresh();
+        try {
+          const plain = service(store.engine);
+          for (const step of s.setup) await run(plain, step);
+          const reached = deferred();
+          const release = deferred();
+          const { engine, calls } = controlledEngine(store.engine, (p) => {
+            if (hold && p.index === hold.index && p.phase === hold.phase) {
+              reached.resolve();
+              return { kind: 'hold', release: release.promise };
+            }
+            return control(p);
+          });
+          const changing = run(service(engine), s.change).then(
+            () => undefined,
+            (err: unknown) => err,
+          );
+          await Promise.race([reached.promise, changing]);
+          await run(plain, s.concurrent);
+          release.resolve();
+          const failure = await changing;
+          if (failure !== undefined) {
+            if (!(failure instanceof InjectedFault)) throw failure;
+            await run(plain, s.change);
+          }
+          for (const step of s.after) await run(plain, step);
+          return { calls, seen: await Promise.all(s.users.map((uid) => shown(plain, uid))) };
+        } finally {
+          await store.cleanup();
+        }
+      }
+
+      /** Every user equals the model of one order of A's and B's steps (the same order for all), seen both ways. */
+      function expectLinearizable(seen: { summary: ModelSummary; pulled: ModelSummary }[], label: string): void {
+        const models = orders.map((steps) => model(s, steps));
+        const ok = models.some((mdl) => s.users.every((uid, i) => isEqual(seen[i]?.summary, mdl.unread(uid)) && isEqual(seen[i]?.pulled, mdl.unread(uid))));
+        if (ok) return;
+        const want = models[0];
+        expect(
+          { label, users: Object.fromEntries(s.users.map((uid, i) => [uid, seen[i]])) },
+          'neither order of the two steps gives this (the diff is against A then B)',
+        ).toEqual({ label, users: Object.fromEntries(s.users.map((uid) => [uid, { summary: want?.unread(uid), pulled: want?.unread(uid) }])) });
+      }
+
+      const probe = (): Promise<CallPoint[]> => runCase(() => ({ kind: 'pass' })).then((r) => r.calls);
+
+      it(`${s.name}: B runs at every await point of A`, async () => {
+        const points = await probe();
+        expect(points.length).toBeGreaterThan(1);
+        for (const point of points) {
+          const { seen } = await runCase(() => ({ kind: 'pass' }), point);
+          expectLinearizable(seen, `B ran with A held ${point.phase} ${point.method} #${point.index}`);
+        }
+      });
+
+      it(`${s.name}: A fails at every store call (before, after, halfway); B runs; A's retry completes it`, async () => {
+        const points = (await probe()).filter((p) => p.phase === 'before');
+        for (const p of points) {
+          const faults: [Control, CallPoint][] = [
+            [{ kind: 'fail' }, p],
+            [{ kind: 'fail' }, { ...p, phase: 'after' }],
+          ];
+          if (p.method === 'applyUserOps') faults.push([{ kind: 'fail-partway', applied: 1 }, { ...p, phase: 'after' }]);
+          for (const [fault, at] of faults) {
+            let injected = false;
+            const { seen } = await runCase((q) => {
+              if (injected || q.index !== at.index || q.phase !== at.phase) return { kind: 'pass' };
+              injected = true;
+              return fault;
+            });
+            expect(injected, `fault ${fault.kind} at ${at.phase} ${at.method} #${at.index} was reached`).toBe(true);
+            expectLinearizable(seen, `A failed (${fault.kind}) ${at.phase} ${at.method} #${at.index}, B ran, A retried`);
+          }
+        }
+      });
+    }
+  });
+}

@@ -18,7 +18,11 @@ export const ERROR_CODES = {
   unsupported_media_type: { status: 415, reason: 'Send application/json (or application/msgpack where accepted).' },
   rate_limited: { status: 429, reason: 'Too many requests or frames; slow down.' },
   internal: { status: 500, reason: 'An unexpected server error; the request may be retried.' },
-  unavailable: { status: 503, reason: 'The store is unreachable or the server is shutting down; retry.' },
+  unavailable: { status: 503, reason: 'The store is unreachable, stuck, or the server is shutting down; nothing was applied. Retry after Retry-After.' },
+  outcome_unknown: {
+    status: 503,
+    reason: 'The change reached the store but no trustworthy answer came back: it may or may not be applied. Retry it (every write is idempotent).',
+  },
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

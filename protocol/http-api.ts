@@ -214,6 +214,7 @@ export function pathParameters(path: string): string[] {
 /**
  * Every error code an endpoint may answer: those that follow from its shape, then its own.
  * During graceful shutdown every endpoint answers `503 unavailable`, and any may fail `internal`.
+ * A write to the store may also answer `503 outcome_unknown` (the store took it but did not confirm).
  */
 export function errorCodesOf(endpoint: Endpoint): ErrorCode[] {
   const codes = new Set<ErrorCode>();
@@ -226,6 +227,7 @@ export function errorCodesOf(endpoint: Endpoint): ErrorCode[] {
   for (const code of endpoint.errors ?? []) codes.add(code);
   codes.add('internal');
   codes.add('unavailable');
+  if (endpoint.method !== 'get' && endpoint.tag !== 'operations' && !endpoint.devModeOnly) codes.add('outcome_unknown');
   // In the order of ERROR_CODES, so that equal sets read (and are named) the same everywhere.
   return (Object.keys(ERROR_CODES) as ErrorCode[]).filter((code) => codes.has(code));
 }

@@ -6,29 +6,55 @@ import { createEngine } from './engine/create-engine.js';
 import { registerApiRoutes } from './gateway/api-routes.js';
 import { enableCors } from './gateway/cors.js';
 import { registerDemoRoutes } from './gateway/demo-routes.js';
-import { HttpRouter, type Method } from './gateway/http.js';
+import { HttpRouter, type Method, type RouterOptions } from './gateway/http.js';
+import { listenExclusive } from './gateway/listen.js';
 import { registerOpenApiRoute } from './gateway/openapi-route.js';
 import { registerOpsRoutes } from './gateway/ops-routes.js';
 import { closeApp, uws, type us_listen_socket } from './gateway/uws.js';
 import { Metrics } from './metrics/metrics.js';
-import { redisTargetOf } from './redis-target.js';
+import { VERSION } from './ops/build-info.js';
+import { startOpsListener, type OpsListener } from './ops/ops-listener.js';
+import { StoreHealth } from './ops/store-health.js';
+import { DEFAULT_STORE_TIMEOUT_MS, redisTargetOf } from './redis-target.js';
 import { WsGateway } from './gateway/ws-gateway.js';
 import { SyncService } from './sync/sync-service.js';
 
 export interface RunningServer {
   readonly port: number;
+  /** The operations listener's port (OPS_PORT), or undefined when they are served on `port`. */
+  readonly opsPort: number | undefined;
   readonly engine: Engine;
   readonly sync: SyncService;
   readonly metrics: Metrics;
   readonly gateway: WsGateway;
   /** The HTTP routes it serves (method, pattern), CORS preflights included. */
   readonly routes: ReadonlyArray<{ method: Method; pattern: string }>;
-  /** Stop accepting, let in-flight work finish, close the store. Idempotent. */
+  /** Stop accepting, answer everything in flight, let in-flight writes finish, close the store. Idempotent. */
   close(): Promise<void>;
+}
+
+/** Over the store timeout, the time a request may take to be answered (the router's bound). */
+const REQUEST_GRACE_MS = 250;
+
+/** Shutting down, the connections close once no request arrived for this long (at most MAX_LINGER_MS). */
+const QUIET_MS = 100;
+const MAX_LINGER_MS = 1_000;
+
+/** How long shutdown may take before main.ts gives up on it: every step is bounded by the store timeout. */
+export function shutdownBoundMs(storeTimeoutMs = DEFAULT_STORE_TIMEOUT_MS): number {
+  return Math.max(10_000, 4 * storeTimeoutMs + 2_000 + MAX_LINGER_MS);
 }
 
 /** Builds and starts one Redpoint process: engine, sync service, HTTP routes. */
 export async function startServer(config: Config, log: Logger, engine?: Engine): Promise<RunningServer> {
+  const storeTimeoutMs = config.storeTimeoutMs ?? DEFAULT_STORE_TIMEOUT_MS;
+  const metrics = new Metrics();
+  metrics.buildInfo.set({ version: VERSION, node: process.version }, 1);
+  const health = new StoreHealth(log, metrics, storeTimeoutMs);
+  const routerOptions: RouterOptions = {
+    requestTimeoutMs: storeTimeoutMs + REQUEST_GRACE_MS,
+    storeTroubledSince: (since) => health.troubledSince(since),
+  };
   // One Redis or a Redis Cluster (never both: that throws here, before anything starts).
   redisTargetOf(config);
   const store =
@@ -39,8 +65,11 @@ export async function startServer(config: Config, log: Logger, engine?: Engine):
       snapshotEvery: config.snapshotEvery,
       streamMaxLen: config.streamMaxLen,
       ...(config.streamIdleSeconds !== undefined ? { streamIdleSeconds: config.streamIdleSeconds } : {}),
+      storeTimeoutMs,
+      health,
+      allowEviction: config.redisAllowEviction,
+      log,
     }));
-  const metrics = new Metrics();
   const sync = new SyncService(store, { largeGroupThreshold: config.largeGroupThreshold });
   sync.ingest.onFlush = (stats) => {
     metrics.groupCommitBatch.observe(stats.messages);
@@ -51,10 +80,11 @@ export async function startServer(config: Config, log: Logger, engine?: Engine):
   sync.onStoreCall = (op, seconds) => metrics.storeLatency.observe({ op }, seconds);
   const auth = Authenticator.fromConfig(config, (err) => log.warn({ err: err.message }, 'cannot load the JWK Set of user tokens'));
   const app = uws.App();
-  const router = new HttpRouter(app, metrics, log);
+  const router = new HttpRouter(app, metrics, log, routerOptions);
   const gateway = new WsGateway(app, sync, auth, metrics, log, { ...defaultWsOptions, ...config.ws });
   const apiPaths = registerApiRoutes(router, { sync, auth, metrics });
-  const opsPaths = registerOpsRoutes(router, { engine: store, metrics });
+  // With OPS_PORT the operations endpoints live only there; the main port answers them 404.
+  const opsPaths = config.opsPort === undefined ? registerOpsRoutes(router, { engine: store, metrics }) : [];
   const docPaths = registerOpenApiRoute(router);
   // The demo page and its token minting exist only with the published dev credentials (loopback).
   const demoPaths = config.devMode ? registerDemoRoutes(router, { auth, apiKey: config.apiKey ?? DEV_API_KEY, log }) : [];
@@ -62,15 +92,18 @@ export async function startServer(config: Config, log: Logger, engine?: Engine):
   router.fallback([...apiPaths, ...opsPaths, ...docPaths, ...demoPaths]);
 
   let listenSocket: us_listen_socket;
+  let ops: OpsListener | undefined;
   try {
-    listenSocket = await new Promise<us_listen_socket>((resolve, reject) => {
-      app.listen(config.host, config.port, (socket) => {
-        if (socket) resolve(socket);
-        else reject(new Error(`cannot listen on ${config.host}:${config.port} (port in use?)`));
+    listenSocket = await listenExclusive(app, config.host, config.port);
+    if (config.opsPort !== undefined) {
+      ops = await startOpsListener(config.host, config.opsPort, { engine: store, metrics, log, router: routerOptions }).catch((err: unknown) => {
+        uws.us_listen_socket_close(listenSocket);
+        throw err;
       });
-    });
+    }
   } catch (err) {
     // Nothing was served yet: release the store connections this call opened.
+    health.close();
     gateway.shutdown();
     if (!engine) await store.close();
     closeApp(app);
@@ -82,15 +115,33 @@ export async function startServer(config: Config, log: Logger, engine?: Engine):
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> => {
     closing ??= (async () => {
+      // Connections close on purpose from here: not an outage to report.
+      health.close();
       metrics.ready.set(0);
       router.refuseNew();
+      ops?.router.refuseNew();
       uws.us_listen_socket_close(listenSocket);
+      ops?.stopListening();
       gateway.shutdown();
-      await sync.idle();
+      // Every request in flight is answered (each is bounded by the router's deadline; drain
+      // answers any left after it). Flushes in flight get a store timeout to finish: their
+      // requests are answered either way (200 once applied, or 503 with the outcome stated).
+      const answered = routerOptions.requestTimeoutMs + REQUEST_GRACE_MS;
+      await Promise.all([router.drain(answered), ops?.router.drain(answered), within(sync.idle(), storeTimeoutMs)]);
       await store.close();
+      // Clients still sending on keep-alive connections get their 503 (and a close) first.
+      await Promise.all([router.quiet(QUIET_MS, MAX_LINGER_MS), ops?.router.quiet(QUIET_MS, MAX_LINGER_MS)]);
       closeApp(app);
+      ops?.close();
     })();
     return closing;
   };
-  return { port, engine: store, sync, metrics, gateway, routes: router.routes, close };
+  return { port, opsPort: ops?.port, engine: store, sync, metrics, gateway, routes: router.routes, close };
+}
+
+/** Waits for `work`, but no longer than `ms` (it goes on; its outcome no longer matters here). */
+async function within(work: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([work.catch(() => undefined), new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+  clearTimeout(timer);
 }

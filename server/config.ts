@@ -1,11 +1,11 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 import type { NamedApiKey } from './auth/api-keys.js';
-import { resolveCredentials, type CredentialEnv } from './auth/auth-config.js';
+import { DEV_API_KEY, DEV_JWT_SECRET, resolveCredentials, type CredentialEnv } from './auth/auth-config.js';
 import type { JwksSource, KeySetTiming } from './auth/jwks.js';
 import { DEFAULT_MAX_TTL_SECONDS } from './auth/user-tokens.js';
 import { parseCorsOrigins, type CorsOrigins } from './gateway/cors.js';
-import { BOTH_TARGETS, parseClusterNodes, type RedisNodeAddress } from './redis-target.js';
+import { BOTH_TARGETS, DEFAULT_STORE_TIMEOUT_MS, describeRedisTarget, parseClusterNodes, redisTargetOf, type RedisNodeAddress } from './redis-target.js';
 
 export interface WsOptions {
   helloTimeoutMs: number;
@@ -39,6 +39,16 @@ const Env = Type.Object({
   PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8080 }),
   /** Interface to bind; dev mode forces 127.0.0.1. */
   HOST: Type.String({ minLength: 1, default: '0.0.0.0' }),
+  /** Separate port for /metrics, /healthz, /readyz (same HOST); unset → they are on PORT. */
+  OPS_PORT: Type.Optional(Type.Integer({ minimum: 0, maximum: 65535 })),
+  /**
+   * Bound of one store call: it fails after this long without any reply from its Redis. While
+   * the store is in trouble every request that needs it is answered within about this. No less
+   * than half a second: one script (a big user's snapshot) must fit in it.
+   */
+  STORE_TIMEOUT_MS: Type.Integer({ minimum: 500, maximum: 60_000, default: DEFAULT_STORE_TIMEOUT_MS }),
+  /** Start even though Redis may evict keys (maxmemory-policy other than noeviction). */
+  REDIS_ALLOW_EVICTION: Type.Union(['true', 'false', '1', '0'].map((v) => Type.Literal(v)), { default: 'false' }),
   /** redis://[user:pass@]host:port[/db]; unset → the in-memory engine. */
   REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://' })),
   /**
@@ -97,6 +107,12 @@ const checkEnv = TypeCompiler.Compile(Env);
 export interface Config {
   port: number;
   host: string;
+  /** Port of the operations listener; undefined → the operations endpoints are on `port`. */
+  opsPort?: number | undefined;
+  /** Bound of one store call (STORE_TIMEOUT_MS); default 2000. */
+  storeTimeoutMs?: number;
+  /** Start on a Redis whose maxmemory-policy may evict keys (REDIS_ALLOW_EVICTION). */
+  redisAllowEviction?: boolean;
   redisUrl: string | undefined;
   /** Redis Cluster seed nodes (REDIS_CLUSTER_NODES); never set together with `redisUrl`. */
   redisClusterNodes?: readonly RedisNodeAddress[] | undefined;
@@ -132,6 +148,8 @@ export class ConfigError extends Error {
 const SECRET = new Set(['REDPOINT_API_KEY', 'REDPOINT_API_KEYS', 'REDPOINT_JWT_SECRET', 'REDIS_URL']);
 const NUMERIC = new Set([
   'PORT',
+  'OPS_PORT',
+  'STORE_TIMEOUT_MS',
   'LARGE_GROUP_THRESHOLD',
   'SNAPSHOT_EVERY',
   'STREAM_MAX_LEN',
@@ -185,10 +203,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (problems.length > 0) throw new ConfigError(`invalid configuration:\n  ${problems.join('\n  ')}`);
   const values = raw as EnvValues;
   if (redisClusterNodes && values.REDIS_URL !== undefined) throw new ConfigError(BOTH_TARGETS);
+  if (values.OPS_PORT !== undefined && values.OPS_PORT !== 0 && values.OPS_PORT === values.PORT) {
+    throw new ConfigError(`OPS_PORT must differ from PORT (both ${values.PORT}); leave OPS_PORT unset to serve the operations endpoints on PORT`);
+  }
   const { devMode } = credentials;
   return {
     port: values.PORT,
     host: devMode ? '127.0.0.1' : values.HOST,
+    opsPort: values.OPS_PORT,
+    storeTimeoutMs: values.STORE_TIMEOUT_MS,
+    redisAllowEviction: values.REDIS_ALLOW_EVICTION === 'true' || values.REDIS_ALLOW_EVICTION === '1',
     redisUrl: values.REDIS_URL,
     redisClusterNodes,
     apiKey: credentials.apiKey,
@@ -214,4 +238,52 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       idleTimeoutSeconds: values.WS_IDLE_TIMEOUT_SECONDS,
     },
   };
+}
+
+/**
+ * The effective configuration for the start-up log: every setting after defaults, with the
+ * secrets masked (their length is shown, so an operator can tell a key was set) and the Redis
+ * password hidden.
+ */
+export function describeConfig(config: Config): Record<string, unknown> {
+  const mask = (secret: string | undefined, dev: string): string | null =>
+    secret === undefined ? null : secret === dev ? `${dev} (dev mode, published)` : `*** (${secret.length} chars)`;
+  return {
+    port: config.port,
+    host: config.host,
+    opsPort: config.opsPort ?? null,
+    redis: redisTargetDescription(config),
+    devMode: config.devMode,
+    apiKey: mask(config.apiKey, DEV_API_KEY),
+    apiKeys: (config.apiKeys ?? []).map((k) => `${k.name}: *** (${k.key.length} chars)`),
+    jwtSecret: mask(config.jwtSecret, DEV_JWT_SECRET),
+    jwks: config.jwks ? ('url' in config.jwks ? { url: withoutQuery(config.jwks.url) } : { file: config.jwks.file }) : null,
+    jwtIssuer: config.jwtIssuer ?? null,
+    jwtAudience: config.jwtAudience ?? null,
+    jwtMaxTtlSeconds: config.jwtMaxTtlSeconds ?? null,
+    corsOrigins: config.corsOrigins ?? null,
+    storeTimeoutMs: config.storeTimeoutMs ?? DEFAULT_STORE_TIMEOUT_MS,
+    redisAllowEviction: config.redisAllowEviction ?? false,
+    largeGroupThreshold: config.largeGroupThreshold,
+    snapshotEvery: config.snapshotEvery,
+    streamMaxLen: config.streamMaxLen,
+    streamIdleSeconds: config.streamIdleSeconds ?? null,
+    logLevel: config.logLevel,
+    ws: { ...defaultWsOptions, ...config.ws },
+  };
+}
+
+/** A URL without its query and credentials (either may carry a token). */
+function withoutQuery(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.protocol}//${u.host}${u.pathname}`;
+  } catch {
+    return '(not a URL)';
+  }
+}
+
+function redisTargetDescription(config: Config): string | null {
+  const target = redisTargetOf(config);
+  return target ? describeRedisTarget(target) : null;
 }

@@ -1,6 +1,7 @@
-import { startServer } from './app.js';
-import { ConfigError, DEV_API_KEY, loadConfig } from './config.js';
+import { shutdownBoundMs, startServer } from './app.js';
+import { ConfigError, DEV_API_KEY, describeConfig, loadConfig } from './config.js';
 import { createLogger } from './logger.js';
+import { VERSION } from './ops/build-info.js';
 import { describeRedisTarget, redisTargetOf } from './redis-target.js';
 
 let config;
@@ -16,6 +17,10 @@ try {
 const log = createLogger(config.logLevel);
 const redis = redisTargetOf(config); // loadConfig already refused REDIS_URL with REDIS_CLUSTER_NODES
 const where = redis ? describeRedisTarget(redis) : undefined;
+log.info(
+  { event: 'startup', version: VERSION, node: process.version, pid: process.pid, config: describeConfig(config) },
+  `redpoint ${VERSION} starting (node ${process.version}, pid ${process.pid})`,
+);
 log.info(
   { engine: redis ? 'redis' : 'memory', redis: where },
   redis
@@ -33,25 +38,32 @@ let server;
 try {
   server = await startServer(config, log);
 } catch (err) {
-  // A start-up failure (store unreachable, port taken, native module) is one clear line, not a stack.
+  // A start-up failure (store unreachable, port taken, Redis settings refused, native module) is
+  // one clear line, not a stack.
   const reason = err instanceof Error ? err.message : String(err);
-  log.fatal({ err: reason }, `cannot start: ${reason}${where ? ` (is Redis reachable at ${where}?)` : ''}`);
+  const hint = where && /connect|not ready/i.test(reason) ? ` (is Redis reachable at ${where}?)` : '';
+  log.fatal({ event: 'start_failed', err: reason }, `cannot start: ${reason}${hint}`);
   process.exit(1);
 }
-log.info({ host: config.host, port: server.port }, `listening on http://${config.host}:${server.port}`);
+log.info(
+  { event: 'listening', host: config.host, port: server.port, opsPort: server.opsPort },
+  `listening on http://${config.host}:${server.port}${server.opsPort !== undefined ? ` (operations on port ${server.opsPort})` : ''}`,
+);
 
 let stopping = false;
 const stop = async (signal: string): Promise<void> => {
   if (stopping) return;
   stopping = true;
-  log.info({ signal }, 'shutting down: refusing new work, draining in-flight writes');
+  const bound = shutdownBoundMs(config.storeTimeoutMs);
+  const started = Date.now();
+  log.info({ event: 'shutdown', signal }, 'shutting down: refusing new work, answering requests in flight, draining writes');
   const force = setTimeout(() => {
-    log.error('shutdown took longer than 10 s; exiting');
+    log.error({ event: 'shutdown_forced', boundMs: bound }, `shutdown took longer than ${bound} ms; exiting`);
     process.exit(1);
-  }, 10_000);
+  }, bound);
   force.unref();
   await server.close();
-  log.info('bye');
+  log.info({ event: 'shutdown_done', ms: Date.now() - started }, 'bye');
   process.exit(0);
 };
 process.on('SIGTERM', () => void stop('SIGTERM'));

@@ -8,6 +8,7 @@ import type { Authenticator } from '../auth/tokens.js';
 import type { WsOptions } from '../config.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { SyncService } from '../sync/sync-service.js';
+import { wireError } from './error-mapper.js';
 import { convTopic, userTopic, type Fanout } from './fanout.js';
 import { TokenBucket } from './rate-limiter.js';
 import { parseClientFrame } from './ws-frames.js';
@@ -259,7 +260,7 @@ export class WsSession {
       if (!uid || this.closed) return;
       await this.answer(uid, frame);
     } catch (err) {
-      this.failed(err, frame.id);
+      this.failed(err, frame.id, frame.t !== 'pull');
     } finally {
       this.inFlight -= 1;
     }
@@ -293,10 +294,8 @@ export class WsSession {
     }
   }
 
-  private failed(err: unknown, id: number | undefined): void {
-    const e = err instanceof RedpointError ? err : new RedpointError('unavailable', 'store unavailable, retry');
-    if (!(err instanceof RedpointError)) this.host.log.error({ err, conn: this.id }, 'frame failed');
-    this.host.metrics.errors.inc({ code: e.code });
+  private failed(err: unknown, id: number | undefined, write: boolean): void {
+    const e = wireError(err, { write, transport: 'ws', log: this.host.log, metrics: this.host.metrics, fields: { conn: this.id } });
     this.reply({ t: 'error', ...(id !== undefined ? { id } : {}), code: e.code, message: e.message });
   }
 
@@ -326,9 +325,7 @@ export class WsSession {
     } catch (err) {
       // The one request without an id: an error without id before the first sync says the
       // hello's sync failed, and the client pulls.
-      log.error({ err, conn: this.id }, 'initial sync failed');
-      const code = err instanceof RedpointError ? err.code : 'unavailable';
-      metrics.errors.inc({ code });
+      const { code } = wireError(err, { write: false, transport: 'ws', log, metrics, fields: { conn: this.id, frame: 'hello' } });
       this.reply({ t: 'error', code, message: 'initial sync failed; pull to retry' });
     }
   }

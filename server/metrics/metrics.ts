@@ -19,6 +19,11 @@ export class Metrics {
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
     registers: [this.registry],
   });
+  readonly httpInFlight = new Gauge({
+    name: 'redpoint_http_requests_in_flight',
+    help: 'HTTP requests received and not yet answered',
+    registers: [this.registry],
+  });
   readonly errors = new Counter({
     name: 'redpoint_errors_total',
     help: 'Errors answered, by error code',
@@ -105,6 +110,36 @@ export class Metrics {
   readonly ready = new Gauge({
     name: 'redpoint_ready',
     help: '1 when the store is reachable and the server accepts traffic',
+    registers: [this.registry],
+  });
+  readonly storeUp = new Gauge({
+    name: 'redpoint_store_up',
+    help: '1 while a store connection target (engine, bus, each cluster master) is usable, 0 while it is down',
+    labelNames: ['target'] as const,
+    registers: [this.registry],
+  });
+  readonly storeErrors = new Counter({
+    name: 'redpoint_store_errors_total',
+    help: 'Failed store calls by kind (not_ready, timeout, connection_lost, cluster_down...) and outcome (not_applied, unknown)',
+    labelNames: ['kind', 'outcome'] as const,
+    registers: [this.registry],
+  });
+  readonly busErrors = new Counter({
+    name: 'redpoint_bus_errors_total',
+    help: 'Failed subscribes to the store notifications that cross processes, by operation (publishes run inside the store scripts: a failed one is a store error)',
+    labelNames: ['op'] as const,
+    registers: [this.registry],
+  });
+  readonly unavailableReplies = new Counter({
+    name: 'redpoint_unavailable_replies_total',
+    help: 'Requests and frames answered with a 503-class error (unavailable, outcome_unknown), by code and transport',
+    labelNames: ['code', 'transport'] as const,
+    registers: [this.registry],
+  });
+  readonly buildInfo = new Gauge({
+    name: 'redpoint_build_info',
+    help: 'Always 1; the labels say which build runs',
+    labelNames: ['version', 'node'] as const,
     registers: [this.registry],
   });
 

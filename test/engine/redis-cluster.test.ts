@@ -24,7 +24,7 @@ import { holdScript, waitReady } from './waits.js';
 const running: () => RedisCluster = fileFixture('Redis Cluster', () => startRedisCluster());
 let prefixes = 0;
 
-const clusterEngine = (opts: EngineOptions, prefix = `t${++prefixes}`): Promise<RedisEngine> =>
+const clusterEngine = (opts: EngineOptions & { storeTimeoutMs?: number }, prefix = `t${++prefixes}`): Promise<RedisEngine> =>
   createRedisEngine({ cluster: running().addresses, ...opts, prefix });
 
 engineConformance('redis cluster', async (opts) => {
@@ -205,7 +205,8 @@ describe('redis cluster engine', () => {
   // Last: it restarts a master, which loses that master's data (no persistence) for every prefix.
   it("a master's restart rotates the epochs of the users it holds, and only theirs", async () => {
     const prefix = 'restart';
-    const engine = await clusterEngine(OPTS, prefix);
+    // Commands sent during the restart wait for it: give them more than the default store timeout.
+    const engine = await clusterEngine({ ...OPTS, storeTimeoutMs: 15_000 }, prefix);
     try {
       const onRestarted = usersOn(0, prefix, 10);
       const [lost] = onRestarted;

@@ -30,11 +30,14 @@ const OPTS: EngineOptions = { snapshotEvery: 3, streamMaxLen: 6 };
 
 const ops = (n: number): UserOp[] => [join('u', 'c'), ...Array.from({ length: n }, (_, i): UserOp => message('u', 'c', i + 1))];
 
-/** A private redis-server (with this AOF setting) and an engine on it, both stopped after `body`. */
+/**
+ * A private redis-server (with this AOF setting) and an engine on it, both stopped after `body`.
+ * Its calls may wait out a whole Redis restart (more than the default store timeout).
+ */
 async function withOwnRedis(aof: RedisServerOptions['aof'], body: (own: RedisServer, engine: RedisEngine) => Promise<void>): Promise<void> {
   const own = await startRedisServer({ aof });
   try {
-    const engine = await createRedisEngine({ url: own.url, ...OPTS });
+    const engine = await createRedisEngine({ url: own.url, ...OPTS, storeTimeoutMs: 15_000 });
     try {
       await body(own, engine);
     } finally {

@@ -8,7 +8,7 @@ import type { ConvStore } from './store.js';
 import { Timer, type Timers } from './timers.js';
 
 /** Error codes after which the same request may succeed later. */
-const TRANSIENT: ReadonlySet<string> = new Set<ErrorCode>(['unavailable', 'rate_limited', 'internal']);
+const TRANSIENT: ReadonlySet<string> = new Set<ErrorCode>(['unavailable', 'outcome_unknown', 'rate_limited', 'internal']);
 
 export interface SyncDeps {
   store: ConvStore;

@@ -1,7 +1,9 @@
 import { Cluster, Redis } from 'ioredis';
 import { LIMITS } from '../../../protocol/limits.js';
 import type { Cursor, Snapshot } from '../../../protocol/types.js';
-import type { RedisTarget } from '../../redis-target.js';
+import { StoreHealth } from '../../ops/store-health.js';
+import { redisAddress, watchCluster, watchRedis } from '../../ops/watch-redis.js';
+import { connectionOptions, DEFAULT_STORE_TIMEOUT_MS, quitWithin, type RedisTarget } from '../../redis-target.js';
 import type {
   ApplyOptions,
   ConvInfo,
@@ -19,19 +21,22 @@ import type {
   UserOpResult,
 } from '../engine.js';
 import { toConvState } from '../rules.js';
+import { OutcomeUnknownError, StoreUnavailableError } from '../store-errors.js';
 import { asArray, asNumber, asString, asStrings, decodeEntries, decodeRecord, decodeSnapshotText, decodeState, type Reply } from './codec.js';
+import { CommandGuard, guardCommands } from './command-guard.js';
 import { convChannel, convKey, userChannel, userKeys, type UserKeys } from './keys.js';
 import { publishCommand, RedisNotifications } from './redis-notifications.js';
-import { ClusterRuns, SingleRun, type RunTracker } from './runs.js';
+import { ClusterRuns, SingleRun, type RunTracker, type RunWaits } from './runs.js';
 import { defineScripts, ensureScriptsLoaded, loadScriptSources, scriptShas, type ScriptedCluster, type ScriptedRedis, type ScriptName } from './scripts.js';
 import { appendUserOps, opArgs } from './user-ops.js';
 
 /**
  * One Redis (`url`) or a Redis Cluster (`cluster`: seed nodes), plus the engine options.
  * `prefix` (default `rp`) starts every key and channel; it lets several engines share one Redis,
- * e.g. in tests.
+ * e.g. in tests. `storeTimeoutMs` bounds every store call (STORE_TIMEOUT_MS); `health` hears of
+ * each connection's state changes and of failed calls.
  */
-export type RedisEngineOptions = EngineOptions & RedisTarget & { prefix?: string };
+export type RedisEngineOptions = EngineOptions & RedisTarget & { prefix?: string; storeTimeoutMs?: number; health?: StoreHealth };
 
 const READY_TIMEOUT_MS = 1_000;
 /** Conversations' `#`-fields; every other field of a conversation hash is a member. */
@@ -79,7 +84,10 @@ export class RedisEngine implements Engine {
     this.prefix = options.prefix ?? 'rp';
     this.publish = publishCommand(options);
     this.idleSeconds = options.streamIdleSeconds ?? DEFAULT_IDLE_SECONDS;
-    this.notifications = new RedisNotifications(options, this.prefix);
+    this.notifications = new RedisNotifications(options, this.prefix, {
+      health: options.health ?? new StoreHealth(),
+      storeTimeoutMs: options.storeTimeoutMs ?? DEFAULT_STORE_TIMEOUT_MS,
+    });
     // Without a listener ioredis prints every failed reconnect (and a Cluster's 'error' event
     // would throw); callers learn of an outage from ready() and from failing commands instead.
     client.on('error', () => undefined);
@@ -87,30 +95,47 @@ export class RedisEngine implements Engine {
 
   /** Connects and loads the scripts; rejects when Redis does not answer or a script is invalid. */
   static async create(options: RedisEngineOptions): Promise<RedisEngine> {
+    const timeoutMs = options.storeTimeoutMs ?? DEFAULT_STORE_TIMEOUT_MS;
+    const health = options.health ?? new StoreHealth(undefined, undefined, timeoutMs);
     // Auto-pipelining: the per-user scripts of one ingest batch go out in one round trip (on a
-    // Cluster: one per master).
+    // Cluster: one per master). No offline queue on one Redis: a command either goes out over a
+    // ready connection (CommandGuard waits for one, bounded) or fails as not sent, never queued to
+    // be sent after its caller was told it failed. (A Cluster's node connections always queue.)
     const client =
       options.url !== undefined
-        ? new Redis(options.url, { enableAutoPipelining: true, lazyConnect: true })
+        ? new Redis(options.url, { ...connectionOptions(timeoutMs), enableAutoPipelining: true, lazyConnect: true, enableOfflineQueue: false })
         : new Cluster([...options.cluster], {
             enableAutoPipelining: true,
             lazyConnect: true,
+            redisOptions: connectionOptions(timeoutMs),
             // A restarted master answers CLUSTERDOWN for its first 2 s (Redis lets the cluster
             // reconfigure it before it takes writes): retry for 16 x 200 ms rather than the
-            // default 1.6 s, so a quick restart delays commands instead of failing them.
+            // default 1.6 s, so a quick restart delays commands (up to the store timeout) instead
+            // of failing them.
             retryDelayOnClusterDown: 200,
           });
+    const whole = client instanceof Cluster ? 'engine@cluster' : `engine@${redisAddress(client)}`;
+    if (client instanceof Cluster) watchCluster(health, 'engine', client);
+    else watchRedis(health, whole, client);
     const swallow = (): void => {}; // connect() rejects with the same error
     client.on('error', swallow);
     try {
       const sources = loadScriptSources();
       const shas = scriptShas(sources);
-      await client.connect();
+      await client.connect().catch((err: unknown) => {
+        const reason = err instanceof Error ? err.message : String(err);
+        throw new StoreUnavailableError('not_ready', `cannot connect to Redis: ${reason}`, { cause: err });
+      });
+      const waits: RunWaits = { deadline: () => health.waitDeadline(whole, timeoutMs), failed: (err) => health.failed(err) };
       // On a cluster, scripts are loaded on each new master connection before user scripts use it.
       const runs =
-        client instanceof Cluster ? new ClusterRuns(client, (node) => ensureScriptsLoaded(node, sources, shas)) : new SingleRun(client);
+        client instanceof Cluster
+          ? new ClusterRuns(client, (node) => ensureScriptsLoaded(node, sources, shas), waits)
+          : new SingleRun(client, redisAddress(client), waits);
       await defineScripts(client, runs.masters(), sources);
-      const engine = new RedisEngine(client as ScriptedRedis | ScriptedCluster, runs, options, sources, shas);
+      // Every data command goes through one guard: bounded waits, typed errors, health.
+      const guard = new CommandGuard(runs, waits, health, (address) => `engine@${address}`, timeoutMs);
+      const engine = new RedisEngine(guardCommands(client as ScriptedRedis | ScriptedCluster, guard), runs, { ...options, health }, sources, shas);
       // Fails fast when INFO is not allowed (renamed, or denied by an ACL).
       await runs.learnAll(Date.now() + READY_TIMEOUT_MS * 10);
       return engine;
@@ -350,12 +375,17 @@ export class RedisEngine implements Engine {
     }
   }
 
+  /** The servers holding the data (every master, on a cluster): for the start-up check of their settings. */
+  masters(): Redis[] {
+    return this.runs.masters();
+  }
+
   async close(): Promise<void> {
     this.runs.close();
     await this.notifications.close();
     if (this.client.status === 'end') return;
     if (this.client.status === 'ready') {
-      await this.client.quit().catch(() => this.client.disconnect());
+      await quitWithin(this.client, this.options.storeTimeoutMs ?? DEFAULT_STORE_TIMEOUT_MS);
     } else {
       this.client.disconnect();
     }
@@ -397,7 +427,7 @@ export class RedisEngine implements Engine {
         await Promise.all(
           again.map(async (item) => {
             const [retry] = await call([item], cluster);
-            if (!retry?.done) throw new Error(`Redis Cluster: the slot of ${item.key} keeps moving; outcome unknown`);
+            if (!retry?.done) throw new OutcomeUnknownError('redirect', `Redis Cluster: the slot of ${item.key} keeps moving; outcome unknown`);
           }),
         );
       }),

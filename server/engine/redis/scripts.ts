@@ -17,8 +17,12 @@ interface ScriptSpec {
   flags?: string;
 }
 
-/** The prelude of every user script: userMeta, the record/state codecs, snapshots (lib/user.lua). */
-const USER = ['lib/user.lua'] as const;
+/**
+ * The prelude of every user script: userMeta, the record/state codecs, snapshots (lib/user.lua).
+ * Every script with it carries a run id (see runs.ts).
+ */
+export const USER_PRELUDE = 'lib/user.lua';
+const USER = [USER_PRELUDE] as const;
 
 /** Every Lua script, by the name ioredis defines it under, and its number of KEYS. */
 export const SCRIPTS = {

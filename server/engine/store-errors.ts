@@ -56,3 +56,20 @@ export class OutcomeUnknownError extends StoreError {
   override name = 'OutcomeUnknownError';
   readonly outcome = 'unknown' as const;
 }
+
+/**
+ * For a change made of several store calls: once an earlier call of it has landed, a later one
+ * failing with "nothing applied" still leaves the change half made. The caller must hear
+ * "outcome unknown" (retry), not "unavailable".
+ */
+export function afterPartOfIt(err: unknown): unknown {
+  if (err instanceof StoreUnavailableError) return new OutcomeUnknownError(err.kind, `${err.message} (an earlier part of this change was applied)`, { cause: err });
+  return err;
+}
+
+/** The error of a call that went out in several parts, some of which may have landed. */
+export function ofParts(results: readonly PromiseSettledResult<unknown>[]): unknown {
+  const failed = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+  const first = failed[0]?.reason;
+  return failed.length < results.length ? afterPartOfIt(first) : first;
+}

@@ -2,6 +2,7 @@ import { RedpointError } from '../../protocol/errors.js';
 import { LIMITS } from '../../protocol/limits.js';
 import type { MessageEvent } from '../../protocol/types.js';
 import type { Engine, RecordedMessage, UserOp } from '../engine/engine.js';
+import { afterPartOfIt } from '../engine/store-errors.js';
 
 interface Submission {
   messages: readonly MessageEvent[];
@@ -138,7 +139,10 @@ export class Ingest {
     });
     const ops = mergeOps(messages, byConv);
     const recordedAt = performance.now();
-    await this.engine.applyUserOps(ops, { at });
+    // The heads moved already: a failure from here on leaves the messages half applied.
+    await this.engine.applyUserOps(ops, { at }).catch((err: unknown) => {
+      throw afterPartOfIt(err);
+    });
     const appliedAt = performance.now();
     for (const s of live) {
       // A conversation that vanished between the check and the record step (deleted, or lost by

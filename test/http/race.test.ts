@@ -124,7 +124,9 @@ describe('two real server processes on one Redis: racing requests stay lineariza
           for (const step of steps) {
             if (step.kind === 'one') {
               const status = await send(step.via, step.request);
-              expect(status, JSON.stringify(step)).toBe(applyModel(model, step.request));
+              const expected = applyModel(model, step.request);
+              if (status !== expected) console.error(`[race] server ${step.via} answered ${status}; its last output:\n${(servers[step.via] as ChildServer).output()}`);
+              expect(status, JSON.stringify(step)).toBe(expected);
               continue;
             }
             races++;

@@ -21,7 +21,7 @@ import type {
   UserOpResult,
 } from '../engine.js';
 import { toConvState } from '../rules.js';
-import { OutcomeUnknownError, StoreUnavailableError } from '../store-errors.js';
+import { ofParts, OutcomeUnknownError, StoreUnavailableError } from '../store-errors.js';
 import { asArray, asNumber, asString, asStrings, decodeEntries, decodeRecord, decodeSnapshotText, decodeState, type Reply } from './codec.js';
 import { CommandGuard, guardCommands } from './command-guard.js';
 import { convChannel, convKey, userChannel, userKeys, type UserKeys } from './keys.js';
@@ -420,7 +420,7 @@ export class RedisEngine implements Engine {
       last.push(item);
       budget.set(server, (budget.get(server) ?? 0) + w);
     }
-    await Promise.all(
+    const settled = await Promise.allSettled(
       [...groups.values()].flat().map(async (group) => {
         const outcome = await call(group, cluster);
         const again = outcome.filter((o) => !o.done).map((o) => group.find((g) => g.index === o.index) as Grouped);
@@ -432,6 +432,9 @@ export class RedisEngine implements Engine {
         );
       }),
     );
+    // Several calls (one per server, or chunks): if some landed, a failure of another is a half
+    // made change, whatever that call reported.
+    if (settled.some((r) => r.status === 'rejected')) throw ofParts(settled);
   }
 
   /** Runs a script that reads or creates a user's epoch: see RunTracker.userScript. */

@@ -3,6 +3,10 @@ import { Authenticator } from './auth/tokens.js';
 import { defaultWsOptions, type Config } from './config.js';
 import type { Engine } from './engine/engine.js';
 import { createEngine } from './engine/create-engine.js';
+import { ReconcileJob } from './admin/reconcile-job.js';
+import { LocalToolbox } from './admin/toolbox.js';
+import { adminOf } from './engine/admin.js';
+import { registerAdminRoutes } from './gateway/admin-routes.js';
 import { registerApiRoutes } from './gateway/api-routes.js';
 import { registerDemoRoutes } from './gateway/demo-routes.js';
 import { HttpRouter } from './gateway/http.js';
@@ -11,6 +15,7 @@ import { closeApp, uws, type us_listen_socket } from './gateway/uws.js';
 import { Metrics } from './metrics/metrics.js';
 import { redisTargetOf } from './redis-target.js';
 import { WsGateway } from './gateway/ws-gateway.js';
+import { SeqGuard } from './sync/seq-guard.js';
 import { SyncService } from './sync/sync-service.js';
 
 export interface RunningServer {
@@ -19,6 +24,8 @@ export interface RunningServer {
   readonly sync: SyncService;
   readonly metrics: Metrics;
   readonly gateway: WsGateway;
+  /** The periodic reconcile (RECONCILE_EVERY), when on. */
+  readonly reconcileJob: ReconcileJob | undefined;
   /** Stop accepting, let in-flight work finish, close the store. Idempotent. */
   close(): Promise<void>;
 }
@@ -49,11 +56,22 @@ export async function startServer(config: Config, log: Logger, engine?: Engine):
   const app = uws.App();
   const router = new HttpRouter(app, metrics, log);
   const gateway = new WsGateway(app, sync, auth, metrics, log, { ...defaultWsOptions, ...config.ws });
-  const apiPaths = registerApiRoutes(router, { sync, auth, metrics });
+  const seqGuard = new SeqGuard(store, { maxJump: config.maxSeqJump ?? 0, action: config.seqJumpAction ?? 'refuse' }, (jump) => {
+    metrics.seqJumps.inc({ action: jump.refused ? 'refused' : 'warned' });
+    log.warn(jump, `seq ${jump.seq} of conversation ${jump.conv} jumps ${jump.seq - jump.head} above its head ${jump.head}${jump.refused ? ': refused' : ''}`);
+  });
+  const admin = adminOf(store);
+  const toolbox = new LocalToolbox(store, admin, { ...config, largeGroupThreshold: config.largeGroupThreshold });
+  const apiPaths = registerApiRoutes(router, { sync, auth, metrics, seqGuard });
+  const adminPaths = registerAdminRoutes(router, { toolbox, auth, seqGuard });
   const opsPaths = registerOpsRoutes(router, { engine: store, metrics });
   // The demo page and its token minting exist only with the published dev credentials (loopback).
   const demoPaths = config.devMode ? registerDemoRoutes(router, { auth, apiKey: config.apiKey, log }) : [];
-  router.fallback([...apiPaths, ...opsPaths, ...demoPaths]);
+  router.fallback([...apiPaths, ...adminPaths, ...opsPaths, ...demoPaths]);
+  const reconcileJob =
+    (config.reconcileEverySeconds ?? 0) > 0
+      ? new ReconcileJob(store, admin, metrics, log, { everySeconds: config.reconcileEverySeconds ?? 0, rate: config.reconcileRate ?? 200, threshold: config.largeGroupThreshold })
+      : undefined;
 
   let listenSocket: us_listen_socket;
   try {
@@ -72,6 +90,7 @@ export async function startServer(config: Config, log: Logger, engine?: Engine):
   }
   const port = uws.us_socket_local_port(listenSocket);
   metrics.ready.set(1);
+  reconcileJob?.start();
 
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> => {
@@ -80,11 +99,12 @@ export async function startServer(config: Config, log: Logger, engine?: Engine):
       router.refuseNew();
       uws.us_listen_socket_close(listenSocket);
       gateway.shutdown();
+      await reconcileJob?.stop();
       await sync.idle();
       await store.close();
       closeApp(app);
     })();
     return closing;
   };
-  return { port, engine: store, sync, metrics, gateway, close };
+  return { port, engine: store, sync, metrics, gateway, reconcileJob, close };
 }

@@ -2,7 +2,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { LIMITS } from '../../protocol/limits.js';
 import { Category, decode, Id, ReadSeq } from '../../protocol/schemas.js';
 import type { Engine, UserOp } from '../engine/engine.js';
-import { changeMembership } from '../sync/membership.js';
+import { changeMembership, memberOp } from '../sync/membership.js';
 import { mapLimit } from './map-limit.js';
 
 /** A conversation line of an import file: create it, add its members, raise its head. */
@@ -66,13 +66,13 @@ const OPS_PER_CALL = 5_000;
  * Bulk backfill, idempotent: everything is a max-merge, so importing a file twice, or a file
  * that overlaps what the store has, leaves the larger values. Per conversation:
  *
- * 1. a membership change creates it and adds its members (and the users of its user lines), the
- *    normal way (membership.ts): new members join at the head the store has (0 for a new one);
+ * 1. the conversation step of a membership change creates it and adds its members (and the users
+ *    of its user lines): new members join at the head the store has (0 for a new one);
  * 2. one conversation step raises its head to `maxSeq` and reads the members and the mode, as a
  *    message would (heads.ts);
- * 3. one user step per member: lastSeq raised to `maxSeq` (write diffusion), readSeq to the user
- *    line's `readSeq` — or to `maxSeq` for a member without a user line (nothing unread) — and
- *    the flags of the user line.
+ * 3. one user step per member: its join op (the one membership.ts would apply), lastSeq raised to
+ *    `maxSeq` (write diffusion), readSeq to the user line's `readSeq` — or to `maxSeq` for a
+ *    member without a user line (nothing unread) — and the flags of the user line.
  *
  * User lines of a conversation the batch does not carry apply to a conversation already in the
  * store (read position and flags only). Nothing is written with `dryRun`.
@@ -99,7 +99,13 @@ export async function importBatch(engine: Engine, threshold: number, batch: Impo
   await mapLimit(batch.conversations, CONVERSATIONS_AT_ONCE, async (c) => {
     const lines = new Map((byConv.get(c.conv) ?? []).map((u) => [u.uid, u]));
     const members = [...new Set([...c.members, ...lines.keys()])];
-    await changeMembership(engine, threshold, c.conv, { add: members, remove: [], ...(c.category !== undefined ? { category: c.category } : {}) });
+    // The conversation step of a membership change (membership.ts); its join ops go out below,
+    // in the same user step as the read position, one script per user instead of two.
+    const step = await engine.changeMembers(c.conv, { add: members, remove: [], threshold, ...(c.category !== undefined ? { category: c.category } : {}) });
+    // A mode or category change (a new conversation above the threshold) rewrites every member:
+    // the normal way, which also clears the marker.
+    if (step.rewrite) await changeMembership(engine, threshold, c.conv, { add: [], remove: [] });
+    const joins = new Map(step.joins.map((tag) => [tag.uid, memberOp(step.info, tag)]));
     const recorded = c.maxSeq > 0 ? await engine.recordMessage(c.conv, c.maxSeq, []) : null;
     // Every member the head raise listed gets the head, as from a message (heads.ts); the
     // file's members also their read position, in the same op.
@@ -107,6 +113,8 @@ export async function importBatch(engine: Engine, threshold: number, batch: Impo
     const named = new Set(members);
     for (const uid of raised) if (!named.has(uid)) ops.push({ type: 'message', uid, conv: c.conv, lastSeq: c.maxSeq, readSeq: 0, mentionSeqs: [] });
     for (const uid of members) {
+      const join = joins.get(uid);
+      if (join) ops.push(join);
       const u = lines.get(uid);
       const readSeq = u ? u.readSeq : c.maxSeq;
       if (raised.has(uid)) ops.push({ type: 'message', uid, conv: c.conv, lastSeq: c.maxSeq, readSeq, mentionSeqs: [] });

@@ -32,7 +32,7 @@ export interface ReconcilePage {
 }
 
 /** Users and conversations checked at once within a page. */
-const CONCURRENCY = 16;
+const CONCURRENCY = 64;
 /** Members of one conversation whose records are read per round trip. */
 const MEMBERS_PER_READ = 1_000;
 

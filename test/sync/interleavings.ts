@@ -136,7 +136,7 @@ function model(s: Scenario, steps: Step[]): Model {
 }
 
 /** What a user shows, seen two ways: the unread summary, and a client that pulled from scratch. */
-async function shown(sync: SyncService, uid: string): Promise<{ summary: ModelSummary; pulled: ModelSummary }> {
+export async function shown(sync: SyncService, uid: string): Promise<{ summary: ModelSummary; pulled: ModelSummary }> {
   const { uid: _u, epoch: _e, version: _v, ...summary } = await sync.unread(uid);
   const held = new Map<string, ConvState>();
   let heads: Record<string, number> = {};
@@ -159,7 +159,7 @@ async function shown(sync: SyncService, uid: string): Promise<{ summary: ModelSu
   return { summary, pulled };
 }
 
-function isEqual(a: unknown, b: unknown): boolean {
+export function isEqual(a: unknown, b: unknown): boolean {
   try {
     expect(a).toEqual(b);
     return true;
@@ -168,7 +168,7 @@ function isEqual(a: unknown, b: unknown): boolean {
   }
 }
 
-function deferred(): { promise: Promise<void>; resolve: () => void } {
+export function deferred(): { promise: Promise<void>; resolve: () => void } {
   let resolve!: () => void;
   const promise = new Promise<void>((r) => (resolve = r));
   return { promise, resolve };

@@ -3,6 +3,8 @@ import type { Finding } from '../../server/admin/checks.js';
 import type { ReconcilePage } from '../../server/admin/reconcile.js';
 import type { Toolbox } from '../../server/admin/toolbox.js';
 import { SyncService } from '../../server/sync/sync-service.js';
+import { controlledEngine } from '../sync/controlled-engine.js';
+import { deferred } from '../sync/interleavings.js';
 import { THRESHOLD, type TestStore } from './stores.js';
 
 /** Runs a whole reconcile walk (every page) and sums what it found and did. */
@@ -69,6 +71,36 @@ export function toolboxSuite(name: string, makeStore: MakeStore): void {
       expect(report.findings).toEqual([]);
       expect(report.users).toBeGreaterThanOrEqual(5);
       expect(report.conversations).toBe(3);
+    });
+
+    it('a pending join and a rewrite in flight are no findings when they land within the grace period', async () => {
+      const { store, sync } = await fresh();
+      await sync.changeMembers('g', { add: ['ann', 'ben', 'cat'], remove: [] });
+      await sync.postMessages([{ conv: 'g', seq: 1, sender: 'ann' }]);
+      // Hold the user steps of a change that adds dan (and switches g to read diffusion).
+      const release = deferred();
+      const reached = deferred();
+      const { engine } = controlledEngine(store.engine, (p) => {
+        if (p.method !== 'applyUserOps' || p.phase !== 'before') return { kind: 'pass' };
+        reached.resolve();
+        return { kind: 'hold', release: release.promise };
+      });
+      const changing = new SyncService(engine, { largeGroupThreshold: THRESHOLD }).changeMembers('g', { add: ['dan'], remove: [] });
+      await reached.promise;
+      // A message meets dan listed but not joined: a pending record.
+      await sync.postMessages([{ conv: 'g', seq: 2, sender: 'ben', mentions: ['dan'] }]);
+      expect(kinds((await walk(store.toolbox, false, 0)).findings)).toEqual(expect.arrayContaining(['missing-join', 'unfinished-rewrite']));
+      const checks = Promise.all([
+        store.toolbox.reconcile({ users: ['dan'], repair: false, graceMs: 400 }),
+        store.toolbox.reconcile({ conversations: ['g'], repair: false, graceMs: 400 }),
+      ]);
+      setTimeout(() => release.resolve(), 50);
+      const [user, conv] = await checks;
+      await changing;
+      expect([...user.findings, ...conv.findings]).toEqual([]);
+      expect(conv.midRewrite).toBe(1);
+      expect((await walk(store.toolbox, false)).findings).toEqual([]);
+      expect((await sync.unread('dan')).mentions).toBe(1);
     });
 
     it('reconcile finds and repairs a wrong total, a missing record and a stream head behind the version; clients resync', async () => {

@@ -31,6 +31,22 @@ export interface ReconcilePage {
   unrepaired: Finding[];
 }
 
+/** An empty page, to sum pages into (`addPage`). */
+export function emptyPage(): ReconcilePage {
+  return { cursor: '', users: 0, conversations: 0, midRewrite: 0, findings: [], repaired: [], unrepaired: [] };
+}
+
+/** Adds `page` to `total` (a walk's report); the cursor becomes the page's. */
+export function addPage(total: ReconcilePage, page: ReconcilePage): void {
+  total.cursor = page.cursor;
+  total.users += page.users;
+  total.conversations += page.conversations;
+  total.midRewrite += page.midRewrite;
+  total.findings.push(...page.findings);
+  total.repaired.push(...page.repaired);
+  total.unrepaired.push(...page.unrepaired);
+}
+
 /** Users and conversations checked at once within a page. */
 const CONCURRENCY = 64;
 /** Members of one conversation whose records are read per round trip. */

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { ReconcilePage } from '../admin/reconcile.js';
+import { addPage, emptyPage, type ReconcilePage } from '../admin/reconcile.js';
 import type { Toolbox } from '../admin/toolbox.js';
 import { progressBar, rateSince } from './progress.js';
 import { findingsReport } from './report.js';
@@ -22,15 +22,8 @@ const PAGE = 200;
 /** `redpoint reconcile`: returns the exit code (0: nothing left wrong, 1: findings remain). */
 export async function reconcileCommand(toolbox: Toolbox, args: ReconcileArgs, out: (text: string) => void, interrupted: () => boolean): Promise<number> {
   const started = performance.now();
-  const total: ReconcilePage = { cursor: '', users: 0, conversations: 0, midRewrite: 0, findings: [], repaired: [], unrepaired: [] };
-  const add = (page: ReconcilePage): void => {
-    total.users += page.users;
-    total.conversations += page.conversations;
-    total.midRewrite += page.midRewrite;
-    total.findings.push(...page.findings);
-    total.repaired.push(...page.repaired);
-    total.unrepaired.push(...page.unrepaired);
-  };
+  const total = emptyPage();
+  const add = (page: ReconcilePage): void => addPage(total, page);
   const base = { repair: args.repair, graceMs: args.graceMs };
   if (args.users.length > 0) add(await toolbox.reconcile({ ...base, users: args.users }));
   if (args.convs.length > 0) add(await toolbox.reconcile({ ...base, conversations: args.convs }));

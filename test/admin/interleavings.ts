@@ -5,7 +5,7 @@ import { adminOf, type EngineAdmin } from '../../server/engine/admin.js';
 import type { Engine } from '../../server/engine/engine.js';
 import { SyncService } from '../../server/sync/sync-service.js';
 import { Model, type ModelSummary } from '../http/model.js';
-import { controlledView, InjectedFault, STORE_CALLS, type CallPoint, type Control, type Controller } from '../sync/controlled-engine.js';
+import { controlledView, InjectedFault, STORE_CALLS, type CallPoint, type Control, faultsAt, type Controller } from '../sync/controlled-engine.js';
 import { deferred, isEqual, shown } from '../sync/interleavings.js';
 import { walk } from './toolbox-suite.js';
 
@@ -207,19 +207,9 @@ export function adminInterleavingSuite(name: string, fresh: () => Promise<{ engi
       it(`${s.name}: A fails at every call (before, after, halfway); B runs; A's retry completes it`, async () => {
         const points = (await probe()).filter((p) => p.phase === 'before');
         for (const p of points) {
-          const faults: [Control, CallPoint][] = [
-            [{ kind: 'fail' }, p],
-            [{ kind: 'fail' }, { ...p, phase: 'after' }],
-          ];
-          if (p.method === 'applyUserOps') faults.push([{ kind: 'fail-partway', applied: 1 }, { ...p, phase: 'after' }]);
-          for (const [fault, at] of faults) {
-            let injected = false;
-            const r = await runCase((q) => {
-              if (injected || q.index !== at.index || q.phase !== at.phase) return { kind: 'pass' };
-              injected = true;
-              return fault;
-            });
-            expect(injected, `fault ${fault.kind} at ${at.phase} ${at.method} #${at.index} was reached`).toBe(true);
+          for (const { fault, at, control, injected } of faultsAt(p)) {
+            const r = await runCase(control());
+            expect(injected(), `fault ${fault.kind} at ${at.phase} ${at.method} #${at.index} was reached`).toBe(true);
             expect(r.ok, `A failed (${fault.kind}) ${at.phase} ${at.method} #${at.index}, B ran, A retried: ${r.label}`).toBe(true);
           }
         }

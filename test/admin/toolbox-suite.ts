@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Finding } from '../../server/admin/checks.js';
-import type { ReconcilePage } from '../../server/admin/reconcile.js';
+import { addPage, emptyPage, type ReconcilePage } from '../../server/admin/reconcile.js';
 import type { Toolbox } from '../../server/admin/toolbox.js';
 import { SyncService } from '../../server/sync/sync-service.js';
 import { controlledEngine } from '../sync/controlled-engine.js';
@@ -9,16 +9,11 @@ import { THRESHOLD, type TestStore } from './stores.js';
 
 /** Runs a whole reconcile walk (every page) and sums what it found and did. */
 export async function walk(toolbox: Toolbox, repair: boolean, graceMs = 0): Promise<ReconcilePage> {
-  const total: ReconcilePage = { cursor: '', users: 0, conversations: 0, midRewrite: 0, findings: [], repaired: [], unrepaired: [] };
+  const total = emptyPage();
   let cursor = '';
   for (let pages = 0; pages < 10_000; pages++) {
     const page = await toolbox.reconcile({ cursor, count: 7, repair, graceMs });
-    total.users += page.users;
-    total.conversations += page.conversations;
-    total.midRewrite += page.midRewrite;
-    total.findings.push(...page.findings);
-    total.repaired.push(...page.repaired);
-    total.unrepaired.push(...page.unrepaired);
+    addPage(total, page);
     cursor = page.cursor;
     if (cursor === '') return total;
   }

@@ -96,3 +96,29 @@ export function controlledView<T extends object>(target: T, methods: readonly st
     },
   });
 }
+
+/**
+ * The faults tried at one store call: it fails before reaching the store, after it (applied, the
+ * reply lost), and, for applyUserOps, halfway. Each with the point it is injected at, and a
+ * control that injects it there once.
+ */
+export function faultsAt(p: CallPoint): { fault: Control; at: CallPoint; control: () => (q: CallPoint) => Control; injected: () => boolean }[] {
+  const list: [Control, CallPoint][] = [
+    [{ kind: 'fail' }, p],
+    [{ kind: 'fail' }, { ...p, phase: 'after' }],
+  ];
+  if (p.method === 'applyUserOps') list.push([{ kind: 'fail-partway', applied: 1 }, { ...p, phase: 'after' }]);
+  return list.map(([fault, at]) => {
+    let done = false;
+    return {
+      fault,
+      at,
+      injected: () => done,
+      control: () => (q) => {
+        if (done || q.index !== at.index || q.phase !== at.phase) return { kind: 'pass' };
+        done = true;
+        return fault;
+      },
+    };
+  });
+}

@@ -3,6 +3,10 @@ import { Authenticator } from './auth/tokens.js';
 import { DEV_API_KEY, defaultWsOptions, type Config } from './config.js';
 import type { Engine } from './engine/engine.js';
 import { createEngine } from './engine/create-engine.js';
+import { ReconcileJob } from './admin/reconcile-job.js';
+import { LocalToolbox } from './admin/toolbox.js';
+import { adminOf } from './engine/admin.js';
+import { registerAdminRoutes } from './gateway/admin-routes.js';
 import { registerApiRoutes } from './gateway/api-routes.js';
 import { enableCors } from './gateway/cors.js';
 import { registerDemoRoutes } from './gateway/demo-routes.js';
@@ -17,6 +21,7 @@ import { startOpsListener, type OpsListener } from './ops/ops-listener.js';
 import { StoreHealth } from './ops/store-health.js';
 import { DEFAULT_STORE_TIMEOUT_MS, redisTargetOf } from './redis-target.js';
 import { WsGateway } from './gateway/ws-gateway.js';
+import { SeqGuard } from './sync/seq-guard.js';
 import { SyncService } from './sync/sync-service.js';
 
 export interface RunningServer {
@@ -29,6 +34,8 @@ export interface RunningServer {
   readonly gateway: WsGateway;
   /** The HTTP routes it serves (method, pattern), CORS preflights included. */
   readonly routes: ReadonlyArray<{ method: Method; pattern: string }>;
+  /** The periodic reconcile (RECONCILE_EVERY), when on. */
+  readonly reconcileJob: ReconcileJob | undefined;
   /** Stop accepting, answer everything in flight, let in-flight writes finish, close the store. Idempotent. */
   close(): Promise<void>;
 }
@@ -82,14 +89,25 @@ export async function startServer(config: Config, log: Logger, engine?: Engine):
   const app = uws.App();
   const router = new HttpRouter(app, metrics, log, routerOptions);
   const gateway = new WsGateway(app, sync, auth, metrics, log, { ...defaultWsOptions, ...config.ws });
-  const apiPaths = registerApiRoutes(router, { sync, auth, metrics });
+  const seqGuard = new SeqGuard(store, { maxJump: config.maxSeqJump ?? 0, action: config.seqJumpAction ?? 'refuse' }, (jump) => {
+    metrics.seqJumps.inc({ action: jump.refused ? 'refused' : 'warned' });
+    log.warn(jump, `seq ${jump.seq} of conversation ${jump.conv} jumps ${jump.seq - jump.head} above its head ${jump.head}${jump.refused ? ': refused' : ''}`);
+  });
+  const admin = adminOf(store);
+  const toolbox = new LocalToolbox(store, admin, { ...config, largeGroupThreshold: config.largeGroupThreshold });
+  const apiPaths = registerApiRoutes(router, { sync, auth, metrics, seqGuard });
+  const adminPaths = registerAdminRoutes(router, { toolbox, auth, seqGuard });
   // With OPS_PORT the operations endpoints live only there; the main port answers them 404.
   const opsPaths = config.opsPort === undefined ? registerOpsRoutes(router, { engine: store, metrics }) : [];
   const docPaths = registerOpenApiRoute(router);
   // The demo page and its token minting exist only with the published dev credentials (loopback).
   const demoPaths = config.devMode ? registerDemoRoutes(router, { auth, apiKey: config.apiKey ?? DEV_API_KEY, log }) : [];
-  if (config.corsOrigins) enableCors(router, config.corsOrigins, [...apiPaths, ...docPaths]);
-  router.fallback([...apiPaths, ...opsPaths, ...docPaths, ...demoPaths]);
+  if (config.corsOrigins) enableCors(router, config.corsOrigins, [...apiPaths, ...adminPaths, ...docPaths]);
+  router.fallback([...apiPaths, ...adminPaths, ...opsPaths, ...docPaths, ...demoPaths]);
+  const reconcileJob =
+    (config.reconcileEverySeconds ?? 0) > 0
+      ? new ReconcileJob(store, admin, metrics, log, { everySeconds: config.reconcileEverySeconds ?? 0, rate: config.reconcileRate ?? 200, threshold: config.largeGroupThreshold })
+      : undefined;
 
   let listenSocket: us_listen_socket;
   let ops: OpsListener | undefined;
@@ -111,6 +129,7 @@ export async function startServer(config: Config, log: Logger, engine?: Engine):
   }
   const port = uws.us_socket_local_port(listenSocket);
   metrics.ready.set(1);
+  reconcileJob?.start();
 
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> => {
@@ -123,6 +142,7 @@ export async function startServer(config: Config, log: Logger, engine?: Engine):
       uws.us_listen_socket_close(listenSocket);
       ops?.stopListening();
       gateway.shutdown();
+      await reconcileJob?.stop();
       // Every request in flight is answered (each is bounded by the router's deadline; drain
       // answers any left after it). Flushes in flight get a store timeout to finish: their
       // requests are answered either way (200 once applied, or 503 with the outcome stated).
@@ -136,7 +156,7 @@ export async function startServer(config: Config, log: Logger, engine?: Engine):
     })();
     return closing;
   };
-  return { port, opsPort: ops?.port, engine: store, sync, metrics, gateway, routes: router.routes, close };
+  return { port, opsPort: ops?.port, engine: store, sync, metrics, gateway, routes: router.routes, reconcileJob, close };
 }
 
 /** Waits for `work`, but no longer than `ms` (it goes on; its outcome no longer matters here). */

@@ -92,6 +92,14 @@ const Env = Type.Object({
   WS_FRAMES_PER_SECOND: Type.Integer({ minimum: 1, maximum: 10_000, default: 20 }),
   /** Seconds without traffic before a connection is dropped (uWS pings automatically before). */
   WS_IDLE_TIMEOUT_SECONDS: Type.Integer({ minimum: 8, maximum: 960, default: 60 }),
+  /** Seconds between two runs of the in-server reconcile job (which repairs what it finds); 0: off. */
+  RECONCILE_EVERY: Type.Integer({ minimum: 0, maximum: 31_536_000, default: 0 }),
+  /** Users and conversations the reconcile job checks per second, so production traffic is not hurt. */
+  RECONCILE_RATE: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 200 }),
+  /** A message seq more than this above its conversation's head is a jump (counted, logged, refused); 0: no check. */
+  MAX_SEQ_JUMP: Type.Integer({ minimum: 0, maximum: 281_474_976_710_656, default: 0 }),
+  /** What a jump gets: `refuse` (422 seq_jump, nothing applied) or `warn` (counted and logged, applied). */
+  SEQ_JUMP_ACTION: Type.Union([Type.Literal('refuse'), Type.Literal('warn')], { default: 'refuse' }),
   /** pino level. */
   LOG_LEVEL: Type.Union(
     ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
@@ -137,6 +145,13 @@ export interface Config {
   streamMaxLen: number;
   streamIdleSeconds?: number;
   logLevel: EnvValues['LOG_LEVEL'];
+  /** Seconds between reconcile job runs (0 or absent: off). */
+  reconcileEverySeconds?: number;
+  /** Ids the reconcile job checks per second. */
+  reconcileRate?: number;
+  /** Seq sanity (0 or absent: off), and what a jump gets. */
+  maxSeqJump?: number;
+  seqJumpAction?: 'refuse' | 'warn';
   /** WebSocket tuning; anything left out takes the default of `defaultWsOptions`. */
   ws?: Partial<WsOptions>;
 }
@@ -160,6 +175,9 @@ const NUMERIC = new Set([
   'WS_FRAMES_PER_SECOND',
   'WS_IDLE_TIMEOUT_SECONDS',
   'REDPOINT_JWT_MAX_TTL_SECONDS',
+  'RECONCILE_EVERY',
+  'RECONCILE_RATE',
+  'MAX_SEQ_JUMP',
 ]);
 
 /** Reads and validates the environment; throws ConfigError naming every bad variable. */
@@ -229,6 +247,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     streamMaxLen: values.STREAM_MAX_LEN,
     streamIdleSeconds: values.STREAM_IDLE_SECONDS,
     logLevel: values.LOG_LEVEL,
+    reconcileEverySeconds: values.RECONCILE_EVERY,
+    reconcileRate: values.RECONCILE_RATE,
+    maxSeqJump: values.MAX_SEQ_JUMP,
+    seqJumpAction: values.SEQ_JUMP_ACTION,
     ws: {
       versionEverySeconds: values.WS_VERSION_EVERY_SECONDS,
       helloTimeoutMs: values.WS_HELLO_TIMEOUT_MS,

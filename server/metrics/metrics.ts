@@ -107,6 +107,46 @@ export class Metrics {
     buckets: [0, 1, 2, 5, 10, 50, 100, 500, 1000],
     registers: [this.registry],
   });
+  readonly seqJumps = new Counter({
+    name: 'redpoint_seq_jumps_total',
+    help: 'Message or head seqs further above their conversation head than MAX_SEQ_JUMP, by what they got',
+    labelNames: ['action'] as const,
+    registers: [this.registry],
+  });
+  readonly reconcileRuns = new Counter({
+    name: 'redpoint_reconcile_runs_total',
+    help: 'Completed walks of the periodic reconcile job',
+    registers: [this.registry],
+  });
+  readonly reconcileChecked = new Counter({
+    name: 'redpoint_reconcile_checked_total',
+    help: 'Users and conversations the reconcile job checked',
+    labelNames: ['subject'] as const,
+    registers: [this.registry],
+  });
+  readonly reconcileFindings = new Counter({
+    name: 'redpoint_reconcile_findings_total',
+    help: 'Findings the reconcile job confirmed, by kind (should stay near zero)',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+  readonly reconcileRepaired = new Counter({
+    name: 'redpoint_reconcile_repaired_total',
+    help: 'Findings the reconcile job repaired, by kind',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+  readonly reconcileUnrepaired = new Counter({
+    name: 'redpoint_reconcile_unrepaired_total',
+    help: 'Findings still there after the reconcile job repaired them, by kind',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+  readonly reconcileLastRun = new Gauge({
+    name: 'redpoint_reconcile_last_run_timestamp_seconds',
+    help: 'When the reconcile job last finished a walk (Unix seconds)',
+    registers: [this.registry],
+  });
   readonly ready = new Gauge({
     name: 'redpoint_ready',
     help: '1 when the store is reachable and the server accepts traffic',

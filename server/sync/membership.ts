@@ -15,7 +15,8 @@ export interface MembershipResult {
   results: UserOpResult[];
 }
 
-function memberOp(info: ConvInfo, tag: MemberTag): MembershipOp {
+/** The membership op that makes `tag` a member as of `info` (the roster implies it for every listed member). */
+export function memberOp(info: ConvInfo, tag: MemberTag): MembershipOp {
   return {
     type: 'membership',
     uid: tag.uid,

@@ -20,11 +20,13 @@ import type {
   UserOp,
   UserOpResult,
 } from '../engine.js';
+import type { EngineAdmin } from '../admin.js';
 import { toConvState } from '../rules.js';
 import { ofParts, OutcomeUnknownError, StoreUnavailableError } from '../store-errors.js';
 import { asArray, asNumber, asString, asStrings, decodeEntries, decodeRecord, decodeSnapshotText, decodeState, type Reply } from './codec.js';
 import { CommandGuard, guardCommands } from './command-guard.js';
 import { convChannel, convKey, userChannel, userKeys, type UserKeys } from './keys.js';
+import { RedisAdmin } from './redis-admin.js';
 import { publishCommand, RedisNotifications } from './redis-notifications.js';
 import { ClusterRuns, SingleRun, type RunTracker, type RunWaits } from './runs.js';
 import { defineScripts, ensureScriptsLoaded, loadScriptSources, scriptShas, type ScriptedCluster, type ScriptedRedis, type ScriptName } from './scripts.js';
@@ -73,6 +75,7 @@ export class RedisEngine implements Engine {
   private readonly prefix: string;
   private readonly publish: 'PUBLISH' | 'SPUBLISH';
   private readonly idleSeconds: number;
+  private toolbox: RedisAdmin | undefined;
 
   private constructor(
     private readonly client: ScriptedRedis | ScriptedCluster,
@@ -343,6 +346,12 @@ export class RedisEngine implements Engine {
     };
   }
 
+  /** The operator's view of this store (server/engine/admin.ts), over this engine's connection. */
+  admin(): EngineAdmin {
+    this.toolbox ??= new RedisAdmin({ client: this.client, runs: this.runs, prefix: this.prefix, idleSeconds: this.idleSeconds, publish: this.publish });
+    return this.toolbox;
+  }
+
   async ready(): Promise<boolean> {
     // Not connected: answer now instead of waiting in the offline queue for a reconnect.
     if (this.client.status !== 'ready') return false;
@@ -468,13 +477,13 @@ function userApplyKeys(k: UserKeys): string[] {
   return [k.meta, k.records, k.stream, k.snapshot, k.large];
 }
 
-function parseTag(uid: string, tag: string): MemberTag {
+export function parseTag(uid: string, tag: string): MemberTag {
   const bar = tag.indexOf('|');
   return { uid, joinGen: Number(tag.slice(0, bar)), joinHead: Number(tag.slice(bar + 1)) };
 }
 
 /** `#s #l #c #g #n` of a conversation hash, in that order. */
-function convInfo(conv: string, parts: ReadonlyArray<string | null | undefined>): ConvInfo {
+export function convInfo(conv: string, parts: ReadonlyArray<string | null | undefined>): ConvInfo {
   return {
     conv,
     maxSeq: Number(parts[0] ?? 0),

@@ -52,11 +52,11 @@ export type ScriptedCluster = Cluster & ScriptCommands;
  * dist/, where `npm run build` copies them (tsc itself does not). No fallback to the source tree,
  * so a build that forgot them fails at startup instead of running scripts from another checkout.
  */
-function luaDir(): string {
+export function luaDir(): string {
   return fileURLToPath(new URL('./lua/', import.meta.url));
 }
 
-function readLua(dir: string, file: string): string {
+export function readLua(dir: string, file: string): string {
   const path = dir + file;
   if (!existsSync(path)) throw new Error(`Redis Lua script ${path} not found (a build must copy server/engine/redis/lua/ there, lib/ included: npm run build)`);
   const text = readFileSync(path, 'utf8');

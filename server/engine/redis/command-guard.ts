@@ -91,21 +91,32 @@ export function guardCommands<C extends { getBuiltinCommands(): string[] }>(clie
   for (const [name, spec] of Object.entries(SCRIPTS)) {
     if ('prelude' in spec && spec.prelude.includes(USER_PRELUDE)) withRunId.add(name).add(`${name}Buffer`);
   }
+  /** Scripts defined later (the operator's, redis-admin.ts) are commands too; those with the user prelude carry a run id. */
+  const scripts = (client as unknown as { scriptsSet: Record<string, { lua: string } | undefined> }).scriptsSet;
+  const scriptOf = (prop: string): { lua: string } | undefined => scripts[prop.endsWith('Buffer') ? prop.slice(0, -'Buffer'.length) : prop];
   const wrapped = new Map<string | symbol, unknown>();
   return new Proxy(client, {
     get(target, prop) {
       const value: unknown = Reflect.get(target, prop);
-      if (typeof prop !== 'string' || !names.has(prop) || typeof value !== 'function') return value;
+      if (typeof value !== 'function') return value;
       let fn = wrapped.get(prop);
-      if (!fn) {
-        const command = value as (...args: unknown[]) => Promise<unknown>;
+      if (fn) return fn;
+      const command = value as (...args: unknown[]) => Promise<unknown>;
+      const script = typeof prop === 'string' && !names.has(prop) ? scriptOf(prop) : undefined;
+      if (typeof prop === 'string' && (names.has(prop) || script)) {
+        const resend = script ? !script.lua.includes('-- lib/user.lua') : !withRunId.has(prop);
         fn = (...args: unknown[]) => {
           const key = args[0];
           const slotKey = typeof key === 'string' ? key : Buffer.isBuffer(key) ? key.toString() : '';
-          return guard.run(slotKey, () => command.apply(target, args), !withRunId.has(prop));
+          return guard.run(slotKey, () => command.apply(target, args), resend);
         };
-        wrapped.set(prop, fn);
+      } else {
+        // Everything else runs on the client itself: a method called with the proxy as `this`
+        // would hand it to ioredis (a pipeline built on the proxy calls the guard from inside
+        // auto-pipelining, which calls the pipeline again: no end).
+        fn = command.bind(target);
       }
+      wrapped.set(prop, fn);
       return fn;
     },
   });

@@ -11,7 +11,7 @@ import { registerApiRoutes } from './gateway/api-routes.js';
 import { enableCors } from './gateway/cors.js';
 import { registerDemoRoutes } from './gateway/demo-routes.js';
 import { HttpRouter, type Method, type RouterOptions } from './gateway/http.js';
-import { listenExclusive } from './gateway/listen.js';
+import { listenExclusive, listenShared } from './gateway/listen.js';
 import { registerOpenApiRoute } from './gateway/openapi-route.js';
 import { registerOpsRoutes } from './gateway/ops-routes.js';
 import { closeApp, uws, type us_listen_socket } from './gateway/uws.js';
@@ -52,10 +52,24 @@ export function shutdownBoundMs(storeTimeoutMs = DEFAULT_STORE_TIMEOUT_MS): numb
   return Math.max(10_000, 4 * storeTimeoutMs + 2_000 + MAX_LINGER_MS);
 }
 
-/** Builds and starts one Redpoint process: engine, sync service, HTTP routes. */
-export async function startServer(config: Config, log: Logger, engine?: Engine): Promise<RunningServer> {
+/** One of several server threads serving one port (WORKERS; server/workers/). */
+export interface WorkerRole {
+  index: number;
+  count: number;
+  /** /metrics of every worker, aggregated by the supervisor. */
+  exposition(): Promise<string>;
+}
+
+/**
+ * Builds and starts one Redpoint server: engine, sync service, HTTP routes. As one `worker` of
+ * several, it shares the port; the first worker alone runs the ops listener, the reconcile job
+ * and the process metrics.
+ */
+export async function startServer(config: Config, log: Logger, engine?: Engine, worker?: WorkerRole): Promise<RunningServer> {
   const storeTimeoutMs = config.storeTimeoutMs ?? DEFAULT_STORE_TIMEOUT_MS;
-  const metrics = new Metrics();
+  const first = (worker?.index ?? 0) === 0;
+  const metrics = new Metrics({ processMetrics: first });
+  if (worker) metrics.exposition = () => worker.exposition();
   metrics.buildInfo.set({ version: VERSION, node: process.version }, 1);
   const health = new StoreHealth(log, metrics, storeTimeoutMs);
   const routerOptions: RouterOptions = {
@@ -105,15 +119,15 @@ export async function startServer(config: Config, log: Logger, engine?: Engine):
   if (config.corsOrigins) enableCors(router, config.corsOrigins, [...apiPaths, ...adminPaths, ...docPaths]);
   router.fallback([...apiPaths, ...adminPaths, ...opsPaths, ...docPaths, ...demoPaths]);
   const reconcileJob =
-    (config.reconcileEverySeconds ?? 0) > 0
+    first && (config.reconcileEverySeconds ?? 0) > 0
       ? new ReconcileJob(store, admin, metrics, log, { everySeconds: config.reconcileEverySeconds ?? 0, rate: config.reconcileRate ?? 200, threshold: config.largeGroupThreshold })
       : undefined;
 
   let listenSocket: us_listen_socket;
   let ops: OpsListener | undefined;
   try {
-    listenSocket = await listenExclusive(app, config.host, config.port);
-    if (config.opsPort !== undefined) {
+    listenSocket = await (worker ? listenShared : listenExclusive)(app, config.host, config.port);
+    if (config.opsPort !== undefined && first) {
       ops = await startOpsListener(config.host, config.opsPort, { engine: store, metrics, log, router: routerOptions }).catch((err: unknown) => {
         uws.us_listen_socket_close(listenSocket);
         throw err;

@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { Type, type Static } from '@sinclair/typebox';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 import type { NamedApiKey } from './auth/api-keys.js';
@@ -100,6 +101,11 @@ const Env = Type.Object({
   MAX_SEQ_JUMP: Type.Integer({ minimum: 0, maximum: 281_474_976_710_656, default: 0 }),
   /** What a jump gets: `refuse` (422 seq_jump, nothing applied) or `warn` (counted and logged, applied). */
   SEQ_JUMP_ACTION: Type.Union([Type.Literal('refuse'), Type.Literal('warn')], { default: 'refuse' }),
+  /**
+   * Server threads serving the one port (Redis engines only): 0 picks one per core in production
+   * and 1 in dev mode. The memory engine always runs one (its state lives in one thread).
+   */
+  WORKERS: Type.Integer({ minimum: 0, maximum: 64, default: 0 }),
   /** pino level. */
   LOG_LEVEL: Type.Union(
     ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
@@ -119,6 +125,8 @@ export interface Config {
   opsPort?: number | undefined;
   /** Bound of one store call (STORE_TIMEOUT_MS); default 2000. */
   storeTimeoutMs?: number;
+  /** WORKERS as given (0: automatic); `workerCount` says how many run. */
+  workers?: number;
   /** Start on a Redis whose maxmemory-policy may evict keys (REDIS_ALLOW_EVICTION). */
   redisAllowEviction?: boolean;
   redisUrl: string | undefined;
@@ -178,6 +186,7 @@ const NUMERIC = new Set([
   'RECONCILE_EVERY',
   'RECONCILE_RATE',
   'MAX_SEQ_JUMP',
+  'WORKERS',
 ]);
 
 /** Reads and validates the environment; throws ConfigError naming every bad variable. */
@@ -230,6 +239,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     host: devMode ? '127.0.0.1' : values.HOST,
     opsPort: values.OPS_PORT,
     storeTimeoutMs: values.STORE_TIMEOUT_MS,
+    workers: values.WORKERS,
     redisAllowEviction: values.REDIS_ALLOW_EVICTION === 'true' || values.REDIS_ALLOW_EVICTION === '1',
     redisUrl: values.REDIS_URL,
     redisClusterNodes,
@@ -274,6 +284,7 @@ export function describeConfig(config: Config): Record<string, unknown> {
     port: config.port,
     host: config.host,
     opsPort: config.opsPort ?? null,
+    workers: workerCount(config),
     redis: redisTargetDescription(config),
     devMode: config.devMode,
     apiKey: mask(config.apiKey, DEV_API_KEY),
@@ -308,4 +319,16 @@ function withoutQuery(url: string): string {
 function redisTargetDescription(config: Config): string | null {
   const target = redisTargetOf(config);
   return target ? describeRedisTarget(target) : null;
+}
+
+/**
+ * How many server threads run: WORKERS, or one per core in production and one in dev mode. The
+ * memory engine always runs one: its state lives in the thread that holds it.
+ */
+export function workerCount(config: Pick<Config, 'workers' | 'devMode' | 'redisUrl' | 'redisClusterNodes'>, cores: number = availableParallelism()): number {
+  const redis = config.redisUrl !== undefined || (config.redisClusterNodes?.length ?? 0) > 0;
+  if (!redis) return 1;
+  const wanted = config.workers ?? 0;
+  if (wanted > 0) return wanted;
+  return config.devMode ? 1 : Math.max(1, cores);
 }

@@ -19,3 +19,17 @@ export function listenExclusive(app: TemplatedApp, host: string, port: number): 
     });
   });
 }
+
+/**
+ * Listens on host:port shared with the other worker threads of this process (SO_REUSEPORT; the
+ * kernel spreads connections over them). Only for WORKERS: the supervisor holds the port's
+ * guard, so no other Redpoint can join (server/workers/port-guard.ts).
+ */
+export function listenShared(app: TemplatedApp, host: string, port: number): Promise<us_listen_socket> {
+  return new Promise((resolve, reject) => {
+    app.listen(host, port, (socket) => {
+      if (socket) resolve(socket);
+      else reject(new Error(`cannot listen on ${host}:${port} (shared by the workers): the address is not available`));
+    });
+  });
+}

@@ -147,16 +147,20 @@ export class Metrics {
     help: 'When the reconcile job last finished a walk (Unix seconds)',
     registers: [this.registry],
   });
+  // With several workers (WORKERS) their metrics are summed, except these: ready and up only if
+  // every worker is, and one build.
   readonly ready = new Gauge({
     name: 'redpoint_ready',
     help: '1 when the store is reachable and the server accepts traffic',
     registers: [this.registry],
+    aggregator: 'min',
   });
   readonly storeUp = new Gauge({
     name: 'redpoint_store_up',
     help: '1 while a store connection target (engine, bus, each cluster master) is usable, 0 while it is down',
     labelNames: ['target'] as const,
     registers: [this.registry],
+    aggregator: 'min',
   });
   readonly storeErrors = new Counter({
     name: 'redpoint_store_errors_total',
@@ -181,9 +185,17 @@ export class Metrics {
     help: 'Always 1; the labels say which build runs',
     labelNames: ['version', 'node'] as const,
     registers: [this.registry],
+    aggregator: 'first',
   });
 
-  constructor() {
-    collectDefaultMetrics({ register: this.registry, prefix: 'redpoint_' });
+  /**
+   * The Prometheus text of /metrics: this registry's, or, in a worker of several, every worker's
+   * aggregated (server/workers/).
+   */
+  exposition: () => Promise<string> = () => this.registry.metrics();
+
+  /** `processMetrics`: the Node process metrics (CPU, memory, event loop); one worker of several reports them. */
+  constructor({ processMetrics = true }: { processMetrics?: boolean } = {}) {
+    if (processMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'redpoint_' });
   }
 }

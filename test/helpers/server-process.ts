@@ -9,7 +9,7 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 
 /** Variables of the machine's environment that would change the server's configuration: never passed on. */
 const CONFIG_PREFIXES = ['REDPOINT_', 'REDIS_', 'WS_'];
-const CONFIG_KEYS = new Set(['PORT', 'HOST', 'OPS_PORT', 'STORE_TIMEOUT_MS', 'LARGE_GROUP_THRESHOLD', 'SNAPSHOT_EVERY', 'STREAM_MAX_LEN', 'LOG_LEVEL', 'UWS_USE_FALLBACK']);
+const CONFIG_KEYS = new Set(['PORT', 'HOST', 'OPS_PORT', 'WORKERS', 'STORE_TIMEOUT_MS', 'LARGE_GROUP_THRESHOLD', 'SNAPSHOT_EVERY', 'STREAM_MAX_LEN', 'LOG_LEVEL', 'UWS_USE_FALLBACK']);
 
 export interface ServerProcess {
   readonly proc: ChildProcess;
@@ -53,7 +53,8 @@ export async function spawnServer(env: Record<string, string>, options: SpawnOpt
   const command = options.command ?? { file: process.execPath, args: ['--import', 'tsx', 'server/main.ts'] };
   const proc = spawn(command.file, command.args, {
     cwd: ROOT,
-    env: { ...base, HOST: '127.0.0.1', PORT: '0', ...credentials, ...env },
+    // One worker unless a test asks for more: each worker thread compiles the sources again.
+    env: { ...base, HOST: '127.0.0.1', PORT: '0', WORKERS: '1', ...credentials, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   killOnExit(proc);

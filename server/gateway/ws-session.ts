@@ -6,6 +6,7 @@ import { CLOSE_CODES, type ClientFrame, type CloseReason, type HelloFrame, type 
 import type { Cursor } from '../../protocol/types.js';
 import type { Authenticator } from '../auth/tokens.js';
 import type { WsOptions } from '../config.js';
+import { StoreError } from '../engine/store-errors.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { SyncService } from '../sync/sync-service.js';
 import { wireError } from './error-mapper.js';
@@ -194,7 +195,8 @@ export class WsSession {
       const [position, heads] = await Promise.all([this.host.sync.position(uid), convs.length > 0 ? this.host.sync.engine.heads(convs) : new Map<string, number>()]);
       this.deliverVersion(position, heads);
     } catch (err) {
-      this.host.log.warn({ err, uid, conn: this.id }, 'version check failed');
+      // An outage is reported once by StoreHealth, not once per online user.
+      this.host.log[err instanceof StoreError ? 'debug' : 'warn']({ err, uid, conn: this.id }, 'version check failed');
     }
   }
 
@@ -305,9 +307,11 @@ export class WsSession {
     try {
       uid = await auth.verifyUserToken(frame.token);
     } catch (err) {
-      const expired = err instanceof RedpointError && err.code === 'token_expired';
-      metrics.errors.inc({ code: expired ? 'token_expired' : 'unauthorized' });
-      return this.close(expired ? 'token_expired' : 'unauthorized');
+      const code = err instanceof RedpointError ? err.code : 'unauthorized';
+      // The token is not wrong when the server cannot check it now (a JWK Set not loaded yet).
+      const reason = code === 'token_expired' ? 'token_expired' : code === 'unavailable' ? 'try_again_later' : 'unauthorized';
+      metrics.errors.inc({ code: reason === 'try_again_later' ? 'unavailable' : reason });
+      return this.close(reason);
     }
     if (this.closed) return;
     this.uid = uid;

@@ -11,6 +11,7 @@ import { fileFixture } from '../helpers/file-fixture.js';
 import { REDIS_NOT_FOUND, startRedisServer, type RedisServer, type RedisServerOptions } from '../helpers/redis-server.js';
 import { join, message, mulberry32, read, rebuild, sorted, recordOne } from './conformance-helpers.js';
 import { UNSEEN_EPOCH } from '../../server/engine/engine.js';
+import { trimmedBase } from '../../server/engine/rules.js';
 import { randomizedOps } from './conformance-random.js';
 import { decodeRecord } from '../../server/engine/redis/codec.js';
 import { loadScriptSources, SCRIPTS, type ScriptName } from '../../server/engine/redis/scripts.js';
@@ -293,13 +294,13 @@ describe('redis engine storage', () => {
     const opts = { snapshotEvery: 3, streamMaxLen: 7 };
     await withInspector('trim', opts, async (engine, inspect) => {
       const k = userKeys('trim', 'u');
-      // rules.ts for one conversation: interval max(3, 2) = 3.
+      // rules.ts for one conversation: interval max(3, 1) = 3.
       let sv = 0;
       let base = 0;
       for (let v = 1; v <= 40; v++) {
         await engine.applyUserOps([v === 1 ? join('u', 'c') : message('u', 'c', v)]);
         if (v - sv >= 3) sv = v;
-        base = Math.min(sv, Math.max(base, v - 3));
+        base = trimmedBase(base, v, sv, 3);
         const meta = await inspect.hmget(k.meta, 'v', 'b', 'sv');
         expect(meta.map(Number), `meta at v${v}`).toEqual([v, base, sv]);
         expect(await inspect.llen(k.stream), `entries at v${v}`).toBe(v - base);

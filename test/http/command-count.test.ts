@@ -160,13 +160,15 @@ describe('Redis commands per message (redis engine)', () => {
     // Per added member (100 vs 2 members, so constants cancel), a message raising the unread
     // count costs at most: writes inside user_apply.lua = 3 (record HSET, meta HSET carrying the
     // version and the totals, RPUSH of the entry; nothing for unchanged fields); every command
-    // Redis runs = 6 (HGETALL meta, HGET record, PUBLISH of the push, and the 3 writes). It was
+    // Redis runs = 7 (HMGET of the fixed meta fields, HGET record, HGET of the one category total
+    // the message moves, PUBLISH of the push, and the 3 writes; an HGETALL of the meta instead
+    // saves a command but reads every category's total, and measured slower). It was
     // 12 writes and 17 commands (one EVALSHA each) per member before net-delta totals, and 5 and 10
     // before the positional records, the one-hash meta and one script for all members.
     for (const [cost, base] of [[small.steady, direct.steady], [small.first, direct.first]] as const) {
       const perMember = (f: (r: Record<string, number>) => number): number => (f(cost.all) - f(base.all)) / 98;
       expect(perMember(writes), JSON.stringify(cost.all)).toBeLessThanOrEqual(3);
-      expect(perMember(sum), JSON.stringify(cost.all)).toBeLessThanOrEqual(6);
+      expect(perMember(sum), JSON.stringify(cost.all)).toBeLessThanOrEqual(7);
     }
   }, 120_000);
 });

@@ -36,12 +36,12 @@ local checkLocal = ARGV[10] == '1'
 local FIELDS = { m = 3, r = 1, g = 6, s = 3 }
 
 local function copy(r)
-  local o = {}
-  for k, v in pairs(r) do o[k] = v end
   local seqs = {}
   for i, s in ipairs(r.mentions) do seqs[i] = s end
-  o.mentions = seqs
-  return o
+  return {
+    conv = r.conv, member = r.member, muted = r.muted, marked = r.marked, large = r.large, lastSeq = r.lastSeq,
+    readSeq = r.readSeq, deletedSeq = r.deletedSeq, gen = r.gen, joinGen = r.joinGen, category = r.category, mentions = seqs,
+  }
 end
 
 local function blank(conv)
@@ -171,20 +171,23 @@ local function contribution(r)
 end
 
 -- One user's ops (ARGV[first..last]); appends this user's results to `out`.
-local function applyUser(uid, rawMeta, first, last, out)
+-- The meta fields read up front (META_FIELDS order); the per-category totals are read when touched.
+local META_FIELDS = { 'e', 'r', 'v', 'b', 'n', 'sv', 't', 'x', 'ex' }
+
+local function applyUser(uid, meta, first, last, out)
   local tag = prefix .. ':{u:' .. uid .. '}:'
   local keys = { meta = tag .. 'm', records = tag .. 'c', stream = tag .. 's', snapshot = tag .. 'p', large = tag .. 'L' }
-  local meta = {}
-  for i = 1, #rawMeta, 2 do meta[rawMeta[i]] = rawMeta[i + 1] end
-  local exists = meta.e ~= nil
-  local epoch = currentEpoch(keys.meta, meta.e, meta.r, runId)
-  local version = tonumber(meta.v or '0')
-  local base = tonumber(meta.b or '0')
-  local members = tonumber(meta.n or '0')
-  local sv = tonumber(meta.sv or '0')
-  local total = tonumber(meta.t or '0')
-  local mentionTotal = tonumber(meta.x or '0')
-  local startVersion, startBase = version, base
+  local exists = meta[1] ~= false
+  local epoch = currentEpoch(keys.meta, meta[1], meta[2], runId)
+  local version = tonumber(meta[3] or '0')
+  local base = tonumber(meta[4] or '0')
+  local members = tonumber(meta[5] or '0')
+  local sv = tonumber(meta[6] or '0')
+  local total = tonumber(meta[7] or '0')
+  local mentionTotal = tonumber(meta[8] or '0')
+  local expiredAt = tonumber(meta[9] or '0')
+  local startVersion, startBase, startMembers, startSv = version, base, members, sv
+  local startTotal, startMentions = total, mentionTotal
 
   local current = {} -- conv -> record as of the ops so far (false: none)
   local categoryDelta = {}
@@ -210,6 +213,7 @@ local function applyUser(uid, rawMeta, first, last, out)
     end
     local after = apply(before or nil, op, conv, i)
     local changed = false
+    local shownText
     if after and not sameRecord(before or nil, after) then
       current[conv] = after
       if not dirty[conv] then dirty[conv] = true; dirtyOrder[#dirtyOrder + 1] = conv end
@@ -225,7 +229,8 @@ local function applyUser(uid, rawMeta, first, last, out)
         if after.member and not wasMember then members = members + 1 elseif wasMember and not after.member then members = members - 1 end
         if wasLargeMember[conv] == nil then wasLargeMember[conv] = (wasMember and before.large) == true end
         version = version + 1
-        local text = after.member and stateText(after) or conv
+        shownText = after.member and stateText(after) or nil
+        local text = shownText or conv
         entries[#entries + 1] = text
         lines[#lines + 1] = int(version) .. '|' .. text
         local interval = snapshotInterval(snapshotEvery, streamMaxLen, members)
@@ -234,14 +239,14 @@ local function applyUser(uid, rawMeta, first, last, out)
           if idle > 0 then redis.call('SET', keys.snapshot, snap, 'EX', idle) else redis.call('SET', keys.snapshot, snap) end
           sv = version
         end
-        base = math.min(sv, math.max(base, version - interval))
+        base = trimmedBase(base, version, sv, interval)
       end
     end
     local shown = after and after.member
     out[#out + 1] = changed and 1 or 0
     out[#out + 1] = shown and 1 or 0
     out[#out + 1] = version
-    out[#out + 1] = shown and stateText(after) or ''
+    out[#out + 1] = shown and (shownText or stateText(after)) or ''
     i = i + 2 + width
   end
 
@@ -266,7 +271,13 @@ local function applyUser(uid, rawMeta, first, last, out)
   elseif base > startBase then
     redis.call('LTRIM', keys.stream, base - startBase, -1)
   end
-  local fields = { 'v', int(version), 'b', int(base), 'n', int(members), 'sv', int(sv), 't', int(total), 'x', int(mentionTotal) }
+  -- Only the meta fields that moved.
+  local fields = { 'v', int(version) }
+  if base ~= startBase then fields[#fields + 1] = 'b'; fields[#fields + 1] = int(base) end
+  if members ~= startMembers then fields[#fields + 1] = 'n'; fields[#fields + 1] = int(members) end
+  if sv ~= startSv then fields[#fields + 1] = 'sv'; fields[#fields + 1] = int(sv) end
+  if total ~= startTotal then fields[#fields + 1] = 't'; fields[#fields + 1] = int(total) end
+  if mentionTotal ~= startMentions then fields[#fields + 1] = 'x'; fields[#fields + 1] = int(mentionTotal) end
   if not exists then
     -- The user's first visible change: its stream (and epoch) begins.
     epoch = newEpoch(keys.meta, runId)
@@ -278,7 +289,7 @@ local function applyUser(uid, rawMeta, first, last, out)
     -- Pushing the expiry back costs two commands: do it when the list is new, and otherwise
     -- at most every idle/8 seconds (the stream then lives between 7/8 and all of `idle`).
     if fresh then redis.call('EXPIRE', keys.stream, idle) end
-    if now - tonumber(meta.ex or '0') >= idle / 8 then
+    if now - expiredAt >= idle / 8 then
       if not fresh then redis.call('EXPIRE', keys.stream, idle) end
       redis.call('EXPIRE', keys.snapshot, idle)
       fields[#fields + 1] = 'ex'; fields[#fields + 1] = int(now)
@@ -288,7 +299,7 @@ local function applyUser(uid, rawMeta, first, last, out)
   for category, delta in pairs(categoryDelta) do
     if delta ~= 0 then
       local field = 'k:' .. category
-      local value = tonumber(meta[field] or '0') + delta
+      local value = tonumber(redis.call('HGET', keys.meta, field) or '0') + delta
       if value == 0 then gone[#gone + 1] = field else fields[#fields + 1] = field; fields[#fields + 1] = int(value) end
     end
   end
@@ -313,17 +324,17 @@ while i <= #ARGV do
   local last = first - 1
   for _ = 1, count do last = last + 2 + FIELDS[ARGV[last + 1]] end
   local metaKey = prefix .. ':{u:' .. uid .. '}:m'
-  local rawMeta
+  local meta
   if checkLocal then
-    rawMeta = redis.pcall('HGETALL', metaKey)
-    if rawMeta.err then
+    meta = redis.pcall('HMGET', metaKey, unpack(META_FIELDS))
+    if meta.err then
       out[#out + 1] = 'moved'
       return out
     end
   else
-    rawMeta = redis.call('HGETALL', metaKey)
+    meta = redis.call('HMGET', metaKey, unpack(META_FIELDS))
   end
-  applyUser(uid, rawMeta, first, last, out)
+  applyUser(uid, meta, first, last, out)
   i = last + 1
 end
 return out

@@ -76,6 +76,17 @@ local function stateText(r)
     .. int(r.readSeq) .. '|' .. int(#r.mentions) .. '|' .. int(r.deletedSeq) .. '|' .. categoryText(r.category)
 end
 
+-- A stored record's state line (stateText) straight from its text, without decoding it; nil for
+-- a record that is not a member's.
+local function stateLine(conv, raw)
+  local member, flags, ls, rs, ds, cat, ms =
+    string.match(raw, '^([01])([01][01][01])|(%d+)|(%d+)|(%-?%d+)|%d+|%d+|([^|]*)|([%d,]*)$')
+  if member ~= '1' then return nil end
+  local mentions = 0
+  if ms ~= '' then mentions = select(2, string.gsub(ms, ',', ',')) + 1 end
+  return conv .. '|' .. flags .. '|' .. ls .. '|' .. rs .. '|' .. mentions .. '|' .. ds .. '|' .. cat
+end
+
 -- Every member conversation's state, one per line; `current` (conv -> record or false) holds
 -- records changed by this script and not yet written back.
 local function snapshotText(recordsKey, current)
@@ -85,9 +96,10 @@ local function snapshotText(recordsKey, current)
   for i = 1, #all, 2 do
     local conv = all[i]
     local r = current[conv]
-    if r == nil then r = decodeRecord(conv, all[i + 1]) end
     seen[conv] = true
-    if r and r.member then lines[#lines + 1] = stateText(r) end
+    local line
+    if r == nil then line = stateLine(conv, all[i + 1]) elseif r and r.member then line = stateText(r) end
+    if line then lines[#lines + 1] = line end
   end
   for conv, r in pairs(current) do
     if not seen[conv] and r and r.member then lines[#lines + 1] = stateText(r) end
@@ -98,6 +110,12 @@ end
 -- rules.ts snapshotInterval.
 local function snapshotInterval(snapshotEvery, streamMaxLen, members)
   return math.min(streamMaxLen, math.max(snapshotEvery, members))
+end
+
+-- rules.ts trimmedBase: history goes in steps of a quarter interval, never past the snapshot.
+local function trimmedBase(base, version, sv, interval)
+  if version - base <= interval + math.max(1, math.floor(interval / 4)) then return base end
+  return math.min(sv, math.max(base, version - interval))
 end
 
 -- The stream list and its snapshot expire after STREAM_IDLE_SECONDS without changes, while the

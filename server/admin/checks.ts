@@ -1,3 +1,4 @@
+import { FINDING_KINDS, type Finding, type FindingKind } from '../../protocol/admin-replies.js';
 import type { ConvState } from '../../protocol/types.js';
 import { totalsOfRecords, type ConversationView, type RawConversation, type RawUser } from '../engine/admin.js';
 import { sameState, toConvState, type StoredConv } from '../engine/rules.js';
@@ -19,30 +20,8 @@ import { sameState, toConvState, type StoredConv } from '../engine/rules.js';
  *   counted as `midRewrite` (no finding); one still mid-rewrite after the grace period is
  *   `unfinished-rewrite` (a membership change failed halfway and was never retried).
  */
-export const FINDING_KINDS = {
-  totals: 'stored totals or categories differ from the sum over the records',
-  'member-count': 'stored member count differs from the member records',
-  'large-index': 'index of read-diffused conversations differs from the member records',
-  stream: "the stream's newest entry is not the version (or base/snapshot positions are out of order)",
-  snapshot: 'the newest snapshot and the entries after it do not replay to the records',
-  'missing-join': 'the conversation lists the user, but its record is not that membership',
-  'stale-member': 'a member record whose conversation does not list the user (or does not exist)',
-  'stale-mode': "a member record whose mode or category is not its conversation's (no rewrite pending)",
-  'behind-head': "a member of a write-diffused conversation whose lastSeq is below the conversation's head",
-  'generation-ahead': "a record newer than its conversation's generation (the conversation lost writes)",
-  'conv-member-count': "a conversation's stored member count differs from its members",
-  'unfinished-rewrite': 'a conversation still mid-rewrite after the grace period',
-  'unfinished-delete': 'a conversation deletion begun and not finished after the grace period',
-} as const;
-
-export type FindingKind = keyof typeof FINDING_KINDS;
-
-export interface Finding {
-  kind: FindingKind;
-  uid?: string;
-  conv?: string;
-  detail: string;
-}
+export { FINDING_KINDS };
+export type { Finding, FindingKind };
 
 export interface UserCheckOptions {
   /** Streams and snapshots expire while idle (then a missing one is legal). */

@@ -1,15 +1,11 @@
+import type { DeleteResult } from '../../protocol/admin-replies.js';
 import type { EngineAdmin } from '../engine/admin.js';
 import type { Engine, UserOp } from '../engine/engine.js';
 
+export type { DeleteResult };
+
 /** Members removed per applyUserOps call (two ops each). */
 const MEMBERS_PER_STEP = 500;
-
-export interface DeleteResult {
-  conv: string;
-  /** Members removed (the deletion's whole roster, even those an earlier attempt already removed). */
-  members: number;
-  gen: number;
-}
 
 /**
  * Deletes a conversation for all its members, with its share of every total: one conversation

@@ -1,14 +1,9 @@
+import type { EraseResult, UserTraces } from '../../protocol/admin-replies.js';
 import type { EngineAdmin } from '../engine/admin.js';
 import type { Engine } from '../engine/engine.js';
 import { changeMembership } from '../sync/membership.js';
 
-export interface EraseResult {
-  uid: string;
-  /** Conversations the user was removed from (each through a normal membership change). */
-  conversations: string[];
-  /** With a scan: conversations found listing the user that its records did not name. */
-  foundByScan: string[];
-}
+export type { EraseResult, UserTraces };
 
 /** Rounds of remove-then-wipe before giving up on a user that keeps changing. */
 const MAX_ROUNDS = 8;
@@ -68,7 +63,7 @@ export async function eraseUser(engine: Engine, admin: EngineAdmin, threshold: n
 }
 
 /** What is left of a user in the store: its own state, and conversations (of `convs`) that list it. */
-export async function userTraces(admin: EngineAdmin, uid: string): Promise<{ state: boolean; listedIn: string[] }> {
+export async function userTraces(admin: EngineAdmin, uid: string): Promise<UserTraces> {
   const raw = await admin.readUser(uid);
   const state = raw.meta !== null || raw.records.length > 0 || raw.stream.length > 0 || raw.largeIndex.length > 0 || raw.ttl.snapshot !== -2;
   const listedIn: string[] = [];

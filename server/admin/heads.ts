@@ -1,17 +1,9 @@
+import type { HeadsResult } from '../../protocol/admin-replies.js';
+import type { HeadAssertion } from '../../protocol/admin-schemas.js';
 import type { Engine, UserOp } from '../engine/engine.js';
 import { mapLimit } from './map-limit.js';
 
-export interface HeadAssertion {
-  conv: string;
-  maxSeq: number;
-}
-
-export interface HeadsResult {
-  /** Each known conversation's head after the call (at least what was asserted). */
-  heads: HeadAssertion[];
-  /** Conversations that do not exist (nothing was created for them). */
-  unknown: string[];
-}
+export type { HeadAssertion, HeadsResult };
 
 /** Conversations whose heads are raised at once (each then one user step per member). */
 const CONVERSATIONS_AT_ONCE = 32;

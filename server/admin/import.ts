@@ -1,34 +1,12 @@
-import { Type, type Static } from '@sinclair/typebox';
-import { LIMITS } from '../../protocol/limits.js';
-import { Category, decode, Id, ReadSeq } from '../../protocol/schemas.js';
+import type { ImportBatchResult } from '../../protocol/admin-replies.js';
+import { ConvLine, UserLine, type ImportBatch } from '../../protocol/admin-schemas.js';
+import { decode } from '../../protocol/schemas.js';
 import type { Engine, UserOp } from '../engine/engine.js';
 import { changeMembership, memberOp } from '../sync/membership.js';
 import { mapLimit } from './map-limit.js';
 
-/** A conversation line of an import file: create it, add its members, raise its head. */
-export const ConvLine = Type.Object(
-  {
-    conv: Id,
-    members: Type.Array(Id, { maxItems: LIMITS.membersPerChange }),
-    category: Type.Optional(Category),
-    maxSeq: ReadSeq,
-  },
-  { additionalProperties: false },
-);
-export type ConvLine = Static<typeof ConvLine>;
-
-/** A per-user line: the user's read position (and flags) in one conversation. */
-export const UserLine = Type.Object(
-  {
-    uid: Id,
-    conv: Id,
-    readSeq: ReadSeq,
-    muted: Type.Optional(Type.Boolean()),
-    markedUnread: Type.Optional(Type.Boolean()),
-  },
-  { additionalProperties: false },
-);
-export type UserLine = Static<typeof UserLine>;
+export { ConvLine, UserLine };
+export type { ImportBatch, ImportBatchResult };
 
 export type ImportLine = { kind: 'conv'; line: ConvLine } | { kind: 'user'; line: UserLine };
 
@@ -42,20 +20,6 @@ export function parseImportLine(text: string): ImportLine {
   }
   if (typeof value === 'object' && value !== null && 'uid' in value) return { kind: 'user', line: decode(UserLine, value) };
   return { kind: 'conv', line: decode(ConvLine, value) };
-}
-
-/** A batch: conversations with the user lines that name them, and user lines of conversations already in the store. */
-export interface ImportBatch {
-  conversations: ConvLine[];
-  users: UserLine[];
-}
-
-export interface ImportBatchResult {
-  conversations: number;
-  /** (user, conversation) pairs written (or, dry, that would be). */
-  pairs: number;
-  /** User lines naming a conversation that neither the batch nor the store has. */
-  unknown: { uid: string; conv: string }[];
 }
 
 /** Conversations imported at once (each a membership change, a head raise, then user steps). */

@@ -1,66 +1,11 @@
+import type { ConversationInspection, ConversationLine, UserInspection } from '../../protocol/admin-replies.js';
 import { headOf, toView } from '../../protocol/view.js';
 import type { EngineAdmin } from '../engine/admin.js';
 import type { Engine, EngineOptions } from '../engine/engine.js';
 import { snapshotInterval, toConvState, type StoredConv } from '../engine/rules.js';
-import { checkUser, type Finding } from './checks.js';
+import { checkUser } from './checks.js';
 
-export interface ConversationLine {
-  conv: string;
-  /** member; left (a tombstone, or the record of a deleted conversation); pending (a message arrived before the join). */
-  status: 'member' | 'left' | 'pending';
-  /** The effective lastSeq: for a read-diffused conversation, its head. */
-  lastSeq: number;
-  storedLastSeq: number;
-  readSeq: number;
-  unread: number;
-  mentions: number;
-  muted: boolean;
-  markedUnread: boolean;
-  /** Deleted by the user and no newer message: not shown, not counted. */
-  hidden: boolean;
-  deletedSeq: number;
-  category: string;
-  mode: 'write' | 'read';
-  gen: number;
-  joinGen: number;
-}
-
-export interface UserInspection {
-  uid: string;
-  /** False: the store holds no stream for this user (never seen, only pending records, or erased). */
-  seen: boolean;
-  epoch: string;
-  version: number;
-  /** The epoch rotates at the user's next step (the Redis server holding it restarted since). */
-  epochRotates: boolean;
-  stream: { base: number; length: number; ttlSeconds: number; interval: number };
-  snapshot: { version: number; present: boolean; conversations: number; ttlSeconds: number };
-  totals: {
-    /** The badge numbers as /unread computes them: stored totals plus read-diffused conversations now. */
-    shown: { total: number; mentions: number; categories: Record<string, number> };
-    /** What the store keeps for write-diffused conversations (must equal their sum). */
-    stored: { total: number; mentions: number; categories: Record<string, number> };
-  };
-  conversations: ConversationLine[];
-  /** The reconcile checks on this user, right now (no grace period: a finding may be a step in flight). */
-  findings: Finding[];
-}
-
-export interface ConversationInspection {
-  conv: string;
-  deleting: boolean;
-  maxSeq: number;
-  memberCount: number;
-  storedMemberCount: number;
-  mode: 'write' | 'read';
-  category: string;
-  gen: number;
-  /** Generation of an unfinished member rewrite (0: none). */
-  rewrite: number;
-  members: { uid: string; joinGen: number; joinHead: number }[];
-  /** Members left out of `members` (at most `limit` are listed). */
-  moreMembers: number;
-}
+export type { ConversationInspection, ConversationLine, UserInspection };
 
 /** Everything support needs about one user, in one read of its state (plus its conversations' heads). */
 export async function inspectUser(engine: Engine, admin: EngineAdmin, options: EngineOptions, uid: string): Promise<UserInspection> {

@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { ReconcilePage } from '../../protocol/admin-replies.js';
 import type { EngineAdmin } from '../engine/admin.js';
 import type { Engine } from '../engine/engine.js';
 import { checkConversation, checkUser, type Finding } from './checks.js';
@@ -16,20 +17,7 @@ export interface ReconcileOptions {
 }
 
 /** What one page (or one list of ids) of a reconcile found and did. */
-export interface ReconcilePage {
-  /** Where the walk goes on ('' : done). */
-  cursor: string;
-  users: number;
-  conversations: number;
-  /** Conversations seen mid-rewrite whose rewrite finished within the grace period (not findings). */
-  midRewrite: number;
-  /** Findings still there after the grace period. */
-  findings: Finding[];
-  /** Of those, the ones gone after the repair. */
-  repaired: Finding[];
-  /** Of those, the ones a repair did not fix (or every finding, without `repair`). */
-  unrepaired: Finding[];
-}
+export type { ReconcilePage };
 
 /** An empty page, to sum pages into (`addPage`). */
 export function emptyPage(): ReconcilePage {

@@ -1,22 +1,15 @@
+import type { ReconcileRequest } from '../../protocol/admin-schemas.js';
 import type { EngineAdmin } from '../engine/admin.js';
 import type { Engine, EngineOptions } from '../engine/engine.js';
 import { deleteConversation, type DeleteResult } from './delete-conversation.js';
-import { eraseUser, userTraces, type EraseResult } from './erase.js';
+import { eraseUser, userTraces, type EraseResult, type UserTraces } from './erase.js';
 import { reassertHeads, type HeadAssertion, type HeadsResult } from './heads.js';
 import { importBatch, type ImportBatch, type ImportBatchResult } from './import.js';
 import { inspectConversation, inspectUser, type ConversationInspection, type UserInspection } from './inspect.js';
 import { Reconciler, type ReconcilePage } from './reconcile.js';
 
-export interface ReconcileRequest {
-  /** Walk from here ('' starts); ignored when `users` or `conversations` is given. */
-  cursor?: string;
-  users?: string[];
-  conversations?: string[];
-  /** Ids per walk page. */
-  count?: number;
-  repair: boolean;
-  graceMs: number;
-}
+/** Walk from `cursor` ('' starts; ignored when `users` or `conversations` is given), `count` ids per page. */
+export type { ReconcileRequest };
 
 /**
  * Everything the `redpoint` CLI does to a store, as one interface with two implementations: this
@@ -32,7 +25,7 @@ export interface Toolbox {
   inspectConversation(conv: string): Promise<ConversationInspection | null>;
   eraseUser(uid: string, options: { scan: boolean }): Promise<EraseResult>;
   /** What is left of a user (its own state, conversations listing it): empty after an erase. */
-  traces(uid: string): Promise<{ state: boolean; listedIn: string[] }>;
+  traces(uid: string): Promise<UserTraces>;
   deleteConversation(conv: string): Promise<DeleteResult | null>;
   reassertHeads(heads: readonly HeadAssertion[]): Promise<HeadsResult>;
   importBatch(batch: ImportBatch, dryRun: boolean): Promise<ImportBatchResult>;
@@ -83,7 +76,7 @@ export class LocalToolbox implements Toolbox {
     return eraseUser(this.engine, this.admin, this.settings.largeGroupThreshold, uid, options);
   }
 
-  traces(uid: string): Promise<{ state: boolean; listedIn: string[] }> {
+  traces(uid: string): Promise<UserTraces> {
     return userTraces(this.admin, uid);
   }
 

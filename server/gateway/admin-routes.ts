@@ -1,9 +1,6 @@
-import { Type } from '@sinclair/typebox';
-import { CountQuery, HeadBody, HeadsBody, HeadsQueryBody, ReconcileBody } from '../../protocol/admin-schemas.js';
+import { CountQuery, EraseQuery, HeadBody, HeadsBody, HeadsQueryBody, ImportBody, ReconcileBody } from '../../protocol/admin-schemas.js';
 import { RedpointError } from '../../protocol/errors.js';
-import { LIMITS } from '../../protocol/limits.js';
 import { decode } from '../../protocol/schemas.js';
-import { ConvLine, UserLine } from '../admin/import.js';
 import type { Toolbox } from '../admin/toolbox.js';
 import { bearer, type Authenticator } from '../auth/tokens.js';
 import type { SeqGuard } from '../sync/seq-guard.js';
@@ -15,15 +12,6 @@ interface AdminDeps {
   auth: Authenticator;
   seqGuard: SeqGuard;
 }
-
-const ImportBody = Type.Object(
-  {
-    conversations: Type.Array(ConvLine, { maxItems: LIMITS.messagesPerBatch }),
-    users: Type.Array(UserLine, { maxItems: 10 * LIMITS.messagesPerBatch }),
-    dryRun: Type.Optional(Type.Boolean()),
-  },
-  { additionalProperties: false },
-);
 
 /**
  * The operator's endpoints (PROTOCOL.md "Operator endpoints"), API key only: re-asserting heads,
@@ -67,7 +55,11 @@ export function registerAdminRoutes(router: HttpRouter, { toolbox, auth, seqGuar
   router.route(
     'del',
     '/v1/users/:uid',
-    async (ctx) => ({ body: await toolbox.eraseUser(param(ctx, 0), { scan: ctx.query.get('scan') === '1' }) }),
+    async (ctx) => {
+      const uid = param(ctx, 0);
+      const { scan } = decode(EraseQuery, Object.fromEntries(ctx.query));
+      return { body: await toolbox.eraseUser(uid, { scan: scan === '1' }) };
+    },
     { authorize: apiKey },
   );
 
@@ -108,7 +100,8 @@ export function registerAdminRoutes(router: HttpRouter, { toolbox, auth, seqGuar
     { authorize: apiKey },
   );
 
-  router.route('post', '/v1/admin/heads', async (ctx) => ({ body: { heads: await toolbox.heads(decode(HeadsQueryBody, ctx.body).convs) } }), body);
+  // A read that takes a body (up to 1000 ids): its store errors are `unavailable`, never `outcome_unknown`.
+  router.route('post', '/v1/admin/heads', async (ctx) => ({ body: { heads: await toolbox.heads(decode(HeadsQueryBody, ctx.body).convs) } }), { ...body, write: false });
 
   router.route(
     'post',

@@ -1,4 +1,5 @@
 import type { TObject, TSchema } from '@sinclair/typebox';
+import { ConvLine, HeadBody, HeadsBody, HeadsQueryBody, ImportBody, ReconcileBody, UserLine } from '../../protocol/admin-schemas.js';
 import { ERROR_CODES, type ErrorCode } from '../../protocol/errors.js';
 import { ENDPOINTS, errorCodesOf, pathParameters, type Endpoint, type Reply } from '../../protocol/http-api.js';
 import { LIMITS } from '../../protocol/limits.js';
@@ -22,6 +23,13 @@ const NAMED_REQUESTS = new Map<TSchema, string>([
   [ReadBody, 'ReadBody'],
   [SettingsBody, 'SettingsBody'],
   [DevTokenBody, 'DevTokenBody'],
+  [HeadBody, 'HeadBody'],
+  [HeadsBody, 'HeadsBody'],
+  [ReconcileBody, 'ReconcileBody'],
+  [HeadsQueryBody, 'HeadsQueryBody'],
+  [ImportBody, 'ImportBody'],
+  [ConvLine, 'ConvLine'],
+  [UserLine, 'UserLine'],
 ]);
 
 const BODY_MEDIA_TYPES = ['application/json', 'application/msgpack'] as const;
@@ -59,6 +67,10 @@ export function buildOpenApiDocument(): JsonObject {
     tags: [
       { name: 'message service', description: 'Called by your message service with an API key.' },
       { name: 'client', description: 'Called by apps with the user\'s JWT, or by your servers with an API key for any user.' },
+      {
+        name: 'operator',
+        description: 'API key only: re-asserting heads, deleting a conversation for all, erasing a user, and what the `redpoint` CLI needs against a server (`/v1/admin/...`).',
+      },
       { name: 'operations', description: 'Unauthenticated: bind or route them privately.' },
       { name: 'dev mode', description: 'Served only in dev mode (no credentials configured; loopback only).' },
     ],

@@ -14,7 +14,8 @@ import { mulberry32 } from '../helpers/prng.js';
 import { startRedisServer } from '../helpers/redis-server.js';
 
 const THRESHOLD = 500;
-const OPTIONS = { snapshotEvery: 16, streamMaxLen: 2000, streamIdleSeconds: 0 };
+// A loaded CI machine can stall Redis for seconds under this bulk load; this file tests import, not store timeouts.
+const OPTIONS = { snapshotEvery: 16, streamMaxLen: 2000, streamIdleSeconds: 0, storeTimeoutMs: 30_000 };
 
 interface DataSet {
   convs: { conv: string; members: string[]; category: string; maxSeq: number }[];

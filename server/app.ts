@@ -110,7 +110,7 @@ export async function startServer(config: Config, log: Logger, engine?: Engine, 
   const admin = adminOf(store);
   const toolbox = new LocalToolbox(store, admin, { ...config, largeGroupThreshold: config.largeGroupThreshold });
   const apiPaths = registerApiRoutes(router, { sync, auth, metrics, seqGuard });
-  const adminPaths = registerAdminRoutes(router, { toolbox, auth, seqGuard });
+  const adminPaths = registerAdminRoutes(router, { toolbox, auth, metrics, seqGuard });
   // With OPS_PORT the operations endpoints live only there; the main port answers them 404.
   const opsPaths = config.opsPort === undefined ? registerOpsRoutes(router, { engine: store, metrics }) : [];
   const docPaths = registerOpenApiRoute(router);

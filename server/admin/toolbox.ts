@@ -1,3 +1,4 @@
+import { RedpointError } from '../../protocol/errors.js';
 import type { ReconcileRequest } from '../../protocol/admin-schemas.js';
 import type { EngineAdmin } from '../engine/admin.js';
 import type { Engine, EngineOptions } from '../engine/engine.js';
@@ -47,6 +48,9 @@ export class LocalToolbox implements Toolbox {
   ) {}
 
   reconcile(request: ReconcileRequest): Promise<ReconcilePage> {
+    // One target per request: ids of users, ids of conversations, or a page of the walk.
+    const targets = [request.users, request.conversations, request.cursor ?? request.count].filter((t) => t !== undefined).length;
+    if (targets > 1) return Promise.reject(new RedpointError('invalid_request', 'name one of users, conversations or cursor/count'));
     const reconciler = new Reconciler(this.engine, this.admin, this.settings.largeGroupThreshold, { repair: request.repair, graceMs: request.graceMs });
     if (request.users) return reconciler.users(request.users);
     if (request.conversations) return reconciler.conversations(request.conversations);

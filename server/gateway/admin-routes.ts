@@ -2,14 +2,16 @@ import { CountQuery, EraseQuery, HeadBody, HeadsBody, HeadsQueryBody, ImportBody
 import { RedpointError } from '../../protocol/errors.js';
 import { decode } from '../../protocol/schemas.js';
 import type { Toolbox } from '../admin/toolbox.js';
-import { bearer, type Authenticator } from '../auth/tokens.js';
+import type { Authenticator } from '../auth/tokens.js';
+import type { Metrics } from '../metrics/metrics.js';
 import type { SeqGuard } from '../sync/seq-guard.js';
-import { param } from './api-routes.js';
-import type { Authorize, HttpRouter } from './http.js';
+import { apiKeyAuthorization, param } from './api-routes.js';
+import type { HttpRouter } from './http.js';
 
 interface AdminDeps {
   toolbox: Toolbox;
   auth: Authenticator;
+  metrics: Metrics;
   seqGuard: SeqGuard;
 }
 
@@ -18,12 +20,8 @@ interface AdminDeps {
  * erasing a user, deleting a conversation for everyone, and what the `redpoint` CLI needs to
  * reconcile, inspect and import into a store it cannot reach itself (the memory engine's).
  */
-export function registerAdminRoutes(router: HttpRouter, { toolbox, auth, seqGuard }: AdminDeps): string[] {
-  const apiKey: Authorize = (ctx) => {
-    const credential = bearer(ctx.authorization);
-    if (!credential || !auth.isApiKey(credential)) throw new RedpointError('unauthorized', 'missing or wrong API key');
-    return null;
-  };
+export function registerAdminRoutes(router: HttpRouter, { toolbox, auth, metrics, seqGuard }: AdminDeps): string[] {
+  const apiKey = apiKeyAuthorization(auth, metrics).service;
   const body = { body: true, authorize: apiKey } as const;
 
   router.route(

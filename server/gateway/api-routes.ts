@@ -18,20 +18,28 @@ interface ApiDeps {
   seqGuard?: SeqGuard;
 }
 
-/** The HTTP API of PROTOCOL.md: message service endpoints (API key) and client endpoints (JWT). */
-export function registerApiRoutes(router: HttpRouter, { sync, auth, metrics, seqGuard }: ApiDeps): string[] {
-  /** True when `credential` is one of the API keys; its name goes to the request log and a metric. */
+/**
+ * The API key checks of the service and operator endpoints: `isApiKey` for routes a user token may
+ * also call, `service` for API-key-only routes. The key's name goes to the request log and to
+ * `redpoint_api_key_requests`.
+ */
+export function apiKeyAuthorization(auth: Authenticator, metrics: Metrics): { isApiKey: (ctx: RequestContext, credential: string) => boolean; service: Authorize } {
   const isApiKey = (ctx: RequestContext, credential: string): boolean => {
     ctx.apiKeyName = auth.apiKeyName(credential);
     if (ctx.apiKeyName !== null) metrics.apiKeyRequests.inc({ key: ctx.apiKeyName });
     return ctx.apiKeyName !== null;
   };
-
   const service: Authorize = (ctx) => {
     const credential = bearer(ctx.authorization);
     if (!credential || !isApiKey(ctx, credential)) throw new RedpointError('unauthorized', 'missing or wrong API key');
     return null;
   };
+  return { isApiKey, service };
+}
+
+/** The HTTP API of PROTOCOL.md: message service endpoints (API key) and client endpoints (JWT). */
+export function registerApiRoutes(router: HttpRouter, { sync, auth, metrics, seqGuard }: ApiDeps): string[] {
+  const { isApiKey, service } = apiKeyAuthorization(auth, metrics);
 
   /** For `/v1/users/:uid/...`: the API key may act for any user; a user's JWT only for that user. */
   const actingForUser: Authorize = async (ctx) => {

@@ -1,9 +1,12 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { MemoryUser } from '../../server/engine/memory/memory-engine.js';
+import { fileFixture } from '../helpers/file-fixture.js';
+import { startRedisServer } from '../helpers/redis-server.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 
 /** The operator endpoints of PROTOCOL.md over HTTP, the seq guard, and the periodic reconcile. */
 describe('operator endpoints', () => {
+  const redis = fileFixture('redis-server', () => startRedisServer());
   const servers: TestServer[] = [];
   afterEach(async () => {
     for (const s of servers.splice(0)) await s.close();
@@ -83,4 +86,22 @@ describe('operator endpoints', () => {
     expect(await metric(s, 'redpoint_reconcile_checked_total{subject="users"}')).toMatch(/ [1-9]\d*$/);
     expect(await metric(s, 'redpoint_reconcile_runs_total')).toMatch(/ [1-9]\d*$/);
   }, 30_000);
+
+  it('POST /v1/admin/reconcile takes one target: users and conversations together is 400, and the key name is counted', async () => {
+    const s = await start();
+    const both = await s.api<{ error: { code: string } }>('POST', '/v1/admin/reconcile', { users: ['ann'], conversations: ['team'], repair: false, graceMs: 0 });
+    expect(both.status).toBe(400);
+    expect(both.body.error.code).toBe('invalid_request');
+    const idsAndWalk = await s.api('POST', '/v1/admin/reconcile', { users: ['ann'], cursor: '', repair: false, graceMs: 0 });
+    expect(idsAndWalk.status).toBe(400);
+    expect(await s.ok('POST', '/v1/admin/reconcile', { users: ['ann'], repair: false, graceMs: 0 })).toMatchObject({ findings: [] });
+    expect(await metric(s, 'redpoint_api_key_requests_total{key="default"}')).toMatch(/ [1-9]\d*$/);
+  });
+
+  it('a reconcile walk cursor the Redis engine cannot read is 400, not 500', async () => {
+    const s = await start({ engine: 'redis', redis: redis() });
+    const bad = await s.api<{ error: { code: string } }>('POST', '/v1/admin/reconcile', { cursor: 'u:abc', repair: false, graceMs: 0 });
+    expect(bad.status, JSON.stringify(bad.body)).toBe(400);
+    expect(bad.body.error.code).toBe('invalid_request');
+  });
 });

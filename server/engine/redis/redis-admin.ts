@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Cluster, Redis } from 'ioredis';
 import { nanoid } from 'nanoid';
+import { RedpointError } from '../../../protocol/errors.js';
 import type { MemberTag } from '../engine.js';
 import type { ConversationView, DeleteStep, EngineAdmin, RawConversation, RawMeta, RawUser, ScanPage } from '../admin.js';
 import type { StoredConv } from '../rules.js';
@@ -210,7 +211,7 @@ export class RedisAdmin implements EngineAdmin {
     const [nodeText = '0', scanCursor = '0'] = cursor === '' ? [] : cursor.split(':');
     const index = Number(nodeText);
     const node = masters[index];
-    if (!Number.isInteger(index) || !/^\d+$/.test(scanCursor)) throw new Error(`not a walk cursor: ${cursor}`);
+    if (!Number.isInteger(index) || !/^\d+$/.test(scanCursor)) throw new RedpointError('invalid_request', `not a walk cursor: ${cursor}`);
     if (!node) return { cursor: '', ids: [] };
     const [next, keys] = await node.scan(scanCursor, 'MATCH', match, 'COUNT', Math.max(10, count));
     const found = await ids(node, keys);

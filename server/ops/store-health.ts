@@ -71,6 +71,15 @@ export class StoreHealth {
     if (!this.closing) this.log.error({ event: 'store_down', target, cause: state.cause }, `store down: ${target}: ${state.cause}`);
   }
 
+  /**
+   * The target is gone for good (a cluster node the client dropped after a failover or resharding):
+   * its gauge series goes too, so a node that no longer exists is not reported down forever.
+   */
+  forget(target: string): void {
+    if (!this.targets.delete(target)) return;
+    this.metrics?.storeUp.remove({ target });
+  }
+
   /** An error event on the target's connection (remembered as the cause of what follows). */
   sawError(target: string, err: unknown): void {
     this.stateOf(target).lastError = describe(err);

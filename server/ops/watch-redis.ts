@@ -20,7 +20,8 @@ export function watchRedis(health: StoreHealth, target: string, conn: Redis): vo
 
 /**
  * A Redis Cluster client: the cluster as a whole (`<role>@cluster`: slot map reachable) and each
- * node connection of its pool (`<role>@host:port`, masters and any replicas), as they are opened.
+ * node connection of its pool (`<role>@host:port`, masters and any replicas), as they are opened
+ * and until the client drops them.
  */
 export function watchCluster(health: StoreHealth, role: string, cluster: Cluster): void {
   const whole = `${role}@cluster`;
@@ -28,5 +29,7 @@ export function watchCluster(health: StoreHealth, role: string, cluster: Cluster
   cluster.on('ready', () => health.up(whole));
   cluster.on('close', () => health.down(whole));
   cluster.on('+node', (node: Redis) => watchRedis(health, `${role}@${redisAddress(node)}`, node));
+  // A dropped node's connection closes first (its 'close' marks it down); then it is no target at all.
+  cluster.on('-node', (node: Redis) => setImmediate(() => health.forget(`${role}@${redisAddress(node)}`)));
   cluster.on('node error', (err: unknown, key: string) => health.sawError(`${role}@${key}`, err));
 }

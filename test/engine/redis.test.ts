@@ -1,4 +1,5 @@
 import { readdir, readFile, stat, truncate } from 'node:fs/promises';
+import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { join as joinPath } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
@@ -47,6 +48,41 @@ async function withOwnRedis(aof: RedisServerOptions['aof'], body: (own: RedisSer
   } finally {
     await own.stop();
   }
+}
+
+/**
+ * A TCP proxy to Redis. `cut()` drops its connections; once `armed`, a new connection forwards
+ * replies until the client asks INFO server (the engine learning the run id), then none at all:
+ * a Redis stuck at that moment, as seen from the engine.
+ */
+async function runIdMutingProxy(target: number): Promise<{ port: number; armed: boolean; muted: Promise<void>; cut(): void; close(): void }> {
+  const sockets = new Set<Socket>();
+  let mutedNow = (): void => undefined;
+  const muted = new Promise<void>((resolve) => (mutedNow = resolve));
+  const state = { port: 0, armed: false, muted, cut: () => sockets.forEach((s) => s.destroy()), close: () => { server.close(); state.cut(); } };
+  const server = createServer((client) => {
+    const upstream = connect(target, '127.0.0.1');
+    const muting = state.armed;
+    let muted = false;
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on('close', () => { sockets.delete(s); client.destroy(); upstream.destroy(); });
+      s.on('error', () => undefined);
+    }
+    client.on('data', (chunk: Buffer) => {
+      upstream.write(chunk);
+      if (muting && chunk.toString('latin1').toLowerCase().includes('$4\r\ninfo\r\n$6\r\nserver')) {
+        muted = true;
+        mutedNow();
+      }
+    });
+    upstream.on('data', (chunk: Buffer) => {
+      if (!muted) client.write(chunk);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  state.port = (server.address() as AddressInfo).port;
+  return state;
 }
 
 /** An engine under `prefix` on the file's redis-server, and a plain connection to look at its keys. */
@@ -238,6 +274,27 @@ describe('redis engine across restarts', () => {
         admin.disconnect();
       }
     });
+  });
+
+  it('a Redis that stops answering while the run id of a new connection is asked fails the call within the store timeout', async () => {
+    const own = await startRedisServer({ aof: false });
+    const proxy = await runIdMutingProxy(own.port);
+    const engine = await createRedisEngine({ url: `redis://127.0.0.1:${proxy.port}`, ...OPTS, storeTimeoutMs: 500 });
+    try {
+      await engine.applyUserOps(ops(2));
+      // The next connection gets replies up to its INFO server (the run id), and none after.
+      proxy.armed = true;
+      proxy.cut();
+      await proxy.muted;
+      const started = Date.now();
+      const outcome = await engine.userState('u').then(() => 'answered', (err: Error) => err.name);
+      expect(outcome).toBe('StoreUnavailableError');
+      expect(Date.now() - started).toBeLessThan(2_000);
+    } finally {
+      proxy.close();
+      await engine.close();
+      await own.stop();
+    }
   });
 
   it('without persistence a lost user is unseen again, and an old cursor gets a snapshot', async () => {

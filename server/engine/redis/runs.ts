@@ -76,6 +76,19 @@ interface Run {
   conn: unknown;
 }
 
+/**
+ * `learning`, or a timeout error at `deadline`: a Redis stuck right after a reconnect must fail the
+ * call within the store timeout (nothing was sent), not after ioredis's 10 s command backstop. The
+ * INFO itself goes on, shared by the next caller.
+ */
+function beforeDeadline<T>(learning: Promise<T>, deadline: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new StoreUnavailableError('timeout', `${what} in time; nothing was sent`)), Math.max(0, deadline - Date.now()));
+  });
+  return Promise.race([learning, late]).finally(() => clearTimeout(timer));
+}
+
 export function parseRunId(info: string): string {
   const id = /^run_id:([0-9a-f]+)\r?$/m.exec(info)?.[1];
   if (!id) throw new Error('INFO server did not report a run_id');
@@ -176,7 +189,7 @@ export class SingleRun implements RunTracker {
         if (run && run.conn === this.client.stream) return run;
         const conn = this.client.stream;
         try {
-          return await this.learnRun();
+          return await beforeDeadline(this.learnRun(), deadline, 'Redis did not tell its run id (INFO server)');
         } catch (err) {
           // An error from this same connection is a real one (INFO denied, or timed out: the
           // user script was not sent either way); otherwise retry.
@@ -381,7 +394,7 @@ export class ClusterRuns implements RunTracker {
       const owner = this.cluster.status === 'ready' ? this.owner(slot) : undefined;
       if (owner) {
         try {
-          return await this.learn(owner.node, owner.client);
+          return await beforeDeadline(this.learn(owner.node, owner.client), deadline, `Redis Cluster node ${owner.node} did not tell its run id (INFO server)`);
         } catch (err) {
           // An error from a master that still serves the slot over a ready connection is a real
           // one (e.g. INFO denied); otherwise the topology moved: look again.

@@ -67,6 +67,8 @@ local function raiseRead(r, seq)
 end
 
 local function mergeMentions(seqs, added, readSeq)
+  -- Most messages mention no one, and `seqs` already holds only seqs above readSeq (raiseRead).
+  if added == '' and #seqs <= mentionCap then return seqs end
   local seen, list = {}, {}
   for _, s in ipairs(seqs) do
     if s > readSeq and not seen[s] then seen[s] = true; list[#list + 1] = s end

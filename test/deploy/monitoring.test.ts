@@ -2,101 +2,39 @@ import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { parser } from '@prometheus-io/lezer-promql';
-import { parse } from 'yaml';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { CLOSE_CODES } from '../../protocol/close-codes.js';
 import { ERROR_CODES } from '../../protocol/errors.js';
 import { ENDPOINTS } from '../../protocol/http-api.js';
+import type { StoreError, StoreErrorKind } from '../../server/engine/store-errors.js';
+import type { FailedCall } from '../../server/gateway/error-mapper.js';
+import type { StoreHealth } from '../../server/ops/store-health.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
+import { DEPLOY, dashboard, exposedLabelValues, exposedNames, expressions, RULE_TEST_FILES, ruleTestCases, rules, scrapeJobs, selectors } from './monitoring-kit.js';
 
 /**
  * The Grafana dashboard and the Prometheus alert rules of deploy/: every expression parses as
  * PromQL, every metric it names is in a real server's /metrics (a HELP/TYPE line is enough: a
- * labelled series appears only once something happened), the label values that are easy to get
- * wrong (routes, error codes, close reasons) are ones the server uses, and promtool checks the
- * rules and runs their unit tests (deploy/prometheus/alerts.test.yml).
+ * labelled series appears only once something happened), every label value it matches on is one
+ * the server uses, promtool checks the rules and runs their unit tests (each rule fires in one
+ * and stays quiet in another), and the READMEs list the rules as they are.
  */
 
-const DEPLOY = join(import.meta.dirname, '../../deploy');
 /** Series Prometheus itself makes for each scrape target. */
 const MADE_BY_PROMETHEUS = new Set(['up']);
 /** Route labels that are no endpoint pattern (the router's names for them). */
 const OTHER_ROUTES = ['fallback', 'demo', 'cors_preflight'];
+const SEVERITIES = new Set(['critical', 'warning', 'info']);
 
-interface Expression {
-  where: string;
-  expr: string;
+/** `list`, which typechecks only if it names every member of the union T. */
+function everyMember<T extends string>() {
+  return <const L extends readonly T[]>(list: L & (Exclude<T, L[number]> extends never ? unknown : { missing: Exclude<T, L[number]> })): ReadonlySet<string> => new Set(list);
 }
 
-interface Selector {
-  where: string;
-  metric: string;
-  /** `name="value"` matchers (exact equality only). */
-  equals: Array<[string, string]>;
-}
-
-async function expressions(): Promise<Expression[]> {
-  const out: Expression[] = [];
-  const rules = parse(await readFile(join(DEPLOY, 'prometheus/alerts.yml'), 'utf8')) as { groups: Array<{ rules: Array<{ alert: string; expr: string }> }> };
-  for (const rule of rules.groups.flatMap((g) => g.rules)) out.push({ where: `alert ${rule.alert}`, expr: rule.expr });
-  const dashboard = JSON.parse(await readFile(join(DEPLOY, 'grafana/redpoint-dashboard.json'), 'utf8')) as Dashboard;
-  for (const panel of dashboard.panels) for (const target of panel.targets ?? []) out.push({ where: `panel "${panel.title}" ${target.refId}`, expr: grafanaToPromql(target.expr) });
-  for (const variable of dashboard.templating.list) {
-    const labelValues = /^label_values\((\w+),\s*\w+\)$/.exec(variable.definition ?? '');
-    if (variable.type === 'query') {
-      expect(labelValues, `variable ${variable.name}`).not.toBeNull();
-      out.push({ where: `variable ${variable.name}`, expr: labelValues?.[1] ?? '' });
-    }
-  }
-  return out;
-}
-
-interface Dashboard {
-  panels: Array<{ id: number; type: string; title: string; datasource?: { uid: string }; gridPos: { x: number; w: number }; targets?: Array<{ refId: string; expr: string; datasource?: { uid: string } }> }>;
-  templating: { list: Array<{ name: string; type: string; definition?: string }> };
-}
-
-/** Grafana's variables, as Prometheus would receive them. */
-function grafanaToPromql(expr: string): string {
-  return expr.replaceAll('$__rate_interval', '5m').replaceAll('$__interval', '1m');
-}
-
-/** Parses with Prometheus's own PromQL grammar (lezer); throws on a syntax error. */
-function selectors({ where, expr }: Expression): Selector[] {
-  const tree = parser.parse(expr);
-  const found: Selector[] = [];
-  let error: number | undefined;
-  tree.iterate({
-    enter: (node) => {
-      if (node.type.isError && error === undefined) error = node.from;
-      if (node.name !== 'VectorSelector') return;
-      const name = node.node.getChild('Identifier');
-      const equals: Array<[string, string]> = [];
-      for (const matcher of node.node.getChild('LabelMatchers')?.getChildren('UnquotedLabelMatcher') ?? []) {
-        const label = matcher.getChild('LabelName');
-        const op = matcher.getChild('MatchOp');
-        const value = matcher.getChild('StringLiteral');
-        if (label && op && value && expr.slice(op.from, op.to) === '=') equals.push([expr.slice(label.from, label.to), JSON.parse(expr.slice(value.from, value.to)) as string]);
-      }
-      if (name) found.push({ where, metric: expr.slice(name.from, name.to), equals });
-    },
-  });
-  if (error !== undefined) throw new Error(`${where}: PromQL syntax error at ${error}: ${expr.slice(0, error)} ⟨here⟩ ${expr.slice(error)}`);
-  return found;
-}
-
-/** Metric names a /metrics exposition declares, with the series names histograms and summaries add. */
-function exposed(text: string): Set<string> {
-  const names = new Set<string>();
-  for (const [, name, type] of text.matchAll(/^# TYPE (\S+) (\S+)$/gm)) {
-    if (!name) continue;
-    names.add(name);
-    if (type === 'histogram') for (const suffix of ['_bucket', '_sum', '_count']) names.add(name + suffix);
-    if (type === 'summary') for (const suffix of ['_sum', '_count']) names.add(name + suffix);
-  }
-  return names;
-}
+const STORE_ERROR_KINDS = everyMember<StoreErrorKind>()(['not_ready', 'timeout', 'connection_lost', 'untrusted_reply', 'redirect', 'cluster_down', 'loading', 'busy', 'readonly', 'oom', 'misconf', 'masterdown', 'noreplicas', 'deadline']);
+const STORE_OUTCOMES = everyMember<StoreError['outcome']>()(['not_applied', 'unknown']);
+const TRANSPORTS = everyMember<FailedCall['transport']>()(['http', 'ws']);
+const BUS_OPS = everyMember<Parameters<StoreHealth['busFailed']>[0]>()(['subscribe']);
 
 const run = promisify(execFile);
 
@@ -111,60 +49,161 @@ async function promtool(...args: string[]): Promise<string> {
   }
 }
 
+async function scrape(server: TestServer): Promise<string> {
+  const res = await server.request('GET', '/metrics', { auth: 'none' });
+  expect(res.status).toBe(200);
+  return res.text;
+}
+
+/** The lines of a markdown section: from its heading to the next heading of the same or a higher level. */
+function section(markdown: string, heading: string): string {
+  const lines = markdown.split('\n');
+  const start = lines.findIndex((l) => l === heading);
+  expect(start, heading).toBeGreaterThanOrEqual(0);
+  const level = heading.indexOf(' ');
+  const end = lines.findIndex((l, i) => i > start && /^#+ /.test(l) && l.indexOf(' ') <= level);
+  return lines.slice(start, end === -1 ? undefined : end).join('\n');
+}
+
 describe('deploy kit: dashboard and alert rules', () => {
+  /** Runs the reconcile job and has refused a seq jump, so that their labelled series exist. */
   let server: TestServer;
-  let metrics: Set<string>;
+  /** Neither: what a deployment without RECONCILE_EVERY exposes. */
+  let plain: TestServer;
+  let names: Set<string>;
+  let observed: Map<string, Map<string, Set<string>>>;
+
   beforeAll(async () => {
-    server = await startTestServer();
-    const res = await server.request('GET', '/metrics', { auth: 'none' });
-    expect(res.status).toBe(200);
-    metrics = exposed(res.text);
+    server = await startTestServer({ config: { reconcileEverySeconds: 3600, maxSeqJump: 10 } });
+    await server.members('team', { add: ['alice', 'bob'] });
+    expect((await server.api('POST', '/v1/messages', { conv: 'team', seq: 1000, sender: 'alice' })).status).toBe(422);
+    // The job walks at start, then pauses for RECONCILE_EVERY: wait for that first walk.
+    await vi.waitFor(
+      async () => {
+        if (!/^redpoint_reconcile_runs_total 1$/m.test(await scrape(server))) throw new Error('the reconcile job has not finished its first walk');
+      },
+      { timeout: 20_000, interval: 50 },
+    );
+    const text = await scrape(server);
+    names = exposedNames(text);
+    observed = exposedLabelValues(text);
+    plain = await startTestServer();
   });
   afterAll(async () => {
     await server?.close();
+    await plain?.close();
   });
 
   it('every expression parses, and every metric it uses is in /metrics', async () => {
     const all = (await expressions()).flatMap(selectors);
-    expect(new Set(all.map((s) => s.where)).size).toBeGreaterThan(30);
-    const missing = all.filter((s) => !metrics.has(s.metric) && !MADE_BY_PROMETHEUS.has(s.metric)).map((s) => `${s.where}: ${s.metric}`);
+    expect(new Set(all.map((s) => s.where)).size).toBeGreaterThan(50);
+    const missing = all.filter((s) => !names.has(s.metric) && !MADE_BY_PROMETHEUS.has(s.metric)).map((s) => `${s.where}: ${s.metric}`);
     expect(missing).toEqual([]);
     // The check itself is not vacuous: the metrics a server exports are found, a made-up one is not.
-    expect(metrics.has('redpoint_http_request_duration_seconds_bucket')).toBe(true);
-    expect(metrics.has('redpoint_no_such_metric_total')).toBe(false);
+    expect(names.has('redpoint_http_request_duration_seconds_bucket')).toBe(true);
+    expect(names.has('redpoint_no_such_metric_total')).toBe(false);
   });
 
-  it('route, code and reason labels name routes, error codes and close reasons that exist', async () => {
+  it('every label value an expression matches on is one the server uses', async () => {
     const routes = new Set([...ENDPOINTS.map((e) => e.path), ...OTHER_ROUTES]);
-    const known: Record<string, Set<string>> = { route: routes, code: new Set(Object.keys(ERROR_CODES)), reason: new Set(Object.keys(CLOSE_CODES)) };
+    const jobs = new Set(await scrapeJobs());
+    const codes = new Set(Object.keys(ERROR_CODES));
+    const unavailableCodes = new Set(Object.entries(ERROR_CODES).filter(([, c]) => c.status === 503).map(([code]) => code));
+    /** What the values of a label can be, from the server's own definitions; undefined: unknown here. */
+    const known = (metric: string, label: string): ReadonlySet<string> | undefined => {
+      if (label === 'route') return routes;
+      if (label === 'job') return jobs;
+      if (label === 'reason') return new Set(Object.keys(CLOSE_CODES));
+      if (metric === 'redpoint_errors_total' && label === 'code') return codes;
+      if (metric === 'redpoint_unavailable_replies_total') return label === 'code' ? unavailableCodes : label === 'transport' ? TRANSPORTS : undefined;
+      if (metric === 'redpoint_store_errors_total') return label === 'kind' ? STORE_ERROR_KINDS : label === 'outcome' ? STORE_OUTCOMES : undefined;
+      if (metric === 'redpoint_bus_errors_total' && label === 'op') return BUS_OPS;
+      return undefined;
+    };
     const wrong: string[] = [];
+    let checked = 0;
     for (const s of (await expressions()).flatMap(selectors)) {
-      for (const [label, value] of s.equals) if (known[label] && !known[label].has(value)) wrong.push(`${s.where}: ${label}="${value}"`);
+      for (const [label, value] of s.equals) {
+        checked++;
+        // Either the server's definitions say the value exists, or the server was seen using it.
+        if (known(s.metric, label)?.has(value) || observed.get(s.metric)?.get(label)?.has(value)) continue;
+        wrong.push(`${s.where}: ${s.metric}{${label}="${value}"}`);
+      }
     }
     expect(wrong).toEqual([]);
+    expect(checked).toBeGreaterThan(15);
+    // Not vacuous: a misspelt value is caught, from either source.
+    expect(known('redpoint_store_errors_total', 'kind')?.has('out_of_memory')).toBe(false);
+    expect(observed.get('redpoint_seq_jumps_total')?.get('action')).toEqual(new Set(['refused']));
   });
 
-  it('the dashboard is well-formed: unique ids, every panel on the chosen data source and within the grid', async () => {
-    const dashboard = JSON.parse(await readFile(join(DEPLOY, 'grafana/redpoint-dashboard.json'), 'utf8')) as Dashboard;
-    const ids = dashboard.panels.map((p) => p.id);
+  it('RedpointReconcileNotRunning\'s guard holds: ids-checked series exist where the job runs, and only there', async () => {
+    expect(observed.get('redpoint_reconcile_checked_total')?.get('subject')).toEqual(new Set(['users', 'conversations']));
+    expect(Number(/^redpoint_reconcile_last_run_timestamp_seconds (\S+)$/m.exec(await scrape(server))?.[1])).toBeGreaterThan(Date.now() / 1000 - 60);
+    const off = await scrape(plain);
+    expect(exposedLabelValues(off).has('redpoint_reconcile_checked_total')).toBe(false);
+    expect(exposedNames(off).has('redpoint_reconcile_checked_total')).toBe(true);
+    expect(off).toMatch(/^redpoint_reconcile_runs_total 0$/m);
+  });
+
+  it('the dashboard is well-formed: unique ids, every panel on the chosen data source, within the grid, none overlapping', async () => {
+    const board = await dashboard();
+    const ids = board.panels.map((p) => p.id);
     expect(new Set(ids).size).toBe(ids.length);
-    for (const panel of dashboard.panels.filter((p) => p.type !== 'row')) {
+    for (const panel of board.panels.filter((p) => p.type !== 'row')) {
       expect(panel.targets?.length, panel.title).toBeGreaterThan(0);
       expect(panel.datasource?.uid, panel.title).toBe('${datasource}');
+      for (const target of panel.targets ?? []) expect(target.datasource?.uid, panel.title).toBe('${datasource}');
       expect(panel.gridPos.x + panel.gridPos.w, panel.title).toBeLessThanOrEqual(24);
     }
+    const overlaps: string[] = [];
+    for (const [i, a] of board.panels.entries()) {
+      for (const b of board.panels.slice(i + 1)) {
+        const apart = a.gridPos.x + a.gridPos.w <= b.gridPos.x || b.gridPos.x + b.gridPos.w <= a.gridPos.x || a.gridPos.y + a.gridPos.h <= b.gridPos.y || b.gridPos.y + b.gridPos.h <= a.gridPos.y;
+        if (!apart) overlaps.push(`"${a.title}" and "${b.title}"`);
+      }
+    }
+    expect(overlaps).toEqual([]);
+    const rows = board.panels.filter((p) => p.type === 'row').map((p) => p.title);
+    expect(rows).toEqual(expect.arrayContaining(['Store health', 'Reconcile and data quality']));
   });
 
   it('promtool accepts the rules and the Prometheus config, and the rules\' unit tests pass', async () => {
     expect(await promtool('check', 'rules', 'alerts.yml')).toMatch(/SUCCESS: \d+ rules found/);
     expect(await promtool('check', 'config', 'prometheus.yml')).toMatch(/is valid prometheus config file syntax/);
-    expect(await promtool('test', 'rules', 'alerts.test.yml')).toMatch(/SUCCESS/);
+    const tested = await promtool('test', 'rules', ...RULE_TEST_FILES);
+    expect(tested.match(/SUCCESS/g)).toHaveLength(RULE_TEST_FILES.length);
+  });
+
+  it('every rule waits (for:), has a severity, and is unit-tested firing and quiet', async () => {
+    const cases = await ruleTestCases();
+    const problems: string[] = [];
+    for (const rule of await rules()) {
+      if (rule.for === undefined) problems.push(`${rule.alert}: no for:`);
+      if (!SEVERITIES.has(rule.labels?.severity ?? '')) problems.push(`${rule.alert}: severity ${rule.labels?.severity}`);
+      if (!cases.get(rule.alert)?.fires) problems.push(`${rule.alert}: no test where it fires`);
+      if (!cases.get(rule.alert)?.quiet) problems.push(`${rule.alert}: no test where it stays quiet`);
+    }
+    expect(problems).toEqual([]);
   });
 
   it('the unread-summary alert fires above 0.5% non-2xx on its route', async () => {
-    const rules = parse(await readFile(join(DEPLOY, 'prometheus/alerts.yml'), 'utf8')) as { groups: Array<{ rules: Array<{ alert: string; expr: string }> }> };
-    const rule = rules.groups.flatMap((g) => g.rules).find((r) => r.alert === 'RedpointUnreadSummaryFailures');
+    const rule = (await rules()).find((r) => r.alert === 'RedpointUnreadSummaryFailures');
     expect(rule?.expr).toMatch(/route="\/v1\/users\/:uid\/unread", status!~"2\.\."/);
     expect(rule?.expr).toMatch(/> 0\.005\s*$/);
+  });
+
+  it('deploy/README.md lists every rule with its severity, and the README\'s alert table names only rules that exist', async () => {
+    const all = await rules();
+    const table = section(await readFile(join(DEPLOY, 'README.md'), 'utf8'), '## Alerts');
+    const listed = new Map([...table.matchAll(/^\| `(Redpoint\w+)` \|.*\| (\w+) \|$/gm)].map(([, alert, severity]) => [alert, severity]));
+    expect(new Map(all.map((r) => [r.alert, r.labels?.severity]))).toEqual(listed);
+    const thresholds = section(await readFile(join(DEPLOY, '../README.md'), 'utf8'), '### Metrics to alert on');
+    const named = new Set([...thresholds.matchAll(/`(Redpoint\w+)`/g)].map(([, alert]) => alert));
+    expect([...named].filter((alert) => !all.some((r) => r.alert === alert))).toEqual([]);
+    expect(named.size).toBeGreaterThan(15);
+    // Every metric the table suggests alerting on is one the server exports.
+    const metrics = [...thresholds.matchAll(/^\| `(redpoint_\w+)` \|/gm)].map(([, metric]) => metric ?? '');
+    expect(metrics.filter((m) => !names.has(m))).toEqual([]);
   });
 });

@@ -118,3 +118,4 @@ export async function startSystem(spec: SystemSpec): Promise<RunningSystem> {
 }
 
 export const BENCH_API_KEY = API_KEY;
+export const BENCH_JWT_SECRET = JWT_SECRET;

@@ -8,6 +8,7 @@ import type { BenchOptions } from './args.js';
 import { PROJECT_ROOT } from './child-server.js';
 import { chartOf, markdownReport } from './report.js';
 import type { BenchEnvironment, BenchResults, IngestResult, NotifyResult } from './results.js';
+import { renderSectionText, type SectionReport } from './section.js';
 import { renderBarChart } from './svg-chart.js';
 import { ingestTable, notifyTable, renderText } from './table.js';
 
@@ -15,7 +16,7 @@ import { ingestTable, notifyTable, renderText } from './table.js';
 export async function writeReports(
   options: BenchOptions,
   plan: Plan,
-  { notify, ingest, failures }: { notify: NotifyResult[]; ingest: IngestResult[]; failures: string[] },
+  { notify, ingest, sections, failures }: { notify: NotifyResult[]; ingest: IngestResult[]; sections: SectionReport[]; failures: string[] },
   wallSeconds: number,
   loadAtStart: number,
 ): Promise<void> {
@@ -23,15 +24,18 @@ export async function writeReports(
   const scenarioRank = (id: string): number => plan.notify.findIndex((r) => r.scenario.id === id);
   notify.sort((a, b) => scenarioRank(a.scenario.id) - scenarioRank(b.scenario.id) || rank(a.system) - rank(b.system));
   ingest.sort((a, b) => a.batch - b.batch || rank(a.system) - rank(b.system));
-  const results: BenchResults = { env: environment(options, loadAtStart), notify, ingest, failures, wallSeconds };
+  const results: BenchResults = { env: environment(options, loadAtStart), notify, ingest, sections, failures, wallSeconds };
 
   if (notify.length > 0) console.log(`\nNotify latency (POST sent → push received)\n${renderText(notifyTable(notify))}`);
   if (ingest.length > 0) console.log(`\nIngest throughput (autocannon, ${options.connections} connections)\n${renderText(ingestTable(ingest))}`);
+  for (const s of sections) console.log(renderSectionText(s));
   const dir = join(PROJECT_ROOT, 'bench', 'reports');
   await mkdir(dir, { recursive: true });
   const systems = plan.systems.map((id) => ({ id, what: SYSTEMS[id].what }));
-  await writeFile(join(dir, `${options.out}.svg`), renderBarChart(chartOf(results)));
-  await writeFile(join(dir, `${options.out}.md`), markdownReport(results, systems, `${options.out}.svg`));
+  const chartFile = (section: string, name: string): string => `${options.out}-${section}-${name}.svg`;
+  if (notify.length > 0 || ingest.length > 0) await writeFile(join(dir, `${options.out}.svg`), renderBarChart(chartOf(results)));
+  for (const s of sections) for (const c of s.charts) await writeFile(join(dir, chartFile(s.id, c.name)), c.svg);
+  await writeFile(join(dir, `${options.out}.md`), markdownReport(results, systems, `${options.out}.svg`, chartFile));
   await writeFile(join(dir, `${options.out}.json`), `${JSON.stringify(results, null, 2)}\n`);
   console.log(`\nreport: bench/reports/${options.out}.md (+ .svg, .json), ${wallSeconds.toFixed(0)} s in all`);
 }

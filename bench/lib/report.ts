@@ -1,4 +1,5 @@
 import type { BenchResults } from './results.js';
+import { renderSectionMarkdown, verdictLine } from './section.js';
 import type { BarChart } from './svg-chart.js';
 import { fmtMs, fmtRate, ingestTable, notifyTable, renderMarkdown, scenarioLabel } from './table.js';
 
@@ -31,7 +32,12 @@ export function chartOf(results: BenchResults): BarChart {
   };
 }
 
-export function markdownReport(results: BenchResults, systems: readonly SystemNote[], svgName: string): string {
+export function markdownReport(
+  results: BenchResults,
+  systems: readonly SystemNote[],
+  svgName: string,
+  chartFile: (section: string, name: string) => string,
+): string {
   const e = results.env;
   const out: string[] = [
     '# Redpoint benchmark',
@@ -41,18 +47,15 @@ export function markdownReport(results: BenchResults, systems: readonly SystemNo
     `(and with whatever else runs: 1-minute load average ${e.loadAverage[0].toFixed(1)} at the start, ${e.loadAverage[1].toFixed(1)} at the end).`,
     'Compare the ratios between rows of one run, not absolute numbers across machines or runs.',
     '',
-    `![p50/p99 per system](${svgName})`,
-    '',
-    '## Settings',
-    '',
-    ...Object.entries(e.settings).map(([k, v]) => `- ${k}: ${v}`),
-    '',
-    '## Systems',
-    '',
-    ...systems.map((s) => `- **${s.id}** — ${s.what}`),
-    '',
   ];
-  out.push('## Summary', '', ...summary(results).map((l) => `- ${l}`), '');
+  const tables = results.notify.length > 0 || results.ingest.length > 0;
+  if (tables) out.push(`![p50/p99 per system](${svgName})`, '');
+  out.push('## Settings', '', ...Object.entries(e.settings).map(([k, v]) => `- ${k}: ${v}`), '');
+  if (systems.length > 0) out.push('## Systems', '', ...systems.map((s) => `- **${s.id}** — ${s.what}`), '');
+  const targets = results.sections.flatMap((s) => s.verdicts.map((v) => `${s.id} — ${verdictLine(v)}`));
+  if (targets.length > 0) out.push('## Targets', '', 'Each figure against its target from the issues (details in its section below).', '', ...targets.map((l) => `- ${l}`), '');
+  const lines = summary(results);
+  if (lines.length > 0) out.push('## Summary', '', ...lines.map((l) => `- ${l}`), '');
   if (results.notify.length > 0) {
     out.push(
       '## Notify latency (the headline)',
@@ -77,6 +80,7 @@ export function markdownReport(results: BenchResults, systems: readonly SystemNo
       '',
     );
   }
+  for (const section of results.sections) out.push(renderSectionMarkdown(section, (name) => chartFile(section.id, name)));
   out.push('## Caveats', '', ...caveats(results).map((c) => `- ${c}`), '');
   return out.join('\n');
 }

@@ -22,6 +22,11 @@ export interface BenchOptions {
   connections: number;
   /** Report base name in bench/reports/ (`latest`, or `quick` with --quick). */
   out: string;
+  /** Scenario `sweep`: connected users, and WS_VERSION_EVERY_SECONDS. */
+  sweepUsers: number;
+  sweepPeriodSeconds: number;
+  /** Scenario `soak`: measured seconds per engine. */
+  soakSeconds: number;
 }
 
 const USAGE = `npm run bench -- [options]
@@ -37,7 +42,13 @@ const USAGE = `npm run bench -- [options]
   --group-size <n>       group members (read diffusion above 500) (default 1000)
   --ingest-duration <s>  autocannon seconds per system and batch (default 6, quick 2; 2 rounds)
   --connections <n>      autocannon connections                  (default 32)
-  --out <name>           report name in bench/reports/           (default latest, quick: quick)`;
+  --out <name>           report name in bench/reports/           (default latest, quick: quick)
+  --sweep-users <n>      sweep: connected users                  (default 20000, quick 5000)
+  --sweep-period <s>     sweep: WS_VERSION_EVERY_SECONDS         (default 20, quick 10)
+  --soak-seconds <s>     soak: measured seconds per engine       (default 600, quick 30)
+
+Other scenarios (select with --only): memory, store, cluster, ingest-cost, gc, notify-saturation,
+reconnect, sweep, order, soak, workers (not in the default plan).`;
 
 export function parseBenchArgs(argv: string[]): BenchOptions {
   const { values } = parseArgs({
@@ -55,6 +66,9 @@ export function parseBenchArgs(argv: string[]): BenchOptions {
       'ingest-duration': { type: 'string' },
       connections: { type: 'string' },
       out: { type: 'string' },
+      'sweep-users': { type: 'string' },
+      'sweep-period': { type: 'string' },
+      'soak-seconds': { type: 'string' },
       help: { type: 'boolean', default: false },
     },
     strict: true,
@@ -87,5 +101,8 @@ export function parseBenchArgs(argv: string[]): BenchOptions {
     ingestRounds: 2,
     connections: num('connections', values.connections, 32, 1, 1000),
     out: values.out ?? (quick ? 'quick' : 'latest'),
+    sweepUsers: num('sweep-users', values['sweep-users'], quick ? 5000 : 20_000, 10, 100_000),
+    sweepPeriodSeconds: num('sweep-period', values['sweep-period'], quick ? 10 : 20, 1, 3600),
+    soakSeconds: num('soak-seconds', values['soak-seconds'], quick ? 30 : 600, 10, 7200),
   };
 }

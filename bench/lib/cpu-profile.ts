@@ -26,7 +26,7 @@ export interface ProfileBreakdown {
   /** Sampled µs in the window, by category ('idle' is the event loop waiting: Redis replies, the next request). */
   micros: Map<string, number>;
   totalMicros: number;
-  /** The hottest functions of the window by self time: `name (file:line)` → µs. */
+  /** The hottest functions of the window by self time: `name (file)` → µs. */
   top: Array<{ frame: string; category: string; micros: number }>;
 }
 
@@ -128,7 +128,8 @@ export function breakdown(profile: CpuProfile, fromMicros: number, toMicros: num
     const f = byId.get(id)?.callFrame;
     if (!f) continue;
     const file = shortUrl(f.url);
-    const key = `${f.functionName || '(anonymous)'} (${file || 'builtin'}${f.url ? `:${f.lineNumber + 1}` : ''})`;
+    // No line numbers: tsx compiles the sources and the profile does not map them back.
+    const key = `${f.functionName || '(anonymous)'} (${file || 'builtin'})`;
     const entry = byFrame.get(key) ?? { category: categorize(id), micros: 0 };
     entry.micros += us;
     byFrame.set(key, entry);
@@ -144,9 +145,13 @@ function shortUrl(url: string): string {
   return url.replace(/^file:\/\//, '').replace(/^.*?\/node_modules\//, 'node_modules/').replace(`${PROJECT_ROOT}/`, '');
 }
 
-/** Reads the one `.cpuprofile` a process wrote into `dir` (node --cpu-prof --cpu-prof-dir). */
+/**
+ * Reads the main thread's `.cpuprofile` a process wrote into `dir` (node --cpu-prof
+ * --cpu-prof-dir). Every thread writes its own, `CPU.<date>.<time>.<pid>.<thread>.<n>.cpuprofile`:
+ * tsx's module loader runs on a thread of its own; the main thread is 0.
+ */
 export async function readProfile(dir: string): Promise<CpuProfile> {
-  const files = (await readdir(dir)).filter((f) => f.endsWith('.cpuprofile'));
-  if (files.length !== 1) throw new Error(`expected one .cpuprofile in ${dir}, found ${files.length}`);
+  const files = (await readdir(dir)).filter((f) => /\.\d+\.0\.\d+\.cpuprofile$/.test(f));
+  if (files.length !== 1) throw new Error(`expected one main-thread .cpuprofile in ${dir}, found ${files.length}`);
   return JSON.parse(await readFile(join(dir, files[0] as string), 'utf8')) as CpuProfile;
 }

@@ -1,0 +1,60 @@
+import { LatencyHistogram, type LatencySummary } from './histogram.js';
+
+/**
+ * Figures per time window (a second, ten seconds) from a start time: counts and latency
+ * histograms, so a run can show whether anything spikes periodically rather than one average.
+ */
+export class Windows {
+  private readonly counts = new Map<string, number[]>();
+  private readonly histograms = new Map<string, LatencyHistogram[]>();
+
+  constructor(
+    /** performance.now() of the first window's start. */
+    readonly start: number,
+    readonly windowMs: number,
+  ) {}
+
+  /** The window `at` (performance.now()) falls in; negative before the start. */
+  index(at: number): number {
+    return Math.floor((at - this.start) / this.windowMs);
+  }
+
+  count(series: string, at = performance.now(), n = 1): void {
+    const i = this.index(at);
+    if (i < 0) return;
+    let list = this.counts.get(series);
+    if (!list) this.counts.set(series, (list = []));
+    list[i] = (list[i] ?? 0) + n;
+  }
+
+  record(series: string, ms: number, at = performance.now()): void {
+    const i = this.index(at);
+    if (i < 0) return;
+    let list = this.histograms.get(series);
+    if (!list) this.histograms.set(series, (list = []));
+    (list[i] ??= new LatencyHistogram()).recordMs(ms);
+  }
+
+  /** Counts of the first `n` windows (0 where nothing happened). */
+  counted(series: string, n: number): number[] {
+    const list = this.counts.get(series) ?? [];
+    return Array.from({ length: n }, (_, i) => list[i] ?? 0);
+  }
+
+  latencies(series: string, n: number): LatencySummary[] {
+    const list = this.histograms.get(series) ?? [];
+    return Array.from({ length: n }, (_, i) => (list[i] ?? new LatencyHistogram()).summary());
+  }
+}
+
+export function median(xs: readonly number[]): number {
+  const ok = xs.filter(Number.isFinite).sort((a, b) => a - b);
+  if (ok.length === 0) return NaN;
+  const mid = Math.floor(ok.length / 2);
+  return ok.length % 2 === 1 ? (ok[mid] as number) : ((ok[mid - 1] as number) + (ok[mid] as number)) / 2;
+}
+
+export function mean(xs: readonly number[]): number {
+  const ok = xs.filter(Number.isFinite);
+  return ok.length > 0 ? ok.reduce((a, b) => a + b, 0) / ok.length : NaN;
+}

@@ -30,22 +30,22 @@ export interface BenchOptions {
 }
 
 const USAGE = `npm run bench -- [options]
-  --quick                short runs (< ~2 min in all)
+  --quick                short runs at smaller scales (about 5 min in all)
   --only <a,b>           sections (notify, ingest), systems (uws-raw, redis-raw, socketio-redis,
                          redpoint-memory, redpoint-redis) or scenarios (1to1, group, 1to1-100, group-1000)
   --duration <s>         measured seconds per notify run        (default 8, quick 2)
   --warmup <s>           warm-up seconds before each run        (default 2, quick 0.5)
   --rounds <n>           rounds the measured time is cut into   (default 4, quick 2)
-  --scales <n,n>         connected clients per scenario         (default 100,1000)
+  --scales <n,n>         connected clients per scenario         (default 100,1000, quick 1000)
   --rate <n>             1:1 messages/s                          (default 1000)
   --group-rate <n>       group messages/s                        (default 10)
   --group-size <n>       group members (read diffusion above 500) (default 1000)
   --ingest-duration <s>  autocannon seconds per system and batch (default 6, quick 2; 2 rounds)
   --connections <n>      autocannon connections                  (default 32)
   --out <name>           report name in bench/reports/           (default latest, quick: quick)
-  --sweep-users <n>      sweep: connected users                  (default 20000, quick 5000)
-  --sweep-period <s>     sweep: WS_VERSION_EVERY_SECONDS         (default 20, quick 10)
-  --soak-seconds <s>     soak: measured seconds per engine       (default 600, quick 30)
+  --sweep-users <n>      sweep: connected users                  (default 20000, quick 4000)
+  --sweep-period <s>     sweep: WS_VERSION_EVERY_SECONDS         (default 20, quick 8)
+  --soak-seconds <s>     soak: measured seconds per engine       (default 600, quick 25)
 
 Other scenarios (select with --only): memory, store, cluster, ingest-cost, gc, notify-saturation,
 reconnect, sweep, order, soak, workers (not in the default plan).`;
@@ -84,7 +84,7 @@ export function parseBenchArgs(argv: string[]): BenchOptions {
     if (!Number.isFinite(n) || n < min || n > max) throw new Error(`--${name}: expected a number in [${min}, ${max}], got ${raw}`);
     return n;
   };
-  const scales = (values.scales ?? '100,1000').split(',').map((s) => num('scales', s, 0, 1, 5000));
+  const scales = (values.scales ?? (quick ? '1000' : '100,1000')).split(',').map((s) => num('scales', s, 0, 1, 5000));
   const ingestSeconds = num('ingest-duration', values['ingest-duration'], quick ? 2 : 6, 2, 120);
   return {
     quick,
@@ -101,8 +101,8 @@ export function parseBenchArgs(argv: string[]): BenchOptions {
     ingestRounds: 2,
     connections: num('connections', values.connections, 32, 1, 1000),
     out: values.out ?? (quick ? 'quick' : 'latest'),
-    sweepUsers: num('sweep-users', values['sweep-users'], quick ? 5000 : 20_000, 10, 100_000),
-    sweepPeriodSeconds: num('sweep-period', values['sweep-period'], quick ? 10 : 20, 1, 3600),
-    soakSeconds: num('soak-seconds', values['soak-seconds'], quick ? 30 : 600, 10, 7200),
+    sweepUsers: num('sweep-users', values['sweep-users'], quick ? 4000 : 20_000, 10, 100_000),
+    sweepPeriodSeconds: num('sweep-period', values['sweep-period'], quick ? 8 : 20, 1, 3600),
+    soakSeconds: num('soak-seconds', values['soak-seconds'], quick ? 25 : 600, 10, 7200),
   };
 }

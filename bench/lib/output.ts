@@ -24,7 +24,7 @@ export async function writeReports(
   const scenarioRank = (id: string): number => plan.notify.findIndex((r) => r.scenario.id === id);
   notify.sort((a, b) => scenarioRank(a.scenario.id) - scenarioRank(b.scenario.id) || rank(a.system) - rank(b.system));
   ingest.sort((a, b) => a.batch - b.batch || rank(a.system) - rank(b.system));
-  const results: BenchResults = { env: environment(options, loadAtStart), notify, ingest, sections, failures, wallSeconds };
+  const results: BenchResults = { env: environment(options, plan, loadAtStart), notify, ingest, sections, failures, wallSeconds };
 
   if (notify.length > 0) console.log(`\nNotify latency (POST sent → push received)\n${renderText(notifyTable(notify))}`);
   if (ingest.length > 0) console.log(`\nIngest throughput (autocannon, ${options.connections} connections)\n${renderText(ingestTable(ingest))}`);
@@ -40,7 +40,7 @@ export async function writeReports(
   console.log(`\nreport: bench/reports/${options.out}.md (+ .svg, .json), ${wallSeconds.toFixed(0)} s in all`);
 }
 
-function environment(o: BenchOptions, loadAtStart: number): BenchEnvironment {
+function environment(o: BenchOptions, plan: Plan, loadAtStart: number): BenchEnvironment {
   let commit = 'unknown';
   try {
     commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: PROJECT_ROOT, timeout: 5000 }).toString().trim();
@@ -58,15 +58,26 @@ function environment(o: BenchOptions, loadAtStart: number): BenchEnvironment {
     mode: o.quick ? 'quick' : 'default',
     loadAverage: [loadAtStart, loadavg()[0] ?? NaN],
     settings: {
-      'notify: measured seconds per system and scenario': `${o.seconds} (in ${o.rounds} interleaved rounds)`,
-      'notify: warm-up seconds per system and scenario': o.warmupSeconds,
-      'notify: clients (scales)': o.scales.join(', '),
-      'notify: 1:1 rate (messages/s)': o.rate,
-      'notify: group rate (messages/s)': o.groupRate,
-      'notify: group size (members)': o.groupSize,
+      ...(plan.notify.length > 0
+        ? {
+            'notify: measured seconds per system and scenario': `${o.seconds} (in ${o.rounds} interleaved rounds)`,
+            'notify: warm-up seconds per system and scenario': o.warmupSeconds,
+            'notify: clients (scales)': o.scales.join(', '),
+            'notify: 1:1 rate (messages/s)': o.rate,
+            'notify: group rate (messages/s)': o.groupRate,
+            'notify: group size (members)': o.groupSize,
+          }
+        : {}),
+      ...(plan.ingest.systems.length > 0
+        ? {
+            'ingest: seconds per system and batch': `${o.ingestSeconds} (in ${o.ingestRounds} interleaved rounds)`,
+            'ingest: autocannon connections': o.connections,
+          }
+        : {}),
       'large-group threshold (read diffusion above)': 500,
-      'ingest: seconds per system and batch': `${o.ingestSeconds} (in ${o.ingestRounds} interleaved rounds)`,
-      'ingest: autocannon connections': o.connections,
+      'other scenarios': plan.sections.map((s) => s.id).join(', ') || 'none',
+      ...(plan.sections.some((s) => s.id === 'sweep') ? { 'sweep: users, WS_VERSION_EVERY_SECONDS': `${o.sweepUsers}, ${o.sweepPeriodSeconds}` } : {}),
+      ...(plan.sections.some((s) => s.id === 'soak') ? { 'soak: seconds per engine': o.soakSeconds } : {}),
     },
   };
 }

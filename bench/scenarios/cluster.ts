@@ -21,8 +21,8 @@ export const clusterSection: Section = {
   title: 'Store throughput on a Redis Cluster — 1 vs 3 masters',
   inDefaultPlan: true,
   async run(ctx) {
-    const users = ctx.options.quick ? 4000 : 20_000;
-    const seconds = ctx.options.quick ? 3 : 12;
+    const users = ctx.options.quick ? 2000 : 20_000;
+    const seconds = ctx.options.quick ? 2 : 12;
     const rounds = ctx.options.quick ? 2 : 4;
     const report = emptyReport(this.id, this.title);
     const stores: Store[] = [];

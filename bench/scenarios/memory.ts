@@ -24,13 +24,16 @@ interface StepFigures {
   usedMemoryDelta: number;
   bytesPerPair: number;
   keyBytesPerPair: number;
-  /** The keyspace's own dictionaries (keys and expiry entries), per pair: MEMORY STATS. */
+  /** MEMORY STATS, per pair: `dataset.bytes` (used_memory less overhead), the keyspace's dictionaries (keys and expiry entries), client buffers. */
+  datasetPerPair: number;
   dictBytesPerPair: number;
+  clientBytesPerPair: number;
   kinds: KindFigures[];
 }
 
 const DICT_FIELDS = ['db.0.overhead.hashtable.main', 'db.0.overhead.hashtable.expires'];
 const dictBytes = (stats: Map<string, number>): number => DICT_FIELDS.reduce((n, f) => n + (stats.get(f) ?? 0), 0);
+const statDelta = (after: Map<string, number>, before: Map<string, number>, field: string): number => (after.get(field) ?? 0) - (before.get(field) ?? 0);
 
 /**
  * Memory per (user, conversation) on the Redis engine: a private redis-server with its default
@@ -59,7 +62,7 @@ export const memorySection: Section = {
     try {
       const mesh = directMesh('m', users, perUser);
       const empty = (await redisStats(info)).usedMemory;
-      const emptyDict = dictBytes(await memoryStats(info));
+      const emptyStats = await memoryStats(info);
       const setupStart = performance.now();
       await createMesh(store.sync, mesh);
       ctx.log(`  memory: ${users} users × ${perUser} conversations created (${((performance.now() - setupStart) / 1000).toFixed(1)} s)`);
@@ -71,8 +74,17 @@ export const memorySection: Section = {
         const used = (await redisStats(info)).usedMemory - empty;
         const kinds = await keyKinds(info, mesh);
         const keyBytes = kinds.reduce((n, k) => n + k.bytesPerPair, 0);
-        const dict = (dictBytes(await memoryStats(info)) - emptyDict) / mesh.pairs;
-        figures.push({ messagesPerConv: step, usedMemoryDelta: used, bytesPerPair: used / mesh.pairs, keyBytesPerPair: keyBytes, dictBytesPerPair: dict, kinds });
+        const stats = await memoryStats(info);
+        figures.push({
+          messagesPerConv: step,
+          usedMemoryDelta: used,
+          bytesPerPair: used / mesh.pairs,
+          keyBytesPerPair: keyBytes,
+          datasetPerPair: statDelta(stats, emptyStats, 'dataset.bytes') / mesh.pairs,
+          dictBytesPerPair: (dictBytes(stats) - dictBytes(emptyStats)) / mesh.pairs,
+          clientBytesPerPair: statDelta(stats, emptyStats, 'clients.normal') / mesh.pairs,
+          kinds,
+        });
         ctx.log(`  memory: ${step} messages/conversation: ${fmt.bytes(used / mesh.pairs)} per pair`);
       }
       const sent = mesh.convs.length * round;
@@ -131,19 +143,21 @@ async function keyKinds(info: Redis, mesh: DirectMesh): Promise<KindFigures[]> {
 function fill(report: SectionReport, mesh: DirectMesh, figures: StepFigures[], run: { empty: number; sent: number; sendSeconds: number }): void {
   report.method.push(
     `${mesh.users.length.toLocaleString('en-US')} users, each in 10 one-to-one conversations with other users of the set: ${mesh.pairs.toLocaleString('en-US')} (user, conversation) pairs in ${mesh.convs.length.toLocaleString('en-US')} conversations, on a private redis-server with its default config, driven in-process (SyncService over RedisEngine with the server's default settings: SNAPSHOT_EVERY, STREAM_MAX_LEN, STREAM_IDLE_SECONDS unset). Messages go one per conversation per round, sent alternately by either member, so every message is a version of both members' streams.`,
-    '`used_memory` Δ is against the empty server (engine connected, scripts loaded, no key), divided by the pairs; it includes the keyspace dictionaries (main and expires: `keyspace dicts`, from MEMORY STATS), which MEMORY USAGE leaves out. Per key kind: MEMORY USAGE (SAMPLES 0: exact) and OBJECT ENCODING of the first 100 keys of the kind, times the number of keys of the kind.',
+    '`used_memory` Δ is against the empty server (engine connected, scripts loaded, no key), divided by the pairs; MEMORY STATS splits it: `dataset` (used_memory less the server\'s own overhead), the keyspace dictionaries (main and expires), and client buffers (the engine\'s connection: a large pipeline\'s query buffer is transient, not per user). Per key kind: MEMORY USAGE (SAMPLES 0: exact) and OBJECT ENCODING of the first 100 keys of the kind, times the number of keys of the kind.',
   );
   report.tables.push({
     caption: 'used_memory per (user, conversation) pair, at each step',
     table: {
-      header: ['messages/conv', 'used_memory Δ', 'B per pair', 'B per user', 'Σ MEMORY USAGE per pair', 'keyspace dicts per pair'],
+      header: ['messages/conv', 'used_memory Δ', 'B per pair', 'B per user', 'dataset per pair', 'keyspace dicts per pair', 'client buffers per pair', 'Σ MEMORY USAGE per pair'],
       rows: figures.map((f) => [
         String(f.messagesPerConv),
         fmt.bytes(f.usedMemoryDelta),
         f.bytesPerPair.toFixed(0),
         (f.bytesPerPair * 10).toFixed(0),
-        f.keyBytesPerPair.toFixed(0),
+        f.datasetPerPair.toFixed(0),
         f.dictBytesPerPair.toFixed(0),
+        f.clientBytesPerPair.toFixed(0),
+        f.keyBytesPerPair.toFixed(0),
       ]),
     },
   });

@@ -8,7 +8,7 @@ const TARGET_GC_SHARE = 0.1;
 
 /** Both engines' profiled runs, made once for the sections that read them. */
 function profiledRuns(ctx: SectionContext): Promise<ProfiledRun[]> {
-  const seconds = ctx.options.quick ? 3 : 8;
+  const seconds = ctx.options.quick ? 2 : 8;
   return ctx.once('profiled-runs', async () => [await profiledRun('memory', seconds, ctx.log), await profiledRun('redis', seconds, ctx.log)]);
 }
 
@@ -16,7 +16,7 @@ const busy = (w: ProfiledWindow): number => w.profile.totalMicros - (w.profile.m
 const windowOf = (run: ProfiledRun | undefined, name: ProfiledWindow['name']): ProfiledWindow | undefined => run?.windows.find((w) => w.name === name);
 
 const METHOD =
-  'The server runs under `node --cpu-prof` (250 µs sampling) while autocannon saturates `POST /v1/messages` (32 connections, one message per request, 1:1 conversations). The profile is cut to the measured window by the monotonic clock, which the profile and the load generator share. Self time of each sample is charged to a category by the file of its function, or of the nearest caller with one (JSON.parse inside the body decoder is JSON, a socket write ioredis asked for is ioredis): `native` is V8\'s `(program)` — uWS\' C++ HTTP parser and socket writes, and builtins not attributed to a caller; `idle` is the event loop waiting (for Redis replies or the next request), wall time, not CPU. The samples count wall time while the thread runs, so on this loaded machine the busy total exceeds the CPU /proc reports for the window; both are shown.';
+  'The server runs under `node --cpu-prof` (250 µs sampling) while autocannon saturates `POST /v1/messages` (32 connections, one message per request, 1:1 conversations). The profile is cut to the measured window by the monotonic clock, which the profile and the load generator share. Self time of each sample is charged to a category by the file of its function, or of the nearest caller with one (JSON.parse inside the body decoder is JSON, a socket write ioredis asked for is ioredis): `native` is V8\'s `(program)` — uWS\' C++ HTTP parser and socket writes, and builtins not attributed to a caller; `idle` is the event loop waiting (for Redis replies or the next request), wall time, not CPU. The profile covers the main thread; the CPU /proc reports for the window covers every thread (V8\'s helper threads for GC marking and compilation, libuv), and on a loaded machine a sample may also stand for time the thread waited for a core: both totals are shown.';
 
 /** Scenario `ingest`'s explanation: where one request's time goes, per engine. */
 export const ingestCostSection: Section = {

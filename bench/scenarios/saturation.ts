@@ -47,7 +47,7 @@ export const saturationSection: Section = {
   inDefaultPlan: true,
   async run(ctx) {
     const quick = ctx.options.quick;
-    const seconds = quick ? 3 : 8;
+    const seconds = quick ? 2 : 8;
     const rounds = quick ? 2 : 4;
     const report = emptyReport(this.id, this.title);
     const systems: RunningSystem[] = [];
@@ -60,7 +60,7 @@ export const saturationSection: Section = {
           for (const system of systems) {
             const session = await SaturationSession.open(system, (http) => shape.audience(http, `sat-${shape.id}`), shape.load);
             sessions.push(session);
-            await session.drive(1, false);
+            await session.drive(quick ? 0.5 : 1, false);
           }
           for (let r = 0; r < rounds; r++) {
             for (const s of r % 2 === 0 ? sessions : [...sessions].reverse()) await s.drive(seconds / rounds, true);
@@ -81,7 +81,7 @@ export const saturationSection: Section = {
 
 function fill(report: SectionReport, list: Shape[], results: Map<string, SaturationResult[]>, seconds: number, rounds: number): void {
   report.method.push(
-    `Each system runs in its own process (Redis-backed ones with a private redis-server); the clients (one Node process, JSON text frames) and the load generator share this machine. Messages are POSTed closed-loop: at most N messages in flight that have not yet reached all their online recipients (one-to-one: 256, 16 to distinct conversations per POST, so that the load generator's own HTTP client is not the bottleneck; 100-member groups: one per group, one per POST, so group commit has little to merge; the large group: 4, one per POST), so the rate is what server and clients can deliver end to end. A delivery is a (client, message) pair the client learns of; \`frames/s\` counts push frames (Redpoint may merge messages of one conversation into one push). Measured ${seconds} s per system and shape in ${rounds} interleaved rounds, after a 1 s warm-up.`,
+    `Each system runs in its own process (Redis-backed ones with a private redis-server); the clients (one Node process, JSON text frames) and the load generator share this machine. Messages are POSTed closed-loop: at most N messages in flight that have not yet reached all their online recipients (one-to-one: 256, 16 to distinct conversations per POST, so that the load generator's own HTTP client is not the bottleneck; 100-member groups: one per group, one per POST, so group commit has little to merge; the large group: 4, one per POST), so the rate is what server and clients can deliver end to end. A delivery is a (client, message) pair the client learns of; \`frames/s\` counts push frames (Redpoint may merge messages of one conversation into one push). Measured ${seconds} s per system and shape in ${rounds} interleaved rounds, after a warm-up.`,
     '`server CPU/delivery`: the server process\'s user + system CPU from /proc over the measured windows ÷ deliveries; `Redis CPU/delivery`: the redis-server\'s (INFO used_cpu), for the systems on Redis. CPU per delivery is the robust figure here: deliveries/s is bounded by the clients\' process and the shared cores as much as by the server.',
   );
   const verdicts: Verdict[] = [];

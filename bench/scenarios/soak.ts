@@ -46,7 +46,7 @@ export const soakSection: Section = {
   inDefaultPlan: true,
   async run(ctx) {
     const quick = ctx.options.quick;
-    const users = quick ? 20_000 : 100_000;
+    const users = quick ? 10_000 : 100_000;
     const rate = quick ? 400 : 1000;
     const seconds = ctx.options.soakSeconds;
     const windowSeconds = seconds >= 120 ? 10 : 5;

@@ -43,7 +43,7 @@ const USAGE = `npm run bench -- [options]
   --ingest-duration <s>  autocannon seconds per system and batch (default 6, quick 2; 2 rounds)
   --connections <n>      autocannon connections                  (default 32)
   --out <name>           report name in bench/reports/           (default latest, quick: quick)
-  --sweep-users <n>      sweep: connected users                  (default 20000, quick 4000)
+  --sweep-users <n>      sweep: connected users                  (default 19500, quick 4000)
   --sweep-period <s>     sweep: WS_VERSION_EVERY_SECONDS         (default 20, quick 8)
   --soak-seconds <s>     soak: measured seconds per engine       (default 600, quick 25)
 
@@ -101,7 +101,7 @@ export function parseBenchArgs(argv: string[]): BenchOptions {
     ingestRounds: 2,
     connections: num('connections', values.connections, 32, 1, 1000),
     out: values.out ?? (quick ? 'quick' : 'latest'),
-    sweepUsers: num('sweep-users', values['sweep-users'], quick ? 4000 : 20_000, 10, 100_000),
+    sweepUsers: num('sweep-users', values['sweep-users'], quick ? 4000 : 19_500, 10, 100_000),
     sweepPeriodSeconds: num('sweep-period', values['sweep-period'], quick ? 8 : 20, 1, 3600),
     soakSeconds: num('soak-seconds', values['soak-seconds'], quick ? 25 : 600, 10, 7200),
   };

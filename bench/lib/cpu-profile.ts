@@ -33,9 +33,9 @@ export interface ProfileBreakdown {
 export const monotonicMicros = (): number => Number(process.hrtime.bigint() / 1000n);
 
 export const CATEGORIES = [
-  'HTTP (uWS + router, JS side)',
+  'HTTP (router, uWS calls, reply JSON)',
   'native (uWS C++, V8 builtins)',
-  'JSON',
+  'JSON (body decode)',
   'validation (TypeBox)',
   'auth',
   'ingest (group commit)',
@@ -54,14 +54,14 @@ export type Category = (typeof CATEGORIES)[number];
 const RULES: Array<[RegExp, Category]> = [
   [/node_modules\/@sinclair\/typebox|\/protocol\/schemas\.ts|\/gateway\/ws-frames\.ts/, 'validation (TypeBox)'],
   [/node_modules\/(ioredis|redis-parser|redis-errors|standard-as-callback|cluster-key-slot|denque|lodash)/, 'ioredis'],
-  [/node_modules\/uWebSockets\.js|\/gateway\/(http|uws|api-routes|cors|ops-routes)\.ts/, 'HTTP (uWS + router, JS side)'],
+  [/node_modules\/uWebSockets\.js|\/gateway\/(http|uws|api-routes|cors|ops-routes)\.ts/, 'HTTP (router, uWS calls, reply JSON)'],
   [/node_modules\/(jose)|\/server\/auth\//, 'auth'],
   [/\/server\/sync\//, 'ingest (group commit)'],
   [/\/server\/engine\//, 'engine (script args, codecs)'],
   [/\/gateway\/(fanout|ws-gateway|ws-session|rolling-sweep|rate-limiter)\.ts|node_modules\/msgpackr/, 'push fan-out (WebSocket)'],
   [/node_modules\/(prom-client|tdigest|bintrees)|\/server\/metrics\//, 'metrics (prom-client)'],
   [/node_modules\/(pino|sonic-boom|thread-stream|fast-redact|quick-format)/, 'logging'],
-  [/\/protocol\/codec\.ts/, 'JSON'],
+  [/\/protocol\/codec\.ts/, 'JSON (body decode)'],
 ];
 
 /** Category of a frame by its own file, or undefined for frames that say nothing (builtins, Node internals). */
@@ -94,7 +94,6 @@ export function breakdown(profile: CpuProfile, fromMicros: number, toMicros: num
     if (name === '(garbage collector)') category = 'GC';
     else if (name === '(idle)') category = 'idle (waiting: Redis, network)';
     else if (name === '(program)') category = 'native (uWS C++, V8 builtins)';
-    else if (frame && frame.url === '' && /^(parse|stringify)$/.test(name)) category = 'JSON';
     else {
       let cursor: number | undefined = id;
       let found: Category | undefined;

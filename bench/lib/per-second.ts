@@ -35,6 +35,21 @@ export class Windows {
     (list[i] ??= new LatencyHistogram()).recordMs(ms);
   }
 
+  /**
+   * Records this process's own event-loop stalls (a `tickMs` timer's lateness) as series
+   * `stall` until the returned function is called: a latency spike in a window with a stall as
+   * large is the load generator's, not the server's.
+   */
+  watchStalls(tickMs = 10): () => void {
+    let last = performance.now();
+    const timer = setInterval(() => {
+      const now = performance.now();
+      this.record('stall', Math.max(0, now - last - tickMs), now);
+      last = now;
+    }, tickMs);
+    return () => clearInterval(timer);
+  }
+
   /** Counts of the first `n` windows (0 where nothing happened). */
   counted(series: string, n: number): number[] {
     const list = this.counts.get(series) ?? [];

@@ -139,7 +139,7 @@ export async function raiseFileLimit(pid: number, wanted: number): Promise<numbe
   return currentFileLimit(pid, 'soft');
 }
 
-async function currentFileLimit(pid: number, which: 'soft' | 'hard'): Promise<number> {
+export async function currentFileLimit(pid: number, which: 'soft' | 'hard'): Promise<number> {
   const m = /^Max open files\s+(\d+|unlimited)\s+(\d+|unlimited)/m.exec(readFileSync(`/proc/${pid}/limits`, 'utf8'));
   const v = m?.[which === 'soft' ? 1 : 2];
   return v === 'unlimited' ? Number.MAX_SAFE_INTEGER : Number(v ?? 1024);

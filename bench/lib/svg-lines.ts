@@ -30,9 +30,9 @@ export function renderLineChart(chart: LineChart): string {
     grid.push(`<line x1="${LEFT}" y1="${py(y).toFixed(1)}" x2="${WIDTH - RIGHT}" y2="${py(y).toFixed(1)}" stroke="#eee"/>`);
     grid.push(svgText(LEFT - 6, py(y) + 4, String(Number(y.toPrecision(3))), 'font-size="10" text-anchor="end" fill="#666"'));
   }
-  for (let i = 0; i <= 5; i++) {
-    const x = (xMax * i) / 5;
-    grid.push(svgText(px(x), HEIGHT - BOTTOM + 16, String(Math.round(x)), 'font-size="10" text-anchor="middle" fill="#666"'));
+  const xStep = niceStep(xMax / 6);
+  for (let x = 0; x <= xMax + 1e-9; x += xStep) {
+    grid.push(svgText(px(x), HEIGHT - BOTTOM + 16, String(Number(x.toPrecision(6))), 'font-size="10" text-anchor="middle" fill="#666"'));
   }
   const lines = chart.series.map((s) => {
     const d = s.points
@@ -61,4 +61,10 @@ export function renderLineChart(chart: LineChart): string {
 function niceCeil(v: number): number {
   const decade = 10 ** Math.floor(Math.log10(v));
   return ([1, 2, 2.5, 5, 10].map((m) => m * decade).find((c) => c >= v) ?? 10 * decade);
+}
+
+/** A 1-2-5 step at or above v (axis ticks at whole seconds, not 2.5). */
+function niceStep(v: number): number {
+  const decade = 10 ** Math.floor(Math.log10(Math.max(1, v)));
+  return [1, 2, 5, 10].map((m) => m * decade).find((c) => c >= v) ?? 10 * decade;
 }

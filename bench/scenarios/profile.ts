@@ -16,7 +16,7 @@ const busy = (w: ProfiledWindow): number => w.profile.totalMicros - (w.profile.m
 const windowOf = (run: ProfiledRun | undefined, name: ProfiledWindow['name']): ProfiledWindow | undefined => run?.windows.find((w) => w.name === name);
 
 const METHOD =
-  'The server runs under `node --cpu-prof` (250 µs sampling) while autocannon saturates `POST /v1/messages` (32 connections, one message per request, 1:1 conversations). The profile is cut to the measured window by the monotonic clock, which the profile and the load generator share. Self time of each sample is charged to a category by the file of its function, or of the nearest caller with one (JSON.parse inside the body decoder is JSON, a socket write ioredis asked for is ioredis): `native` is V8\'s `(program)` — uWS\' C++ HTTP parser and socket writes, and builtins not attributed to a caller; `idle` is the event loop waiting (for Redis replies or the next request), wall time, not CPU. The profile covers the main thread; the CPU /proc reports for the window covers every thread (V8\'s helper threads for GC marking and compilation, libuv), and on a loaded machine a sample may also stand for time the thread waited for a core: both totals are shown.';
+  'The server runs under `node --cpu-prof` (250 µs sampling) while autocannon saturates `POST /v1/messages` (32 connections, one message per request, 1:1 conversations). The profile is cut to the measured window by the monotonic clock, which the profile and the load generator share. Self time of each sample is charged to a category by the file of its function, or of the nearest caller with one (JSON.parse inside the body decoder is JSON, a socket write ioredis asked for is ioredis): `HTTP` holds the router\'s own code and what it calls without a frame of its own (uWS\' writeStatus/end, JSON.stringify of the reply); `native` is V8\'s `(program)` — uWS\' C++ HTTP parsing and socket I/O outside any JS call; `idle` is the event loop waiting (for Redis replies or the next request), wall time, not CPU. The profile covers the main thread; the CPU /proc reports for the window covers every thread (V8\'s helper threads for GC marking and compilation, libuv), and on a loaded machine a sample may also stand for time the thread waited for a core: both totals are shown.';
 
 /** Scenario `ingest`'s explanation: where one request's time goes, per engine. */
 export const ingestCostSection: Section = {
@@ -50,7 +50,7 @@ export const ingestCostSection: Section = {
       });
     }
     const http = (w: ProfiledWindow | undefined): number =>
-      w ? ['HTTP (uWS + router, JS side)', 'native (uWS C++, V8 builtins)', 'JSON', 'validation (TypeBox)', 'auth'].reduce((n, c) => n + (w.profile.micros.get(c) ?? 0), 0) / Math.max(1, w.requests) : NaN;
+      w ? ['HTTP (router, uWS calls, reply JSON)', 'native (uWS C++, V8 builtins)', 'JSON (body decode)', 'validation (TypeBox)', 'auth'].reduce((n, c) => n + (w.profile.micros.get(c) ?? 0), 0) / Math.max(1, w.requests) : NaN;
     report.notes.push(
       `HTTP, JSON, validation and auth together (the request's own cost, before ingest): ${cols.map(({ engine, w }) => `${engine} ${fmt.us(http(w))}/request`).join(', ')}.`,
     );

@@ -39,14 +39,15 @@ export async function profiledRun(engine: 'memory' | 'redis', seconds: number, l
   const dir = await mkdtemp(join(tmpdir(), 'redpoint-prof-'));
   let system: RunningSystem | undefined;
   try {
-    system = await startSystem(SYSTEMS[engine === 'redis' ? 'redpoint-redis' : 'redpoint-memory'], {
+    const running = await startSystem(SYSTEMS[engine === 'redis' ? 'redpoint-redis' : 'redpoint-memory'], {
       nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${dir}`, `--cpu-prof-interval=${SAMPLE_INTERVAL_US}`],
       name: `redpoint-${engine} (profiled)`,
     });
+    system = running;
     const marks: Array<{ name: ProfiledWindow['name']; from: number; to: number; requests: number; pushes: number; seconds: number; cpuMicros: number }> = [];
     const measure = async (name: ProfiledWindow['name'], session: IngestSession, pushes: () => number): Promise<void> => {
       await session.run(1, 1, false);
-      const cpu = new CpuWindow(system?.pid ?? 0).start();
+      const cpu = new CpuWindow(running.pid).start();
       const pushesBefore = pushes();
       const from = monotonicMicros();
       await session.run(1, seconds, true);
@@ -55,12 +56,12 @@ export async function profiledRun(engine: 'memory' | 'redis', seconds: number, l
       marks.push({ name, from, to, requests: session.result(1)?.latency.count ?? 0, pushes: pushes() - pushesBefore, seconds: used.seconds, cpuMicros: used.cpuMicros });
       log(`  profiled ${engine}: ${name} measured`);
     };
-    await measure('ingest', await IngestSession.open(system, CONVERSATIONS, CONNECTIONS, 'pa'), () => 0);
+    await measure('ingest', await IngestSession.open(running, CONVERSATIONS, CONNECTIONS, 'pa'), () => 0);
 
-    const session = await IngestSession.open(system, CONVERSATIONS, CONNECTIONS, 'pb');
+    const session = await IngestSession.open(running, CONVERSATIONS, CONNECTIONS, 'pb');
     let pushes = 0;
     const uids = Array.from({ length: CONVERSATIONS }, (_, i) => userId('pb', i));
-    const clients = await connectAll(system, uids, () => () => {
+    const clients = await connectAll(running, uids, () => () => {
       pushes += 1;
     });
     try {
@@ -69,8 +70,8 @@ export async function profiledRun(engine: 'memory' | 'redis', seconds: number, l
       for (const c of clients) c.close();
     }
     // SIGTERM: the server exits through process.exit, which writes the profile.
-    await system.stop();
     system = undefined;
+    await running.stop();
     const profile = await readProfile(dir);
     return {
       engine,

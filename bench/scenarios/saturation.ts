@@ -1,5 +1,6 @@
 import type { HttpTarget } from '../lib/http.js';
 import { atLeast, atMost, emptyReport, fmt, type Section, type SectionReport, type Verdict } from '../lib/section.js';
+import { renderBarChart } from '../lib/svg-chart.js';
 import { fmtRate } from '../lib/table.js';
 import { SYSTEMS, startSystem, type RunningSystem, type SystemId } from '../systems.js';
 import { directAudience, groupAudience, SaturationSession, type Audience, type SaturationLoad, type SaturationResult } from './saturation-session.js';
@@ -58,7 +59,9 @@ export const saturationSection: Section = {
         const sessions: SaturationSession[] = [];
         try {
           for (const system of systems) {
-            const session = await SaturationSession.open(system, (http) => shape.audience(http, `sat-${shape.id}`), shape.load);
+            const session = await SaturationSession.open(system, (http) => shape.audience(http, `sat-${shape.id}`), shape.load).catch((err: unknown) => {
+              throw new Error(`${shape.id} / ${system.spec.id}: ${err instanceof Error ? err.message : String(err)}; the server's last output:\n${system.output().slice(-2000)}`);
+            });
             sessions.push(session);
             await session.drive(quick ? 0.5 : 1, false);
           }
@@ -122,6 +125,23 @@ function fill(report: SectionReport, list: Shape[], results: Map<string, Saturat
     }
   }
   report.verdicts.push(...verdicts);
+  report.charts.push({
+    name: 'cpu-per-delivery',
+    title: 'notify at saturation: CPU per delivery',
+    svg: renderBarChart({
+      title: 'Notify at saturation: CPU per delivery',
+      subtitle: 'server process (/proc) and redis-server (INFO) CPU over the measured windows ÷ (client, message) deliveries',
+      unit: 'µs',
+      series: [
+        { name: 'server', color: '#3b7dd8' },
+        { name: 'Redis', color: '#e8833a' },
+      ],
+      groups: list.map((shape) => ({
+        title: shape.label,
+        rows: (results.get(shape.id) ?? []).map((r) => ({ label: r.system, values: [r.serverCpuUsPerDelivery, r.redisCpuUsPerDelivery] })),
+      })),
+    }),
+  });
   report.notes.push('The Socket.IO clients (socket.io-client, one per user) cost the client process more per frame than the `ws` clients of the others, so its deliveries/s is partly bound by the client side; its server CPU per delivery is not.');
   report.data = Object.fromEntries(results);
 }

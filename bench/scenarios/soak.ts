@@ -11,7 +11,6 @@ import { directMesh, type DirectMesh } from './engine-setup.js';
 import { connectAll, createMeshOverHttp, postInBatches } from './setup.js';
 
 const ONLINE = 1000;
-const STALL_TICK_MS = 10;
 const TARGET_FLATNESS = 2;
 
 interface WindowFigures {
@@ -89,12 +88,7 @@ async function soak(system: RunningSystem, mesh: DirectMesh, load: { rate: numbe
       void (redis ? redisStats(redis).then((s) => s.usedMemory) : Promise.resolve(NaN)).then((r) => memory.push({ rss: rssBytes([system.pid]), redis: r }));
     };
     const sampler = setInterval(sample, load.windowSeconds * 1000);
-    let tick = performance.now();
-    const stalls = setInterval(() => {
-      const now = performance.now();
-      windows.record('stall', Math.max(0, now - tick - STALL_TICK_MS), now);
-      tick = now;
-    }, STALL_TICK_MS);
+    const stopStalls = windows.watchStalls();
     // Online conversations: both members among the first ONLINE users.
     const online = mesh.convs.slice(0, ONLINE - 1);
     const offline = mesh.convs.slice(ONLINE);
@@ -115,7 +109,7 @@ async function soak(system: RunningSystem, mesh: DirectMesh, load: { rate: numbe
       },
     });
     clearInterval(sampler);
-    clearInterval(stalls);
+    stopStalls();
     if (memory.length < n) sample();
     const ingest = windows.latencies('ingest', n);
     const notify = windows.latencies('notify', n);

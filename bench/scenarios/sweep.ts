@@ -4,9 +4,10 @@ import { mintTokens, redpointSocket } from '../clients/redpoint-ws.js';
 import { eachLimited } from '../lib/http.js';
 import { pace } from '../lib/pacer.js';
 import { mean, median, Windows } from '../lib/per-second.js';
-import { raiseFileLimit } from '../lib/proc.js';
+import { currentFileLimit, raiseFileLimit } from '../lib/proc.js';
 import { histogramBuckets, quantileBetween } from '../lib/prom.js';
 import { atMost, emptyReport, fmt, type Section } from '../lib/section.js';
+import { renderLineChart, LINE_COLORS } from '../lib/svg-lines.js';
 import { fmtMs } from '../lib/table.js';
 import { BENCH_API_KEY, BENCH_JWT_SECRET, SYSTEMS, startSystem } from '../systems.js';
 import { directMesh } from './engine-setup.js';
@@ -16,6 +17,10 @@ import { createMeshOverHttp, postInBatches } from './setup.js';
 const LOOPBACKS = ['127.0.0.1', '127.0.0.2', '127.0.0.3', '127.0.0.4'];
 const CONNECT_CONCURRENCY = 100;
 const INGEST_RATE = 200;
+const FILES_OF_ITS_OWN = 300;
+
+const tooFew = (who: string, limit: number, users: number): string =>
+  `sweep: ${who} may open ${limit} files, ${users} users need ${users + FILES_OF_ITS_OWN}: raise the hard limit (ulimit -Hn, or CAP_SYS_RESOURCE for prlimit) or pass --sweep-users ${Math.max(10, limit - FILES_OF_ITS_OWN)}`;
 /** A flat sweep: the busiest second within this factor of the mean (a burst would be `period` ×). */
 const TARGET_MAX_OVER_MEAN = 1.5;
 const TARGET_P99_FLATNESS = 2;
@@ -35,11 +40,16 @@ export const sweepSection: Section = {
     const users = ctx.options.sweepUsers;
     const period = ctx.options.sweepPeriodSeconds;
     const report = emptyReport(this.id, this.title);
-    const fileLimit = await raiseFileLimit(process.pid, users + 10_000);
-    if (fileLimit < users + 1000) throw new Error(`sweep: this process may open only ${fileLimit} files, ${users} clients need more (run as root, or raise ulimit -n)`);
-    const system = await startSystem(SYSTEMS['redpoint-redis'], { env: { WS_VERSION_EVERY_SECONDS: String(period) }, maxFiles: users + 10_000 });
+    // Both this process (the clients) and the server hold one socket per user, plus a few hundred
+    // files of their own.
+    const needed = users + FILES_OF_ITS_OWN;
+    const fileLimit = await raiseFileLimit(process.pid, needed);
+    if (fileLimit < needed) throw new Error(tooFew('this process', fileLimit, users));
+    const system = await startSystem(SYSTEMS['redpoint-redis'], { env: { WS_VERSION_EVERY_SECONDS: String(period) }, maxFiles: needed });
     const clients: JsonWsClient[] = [];
     try {
+      const serverLimit = await currentFileLimit(system.pid, 'soft');
+      if (serverLimit < needed) throw new Error(tooFew('the server', serverLimit, users));
       const mesh = directMesh('w', users, 2);
       await createMeshOverHttp(system.http, mesh.convs);
       const seqs = new Map<string, number>();
@@ -65,6 +75,7 @@ export const sweepSection: Section = {
       const seconds = period + 5;
       windows = new Windows(performance.now(), 1000);
       const w = windows;
+      const stopStalls = w.watchStalls();
       const store: Array<{ apply: number; record: number; ops: number }> = [];
       let scraping = true;
       const scraper = (async () => {
@@ -93,6 +104,8 @@ export const sweepSection: Section = {
       });
       scraping = false;
       await scraper;
+      stopStalls();
+      const stalls = w.latencies('stall', seconds);
 
       const checks = w.counted('checks', seconds);
       const latency = w.latencies('ingest', seconds);
@@ -100,13 +113,13 @@ export const sweepSection: Section = {
       const maxChecks = Math.max(...checks);
       const p99s = latency.map((l) => l.p99);
       report.method.push(
-        `${users.toLocaleString('en-US')} users connected to one Redpoint process (Redis engine, WS_VERSION_EVERY_SECONDS=${period}), each in two 1:1 conversations with a message in each; the clients (one Node process, spread over ${LOOPBACKS.length} loopback addresses) connected in ${connectSeconds.toFixed(1)} s. Then ${seconds} s measured: version frames per second counted at the clients (each is one version check of one user's socket), a steady ${INGEST_RATE} messages/s ingest (one per POST, open loop) timed per second, and the server's \`redpoint_store_op_seconds\` read every second (p99 as the upper bound of its bucket).`,
+        `${users.toLocaleString('en-US')} users (\`--sweep-users\`; the default 19,500 keeps both the server's and the load generator's sockets under an open-file limit of 20,000 per process, which this machine cannot raise) connected to one Redpoint process (Redis engine, WS_VERSION_EVERY_SECONDS=${period}), each in two 1:1 conversations with a message in each; the clients (one Node process, spread over ${LOOPBACKS.length} loopback addresses) connected in ${connectSeconds.toFixed(1)} s. Then ${seconds} s measured: version frames per second counted at the clients (each is one version check of one user's socket), a steady ${INGEST_RATE} messages/s ingest (one per POST, open loop) timed per second, and the server's \`redpoint_store_op_seconds\` read every second (p99 as the upper bound of its bucket).`,
         `Were the checks made in one burst per period, one second would carry all ${users.toLocaleString('en-US')} of them: max/mean = ${period}×.`,
       );
       report.tables.push({
         caption: 'Per second',
         table: {
-          header: ['second', 'version checks', 'ingest p50 ms', 'ingest p99 ms', 'store p99 ms (apply_user_ops, bucket)', 'store p99 ms (record_message, bucket)'],
+          header: ['second', 'version checks', 'ingest p50 ms', 'ingest p99 ms', 'store p99 ms (apply_user_ops, bucket)', 'store p99 ms (record_message, bucket)', 'generator stall max ms'],
           rows: checks.map((c, i) => [
             String(i + 1),
             fmt.int(c),
@@ -114,12 +127,33 @@ export const sweepSection: Section = {
             fmtMs(latency[i]?.p99 ?? NaN),
             fmtMs(store[i]?.apply ?? NaN),
             fmtMs(store[i]?.record ?? NaN),
+            fmtMs(stalls[i]?.max ?? NaN),
           ]),
         },
       });
+      const chart = (name: string, title: string, yLabel: string, series: Array<{ name: string; values: number[] }>): void => {
+        report.charts.push({
+          name,
+          title,
+          svg: renderLineChart({
+            title,
+            subtitle: `${users.toLocaleString('en-US')} users connected, WS_VERSION_EVERY_SECONDS=${period}, ${INGEST_RATE} messages/s ingest`,
+            xLabel: 'second',
+            yLabel,
+            series: series.map((x, k) => ({ name: x.name, color: LINE_COLORS[k] ?? '#888', points: x.values.map((v, i) => [i + 1, v] as [number, number]) })),
+          }),
+        });
+      };
+      chart('checks', 'Version checks per second', 'checks/s', [{ name: 'version checks (at the clients)', values: checks }]);
+      chart('latency', 'Ingest latency per second', 'ms', [
+        { name: 'ingest p99', values: p99s },
+        { name: 'ingest p50', values: latency.map((l) => l.p50) },
+        { name: 'load generator stall (max)', values: stalls.map((s) => s.max) },
+      ]);
       report.verdicts.push(atMost('busiest second\'s version checks over the mean', maxChecks / meanChecks, TARGET_MAX_OVER_MEAN, fmt.ratio));
       report.verdicts.push(atMost('worst second\'s ingest p99 over the median second\'s', Math.max(...p99s.filter(Number.isFinite)) / median(p99s), TARGET_P99_FLATNESS, fmt.ratio));
       report.notes.push(
+        'The wheel repeats every period: the same users sit in the same slots, so the counts of the second period repeat those of the first.',
         `Version checks: mean ${meanChecks.toFixed(0)}/s (expected ${(users / period).toFixed(0)}/s: ${users} users ÷ ${period} s), max ${maxChecks}/s. Ingest: ${ingest.ok} of ${ingest.started} POSTs answered 200; the load generator fell up to ${ingest.maxLagMs.toFixed(0)} ms behind its schedule.`,
         'The targets `≤ 1.5×` (checks) and `≤ 2×` (p99) are this bench\'s reading of "flat"; the issue gives no number.',
       );

@@ -73,3 +73,24 @@ export function mean(xs: readonly number[]): number {
   const ok = xs.filter(Number.isFinite);
   return ok.length > 0 ? ok.reduce((a, b) => a + b, 0) / ok.length : NaN;
 }
+
+/**
+ * Of the windows whose p99 is above `factor` × the median window's, how many had a load-generator
+ * stall of at least half that p99 (the spike is then the generator's own, not the server's).
+ */
+export function spikesFromStalls(p99s: readonly number[], stalls: readonly number[], factor = 2): { spikes: number; explained: number } {
+  const m = median(p99s);
+  let spikes = 0;
+  let explained = 0;
+  p99s.forEach((p, i) => {
+    if (!(p > factor * m)) return;
+    spikes += 1;
+    if ((stalls[i] ?? 0) >= p / 2) explained += 1;
+  });
+  return { spikes, explained };
+}
+
+export function spikeNote(what: string, s: { spikes: number; explained: number }): string | undefined {
+  if (s.spikes === 0) return undefined;
+  return `${what}: ${s.spikes} window(s) with a p99 above twice the median; in ${s.explained} of them the load generator itself stalled for at least half that p99 (see the stall column): those spikes are this machine's, not the server's.`;
+}

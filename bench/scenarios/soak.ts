@@ -1,6 +1,6 @@
 import { LatencyTracker } from '../lib/latency-tracker.js';
 import { pace } from '../lib/pacer.js';
-import { median, Windows } from '../lib/per-second.js';
+import { median, spikeNote, spikesFromStalls, Windows } from '../lib/per-second.js';
 import { rssBytes } from '../lib/proc.js';
 import { redisStats, statsConnection } from '../lib/redis-info.js';
 import { atMost, emptyReport, fmt, type SectionReport, type Section, type Verdict } from '../lib/section.js';
@@ -165,6 +165,14 @@ function fill(report: SectionReport, results: SoakResult[], run: { users: number
     });
     verdicts.push(atMost(`${r.engine}: ingest p99 flatness`, r.ingestFlatness, TARGET_FLATNESS, fmt.ratio));
     verdicts.push(atMost(`${r.engine}: notify p99 flatness`, r.notifyFlatness, TARGET_FLATNESS, fmt.ratio));
+    const stalls = r.windows.map((w) => w.stallMs);
+    for (const [what, p99s] of [
+      ['ingest', r.windows.map((w) => w.ingestP99)],
+      ['notify', r.windows.map((w) => w.notifyP99)],
+    ] as const) {
+      const note = spikeNote(`${r.engine}, ${what}`, spikesFromStalls(p99s, stalls));
+      if (note) report.notes.push(note);
+    }
     if (r.failed > 0 || r.maxLagMs > 100) report.notes.push(`${r.engine}: ${r.failed} POSTs failed; the load generator fell up to ${r.maxLagMs.toFixed(0)} ms behind its schedule.`);
     report.charts.push({
       name: r.engine,

@@ -3,7 +3,7 @@ import type { JsonWsClient } from '../clients/json-ws.js';
 import { mintTokens, redpointSocket } from '../clients/redpoint-ws.js';
 import { eachLimited } from '../lib/http.js';
 import { pace } from '../lib/pacer.js';
-import { mean, median, Windows } from '../lib/per-second.js';
+import { mean, median, spikeNote, spikesFromStalls, Windows } from '../lib/per-second.js';
 import { currentFileLimit, raiseFileLimit } from '../lib/proc.js';
 import { histogramBuckets, quantileBetween } from '../lib/prom.js';
 import { atMost, emptyReport, fmt, type Section } from '../lib/section.js';
@@ -125,8 +125,8 @@ export const sweepSection: Section = {
             fmt.int(c),
             fmtMs(latency[i]?.p50 ?? NaN),
             fmtMs(latency[i]?.p99 ?? NaN),
-            fmtMs(store[i]?.apply ?? NaN),
-            fmtMs(store[i]?.record ?? NaN),
+            bucketMs(store[i]?.apply ?? NaN),
+            bucketMs(store[i]?.record ?? NaN),
             fmtMs(stalls[i]?.max ?? NaN),
           ]),
         },
@@ -153,6 +153,7 @@ export const sweepSection: Section = {
       report.verdicts.push(atMost('busiest second\'s version checks over the mean', maxChecks / meanChecks, TARGET_MAX_OVER_MEAN, fmt.ratio));
       report.verdicts.push(atMost('worst second\'s ingest p99 over the median second\'s', Math.max(...p99s.filter(Number.isFinite)) / median(p99s), TARGET_P99_FLATNESS, fmt.ratio));
       report.notes.push(
+        ...[spikeNote('ingest', spikesFromStalls(p99s, stalls.map((s) => s.max)))].filter((n): n is string => n !== undefined),
         'The wheel repeats every period: the same users sit in the same slots, so the counts of the second period repeat those of the first.',
         `Version checks: mean ${meanChecks.toFixed(0)}/s (expected ${(users / period).toFixed(0)}/s: ${users} users ÷ ${period} s), max ${maxChecks}/s. Ingest: ${ingest.ok} of ${ingest.started} POSTs answered 200; the load generator fell up to ${ingest.maxLagMs.toFixed(0)} ms behind its schedule.`,
         'The targets `≤ 1.5×` (checks) and `≤ 2×` (p99) are this bench\'s reading of "flat"; the issue gives no number.',
@@ -165,3 +166,8 @@ export const sweepSection: Section = {
     }
   },
 };
+
+/** A bucket bound in ms; past the last finite bucket (0.5 s) all a histogram says is "more". */
+function bucketMs(ms: number): string {
+  return ms === Number.POSITIVE_INFINITY ? '> 500' : fmtMs(ms);
+}

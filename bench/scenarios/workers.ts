@@ -20,9 +20,9 @@ interface WorkersResult {
 
 /**
  * Ingest and notify throughput at WORKERS=1 and WORKERS=2 (several uWS workers serving one port
- * on the Redis engine). Whether the server honours WORKERS is checked, not assumed: its log and
- * /metrics are searched for a worker count, and its process tree and thread count are compared
- * with the WORKERS=1 server's.
+ * on the Redis engine). Whether the server honours WORKERS is checked, not assumed: its startup
+ * log and /metrics are searched for a worker count, else its process tree and thread count are
+ * compared with the WORKERS=1 server's.
  */
 export const workersSection: Section = {
   id: 'workers',
@@ -112,11 +112,13 @@ async function workerEvidence(
   shape: { processes: number; threads: number },
   baseline: { processes: number; threads: number },
 ): Promise<{ evidence: string; honoured: boolean }> {
+  // The startup log states the effective count (`"workers":N` in its config); a gauge of workers
+  // in /metrics would do too.
+  const said = /"workers":\s*(\d+)/.exec(system.output());
+  if (said) return { evidence: `startup log: workers ${said[1]}`, honoured: Number(said[1]) === workers };
   const metrics = await system.http.expectOk('GET', '/metrics');
-  const said = new RegExp(`workers?["'\\s:=}]+${workers}\\b`, 'i');
-  const metricLine = metrics.split('\n').find((l) => !l.startsWith('#') && /worker/i.test(l));
+  const metricLine = metrics.split('\n').find((l) => !l.startsWith('#') && /^redpoint_workers?\b/i.test(l));
   if (metricLine) return { evidence: `/metrics: ${metricLine.trim()}`, honoured: Number(metricLine.slice(metricLine.lastIndexOf(' ') + 1)) === workers };
-  if (said.test(system.output())) return { evidence: `startup log says ${workers} worker(s)`, honoured: true };
   if (workers === 1) return { evidence: `${shape.processes} process(es), ${shape.threads} threads`, honoured: true };
   if (shape.processes > baseline.processes) return { evidence: `${shape.processes} processes (WORKERS=1: ${baseline.processes})`, honoured: true };
   if (shape.threads > baseline.threads) return { evidence: `${shape.threads} threads (WORKERS=1: ${baseline.threads})`, honoured: true };

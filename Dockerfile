@@ -35,7 +35,8 @@ RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
 COPY --from=build /app/dist ./dist
 USER node
 EXPOSE 8080
-# No curl in the slim image: probe with node's fetch.
+# No curl in the slim image: probe with node's fetch (on OPS_PORT when the operations endpoints have their own port).
 HEALTHCHECK --interval=15s --timeout=3s --start-period=10s --retries=3 \
-  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 8080) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.OPS_PORT || process.env.PORT || 8080) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+# node itself is PID 1 (no npm or shell in between), so `docker stop`'s SIGTERM reaches the server.
 CMD ["node", "dist/server/main.js"]

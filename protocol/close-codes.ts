@@ -2,6 +2,7 @@
 export const CLOSE_CODES = {
   going_away: { code: 1001, reconnect: true, reason: 'Server shutting down: reconnect (to another instance).' },
   service_restart: { code: 1012, reconnect: true, reason: 'Server restarting: reconnect with backoff.' },
+  try_again_later: { code: 1013, reconnect: true, reason: 'The server cannot check the token now (its key set is not loaded): reconnect with backoff.' },
   hello_timeout: { code: 4001, reconnect: true, reason: 'No valid hello within the deadline.' },
   unauthorized: { code: 4002, reconnect: false, reason: 'The token in hello is missing, forged or for no valid user.' },
   token_expired: { code: 4003, reconnect: true, reason: 'The token expired: fetch a new one, then reconnect.' },

@@ -16,9 +16,14 @@ export const ERROR_CODES = {
   method_not_allowed: { status: 405, reason: 'The endpoint exists but not with this method.' },
   payload_too_large: { status: 413, reason: 'The body exceeds the size limit.' },
   unsupported_media_type: { status: 415, reason: 'Send application/json (or application/msgpack where accepted).' },
+  seq_jump: { status: 422, reason: 'A seq jumps further above its conversation\'s head than MAX_SEQ_JUMP allows (seqs are dense).' },
   rate_limited: { status: 429, reason: 'Too many requests or frames; slow down.' },
   internal: { status: 500, reason: 'An unexpected server error; the request may be retried.' },
-  unavailable: { status: 503, reason: 'The store is unreachable or the server is shutting down; retry.' },
+  unavailable: { status: 503, reason: 'The store is unreachable, stuck, or the server is shutting down; nothing was applied. Retry after Retry-After.' },
+  outcome_unknown: {
+    status: 503,
+    reason: 'The change reached the store but no trustworthy answer came back: it may or may not be applied. Retry it (every write is idempotent).',
+  },
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -1,4 +1,17 @@
 import type { TObject, TSchema } from '@sinclair/typebox';
+import {
+  AdminHeadsReplySchema,
+  ConversationInspectionSchema,
+  CountReplySchema,
+  DeleteConversationReplySchema,
+  EraseReplySchema,
+  HeadsReplySchema,
+  ImportReplySchema,
+  ReconcilePageSchema,
+  UserInspectionSchema,
+  UserTracesSchema,
+} from './admin-replies.js';
+import { CountQuery, EraseQuery, Head, HeadBody, HeadsBody, HeadsQueryBody, ImportBody, ReconcileBody } from './admin-schemas.js';
 import { ERROR_CODES, type ErrorCode } from './errors.js';
 import {
   ChangeReplySchema,
@@ -34,7 +47,7 @@ export interface Endpoint {
   /** As the router and PROTOCOL.md write it: `:name` for a path parameter (an id). */
   path: string;
   operationId: string;
-  tag: 'message service' | 'client' | 'operations' | 'dev mode';
+  tag: 'message service' | 'client' | 'operator' | 'operations' | 'dev mode';
   summary: string;
   description?: string;
   /** Empty: no credential (the operations endpoints and the dev-mode helpers). */
@@ -49,7 +62,129 @@ export interface Endpoint {
   errors?: readonly ErrorCode[];
   /** Served only in dev mode (no credentials configured, loopback only). */
   devModeOnly?: true;
+  /** A POST that only reads (the route's `write: false`): its store errors are never `outcome_unknown`. */
+  write?: false;
 }
+
+const OPERATOR: Pick<Endpoint, 'tag' | 'auth'> = { tag: 'operator', auth: ['apiKey'] };
+
+/** PROTOCOL.md "Operator endpoints": for the message service and operators, and the `redpoint` CLI's `/v1/admin/...`. */
+const OPERATOR_ENDPOINTS: readonly Endpoint[] = [
+  {
+    ...OPERATOR,
+    method: 'put',
+    path: '/v1/conversations/:conv/head',
+    operationId: 'reassertHead',
+    summary: 'Re-assert a conversation\'s head',
+    description:
+      'After the store lost writes: what a message at `maxSeq` from no one in particular would do (members of a write-diffused conversation get their lastSeq raised; nobody\'s readSeq moves). Max-merged: a lower `maxSeq` changes nothing. Nothing is created for an unknown conversation. `MAX_SEQ_JUMP` applies as for messages.',
+    body: HeadBody,
+    replies: [{ status: 200, description: 'The conversation\'s head after the call (at least `maxSeq`).', schema: Head }],
+    errors: ['unknown_conversation', 'seq_jump'],
+  },
+  {
+    ...OPERATOR,
+    method: 'put',
+    path: '/v1/heads',
+    operationId: 'reassertHeads',
+    summary: 'Re-assert many conversations\' heads',
+    description: 'The bulk form of `PUT /v1/conversations/{conv}/head`. Unknown conversations do not fail the request; a seq jump in any entry refuses all of it.',
+    body: HeadsBody,
+    replies: [{ status: 200, description: 'The heads after the call, and the conversations that do not exist.', schema: HeadsReplySchema }],
+    errors: ['seq_jump'],
+  },
+  {
+    ...OPERATOR,
+    method: 'delete',
+    path: '/v1/users/:uid',
+    operationId: 'eraseUser',
+    summary: 'Erase a user everywhere',
+    description:
+      'Removes the user from every conversation its records name (as a membership change would), then deletes all its state in one step. `scan=1` also walks every conversation for the id. Safe to retry; a user never seen is erased too.',
+    query: EraseQuery,
+    replies: [{ status: 200, description: 'The conversations the user was removed from.', schema: EraseReplySchema }],
+  },
+  {
+    ...OPERATOR,
+    method: 'delete',
+    path: '/v1/conversations/:conv',
+    operationId: 'deleteConversationForAll',
+    summary: 'Delete a conversation for all its members',
+    description:
+      'From its first step the conversation does not exist (a message gets 404, a membership change creates a new one); every member loses it, with its share of every total. A retry finishes a call that failed halfway; `404` after a lost reply means done.',
+    replies: [{ status: 200, description: 'How many members the deletion removed, and its generation.', schema: DeleteConversationReplySchema }],
+    errors: ['unknown_conversation'],
+  },
+  {
+    ...OPERATOR,
+    method: 'post',
+    path: '/v1/admin/reconcile',
+    operationId: 'reconcile',
+    summary: 'Check (and repair) a page of the store, or the given ids',
+    description: 'One page of a walk from `cursor`, or the `users` (or `conversations`) named. A finding counts if it is still there `graceMs` later; with `repair` it is repaired.',
+    body: ReconcileBody,
+    replies: [{ status: 200, description: 'What the page found and did, and where the walk goes on.', schema: ReconcilePageSchema }],
+  },
+  {
+    ...OPERATOR,
+    method: 'get',
+    path: '/v1/admin/count',
+    operationId: 'countIds',
+    summary: 'How many users or conversations a walk meets',
+    description: 'A walk of its own (for progress bars).',
+    query: CountQuery,
+    replies: [{ status: 200, description: 'The count.', schema: CountReplySchema }],
+  },
+  {
+    ...OPERATOR,
+    method: 'get',
+    path: '/v1/admin/users/:uid',
+    operationId: 'inspectUser',
+    summary: 'Inspect a user',
+    description: 'Everything stored for the user, as stored and as shown, and the reconcile checks on it now. A user never seen is `seen: false`, not an error.',
+    replies: [{ status: 200, description: 'The user\'s inspection.', schema: UserInspectionSchema }],
+  },
+  {
+    ...OPERATOR,
+    method: 'get',
+    path: '/v1/admin/users/:uid/traces',
+    operationId: 'userTraces',
+    summary: 'What still names a user',
+    description: 'Its own state, and the conversations listing it (a walk over every conversation): nothing after an erase.',
+    replies: [{ status: 200, description: 'The traces of the user.', schema: UserTracesSchema }],
+  },
+  {
+    ...OPERATOR,
+    method: 'get',
+    path: '/v1/admin/conversations/:conv',
+    operationId: 'inspectConversation',
+    summary: 'Inspect a conversation',
+    description: 'Its stored fields and its first 100 members (by id) with their join tags; also a deletion not finished.',
+    replies: [{ status: 200, description: 'The conversation\'s inspection.', schema: ConversationInspectionSchema }],
+    errors: ['unknown_conversation'],
+  },
+  {
+    ...OPERATOR,
+    method: 'post',
+    path: '/v1/admin/heads',
+    operationId: 'getHeads',
+    summary: 'Current heads of conversations',
+    body: HeadsQueryBody,
+    replies: [{ status: 200, description: 'The head of each conversation that exists.', schema: AdminHeadsReplySchema }],
+    write: false,
+  },
+  {
+    ...OPERATOR,
+    method: 'post',
+    path: '/v1/admin/import',
+    operationId: 'importBatch',
+    summary: 'Import a batch of conversation and user lines',
+    description:
+      'Idempotent backfill (max-merges): each conversation is created with its members and its head raised to `maxSeq`; each user line sets the read position and flags. `dryRun` writes nothing.',
+    body: ImportBody,
+    replies: [{ status: 200, description: 'What was imported (or, dry, would be).', schema: ImportReplySchema }],
+  },
+];
 
 const CHANGE: Reply = { status: 200, description: 'The user\'s stream position after the operation, and the conversation\'s state.', schema: ChangeReplySchema };
 const EITHER: readonly Credential[] = ['apiKey', 'userToken'];
@@ -66,7 +201,7 @@ export const ENDPOINTS: readonly Endpoint[] = [
     auth: ['apiKey'],
     body: MessagesBody,
     replies: [{ status: 200, description: 'The messages are applied in the store.', schema: MessagesReplySchema }],
-    errors: ['unknown_conversation'],
+    errors: ['unknown_conversation', 'seq_jump'],
   },
   {
     method: 'put',
@@ -132,6 +267,7 @@ export const ENDPOINTS: readonly Endpoint[] = [
     query: SyncQuery,
     replies: [{ status: 200, description: 'A page of the user\'s stream.', schema: PullReplySchema }],
   },
+  ...OPERATOR_ENDPOINTS,
   {
     method: 'get',
     path: '/healthz',
@@ -214,6 +350,7 @@ export function pathParameters(path: string): string[] {
 /**
  * Every error code an endpoint may answer: those that follow from its shape, then its own.
  * During graceful shutdown every endpoint answers `503 unavailable`, and any may fail `internal`.
+ * A write to the store may also answer `503 outcome_unknown` (the store took it but did not confirm).
  */
 export function errorCodesOf(endpoint: Endpoint): ErrorCode[] {
   const codes = new Set<ErrorCode>();
@@ -226,6 +363,7 @@ export function errorCodesOf(endpoint: Endpoint): ErrorCode[] {
   for (const code of endpoint.errors ?? []) codes.add(code);
   codes.add('internal');
   codes.add('unavailable');
+  if (endpoint.method !== 'get' && endpoint.write !== false && endpoint.tag !== 'operations' && !endpoint.devModeOnly) codes.add('outcome_unknown');
   // In the order of ERROR_CODES, so that equal sets read (and are named) the same everywhere.
   return (Object.keys(ERROR_CODES) as ErrorCode[]).filter((code) => codes.has(code));
 }

@@ -10,9 +10,9 @@ import { Category, Id } from './schemas.js';
  * contract test fails when the server sends a field the document does not name.
  */
 
-const Version = Type.Integer({ minimum: 0, description: 'A position in the user\'s sync stream.' });
+export const Version = Type.Integer({ minimum: 0, description: 'A position in the user\'s sync stream.' });
 const SeqValue = Type.Integer({ minimum: 0 });
-const Epoch = Type.String({ minLength: 1, maxLength: 32, description: 'Opaque id of the user\'s stream history.' });
+export const Epoch = Type.String({ minLength: 1, maxLength: 32, description: 'Opaque id of the user\'s stream history.' });
 
 export const ConvStateSchema = Type.Object(
   {

@@ -3,32 +3,79 @@ import { Authenticator } from './auth/tokens.js';
 import { DEV_API_KEY, defaultWsOptions, type Config } from './config.js';
 import type { Engine } from './engine/engine.js';
 import { createEngine } from './engine/create-engine.js';
+import { ReconcileJob } from './admin/reconcile-job.js';
+import { LocalToolbox } from './admin/toolbox.js';
+import { adminOf } from './engine/admin.js';
+import { registerAdminRoutes } from './gateway/admin-routes.js';
 import { registerApiRoutes } from './gateway/api-routes.js';
 import { enableCors } from './gateway/cors.js';
 import { registerDemoRoutes } from './gateway/demo-routes.js';
-import { HttpRouter, type Method } from './gateway/http.js';
+import { HttpRouter, type Method, type RouterOptions } from './gateway/http.js';
+import { listenExclusive, listenShared } from './gateway/listen.js';
 import { registerOpenApiRoute } from './gateway/openapi-route.js';
 import { registerOpsRoutes } from './gateway/ops-routes.js';
 import { closeApp, uws, type us_listen_socket } from './gateway/uws.js';
 import { Metrics } from './metrics/metrics.js';
-import { redisTargetOf } from './redis-target.js';
+import { VERSION } from './ops/build-info.js';
+import { startOpsListener, type OpsListener } from './ops/ops-listener.js';
+import { StoreHealth } from './ops/store-health.js';
+import { DEFAULT_STORE_TIMEOUT_MS, redisTargetOf } from './redis-target.js';
 import { WsGateway } from './gateway/ws-gateway.js';
+import { SeqGuard } from './sync/seq-guard.js';
 import { SyncService } from './sync/sync-service.js';
 
 export interface RunningServer {
   readonly port: number;
+  /** The operations listener's port (OPS_PORT), or undefined when they are served on `port`. */
+  readonly opsPort: number | undefined;
   readonly engine: Engine;
   readonly sync: SyncService;
   readonly metrics: Metrics;
   readonly gateway: WsGateway;
   /** The HTTP routes it serves (method, pattern), CORS preflights included. */
   readonly routes: ReadonlyArray<{ method: Method; pattern: string }>;
-  /** Stop accepting, let in-flight work finish, close the store. Idempotent. */
+  /** The periodic reconcile (RECONCILE_EVERY), when on. */
+  readonly reconcileJob: ReconcileJob | undefined;
+  /** Stop accepting, answer everything in flight, let in-flight writes finish, close the store. Idempotent. */
   close(): Promise<void>;
 }
 
-/** Builds and starts one Redpoint process: engine, sync service, HTTP routes. */
-export async function startServer(config: Config, log: Logger, engine?: Engine): Promise<RunningServer> {
+/** Over the store timeout, the time a request may take to be answered (the router's bound). */
+const REQUEST_GRACE_MS = 250;
+
+/** Shutting down, the connections close once no request arrived for this long (at most MAX_LINGER_MS). */
+const QUIET_MS = 100;
+const MAX_LINGER_MS = 1_000;
+
+/** How long shutdown may take before main.ts gives up on it: every step is bounded by the store timeout. */
+export function shutdownBoundMs(storeTimeoutMs = DEFAULT_STORE_TIMEOUT_MS): number {
+  return Math.max(10_000, 4 * storeTimeoutMs + 2_000 + MAX_LINGER_MS);
+}
+
+/** One of several server threads serving one port (WORKERS; server/workers/). */
+export interface WorkerRole {
+  index: number;
+  count: number;
+  /** /metrics of every worker, aggregated by the supervisor. */
+  exposition(): Promise<string>;
+}
+
+/**
+ * Builds and starts one Redpoint server: engine, sync service, HTTP routes. As one `worker` of
+ * several, it shares the port; the first worker alone runs the ops listener, the reconcile job
+ * and the process metrics.
+ */
+export async function startServer(config: Config, log: Logger, engine?: Engine, worker?: WorkerRole): Promise<RunningServer> {
+  const storeTimeoutMs = config.storeTimeoutMs ?? DEFAULT_STORE_TIMEOUT_MS;
+  const first = (worker?.index ?? 0) === 0;
+  const metrics = new Metrics({ processMetrics: first });
+  if (worker) metrics.exposition = () => worker.exposition();
+  metrics.buildInfo.set({ version: VERSION, node: process.version }, 1);
+  const health = new StoreHealth(log, metrics, storeTimeoutMs);
+  const routerOptions: RouterOptions = {
+    requestTimeoutMs: storeTimeoutMs + REQUEST_GRACE_MS,
+    storeTroubledSince: (since) => health.troubledSince(since),
+  };
   // One Redis or a Redis Cluster (never both: that throws here, before anything starts).
   redisTargetOf(config);
   const store =
@@ -39,8 +86,11 @@ export async function startServer(config: Config, log: Logger, engine?: Engine):
       snapshotEvery: config.snapshotEvery,
       streamMaxLen: config.streamMaxLen,
       ...(config.streamIdleSeconds !== undefined ? { streamIdleSeconds: config.streamIdleSeconds } : {}),
+      storeTimeoutMs,
+      health,
+      allowEviction: config.redisAllowEviction,
+      log,
     }));
-  const metrics = new Metrics();
   const sync = new SyncService(store, { largeGroupThreshold: config.largeGroupThreshold });
   sync.ingest.onFlush = (stats) => {
     metrics.groupCommitBatch.observe(stats.messages);
@@ -51,26 +101,41 @@ export async function startServer(config: Config, log: Logger, engine?: Engine):
   sync.onStoreCall = (op, seconds) => metrics.storeLatency.observe({ op }, seconds);
   const auth = Authenticator.fromConfig(config, (err) => log.warn({ err: err.message }, 'cannot load the JWK Set of user tokens'));
   const app = uws.App();
-  const router = new HttpRouter(app, metrics, log);
+  const router = new HttpRouter(app, metrics, log, routerOptions);
   const gateway = new WsGateway(app, sync, auth, metrics, log, { ...defaultWsOptions, ...config.ws });
-  const apiPaths = registerApiRoutes(router, { sync, auth, metrics });
-  const opsPaths = registerOpsRoutes(router, { engine: store, metrics });
+  const seqGuard = new SeqGuard(store, { maxJump: config.maxSeqJump ?? 0, action: config.seqJumpAction ?? 'refuse' }, (jump) => {
+    metrics.seqJumps.inc({ action: jump.refused ? 'refused' : 'warned' });
+    log.warn(jump, `seq ${jump.seq} of conversation ${jump.conv} jumps ${jump.seq - jump.head} above its head ${jump.head}${jump.refused ? ': refused' : ''}`);
+  });
+  const admin = adminOf(store);
+  const toolbox = new LocalToolbox(store, admin, { ...config, largeGroupThreshold: config.largeGroupThreshold });
+  const apiPaths = registerApiRoutes(router, { sync, auth, metrics, seqGuard });
+  const adminPaths = registerAdminRoutes(router, { toolbox, auth, seqGuard });
+  // With OPS_PORT the operations endpoints live only there; the main port answers them 404.
+  const opsPaths = config.opsPort === undefined ? registerOpsRoutes(router, { engine: store, metrics }) : [];
   const docPaths = registerOpenApiRoute(router);
   // The demo page and its token minting exist only with the published dev credentials (loopback).
   const demoPaths = config.devMode ? registerDemoRoutes(router, { auth, apiKey: config.apiKey ?? DEV_API_KEY, log }) : [];
-  if (config.corsOrigins) enableCors(router, config.corsOrigins, [...apiPaths, ...docPaths]);
-  router.fallback([...apiPaths, ...opsPaths, ...docPaths, ...demoPaths]);
+  if (config.corsOrigins) enableCors(router, config.corsOrigins, [...apiPaths, ...adminPaths, ...docPaths]);
+  router.fallback([...apiPaths, ...adminPaths, ...opsPaths, ...docPaths, ...demoPaths]);
+  const reconcileJob =
+    first && (config.reconcileEverySeconds ?? 0) > 0
+      ? new ReconcileJob(store, admin, metrics, log, { everySeconds: config.reconcileEverySeconds ?? 0, rate: config.reconcileRate ?? 200, threshold: config.largeGroupThreshold })
+      : undefined;
 
   let listenSocket: us_listen_socket;
+  let ops: OpsListener | undefined;
   try {
-    listenSocket = await new Promise<us_listen_socket>((resolve, reject) => {
-      app.listen(config.host, config.port, (socket) => {
-        if (socket) resolve(socket);
-        else reject(new Error(`cannot listen on ${config.host}:${config.port} (port in use?)`));
+    listenSocket = await (worker ? listenShared : listenExclusive)(app, config.host, config.port);
+    if (config.opsPort !== undefined && first) {
+      ops = await startOpsListener(config.host, config.opsPort, { engine: store, metrics, log, router: routerOptions }).catch((err: unknown) => {
+        uws.us_listen_socket_close(listenSocket);
+        throw err;
       });
-    });
+    }
   } catch (err) {
     // Nothing was served yet: release the store connections this call opened.
+    health.close();
     gateway.shutdown();
     if (!engine) await store.close();
     closeApp(app);
@@ -78,19 +143,39 @@ export async function startServer(config: Config, log: Logger, engine?: Engine):
   }
   const port = uws.us_socket_local_port(listenSocket);
   metrics.ready.set(1);
+  reconcileJob?.start();
 
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> => {
     closing ??= (async () => {
+      // Connections close on purpose from here: not an outage to report.
+      health.close();
       metrics.ready.set(0);
       router.refuseNew();
+      ops?.router.refuseNew();
       uws.us_listen_socket_close(listenSocket);
+      ops?.stopListening();
       gateway.shutdown();
-      await sync.idle();
+      await reconcileJob?.stop();
+      // Every request in flight is answered (each is bounded by the router's deadline; drain
+      // answers any left after it). Flushes in flight get a store timeout to finish: their
+      // requests are answered either way (200 once applied, or 503 with the outcome stated).
+      const answered = routerOptions.requestTimeoutMs + REQUEST_GRACE_MS;
+      await Promise.all([router.drain(answered), ops?.router.drain(answered), within(sync.idle(), storeTimeoutMs)]);
       await store.close();
+      // Clients still sending on keep-alive connections get their 503 (and a close) first.
+      await Promise.all([router.quiet(QUIET_MS, MAX_LINGER_MS), ops?.router.quiet(QUIET_MS, MAX_LINGER_MS)]);
       closeApp(app);
+      ops?.close();
     })();
     return closing;
   };
-  return { port, engine: store, sync, metrics, gateway, routes: router.routes, close };
+  return { port, opsPort: ops?.port, engine: store, sync, metrics, gateway, routes: router.routes, reconcileJob, close };
+}
+
+/** Waits for `work`, but no longer than `ms` (it goes on; its outcome no longer matters here). */
+async function within(work: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([work.catch(() => undefined), new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+  clearTimeout(timer);
 }

@@ -1,11 +1,12 @@
+import { availableParallelism } from 'node:os';
 import { Type, type Static } from '@sinclair/typebox';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 import type { NamedApiKey } from './auth/api-keys.js';
-import { resolveCredentials, type CredentialEnv } from './auth/auth-config.js';
+import { DEV_API_KEY, DEV_JWT_SECRET, resolveCredentials, type CredentialEnv } from './auth/auth-config.js';
 import type { JwksSource, KeySetTiming } from './auth/jwks.js';
 import { DEFAULT_MAX_TTL_SECONDS } from './auth/user-tokens.js';
 import { parseCorsOrigins, type CorsOrigins } from './gateway/cors.js';
-import { BOTH_TARGETS, parseClusterNodes, type RedisNodeAddress } from './redis-target.js';
+import { BOTH_TARGETS, DEFAULT_STORE_TIMEOUT_MS, describeRedisTarget, parseClusterNodes, redisTargetOf, type RedisNodeAddress } from './redis-target.js';
 
 export interface WsOptions {
   helloTimeoutMs: number;
@@ -39,6 +40,16 @@ const Env = Type.Object({
   PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8080 }),
   /** Interface to bind; dev mode forces 127.0.0.1. */
   HOST: Type.String({ minLength: 1, default: '0.0.0.0' }),
+  /** Separate port for /metrics, /healthz, /readyz (same HOST); unset → they are on PORT. */
+  OPS_PORT: Type.Optional(Type.Integer({ minimum: 0, maximum: 65535 })),
+  /**
+   * Bound of one store call: it fails after this long without any reply from its Redis. While
+   * the store is in trouble every request that needs it is answered within about this. No less
+   * than half a second: one script (a big user's snapshot) must fit in it.
+   */
+  STORE_TIMEOUT_MS: Type.Integer({ minimum: 500, maximum: 60_000, default: DEFAULT_STORE_TIMEOUT_MS }),
+  /** Start even though Redis may evict keys (maxmemory-policy other than noeviction). */
+  REDIS_ALLOW_EVICTION: Type.Union(['true', 'false', '1', '0'].map((v) => Type.Literal(v)), { default: 'false' }),
   /** redis://[user:pass@]host:port[/db]; unset → the in-memory engine. */
   REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://' })),
   /**
@@ -66,8 +77,8 @@ const Env = Type.Object({
   CORS_ORIGINS: Type.Optional(Type.String({ minLength: 1 })),
   /** Conversations with more members than this use read diffusion. */
   LARGE_GROUP_THRESHOLD: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 500 }),
-  /** Fewest entries between two snapshots of a user stream; the interval is twice the user's conversations when that is more. */
-  SNAPSHOT_EVERY: Type.Integer({ minimum: 2, maximum: 100_000, default: 16 }),
+  /** Fewest entries between two snapshots of a user stream; the interval is the user's conversation count when that is more. */
+  SNAPSHOT_EVERY: Type.Integer({ minimum: 2, maximum: 100_000, default: 10 }),
   /** Most history kept per user stream, in entries, and the largest snapshot interval. */
   STREAM_MAX_LEN: Type.Integer({ minimum: 10, maximum: 10_000_000, default: 2000 }),
   /** Seconds a user's stream (not its records) is kept without changes; 0 keeps it forever. */
@@ -82,6 +93,19 @@ const Env = Type.Object({
   WS_FRAMES_PER_SECOND: Type.Integer({ minimum: 1, maximum: 10_000, default: 20 }),
   /** Seconds without traffic before a connection is dropped (uWS pings automatically before). */
   WS_IDLE_TIMEOUT_SECONDS: Type.Integer({ minimum: 8, maximum: 960, default: 60 }),
+  /** Seconds between two runs of the in-server reconcile job (which repairs what it finds); 0: off. */
+  RECONCILE_EVERY: Type.Integer({ minimum: 0, maximum: 31_536_000, default: 0 }),
+  /** Users and conversations the reconcile job checks per second, so production traffic is not hurt. */
+  RECONCILE_RATE: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 200 }),
+  /** A message seq more than this above its conversation's head is a jump (counted, logged, refused); 0: no check. */
+  MAX_SEQ_JUMP: Type.Integer({ minimum: 0, maximum: 281_474_976_710_656, default: 0 }),
+  /** What a jump gets: `refuse` (422 seq_jump, nothing applied) or `warn` (counted and logged, applied). */
+  SEQ_JUMP_ACTION: Type.Union([Type.Literal('refuse'), Type.Literal('warn')], { default: 'refuse' }),
+  /**
+   * Server threads serving the one port (Redis engines only): 0 picks one per core in production
+   * and 1 in dev mode. The memory engine always runs one (its state lives in one thread).
+   */
+  WORKERS: Type.Integer({ minimum: 0, maximum: 64, default: 0 }),
   /** pino level. */
   LOG_LEVEL: Type.Union(
     ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
@@ -97,6 +121,14 @@ const checkEnv = TypeCompiler.Compile(Env);
 export interface Config {
   port: number;
   host: string;
+  /** Port of the operations listener; undefined → the operations endpoints are on `port`. */
+  opsPort?: number | undefined;
+  /** Bound of one store call (STORE_TIMEOUT_MS); default 2000. */
+  storeTimeoutMs?: number;
+  /** WORKERS as given (0: automatic); `workerCount` says how many run. */
+  workers?: number;
+  /** Start on a Redis whose maxmemory-policy may evict keys (REDIS_ALLOW_EVICTION). */
+  redisAllowEviction?: boolean;
   redisUrl: string | undefined;
   /** Redis Cluster seed nodes (REDIS_CLUSTER_NODES); never set together with `redisUrl`. */
   redisClusterNodes?: readonly RedisNodeAddress[] | undefined;
@@ -121,6 +153,13 @@ export interface Config {
   streamMaxLen: number;
   streamIdleSeconds?: number;
   logLevel: EnvValues['LOG_LEVEL'];
+  /** Seconds between reconcile job runs (0 or absent: off). */
+  reconcileEverySeconds?: number;
+  /** Ids the reconcile job checks per second. */
+  reconcileRate?: number;
+  /** Seq sanity (0 or absent: off), and what a jump gets. */
+  maxSeqJump?: number;
+  seqJumpAction?: 'refuse' | 'warn';
   /** WebSocket tuning; anything left out takes the default of `defaultWsOptions`. */
   ws?: Partial<WsOptions>;
 }
@@ -132,6 +171,8 @@ export class ConfigError extends Error {
 const SECRET = new Set(['REDPOINT_API_KEY', 'REDPOINT_API_KEYS', 'REDPOINT_JWT_SECRET', 'REDIS_URL']);
 const NUMERIC = new Set([
   'PORT',
+  'OPS_PORT',
+  'STORE_TIMEOUT_MS',
   'LARGE_GROUP_THRESHOLD',
   'SNAPSHOT_EVERY',
   'STREAM_MAX_LEN',
@@ -142,6 +183,10 @@ const NUMERIC = new Set([
   'WS_FRAMES_PER_SECOND',
   'WS_IDLE_TIMEOUT_SECONDS',
   'REDPOINT_JWT_MAX_TTL_SECONDS',
+  'RECONCILE_EVERY',
+  'RECONCILE_RATE',
+  'MAX_SEQ_JUMP',
+  'WORKERS',
 ]);
 
 /** Reads and validates the environment; throws ConfigError naming every bad variable. */
@@ -185,10 +230,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (problems.length > 0) throw new ConfigError(`invalid configuration:\n  ${problems.join('\n  ')}`);
   const values = raw as EnvValues;
   if (redisClusterNodes && values.REDIS_URL !== undefined) throw new ConfigError(BOTH_TARGETS);
+  if (values.OPS_PORT !== undefined && values.OPS_PORT !== 0 && values.OPS_PORT === values.PORT) {
+    throw new ConfigError(`OPS_PORT must differ from PORT (both ${values.PORT}); leave OPS_PORT unset to serve the operations endpoints on PORT`);
+  }
   const { devMode } = credentials;
   return {
     port: values.PORT,
     host: devMode ? '127.0.0.1' : values.HOST,
+    opsPort: values.OPS_PORT,
+    storeTimeoutMs: values.STORE_TIMEOUT_MS,
+    workers: values.WORKERS,
+    redisAllowEviction: values.REDIS_ALLOW_EVICTION === 'true' || values.REDIS_ALLOW_EVICTION === '1',
     redisUrl: values.REDIS_URL,
     redisClusterNodes,
     apiKey: credentials.apiKey,
@@ -205,6 +257,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     streamMaxLen: values.STREAM_MAX_LEN,
     streamIdleSeconds: values.STREAM_IDLE_SECONDS,
     logLevel: values.LOG_LEVEL,
+    reconcileEverySeconds: values.RECONCILE_EVERY,
+    reconcileRate: values.RECONCILE_RATE,
+    maxSeqJump: values.MAX_SEQ_JUMP,
+    seqJumpAction: values.SEQ_JUMP_ACTION,
     ws: {
       versionEverySeconds: values.WS_VERSION_EVERY_SECONDS,
       helloTimeoutMs: values.WS_HELLO_TIMEOUT_MS,
@@ -214,4 +270,65 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       idleTimeoutSeconds: values.WS_IDLE_TIMEOUT_SECONDS,
     },
   };
+}
+
+/**
+ * The effective configuration for the start-up log: every setting after defaults, with the
+ * secrets masked (their length is shown, so an operator can tell a key was set) and the Redis
+ * password hidden.
+ */
+export function describeConfig(config: Config): Record<string, unknown> {
+  const mask = (secret: string | undefined, dev: string): string | null =>
+    secret === undefined ? null : secret === dev ? `${dev} (dev mode, published)` : `*** (${secret.length} chars)`;
+  return {
+    port: config.port,
+    host: config.host,
+    opsPort: config.opsPort ?? null,
+    workers: workerCount(config),
+    redis: redisTargetDescription(config),
+    devMode: config.devMode,
+    apiKey: mask(config.apiKey, DEV_API_KEY),
+    apiKeys: (config.apiKeys ?? []).map((k) => `${k.name}: *** (${k.key.length} chars)`),
+    jwtSecret: mask(config.jwtSecret, DEV_JWT_SECRET),
+    jwks: config.jwks ? ('url' in config.jwks ? { url: withoutQuery(config.jwks.url) } : { file: config.jwks.file }) : null,
+    jwtIssuer: config.jwtIssuer ?? null,
+    jwtAudience: config.jwtAudience ?? null,
+    jwtMaxTtlSeconds: config.jwtMaxTtlSeconds ?? null,
+    corsOrigins: config.corsOrigins ?? null,
+    storeTimeoutMs: config.storeTimeoutMs ?? DEFAULT_STORE_TIMEOUT_MS,
+    redisAllowEviction: config.redisAllowEviction ?? false,
+    largeGroupThreshold: config.largeGroupThreshold,
+    snapshotEvery: config.snapshotEvery,
+    streamMaxLen: config.streamMaxLen,
+    streamIdleSeconds: config.streamIdleSeconds ?? null,
+    logLevel: config.logLevel,
+    ws: { ...defaultWsOptions, ...config.ws },
+  };
+}
+
+/** A URL without its query and credentials (either may carry a token). */
+function withoutQuery(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.protocol}//${u.host}${u.pathname}`;
+  } catch {
+    return '(not a URL)';
+  }
+}
+
+function redisTargetDescription(config: Config): string | null {
+  const target = redisTargetOf(config);
+  return target ? describeRedisTarget(target) : null;
+}
+
+/**
+ * How many server threads run: WORKERS, or one per core in production and one in dev mode. The
+ * memory engine always runs one: its state lives in the thread that holds it.
+ */
+export function workerCount(config: Pick<Config, 'workers' | 'devMode' | 'redisUrl' | 'redisClusterNodes'>, cores: number = availableParallelism()): number {
+  const redis = config.redisUrl !== undefined || (config.redisClusterNodes?.length ?? 0) > 0;
+  if (!redis) return 1;
+  const wanted = config.workers ?? 0;
+  if (wanted > 0) return wanted;
+  return config.devMode ? 1 : Math.max(1, cores);
 }

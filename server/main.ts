@@ -1,21 +1,29 @@
-import { startServer } from './app.js';
-import { ConfigError, DEV_API_KEY, loadConfig } from './config.js';
+import { shutdownBoundMs, startServer } from './app.js';
+import { ConfigError, DEV_API_KEY, describeConfig, loadConfig, workerCount, type Config } from './config.js';
 import { createLogger } from './logger.js';
+import { VERSION } from './ops/build-info.js';
 import { describeRedisTarget, redisTargetOf } from './redis-target.js';
+import { runWorkers } from './workers/supervisor.js';
 
-let config;
-try {
-  config = loadConfig();
-} catch (err) {
-  if (err instanceof ConfigError) {
-    console.error(`redpoint: ${err.message}`);
-    process.exit(2);
+function configOrExit(): Config {
+  try {
+    return loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      console.error(`redpoint: ${err.message}`);
+      process.exit(2);
+    }
+    throw err;
   }
-  throw err;
 }
+const config = configOrExit();
 const log = createLogger(config.logLevel);
 const redis = redisTargetOf(config); // loadConfig already refused REDIS_URL with REDIS_CLUSTER_NODES
 const where = redis ? describeRedisTarget(redis) : undefined;
+log.info(
+  { event: 'startup', version: VERSION, node: process.version, pid: process.pid, config: describeConfig(config) },
+  `redpoint ${VERSION} starting (node ${process.version}, pid ${process.pid})`,
+);
 log.info(
   { engine: redis ? 'redis' : 'memory', redis: where },
   redis
@@ -29,30 +37,51 @@ if (config.devMode) {
   );
 }
 
-let server;
-try {
-  server = await startServer(config, log);
-} catch (err) {
-  // A start-up failure (store unreachable, port taken, native module) is one clear line, not a stack.
-  const reason = err instanceof Error ? err.message : String(err);
-  log.fatal({ err: reason }, `cannot start: ${reason}${where ? ` (is Redis reachable at ${where}?)` : ''}`);
-  process.exit(1);
+const workers = workerCount(config);
+if (!redis && (config.workers ?? 0) > 1) {
+  log.warn({ event: 'workers_single', workers: config.workers }, 'WORKERS ignored: the memory engine runs one worker (its state lives in one thread); set REDIS_URL or REDIS_CLUSTER_NODES for more');
 }
-log.info({ host: config.host, port: server.port }, `listening on http://${config.host}:${server.port}`);
+if (workers > 1) {
+  // The supervisor owns the process from here (signals, exit).
+  await runWorkers(config, log, workers);
+} else {
+  await serveAlone();
+}
 
-let stopping = false;
-const stop = async (signal: string): Promise<void> => {
-  if (stopping) return;
-  stopping = true;
-  log.info({ signal }, 'shutting down: refusing new work, draining in-flight writes');
-  const force = setTimeout(() => {
-    log.error('shutdown took longer than 10 s; exiting');
+/** One server in this process (WORKERS=1, or the memory engine). */
+async function serveAlone(): Promise<void> {
+  let server;
+  try {
+    server = await startServer(config, log);
+  } catch (err) {
+    // A start-up failure (store unreachable, port taken, Redis settings refused, native module) is
+    // one clear line, not a stack.
+    const reason = err instanceof Error ? err.message : String(err);
+    const hint = where && /connect|not ready/i.test(reason) ? ` (is Redis reachable at ${where}?)` : '';
+    log.fatal({ event: 'start_failed', err: reason }, `cannot start: ${reason}${hint}`);
     process.exit(1);
-  }, 10_000);
-  force.unref();
-  await server.close();
-  log.info('bye');
-  process.exit(0);
-};
-process.on('SIGTERM', () => void stop('SIGTERM'));
-process.on('SIGINT', () => void stop('SIGINT'));
+  }
+  log.info(
+    { event: 'listening', host: config.host, port: server.port, opsPort: server.opsPort },
+    `listening on http://${config.host}:${server.port}${server.opsPort !== undefined ? ` (operations on port ${server.opsPort})` : ''}`,
+  );
+
+  let stopping = false;
+  const stop = async (signal: string): Promise<void> => {
+    if (stopping) return;
+    stopping = true;
+    const bound = shutdownBoundMs(config.storeTimeoutMs);
+    const started = Date.now();
+    log.info({ event: 'shutdown', signal }, 'shutting down: refusing new work, answering requests in flight, draining writes');
+    const force = setTimeout(() => {
+      log.error({ event: 'shutdown_forced', boundMs: bound }, `shutdown took longer than ${bound} ms; exiting`);
+      process.exit(1);
+    }, bound);
+    force.unref();
+    await server.close();
+    log.info({ event: 'shutdown_done', ms: Date.now() - started }, 'bye');
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+}

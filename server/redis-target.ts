@@ -1,7 +1,10 @@
+import type { Cluster, Redis, RedisOptions } from 'ioredis';
+
 /**
  * Where the Redis engine and the Redis bus connect: one Redis (`REDIS_URL`) or a Redis Cluster
- * given by seed nodes (`REDIS_CLUSTER_NODES`). Shared by the config, the engine and the bus so
- * that all three agree on what a deployment points at.
+ * given by seed nodes (`REDIS_CLUSTER_NODES`), and how their connections behave when Redis is in
+ * trouble. Shared by the config, the engine and the bus so that all three agree on what a
+ * deployment points at.
  */
 export interface RedisNodeAddress {
   host: string;
@@ -50,4 +53,38 @@ export function redisTargetOf(config: { redisUrl: string | undefined; redisClust
   if (cluster) return { cluster };
   if (config.redisUrl) return { url: config.redisUrl };
   return undefined;
+}
+
+/** STORE_TIMEOUT_MS's default: how long one store call may take before it fails. */
+export const DEFAULT_STORE_TIMEOUT_MS = 2_000;
+
+/** Longest pause between reconnect attempts: a restarted Redis is found within a second. */
+const MAX_RECONNECT_DELAY_MS = 1_000;
+
+/**
+ * ioredis options of every connection (engine and bus, one Redis or each cluster node): a connect
+ * attempt is bounded by `storeTimeoutMs`, reconnects back off to 1 s at most, and no command waits
+ * for ioredis's retries (about 73 s by default). The engine's commands fail after `storeTimeoutMs`
+ * without a reply (command-guard.ts); ioredis's own per-command timeout is only the backstop of
+ * the rest (the run id's INFO, publishes), well above it: it times each command from when it was
+ * sent, which would fail the tail of a large healthy batch.
+ */
+export function connectionOptions(storeTimeoutMs: number): RedisOptions {
+  return {
+    commandTimeout: Math.max(10_000, 5 * storeTimeoutMs),
+    connectTimeout: Math.max(storeTimeoutMs, 1_000),
+    retryStrategy: (attempt: number) => Math.min(attempt * 100, MAX_RECONNECT_DELAY_MS),
+  };
+}
+
+/**
+ * QUIT, so that what was sent first still gets its reply, but no longer than `ms`: a stuck Redis
+ * answers nothing, not even QUIT (it queues behind the stuck commands), so then disconnect.
+ */
+export async function quitWithin(conn: Redis | Cluster, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), ms)));
+  const outcome = await Promise.race([conn.quit().then(() => 'quit' as const, () => 'failed' as const), late]);
+  clearTimeout(timer);
+  if (outcome !== 'quit') conn.disconnect();
 }

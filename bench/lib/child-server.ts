@@ -43,7 +43,8 @@ export async function spawnServer(options: SpawnOptions): Promise<ChildServer> {
   for (const [k, v] of Object.entries(process.env)) {
     if (v !== undefined && !k.startsWith('REDPOINT_') && k !== 'REDIS_URL' && k !== 'REDIS_CLUSTER_NODES' && k !== 'UWS_USE_FALLBACK') env[k] = v;
   }
-  Object.assign(env, options.env, { PORT: String(options.port) });
+  // One server thread unless the scenario asks for more (WORKERS defaults to one per core in production).
+  Object.assign(env, { WORKERS: '1' }, options.env, { PORT: String(options.port) });
   const proc = spawn(process.execPath, [...(options.nodeArgs ?? []), '--import', 'tsx', options.script], { cwd: PROJECT_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   killOnExit(proc);
   const output = keepOutput(proc);

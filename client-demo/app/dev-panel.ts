@@ -1,4 +1,4 @@
-import type { RedpointClient } from '../sdk/index.js';
+import type { RedpointClient } from '@redpoint/client';
 import { createConversation, sendMessages, setServerSettings } from './api.js';
 
 /** The right-hand panel: make conversations and send test messages through the HTTP API. */

@@ -1,5 +1,7 @@
-import { RedpointClient, type ConversationView, type RedpointState } from '../sdk/index.js';
-import { IndexedDbCache } from '../sdk/cache/indexeddb.js';
+import { RedpointClient, type ConversationView, type RedpointState } from '@redpoint/client';
+import { IndexedDbCache } from '@redpoint/client/idb';
+import { msgpack } from '@redpoint/client/msgpack';
+import { shareTabs } from '@redpoint/client/tabs';
 import { devToken } from './api.js';
 import { setupDevPanel } from './dev-panel.js';
 import { render, type Action } from './view.js';
@@ -7,6 +9,8 @@ import { render, type Action } from './view.js';
 /**
  * The demo page: one user (`?uid=`, default alice) on one device (`?device=`). Counts come from
  * the SDK; the cache is IndexedDB, so a reload without a server shows the last known counts.
+ * Tabs of one user in this browser share one WebSocket (`?share=0`: each tab its own);
+ * `?binary=0`: JSON frames instead of MessagePack.
  */
 const params = new URLSearchParams(location.search);
 const uid = params.get('uid') || 'alice';
@@ -16,7 +20,8 @@ const client = new RedpointClient({
   url: `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/v1/ws`,
   token: () => devToken(uid),
   cache: new IndexedDbCache(`user:${uid}`),
-  binary: params.get('binary') !== '0',
+  ...(params.get('binary') !== '0' ? { codec: msgpack } : {}),
+  ...(params.get('share') !== '0' ? { transport: shareTabs({ key: `user:${uid}` }) } : {}),
   device,
   backoff: { baseMs: 300, maxMs: 5000 },
 });
@@ -33,8 +38,11 @@ let tick = 0;
 const order = (a: ConversationView, b: ConversationView): number =>
   (activity.get(b.conv) ?? 0) - (activity.get(a.conv) ?? 0) || (a.conv < b.conv ? -1 : 1);
 
-/** When each conversation's shown count last changed (ms since epoch): read by the browser test. */
-const shownAt: Record<string, { unread: number; at: number }> = {};
+/**
+ * When each conversation's shown count last changed (ms since epoch): read by the browser test.
+ * No prototype: conversation ids such as `__proto__` are keys.
+ */
+const shownAt: Record<string, { unread: number; at: number }> = Object.create(null) as Record<string, { unread: number; at: number }>;
 let staleSince: number | null = null;
 let scheduled = false;
 const refreshOptions = setupDevPanel(client, uid, log);

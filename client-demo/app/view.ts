@@ -1,4 +1,4 @@
-import type { ConversationView, RedpointState } from '../sdk/index.js';
+import type { ConversationView, RedpointState } from '@redpoint/client';
 
 /** Rendering of the client state: plain DOM, one function per region, no framework. */
 

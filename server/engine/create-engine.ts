@@ -1,3 +1,5 @@
+import { pino, type Logger } from 'pino';
+import type { StoreHealth } from '../ops/store-health.js';
 import { redisTargetOf, type RedisNodeAddress } from '../redis-target.js';
 import type { Engine, EngineOptions } from './engine.js';
 import { MemoryEngine } from './memory/memory-engine.js';
@@ -6,11 +8,20 @@ export interface EngineSelection extends EngineOptions {
   redisUrl: string | undefined;
   /** Redis Cluster seed nodes; never together with `redisUrl`. */
   redisClusterNodes?: readonly RedisNodeAddress[] | undefined;
+  /** Bound of one store call (STORE_TIMEOUT_MS). */
+  storeTimeoutMs?: number | undefined;
+  /** Hears of every store connection's state changes and failed calls. */
+  health?: StoreHealth | undefined;
+  /** Start even when Redis may evict keys (REDIS_ALLOW_EVICTION). */
+  allowEviction?: boolean | undefined;
+  /** Where the start-up check of Redis's settings reports. */
+  log?: Logger | undefined;
 }
 
 /**
  * Redis (one server, or a Cluster given by seed nodes) when configured, memory otherwise. The
- * Redis module is loaded only when used.
+ * Redis module is loaded only when used. On Redis, the servers' settings are checked before the
+ * engine is handed out: no persistence is a warning, a policy that evicts keys a refusal.
  */
 export async function createEngine(selection: EngineSelection): Promise<Engine> {
   const options: EngineOptions = {
@@ -20,6 +31,21 @@ export async function createEngine(selection: EngineSelection): Promise<Engine> 
   };
   const target = redisTargetOf(selection);
   if (!target) return new MemoryEngine(options);
-  const { createRedisEngine } = await import('./redis/redis-engine.js');
-  return createRedisEngine({ ...target, ...options });
+  const [{ createRedisEngine }, { enforceRedisSettings }] = await Promise.all([
+    import('./redis/redis-engine.js'),
+    import('./redis/settings-check.js'),
+  ]);
+  const engine = await createRedisEngine({
+    ...target,
+    ...options,
+    ...(selection.storeTimeoutMs !== undefined ? { storeTimeoutMs: selection.storeTimeoutMs } : {}),
+    ...(selection.health ? { health: selection.health } : {}),
+  });
+  try {
+    await enforceRedisSettings(engine.masters(), selection.allowEviction ?? false, selection.log ?? pino({ level: 'silent' }));
+  } catch (err) {
+    await engine.close();
+    throw err;
+  }
+  return engine;
 }

@@ -10,10 +10,10 @@ import type { Notifications } from './notifications.js';
  *
  * What is atomic with what:
  *
- * - **A conversation step** (`changeMembers`, `recordMessage`, `roster`, `finishRewrite`,
- *   `getConversation`) is atomic on that conversation. `changeMembers` changes the member set,
- *   re-decides write/read diffusion against the threshold, bumps the conversation's membership
- *   generation and reads each added member's join head — all at once. `recordMessage` raises the
+ * - **A conversation step** (`changeMembers`, each item of `recordMessages`, `roster`,
+ *   `finishRewrite`, `getConversation`) is atomic on that conversation. `changeMembers` changes the
+ *   member set, re-decides write/read diffusion against the threshold, bumps the conversation's
+ *   membership generation and reads each added member's join head — all at once. `recordMessages` raises the
  *   head and reads who is a member at that same instant: the members of a write-diffused
  *   conversation, or which of the named candidates (senders, mentioned users) are members of a
  *   read-diffused one. Nothing spans two conversations.
@@ -29,7 +29,7 @@ import type { Notifications } from './notifications.js';
  *   user's record ("pending") and counted once the join lands. See rules.ts.
  * - **Notifications** of a user's changes are published inside the user step, so every process
  *   hears one user's changes in version order (`notifications`). Head changes of read-diffused
- *   conversations are published inside `recordMessage`.
+ *   conversations are published inside `recordMessages`.
  *
  * Every method may be retried after any failure: a repeat of a conversation step reports the same
  * joins, leaves and pending rewrite again (it never skips work because a first attempt already
@@ -54,12 +54,13 @@ export interface Engine {
   /** The conversations among `convs` that do not exist (ingest refuses requests naming one). */
   missingConversations(convs: readonly string[]): Promise<string[]>;
   /**
-   * Raises the conversation's maxSeq to `seq` (max-merge) and reads, in the same atomic step, who
-   * is a member: all members when write-diffused, else which of `candidates` are. Null for an
-   * unknown conversation (nothing is created). A raised head of a read-diffused conversation is
-   * published (`at`: arrival time of the message, for the push-lag metric).
+   * For each conversation: raises its maxSeq to `seq` (max-merge) and reads, in the same atomic
+   * step, who is a member: all members when write-diffused, else which of `candidates` are. Null
+   * for an unknown conversation (nothing is created). A raised head of a read-diffused
+   * conversation is published (`at`: arrival time of the messages, for the push-lag metric). Each
+   * conversation is its own step (the store may run several in one call).
    */
-  recordMessage(conv: string, seq: number, candidates: readonly string[], at?: number): Promise<RecordedMessage | null>;
+  recordMessages(items: readonly MessageRecord[], at?: number): Promise<(RecordedMessage | null)[]>;
   /** Current maxSeq of each conversation (missing ones are left out). */
   heads(convs: readonly string[]): Promise<Map<string, number>>;
 
@@ -138,6 +139,13 @@ export interface MembersStep {
 export interface Roster {
   info: ConvInfo;
   members: MemberTag[];
+}
+
+export interface MessageRecord {
+  conv: string;
+  seq: number;
+  /** Senders and mentioned users: whose membership a read-diffused conversation must tell. */
+  candidates: readonly string[];
 }
 
 export interface RecordedMessage {

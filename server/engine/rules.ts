@@ -202,13 +202,13 @@ export function sameRecord(a: StoredConv | undefined, b: StoredConv | undefined)
 }
 
 /**
- * Entries between two snapshots, and history kept: twice the user's conversations (a snapshot
- * costs about one entry per conversation, so it stays amortized O(1) per entry), at least
- * `snapshotEvery`, at most `streamMaxLen`. A cursor further behind than this gets a snapshot
+ * Entries between two snapshots, and history kept: as many as the user has conversations (a
+ * snapshot costs about one entry per conversation, so it stays amortized O(1) per entry), at
+ * least `snapshotEvery`, at most `streamMaxLen`. A cursor further behind than this gets a snapshot
  * anyway, so keeping more history would only cost memory.
  */
 export function snapshotInterval(snapshotEvery: number, streamMaxLen: number, conversations: number): number {
-  return Math.min(streamMaxLen, Math.max(snapshotEvery, 2 * conversations));
+  return Math.min(streamMaxLen, Math.max(snapshotEvery, conversations));
 }
 
 export interface StreamPosition {
@@ -232,7 +232,12 @@ export function needsReset(pos: StreamPosition, since: { epoch: string; version:
   return pos.snapshotVersion > since.version && pos.version - since.version > pos.interval;
 }
 
-/** The base after appending up to `version`: history older than one interval goes (never past the snapshot). */
+/**
+ * The base after appending up to `version`: history older than one interval goes, in steps of a
+ * quarter interval (so the store trims now and then, not at every entry), never past the snapshot.
+ * The stream thus holds one to 1.25 intervals of entries.
+ */
 export function trimmedBase(base: number, version: number, snapshotVersion: number, interval: number): number {
+  if (version - base <= interval + Math.max(1, Math.floor(interval / 4))) return base;
   return Math.min(snapshotVersion, Math.max(base, version - interval));
 }

@@ -6,6 +6,7 @@ import type { Cursor, MessageEvent } from '../../protocol/types.js';
 import { bearer, type Authenticator } from '../auth/tokens.js';
 import type { UserOpResult } from '../engine/engine.js';
 import type { Metrics } from '../metrics/metrics.js';
+import type { SeqGuard } from '../sync/seq-guard.js';
 import type { SyncService } from '../sync/sync-service.js';
 import type { Authorize, HttpRouter, Reply, RequestContext } from './http.js';
 
@@ -13,10 +14,12 @@ interface ApiDeps {
   sync: SyncService;
   auth: Authenticator;
   metrics: Metrics;
+  /** Seq sanity (MAX_SEQ_JUMP), checked before a message batch is applied. */
+  seqGuard?: SeqGuard;
 }
 
 /** The HTTP API of PROTOCOL.md: message service endpoints (API key) and client endpoints (JWT). */
-export function registerApiRoutes(router: HttpRouter, { sync, auth, metrics }: ApiDeps): string[] {
+export function registerApiRoutes(router: HttpRouter, { sync, auth, metrics, seqGuard }: ApiDeps): string[] {
   /** True when `credential` is one of the API keys; its name goes to the request log and a metric. */
   const isApiKey = (ctx: RequestContext, credential: string): boolean => {
     ctx.apiKeyName = auth.apiKeyName(credential);
@@ -52,6 +55,7 @@ export function registerApiRoutes(router: HttpRouter, { sync, auth, metrics }: A
     '/v1/messages',
     async (ctx) => {
       const messages: MessageEvent[] = decodeMessages(ctx.body);
+      await seqGuard?.check(messages);
       await sync.postMessages(messages);
       metrics.ingestMessages.inc(messages.length);
       return { body: { ok: true, accepted: messages.length } };
@@ -122,7 +126,7 @@ export function registerApiRoutes(router: HttpRouter, { sync, auth, metrics }: A
 
 const PathId = Type.Object({ id: Id });
 
-function param(ctx: RequestContext, index: number): string {
+export function param(ctx: RequestContext, index: number): string {
   let raw = ctx.params[index] ?? '';
   try {
     raw = decodeURIComponent(raw);

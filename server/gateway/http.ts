@@ -1,8 +1,10 @@
 import type { Logger } from 'pino';
 import { ERROR_CODES, RedpointError, type ErrorBody } from '../../protocol/errors.js';
+import { OutcomeUnknownError, StoreUnavailableError } from '../engine/store-errors.js';
 import { decodeJson, decodeMsgpack, encodeMsgpack } from '../../protocol/codec.js';
 import { LIMITS } from '../../protocol/limits.js';
 import type { Metrics } from '../metrics/metrics.js';
+import { wireError } from './error-mapper.js';
 import type { HttpRequest, HttpResponse, TemplatedApp } from './uws.js';
 
 /** What a handler sees: everything copied out of uWS's stack-allocated request before any await. */
@@ -45,7 +47,27 @@ export interface RouteOptions {
   authorize?: Authorize;
   /** Metric label; the pattern by default. */
   name?: string;
+  /** The route changes state, so a failure may leave its outcome unknown. Default: every method but GET. */
+  write?: boolean;
 }
+
+export interface RouterOptions {
+  /**
+   * A request still waiting after this long while the store is (or was, since the request came)
+   * in trouble is answered at once: 503 `unavailable`, or `outcome_unknown` for a write whose
+   * handler had started. A request doing long but healthy work (a membership change of
+   * thousands) goes on.
+   */
+  requestTimeoutMs: number;
+  /** Whether the store has been in trouble since `since` (StoreHealth.troubledSince). */
+  storeTroubledSince: (since: number) => boolean;
+}
+
+/** How often a request past its bound looks again whether the store is in trouble. */
+const TROUBLE_RECHECK_MS = 250;
+
+/** Seconds a client should wait before retrying a 503 (sent as Retry-After on every one). */
+export const RETRY_AFTER_SECONDS = 1;
 
 export type Method = 'get' | 'post' | 'put' | 'del' | 'options';
 
@@ -57,6 +79,11 @@ let requestCounter = 0;
  */
 export class HttpRouter {
   private closing = false;
+  /** Requests being handled, each with a way to answer it now (drain's deadline). */
+  private readonly inFlight = new Set<() => void>();
+  private drained: (() => void) | undefined;
+  private lastArrival = 0;
+  private closingSince = 0;
   /** Every route registered, in order: what the contract test compares with the OpenAPI document. */
   readonly routes: Array<{ method: Method; pattern: string }> = [];
   /** Headers added to every reply, errors and 404/405 included (CORS). */
@@ -66,11 +93,49 @@ export class HttpRouter {
     private readonly app: TemplatedApp,
     private readonly metrics: Metrics,
     private readonly log: Logger,
+    private readonly options: RouterOptions,
   ) {}
 
-  /** After this every request is answered 503 `unavailable` (graceful shutdown). */
+  /**
+   * After this every new request is answered 503 `unavailable` (graceful shutdown), and every
+   * reply closes its connection, so no keep-alive connection is left to take a request and drop it.
+   */
   refuseNew(): void {
     this.closing = true;
+    this.closingSince = Date.now();
+  }
+
+  /**
+   * Resolves once every request in flight is answered; after `timeoutMs` the rest are answered
+   * at once, 503 with their outcome stated (`outcome_unknown` for writes already handed over).
+   */
+  async drain(timeoutMs: number): Promise<void> {
+    if (this.inFlight.size === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      new Promise<void>((resolve) => (this.drained = resolve)),
+      new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs))),
+    ]);
+    clearTimeout(timer);
+    for (const answerNow of [...this.inFlight]) answerNow();
+  }
+
+  /**
+   * Resolves once no request has arrived for `quietMs` (at most after `maxMs`), at once if none
+   * arrived since refuseNew(). Shutting down, a client whose keep-alive connection is idle may
+   * send on it at any moment; while the server still answers (503, closing that connection) the
+   * client moves to a new one, which is refused. Closing only once the requests stop leaves no
+   * request written into a connection being closed, but for one sent at that very instant
+   * (HTTP/1.1 keep-alive's own race).
+   */
+  async quiet(quietMs: number, maxMs: number): Promise<void> {
+    const deadline = Date.now() + maxMs;
+    for (;;) {
+      if (this.lastArrival < this.closingSince) return;
+      const wait = Math.min(this.lastArrival + quietMs - Date.now(), deadline - Date.now());
+      if (wait <= 0) return;
+      await new Promise((resolve) => setTimeout(resolve, wait));
+    }
   }
 
   route(method: Method, pattern: string, handler: Handler, options: RouteOptions = {}): void {
@@ -99,24 +164,70 @@ export class HttpRouter {
       state.aborted = true;
       state.onAbort?.();
     });
+    const write = options.write ?? (ctx.method !== 'get' && ctx.method !== 'options');
+    this.lastArrival = Date.now();
     if (this.closing) {
-      state.bodyPending = options.body === true;
-      this.finish(res, state, ctx, name, started, errorReply(new RedpointError('unavailable', 'server is shutting down')));
+      this.metrics.unavailableReplies.inc({ code: 'unavailable', transport: 'http' });
+      let answered = false;
+      const refuse = (): void => {
+        if (answered) return;
+        answered = true;
+        this.inFlight.delete(refuse);
+        this.finish(res, state, ctx, name, started, errorReply(new RedpointError('unavailable', 'server is shutting down; nothing was applied')));
+        if (this.inFlight.size === 0) this.drained?.();
+      };
+      // Read the body first: closing a connection with unread input makes the kernel reset it,
+      // and the client may lose the answer. Drain waits for it like for any request.
+      if (options.body) {
+        this.inFlight.add(refuse);
+        readBody(res, state).then(refuse, refuse);
+      } else {
+        refuse();
+      }
       return;
     }
     // uWS delivers body chunks only to a handler attached now; parsing waits for authorization.
     const body = options.body ? readBody(res, state) : undefined;
     body?.catch(() => undefined);
+    let handed = false;
+    const work = async (): Promise<Reply> => {
+      if (options.authorize) ctx.subject = await options.authorize(ctx);
+      if (body) ctx.body = parseBody(await body, contentType);
+      handed = true;
+      return handler(ctx);
+    };
     const run = async (): Promise<void> => {
       let reply: Reply;
+      let answerNow!: () => void;
+      // The bound of every request: whatever the handler still waits for, the client gets an
+      // answer that says what is known (nothing applied before the handler ran; unknown after).
+      const outOfTime = new Promise<never>((_, reject) => {
+        answerNow = () => {
+          const what = `no answer within ${this.options.requestTimeoutMs} ms`;
+          reject(handed ? new OutcomeUnknownError('deadline', what) : new StoreUnavailableError('deadline', what));
+        };
+      });
+      outOfTime.catch(() => undefined);
+      const arrived = Date.now();
+      let timer: NodeJS.Timeout;
+      const check = (): void => {
+        if (this.options.storeTroubledSince(arrived)) answerNow();
+        else timer = setTimeout(check, TROUBLE_RECHECK_MS);
+      };
+      timer = setTimeout(check, this.options.requestTimeoutMs);
+      this.inFlight.add(answerNow);
+      this.metrics.httpInFlight.set(this.inFlight.size);
       try {
-        if (options.authorize) ctx.subject = await options.authorize(ctx);
-        if (body) ctx.body = parseBody(await body, contentType);
-        reply = await handler(ctx);
+        reply = await Promise.race([work(), outOfTime]);
       } catch (err) {
-        reply = this.toErrorReply(err, ctx);
+        reply = this.toErrorReply(err, ctx, write);
+      } finally {
+        clearTimeout(timer);
+        this.inFlight.delete(answerNow);
+        this.metrics.httpInFlight.set(this.inFlight.size);
       }
       this.finish(res, state, ctx, name, started, reply);
+      if (this.inFlight.size === 0) this.drained?.();
     };
     void run();
   }
@@ -159,45 +270,39 @@ export class HttpRouter {
       payload = JSON.stringify(reply.body);
     }
     const headers = { ...this.responseHeaders?.(ctx), ...reply.headers };
+    // Shutting down: this reply closes the connection (uWS adds `Connection: close`).
+    const close = state.bodyPending === true || this.closing;
     res.cork(() => {
       res.writeStatus(statusLine(status)).writeHeader('content-type', contentType).writeHeader('x-request-id', ctx.requestId);
+      if (status === 503) res.writeHeader('retry-after', String(RETRY_AFTER_SECONDS));
       for (const [header, value] of Object.entries(headers)) res.writeHeader(header, value);
       // A body may still be streaming in (oversize, or refused before it was read): close rather
       // than read the rest.
-      res.end(payload, state.bodyPending === true);
+      res.end(payload, close);
     });
   }
 
-  private toErrorReply(err: unknown, ctx: RequestContext): Reply {
-    const reply = errorReply(err);
-    const code = (reply.body as ErrorBody).error.code;
-    this.metrics.errors.inc({ code });
-    if (code === 'internal' || code === 'unavailable') this.log.error({ err, requestId: ctx.requestId, url: ctx.url }, 'request failed');
-    return reply;
+  private toErrorReply(err: unknown, ctx: RequestContext, write: boolean): Reply {
+    const e = wireError(err, {
+      write,
+      transport: 'http',
+      log: this.log,
+      metrics: this.metrics,
+      fields: { requestId: ctx.requestId, method: ctx.method, url: ctx.url },
+    });
+    return errorReply(e);
   }
 
   /** Answers at once (404/405), in the format the client asked for. */
   private sendError(res: HttpResponse, req: HttpRequest, err: RedpointError): void {
     const ctx = this.context(req, []);
-    this.finish(res, { aborted: false }, ctx, 'fallback', performance.now(), this.toErrorReply(err, ctx));
+    this.finish(res, { aborted: false }, ctx, 'fallback', performance.now(), this.toErrorReply(err, ctx, false));
   }
-
 }
 
-function errorReply(err: unknown): Reply {
-  const e =
-    err instanceof RedpointError
-      ? err
-      : isConnectionError(err)
-        ? new RedpointError('unavailable', 'store unavailable, retry')
-        : new RedpointError('internal', 'internal error');
+function errorReply(e: RedpointError): Reply {
   const body: ErrorBody = { error: { code: e.code, message: e.message } };
   return { status: ERROR_CODES[e.code].status, body };
-}
-
-function isConnectionError(err: unknown): boolean {
-  const message = err instanceof Error ? err.message : '';
-  return /Connection is closed|ECONNREFUSED|ECONNRESET|max retries|Stream isn't writeable|LOADING/i.test(message);
 }
 
 interface AbortState {
@@ -253,6 +358,7 @@ const STATUS_TEXT: Record<number, string> = {
   405: 'Method Not Allowed',
   413: 'Payload Too Large',
   415: 'Unsupported Media Type',
+  422: 'Unprocessable Content',
   429: 'Too Many Requests',
   500: 'Internal Server Error',
   503: 'Service Unavailable',

@@ -17,7 +17,7 @@ export function registerOpsRoutes(router: HttpRouter, { engine, metrics }: { eng
   });
   router.route('get', '/metrics', async () => {
     await checkReady();
-    return { body: null, text: { contentType: metrics.registry.contentType, content: await metrics.registry.metrics() } };
+    return { body: null, text: { contentType: metrics.registry.contentType, content: await metrics.exposition() } };
   });
   return ['/healthz', '/readyz', '/metrics'];
 }

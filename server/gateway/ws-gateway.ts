@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { Authenticator } from '../auth/tokens.js';
 import type { WsOptions } from '../config.js';
 import type { UserChange } from '../engine/notifications.js';
+import { StoreError } from '../engine/store-errors.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { SyncService } from '../sync/sync-service.js';
 import { Fanout } from './fanout.js';
@@ -132,7 +133,8 @@ export class WsGateway implements SessionHost {
       const [position, heads] = await Promise.all([this.sync.position(uid), convs.length > 0 ? this.sync.engine.heads(convs) : new Map<string, number>()]);
       for (const s of sessions) if (!s.isClosed) s.deliverVersion(position, heads);
     } catch (err) {
-      this.log.warn({ err, uid }, 'version check failed');
+      // An outage is reported once by StoreHealth, not once per online user.
+      this.log[err instanceof StoreError ? 'debug' : 'warn']({ err, uid }, 'version check failed');
     }
   }
 }

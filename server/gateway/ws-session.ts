@@ -6,8 +6,10 @@ import { CLOSE_CODES, type ClientFrame, type CloseReason, type HelloFrame, type 
 import type { Cursor } from '../../protocol/types.js';
 import type { Authenticator } from '../auth/tokens.js';
 import type { WsOptions } from '../config.js';
+import { StoreError } from '../engine/store-errors.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { SyncService } from '../sync/sync-service.js';
+import { wireError } from './error-mapper.js';
 import { convTopic, userTopic, type Fanout } from './fanout.js';
 import { TokenBucket } from './rate-limiter.js';
 import { parseClientFrame } from './ws-frames.js';
@@ -193,7 +195,8 @@ export class WsSession {
       const [position, heads] = await Promise.all([this.host.sync.position(uid), convs.length > 0 ? this.host.sync.engine.heads(convs) : new Map<string, number>()]);
       this.deliverVersion(position, heads);
     } catch (err) {
-      this.host.log.warn({ err, uid, conn: this.id }, 'version check failed');
+      // An outage is reported once by StoreHealth, not once per online user.
+      this.host.log[err instanceof StoreError ? 'debug' : 'warn']({ err, uid, conn: this.id }, 'version check failed');
     }
   }
 
@@ -241,6 +244,8 @@ export class WsSession {
     if (frame.t === 'hello') {
       // Checked and set before any await: two hellos in a row must not both authenticate.
       if (this.hello) return this.close('protocol_error');
+      // The client sent its hello in time; how long the server then takes is not its fault.
+      clearTimeout(this.helloTimer);
       this.hello = this.authenticate(frame);
       return this.hello;
     }
@@ -257,7 +262,7 @@ export class WsSession {
       if (!uid || this.closed) return;
       await this.answer(uid, frame);
     } catch (err) {
-      this.failed(err, frame.id);
+      this.failed(err, frame.id, frame.t !== 'pull');
     } finally {
       this.inFlight -= 1;
     }
@@ -291,10 +296,8 @@ export class WsSession {
     }
   }
 
-  private failed(err: unknown, id: number | undefined): void {
-    const e = err instanceof RedpointError ? err : new RedpointError('unavailable', 'store unavailable, retry');
-    if (!(err instanceof RedpointError)) this.host.log.error({ err, conn: this.id }, 'frame failed');
-    this.host.metrics.errors.inc({ code: e.code });
+  private failed(err: unknown, id: number | undefined, write: boolean): void {
+    const e = wireError(err, { write, transport: 'ws', log: this.host.log, metrics: this.host.metrics, fields: { conn: this.id } });
     this.reply({ t: 'error', ...(id !== undefined ? { id } : {}), code: e.code, message: e.message });
   }
 
@@ -304,12 +307,13 @@ export class WsSession {
     try {
       uid = await auth.verifyUserToken(frame.token);
     } catch (err) {
-      const expired = err instanceof RedpointError && err.code === 'token_expired';
-      metrics.errors.inc({ code: expired ? 'token_expired' : 'unauthorized' });
-      return this.close(expired ? 'token_expired' : 'unauthorized');
+      const code = err instanceof RedpointError ? err.code : 'unauthorized';
+      // The token is not wrong when the server cannot check it now (a JWK Set not loaded yet).
+      const reason = code === 'token_expired' ? 'token_expired' : code === 'unavailable' ? 'try_again_later' : 'unauthorized';
+      metrics.errors.inc({ code: reason === 'try_again_later' ? 'unavailable' : reason });
+      return this.close(reason);
     }
     if (this.closed) return;
-    clearTimeout(this.helloTimer);
     this.uid = uid;
     this.device = frame.device ?? this.id;
     this.host.register(this);
@@ -325,9 +329,7 @@ export class WsSession {
     } catch (err) {
       // The one request without an id: an error without id before the first sync says the
       // hello's sync failed, and the client pulls.
-      log.error({ err, conn: this.id }, 'initial sync failed');
-      const code = err instanceof RedpointError ? err.code : 'unavailable';
-      metrics.errors.inc({ code });
+      const { code } = wireError(err, { write: false, transport: 'ws', log, metrics, fields: { conn: this.id, frame: 'hello' } });
       this.reply({ t: 'error', code, message: 'initial sync failed; pull to retry' });
     }
   }

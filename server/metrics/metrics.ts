@@ -19,6 +19,11 @@ export class Metrics {
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
     registers: [this.registry],
   });
+  readonly httpInFlight = new Gauge({
+    name: 'redpoint_http_requests_in_flight',
+    help: 'HTTP requests received and not yet answered',
+    registers: [this.registry],
+  });
   readonly errors = new Counter({
     name: 'redpoint_errors_total',
     help: 'Errors answered, by error code',
@@ -102,13 +107,95 @@ export class Metrics {
     buckets: [0, 1, 2, 5, 10, 50, 100, 500, 1000],
     registers: [this.registry],
   });
+  readonly seqJumps = new Counter({
+    name: 'redpoint_seq_jumps_total',
+    help: 'Message or head seqs further above their conversation head than MAX_SEQ_JUMP, by what they got',
+    labelNames: ['action'] as const,
+    registers: [this.registry],
+  });
+  readonly reconcileRuns = new Counter({
+    name: 'redpoint_reconcile_runs_total',
+    help: 'Completed walks of the periodic reconcile job',
+    registers: [this.registry],
+  });
+  readonly reconcileChecked = new Counter({
+    name: 'redpoint_reconcile_checked_total',
+    help: 'Users and conversations the reconcile job checked',
+    labelNames: ['subject'] as const,
+    registers: [this.registry],
+  });
+  readonly reconcileFindings = new Counter({
+    name: 'redpoint_reconcile_findings_total',
+    help: 'Findings the reconcile job confirmed, by kind (should stay near zero)',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+  readonly reconcileRepaired = new Counter({
+    name: 'redpoint_reconcile_repaired_total',
+    help: 'Findings the reconcile job repaired, by kind',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+  readonly reconcileUnrepaired = new Counter({
+    name: 'redpoint_reconcile_unrepaired_total',
+    help: 'Findings still there after the reconcile job repaired them, by kind',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+  readonly reconcileLastRun = new Gauge({
+    name: 'redpoint_reconcile_last_run_timestamp_seconds',
+    help: 'When the reconcile job last finished a walk (Unix seconds)',
+    registers: [this.registry],
+  });
+  // With several workers (WORKERS) their metrics are summed, except these: ready and up only if
+  // every worker is, and one build.
   readonly ready = new Gauge({
     name: 'redpoint_ready',
     help: '1 when the store is reachable and the server accepts traffic',
     registers: [this.registry],
+    aggregator: 'min',
+  });
+  readonly storeUp = new Gauge({
+    name: 'redpoint_store_up',
+    help: '1 while a store connection target (engine, bus, each cluster master) is usable, 0 while it is down',
+    labelNames: ['target'] as const,
+    registers: [this.registry],
+    aggregator: 'min',
+  });
+  readonly storeErrors = new Counter({
+    name: 'redpoint_store_errors_total',
+    help: 'Failed store calls by kind (not_ready, timeout, connection_lost, cluster_down...) and outcome (not_applied, unknown)',
+    labelNames: ['kind', 'outcome'] as const,
+    registers: [this.registry],
+  });
+  readonly busErrors = new Counter({
+    name: 'redpoint_bus_errors_total',
+    help: 'Failed subscribes to the store notifications that cross processes, by operation (publishes run inside the store scripts: a failed one is a store error)',
+    labelNames: ['op'] as const,
+    registers: [this.registry],
+  });
+  readonly unavailableReplies = new Counter({
+    name: 'redpoint_unavailable_replies_total',
+    help: 'Requests and frames answered with a 503-class error (unavailable, outcome_unknown), by code and transport',
+    labelNames: ['code', 'transport'] as const,
+    registers: [this.registry],
+  });
+  readonly buildInfo = new Gauge({
+    name: 'redpoint_build_info',
+    help: 'Always 1; the labels say which build runs',
+    labelNames: ['version', 'node'] as const,
+    registers: [this.registry],
+    aggregator: 'first',
   });
 
-  constructor() {
-    collectDefaultMetrics({ register: this.registry, prefix: 'redpoint_' });
+  /**
+   * The Prometheus text of /metrics: this registry's, or, in a worker of several, every worker's
+   * aggregated (server/workers/).
+   */
+  exposition: () => Promise<string> = () => this.registry.metrics();
+
+  /** `processMetrics`: the Node process metrics (CPU, memory, event loop); one worker of several reports them. */
+  constructor({ processMetrics = true }: { processMetrics?: boolean } = {}) {
+    if (processMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'redpoint_' });
   }
 }

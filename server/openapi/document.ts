@@ -1,4 +1,5 @@
 import type { TObject, TSchema } from '@sinclair/typebox';
+import { ConvLine, HeadBody, HeadsBody, HeadsQueryBody, ImportBody, ReconcileBody, UserLine } from '../../protocol/admin-schemas.js';
 import { ERROR_CODES, type ErrorCode } from '../../protocol/errors.js';
 import { ENDPOINTS, errorCodesOf, pathParameters, type Endpoint, type Reply } from '../../protocol/http-api.js';
 import { LIMITS } from '../../protocol/limits.js';
@@ -22,6 +23,13 @@ const NAMED_REQUESTS = new Map<TSchema, string>([
   [ReadBody, 'ReadBody'],
   [SettingsBody, 'SettingsBody'],
   [DevTokenBody, 'DevTokenBody'],
+  [HeadBody, 'HeadBody'],
+  [HeadsBody, 'HeadsBody'],
+  [ReconcileBody, 'ReconcileBody'],
+  [HeadsQueryBody, 'HeadsQueryBody'],
+  [ImportBody, 'ImportBody'],
+  [ConvLine, 'ConvLine'],
+  [UserLine, 'UserLine'],
 ]);
 
 const BODY_MEDIA_TYPES = ['application/json', 'application/msgpack'] as const;
@@ -34,7 +42,9 @@ specifies the WebSocket \`/v1/ws\`, which this document does not describe.
   user's JWT. Credentials are checked before the body is parsed.
 - **Errors** all have the body \`{"error": {"code", "message"}}\`; branch on \`code\`. An unknown path
   answers \`404 not_found\`, a known path with another method \`405 method_not_allowed\`. During
-  graceful shutdown every request answers \`503 unavailable\`.
+  graceful shutdown every request answers \`503 unavailable\`. Every 503 carries \`Retry-After\`:
+  \`unavailable\` means nothing was applied, \`outcome_unknown\` (writes) that the change may have
+  been applied; retry either (every write is idempotent).
 - **Content negotiation**: replies are JSON, or MessagePack when \`Accept\` contains
   \`application/msgpack\` (errors too); request bodies are JSON (also without a \`Content-Type\`) or
   MessagePack. Bodies over ${LIMITS.maxBodyBytes} bytes answer \`413\`.
@@ -57,6 +67,10 @@ export function buildOpenApiDocument(): JsonObject {
     tags: [
       { name: 'message service', description: 'Called by your message service with an API key.' },
       { name: 'client', description: 'Called by apps with the user\'s JWT, or by your servers with an API key for any user.' },
+      {
+        name: 'operator',
+        description: 'API key only: re-asserting heads, deleting a conversation for all, erasing a user, and what the `redpoint` CLI needs against a server (`/v1/admin/...`).',
+      },
       { name: 'operations', description: 'Unauthenticated: bind or route them privately.' },
       { name: 'dev mode', description: 'Served only in dev mode (no credentials configured; loopback only).' },
     ],
@@ -89,6 +103,7 @@ export function buildOpenApiDocument(): JsonObject {
       },
       headers: {
         RequestId: { description: 'The request\'s X-Request-Id, or one made by the server.', required: true, schema: { type: 'string', minLength: 1 } },
+        RetryAfter: { description: 'Seconds to wait before retrying; on every 503.', required: true, schema: { type: 'string', pattern: '^[0-9]+$' } },
       },
     },
   };
@@ -166,15 +181,17 @@ function responses(endpoint: Endpoint, components: Components): JsonObject {
       descriptions.push(errorDescription(codes));
       for (const type of BODY_MEDIA_TYPES) add(type, components.errorSchema(codes));
     }
-    out[String(status)] = response(descriptions.join(' '), content);
+    out[String(status)] = response(descriptions.join(' '), content, status);
   }
   return out;
 }
 
-function response(description: string, content: ReadonlyMap<string, Json[]>): JsonObject {
+function response(description: string, content: ReadonlyMap<string, Json[]>, status: number): JsonObject {
   const media: JsonObject = {};
   for (const [type, schemas] of content) media[type] = { schema: schemas.length === 1 ? (schemas[0] ?? null) : { anyOf: schemas } };
-  return { description, headers: { 'x-request-id': { $ref: '#/components/headers/RequestId' } }, content: media };
+  const headers: JsonObject = { 'x-request-id': { $ref: '#/components/headers/RequestId' } };
+  if (status === 503) headers['retry-after'] = { $ref: '#/components/headers/RetryAfter' };
+  return { description, headers, content: media };
 }
 
 function errorDescription(codes: readonly ErrorCode[]): string {
@@ -200,7 +217,8 @@ class Components {
     const name = codes.join('.');
     if (!(name in this.responses)) {
       const schema = this.errorSchema(codes);
-      this.responses[name] = response(errorDescription(codes), new Map(BODY_MEDIA_TYPES.map((type) => [type, [schema]])));
+      const status = codes[0] === undefined ? 0 : ERROR_CODES[codes[0]].status;
+      this.responses[name] = response(errorDescription(codes), new Map(BODY_MEDIA_TYPES.map((type) => [type, [schema]])), status);
     }
     return name;
   }

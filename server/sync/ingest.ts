@@ -2,6 +2,7 @@ import { RedpointError } from '../../protocol/errors.js';
 import { LIMITS } from '../../protocol/limits.js';
 import type { MessageEvent } from '../../protocol/types.js';
 import type { Engine, RecordedMessage, UserOp } from '../engine/engine.js';
+import { afterPartOfIt } from '../engine/store-errors.js';
 
 interface Submission {
   messages: readonly MessageEvent[];
@@ -122,11 +123,12 @@ export class Ingest {
       for (const uid of m.mentions ?? []) h.candidates.add(uid);
     }
     const convs = [...heads.keys()];
-    const recorded = await Promise.all(
+    const recorded = await this.engine.recordMessages(
       convs.map((conv) => {
         const h = heads.get(conv);
-        return h ? this.engine.recordMessage(conv, h.seq, [...h.candidates], at) : null;
+        return { conv, seq: h?.seq ?? 0, candidates: h ? [...h.candidates] : [] };
       }),
+      at,
     );
     const byConv = new Map<string, RecordedMessage>();
     const lost = new Set<string>();
@@ -137,7 +139,10 @@ export class Ingest {
     });
     const ops = mergeOps(messages, byConv);
     const recordedAt = performance.now();
-    await this.engine.applyUserOps(ops, { at });
+    // The heads moved already: a failure from here on leaves the messages half applied.
+    await this.engine.applyUserOps(ops, { at }).catch((err: unknown) => {
+      throw afterPartOfIt(err);
+    });
     const appliedAt = performance.now();
     for (const s of live) {
       // A conversation that vanished between the check and the record step (deleted, or lost by

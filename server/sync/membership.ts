@@ -1,4 +1,5 @@
-import type { ConvInfo, Engine, MemberTag, MembershipOp, UserOpResult } from '../engine/engine.js';
+import type { ConvInfo, Engine, MembersStep, MemberTag, MembershipOp, UserOpResult } from '../engine/engine.js';
+import { afterPartOfIt } from '../engine/store-errors.js';
 
 export interface MembershipChange {
   add: readonly string[];
@@ -14,7 +15,8 @@ export interface MembershipResult {
   results: UserOpResult[];
 }
 
-function memberOp(info: ConvInfo, tag: MemberTag): MembershipOp {
+/** The membership op that makes `tag` a member as of `info` (the roster implies it for every listed member). */
+export function memberOp(info: ConvInfo, tag: MemberTag): MembershipOp {
   return {
     type: 'membership',
     uid: tag.uid,
@@ -49,6 +51,15 @@ export async function changeMembership(engine: Engine, threshold: number, conv: 
     threshold,
     ...(change.category !== undefined ? { category: change.category } : {}),
   });
+  // The conversation step landed: a failure from here on leaves the change half made (its retry completes it).
+  try {
+    return await finish(engine, conv, step);
+  } catch (err) {
+    throw afterPartOfIt(err);
+  }
+}
+
+async function finish(engine: Engine, conv: string, step: MembersStep): Promise<MembershipResult> {
   const byUser = new Map<string, MembershipOp>();
   for (const tag of step.joins) byUser.set(tag.uid, memberOp(step.info, tag));
   for (const uid of step.leaves) byUser.set(uid, { type: 'membership', uid, conv, gen: step.info.gen, member: false });

@@ -117,6 +117,10 @@ describe('user tokens verified with a JWK Set', () => {
     keys.serve(null);
     const server = await serverWith({ url: keys.url }, { cooldownMs: 0, retryMs: 0 });
     expect(await status(server, await es.sign('alice'))).toEqual({ status: 503, code: 'unavailable' });
+    // Over a WebSocket, the same: not "unauthorized" (do not reconnect) but "try again later".
+    const ws = await server.client('alice', { token: await es.sign('alice'), hello: false });
+    ws.hello();
+    expect((await ws.waitClose()).code).toBe(1013);
     keys.serve(jwksOf(es));
     expect(await status(server, await es.sign('alice'))).toEqual(OK);
     keys.serve(null);

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEV_API_KEY, DEV_JWT_SECRET } from '../../server/config.js';
-import type { RedpointState } from '../../client-demo/sdk/index.js';
+import type { RedpointState } from '../../client-demo/sdk/src/index.js';
 import { startHarness, type Harness } from '../sdk/harness.js';
 import { shown, truth } from '../sdk/wait.js';
 import { launchChromium, type LaunchedBrowser } from './chromium.js';
@@ -170,11 +170,12 @@ describe('demo page, two devices of one user', () => {
     await a.screenshot({ path: join(ARTIFACTS, 'demo-after-restart.png') });
 
     // A page of device B that loads while its WebSocket cannot connect: the counts come from
-    // IndexedDB, marked stale, instead of a blank list or zeros.
+    // IndexedDB, marked stale, instead of a blank list or zeros. (`share=0`: a tab of its own;
+    // sharing, it would follow page B's live socket.)
     const expected = shown(await state(b));
     const offlineTab = await contexts[1]!.newPage();
     await offlineTab.routeWebSocket(/\/v1\/ws/, (ws) => ws.close({ code: 1011, reason: 'test: no socket' }));
-    await offlineTab.goto(`${h.url}/?uid=${UID}&device=B`);
+    await offlineTab.goto(`${h.url}/?uid=${UID}&device=B&share=0`);
     await offlineTab.locator('body[data-stale="true"]').waitFor();
     const cached = await state(offlineTab);
     expect(cached.status).toBe('DIRTY');

@@ -1,15 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import type { UseEngine } from './conformance.js';
-import { sorted } from './conformance-helpers.js';
+import { sorted, recordOne } from './conformance-helpers.js';
 
 const T = 500;
 
 /** The conversation steps of the Engine contract: membership, the threshold decision, heads. */
 export function conversationConformance(use: UseEngine): void {
   describe('conversations', () => {
-    it('an unknown conversation: recordMessage returns null and nothing is created', async () => {
+    it('an unknown conversation: recordMessages gives null and nothing is created', async () => {
       const e = await use();
-      expect(await e.recordMessage('nope', 5, ['a'])).toBeNull();
+      expect(await recordOne(e, 'nope', 5, ['a'])).toBeNull();
       expect(await e.getConversation('nope')).toBeNull();
       expect(await e.roster('nope')).toBeNull();
       expect(await e.heads(['nope'])).toEqual(new Map());
@@ -36,7 +36,7 @@ export function conversationConformance(use: UseEngine): void {
         { uid: 'a', joinGen: first.info.gen, joinHead: 0 },
         { uid: 'b', joinGen: first.info.gen, joinHead: 0 },
       ]);
-      await e.recordMessage('c', 7, []);
+      await recordOne(e, 'c', 7, []);
       const second = await e.changeMembers('c', { add: ['b', 'c'], remove: ['x'], threshold: T });
       expect(second.info.gen).toBeGreaterThan(first.info.gen);
       expect(second.joins).toEqual([
@@ -56,17 +56,17 @@ export function conversationConformance(use: UseEngine): void {
       expect(roster?.info).toEqual(second.info);
     });
 
-    it('recordMessage max-merges maxSeq and lists every member when write-diffused', async () => {
+    it('recordMessages max-merges maxSeq and lists every member when write-diffused', async () => {
       const e = await use();
       await e.changeMembers('c1', { add: ['a', 'b', 'c'], remove: [], threshold: T });
       const after = await e.changeMembers('c1', { add: ['d'], remove: ['c'], threshold: T });
       expect(after.info.memberCount).toBe(3);
-      const first = await e.recordMessage('c1', 5, []);
+      const first = await recordOne(e, 'c1', 5, []);
       expect(first?.info.maxSeq).toBe(5);
       expect(sorted(first?.members ?? [])).toEqual(['a', 'b', 'd']);
-      expect((await e.recordMessage('c1', 3, []))?.info.maxSeq).toBe(5);
+      expect((await recordOne(e, 'c1', 3, []))?.info.maxSeq).toBe(5);
       const big = 2 ** 48 - 1;
-      expect((await e.recordMessage('c1', big, []))?.info.maxSeq).toBe(big);
+      expect((await recordOne(e, 'c1', big, []))?.info.maxSeq).toBe(big);
       await e.changeMembers('c2', { add: [], remove: [], threshold: T });
       expect(await e.heads(['c1', 'c2', 'nope'])).toEqual(new Map([['c1', big], ['c2', 0]]));
     });
@@ -78,7 +78,7 @@ export function conversationConformance(use: UseEngine): void {
       const big = await e.changeMembers('g', { add: ['c'], remove: [], threshold: 2 });
       expect(big).toMatchObject({ info: { large: true, memberCount: 3 }, rewrite: true });
       // A read-diffused conversation lists only the candidates who are members.
-      const rec = await e.recordMessage('g', 4, ['a', 'zed', 'c']);
+      const rec = await recordOne(e, 'g', 4, ['a', 'zed', 'c']);
       expect(rec).toMatchObject({ info: { large: true, maxSeq: 4 }, members: ['a', 'c'] });
       // Not finished: a retry (or any change) reports the rewrite again.
       expect((await e.changeMembers('g', { add: ['c'], remove: [], threshold: 2 })).rewrite).toBe(true);
@@ -103,15 +103,35 @@ export function conversationConformance(use: UseEngine): void {
       const step = await e.changeMembers('big', { add: ['extra'], remove: uids.slice(0, 9_000), threshold: 1_000_000 });
       expect(step.info.memberCount).toBe(1_001);
       expect(step.leaves).toHaveLength(9_000);
-      expect((await e.recordMessage('big', 1, []))?.members).toHaveLength(1_001);
+      expect((await recordOne(e, 'big', 1, []))?.members).toHaveLength(1_001);
       expect((await e.roster('big'))?.members).toHaveLength(1_001);
+    });
+
+    it('recordMessages takes many conversations at once, unknown ones in between, each its own step', async () => {
+      const e = await use();
+      await e.changeMembers('w', { add: ['a', 'b'], remove: [], threshold: 2 });
+      await e.changeMembers('r', { add: ['a', 'b', 'c'], remove: [], threshold: 2 });
+      const got = await e.recordMessages([
+        { conv: 'w', seq: 3, candidates: ['a'] },
+        { conv: 'nope', seq: 1, candidates: ['a'] },
+        { conv: 'r', seq: 9, candidates: ['c', 'zed', 'a'] },
+        { conv: 'w', seq: 2, candidates: [] },
+      ]);
+      expect(got.map((r) => r && [r.info.conv, r.info.maxSeq, r.info.large, sorted(r.members)])).toEqual([
+        ['w', 3, false, ['a', 'b']],
+        null,
+        ['r', 9, true, ['a', 'c']],
+        ['w', 3, false, ['a', 'b']],
+      ]);
+      expect(await e.getConversation('nope')).toBeNull();
+      expect(await e.recordMessages([])).toEqual([]);
     });
 
     it('ids named like Object.prototype members are members like any other', async () => {
       const e = await use();
       const names = ['__proto__', 'constructor', 'toString'];
       await e.changeMembers('toString', { add: names, remove: [], category: 'constructor', threshold: T });
-      expect(sorted((await e.recordMessage('toString', 1, []))?.members ?? [])).toEqual(sorted(names));
+      expect(sorted((await recordOne(e, 'toString', 1, []))?.members ?? [])).toEqual(sorted(names));
       expect(await e.heads(['toString', '__proto__'])).toEqual(new Map([['toString', 1]]));
     });
   });

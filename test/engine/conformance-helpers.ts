@@ -1,6 +1,6 @@
 import { expect } from 'vitest';
 import type { ConvState, Cursor } from '../../protocol/types.js';
-import type { Engine, MembershipOp, StoredUserState, UserOp, UserOpResult } from '../../server/engine/engine.js';
+import type { Engine, MembershipOp, RecordedMessage, StoredUserState, UserOp, UserOpResult } from '../../server/engine/engine.js';
 
 /** The seeded PRNG the engine suites replay their randomized runs with. */
 export { mulberry32 } from '../helpers/prng.js';
@@ -113,4 +113,10 @@ export async function one(e: Engine, op: UserOp): Promise<UserOpResult> {
   const [r] = await e.applyUserOps([op]);
   if (!r) throw new Error('applyUserOps returned no result');
   return r;
+}
+
+/** One conversation step of recordMessages. */
+export async function recordOne(e: Engine, conv: string, seq: number, candidates: string[], at?: number): Promise<RecordedMessage | null> {
+  const [r] = await e.recordMessages([{ conv, seq, candidates }], at);
+  return r ?? null;
 }

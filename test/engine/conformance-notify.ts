@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import type { HeadChange, UserChange } from '../../server/engine/notifications.js';
 import type { UseEngine } from './conformance.js';
-import { join, message, read } from './conformance-helpers.js';
+import { join, message, read, recordOne } from './conformance-helpers.js';
 
 const WAIT = { timeout: 5_000, interval: 5 };
 
@@ -54,10 +54,10 @@ export function notificationConformance(use: UseEngine): void {
       await e.changeMembers('small', { add: ['a'], remove: [], threshold: 10 });
       await e.notifications.followConversation('g');
       await e.notifications.followConversation('small');
-      await e.recordMessage('small', 9, []);
-      await e.recordMessage('g', 5, [], 99.25);
-      await e.recordMessage('g', 3, []);
-      await e.recordMessage('g', 6, []);
+      await recordOne(e, 'small', 9, []);
+      await recordOne(e, 'g', 5, [], 99.25);
+      await recordOne(e, 'g', 3, []);
+      await recordOne(e, 'g', 6, []);
       await vi.waitFor(() => expect(heads).toHaveLength(2), WAIT);
       expect(heads).toEqual([
         { conv: 'g', maxSeq: 5, at: 99.25 },

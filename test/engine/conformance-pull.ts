@@ -89,23 +89,23 @@ export function pullConformance(use: UseEngine): void {
       expect((await e.pull('u', { epoch, version: 6 }, 100)).snapshot?.v).toBe(10);
     });
 
-    it('the snapshot interval is twice the conversations (at least snapshotEvery, at most streamMaxLen)', async () => {
+    it('the snapshot interval is the conversation count (at least snapshotEvery, at most streamMaxLen)', async () => {
       const e = await use({ snapshotEvery: 2, streamMaxLen: 1000 });
       const joins = ['a', 'b', 'c', 'd', 'e'].map((c) => join('u', c));
       await e.applyUserOps([...joins, ...Array.from({ length: 10 }, (_, i) => message('u', 'a', i + 1))]);
-      // Versions 1..15: the interval grows with each join (2, 4, 6, 8, 10), so the first
-      // snapshot comes at v10, once 5 conversations' worth of entries have passed.
+      // Versions 1..15: the interval grows with each join (2, 2, 3, 4, 5): a snapshot at v2, then
+      // every 5 entries once the user is in 5 conversations: v7 and v12.
       const p = await e.pull('u', null, 100);
-      expect(p.snapshot?.v).toBe(10);
+      expect(p.snapshot?.v).toBe(12);
       expect(sorted(p.snapshot?.convs.map((s) => s.conv) ?? [])).toEqual(['a', 'b', 'c', 'd', 'e']);
-      expect(p.entries.map((x) => x.v)).toEqual([11, 12, 13, 14, 15]);
-      // History older than one interval (10) is gone: a cursor at 4 is below the base (5).
-      expect((await e.pull('u', { epoch: p.epoch, version: 4 }, 100)).snapshot?.v).toBe(10);
-      expect((await e.pull('u', { epoch: p.epoch, version: 5 }, 100)).snapshot).toBeUndefined();
+      expect(p.entries.map((x) => x.v)).toEqual([13, 14, 15]);
+      // History older than one interval (5) is gone: a cursor at 9 is below the base (10).
+      expect((await e.pull('u', { epoch: p.epoch, version: 9 }, 100)).snapshot?.v).toBe(12);
+      expect((await e.pull('u', { epoch: p.epoch, version: 10 }, 100)).snapshot).toBeUndefined();
       const capped = await use({ snapshotEvery: 2, streamMaxLen: 4 });
       await capped.applyUserOps([...joins.map((j) => ({ ...j, uid: 'v' })), ...Array.from({ length: 10 }, (_, i) => message('v', 'a', i + 1))]);
-      // Capped at 4 entries: snapshots at 4, 8, 12.
-      expect((await capped.pull('v', null, 100)).snapshot?.v).toBe(12);
+      // Capped at 4 entries: a snapshot at v2 (interval 2), then every 4: v6, v10, v14.
+      expect((await capped.pull('v', null, 100)).snapshot?.v).toBe(14);
     });
 
     it('after trimming, a pull from ANY cursor rebuilds exactly the current state', async () => {

@@ -9,8 +9,9 @@ import { userKeys } from '../../server/engine/redis/keys.js';
 import { createRedisEngine, type RedisEngine } from '../../server/engine/redis/redis-engine.js';
 import { fileFixture } from '../helpers/file-fixture.js';
 import { REDIS_NOT_FOUND, startRedisServer, type RedisServer, type RedisServerOptions } from '../helpers/redis-server.js';
-import { join, message, mulberry32, read, rebuild, sorted } from './conformance-helpers.js';
+import { join, message, mulberry32, read, rebuild, sorted, recordOne } from './conformance-helpers.js';
 import { UNSEEN_EPOCH } from '../../server/engine/engine.js';
+import { trimmedBase } from '../../server/engine/rules.js';
 import { randomizedOps } from './conformance-random.js';
 import { decodeRecord } from '../../server/engine/redis/codec.js';
 import { loadScriptSources, SCRIPTS, type ScriptName } from '../../server/engine/redis/scripts.js';
@@ -30,11 +31,14 @@ const OPTS: EngineOptions = { snapshotEvery: 3, streamMaxLen: 6 };
 
 const ops = (n: number): UserOp[] => [join('u', 'c'), ...Array.from({ length: n }, (_, i): UserOp => message('u', 'c', i + 1))];
 
-/** A private redis-server (with this AOF setting) and an engine on it, both stopped after `body`. */
+/**
+ * A private redis-server (with this AOF setting) and an engine on it, both stopped after `body`.
+ * Its calls may wait out a whole Redis restart (more than the default store timeout).
+ */
 async function withOwnRedis(aof: RedisServerOptions['aof'], body: (own: RedisServer, engine: RedisEngine) => Promise<void>): Promise<void> {
   const own = await startRedisServer({ aof });
   try {
-    const engine = await createRedisEngine({ url: own.url, ...OPTS });
+    const engine = await createRedisEngine({ url: own.url, ...OPTS, storeTimeoutMs: 15_000 });
     try {
       await body(own, engine);
     } finally {
@@ -99,7 +103,7 @@ describe('redis engine across restarts', () => {
   ] as const)('with AOF %s the data survives a %s under a new epoch; an old cursor gets a snapshot', async (aof, how) => {
     await withOwnRedis(aof, async (own, engine) => {
       await engine.changeMembers('c', { add: ['u'], remove: [], category: 'group', threshold: 500 });
-      await engine.recordMessage('c', 10, []);
+      await recordOne(engine, 'c', 10, []);
       await engine.applyUserOps([...ops(10), join('w', 'c')]);
       const before = await engine.userState('u');
       const other = await engine.position('w');
@@ -290,13 +294,13 @@ describe('redis engine storage', () => {
     const opts = { snapshotEvery: 3, streamMaxLen: 7 };
     await withInspector('trim', opts, async (engine, inspect) => {
       const k = userKeys('trim', 'u');
-      // rules.ts for one conversation: interval max(3, 2) = 3.
+      // rules.ts for one conversation: interval max(3, 1) = 3.
       let sv = 0;
       let base = 0;
       for (let v = 1; v <= 40; v++) {
         await engine.applyUserOps([v === 1 ? join('u', 'c') : message('u', 'c', v)]);
         if (v - sv >= 3) sv = v;
-        base = Math.min(sv, Math.max(base, v - 3));
+        base = trimmedBase(base, v, sv, 3);
         const meta = await inspect.hmget(k.meta, 'v', 'b', 'sv');
         expect(meta.map(Number), `meta at v${v}`).toEqual([v, base, sv]);
         expect(await inspect.llen(k.stream), `entries at v${v}`).toBe(v - base);
@@ -375,11 +379,13 @@ describe('redis engine scripts', () => {
       const body = await readFile(new URL(SCRIPTS[name].file, dir), 'utf8');
       // No script body rotates the epoch itself; it asks the prelude (currentEpoch, userMeta).
       expect(body, name).not.toMatch(/'e',\s*\w+,\s*'r'/);
+      const spec = SCRIPTS[name] as { flags?: string };
+      const shebang = spec.flags ? `#!lua flags=${spec.flags}\n` : '';
       if (userScripts.includes(name)) {
-        expect(sources[name], name).toBe(prelude + body);
+        expect(sources[name], name).toBe(shebang + prelude + body);
         expect(body, name).toMatch(/(userMeta|currentEpoch)\((keys\.meta|KEYS\[1\]), /);
       } else {
-        expect(sources[name], name).toBe(body);
+        expect(sources[name], name).toBe(shebang + body);
       }
     }
   });

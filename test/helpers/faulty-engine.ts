@@ -4,8 +4,9 @@ import type { Engine } from '../../server/engine/engine.js';
 /**
  * A real engine with a switch, for replies that need a failing store: `fail` makes every call
  * throw an unexpected error (500 internal), `down` makes it answer as an unreachable store does
- * (503 unavailable, `ready()` false). `holdClose()` keeps `close()` pending until released, so a
- * server stays in its shutdown (refusing new requests) for as long as a test needs.
+ * (503 unavailable, `ready()` false); its `admin()` view (the operator's endpoints) fails alike.
+ * `holdClose()` keeps `close()` pending until released, so a server stays in its shutdown
+ * (refusing new requests) for as long as a test needs.
  */
 export type EngineFault = 'none' | 'fail' | 'down';
 
@@ -20,10 +21,20 @@ export function faultyEngine(inner: Engine): FaultyEngine {
   let hold: Promise<void> | undefined;
   const control: FaultyEngine = {
     fault: 'none',
-    engine: new Proxy(inner, {
-      get(target, prop, receiver) {
-        const value: unknown = Reflect.get(target, prop, receiver);
+    engine: switched(inner),
+    holdClose() {
+      let release = (): void => undefined;
+      hold = new Promise((resolve) => (release = resolve));
+      return release;
+    },
+  };
+  /** Every method of `target` behind the switch; `admin()` (the operator's view) returns its store behind the same switch. */
+  function switched<T extends object>(target: T): T {
+    return new Proxy(target, {
+      get(obj, prop, receiver) {
+        const value: unknown = Reflect.get(obj, prop, receiver);
         if (typeof value !== 'function') return value;
+        if (prop === 'admin') return () => switched((value as () => object).apply(obj));
         return async (...args: unknown[]) => {
           if (prop === 'close') {
             await hold;
@@ -33,15 +44,10 @@ export function faultyEngine(inner: Engine): FaultyEngine {
             if (prop === 'ready') return false;
             throw new RedpointError('unavailable', 'injected: store unreachable');
           }
-          return (value as (...a: unknown[]) => unknown).apply(target, args);
+          return (value as (...a: unknown[]) => unknown).apply(obj, args);
         };
       },
-    }),
-    holdClose() {
-      let release = (): void => undefined;
-      hold = new Promise((resolve) => (release = resolve));
-      return release;
-    },
-  };
+    });
+  }
   return control;
 }

@@ -47,6 +47,8 @@ export interface TestServerOptions {
 }
 
 export const TEST_API_KEY = 'test-api-key-0123456789abcdef';
+/** The store timeout of the test servers (STORE_TIMEOUT_MS is 2 s by default). */
+export const TEST_STORE_TIMEOUT_MS = 15_000;
 export const TEST_JWT_SECRET = 'test-jwt-secret-0123456789abcdef-0123456789';
 
 export type AuthMode = 'api' | 'none' | { bearer: string } | { user: string };
@@ -119,11 +121,16 @@ export const silentLogger = pino({ level: 'silent' });
 
 let prefixCounter = 0;
 
-/** A test server's config: the test credentials, loopback, port 0, small snapshot and trim settings, no logs. */
+/**
+ * A test server's config: the test credentials, loopback, port 0, small snapshot and trim
+ * settings, no logs, and a store timeout long enough that a loaded machine never turns a slow
+ * healthy call into outcome_unknown (unless a test is about store timeouts).
+ */
 export function testConfig(overrides: Partial<Config> = {}): Config {
   return {
     port: 0,
     host: '127.0.0.1',
+    storeTimeoutMs: TEST_STORE_TIMEOUT_MS,
     redisUrl: undefined,
     apiKey: TEST_API_KEY,
     jwtSecret: TEST_JWT_SECRET,
@@ -145,7 +152,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     ...(options.ws ? { ws: options.ws } : {}),
     ...options.config,
   });
-  const engineOptions = { snapshotEvery: config.snapshotEvery, streamMaxLen: config.streamMaxLen };
+  const engineOptions = { snapshotEvery: config.snapshotEvery, streamMaxLen: config.streamMaxLen, storeTimeoutMs: config.storeTimeoutMs ?? TEST_STORE_TIMEOUT_MS };
 
   let redis: RedisServer | undefined;
   let ownsRedis = false;

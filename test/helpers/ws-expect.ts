@@ -33,7 +33,7 @@ export function comparable(s: UnreadSummary): object {
 }
 
 /** The client's state and totals equal the server's (GET /v1/users/:uid/unread), now. */
-export async function expectMatchesServer(client: WsClient, server: TestServer, label = ''): Promise<UnreadSummary> {
+export async function expectMatchesServer(client: WsClient, server: Pick<TestServer, 'unread'>, label = ''): Promise<UnreadSummary> {
   const uid = client.uid;
   const got = await server.unread(uid);
   expect(client.violations, `${label} protocol violations seen by ${uid}`).toEqual([]);
@@ -45,7 +45,7 @@ export async function expectMatchesServer(client: WsClient, server: TestServer, 
  * Waits until the client shows what the server has, by events only: each time a frame arrives the
  * comparison is redone. Fails after `timeoutMs` with the last difference.
  */
-export async function waitMatchesServer(client: WsClient, server: TestServer, timeoutMs = 5000, label = ''): Promise<UnreadSummary> {
+export async function waitMatchesServer(client: WsClient, server: Pick<TestServer, 'unread'>, timeoutMs = 5000, label = ''): Promise<UnreadSummary> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     // Marked before the fetch: a frame arriving during it sends us round again at once.

@@ -1,6 +1,9 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EngineKind } from '../../server/engine/engine.js';
+import { LocalToolbox } from '../../server/admin/toolbox.js';
+import { adminOf } from '../../server/engine/admin.js';
+import { walk } from '../admin/toolbox-suite.js';
 import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
 import { startTestServer, type TestServer, type TestServerOptions } from '../helpers/test-server.js';
 import { scenarioArb, type Scenario } from './actions.js';
@@ -192,5 +195,15 @@ for (const kind of ENGINES) {
       },
       Math.max(120_000, NUM_RUNS * 500),
     );
+
+    it('reconcile finds nothing on the stores the scenarios left (tombstones, pending records, mode switches)', async () => {
+      for (const server of servers) {
+        const config = server.config;
+        const toolbox = new LocalToolbox(server.engine, adminOf(server.engine), { ...config, largeGroupThreshold: config.largeGroupThreshold });
+        const report = await walk(toolbox, false);
+        expect(report.users).toBeGreaterThan(0);
+        expect(report.findings).toEqual([]);
+      }
+    });
   });
 }

@@ -4,6 +4,7 @@ import type { MessageEvent, UnreadSummary } from '../../protocol/types.js';
 import { Authenticator } from '../../server/auth/tokens.js';
 import { spawnServer, type ChildServer } from '../../bench/lib/child-server.js';
 import { HttpTarget } from '../../bench/lib/http.js';
+import { isEqual } from '../helpers/equal.js';
 import { freePort } from '../helpers/processes.js';
 import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
 import { Model, type ModelSummary } from './model.js';
@@ -123,7 +124,9 @@ describe('two real server processes on one Redis: racing requests stay lineariza
           for (const step of steps) {
             if (step.kind === 'one') {
               const status = await send(step.via, step.request);
-              expect(status, JSON.stringify(step)).toBe(applyModel(model, step.request));
+              const expected = applyModel(model, step.request);
+              if (status !== expected) console.error(`[race] server ${step.via} answered ${status}; its last output:\n${(servers[step.via] as ChildServer).output()}`);
+              expect(status, JSON.stringify(step)).toBe(expected);
               continue;
             }
             races++;
@@ -190,14 +193,6 @@ function sameStatuses(expected: number[], got: number[]): boolean {
   return expected.length === got.length && expected.every((s, i) => s === got[i]);
 }
 
-function isEqual(a: unknown, b: unknown): boolean {
-  try {
-    expect(a).toEqual(b);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 async function delayThen<T>(ms: number, f: () => Promise<T>): Promise<T> {
   if (ms > 0) await new Promise((r) => setTimeout(r, ms));

@@ -5,7 +5,7 @@ import { LIMITS } from '../../protocol/limits.js';
 import { startServer, type RunningServer } from '../../server/app.js';
 import { Authenticator } from '../../server/auth/tokens.js';
 import { DEV_API_KEY, DEV_JWT_SECRET, type Config } from '../../server/config.js';
-import { MemoryEngine } from '../../server/engine/memory/memory-engine.js';
+import { MemoryEngine, type MemoryUser } from '../../server/engine/memory/memory-engine.js';
 import { faultyEngine, type EngineFault, type FaultyEngine } from '../helpers/faulty-engine.js';
 import { silentLogger, TEST_API_KEY, testConfig } from '../helpers/test-server.js';
 import { Contract, send, type RawReply, type RequestSpec } from './contract.js';
@@ -22,14 +22,18 @@ interface Server {
   running: RunningServer;
   faulty: FaultyEngine;
   auth: Authenticator;
+  /** The store behind the switch, for breaking it behind the server's back (what reconcile finds). */
+  memory: MemoryEngine;
 }
 
-const BASE = testConfig({ largeGroupThreshold: 2 });
+/** MAX_SEQ_JUMP on, so that the seq guard's 422 is a real reply too. */
+const BASE = testConfig({ largeGroupThreshold: 2, maxSeqJump: 1000 });
 
 async function start(config: Config): Promise<Server> {
-  const faulty = faultyEngine(new MemoryEngine({ snapshotEvery: config.snapshotEvery, streamMaxLen: config.streamMaxLen }));
+  const memory = new MemoryEngine({ snapshotEvery: config.snapshotEvery, streamMaxLen: config.streamMaxLen });
+  const faulty = faultyEngine(memory);
   const running = await startServer(config, silentLogger, faulty.engine);
-  return { running, faulty, auth: Authenticator.fromConfig(config) };
+  return { running, faulty, auth: Authenticator.fromConfig(config), memory };
 }
 
 let prod: Server;
@@ -48,7 +52,18 @@ beforeAll(async () => {
   const setup = async (spec: RequestSpec) => expect((await send(prod.running.port, spec)).status).toBe(200);
   await setup(req('PUT', '/v1/conversations/team/members', { body: { add: ['alice', 'bob'], category: 'group' } }));
   await setup(req('PUT', '/v1/conversations/big/members', { body: { add: ['alice', 'bob', 'carol'] } })); // read-diffused: heads
-  await setup(req('POST', '/v1/messages', { body: { messages: [{ conv: 'team', seq: 1, sender: 'bob', mentions: ['alice'] }, { conv: 'big', seq: 1, sender: 'bob' }] } }));
+  await setup(req('PUT', '/v1/conversations/side/members', { body: { add: ['carol', 'dave'] } })); // the operator's heads
+  await setup(
+    req('POST', '/v1/messages', {
+      body: {
+        messages: [
+          { conv: 'team', seq: 1, sender: 'bob', mentions: ['alice'] },
+          { conv: 'big', seq: 1, sender: 'bob' },
+          { conv: 'side', seq: 1, sender: 'carol' },
+        ],
+      },
+    }),
+  );
 });
 
 afterAll(async () => {
@@ -86,6 +101,10 @@ interface Case {
   code?: string;
   fault?: EngineFault;
   on?: 'dev';
+  /** Runs before each request (JSON and MessagePack alike), e.g. to re-create what the request removes. */
+  setup?: () => Promise<void>;
+  /** More to check on the reply's body than the document says (that a part worth validating is there). */
+  verify?: (body: unknown) => void;
 }
 
 const TOO_BIG = JSON.stringify({ conv: 'team', seq: 1, sender: 'bob', pad: 'p'.repeat(LIMITS.maxBodyBytes) });
@@ -119,6 +138,30 @@ function userAuthErrors(op: string, method: string, path: (uid: string) => strin
   ];
 }
 
+/** The credential errors of an operator endpoint (API key only). */
+function operatorAuthErrors(op: string, method: string, path: string, body?: unknown): Case[] {
+  return [
+    { op, status: 401, name: 'no credentials', request: () => req(method, path, { auth: 'none', body }), code: 'unauthorized' },
+    { op, status: 401, name: 'a user token instead of the API key', request: () => req(method, path, { auth: 'alice', body }), code: 'unauthorized' },
+  ];
+}
+
+/** A request that must succeed, as a case's setup. */
+function ok(spec: RequestSpec): () => Promise<void> {
+  return async () => expect((await send(prod.running.port, spec)).status).toBe(200);
+}
+
+/** Breaks bob's stored totals behind the engine's back: a finding for inspect and reconcile. */
+async function breakBobsTotals(): Promise<void> {
+  const bob = (prod.memory as unknown as { users: Map<string, MemoryUser> }).users.get('bob');
+  if (!bob) throw new Error('no bob in the store');
+  bob.totals.total += 42;
+}
+
+function withFindings(body: unknown): void {
+  expect((body as { findings: unknown[] }).findings.length).toBeGreaterThan(0);
+}
+
 const read = (uid: string) => `/v1/users/${uid}/read`;
 const settings = (uid: string) => `/v1/users/${uid}/conversations/team`;
 const unread = (uid: string) => `/v1/users/${uid}/unread`;
@@ -134,6 +177,7 @@ const CASES: Case[] = [
   ...bodyErrors('postMessages', 'POST', '/v1/messages'),
   { op: 'postMessages', status: 401, name: 'a user token instead of the API key', request: () => req('POST', '/v1/messages', { auth: 'alice', body: { conv: 'team', seq: 4, sender: 'bob' } }), code: 'unauthorized' },
   { op: 'postMessages', status: 404, name: 'an unknown conversation', request: () => req('POST', '/v1/messages', { body: { conv: 'nowhere', seq: 1, sender: 'bob' } }), code: 'unknown_conversation' },
+  { op: 'postMessages', status: 422, name: 'a seq far above the head (MAX_SEQ_JUMP)', request: () => req('POST', '/v1/messages', { body: { conv: 'team', seq: 1_700_000_000, sender: 'bob' } }), code: 'seq_jump' },
   ...storeFailures('postMessages', () => req('POST', '/v1/messages', { body: { conv: 'team', seq: 4, sender: 'bob' } })),
 
   { op: 'changeMembers', status: 200, name: 'add a member', request: () => req('PUT', '/v1/conversations/team/members', { body: { add: ['dave'] } }) },
@@ -171,6 +215,112 @@ const CASES: Case[] = [
   { op: 'sync', status: 401, name: 'the API key (no user)', request: () => req('GET', '/v1/sync'), code: 'unauthorized' },
   { op: 'sync', status: 401, name: 'an expired token', request: () => req('GET', '/v1/sync', { auth: 'expired' }), code: 'token_expired' },
   ...storeFailures('sync', () => req('GET', '/v1/sync', { auth: 'alice' })),
+
+  { op: 'reassertHead', status: 200, name: 'raise a head', request: () => req('PUT', '/v1/conversations/side/head', { body: { maxSeq: 3 } }) },
+  ...bodyErrors('reassertHead', 'PUT', '/v1/conversations/side/head'),
+  { op: 'reassertHead', status: 400, name: 'a malformed :conv', request: () => req('PUT', `/v1/conversations/${BAD_ID}/head`, { body: { maxSeq: 3 } }), code: 'invalid_request' },
+  ...operatorAuthErrors('reassertHead', 'PUT', '/v1/conversations/side/head', { maxSeq: 3 }),
+  { op: 'reassertHead', status: 404, name: 'an unknown conversation', request: () => req('PUT', '/v1/conversations/nowhere/head', { body: { maxSeq: 3 } }), code: 'unknown_conversation' },
+  { op: 'reassertHead', status: 422, name: 'a head far above the current one', request: () => req('PUT', '/v1/conversations/side/head', { body: { maxSeq: 5000 } }), code: 'seq_jump' },
+  ...storeFailures('reassertHead', () => req('PUT', '/v1/conversations/side/head', { body: { maxSeq: 3 } })),
+
+  { op: 'reassertHeads', status: 200, name: 'a known and an unknown conversation', request: () => req('PUT', '/v1/heads', { body: { heads: [{ conv: 'side', maxSeq: 3 }, { conv: 'nowhere', maxSeq: 1 }] } }) },
+  ...bodyErrors('reassertHeads', 'PUT', '/v1/heads'),
+  ...operatorAuthErrors('reassertHeads', 'PUT', '/v1/heads', { heads: [{ conv: 'side', maxSeq: 3 }] }),
+  { op: 'reassertHeads', status: 422, name: 'one head far above the current one', request: () => req('PUT', '/v1/heads', { body: { heads: [{ conv: 'side', maxSeq: 3 }, { conv: 'side', maxSeq: 9000 }] } }), code: 'seq_jump' },
+  ...storeFailures('reassertHeads', () => req('PUT', '/v1/heads', { body: { heads: [{ conv: 'side', maxSeq: 3 }] } })),
+
+  {
+    op: 'eraseUser',
+    status: 200,
+    name: 'a member of a conversation',
+    setup: ok(req('PUT', '/v1/conversations/side/members', { body: { add: ['erin'] } })),
+    request: () => req('DELETE', '/v1/users/erin'),
+    verify: (body) => expect(body).toEqual({ uid: 'erin', conversations: ['side'], foundByScan: [] }),
+  },
+  { op: 'eraseUser', status: 200, name: 'with a scan of every conversation', setup: ok(req('PUT', '/v1/conversations/side/members', { body: { add: ['erin'] } })), request: () => req('DELETE', '/v1/users/erin?scan=1') },
+  { op: 'eraseUser', status: 400, name: 'a malformed :uid', request: () => req('DELETE', `/v1/users/${BAD_ID}`), code: 'invalid_request' },
+  { op: 'eraseUser', status: 400, name: 'a scan that is not 0 or 1', request: () => req('DELETE', '/v1/users/erin?scan=yes'), code: 'invalid_request' },
+  ...operatorAuthErrors('eraseUser', 'DELETE', '/v1/users/alice'),
+  ...storeFailures('eraseUser', () => req('DELETE', '/v1/users/erin')),
+
+  {
+    op: 'deleteConversationForAll',
+    status: 200,
+    name: 'a conversation with members',
+    setup: ok(req('PUT', '/v1/conversations/doomed/members', { body: { add: ['carol', 'dave'] } })),
+    request: () => req('DELETE', '/v1/conversations/doomed'),
+  },
+  { op: 'deleteConversationForAll', status: 400, name: 'a malformed :conv', request: () => req('DELETE', `/v1/conversations/${BAD_ID}`), code: 'invalid_request' },
+  ...operatorAuthErrors('deleteConversationForAll', 'DELETE', '/v1/conversations/team'),
+  { op: 'deleteConversationForAll', status: 404, name: 'nothing to delete', request: () => req('DELETE', '/v1/conversations/nowhere'), code: 'unknown_conversation' },
+  ...storeFailures('deleteConversationForAll', () => req('DELETE', '/v1/conversations/team')),
+
+  { op: 'inspectUser', status: 200, name: 'a user in a small and a large group', request: () => req('GET', '/v1/admin/users/alice') },
+  { op: 'inspectUser', status: 200, name: 'a user never seen', request: () => req('GET', '/v1/admin/users/zoe') },
+  { op: 'inspectUser', status: 200, name: 'a user whose stored totals are off', setup: breakBobsTotals, request: () => req('GET', '/v1/admin/users/bob'), verify: withFindings },
+  { op: 'inspectUser', status: 400, name: 'a malformed :uid', request: () => req('GET', `/v1/admin/users/${BAD_ID}`), code: 'invalid_request' },
+  ...operatorAuthErrors('inspectUser', 'GET', '/v1/admin/users/alice'),
+  ...storeFailures('inspectUser', () => req('GET', '/v1/admin/users/alice')),
+
+  { op: 'reconcile', status: 200, name: 'a walk page', request: () => req('POST', '/v1/admin/reconcile', { body: { cursor: '', count: 2, repair: false, graceMs: 0 } }) },
+  {
+    op: 'reconcile',
+    status: 200,
+    name: 'a user whose stored totals are off, repaired',
+    setup: breakBobsTotals,
+    request: () => req('POST', '/v1/admin/reconcile', { body: { users: ['bob'], repair: true, graceMs: 0 } }),
+    verify: (body) => {
+      withFindings(body);
+      expect((body as { unrepaired: unknown[] }).unrepaired).toEqual([]);
+    },
+  },
+  ...bodyErrors('reconcile', 'POST', '/v1/admin/reconcile'),
+  ...operatorAuthErrors('reconcile', 'POST', '/v1/admin/reconcile', { repair: false, graceMs: 0 }),
+  ...storeFailures('reconcile', () => req('POST', '/v1/admin/reconcile', { body: { conversations: ['team'], repair: false, graceMs: 0 } })),
+
+  { op: 'countIds', status: 200, name: 'users', request: () => req('GET', '/v1/admin/count?kind=users') },
+  { op: 'countIds', status: 200, name: 'conversations', request: () => req('GET', '/v1/admin/count?kind=conversations') },
+  { op: 'countIds', status: 400, name: 'no kind', request: () => req('GET', '/v1/admin/count'), code: 'invalid_request' },
+  ...operatorAuthErrors('countIds', 'GET', '/v1/admin/count?kind=users'),
+  ...storeFailures('countIds', () => req('GET', '/v1/admin/count?kind=users')),
+
+  { op: 'userTraces', status: 200, name: 'a member', request: () => req('GET', '/v1/admin/users/alice/traces') },
+  { op: 'userTraces', status: 400, name: 'a malformed :uid', request: () => req('GET', `/v1/admin/users/${BAD_ID}/traces`), code: 'invalid_request' },
+  ...operatorAuthErrors('userTraces', 'GET', '/v1/admin/users/alice/traces'),
+  ...storeFailures('userTraces', () => req('GET', '/v1/admin/users/alice/traces')),
+
+  { op: 'inspectConversation', status: 200, name: 'a read-diffused conversation', request: () => req('GET', '/v1/admin/conversations/big') },
+  { op: 'inspectConversation', status: 400, name: 'a malformed :conv', request: () => req('GET', `/v1/admin/conversations/${BAD_ID}`), code: 'invalid_request' },
+  ...operatorAuthErrors('inspectConversation', 'GET', '/v1/admin/conversations/big'),
+  { op: 'inspectConversation', status: 404, name: 'an unknown conversation', request: () => req('GET', '/v1/admin/conversations/nowhere'), code: 'unknown_conversation' },
+  ...storeFailures('inspectConversation', () => req('GET', '/v1/admin/conversations/big')),
+
+  { op: 'getHeads', status: 200, name: 'known and unknown conversations', request: () => req('POST', '/v1/admin/heads', { body: { convs: ['team', 'big', 'nowhere'] } }) },
+  ...bodyErrors('getHeads', 'POST', '/v1/admin/heads'),
+  ...operatorAuthErrors('getHeads', 'POST', '/v1/admin/heads', { convs: ['team'] }),
+  ...storeFailures('getHeads', () => req('POST', '/v1/admin/heads', { body: { convs: ['team'] } })),
+
+  {
+    op: 'importBatch',
+    status: 200,
+    name: 'a conversation, its user lines, and a line of an unknown conversation',
+    request: () =>
+      req('POST', '/v1/admin/import', {
+        body: {
+          conversations: [{ conv: 'imported', members: ['fay', 'gus'], category: 'group', maxSeq: 5 }],
+          users: [
+            { uid: 'fay', conv: 'imported', readSeq: 2, muted: true },
+            { uid: 'hal', conv: 'nowhere', readSeq: 1 },
+          ],
+        },
+      }),
+    verify: (body) => expect(body).toEqual({ conversations: 1, pairs: 2, unknown: [{ uid: 'hal', conv: 'nowhere' }] }),
+  },
+  { op: 'importBatch', status: 200, name: 'a dry run', request: () => req('POST', '/v1/admin/import', { body: { conversations: [], users: [{ uid: 'alice', conv: 'team', readSeq: 1 }], dryRun: true } }) },
+  ...bodyErrors('importBatch', 'POST', '/v1/admin/import'),
+  ...operatorAuthErrors('importBatch', 'POST', '/v1/admin/import', { conversations: [], users: [] }),
+  ...storeFailures('importBatch', () => req('POST', '/v1/admin/import', { body: { conversations: [], users: [{ uid: 'alice', conv: 'team', readSeq: 1 }] } })),
 
   { op: 'healthz', status: 200, name: 'alive', request: () => req('GET', '/healthz', { auth: 'none' }) },
   { op: 'readyz', status: 200, name: 'ready', request: () => req('GET', '/readyz', { auth: 'none' }) },
@@ -217,6 +367,7 @@ function serverOf(c: Case): Server {
 
 async function checked(c: Case, accept: string): Promise<unknown> {
   const server = serverOf(c);
+  await c.setup?.();
   const spec = c.request();
   server.faulty.fault = c.fault ?? 'none';
   let reply: RawReply;
@@ -228,6 +379,7 @@ async function checked(c: Case, accept: string): Promise<unknown> {
   expect(reply.status, `${c.op}: ${c.name} (${accept}) → ${reply.body.toString('utf8', 0, 200)}`).toBe(c.status);
   const body = contract.check(c.op, reply);
   if (c.code) expect((body as { error: { code: string } }).error.code).toBe(c.code);
+  c.verify?.(body);
   return body;
 }
 

@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll } from 'vitest';
 import WebSocket from 'ws';
-import { RedpointClient, type ClientOptions } from '../../client-demo/sdk/index.js';
+import { RedpointClient, type ClientOptions } from '../../client-demo/sdk/src/index.js';
 import { startTestServer, type TestServer, type TestServerOptions } from '../helpers/test-server.js';
 import { newTap, tapped, type Tap } from './tap.js';
 import { synced, until } from './wait.js';

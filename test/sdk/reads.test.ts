@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { AckFrame, ReadFrame, ServerFrame } from '../../protocol/frames.js';
-import type { RedpointClient } from '../../client-demo/sdk/index.js';
+import type { RedpointClient } from '../../client-demo/sdk/src/index.js';
 import { sdkSuite } from './harness.js';
 import { newTap, type Tap } from './tap.js';
 import { convergedTo, unreadOf, until } from './wait.js';

@@ -2,8 +2,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Backoff, MemoryCache, RedpointClient, type ClientOptions, type StatusEvent, type Timers } from '../../client-demo/sdk/index.js';
-import { FileCache } from '../../client-demo/sdk/cache/file.js';
+import { Backoff, MemoryCache, RedpointClient, type ClientOptions, type StatusEvent } from '../../client-demo/sdk/src/index.js';
+import { FileCache } from '../../client-demo/sdk/src/file.js';
+import { recordingTimers } from './recording-timers.js';
 import { sdkSuite, startHarness } from './harness.js';
 import { newTap, tapped } from './tap.js';
 import { convergedTo, synced, unreadOf, until } from './wait.js';
@@ -22,19 +23,6 @@ afterAll(async () => {
 /** A client that retries fast. */
 function client(uid: string, extra: Partial<ClientOptions> = {}): RedpointClient {
   return suite.client(uid, { backoff: { baseMs: 20, maxMs: 100 }, ...extra });
-}
-
-/** Real timers that remember every delay asked for. */
-function recordingTimers(): Timers & { delays: number[] } {
-  const delays: number[] = [];
-  return {
-    delays,
-    setTimeout: (fn, ms) => {
-      delays.push(ms);
-      return setTimeout(fn, ms);
-    },
-    clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
-  };
 }
 
 async function dm(name: string, unread: number): Promise<void> {
@@ -59,7 +47,7 @@ describe('backoff', () => {
     const c = client('k1-me', { timers, random: () => 0.5, backoff: { baseMs: 62, maxMs: 500 } });
     await c.start();
     await until(c, synced, 'synced');
-    const reconnectDelays = () => timers.delays.filter((ms) => ms !== 10_000);
+    const reconnectDelays = () => timers.delays.filter((ms) => ms !== 15_000);
     timers.delays.length = 0;
     await h.down();
     await until(c, () => reconnectDelays().length >= 5, 'five reconnect attempts', 5000);
@@ -102,7 +90,7 @@ describe('close codes', () => {
     const closed = await until(c, (s) => s.connection === 'closed', 'closed');
     expect(closed.status).toBe('NO_DATA');
     expect(calls).toBe(1);
-    expect(timers.delays.filter((ms) => ms !== 10_000)).toEqual([]);
+    expect(timers.delays.filter((ms) => ms !== 15_000)).toEqual([]);
   });
 });
 

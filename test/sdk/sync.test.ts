@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { MemoryCache, type RedpointClient, type RedpointState } from '../../client-demo/sdk/index.js';
+import { MemoryCache, type RedpointClient, type RedpointState } from '../../client-demo/sdk/src/index.js';
+import { msgpack } from '../../client-demo/sdk/src/msgpack.js';
 import { sdkSuite } from './harness.js';
 import { newTap, tapped } from './tap.js';
 import { convergedTo, synced, unreadOf, until } from './wait.js';
@@ -33,7 +34,7 @@ describe('sync', () => {
   it('follows pushes live: messages, mute, mark unread, delete, for two devices of one user', async () => {
     await h.members('s2-dm', { add: ['s2-alice', 's2-bob'], category: 'private' });
     const a = client('s2-alice', { device: 'A' });
-    const b = client('s2-alice', { device: 'B', binary: true });
+    const b = client('s2-alice', { device: 'B', codec: msgpack });
     await Promise.all([a.start(), b.start()]);
     await Promise.all([until(a, synced, 'A synced'), until(b, synced, 'B synced')]);
     await h.post({ conv: 's2-dm', seq: 1, sender: 's2-bob', mentions: ['s2-alice'] });

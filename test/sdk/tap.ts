@@ -1,6 +1,7 @@
 import WebSocket from 'ws';
 import type { ClientFrame, ServerFrame } from '../../protocol/frames.js';
-import { decodeFrame, type WebSocketConstructor, type WebSocketLike } from '../../client-demo/sdk/socket.js';
+import { msgpack } from '../../client-demo/sdk/src/msgpack.js';
+import type { WebSocketConstructor, WebSocketLike } from '../../client-demo/sdk/src/transport.js';
 import { packr } from '../../protocol/codec.js';
 
 /**
@@ -40,7 +41,7 @@ export function tapped(tap: Tap): WebSocketConstructor {
       this.inner.onerror = (e) => this.onerror?.(e);
       this.inner.onclose = (e) => this.onclose?.({ code: e.code, reason: e.reason });
       this.inner.onmessage = (e) => {
-        const frame = decodeFrame(e.data);
+        const frame = msgpack.decode(e.data) as ServerFrame | null;
         if (!frame) return;
         tap.received.push({ frame, at: performance.now() });
         const deliver = (f: ServerFrame = frame): void => {

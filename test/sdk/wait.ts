@@ -1,5 +1,5 @@
 import type { UnreadSummary } from '../../protocol/types.js';
-import type { RedpointClient, RedpointState } from '../../client-demo/sdk/index.js';
+import type { RedpointClient, RedpointState } from '../../client-demo/sdk/src/index.js';
 import type { TestServer } from '../helpers/test-server.js';
 
 /** Resolves with the first state that satisfies `predicate` (now or after a change); rejects on timeout. */
@@ -30,29 +30,38 @@ export function unreadOf(state: RedpointState, conv: string): number | undefined
  * asked again after each change of the client (it may still be applying what the client sent);
  * between changes there is nothing new to compare, so it waits for the next one, not a timer.
  */
-export async function convergedTo(h: TestServer, client: RedpointClient, uid: string, timeoutMs = 5000): Promise<RedpointState> {
+export function convergedTo(h: TestServer, client: RedpointClient, uid: string, timeoutMs = 5000): Promise<RedpointState> {
+  return convergedWith(client, async () => truth(await h.unread(uid)), uid, timeoutMs);
+}
+
+/** `convergedTo` with the expected picture from `expected()` (asked again after each change). */
+export async function convergedWith(client: RedpointClient, expected: () => Promise<Shown>, what: string, timeoutMs = 5000): Promise<RedpointState> {
   const deadline = Date.now() + timeoutMs;
   const left = (): number => Math.max(1, deadline - Date.now());
   let changes = 0;
   const off = client.on('change', () => changes++);
   try {
     for (;;) {
-      const state = await until(client, synced, `${uid} synced`, left());
+      await until(client, synced, `${what} synced`, left());
       // Counted before the fetch: a change while it is in flight sends us round again at once.
       const seen = changes;
-      const expected = JSON.stringify(truth(await h.unread(uid)));
-      const last = JSON.stringify(shown(client.state));
-      if (synced(client.state) && last === expected) return state;
-      if (Date.now() > deadline) throw new Error(`${uid} did not converge:\n client ${last}\n server ${expected}`);
-      await until(client, () => changes > seen, `a change of ${uid}`, left()).catch(() => undefined);
+      const wanted = JSON.stringify(await expected());
+      // The state now, not the one before the fetch: that is what was compared.
+      const state = client.state;
+      const last = JSON.stringify(shown(state));
+      if (synced(state) && last === wanted) return state;
+      if (Date.now() > deadline) throw new Error(`${what} did not converge:\n client ${last}\n wanted ${wanted}`);
+      await until(client, () => changes > seen, `a change of ${what}`, left()).catch(() => undefined);
     }
   } finally {
     off();
   }
 }
 
+type Shown = Pick<UnreadSummary, 'total' | 'mentions' | 'categories' | 'conversations'>;
+
 /** What the client shows, in the shape of the server's unread summary, to compare the two. */
-export function shown(state: RedpointState): Pick<UnreadSummary, 'total' | 'mentions' | 'categories' | 'conversations'> {
+export function shown(state: RedpointState): Shown {
   if (!state.totals) throw new Error(`no totals yet (status ${state.status})`);
   return {
     total: state.totals.total,
@@ -62,7 +71,7 @@ export function shown(state: RedpointState): Pick<UnreadSummary, 'total' | 'ment
   };
 }
 
-export function truth(summary: UnreadSummary): ReturnType<typeof shown> {
+export function truth(summary: UnreadSummary): Shown {
   return { total: summary.total, mentions: summary.mentions, categories: sortedKeys(summary.categories), conversations: summary.conversations };
 }
 

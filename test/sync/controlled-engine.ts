@@ -7,7 +7,7 @@ export const STORE_CALLS = [
   'finishRewrite',
   'getConversation',
   'missingConversations',
-  'recordMessage',
+  'recordMessages',
   'heads',
   'applyUserOps',
   'pull',
@@ -22,7 +22,8 @@ export type Phase = 'before' | 'after';
 
 export interface CallPoint {
   index: number;
-  method: StoreCall;
+  /** A StoreCall, or a method of another controlled view (the toolbox's EngineAdmin). */
+  method: string;
   phase: Phase;
 }
 
@@ -45,43 +46,79 @@ export class InjectedFault extends Error {
   }
 }
 
+/** Call numbering and the record of points reached, shared by every view made with it. */
+export interface Controller {
+  control: (point: CallPoint) => Control;
+  calls: CallPoint[];
+  next: number;
+}
+
 /**
  * A view of `engine` whose store calls go through `control` at each await point, numbered in
  * call order: the caller's interleavings and partial failures, made systematic. Anything that is
  * not a store call (kind, notifications) is the engine's own.
  */
 export function controlledEngine(engine: Engine, control: (point: CallPoint) => Control): { engine: Engine; calls: CallPoint[] } {
-  const calls: CallPoint[] = [];
-  let next = 0;
-  const calling = new Set<string>(STORE_CALLS);
+  const controller: Controller = { control, calls: [], next: 0 };
+  return { engine: controlledView(engine, STORE_CALLS, controller), calls: controller.calls };
+}
+
+/** `target` with the methods named in `methods` going through the controller (numbered with every other view of it). */
+export function controlledView<T extends object>(target: T, methods: readonly string[], controller: Controller): T {
+  const calling = new Set<string>(methods);
   const obey = async (point: CallPoint, c: Control): Promise<void> => {
-    calls.push(point);
+    controller.calls.push(point);
     if (c.kind === 'hold') await c.release;
     if (c.kind === 'fail') throw new InjectedFault(point);
   };
-  const proxy = new Proxy(engine, {
-    get(target, prop, receiver) {
-      const value: unknown = Reflect.get(target, prop, receiver);
+  return new Proxy(target, {
+    get(t, prop, receiver) {
+      const value: unknown = Reflect.get(t, prop, receiver);
       if (typeof prop !== 'string' || !calling.has(prop) || typeof value !== 'function') return value;
-      const method = prop as StoreCall;
+      const method = prop;
       return async (...args: unknown[]): Promise<unknown> => {
-        const index = next++;
+        const index = controller.next++;
         const call = value as (...a: unknown[]) => Promise<unknown>;
         const before: CallPoint = { index, method, phase: 'before' };
-        await obey(before, control(before));
+        await obey(before, controller.control(before));
         const after: CallPoint = { index, method, phase: 'after' };
-        const then = control(after);
+        const then = controller.control(after);
         if (then.kind === 'fail-partway') {
-          calls.push(after);
+          controller.calls.push(after);
           const ops = args[0] as unknown[];
-          await call.apply(target, [ops.slice(0, then.applied), ...args.slice(1)]);
+          await call.apply(t, [ops.slice(0, then.applied), ...args.slice(1)]);
           throw new InjectedFault(after);
         }
-        const result = await call.apply(target, args);
+        const result = await call.apply(t, args);
         await obey(after, then);
         return result;
       };
     },
   });
-  return { engine: proxy, calls };
+}
+
+/**
+ * The faults tried at one store call: it fails before reaching the store, after it (applied, the
+ * reply lost), and, for applyUserOps, halfway. Each with the point it is injected at, and a
+ * control that injects it there once.
+ */
+export function faultsAt(p: CallPoint): { fault: Control; at: CallPoint; control: () => (q: CallPoint) => Control; injected: () => boolean }[] {
+  const list: [Control, CallPoint][] = [
+    [{ kind: 'fail' }, p],
+    [{ kind: 'fail' }, { ...p, phase: 'after' }],
+  ];
+  if (p.method === 'applyUserOps') list.push([{ kind: 'fail-partway', applied: 1 }, { ...p, phase: 'after' }]);
+  return list.map(([fault, at]) => {
+    let done = false;
+    return {
+      fault,
+      at,
+      injected: () => done,
+      control: () => (q) => {
+        if (done || q.index !== at.index || q.phase !== at.phase) return { kind: 'pass' };
+        done = true;
+        return fault;
+      },
+    };
+  });
 }

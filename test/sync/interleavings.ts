@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import type { MessageEvent, UnreadSummary } from '../../protocol/types.js';
+import type { ConvState, Cursor, MessageEvent, UnreadSummary } from '../../protocol/types.js';
 import { summarize } from '../../protocol/view.js';
-import type { ConvState } from '../../protocol/types.js';
 import type { Engine } from '../../server/engine/engine.js';
 import { SyncService } from '../../server/sync/sync-service.js';
+import { isEqual } from '../helpers/equal.js';
 import { Model, type ModelSummary } from '../http/model.js';
-import { controlledEngine, InjectedFault, type CallPoint, type Control } from './controlled-engine.js';
+import { controlledEngine, InjectedFault, type CallPoint, type Control, faultsAt } from './controlled-engine.js';
 
 /**
  * Two sync services (two server processes) on one store, made to interleave at every await
@@ -136,11 +136,11 @@ function model(s: Scenario, steps: Step[]): Model {
 }
 
 /** What a user shows, seen two ways: the unread summary, and a client that pulled from scratch. */
-async function shown(sync: SyncService, uid: string): Promise<{ summary: ModelSummary; pulled: ModelSummary }> {
+export async function shown(sync: SyncService, uid: string): Promise<{ summary: ModelSummary; pulled: ModelSummary }> {
   const { uid: _u, epoch: _e, version: _v, ...summary } = await sync.unread(uid);
   const held = new Map<string, ConvState>();
   let heads: Record<string, number> = {};
-  let since = null;
+  let since: Cursor | null = null;
   for (let page = 0; page < 100; page++) {
     const p = await sync.pull(uid, since, 3);
     if (p.snapshot) {
@@ -159,16 +159,7 @@ async function shown(sync: SyncService, uid: string): Promise<{ summary: ModelSu
   return { summary, pulled };
 }
 
-function isEqual(a: unknown, b: unknown): boolean {
-  try {
-    expect(a).toEqual(b);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-function deferred(): { promise: Promise<void>; resolve: () => void } {
+export function deferred(): { promise: Promise<void>; resolve: () => void } {
   let resolve!: () => void;
   const promise = new Promise<void>((r) => (resolve = r));
   return { promise, resolve };
@@ -249,19 +240,9 @@ export function interleavingSuite(name: string, fresh: () => Promise<{ engine: E
       it(`${s.name}: A fails at every store call (before, after, halfway); B runs; A's retry completes it`, async () => {
         const points = (await probe()).filter((p) => p.phase === 'before');
         for (const p of points) {
-          const faults: [Control, CallPoint][] = [
-            [{ kind: 'fail' }, p],
-            [{ kind: 'fail' }, { ...p, phase: 'after' }],
-          ];
-          if (p.method === 'applyUserOps') faults.push([{ kind: 'fail-partway', applied: 1 }, { ...p, phase: 'after' }]);
-          for (const [fault, at] of faults) {
-            let injected = false;
-            const { seen } = await runCase((q) => {
-              if (injected || q.index !== at.index || q.phase !== at.phase) return { kind: 'pass' };
-              injected = true;
-              return fault;
-            });
-            expect(injected, `fault ${fault.kind} at ${at.phase} ${at.method} #${at.index} was reached`).toBe(true);
+          for (const { fault, at, control, injected } of faultsAt(p)) {
+            const { seen } = await runCase(control());
+            expect(injected(), `fault ${fault.kind} at ${at.phase} ${at.method} #${at.index} was reached`).toBe(true);
             expectLinearizable(seen, `A failed (${fault.kind}) ${at.phase} ${at.method} #${at.index}, B ran, A retried`);
           }
         }

@@ -9,6 +9,7 @@ import {
   type MembersChange,
   type MembersStep,
   type MemberTag,
+  type MessageRecord,
   type RecordedMessage,
   type Roster,
   type StoredPull,
@@ -16,11 +17,13 @@ import {
   type UserOp,
   type UserOpResult,
 } from '../engine.js';
+import type { EngineAdmin } from '../admin.js';
 import { LocalNotifications } from './local-notifications.js';
+import { MemoryAdmin } from './memory-admin.js';
 import type { UserChange } from '../notifications.js';
 import { applyRule, contribution, needsReset, sameRecord, sameState, snapshotInterval, toConvState, trimmedBase, visibleState, type StoredConv } from '../rules.js';
 
-interface MemoryConversation {
+export interface MemoryConversation {
   maxSeq: number;
   large: boolean;
   category: string;
@@ -30,7 +33,7 @@ interface MemoryConversation {
   members: Map<string, { joinGen: number; joinHead: number }>;
 }
 
-interface MemoryUser {
+export interface MemoryUser {
   /** Chosen at the user's first visible change; until then the user is unseen (UNSEEN_EPOCH). */
   epoch: string | undefined;
   version: number;
@@ -56,7 +59,15 @@ export class MemoryEngine implements Engine {
   private readonly users = new Map<string, MemoryUser>();
   private closed = false;
 
+  private toolbox: MemoryAdmin | undefined;
+
   constructor(private readonly options: EngineOptions) {}
+
+  /** The operator's view of this store (server/engine/admin.ts): one per engine, sharing its state. */
+  admin(): EngineAdmin {
+    this.toolbox ??= new MemoryAdmin(this.conversations, this.users, this.notifications);
+    return this.toolbox;
+  }
 
   async changeMembers(conv: string, change: MembersChange): Promise<MembersStep> {
     let c = this.conversations.get(conv);
@@ -109,7 +120,11 @@ export class MemoryEngine implements Engine {
     return convs.filter((conv) => !this.conversations.has(conv));
   }
 
-  async recordMessage(conv: string, seq: number, candidates: readonly string[], at?: number): Promise<RecordedMessage | null> {
+  async recordMessages(items: readonly MessageRecord[], at?: number): Promise<(RecordedMessage | null)[]> {
+    return items.map((item) => this.recordMessage(item, at));
+  }
+
+  private recordMessage({ conv, seq, candidates }: MessageRecord, at: number | undefined): RecordedMessage | null {
     const c = this.conversations.get(conv);
     if (!c) return null;
     const raised = seq > c.maxSeq;
@@ -251,10 +266,10 @@ export class MemoryEngine implements Engine {
 }
 
 /** Same length as the Redis engine's epochs. */
-function newEpoch(): string {
+export function newEpoch(): string {
   return nanoid(12);
 }
 
-function info(conv: string, c: MemoryConversation): ConvInfo {
+export function info(conv: string, c: MemoryConversation): ConvInfo {
   return { conv, maxSeq: c.maxSeq, large: c.large, category: c.category, memberCount: c.members.size, gen: c.gen };
 }

@@ -12,12 +12,16 @@ import type { StoredConv } from '../rules.js';
  * - state (stream entry, snapshot line, notification line): `conv|<muted><marked><large>|lastSeq|readSeq|mentions|deletedSeq|category`;
  *   an entry for a conversation the user left is the bare `conv`
  * - snapshot: states joined by `\n`
+ * The default category is stored as '' (no category is empty).
  */
 
 /** A script reply as ioredis returns it from the string variant of a command. */
 export type Reply = string | number | null | Reply[];
 
 const bit = (s: string, i: number): boolean => s.charCodeAt(i) === 49; // '1'
+
+const DEFAULT_CATEGORY = 'default';
+const categoryOf = (text: string | undefined): string => (text === undefined || text === '' ? DEFAULT_CATEGORY : text);
 
 function int(text: string | undefined): number {
   const n = Number(text);
@@ -41,7 +45,7 @@ export function decodeRecord(conv: string, text: string): StoredConv {
     deletedSeq: int(p[3]),
     gen: int(p[4]),
     joinGen: int(p[5]),
-    category: p[6] ?? '',
+    category: categoryOf(p[6]),
     mentionSeqs: seqs === '' ? [] : seqs.split(',').map(int),
   };
 }
@@ -49,7 +53,7 @@ export function decodeRecord(conv: string, text: string): StoredConv {
 /** Inverse of decodeRecord (the tests write records by hand to corrupt a store). */
 export function encodeRecord(rec: StoredConv): string {
   const f = (b: boolean): string => (b ? '1' : '0');
-  return `${f(rec.member)}${f(rec.muted)}${f(rec.markedUnread)}${f(rec.large)}|${rec.lastSeq}|${rec.readSeq}|${rec.deletedSeq}|${rec.gen}|${rec.joinGen}|${rec.category}|${rec.mentionSeqs.join(',')}`;
+  return `${f(rec.member)}${f(rec.muted)}${f(rec.markedUnread)}${f(rec.large)}|${rec.lastSeq}|${rec.readSeq}|${rec.deletedSeq}|${rec.gen}|${rec.joinGen}|${rec.category === DEFAULT_CATEGORY ? '' : rec.category}|${rec.mentionSeqs.join(',')}`;
 }
 
 /** A stream entry's conversation and state (null: the user left it). */
@@ -69,7 +73,7 @@ export function decodeEntryText(text: string): { conv: string; state: ConvState 
       mentions: int(p[4]),
       muted: bit(flags, 0),
       markedUnread: bit(flags, 1),
-      category: p[6] ?? '',
+      category: categoryOf(p[6]),
       large: bit(flags, 2),
       deletedSeq: int(p[5]),
     },

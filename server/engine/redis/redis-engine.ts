@@ -1,8 +1,9 @@
 import { Cluster, Redis } from 'ioredis';
-import { nanoid } from 'nanoid';
 import { LIMITS } from '../../../protocol/limits.js';
 import type { Cursor, Snapshot } from '../../../protocol/types.js';
-import type { RedisTarget } from '../../redis-target.js';
+import { StoreHealth } from '../../ops/store-health.js';
+import { redisAddress, watchCluster, watchRedis } from '../../ops/watch-redis.js';
+import { connectionOptions, DEFAULT_STORE_TIMEOUT_MS, quitWithin, type RedisTarget } from '../../redis-target.js';
 import type {
   ApplyOptions,
   ConvInfo,
@@ -11,6 +12,7 @@ import type {
   MembersChange,
   MembersStep,
   MemberTag,
+  MessageRecord,
   RecordedMessage,
   Roster,
   StoredPull,
@@ -18,30 +20,31 @@ import type {
   UserOp,
   UserOpResult,
 } from '../engine.js';
+import type { EngineAdmin } from '../admin.js';
 import { toConvState } from '../rules.js';
+import { ofParts, OutcomeUnknownError, StoreUnavailableError } from '../store-errors.js';
 import { asArray, asNumber, asString, asStrings, decodeEntries, decodeRecord, decodeSnapshotText, decodeState, type Reply } from './codec.js';
+import { CommandGuard, guardCommands } from './command-guard.js';
 import { convChannel, convKey, userChannel, userKeys, type UserKeys } from './keys.js';
+import { RedisAdmin } from './redis-admin.js';
 import { publishCommand, RedisNotifications } from './redis-notifications.js';
-import { ClusterRuns, SingleRun, type RunTracker } from './runs.js';
+import { ClusterRuns, SingleRun, type RunTracker, type RunWaits } from './runs.js';
 import { defineScripts, ensureScriptsLoaded, loadScriptSources, scriptShas, type ScriptedCluster, type ScriptedRedis, type ScriptName } from './scripts.js';
-import { userApplyArgs } from './user-ops.js';
+import { appendUserOps, opArgs } from './user-ops.js';
 
 /**
  * One Redis (`url`) or a Redis Cluster (`cluster`: seed nodes), plus the engine options.
  * `prefix` (default `rp`) starts every key and channel; it lets several engines share one Redis,
- * e.g. in tests.
+ * e.g. in tests. `storeTimeoutMs` bounds every store call (STORE_TIMEOUT_MS); `health` hears of
+ * each connection's state changes and of failed calls.
  */
-export type RedisEngineOptions = EngineOptions & RedisTarget & { prefix?: string };
+export type RedisEngineOptions = EngineOptions & RedisTarget & { prefix?: string; storeTimeoutMs?: number; health?: StoreHealth };
 
 const READY_TIMEOUT_MS = 1_000;
 /** Conversations' `#`-fields; every other field of a conversation hash is a member. */
 const CONV_FIELD = '#';
-/** Candidates checked in the record script itself; more are checked right after it (still after the head was raised). */
-const CANDIDATES_PER_SCRIPT = 1_000;
 const DEFAULT_IDLE_SECONDS = 7 * 24 * 3600;
 
-/** Same length as the memory engine's epochs. */
-const newEpoch = (): string => nanoid(12);
 
 /**
  * The Redis engine. Each user step is ONE Lua script over keys sharing the user's hash tag
@@ -72,6 +75,7 @@ export class RedisEngine implements Engine {
   private readonly prefix: string;
   private readonly publish: 'PUBLISH' | 'SPUBLISH';
   private readonly idleSeconds: number;
+  private toolbox: RedisAdmin | undefined;
 
   private constructor(
     private readonly client: ScriptedRedis | ScriptedCluster,
@@ -83,7 +87,10 @@ export class RedisEngine implements Engine {
     this.prefix = options.prefix ?? 'rp';
     this.publish = publishCommand(options);
     this.idleSeconds = options.streamIdleSeconds ?? DEFAULT_IDLE_SECONDS;
-    this.notifications = new RedisNotifications(options, this.prefix);
+    this.notifications = new RedisNotifications(options, this.prefix, {
+      health: options.health ?? new StoreHealth(),
+      storeTimeoutMs: options.storeTimeoutMs ?? DEFAULT_STORE_TIMEOUT_MS,
+    });
     // Without a listener ioredis prints every failed reconnect (and a Cluster's 'error' event
     // would throw); callers learn of an outage from ready() and from failing commands instead.
     client.on('error', () => undefined);
@@ -91,30 +98,47 @@ export class RedisEngine implements Engine {
 
   /** Connects and loads the scripts; rejects when Redis does not answer or a script is invalid. */
   static async create(options: RedisEngineOptions): Promise<RedisEngine> {
+    const timeoutMs = options.storeTimeoutMs ?? DEFAULT_STORE_TIMEOUT_MS;
+    const health = options.health ?? new StoreHealth(undefined, undefined, timeoutMs);
     // Auto-pipelining: the per-user scripts of one ingest batch go out in one round trip (on a
-    // Cluster: one per master).
+    // Cluster: one per master). No offline queue on one Redis: a command either goes out over a
+    // ready connection (CommandGuard waits for one, bounded) or fails as not sent, never queued to
+    // be sent after its caller was told it failed. (A Cluster's node connections always queue.)
     const client =
       options.url !== undefined
-        ? new Redis(options.url, { enableAutoPipelining: true, lazyConnect: true })
+        ? new Redis(options.url, { ...connectionOptions(timeoutMs), enableAutoPipelining: true, lazyConnect: true, enableOfflineQueue: false })
         : new Cluster([...options.cluster], {
             enableAutoPipelining: true,
             lazyConnect: true,
+            redisOptions: connectionOptions(timeoutMs),
             // A restarted master answers CLUSTERDOWN for its first 2 s (Redis lets the cluster
             // reconfigure it before it takes writes): retry for 16 x 200 ms rather than the
-            // default 1.6 s, so a quick restart delays commands instead of failing them.
+            // default 1.6 s, so a quick restart delays commands (up to the store timeout) instead
+            // of failing them.
             retryDelayOnClusterDown: 200,
           });
+    const whole = client instanceof Cluster ? 'engine@cluster' : `engine@${redisAddress(client)}`;
+    if (client instanceof Cluster) watchCluster(health, 'engine', client);
+    else watchRedis(health, whole, client);
     const swallow = (): void => {}; // connect() rejects with the same error
     client.on('error', swallow);
     try {
       const sources = loadScriptSources();
       const shas = scriptShas(sources);
-      await client.connect();
+      await client.connect().catch((err: unknown) => {
+        const reason = err instanceof Error ? err.message : String(err);
+        throw new StoreUnavailableError('not_ready', `cannot connect to Redis: ${reason}`, { cause: err });
+      });
+      const waits: RunWaits = { deadline: () => health.waitDeadline(whole, timeoutMs), failed: (err) => health.failed(err) };
       // On a cluster, scripts are loaded on each new master connection before user scripts use it.
       const runs =
-        client instanceof Cluster ? new ClusterRuns(client, (node) => ensureScriptsLoaded(node, sources, shas)) : new SingleRun(client);
+        client instanceof Cluster
+          ? new ClusterRuns(client, (node) => ensureScriptsLoaded(node, sources, shas), waits)
+          : new SingleRun(client, redisAddress(client), waits);
       await defineScripts(client, runs.masters(), sources);
-      const engine = new RedisEngine(client as ScriptedRedis | ScriptedCluster, runs, options, sources, shas);
+      // Every data command goes through one guard: bounded waits, typed errors, health.
+      const guard = new CommandGuard(runs, waits, health, (address) => `engine@${address}`, timeoutMs);
+      const engine = new RedisEngine(guardCommands(client as ScriptedRedis | ScriptedCluster, guard), runs, { ...options, health }, sources, shas);
       // Fails fast when INFO is not allowed (renamed, or denied by an ACL).
       await runs.learnAll(Date.now() + READY_TIMEOUT_MS * 10);
       return engine;
@@ -170,25 +194,33 @@ export class RedisEngine implements Engine {
     return convs.filter((_, i) => found[i] === 0);
   }
 
-  async recordMessage(conv: string, seq: number, candidates: readonly string[], at?: number): Promise<RecordedMessage | null> {
-    const key = convKey(this.prefix, conv);
-    const first = candidates.slice(0, CANDIDATES_PER_SCRIPT);
-    const reply = await this.client.convRecord(key, seq, at ?? '', convChannel(this.prefix, conv), this.publish, ...first);
-    if (reply === null) return null;
-    const parts = asArray(reply);
-    const info = convInfo(conv, [parts[0], parts[1], parts[2], parts[3], parts[4]].map(String));
-    const listed = asStrings(parts[5]);
-    if (!info.large) return { info, members: listed.filter((f) => !f.startsWith(CONV_FIELD)) };
-    // Checked after the head was raised, so still right: whoever joins after the raise starts at
-    // or above this seq and needs no op for it.
-    for (let i = CANDIDATES_PER_SCRIPT; i < candidates.length; i += CANDIDATES_PER_SCRIPT) {
-      const chunk = candidates.slice(i, i + CANDIDATES_PER_SCRIPT);
-      const tags = await this.client.hmget(key, ...chunk);
-      chunk.forEach((uid, j) => {
-        if (tags[j] != null) listed.push(uid);
-      });
-    }
-    return { info, members: listed };
+  async recordMessages(items: readonly MessageRecord[], at?: number): Promise<(RecordedMessage | null)[]> {
+    const out = new Array<RecordedMessage | null>(items.length).fill(null);
+    const atArg = at === undefined ? '' : at.toFixed(3);
+    await this.perServer(
+      items.map((item, i) => ({ key: convKey(this.prefix, item.conv), index: i })),
+      (i) => 3 + (items[i] as MessageRecord).candidates.length,
+      async (group, cluster) => {
+        const args: (string | number)[] = [this.prefix, atArg, this.publish, cluster ? '1' : '0'];
+        for (const { index } of group) {
+          const item = items[index] as MessageRecord;
+          args.push(item.conv, item.seq, item.candidates.length, ...item.candidates);
+        }
+        const reply = asArray(await this.client.convRecord((group[0] as Grouped).key, ...args));
+        return reply.map((part, j) => {
+          const index = (group[j] as Grouped).index;
+          if (part === 0) return { index, done: true };
+          if (part === MOVED) return { index, done: false };
+          const p = asArray(part);
+          const conv = (items[index] as MessageRecord).conv;
+          const info = convInfo(conv, [p[0], p[1], p[2], p[3], p[4]].map((x) => (x === null || x === undefined ? undefined : String(x))));
+          const listed = asStrings(p[5]);
+          out[index] = { info, members: info.large ? listed : listed.filter((f) => !f.startsWith(CONV_FIELD)) };
+          return { index, done: true };
+        });
+      },
+    );
+    return out;
   }
 
   async heads(convs: readonly string[]): Promise<Map<string, number>> {
@@ -203,8 +235,8 @@ export class RedisEngine implements Engine {
   }
 
   async applyUserOps(ops: readonly UserOp[], options: ApplyOptions = {}): Promise<UserOpResult[]> {
-    // One script per user, carrying that user's ops in order; issued together so that
-    // auto-pipelining sends them in one round trip.
+    // Each user's ops in order, in one step; the users of one server (all of them on one Redis)
+    // in one script call.
     const byUser = new Map<string, number[]>();
     ops.forEach((op, i) => {
       const list = byUser.get(op.uid);
@@ -212,23 +244,46 @@ export class RedisEngine implements Engine {
       else byUser.set(op.uid, [i]);
     });
     const results = new Array<UserOpResult>(ops.length);
+    const users = [...byUser];
     const at = options.at === undefined ? '' : options.at.toFixed(3);
-    await Promise.all(
-      [...byUser].map(async ([uid, indexes]) => {
-        const mine = indexes.map((i) => ops[i] as UserOp);
-        const reply = asArray(await this.userScript(uid, (runId, k) => this.client.userApply(...userApplyKeys(k), ...this.applyArgs(uid, runId, at), ...userApplyArgs(mine))));
-        const epoch = asString(reply[0]);
-        indexes.forEach((opIndex, j) => {
-          const o = 1 + j * 4;
-          results[opIndex] = {
-            changed: asNumber(reply[o]) === 1,
-            member: asNumber(reply[o + 1]) === 1,
-            epoch,
-            version: asNumber(reply[o + 2]),
-            state: decodeState(asString(reply[o + 3])),
-          };
-        });
-      }),
+    await this.perServer(
+      users.map(([uid], i) => ({ key: userKeys(this.prefix, uid).meta, index: i })),
+      (i) => 2 + (users[i] as [string, number[]])[1].reduce((n, opIndex) => n + opArgs(ops[opIndex] as UserOp), 0),
+      async (group, cluster) => {
+        const first = group[0] as Grouped;
+        const reply = asArray(
+          await this.runs.userScript(first.key, (runId) => {
+            const args: (string | number)[] = [runId, this.prefix, this.options.snapshotEvery, this.options.streamMaxLen, LIMITS.mentionSeqsPerConversation, this.idleSeconds, this.publish, at, Math.floor(Date.now() / 1000), cluster ? '1' : '0'];
+            for (const { index } of group) {
+              const [uid, indexes] = users[index] as [string, number[]];
+              args.push(uid, indexes.length);
+              appendUserOps(args, indexes.map((i) => ops[i] as UserOp));
+            }
+            return this.client.userApply(first.key, ...args);
+          }),
+        );
+        const done: { index: number; done: boolean }[] = [];
+        let r = 0;
+        for (const { index } of group) {
+          if (r >= reply.length || reply[r] === MOVED) {
+            done.push({ index, done: false });
+            continue;
+          }
+          const epoch = asString(reply[r++]);
+          for (const opIndex of (users[index] as [string, number[]])[1]) {
+            results[opIndex] = {
+              changed: asNumber(reply[r]) === 1,
+              member: asNumber(reply[r + 1]) === 1,
+              epoch,
+              version: asNumber(reply[r + 2]),
+              state: decodeState(asString(reply[r + 3])),
+            };
+            r += 4;
+          }
+          done.push({ index, done: true });
+        }
+        return done;
+      },
     );
     return results;
   }
@@ -238,7 +293,6 @@ export class RedisEngine implements Engine {
       await this.userScript(uid, (runId, k) =>
         this.client.pull(
           ...userApplyKeys(k),
-          newEpoch(),
           runId,
           since ? since.epoch : '-',
           since?.version ?? 0,
@@ -266,12 +320,12 @@ export class RedisEngine implements Engine {
   }
 
   async position(uid: string): Promise<Cursor> {
-    const reply = asArray(await this.userScript(uid, (runId, k) => this.client.position(k.meta, newEpoch(), runId)));
+    const reply = asArray(await this.userScript(uid, (runId, k) => this.client.position(k.meta, runId)));
     return { epoch: asString(reply[0]), version: asNumber(reply[1]) };
   }
 
   async userState(uid: string): Promise<StoredUserState> {
-    const reply = asArray(await this.userScript(uid, (runId, k) => this.client.userState(k.meta, k.records, newEpoch(), runId)));
+    const reply = asArray(await this.userScript(uid, (runId, k) => this.client.userState(k.meta, k.records, runId)));
     const records = asStrings(reply[2]);
     const states = [];
     for (let i = 0; i + 1 < records.length; i += 2) {
@@ -290,6 +344,12 @@ export class RedisEngine implements Engine {
       states,
       totals: { total: Number(t[0] ?? 0), mentions: Number(t[1] ?? 0), categories },
     };
+  }
+
+  /** The operator's view of this store (server/engine/admin.ts), over this engine's connection. */
+  admin(): EngineAdmin {
+    this.toolbox ??= new RedisAdmin({ client: this.client, runs: this.runs, prefix: this.prefix, idleSeconds: this.idleSeconds, publish: this.publish });
+    return this.toolbox;
   }
 
   async ready(): Promise<boolean> {
@@ -324,15 +384,66 @@ export class RedisEngine implements Engine {
     }
   }
 
+  /** The servers holding the data (every master, on a cluster): for the start-up check of their settings. */
+  masters(): Redis[] {
+    return this.runs.masters();
+  }
+
   async close(): Promise<void> {
     this.runs.close();
     await this.notifications.close();
     if (this.client.status === 'end') return;
     if (this.client.status === 'ready') {
-      await this.client.quit().catch(() => this.client.disconnect());
+      await quitWithin(this.client, this.options.storeTimeoutMs ?? DEFAULT_STORE_TIMEOUT_MS);
     } else {
       this.client.disconnect();
     }
+  }
+
+  /**
+   * Runs `call` once per server for the items whose key it holds (one Redis: all of them), in
+   * parallel, in chunks of at most MAX_SCRIPT_ARGS arguments (by `weight`): a burst never builds
+   * an unbounded command, nor a script that holds Redis for long. On a cluster a slot may move
+   * between grouping and running: an item the script found elsewhere comes back not done, and goes
+   * again on its own (routed by its own key).
+   */
+  private async perServer(
+    items: Grouped[],
+    weight: (index: number) => number,
+    call: (group: Grouped[], cluster: boolean) => Promise<{ index: number; done: boolean }[]>,
+  ): Promise<void> {
+    if (items.length === 0) return;
+    const cluster = this.client instanceof Cluster;
+    const groups = new Map<string, Grouped[][]>();
+    const budget = new Map<string, number>();
+    for (const item of items) {
+      const server = cluster ? this.runs.serverOf(item.key) || `?${item.index}` : '';
+      const w = weight(item.index);
+      let chunks = groups.get(server);
+      if (!chunks) groups.set(server, (chunks = [[]]));
+      let last = chunks[chunks.length - 1] as Grouped[];
+      if (last.length > 0 && (budget.get(server) ?? 0) + w > MAX_SCRIPT_ARGS) {
+        chunks.push((last = []));
+        budget.set(server, 0);
+      }
+      last.push(item);
+      budget.set(server, (budget.get(server) ?? 0) + w);
+    }
+    const settled = await Promise.allSettled(
+      [...groups.values()].flat().map(async (group) => {
+        const outcome = await call(group, cluster);
+        const again = outcome.filter((o) => !o.done).map((o) => group.find((g) => g.index === o.index) as Grouped);
+        await Promise.all(
+          again.map(async (item) => {
+            const [retry] = await call([item], cluster);
+            if (!retry?.done) throw new OutcomeUnknownError('redirect', `Redis Cluster: the slot of ${item.key} keeps moving; outcome unknown`);
+          }),
+        );
+      }),
+    );
+    // Several calls (one per server, or chunks): if some landed, a failure of another is a half
+    // made change, whatever that call reported.
+    if (settled.some((r) => r.status === 'rejected')) throw ofParts(settled);
   }
 
   /** Runs a script that reads or creates a user's epoch: see RunTracker.userScript. */
@@ -340,38 +451,39 @@ export class RedisEngine implements Engine {
     const keys = userKeys(this.prefix, uid);
     return this.runs.userScript(keys.meta, (runId) => script(runId, keys));
   }
-
-  private applyArgs(uid: string, runId: string, at: string): (string | number)[] {
-    return [
-      newEpoch(),
-      runId,
-      this.options.snapshotEvery,
-      this.options.streamMaxLen,
-      LIMITS.mentionSeqsPerConversation,
-      this.idleSeconds,
-      userChannel(this.prefix, uid),
-      this.publish,
-      at,
-      Math.floor(Date.now() / 1000),
-    ];
-  }
 }
 
 export function createRedisEngine(options: RedisEngineOptions): Promise<RedisEngine> {
   return RedisEngine.create(options);
 }
 
+/** An item of a per-server call: the key that places it, and its position in the caller's list. */
+interface Grouped {
+  key: string;
+  index: number;
+}
+
+/**
+ * Arguments of one script call, at most (an item larger than this still goes, alone): bounded so
+ * that no burst builds an unbounded command (spreading arguments overflows the call stack near
+ * 100k) and no single script holds Redis for long.
+ */
+const MAX_SCRIPT_ARGS = 4_096;
+
+/** What a script puts in its reply where an item's keys turned out not to be on its server. */
+const MOVED = 'moved';
+
 function userApplyKeys(k: UserKeys): string[] {
   return [k.meta, k.records, k.stream, k.snapshot, k.large];
 }
 
-function parseTag(uid: string, tag: string): MemberTag {
+export function parseTag(uid: string, tag: string): MemberTag {
   const bar = tag.indexOf('|');
   return { uid, joinGen: Number(tag.slice(0, bar)), joinHead: Number(tag.slice(bar + 1)) };
 }
 
 /** `#s #l #c #g #n` of a conversation hash, in that order. */
-function convInfo(conv: string, parts: ReadonlyArray<string | null | undefined>): ConvInfo {
+export function convInfo(conv: string, parts: ReadonlyArray<string | null | undefined>): ConvInfo {
   return {
     conv,
     maxSeq: Number(parts[0] ?? 0),

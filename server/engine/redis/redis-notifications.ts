@@ -1,5 +1,7 @@
 import { Cluster, Redis } from 'ioredis';
-import type { RedisNodeAddress, RedisTarget } from '../../redis-target.js';
+import type { StoreHealth } from '../../ops/store-health.js';
+import { redisAddress, watchCluster, watchRedis } from '../../ops/watch-redis.js';
+import { connectionOptions, quitWithin, type RedisNodeAddress, type RedisTarget } from '../../redis-target.js';
 import { InterestCounter, type HeadChange, type NotificationHandler, type Notifications, type UserChange } from '../notifications.js';
 import { decodeEntryText } from './codec.js';
 import { convChannel, userChannel } from './keys.js';
@@ -18,17 +20,23 @@ interface Subscriber {
 
 type Receive = (channel: string, message: string) => void;
 
-function singleSubscriber(url: string, receive: Receive): Subscriber {
-  const sub = new Redis(url, { lazyConnect: false });
-  // Lost notifications are repaired by pulls; the engine reports the store's health.
+/** Where the subscriber reports its connections' state, and how long a call may take. */
+export interface SubscriberOptions {
+  health: StoreHealth;
+  storeTimeoutMs: number;
+}
+
+function singleSubscriber(url: string, receive: Receive, { health, storeTimeoutMs }: SubscriberOptions): Subscriber {
+  const sub = new Redis(url, { ...connectionOptions(storeTimeoutMs), lazyConnect: false });
+  // Lost notifications are repaired by pulls; StoreHealth reports the connection's state (and its
+  // 'error' listener keeps ioredis from printing every failed reconnect).
   sub.on('error', () => undefined);
+  watchRedis(health, `bus-subscribe@${redisAddress(sub)}`, sub);
   sub.on('message', receive);
   return {
     subscribe: (channel) => sub.subscribe(channel),
     unsubscribe: (channel) => sub.unsubscribe(channel),
-    close: async () => {
-      await sub.quit().catch(() => sub.disconnect());
-    },
+    close: () => quitWithin(sub, storeTimeoutMs),
   };
 }
 
@@ -38,17 +46,16 @@ function singleSubscriber(url: string, receive: Receive): Subscriber {
  * `shardedSubscribers` keeps one subscriber connection per master, sends each SSUBSCRIBE to the
  * master of its slot and subscribes again after a failover, restart or resharding.
  */
-function clusterSubscriber(nodes: readonly RedisNodeAddress[], receive: Receive): Subscriber {
-  const cluster = new Cluster([...nodes], { shardedSubscribers: true, lazyConnect: false });
+function clusterSubscriber(nodes: readonly RedisNodeAddress[], receive: Receive, { health, storeTimeoutMs }: SubscriberOptions): Subscriber {
+  const cluster = new Cluster([...nodes], { shardedSubscribers: true, lazyConnect: false, redisOptions: connectionOptions(storeTimeoutMs) });
   // An unheard 'error' event of a Cluster throws.
   cluster.on('error', () => undefined);
+  watchCluster(health, 'bus', cluster);
   cluster.on('smessage', receive);
   return {
     subscribe: (channel) => cluster.ssubscribe(channel),
     unsubscribe: (channel) => cluster.sunsubscribe(channel),
-    close: async () => {
-      await cluster.quit().catch(() => cluster.disconnect());
-    },
+    close: () => quitWithin(cluster, storeTimeoutMs),
   };
 }
 
@@ -67,10 +74,14 @@ export class RedisNotifications implements Notifications {
   private handler: NotificationHandler | undefined;
   private readonly channelPrefix: string;
 
-  constructor(target: RedisTarget, private readonly prefix: string) {
+  constructor(
+    target: RedisTarget,
+    private readonly prefix: string,
+    private readonly options: SubscriberOptions,
+  ) {
     this.channelPrefix = `${prefix}:bus:`;
     const receive: Receive = (channel, message) => this.receive(channel, message);
-    this.subscriber = target.url !== undefined ? singleSubscriber(target.url, receive) : clusterSubscriber(target.cluster, receive);
+    this.subscriber = target.url !== undefined ? singleSubscriber(target.url, receive, options) : clusterSubscriber(target.cluster, receive, options);
   }
 
   followUser(uid: string): Promise<void> {
@@ -109,7 +120,8 @@ export class RedisNotifications implements Notifications {
       .subscribe(channel)
       .then(
         () => undefined,
-        () => undefined, // pushes on this channel are lost until the next follow; pulls still repair
+        // Pushes on this channel are lost until the next follow; pulls still repair.
+        () => this.options.health.busFailed('subscribe'),
       )
       .finally(() => {
         if (this.pending.get(channel) === done) this.pending.delete(channel);

@@ -1,5 +1,7 @@
 import type { Cluster, Redis } from 'ioredis';
+import { OutcomeUnknownError, StoreUnavailableError, type StoreError } from '../store-errors.js';
 import type { Reply } from './codec.js';
+import { storeErrorOf } from './driver-errors.js';
 import { keySlot } from './keys.js';
 
 /**
@@ -14,19 +16,58 @@ export interface RunTracker {
   userScript(key: string, script: (runId: string) => Promise<Reply>): Promise<Reply>;
   /** The servers holding user data (the masters, on a cluster); throws when that set is not known. */
   masters(): Redis[];
+  /**
+   * Which server holds `key` now, as a name to group keys by (one script may carry the keys of
+   * one server). '' when not known (a cluster mid-failover): such keys go one by one.
+   */
+  serverOf(key: string): string;
   /** Resolves once the run id of every master is known; rejects by `deadline` or on a real error (INFO denied). */
   learnAll(deadline: number): Promise<void>;
+  /** The ready connection serving `key` now, or undefined (none, or not ready). */
+  connection(key: string): ConnectionRef | undefined;
+  /** Waits until `deadline` for a ready connection serving `key`; rejects with StoreUnavailableError. */
+  waitConnection(key: string, deadline: number): Promise<ConnectionRef>;
   /** Fails the waiters: the engine is closing. */
   close(): void;
 }
 
-/**
- * Bound on how long a user script waits for a connection whose run id is known (about as long as
- * ioredis keeps a command in its offline queue by default: 20 reconnect attempts).
- */
-export const RUN_WAIT_MS = 10_000;
+/** One connection to the server holding a key: `id` changes with every reconnect; `target` names the server. */
+export interface ConnectionRef {
+  id: unknown;
+  target: string;
+}
 
-const IN_FLIGHT =
+/** How long the tracker waits, and where it reports the typed errors it raises itself. */
+export interface RunWaits {
+  /** Until when a call may wait for a ready connection (the store timeout, shortened during an outage). */
+  deadline(): number;
+  failed(err: StoreError): void;
+}
+
+/** Without a StoreHealth: wait the default store timeout, report nothing. */
+export const DEFAULT_WAITS: RunWaits = { deadline: () => Date.now() + 2_000, failed: () => undefined };
+
+/** Pause between two attempts of a command that was not sent (its connection was dying under it). */
+const RESEND_PAUSE_MS = 10;
+
+/**
+ * Runs `attempt` again while it fails without having been sent, until `deadline`: a command
+ * issued over a connection that looked ready but was closing never reached Redis, so sending it
+ * over the next connection is safe (what ioredis's offline queue would do, but bounded and
+ * without ever sending it after the caller gave up). The first attempt runs in this tick.
+ */
+export async function retryNotSent<T>(deadline: number, attempt: (deadline: number) => Promise<T>): Promise<T> {
+  for (;;) {
+    try {
+      return await attempt(deadline);
+    } catch (err) {
+      if (!(err instanceof StoreUnavailableError && err.kind === 'not_ready') || Date.now() + RESEND_PAUSE_MS >= deadline) throw err;
+      await new Promise((resolve) => setTimeout(resolve, RESEND_PAUSE_MS));
+    }
+  }
+}
+
+export const IN_FLIGHT =
   'Redis reconnected while a user script was in flight; the script may have run under another Redis run, its outcome is unknown';
 
 /** A run id, with the connection it was learned over (a reconnect makes a new one). */
@@ -56,7 +97,12 @@ export class SingleRun implements RunTracker {
   private readonly changes = new Changes();
   private closing = false;
 
-  constructor(private readonly client: Redis) {
+  constructor(
+    private readonly client: Redis,
+    /** Names the server in StoreHealth (`engine@host:port`). */
+    readonly target: string,
+    private readonly waits: RunWaits = DEFAULT_WAITS,
+  ) {
     // 'ready' is emitted after ioredis has already resent in-flight commands and flushed its
     // offline queue on the new connection; user scripts never rely on either (see userScript).
     client.on('ready', () => {
@@ -66,11 +112,16 @@ export class SingleRun implements RunTracker {
     client.on('end', () => this.changes.signal());
   }
 
-  async userScript(_key: string, script: (runId: string) => Promise<Reply>): Promise<Reply> {
+  userScript(_key: string, script: (runId: string) => Promise<Reply>): Promise<Reply> {
+    // A script that was not sent goes again, under the run id of the connection it goes out on.
+    return retryNotSent(this.waits.deadline(), (deadline) => this.userScriptOnce(script, deadline));
+  }
+
+  private async userScriptOnce(script: (runId: string) => Promise<Reply>, deadline: number): Promise<Reply> {
     // Known for this connection: issue in this same tick (auto-pipelining batches per tick).
     const known = this.run;
     const current = known && this.client.status === 'ready' && known.conn === this.client.stream;
-    const run = current ? known : await this.runFor(Date.now() + RUN_WAIT_MS);
+    const run = current ? known : await this.runFor(deadline);
     const reply = await script(run.id);
     // Replies are handled as soon as they are parsed, before any reconnect can swap the socket:
     // the connection now is the one the reply came back over.
@@ -79,13 +130,32 @@ export class SingleRun implements RunTracker {
       // blip, not a restart). A run id never repeats and a run is one process lifetime, so
       // matching ids mean every connection in between reached that run too.
       const now = this.client.status === 'ready' ? await this.learnRun().catch(() => undefined) : undefined;
-      if (now?.id !== run.id) throw new Error(IN_FLIGHT);
+      if (now?.id !== run.id) throw this.fail(new OutcomeUnknownError('untrusted_reply', IN_FLIGHT));
     }
     return reply;
   }
 
   masters(): Redis[] {
     return [this.client];
+  }
+
+  connection(_key: string): ConnectionRef | undefined {
+    return this.client.status === 'ready' ? { id: this.client.stream, target: this.target } : undefined;
+  }
+
+  async waitConnection(key: string, deadline: number): Promise<ConnectionRef> {
+    for (;;) {
+      const ready = this.connection(key);
+      if (ready) return ready;
+      if (this.closing || this.client.status === 'end') throw new StoreUnavailableError('not_ready', 'Redis engine is closed');
+      const left = deadline - Date.now();
+      if (left <= 0) throw this.fail(notReady(`Redis not ready (connection ${this.client.status})`));
+      await this.changes.wait(left);
+    }
+  }
+
+  serverOf(): string {
+    return 'redis';
   }
 
   async learnAll(deadline: number): Promise<void> {
@@ -100,7 +170,7 @@ export class SingleRun implements RunTracker {
   /** The run of the current connection: waits for a ready connection and learns its run id. */
   private async runFor(deadline: number): Promise<Run> {
     for (;;) {
-      if (this.closing || this.client.status === 'end') throw new Error('Redis engine is closed');
+      if (this.closing || this.client.status === 'end') throw new StoreUnavailableError('not_ready', 'Redis engine is closed');
       if (this.client.status === 'ready') {
         const run = this.run;
         if (run && run.conn === this.client.stream) return run;
@@ -108,15 +178,27 @@ export class SingleRun implements RunTracker {
         try {
           return await this.learnRun();
         } catch (err) {
-          // An error from this same connection is a real one (e.g. INFO denied); otherwise retry.
-          if (this.client.stream === conn && this.client.status === 'ready') throw err;
+          // An error from this same connection is a real one (INFO denied, or timed out: the
+          // user script was not sent either way); otherwise retry.
+          if (this.client.stream === conn && this.client.status === 'ready') throw this.notSent(err);
         }
       } else {
         const left = deadline - Date.now();
-        if (left <= 0) throw new Error(`Redis not ready (connection ${this.client.status}); gave up waiting`);
+        if (left <= 0) throw this.fail(notReady(`Redis not ready (connection ${this.client.status})`));
         await this.changes.wait(left);
       }
     }
+  }
+
+  private fail<E extends StoreError>(err: E): E {
+    this.waits.failed(err);
+    return err;
+  }
+
+  /** A failure before the user script went out: store trouble is StoreUnavailableError, anything else stays as it is. */
+  private notSent(err: unknown): unknown {
+    const typed = storeErrorOf(err, { sent: false, sameConnection: true });
+    return typed ? this.fail(typed) : err;
   }
 
   /** INFO server over the current connection; one request per connection at a time. */
@@ -186,6 +268,7 @@ export class ClusterRuns implements RunTracker {
   constructor(
     private readonly cluster: Cluster,
     private readonly prepare: (node: Redis) => Promise<void> = async () => undefined,
+    private readonly waits: RunWaits = DEFAULT_WAITS,
   ) {
     for (const event of ['ready', 'refresh', '+node', 'end', 'close']) cluster.on(event, () => this.changes.signal());
     cluster.on('-node', (client: Redis) => {
@@ -193,23 +276,44 @@ export class ClusterRuns implements RunTracker {
       this.changes.signal();
     });
     cluster.on('ready', () => {
-      this.learnAll(Date.now() + RUN_WAIT_MS).catch(() => {}); // a caller that needs one retries and sees the error
+      this.learnAll(this.waits.deadline()).catch(() => {}); // a caller that needs one retries and sees the error
     });
   }
 
-  async userScript(key: string, script: (runId: string) => Promise<Reply>): Promise<Reply> {
+  userScript(key: string, script: (runId: string) => Promise<Reply>): Promise<Reply> {
     const slot = keySlot(key);
+    return retryNotSent(this.waits.deadline(), (deadline) => this.userScriptOnce(slot, script, deadline));
+  }
+
+  private async userScriptOnce(slot: number, script: (runId: string) => Promise<Reply>, deadline: number): Promise<Reply> {
     // Known for the slot's master: issue in this same tick (auto-pipelining batches per tick).
-    const run = this.current(slot) ?? (await this.runFor(slot, Date.now() + RUN_WAIT_MS));
+    const run = this.current(slot) ?? (await this.runFor(slot, deadline));
     const reply = await script(run.id);
     if (this.current(slot) !== run) {
       // Another connection or another master serves the slot now: the script may have been
       // resent there. Fine only if that one reaches the same run.
       const owner = this.cluster.status === 'ready' ? this.owner(slot) : undefined;
       const now = owner ? await this.learn(owner.node, owner.client).catch(() => undefined) : undefined;
-      if (now?.id !== run.id) throw new Error(`${IN_FLIGHT} (Redis Cluster: the master of slot ${slot} changed or reconnected)`);
+      if (now?.id !== run.id) {
+        throw this.fail(new OutcomeUnknownError('untrusted_reply', `${IN_FLIGHT} (Redis Cluster: the master of slot ${slot} changed or reconnected)`));
+      }
     }
     return reply;
+  }
+
+  connection(key: string): ConnectionRef | undefined {
+    if (this.cluster.status !== 'ready') return undefined;
+    const owner = this.owner(keySlot(key));
+    return owner && owner.client.status === 'ready' ? { id: owner.client.stream, target: owner.node } : undefined;
+  }
+
+  async waitConnection(key: string, deadline: number): Promise<ConnectionRef> {
+    const run = await this.runFor(keySlot(key), deadline);
+    return { id: run.conn, target: run.node };
+  }
+
+  serverOf(key: string): string {
+    return this.cluster.slots[keySlot(key)]?.[0] ?? '';
   }
 
   masters(): Redis[] {
@@ -248,6 +352,11 @@ export class ClusterRuns implements RunTracker {
     this.changes.signal();
   }
 
+  private fail<E extends StoreError>(err: E): E {
+    this.waits.failed(err);
+    return err;
+  }
+
   /** The master the slot table names for `slot`, if the pool has a live connection to it. */
   private owner(slot: number): { node: string; client: Redis } | undefined {
     const node = this.cluster.slots[slot]?.[0];
@@ -268,7 +377,7 @@ export class ClusterRuns implements RunTracker {
   /** Waits until the slot has a reachable master and learns its run id. */
   private async runFor(slot: number, deadline: number): Promise<NodeRun> {
     for (;;) {
-      if (this.closing || this.cluster.status === 'end') throw new Error('Redis engine is closed');
+      if (this.closing || this.cluster.status === 'end') throw new StoreUnavailableError('not_ready', 'Redis engine is closed');
       const owner = this.cluster.status === 'ready' ? this.owner(slot) : undefined;
       if (owner) {
         try {
@@ -277,7 +386,10 @@ export class ClusterRuns implements RunTracker {
           // An error from a master that still serves the slot over a ready connection is a real
           // one (e.g. INFO denied); otherwise the topology moved: look again.
           const again = this.owner(slot);
-          if (again?.client === owner.client && owner.client.status === 'ready') throw err;
+          if (again?.client === owner.client && owner.client.status === 'ready') {
+            const typed = storeErrorOf(err, { sent: false, sameConnection: true });
+            throw typed ? this.fail(typed) : err;
+          }
         }
       } else if (this.cluster.status === 'ready') {
         // The slot's master has no connection (its last one ended): ask for the slot map now
@@ -285,7 +397,7 @@ export class ClusterRuns implements RunTracker {
         this.cluster.refreshSlotsCache();
       }
       const left = deadline - Date.now();
-      if (left <= 0) throw new Error(`Redis Cluster: no ready master for slot ${slot} (cluster ${this.cluster.status}); gave up waiting`);
+      if (left <= 0) throw this.fail(notReady(`Redis Cluster: no ready master for slot ${slot} (cluster ${this.cluster.status})`));
       await this.changes.wait(Math.min(left, RETRY_MS));
     }
   }
@@ -317,6 +429,10 @@ export class ClusterRuns implements RunTracker {
 }
 
 const SLOTS = 16_384;
+
+function notReady(what: string): StoreUnavailableError {
+  return new StoreUnavailableError('not_ready', `${what}; gave up waiting within the store timeout, nothing was sent`);
+}
 /** Bound on one wait for a topology change before looking again. */
 const RETRY_MS = 100;
 

@@ -10,19 +10,28 @@ interface ScriptSpec {
   keys: number;
   /** Shared Lua (under lua/lib/) prepended to the script body, in this order. */
   prelude?: readonly string[];
+  /**
+   * Script flags (a `#!lua flags=...` first line). `allow-cross-slot-keys`: the script may touch
+   * keys of several slots of the one master it runs on (Redis 7); it reaches the others by name.
+   */
+  flags?: string;
 }
 
-/** The prelude of every user script: userMeta, the record/state codecs, snapshots (lib/user.lua). */
-const USER = ['lib/user.lua'] as const;
+/**
+ * The prelude of every user script: userMeta, the record/state codecs, snapshots (lib/user.lua).
+ * Every script with it carries a run id (see runs.ts).
+ */
+export const USER_PRELUDE = 'lib/user.lua';
+const USER = [USER_PRELUDE] as const;
 
 /** Every Lua script, by the name ioredis defines it under, and its number of KEYS. */
 export const SCRIPTS = {
-  userApply: { file: 'user_apply.lua', keys: 5, prelude: USER },
+  userApply: { file: 'user_apply.lua', keys: 1, prelude: USER, flags: 'allow-cross-slot-keys' },
   pull: { file: 'pull.lua', keys: 5, prelude: USER },
   userState: { file: 'user_state.lua', keys: 2, prelude: USER },
   position: { file: 'position.lua', keys: 1, prelude: USER },
   convMembers: { file: 'conv_members.lua', keys: 1 },
-  convRecord: { file: 'conv_record.lua', keys: 1 },
+  convRecord: { file: 'conv_record.lua', keys: 1, flags: 'allow-cross-slot-keys' },
   convFinishRewrite: { file: 'conv_finish_rewrite.lua', keys: 1 },
 } as const satisfies Record<string, ScriptSpec>;
 
@@ -43,11 +52,11 @@ export type ScriptedCluster = Cluster & ScriptCommands;
  * dist/, where `npm run build` copies them (tsc itself does not). No fallback to the source tree,
  * so a build that forgot them fails at startup instead of running scripts from another checkout.
  */
-function luaDir(): string {
+export function luaDir(): string {
   return fileURLToPath(new URL('./lua/', import.meta.url));
 }
 
-function readLua(dir: string, file: string): string {
+export function readLua(dir: string, file: string): string {
   const path = dir + file;
   if (!existsSync(path)) throw new Error(`Redis Lua script ${path} not found (a build must copy server/engine/redis/lua/ there, lib/ included: npm run build)`);
   const text = readFileSync(path, 'utf8');
@@ -60,7 +69,8 @@ export function loadScriptSources(): Record<ScriptName, string> {
   const out = {} as Record<ScriptName, string>;
   for (const name of Object.keys(SCRIPTS) as ScriptName[]) {
     const spec: ScriptSpec = SCRIPTS[name];
-    out[name] = [...(spec.prelude ?? []), spec.file].map((file) => readLua(dir, file)).join('');
+    const shebang = spec.flags ? `#!lua flags=${spec.flags}\n` : '';
+    out[name] = shebang + [...(spec.prelude ?? []), spec.file].map((file) => readLua(dir, file)).join('');
   }
   return out;
 }

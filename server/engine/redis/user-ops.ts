@@ -1,8 +1,6 @@
 import { LIMITS } from '../../../protocol/limits.js';
 import type { UserOp } from '../engine.js';
 
-const SLOTS_PER_OP = 8;
-
 /** Settings are tri-state: set, cleared, or left as they are. */
 function flag(v: boolean | undefined): string {
   return v === undefined ? '-' : v ? '1' : '0';
@@ -20,29 +18,28 @@ export function mentionArg(seqs: readonly number[]): string {
   return (distinct.length > cap ? distinct.slice(distinct.length - cap) : distinct).join(',');
 }
 
-/** The ops of one user as user_apply.lua's ARGV groups (8 slots each, see its header). */
-export function userApplyArgs(ops: readonly UserOp[]): (string | number)[] {
-  const args: (string | number)[] = new Array(ops.length * SLOTS_PER_OP);
-  let i = 0;
-  const put = (...values: (string | number)[]): void => {
-    for (let k = 0; k < SLOTS_PER_OP; k++) args[i++] = values[k] ?? '';
-  };
+/** How many arguments an op takes in user_apply.lua (its type, conversation and fields). */
+export function opArgs(op: UserOp): number {
+  return op.type === 'read' ? 3 : op.type === 'membership' ? 8 : 5;
+}
+
+/** Appends one user's ops as user_apply.lua reads them: type, conversation, then the type's fields. */
+export function appendUserOps(args: (string | number)[], ops: readonly UserOp[]): void {
   for (const op of ops) {
     switch (op.type) {
       case 'message':
-        put('m', op.conv, op.lastSeq, op.readSeq, mentionArg(op.mentionSeqs));
+        args.push('m', op.conv, op.lastSeq, op.readSeq, mentionArg(op.mentionSeqs));
         break;
       case 'read':
-        put('r', op.conv, op.seq);
+        args.push('r', op.conv, op.seq);
         break;
       case 'membership':
-        if (op.member) put('g', op.conv, op.gen, op.large ? '11' : '10', op.joinGen, op.joinHead, op.head, op.category);
-        else put('g', op.conv, op.gen, '00', 0, 0, 0, '');
+        if (op.member) args.push('g', op.conv, op.gen, op.large ? '11' : '10', op.joinGen, op.joinHead, op.head, op.category);
+        else args.push('g', op.conv, op.gen, '00', 0, 0, 0, '');
         break;
       case 'settings':
-        put('s', op.conv, flag(op.muted), flag(op.markedUnread), op.deleteAt ?? '-');
+        args.push('s', op.conv, flag(op.muted), flag(op.markedUnread), op.deleteAt ?? '-');
         break;
     }
   }
-  return args;
 }

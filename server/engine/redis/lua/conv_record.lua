@@ -1,42 +1,68 @@
--- conv_record.lua: raise the conversation's maxSeq (max-merge) and read, in the same atomic step,
--- who is a member: every member of a write-diffused conversation, or which of the candidates
--- (senders, mentioned users) are members of a read-diffused one. A raised head of a read-diffused
--- conversation is published on its channel.
+-- conv_record.lua: for each conversation of an ingest flush, raise its maxSeq (max-merge) and
+-- read, in the same atomic step, who is a member: every member of a write-diffused conversation,
+-- or which of the candidates (senders, mentioned users) are members of a read-diffused one. A
+-- raised head of a read-diffused conversation is published on its channel. Loaded with the
+-- `allow-cross-slot-keys` flag: on a Redis Cluster one call carries the conversations of ONE master.
 --
--- KEYS[1] the conversation hash (conv_members.lua)
--- ARGV[1] seq   ARGV[2] arrival time ('' = none)   ARGV[3] channel ('' = none)   ARGV[4] PUBLISH or SPUBLISH
--- ARGV[5..] candidates (read diffusion only)
--- Returns nil for an unknown conversation (nothing is created), else
--- {maxSeq, large 1|0, category, gen, member count, {uid, ...}}; for a write-diffused one the
--- list is HKEYS: the members plus the '#' fields, which the caller drops.
+-- The conversation hash `<prefix>:{c:<conv>}` (conv_members.lua)
+-- KEYS[1] the first conversation's hash (it routes the call; the others are on the same master)
+-- ARGV[1] key prefix   ARGV[2] arrival time ('' = none)   ARGV[3] PUBLISH, SPUBLISH or '' (none)
+-- ARGV[4] 1 on a cluster (check that each conversation is here before touching it), else 0
+-- ARGV[5..] per conversation: conv, seq, number of candidates, the candidates
+-- Returns per conversation: 0 when it does not exist (nothing is created), else
+-- {maxSeq, large 1|0, category, gen, member count, {uid, ...}}; for a write-diffused one the list
+-- is HKEYS: the members plus the '#' fields, which the caller drops. On a cluster, a conversation
+-- not on this master (a slot moved) ends the reply with the marker 'moved' before it is touched.
 
 local function int(n) return string.format('%d', n) end
-local K = KEYS[1]
-local meta = redis.call('HMGET', K, '#s', '#l', '#c', '#g', '#n')
-if not meta[1] then return nil end
-local maxSeq = tonumber(meta[1])
-local seq = tonumber(ARGV[1])
-local raised = seq > maxSeq
-if raised then
-  maxSeq = seq
-  redis.call('HSET', K, '#s', int(seq))
-end
-local large = meta[2] == '1'
-local members
-if not large then
-  members = redis.call('HKEYS', K)
-else
-  members = {}
-  local CHUNK = 1000
-  local i = 5
-  while i <= #ARGV do
-    local j = math.min(i + CHUNK - 1, #ARGV)
-    local tags = redis.call('HMGET', K, unpack(ARGV, i, j))
-    for k = i, j do
-      if tags[k - i + 1] then members[#members + 1] = ARGV[k] end
+local prefix, at, publishCmd, checkLocal = ARGV[1], ARGV[2], ARGV[3], ARGV[4] == '1'
+-- unpack() is bounded by the Lua C stack (LUAI_MAXCSTACK 8000): work in chunks.
+local CHUNK = 1000
+
+local out = {}
+local i = 5
+while i <= #ARGV do
+  local conv, seq, count = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
+  local first, last = i + 3, i + 2 + count
+  i = last + 1
+  local K = prefix .. ':{c:' .. conv .. '}'
+  local meta
+  if checkLocal then
+    meta = redis.pcall('HMGET', K, '#s', '#l', '#c', '#g', '#n')
+    if meta.err then
+      out[#out + 1] = 'moved'
+      return out
     end
-    i = j + 1
+  else
+    meta = redis.call('HMGET', K, '#s', '#l', '#c', '#g', '#n')
   end
-  if raised and ARGV[3] ~= '' then redis.call(ARGV[4], ARGV[3], int(maxSeq) .. '|' .. ARGV[2]) end
+  if not meta[1] then
+    out[#out + 1] = 0
+  else
+    local maxSeq = tonumber(meta[1])
+    local raised = seq > maxSeq
+    if raised then
+      maxSeq = seq
+      redis.call('HSET', K, '#s', int(seq))
+    end
+    local large = meta[2] == '1'
+    local members
+    if not large then
+      members = redis.call('HKEYS', K)
+    else
+      members = {}
+      local c = first
+      while c <= last do
+        local d = math.min(c + CHUNK - 1, last)
+        local tags = redis.call('HMGET', K, unpack(ARGV, c, d))
+        for k = c, d do
+          if tags[k - c + 1] then members[#members + 1] = ARGV[k] end
+        end
+        c = d + 1
+      end
+      if raised and publishCmd ~= '' then redis.call(publishCmd, prefix .. ':bus:{c:' .. conv .. '}', int(maxSeq) .. '|' .. at) end
+    end
+    out[#out + 1] = { maxSeq, large and 1 or 0, meta[3], tonumber(meta[4]), tonumber(meta[5]), members }
+  end
 end
-return { maxSeq, large and 1 or 0, meta[3], tonumber(meta[4]), tonumber(meta[5]), members }
+return out

@@ -2,8 +2,8 @@
 -- epoch and version 0, and nothing is created. lib/user.lua is prepended.
 --
 -- KEYS[1] m  meta hash (user_apply.lua)
--- ARGV[1] candidate epoch (Lua cannot make random ids)   ARGV[2] the Redis run id (INFO server)
+-- ARGV[1] the Redis run id (INFO server)
 -- Returns {epoch, version}
 
-local _, epoch, version = userMeta(KEYS[1], ARGV[1], ARGV[2])
+local _, epoch, version = userMeta(KEYS[1], ARGV[1])
 return { epoch, version }

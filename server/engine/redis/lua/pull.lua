@@ -3,24 +3,24 @@
 --
 -- KEYS[1] m  meta hash   KEYS[2] c  records hash   KEYS[3] s  entries list   KEYS[4] p  snapshot
 -- KEYS[5] L  large hash  (layouts: user_apply.lua)
--- ARGV[1] candidate epoch   ARGV[2] the Redis run id   ARGV[3] cursor epoch ('-' = no cursor,
--- '' = wildcard: trust the current epoch)   ARGV[4] cursor version   ARGV[5] limit
--- ARGV[6] snapshotEvery   ARGV[7] streamMaxLen   ARGV[8] idle seconds
+-- ARGV[1] the Redis run id   ARGV[2] cursor epoch ('-' = no cursor, '' = wildcard: trust the
+-- current epoch)   ARGV[3] cursor version   ARGV[4] limit   ARGV[5] snapshotEvery
+-- ARGV[6] streamMaxLen   ARGV[7] idle seconds
 -- Returns {epoch, version reached, more 1|0, snapshot 1|0, snapshot v, snapshot text,
 --          {entry text, ...} (versions from+1, from+2, ...), {large conv, ...}}
 
 local keys = { meta = KEYS[1], records = KEYS[2], stream = KEYS[3], snapshot = KEYS[4] }
-local exists, epoch, version, base, members, sv = userMeta(keys.meta, ARGV[1], ARGV[2], 'b', 'n', 'sv')
+local exists, epoch, version, base, members, sv = userMeta(keys.meta, ARGV[1], 'b', 'n', 'sv')
 if not exists then return { epoch, 0, 0, 1, 0, '', {}, {} } end
 base = tonumber(base or '0')
 members = tonumber(members or '0')
 sv = tonumber(sv or '0')
 
-local sinceEpoch = ARGV[3]
-local sinceVersion = tonumber(ARGV[4])
-local limit = tonumber(ARGV[5])
-local interval = snapshotInterval(tonumber(ARGV[6]), tonumber(ARGV[7]), members)
-local idle = tonumber(ARGV[8])
+local sinceEpoch = ARGV[2]
+local sinceVersion = tonumber(ARGV[3])
+local limit = tonumber(ARGV[4])
+local interval = snapshotInterval(tonumber(ARGV[5]), tonumber(ARGV[6]), members)
+local idle = tonumber(ARGV[7])
 
 local function needsReset()
   if sinceEpoch == '-' then return true end

@@ -1,53 +1,47 @@
--- user_apply.lua: one user's ops, atomically and in order (a line-by-line port of rules.ts
--- applyRule/contribution and of MemoryEngine.applyUserOp; the conformance suite keeps them equal).
--- lib/user.lua is prepended.
+-- user_apply.lua: the ops of one or more users; each user's ops atomically and in order (a
+-- line-by-line port of rules.ts applyRule/contribution and of MemoryEngine.applyUserOp; the
+-- conformance suite keeps them equal). lib/user.lua is prepended, and the `allow-cross-slot-keys`
+-- flag: on a Redis Cluster one call carries users of several slots of ONE master.
 --
--- KEYS[1] m  meta hash: e epoch, r run id, v version, b base, n member conversations, sv snapshot
---            version, t total, x mentions, k:<category> per-category totals, ex when the idle
---            expiry was last pushed back
--- KEYS[2] c  records hash: conv -> record (codec.ts)
--- KEYS[3] s  list: the entries after b (state text, or the bare conv when the user left)
--- KEYS[4] p  string: the snapshot at sv
--- KEYS[5] L  hash: the read-diffused conversations the user is a member of
--- ARGV[1] candidate epoch (Lua cannot make random ids)   ARGV[2] the Redis run id (INFO server)
--- ARGV[3] snapshotEvery   ARGV[4] streamMaxLen   ARGV[5] mention cap   ARGV[6] idle seconds (0: never)
--- ARGV[7] notification channel ('' = none)   ARGV[8] PUBLISH or SPUBLISH   ARGV[9] arrival time ('' = none)
--- ARGV[10] now (Unix seconds, for refreshing the idle expiry)
--- ARGV[11..] the ops, 8 slots each: type, conv, then
+-- Per user, the keys `<prefix>:{u:<uid>}:` + m, c, s, p, L (keys.ts):
+--   m  meta hash: e epoch, r run id, v version, b base, n member conversations, sv snapshot
+--      version, t total, x mentions, k:<category> per-category totals, ex when the idle expiry
+--      was last pushed back
+--   c  records hash: conv -> record (codec.ts)
+--   s  list: the entries after b (state text, or the bare conv when the user left)
+--   p  string: the snapshot at sv
+--   L  hash: the read-diffused conversations the user is a member of
+-- KEYS[1] the first user's meta key (it routes the call; the others are on the same master)
+-- ARGV[1] the Redis run id   ARGV[2] key prefix   ARGV[3] snapshotEvery   ARGV[4] streamMaxLen
+-- ARGV[5] mention cap   ARGV[6] idle seconds (0: never)   ARGV[7] PUBLISH, SPUBLISH or '' (none)
+-- ARGV[8] arrival time ('' = none)   ARGV[9] now (Unix seconds, for the idle expiry)
+-- ARGV[10] 1 on a cluster (check that each user's keys are here before touching them), else 0
+-- ARGV[11..] per user: uid, number of ops, then the ops, each its type, conversation and fields:
 --   m (message):    lastSeq, readSeq, mention seqs 'a,b,c'
 --   r (read):       seq
 --   g (membership): gen, flags <member><large>, joinGen, joinHead, head, category
 --   s (settings):   muted 1|0|-, markedUnread 1|0|-, deleteAt (or -)
--- Publishes the changes on the channel, in version order: 'epoch|at' then a line 'v|state' each.
--- Returns {epoch, then per op: changed 1|0, member 1|0, version after it, state text or ''}.
+-- Publishes each user's changes on `<prefix>:bus:{u:<uid>}`, in version order: 'epoch|at', then
+-- a line 'v|state' per change.
+-- Returns per user: epoch, then per op: changed 1|0, member 1|0, version after it, state text or ''.
+-- On a cluster, a user whose keys are not on this master (a slot moved) stops the call before
+-- anything of theirs is touched: the reply then ends with the marker 'moved' and the users not
+-- applied are left for the caller to send again.
 
-local keys = { meta = KEYS[1], records = KEYS[2], stream = KEYS[3], snapshot = KEYS[4], large = KEYS[5] }
--- The whole meta in one read: it is a small hash, and the category totals it holds are needed
--- for the net deltas below.
-local raw = redis.call('HGETALL', keys.meta)
-local meta = {}
-for i = 1, #raw, 2 do meta[raw[i]] = raw[i + 1] end
-local exists = meta.e ~= nil
-local epoch = currentEpoch(keys.meta, meta.e, meta.r, ARGV[1], ARGV[2])
-local version = tonumber(meta.v or '0')
-local base = tonumber(meta.b or '0')
-local members = tonumber(meta.n or '0')
-local sv = tonumber(meta.sv or '0')
-local total = tonumber(meta.t or '0')
-local mentionTotal = tonumber(meta.x or '0')
-local startVersion, startBase = version, base
+local runId, prefix = ARGV[1], ARGV[2]
 local snapshotEvery, streamMaxLen = tonumber(ARGV[3]), tonumber(ARGV[4])
-local mentionCap, idle, now = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[10])
-
-local current = {} -- conv -> record as of the ops so far (false: none)
+local mentionCap, idle = tonumber(ARGV[5]), tonumber(ARGV[6])
+local publishCmd, at, now = ARGV[7], ARGV[8], tonumber(ARGV[9])
+local checkLocal = ARGV[10] == '1'
+local FIELDS = { m = 3, r = 1, g = 6, s = 3 }
 
 local function copy(r)
-  local o = {}
-  for k, v in pairs(r) do o[k] = v end
   local seqs = {}
   for i, s in ipairs(r.mentions) do seqs[i] = s end
-  o.mentions = seqs
-  return o
+  return {
+    conv = r.conv, member = r.member, muted = r.muted, marked = r.marked, large = r.large, lastSeq = r.lastSeq,
+    readSeq = r.readSeq, deletedSeq = r.deletedSeq, gen = r.gen, joinGen = r.joinGen, category = r.category, mentions = seqs,
+  }
 end
 
 local function blank(conv)
@@ -94,6 +88,7 @@ local function flag(arg)
 end
 
 local function apply(before, op, conv, i)
+  -- ARGV[i] is the op type, ARGV[i + 1] its conversation, then its fields.
   if op == 'm' then
     local r = before and copy(before) or blank(conv)
     r.lastSeq = math.max(r.lastSeq, tonumber(ARGV[i + 2]))
@@ -175,71 +170,97 @@ local function contribution(r)
   return math.max(0, r.lastSeq - r.readSeq), #r.mentions, r.category
 end
 
-local categoryDelta = {}
-local function addCategory(category, delta)
-  if category and delta ~= 0 then categoryDelta[category] = (categoryDelta[category] or 0) + delta end
-end
+-- One user's ops (ARGV[first..last]); appends this user's results to `out`.
+-- The meta fields read up front (META_FIELDS order); the per-category totals are read when touched.
+local META_FIELDS = { 'e', 'r', 'v', 'b', 'n', 'sv', 't', 'x', 'ex' }
 
-local out = { epoch }
-local dirty, dirtyOrder = {}, {}
-local entries, lines = {}, {}
-local wasLargeMember = {} -- conv -> whether it was in the large hash before this script
+local function applyUser(uid, meta, first, last, out)
+  local tag = prefix .. ':{u:' .. uid .. '}:'
+  local keys = { meta = tag .. 'm', records = tag .. 'c', stream = tag .. 's', snapshot = tag .. 'p', large = tag .. 'L' }
+  local exists = meta[1] ~= false
+  local epoch = currentEpoch(keys.meta, meta[1], meta[2], runId)
+  local version = tonumber(meta[3] or '0')
+  local base = tonumber(meta[4] or '0')
+  local members = tonumber(meta[5] or '0')
+  local sv = tonumber(meta[6] or '0')
+  local total = tonumber(meta[7] or '0')
+  local mentionTotal = tonumber(meta[8] or '0')
+  local expiredAt = tonumber(meta[9] or '0')
+  local startVersion, startBase, startMembers, startSv = version, base, members, sv
+  local startTotal, startMentions = total, mentionTotal
 
-for i = 11, #ARGV, 8 do
-  local op, conv = ARGV[i], ARGV[i + 1]
-  local before = current[conv]
-  if before == nil then
-    local raw = redis.call('HGET', keys.records, conv)
-    before = raw and decodeRecord(conv, raw) or false
-    current[conv] = before
+  local current = {} -- conv -> record as of the ops so far (false: none)
+  local categoryDelta = {}
+  local function addCategory(category, delta)
+    if category and delta ~= 0 then categoryDelta[category] = (categoryDelta[category] or 0) + delta end
   end
-  local after = apply(before or nil, op, conv, i)
-  local changed = false
-  if after and not sameRecord(before or nil, after) then
-    current[conv] = after
-    if not dirty[conv] then dirty[conv] = true; dirtyOrder[#dirtyOrder + 1] = conv end
-    if not sameVisible(before or nil, after) then
-      changed = true
-      local oldUnread, oldMentions, oldCategory = contribution(before)
-      local newUnread, newMentions, newCategory = contribution(after)
-      total = total + newUnread - oldUnread
-      mentionTotal = mentionTotal + newMentions - oldMentions
-      addCategory(oldCategory, -oldUnread)
-      addCategory(newCategory, newUnread)
-      local wasMember = before and before.member
-      if after.member and not wasMember then members = members + 1 elseif wasMember and not after.member then members = members - 1 end
-      if wasLargeMember[conv] == nil then wasLargeMember[conv] = (wasMember and before.large) == true end
-      version = version + 1
-      local text = after.member and stateText(after) or conv
-      entries[#entries + 1] = text
-      lines[#lines + 1] = int(version) .. '|' .. text
-      local interval = snapshotInterval(snapshotEvery, streamMaxLen, members)
-      if version - sv >= interval then
-        local text = snapshotText(keys.records, current)
-        if idle > 0 then redis.call('SET', keys.snapshot, text, 'EX', idle) else redis.call('SET', keys.snapshot, text) end
-        sv = version
-      end
-      base = math.min(sv, math.max(base, version - interval))
+  local epochAt = #out + 1
+  out[epochAt] = epoch
+  local dirty, dirtyOrder = {}, {}
+  local entries, lines = {}, {}
+  local wasLargeMember = {} -- conv -> whether it was in the large hash before this script
+
+  local i = first
+  while i <= last do
+    local op, conv = ARGV[i], ARGV[i + 1]
+    local width = FIELDS[op]
+    if not width then error('unknown op type ' .. tostring(op)) end
+    local before = current[conv]
+    if before == nil then
+      local raw = redis.call('HGET', keys.records, conv)
+      before = raw and decodeRecord(conv, raw) or false
+      current[conv] = before
     end
+    local after = apply(before or nil, op, conv, i)
+    local changed = false
+    local shownText
+    if after and not sameRecord(before or nil, after) then
+      current[conv] = after
+      if not dirty[conv] then dirty[conv] = true; dirtyOrder[#dirtyOrder + 1] = conv end
+      if not sameVisible(before or nil, after) then
+        changed = true
+        local oldUnread, oldMentions, oldCategory = contribution(before)
+        local newUnread, newMentions, newCategory = contribution(after)
+        total = total + newUnread - oldUnread
+        mentionTotal = mentionTotal + newMentions - oldMentions
+        addCategory(oldCategory, -oldUnread)
+        addCategory(newCategory, newUnread)
+        local wasMember = before and before.member
+        if after.member and not wasMember then members = members + 1 elseif wasMember and not after.member then members = members - 1 end
+        if wasLargeMember[conv] == nil then wasLargeMember[conv] = (wasMember and before.large) == true end
+        version = version + 1
+        shownText = after.member and stateText(after) or nil
+        local text = shownText or conv
+        entries[#entries + 1] = text
+        lines[#lines + 1] = int(version) .. '|' .. text
+        local interval = snapshotInterval(snapshotEvery, streamMaxLen, members)
+        if version - sv >= interval then
+          local snap = snapshotText(keys.records, current)
+          if idle > 0 then redis.call('SET', keys.snapshot, snap, 'EX', idle) else redis.call('SET', keys.snapshot, snap) end
+          sv = version
+        end
+        base = trimmedBase(base, version, sv, interval)
+      end
+    end
+    local shown = after and after.member
+    out[#out + 1] = changed and 1 or 0
+    out[#out + 1] = shown and 1 or 0
+    out[#out + 1] = version
+    out[#out + 1] = shown and (shownText or stateText(after)) or ''
+    i = i + 2 + width
   end
-  local shown = after and after.member
-  out[#out + 1] = changed and 1 or 0
-  out[#out + 1] = shown and 1 or 0
-  out[#out + 1] = version
-  out[#out + 1] = shown and stateText(after) or ''
-end
 
--- Only what changed is written.
-if #dirtyOrder > 0 then
-  local fields = {}
-  for _, conv in ipairs(dirtyOrder) do
-    fields[#fields + 1] = conv
-    fields[#fields + 1] = encodeRecord(current[conv])
+  -- Only what changed is written.
+  if #dirtyOrder > 0 then
+    local fields = {}
+    for _, conv in ipairs(dirtyOrder) do
+      fields[#fields + 1] = conv
+      fields[#fields + 1] = encodeRecord(current[conv])
+    end
+    redis.call('HSET', keys.records, unpack(fields))
   end
-  redis.call('HSET', keys.records, unpack(fields))
-end
+  if version == startVersion then return end
 
-if version ~= startVersion then
   -- The list held the versions after startBase; a list that holds fewer expired while idle.
   local length = redis.call('RPUSH', keys.stream, unpack(entries))
   local fresh = length == #entries
@@ -250,19 +271,25 @@ if version ~= startVersion then
   elseif base > startBase then
     redis.call('LTRIM', keys.stream, base - startBase, -1)
   end
-  local fields = { 'v', int(version), 'b', int(base), 'n', int(members), 'sv', int(sv), 't', int(total), 'x', int(mentionTotal) }
+  -- Only the meta fields that moved.
+  local fields = { 'v', int(version) }
+  if base ~= startBase then fields[#fields + 1] = 'b'; fields[#fields + 1] = int(base) end
+  if members ~= startMembers then fields[#fields + 1] = 'n'; fields[#fields + 1] = int(members) end
+  if sv ~= startSv then fields[#fields + 1] = 'sv'; fields[#fields + 1] = int(sv) end
+  if total ~= startTotal then fields[#fields + 1] = 't'; fields[#fields + 1] = int(total) end
+  if mentionTotal ~= startMentions then fields[#fields + 1] = 'x'; fields[#fields + 1] = int(mentionTotal) end
   if not exists then
     -- The user's first visible change: its stream (and epoch) begins.
-    epoch = ARGV[1]
-    out[1] = epoch
+    epoch = newEpoch(keys.meta, runId)
+    out[epochAt] = epoch
     fields[#fields + 1] = 'e'; fields[#fields + 1] = epoch
-    fields[#fields + 1] = 'r'; fields[#fields + 1] = ARGV[2]
+    fields[#fields + 1] = 'r'; fields[#fields + 1] = runId
   end
   if idle > 0 then
     -- Pushing the expiry back costs two commands: do it when the list is new, and otherwise
     -- at most every idle/8 seconds (the stream then lives between 7/8 and all of `idle`).
     if fresh then redis.call('EXPIRE', keys.stream, idle) end
-    if now - tonumber(meta.ex or '0') >= idle / 8 then
+    if now - expiredAt >= idle / 8 then
       if not fresh then redis.call('EXPIRE', keys.stream, idle) end
       redis.call('EXPIRE', keys.snapshot, idle)
       fields[#fields + 1] = 'ex'; fields[#fields + 1] = int(now)
@@ -272,7 +299,7 @@ if version ~= startVersion then
   for category, delta in pairs(categoryDelta) do
     if delta ~= 0 then
       local field = 'k:' .. category
-      local value = tonumber(meta[field] or '0') + delta
+      local value = tonumber(redis.call('HGET', keys.meta, field) or '0') + delta
       if value == 0 then gone[#gone + 1] = field else fields[#fields + 1] = field; fields[#fields + 1] = int(value) end
     end
   end
@@ -284,9 +311,30 @@ if version ~= startVersion then
     local is = (r and r.member and r.large) == true
     if is and not was then redis.call('HSET', keys.large, conv, '1') elseif was and not is then redis.call('HDEL', keys.large, conv) end
   end
-  if ARGV[7] ~= '' then
-    redis.call(ARGV[8], ARGV[7], epoch .. '|' .. ARGV[9] .. '\n' .. table.concat(lines, '\n'))
+  if publishCmd ~= '' then
+    redis.call(publishCmd, prefix .. ':bus:{u:' .. uid .. '}', epoch .. '|' .. at .. '\n' .. table.concat(lines, '\n'))
   end
 end
 
+local out = {}
+local i = 11
+while i <= #ARGV do
+  local uid, count = ARGV[i], tonumber(ARGV[i + 1])
+  local first = i + 2
+  local last = first - 1
+  for _ = 1, count do last = last + 2 + FIELDS[ARGV[last + 1]] end
+  local metaKey = prefix .. ':{u:' .. uid .. '}:m'
+  local meta
+  if checkLocal then
+    meta = redis.pcall('HMGET', metaKey, unpack(META_FIELDS))
+    if meta.err then
+      out[#out + 1] = 'moved'
+      return out
+    end
+  else
+    meta = redis.call('HMGET', metaKey, unpack(META_FIELDS))
+  end
+  applyUser(uid, meta, first, last, out)
+  i = last + 1
+end
 return out

@@ -2,10 +2,10 @@
 -- user the store has never seen gets nothing, and nothing is created. lib/user.lua is prepended.
 --
 -- KEYS[1] m  meta hash (totals: t, x, k:<category>)   KEYS[2] c  records hash (user_apply.lua)
--- ARGV[1] candidate epoch   ARGV[2] the Redis run id
+-- ARGV[1] the Redis run id
 -- Returns {epoch, version, {conv, record, ...}, {t, x, k:<category>, value, ...}}
 
-local exists, epoch, version, total, mentions = userMeta(KEYS[1], ARGV[1], ARGV[2], 't', 'x')
+local exists, epoch, version, total, mentions = userMeta(KEYS[1], ARGV[1], 't', 'x')
 if not exists then return { epoch, 0, {}, {} } end
 local totals = { total or '0', mentions or '0' }
 local meta = redis.call('HGETALL', KEYS[1])

@@ -11,25 +11,32 @@ local function int(n) return string.format('%d', n) end
 -- engine.ts UNSEEN_EPOCH. Asking about such a user writes nothing.
 local UNSEEN = '0'
 
--- The epoch (engine.ts "Epochs and the Redis run"): valid only under the Redis run it was last
--- used in, since a Redis that lost its last writes keeps the epoch but its version goes back. So
--- the user's first script in a new run starts a new epoch (the candidate: Lua cannot make random
--- ids). No epoch at all: the user is unseen, and nothing is written.
-local function currentEpoch(metaKey, epoch, runIdThen, candidateEpoch, runId)
+-- A new epoch: 12 hex characters, unique to this user, run and moment (an epoch only has to
+-- differ from every earlier one of the user; it is never UNSEEN, which is 1 character long).
+local function newEpoch(metaKey, runId)
+  local t = redis.call('TIME')
+  return string.sub(redis.sha1hex(runId .. '|' .. metaKey .. '|' .. t[1] .. '.' .. t[2]), 1, 12)
+end
+
+-- The epoch (redis-engine.ts "Epochs and the Redis run"): valid only under the Redis run it was
+-- last used in, since a Redis that lost its last writes keeps the epoch but its version goes
+-- back. So the user's first script in a new run starts a new epoch. No epoch at all: the user is
+-- unseen, and nothing is written.
+local function currentEpoch(metaKey, epoch, runIdThen, runId)
   if not epoch then return UNSEEN end
   if runIdThen ~= runId then
-    redis.call('HSET', metaKey, 'e', candidateEpoch, 'r', runId)
-    return candidateEpoch
+    epoch = newEpoch(metaKey, runId)
+    redis.call('HSET', metaKey, 'e', epoch, 'r', runId)
   end
   return epoch
 end
 
--- userMeta(metaKey, candidateEpoch, runId, field...): one HMGET of the user's meta hash (epoch,
--- run id, version and the extra fields named). Returns whether the user exists, the epoch
--- (currentEpoch), the version (0 when none) and the extra fields' raw values (false when absent).
-local function userMeta(metaKey, candidateEpoch, runId, ...)
+-- userMeta(metaKey, runId, field...): one HMGET of the user's meta hash (epoch, run id, version and
+-- the extra fields named). Returns whether the user exists, the epoch (currentEpoch), the version
+-- (0 when none) and the extra fields' raw values (false when absent).
+local function userMeta(metaKey, runId, ...)
   local meta = redis.call('HMGET', metaKey, 'e', 'r', 'v', ...)
-  local epoch = currentEpoch(metaKey, meta[1], meta[2], candidateEpoch, runId)
+  local epoch = currentEpoch(metaKey, meta[1], meta[2], runId)
   return meta[1] ~= false, epoch, tonumber(meta[3] or '0'), unpack(meta, 4)
 end
 
@@ -45,24 +52,39 @@ local function decodeRecord(conv, raw)
     conv = conv, member = string.byte(f, 1) == 49, muted = string.byte(f, 2) == 49,
     marked = string.byte(f, 3) == 49, large = string.byte(f, 4) == 49,
     lastSeq = tonumber(ls), readSeq = tonumber(rs), deletedSeq = tonumber(ds),
-    gen = tonumber(g), joinGen = tonumber(jg), category = cat, mentions = seqs,
+    gen = tonumber(g), joinGen = tonumber(jg), category = cat == '' and 'default' or cat, mentions = seqs,
   }
 end
 
 local function bit(b) if b then return '1' end return '0' end
+
+-- The default category is stored as '' (no category is empty): a few bytes in every record,
+-- entry and snapshot line.
+local function categoryText(c) if c == 'default' then return '' end return c end
 
 local function encodeRecord(r)
   local seqs = {}
   for i, s in ipairs(r.mentions) do seqs[i] = int(s) end
   return bit(r.member) .. bit(r.muted) .. bit(r.marked) .. bit(r.large) .. '|' .. int(r.lastSeq) .. '|'
     .. int(r.readSeq) .. '|' .. int(r.deletedSeq) .. '|' .. int(r.gen) .. '|' .. int(r.joinGen) .. '|'
-    .. r.category .. '|' .. table.concat(seqs, ',')
+    .. categoryText(r.category) .. '|' .. table.concat(seqs, ',')
 end
 
 -- The ConvState a client sees (codec.ts "state").
 local function stateText(r)
   return r.conv .. '|' .. bit(r.muted) .. bit(r.marked) .. bit(r.large) .. '|' .. int(r.lastSeq) .. '|'
-    .. int(r.readSeq) .. '|' .. int(#r.mentions) .. '|' .. int(r.deletedSeq) .. '|' .. r.category
+    .. int(r.readSeq) .. '|' .. int(#r.mentions) .. '|' .. int(r.deletedSeq) .. '|' .. categoryText(r.category)
+end
+
+-- A stored record's state line (stateText) straight from its text, without decoding it; nil for
+-- a record that is not a member's.
+local function stateLine(conv, raw)
+  local member, flags, ls, rs, ds, cat, ms =
+    string.match(raw, '^([01])([01][01][01])|(%d+)|(%d+)|(%-?%d+)|%d+|%d+|([^|]*)|([%d,]*)$')
+  if member ~= '1' then return nil end
+  local mentions = 0
+  if ms ~= '' then mentions = select(2, string.gsub(ms, ',', ',')) + 1 end
+  return conv .. '|' .. flags .. '|' .. ls .. '|' .. rs .. '|' .. mentions .. '|' .. ds .. '|' .. cat
 end
 
 -- Every member conversation's state, one per line; `current` (conv -> record or false) holds
@@ -74,9 +96,10 @@ local function snapshotText(recordsKey, current)
   for i = 1, #all, 2 do
     local conv = all[i]
     local r = current[conv]
-    if r == nil then r = decodeRecord(conv, all[i + 1]) end
     seen[conv] = true
-    if r and r.member then lines[#lines + 1] = stateText(r) end
+    local line
+    if r == nil then line = stateLine(conv, all[i + 1]) elseif r and r.member then line = stateText(r) end
+    if line then lines[#lines + 1] = line end
   end
   for conv, r in pairs(current) do
     if not seen[conv] and r and r.member then lines[#lines + 1] = stateText(r) end
@@ -86,7 +109,13 @@ end
 
 -- rules.ts snapshotInterval.
 local function snapshotInterval(snapshotEvery, streamMaxLen, members)
-  return math.min(streamMaxLen, math.max(snapshotEvery, 2 * members))
+  return math.min(streamMaxLen, math.max(snapshotEvery, members))
+end
+
+-- rules.ts trimmedBase: history goes in steps of a quarter interval, never past the snapshot.
+local function trimmedBase(base, version, sv, interval)
+  if version - base <= interval + math.max(1, math.floor(interval / 4)) then return base end
+  return math.min(sv, math.max(base, version - interval))
 end
 
 -- The stream list and its snapshot expire after STREAM_IDLE_SECONDS without changes, while the

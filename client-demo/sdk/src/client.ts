@@ -1,0 +1,263 @@
+import type { ClientFrame } from '../../../protocol/frames.js';
+import { LIMITS } from '../../../protocol/limits.js';
+import { Backoff, DEFAULT_BACKOFF } from './backoff.js';
+import type { CacheAdapter } from './cache/cache.js';
+import { jsonCodec } from './codec.js';
+import { Connection } from './connection.js';
+import { Emitter } from './emitter.js';
+import { watchLifecycle } from './lifecycle.js';
+import { StatePublisher } from './publisher.js';
+import { ReadBatcher } from './read-batcher.js';
+import { PushSequencer } from './sequencer.js';
+import { SettingsQueue } from './settings-queue.js';
+import { deriveState } from './state.js';
+import { ConvStore, type SettingsChange } from './store.js';
+import { SyncSession } from './sync.js';
+import { Timer, realTimers } from './timers.js';
+import { webSocketTransport, type WebSocketConstructor } from './transport.js';
+import type { ClientOptions, ConversationView, RedpointEvents, RedpointState } from './types.js';
+
+/**
+ * Red dots that are never wrong: applies pushes strictly in version order, pulls on any gap, on
+ * reconnect and when the page comes back, shows this device's reads at once (and never lets an
+ * older server state bring a cleared dot back), and keeps the last known counts in a cache.
+ */
+export class RedpointClient {
+  private readonly events = new Emitter<RedpointEvents>();
+  private readonly store = new ConvStore();
+  private readonly pushes = new PushSequencer();
+  private readonly connection: Connection;
+  private readonly backoff: Backoff;
+  private readonly reads: ReadBatcher;
+  private readonly settingsQueue: SettingsQueue;
+  private readonly session: SyncSession;
+  private readonly publisher: StatePublisher;
+  private readonly cache: CacheAdapter | undefined;
+  private readonly saveTimer: Timer;
+  private readonly cacheDebounceMs: number;
+  private nextId = 1;
+  private started = false;
+  private stopLifecycle: () => void = () => undefined;
+  private lastCloseCode: number | undefined;
+
+  constructor(private readonly options: ClientOptions) {
+    const timers = options.timers ?? realTimers;
+    const random = options.random ?? Math.random;
+    this.cache = options.cache;
+    const retryMs = options.retryMs ?? 1000;
+    this.cacheDebounceMs = options.cacheDebounceMs ?? 200;
+    const backoff = { ...DEFAULT_BACKOFF, ...options.backoff };
+    this.backoff = new Backoff(backoff, random);
+    const WebSocketClass = options.WebSocket ?? (globalThis as { WebSocket?: WebSocketConstructor }).WebSocket;
+    if (!WebSocketClass) throw new Error('RedpointClient: no WebSocket available; pass one (in Node 20: the `ws` package)');
+    const codec = options.codec ?? jsonCodec;
+    const direct = webSocketTransport(options.url, WebSocketClass, codec);
+    const transport = options.transport ? options.transport({ url: options.url, WebSocket: WebSocketClass, codec, direct }) : direct;
+    this.connection = new Connection(
+      { transport, token: options.token, timers, backoff: this.backoff, requestTimeoutMs: options.requestTimeoutMs ?? 15_000 },
+      {
+        hello: () => ({ ...(this.store.cursor ? { cursor: this.store.cursor } : {}), ...(options.device ? { device: options.device } : {}) }),
+        welcomed: (welcome) => this.session.welcomed(welcome.uid),
+        frame: (frame) => this.session.frame(frame),
+        down: (code, reconnect) => {
+          this.session.down();
+          if (!reconnect) this.publisher.closed(`connection closed (close code ${code})`, code);
+        },
+        state: (_state, code) => {
+          this.lastCloseCode = code;
+          this.changed();
+        },
+        error: (err) => this.events.emit('error', err),
+      },
+    );
+    this.reads = new ReadBatcher({
+      timers,
+      delayMs: options.readBatchMs ?? 500,
+      maxBatch: options.readBatchSize ?? 20,
+      retryMs,
+      send: (reads) => this.request((id) => ({ t: 'read', id, reads })),
+    });
+    this.settingsQueue = new SettingsQueue({
+      timers,
+      retryMs,
+      send: (conv, change) => this.request((id) => ({ t: 'settings', id, conv, ...change })),
+    });
+    this.session = new SyncSession({
+      store: this.store,
+      pushes: this.pushes,
+      reads: this.reads,
+      settings: this.settingsQueue,
+      timers,
+      // The contract is to pull within 500 ms of seeing a gap.
+      gapWaitMs: Math.min(options.gapWaitMs ?? 300, 450),
+      pullBackoff: new Backoff({ baseMs: retryMs, maxMs: Math.max(retryMs, backoff.maxMs) }, random),
+      request: (frame) => this.request(frame),
+      confirmed: () => this.backoff.reset(),
+      changed: () => this.changed(),
+      error: (err) => this.events.emit('error', err),
+    });
+    this.saveTimer = new Timer(timers, () => void this.save());
+    this.publisher = new StatePublisher({
+      build: () => this.build(),
+      change: (state) => this.events.emit('change', state),
+      status: (event) => this.events.emit('status', event),
+      closeCode: () => this.lastCloseCode,
+    });
+  }
+
+  /**
+   * The current picture: a new object only when something in it changed, so it is usable as a
+   * React external store snapshot (`@redpoint/client/react` has the hooks).
+   */
+  get state(): RedpointState {
+    return this.publisher.state;
+  }
+
+  /**
+   * `change` fires at most once per microtask, after a burst of frames or calls has settled, and
+   * never twice for the same picture; `status` when status, stale or connection changes.
+   */
+  on<K extends keyof RedpointEvents>(type: K, listener: (payload: RedpointEvents[K]) => void): () => void {
+    return this.events.on(type, listener);
+  }
+
+  /** `useSyncExternalStore(client.subscribe, () => client.state)` */
+  subscribe = (listener: () => void): (() => void) => this.events.on('change', listener);
+
+  /**
+   * Resolves on the first SYNCED state: every number shown is the server's, confirmed by a pull
+   * on the current connection. Rejects with a `ClosedError` if the client closes for good before
+   * that (a close code that says not to reconnect, such as 4002 unauthorized, or `stop()`).
+   */
+  ready(): Promise<void> {
+    return this.publisher.ready();
+  }
+
+  conversation(conv: string): ConversationView | undefined {
+    return this.state.conversations.find((c) => c.conv === conv);
+  }
+
+  /** Newest message seq known for `conv`, hidden (deleted) conversations included; 0 if unknown. */
+  lastSeq(conv: string): number {
+    return this.store.lastSeq(conv);
+  }
+
+  /**
+   * Loads the cache (its counts show at once, marked stale), then connects. Resolves once the
+   * connection is under way, not when synced: `await client.ready()` for that.
+   */
+  async start(): Promise<void> {
+    if (this.started) return;
+    this.started = true;
+    if (this.cache) {
+      try {
+        const cached = await this.cache.load();
+        if (cached && !this.store.hasData) {
+          this.store.restore(cached);
+          for (const [conv, seq] of cached.reads) this.reads.add(conv, seq);
+        }
+      } catch (err) {
+        this.events.emit('error', err instanceof Error ? err : new Error(String(err)));
+      }
+    }
+    if (this.options.lifecycle ?? true) this.stopLifecycle = watchLifecycle(() => this.refresh(), () => this.connection.reconnectNow());
+    this.connection.start();
+    this.changed();
+  }
+
+  /** Closes the socket and writes the cache. Reads not yet acknowledged stay in the cache. */
+  async stop(): Promise<void> {
+    this.stopLifecycle();
+    this.connection.stop();
+    // The same teardown as a dropped socket (which connection.stop does not report), minus the reconnect.
+    this.session.down();
+    this.publisher.closed('client stopped', undefined);
+    this.saveTimer.cancel();
+    this.settingsQueue.rejectAll(new Error('client stopped'));
+    await this.save();
+  }
+
+  /**
+   * The user has read `conv` up to `seq` (default: its newest message). The dot clears at once;
+   * the report is batched and sent again until the server acknowledges it.
+   */
+  markRead(conv: string, seq = this.store.lastSeq(conv)): void {
+    const shown = this.store.effective(conv);
+    if (!shown || seq > shown.readSeq) {
+      this.store.optimisticRead(conv, seq);
+      this.reads.add(conv, seq);
+    }
+    // A read only clears "marked unread" on the server when it raises readSeq; make it explicit.
+    if (shown?.markedUnread) void this.settings(conv, { markedUnread: false }).catch((err: Error) => this.events.emit('error', err));
+    this.changed();
+  }
+
+  /** Sends queued reads now instead of at the end of the batch window. */
+  flushReads(): void {
+    this.reads.flush();
+    this.changed();
+  }
+
+  mute(conv: string, muted = true): Promise<void> {
+    return this.settings(conv, { muted });
+  }
+
+  markUnread(conv: string, markedUnread = true): Promise<void> {
+    return this.settings(conv, { markedUnread });
+  }
+
+  /** Hides the conversation until its next message. */
+  deleteConversation(conv: string): Promise<void> {
+    return this.settings(conv, { deleted: true });
+  }
+
+  /** Pulls now (e.g. on pull-to-refresh). */
+  refresh(): void {
+    if (this.connection.open) this.session.pull();
+    else this.connection.reconnectNow();
+  }
+
+  private settings(conv: string, change: SettingsChange): Promise<void> {
+    // Reads queued before this change must reach the server first: a later read would clear
+    // a "marked unread" set after it.
+    this.reads.flush();
+    this.store.optimisticSettings(conv, change);
+    const done = this.settingsQueue.submit(conv, change);
+    this.changed();
+    return done;
+  }
+
+  private request(frame: (id: number) => ClientFrame): number | null {
+    const id = this.nextId;
+    if (!this.connection.send({ ...frame(id), id })) return null;
+    this.nextId = id + 1 >= LIMITS.requestIdMax ? 1 : id + 1;
+    return id;
+  }
+
+  private build(): RedpointState {
+    return deriveState({
+      store: this.store,
+      connection: this.connection.state,
+      open: this.connection.open,
+      confirmed: this.session.confirmed,
+      pulling: this.session.pullId !== null,
+      gap: this.session.gap,
+      unacked: this.reads.pending + this.settingsQueue.pending,
+    });
+  }
+
+  private changed(): void {
+    if (!this.started) return;
+    this.publisher.invalidate();
+    if (this.store.hasData && this.cache) this.saveTimer.arm(this.cacheDebounceMs);
+  }
+
+  private async save(): Promise<void> {
+    if (!this.cache || !this.store.hasData) return;
+    try {
+      await this.cache.save(this.store.toCache(this.reads.unacknowledged(), Date.now()));
+    } catch (err) {
+      this.events.emit('error', err instanceof Error ? err : new Error(String(err)));
+    }
+  }
+}

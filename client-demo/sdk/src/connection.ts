@@ -1,0 +1,200 @@
+import { CLOSE_CODES } from '../../../protocol/close-codes.js';
+import type { ClientFrame, HelloFrame, ServerFrame, WelcomeFrame } from '../../../protocol/frames.js';
+import type { Backoff } from './backoff.js';
+import type { WireFrame } from './codec.js';
+import { Deadlines, type RequestKey } from './deadlines.js';
+import { Timer, type Timers } from './timers.js';
+import type { FrameSocket, Transport } from './transport.js';
+import type { ConnectionState } from './types.js';
+
+export interface ConnectionOptions {
+  transport: Transport;
+  token: () => Promise<string>;
+  timers: Timers;
+  backoff: Backoff;
+  /** A request (or the hello) unanswered this long: the connection is broken; drop it and reconnect. */
+  requestTimeoutMs: number;
+}
+
+export interface ConnectionHooks {
+  /** The hello to send on each new socket (token added here). */
+  hello(): Omit<HelloFrame, 't' | 'token'>;
+  welcomed(welcome: WelcomeFrame): void;
+  frame(frame: ServerFrame): void;
+  /** The socket is gone; `reconnect` false means the client stays closed. */
+  down(code: number, reconnect: boolean): void;
+  state(state: ConnectionState, closeCode: number | undefined): void;
+  error(err: Error): void;
+}
+
+/**
+ * The close code the client uses (and reports) when it drops a connection on which a request
+ * went unanswered. Not sent by the server: 4000 is unassigned in protocol/close-codes.ts.
+ */
+export const REQUEST_TIMEOUT_CLOSE = 4000;
+
+const RECONNECT_BY_CODE = new Map<number, boolean>(Object.values(CLOSE_CODES).map((c) => [c.code, c.reconnect]));
+const TOKEN_EXPIRED = CLOSE_CODES.token_expired.code;
+const NORMAL_CLOSURE = 1000;
+const REPLIES: ReadonlySet<string> = new Set(['sync', 'ack', 'error']);
+
+/**
+ * One logical connection over successive sockets: fetches (and caches) the token, says hello,
+ * watches that every request is answered, and reconnects with backoff unless the server's close
+ * code says not to (CLOSE_CODES in protocol/close-codes.ts). 4003 drops the cached token, so the
+ * next attempt fetches a fresh one.
+ */
+export class Connection {
+  state: ConnectionState = 'idle';
+  private socket: FrameSocket | null = null;
+  private welcomed = false;
+  private token: string | null = null;
+  /** Bumped per socket: events of an older socket are ignored. */
+  private generation = 0;
+  private stopped = false;
+  private readonly retryTimer: Timer;
+  private readonly deadlines: Deadlines;
+
+  constructor(
+    private readonly options: ConnectionOptions,
+    private readonly hooks: ConnectionHooks,
+  ) {
+    this.retryTimer = new Timer(options.timers, () => void this.connect());
+    this.deadlines = new Deadlines(options.timers, options.requestTimeoutMs, (key) => this.broken(key));
+  }
+
+  get open(): boolean {
+    return this.welcomed && this.socket !== null;
+  }
+
+  start(): void {
+    this.stopped = false;
+    void this.connect();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.retryTimer.cancel();
+    this.deadlines.clear();
+    this.generation += 1;
+    const socket = this.socket;
+    this.socket = null;
+    this.welcomed = false;
+    socket?.close(NORMAL_CLOSURE, 'client stopped');
+    this.setState('closed', undefined);
+  }
+
+  /** Skip the rest of the backoff (the page became visible, the network came back). */
+  reconnectNow(): void {
+    if (this.stopped || this.state !== 'offline') return;
+    this.retryTimer.cancel();
+    void this.connect();
+  }
+
+  /** Sends on the welcomed socket; false when there is none (the caller keeps the work for later). */
+  send(frame: ClientFrame & { id: number }): boolean {
+    if (!this.open || !this.socket) return false;
+    this.socket.send(frame);
+    this.deadlines.start(frame.id);
+    return true;
+  }
+
+  private async connect(): Promise<void> {
+    if (this.stopped) return;
+    const generation = ++this.generation;
+    this.setState('connecting', undefined);
+    let token: string;
+    try {
+      token = this.token ?? (await this.options.token());
+    } catch (err) {
+      if (generation !== this.generation) return;
+      this.hooks.error(asError(err));
+      this.scheduleReconnect(undefined);
+      return;
+    }
+    if (generation !== this.generation) return;
+    this.token = token;
+    this.welcomed = false;
+    const current = () => generation === this.generation;
+    try {
+      this.socket = this.options.transport({
+        open: () => {
+          if (!current() || !this.socket) return;
+          this.socket.send({ t: 'hello', token, ...this.hooks.hello() });
+          this.deadlines.start('hello');
+        },
+        frame: (frame) => {
+          if (current()) this.onFrame(frame);
+        },
+        closed: (code, _reason, retryNow) => {
+          if (current()) this.onClose(code, retryNow ?? false);
+        },
+      });
+    } catch (err) {
+      this.hooks.error(asError(err));
+      this.scheduleReconnect(undefined);
+    }
+  }
+
+  private onFrame(wire: WireFrame): void {
+    const frame = wire as unknown as ServerFrame;
+    if (frame.t === 'welcome') {
+      this.welcomed = true;
+      this.setState('open', undefined);
+      this.hooks.welcomed(frame);
+      return;
+    }
+    // The server says welcome first; anything else before it belongs to no session (and must
+    // not pass for the answer to the hello).
+    if (!this.welcomed) return;
+    if (REPLIES.has(frame.t)) {
+      const id = (frame as { id?: number }).id;
+      // Without an id: the sync that answers hello, or the error saying it failed.
+      this.deadlines.settle(id ?? 'hello');
+    }
+    this.hooks.frame(frame);
+  }
+
+  /** A request went unanswered: the socket is no good, whatever state it claims. */
+  private broken(key: RequestKey): void {
+    const what = key === 'hello' ? 'hello' : `request ${key}`;
+    this.hooks.error(new Error(`${what} unanswered after ${this.options.requestTimeoutMs} ms: reconnecting`));
+    this.generation += 1;
+    this.socket?.close(REQUEST_TIMEOUT_CLOSE, 'request timeout');
+    this.onClose(REQUEST_TIMEOUT_CLOSE, false);
+  }
+
+  private onClose(code: number, retryNow: boolean): void {
+    this.socket = null;
+    this.welcomed = false;
+    this.deadlines.clear();
+    if (code === TOKEN_EXPIRED) this.token = null;
+    const reconnect = RECONNECT_BY_CODE.get(code) ?? true;
+    this.hooks.down(code, reconnect);
+    if (!reconnect) {
+      this.stopped = true;
+      this.setState('closed', code);
+      return;
+    }
+    if (retryNow && !this.stopped) {
+      void this.connect();
+      return;
+    }
+    this.scheduleReconnect(code);
+  }
+
+  private scheduleReconnect(code: number | undefined): void {
+    if (this.stopped) return;
+    this.setState('offline', code);
+    this.retryTimer.rearm(this.options.backoff.next());
+  }
+
+  private setState(state: ConnectionState, closeCode: number | undefined): void {
+    this.state = state;
+    this.hooks.state(state, closeCode);
+  }
+}
+
+function asError(err: unknown): Error {
+  return err instanceof Error ? err : new Error(String(err));
+}

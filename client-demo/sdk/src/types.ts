@@ -1,0 +1,123 @@
+import type { ConvView, Cursor } from './wire-types.js';
+import type { CacheAdapter } from './cache/cache.js';
+import type { Timers } from './timers.js';
+import type { FrameCodec } from './codec.js';
+import type { TransportFactory, WebSocketConstructor } from './transport.js';
+
+/**
+ * Where the numbers stand:
+ * - NO_DATA: nothing known yet (never render 0 for this: render a placeholder);
+ * - DIRTY: something is known but not confirmed: a version gap was seen or a pull is in flight,
+ *   or the counts came from the cache and no pull has confirmed them yet;
+ * - PENDING: confirmed, except for optimistic reads/settings still waiting for their ack;
+ * - SYNCED: what the server has, as of the cursor.
+ */
+export type SyncStatus = 'NO_DATA' | 'SYNCED' | 'DIRTY' | 'PENDING';
+
+/**
+ * idle: not started; connecting: socket opening or hello sent; open: welcomed by the server;
+ * offline: waiting to reconnect (backoff); closed: stopped, or the server said not to reconnect.
+ */
+export type ConnectionState = 'idle' | 'connecting' | 'open' | 'offline' | 'closed';
+
+export interface Totals {
+  /** Unread over unmuted, visible conversations: the badge. */
+  total: number;
+  mentions: number;
+  /** `total` by category; categories with nothing unread are left out. */
+  categories: Record<string, number>;
+}
+
+export interface ConversationView extends ConvView {
+  /** An optimistic read or setting of this conversation waits for its ack. */
+  pending: boolean;
+}
+
+/** One immutable picture of the client: a new object after every change. */
+export interface RedpointState {
+  status: SyncStatus;
+  /**
+   * The numbers may be out of date: they come from the cache or from before a disconnect, and no
+   * pull on the current connection has confirmed them. Show them, marked as such.
+   */
+  stale: boolean;
+  connection: ConnectionState;
+  uid: string | null;
+  cursor: Cursor | null;
+  /** Visible conversations (deleted ones without newer messages are hidden), by id. */
+  conversations: ConversationView[];
+  /** null while NO_DATA: there is no number to show yet. */
+  totals: Totals | null;
+}
+
+export interface StatusEvent {
+  status: SyncStatus;
+  stale: boolean;
+  connection: ConnectionState;
+  /** The close code that put the client offline or closed, when there was one. */
+  closeCode?: number;
+}
+
+export interface RedpointEvents {
+  change: RedpointState;
+  status: StatusEvent;
+  /** Something went wrong that the client recovers from by itself (cache I/O, an error frame). */
+  error: Error;
+}
+
+export interface BackoffOptions {
+  /** First retry waits up to this long (full jitter: a uniform draw in [0, cap)). */
+  baseMs: number;
+  /** Cap of the exponential growth. */
+  maxMs: number;
+}
+
+export interface ClientOptions {
+  /** WebSocket endpoint, e.g. `wss://host/v1/ws`. */
+  url: string;
+  /** Returns a JWT for the user; called again when the server says the token expired (4003). */
+  token: () => Promise<string>;
+  /** Last known state across restarts; without one a start shows NO_DATA until the first sync. */
+  cache?: CacheAdapter;
+  /**
+   * How frames are encoded: JSON text frames by default (readable in devtools); `msgpack` from
+   * `@redpoint/client/msgpack` for MessagePack binary frames (smaller).
+   */
+  codec?: FrameCodec;
+  /**
+   * How the client reaches the server: its own WebSocket by default; `shareTabs({ key })` from
+   * `@redpoint/client/tabs` makes the tabs of one browser share one socket through a leader tab.
+   */
+  transport?: TransportFactory;
+  /** A WebSocket class; defaults to `globalThis.WebSocket` (browsers, Node >= 22). Node 20: pass `ws`. */
+  WebSocket?: WebSocketConstructor;
+  /** Sent in hello so the server can tell a user's devices apart in logs. */
+  device?: string;
+  /** Reconnect backoff; default 500 ms growing to 30 s. */
+  backoff?: Partial<BackoffOptions>;
+  /** How long an out-of-order push waits for the missing version before the client pulls. Default 300 ms. */
+  gapWaitMs?: number;
+  /** Read reports are sent after this delay or once `readBatchSize` conversations are queued. Default 500 ms. */
+  readBatchMs?: number;
+  /** Default 20. */
+  readBatchSize?: number;
+  /**
+   * Delay before a request the server refused as `unavailable`/`rate_limited` is sent again.
+   * Default 1 s; refused pulls back off from there (full jitter, up to `backoff.maxMs`).
+   */
+  retryMs?: number;
+  /**
+   * A request (pull, read, settings) or the hello not answered in this long means the connection
+   * is broken: the client closes it (code 4000) and reconnects with the usual backoff; the hello
+   * carries the cursor, so reconnecting is a pull. Default 15 s (the server answers within a few).
+   */
+  requestTimeoutMs?: number;
+  /** Debounce of cache writes. Default 200 ms. */
+  cacheDebounceMs?: number;
+  /** Pull when the page becomes visible and reconnect at once when the browser goes online. Default true. */
+  lifecycle?: boolean;
+  /** Injected for tests; `Math.random` by default. */
+  random?: () => number;
+  /** Injected for tests; the global timers by default. */
+  timers?: Timers;
+}

@@ -1,0 +1,44 @@
+import type { ConvState as ProtocolConvState, ConvView as ProtocolConvView } from '../../../protocol/types.js';
+
+/**
+ * The protocol's state and view types (protocol/types.ts derives them from the reply schemas in
+ * protocol/replies.ts), restated as plain interfaces for the published declarations: the
+ * package's users need no schema library to read them. The check below fails to compile the
+ * moment they differ from the protocol's.
+ */
+
+/** A user's state of one conversation; every field absolute, not a delta (PROTOCOL.md, "Shapes"). */
+export interface ConvState {
+  conv: string;
+  /** Highest seq delivered to this user; for a read-diffused (`large`) conversation only a lower bound. */
+  lastSeq: number;
+  /** Highest seq this user has read on any device. Only ever raised. */
+  readSeq: number;
+  /** Distinct seqs above `readSeq` that @-mention this user. */
+  mentions: number;
+  muted: boolean;
+  markedUnread: boolean;
+  category: string;
+  /** Read diffusion: the effective lastSeq comes from the conversation's head. */
+  large: boolean;
+  /** Hidden while the effective lastSeq is <= deletedSeq; -1: never deleted. */
+  deletedSeq: number;
+}
+
+/** A conversation as a UI shows it: effective lastSeq, unread derived. */
+export interface ConvView {
+  conv: string;
+  lastSeq: number;
+  readSeq: number;
+  unread: number;
+  mentions: number;
+  muted: boolean;
+  markedUnread: boolean;
+  category: string;
+}
+
+export type { Cursor } from '../../../protocol/types.js';
+
+type Exactly<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+type MustBeTrue<T extends true> = T;
+type SameAsProtocol = MustBeTrue<Exactly<ConvState, ProtocolConvState> | Exactly<ConvView, ProtocolConvView>>;

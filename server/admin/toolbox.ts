@@ -1,0 +1,102 @@
+import type { ReconcileRequest } from '../../protocol/admin-schemas.js';
+import type { EngineAdmin } from '../engine/admin.js';
+import type { Engine, EngineOptions } from '../engine/engine.js';
+import { deleteConversation, type DeleteResult } from './delete-conversation.js';
+import { eraseUser, userTraces, type EraseResult, type UserTraces } from './erase.js';
+import { reassertHeads, type HeadAssertion, type HeadsResult } from './heads.js';
+import { importBatch, type ImportBatch, type ImportBatchResult } from './import.js';
+import { inspectConversation, inspectUser, type ConversationInspection, type UserInspection } from './inspect.js';
+import { Reconciler, type ReconcilePage } from './reconcile.js';
+
+/** Walk from `cursor` ('' starts; ignored when `users` or `conversations` is given), `count` ids per page. */
+export type { ReconcileRequest };
+
+/**
+ * Everything the `redpoint` CLI does to a store, as one interface with two implementations: this
+ * one over an engine in the same process (a Redis store the CLI reaches directly, and the server's
+ * admin endpoints), and the CLI's HTTP client of those endpoints (a memory engine lives only in
+ * its server's process). Replies are plain JSON-able objects, the same either way.
+ */
+export interface Toolbox {
+  reconcile(request: ReconcileRequest): Promise<ReconcilePage>;
+  /** How many users or conversations a walk will meet (for progress bars; a walk of its own). */
+  count(kind: 'users' | 'conversations'): Promise<number>;
+  inspectUser(uid: string): Promise<UserInspection>;
+  inspectConversation(conv: string): Promise<ConversationInspection | null>;
+  eraseUser(uid: string, options: { scan: boolean }): Promise<EraseResult>;
+  /** What is left of a user (its own state, conversations listing it): empty after an erase. */
+  traces(uid: string): Promise<UserTraces>;
+  deleteConversation(conv: string): Promise<DeleteResult | null>;
+  reassertHeads(heads: readonly HeadAssertion[]): Promise<HeadsResult>;
+  importBatch(batch: ImportBatch, dryRun: boolean): Promise<ImportBatchResult>;
+  /** Current heads (missing conversations left out). */
+  heads(convs: readonly string[]): Promise<Record<string, number>>;
+  close(): Promise<void>;
+}
+
+export const DEFAULT_WALK_PAGE = 200;
+const COUNT_PAGE = 1_000;
+
+export class LocalToolbox implements Toolbox {
+  constructor(
+    private readonly engine: Engine,
+    private readonly admin: EngineAdmin,
+    private readonly settings: EngineOptions & { largeGroupThreshold: number },
+    /** Closes the engine when the toolbox closes (the CLI's own engine; not a server's). */
+    private readonly owned = false,
+  ) {}
+
+  reconcile(request: ReconcileRequest): Promise<ReconcilePage> {
+    const reconciler = new Reconciler(this.engine, this.admin, this.settings.largeGroupThreshold, { repair: request.repair, graceMs: request.graceMs });
+    if (request.users) return reconciler.users(request.users);
+    if (request.conversations) return reconciler.conversations(request.conversations);
+    return reconciler.page(request.cursor ?? '', request.count ?? DEFAULT_WALK_PAGE);
+  }
+
+  async count(kind: 'users' | 'conversations'): Promise<number> {
+    const seen = new Set<string>();
+    let cursor = '';
+    do {
+      const page = kind === 'users' ? await this.admin.scanUsers(cursor, COUNT_PAGE) : await this.admin.scanConversations(cursor, COUNT_PAGE);
+      for (const id of page.ids) seen.add(id);
+      cursor = page.cursor;
+    } while (cursor !== '');
+    return seen.size;
+  }
+
+  inspectUser(uid: string): Promise<UserInspection> {
+    return inspectUser(this.engine, this.admin, this.settings, uid);
+  }
+
+  inspectConversation(conv: string): Promise<ConversationInspection | null> {
+    return inspectConversation(this.admin, conv);
+  }
+
+  eraseUser(uid: string, options: { scan: boolean }): Promise<EraseResult> {
+    return eraseUser(this.engine, this.admin, this.settings.largeGroupThreshold, uid, options);
+  }
+
+  traces(uid: string): Promise<UserTraces> {
+    return userTraces(this.admin, uid);
+  }
+
+  deleteConversation(conv: string): Promise<DeleteResult | null> {
+    return deleteConversation(this.engine, this.admin, conv);
+  }
+
+  reassertHeads(heads: readonly HeadAssertion[]): Promise<HeadsResult> {
+    return reassertHeads(this.engine, heads);
+  }
+
+  importBatch(batch: ImportBatch, dryRun: boolean): Promise<ImportBatchResult> {
+    return importBatch(this.engine, this.settings.largeGroupThreshold, batch, dryRun);
+  }
+
+  async heads(convs: readonly string[]): Promise<Record<string, number>> {
+    return Object.fromEntries(await this.engine.heads(convs));
+  }
+
+  async close(): Promise<void> {
+    if (this.owned) await this.engine.close();
+  }
+}

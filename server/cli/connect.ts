@@ -1,0 +1,46 @@
+import { LocalToolbox, type Toolbox } from '../admin/toolbox.js';
+import { DEV_API_KEY, loadConfig } from '../config.js';
+import { adminOf } from '../engine/admin.js';
+import { createEngine } from '../engine/create-engine.js';
+import { describeRedisTarget, redisTargetOf } from '../redis-target.js';
+import { HttpToolbox } from './http-toolbox.js';
+
+export class UsageError extends Error {
+  override name = 'UsageError';
+}
+
+export interface Connection {
+  toolbox: Toolbox;
+  /** For the report: where the commands went. */
+  where: string;
+}
+
+/**
+ * The store the commands act on: with `--url`, a running server's operator endpoints (the API key
+ * from REDPOINT_API_KEY, or the dev key); otherwise the store the server's own environment names
+ * (REDIS_URL or REDIS_CLUSTER_NODES, with the same SNAPSHOT_EVERY, STREAM_*, LARGE_GROUP_THRESHOLD
+ * as the server), reached directly through the same Engine.
+ */
+export async function connect(url: string | undefined, env: NodeJS.ProcessEnv = process.env): Promise<Connection> {
+  if (url !== undefined) {
+    if (!/^https?:\/\//.test(url)) throw new UsageError(`--url wants http(s)://host:port, got ${url}`);
+    return { toolbox: new HttpToolbox(url, env.REDPOINT_API_KEY ?? DEV_API_KEY), where: url };
+  }
+  const config = loadConfig(env);
+  const target = redisTargetOf(config);
+  if (!target) {
+    throw new UsageError(
+      'no store: set REDIS_URL or REDIS_CLUSTER_NODES (as for the server), or pass --url http://host:port of a running server (a memory engine\'s store lives only in its process)',
+    );
+  }
+  const options = {
+    snapshotEvery: config.snapshotEvery,
+    streamMaxLen: config.streamMaxLen,
+    ...(config.streamIdleSeconds !== undefined ? { streamIdleSeconds: config.streamIdleSeconds } : {}),
+  };
+  const engine = await createEngine({ redisUrl: config.redisUrl, redisClusterNodes: config.redisClusterNodes, ...options });
+  return {
+    toolbox: new LocalToolbox(engine, adminOf(engine), { ...options, largeGroupThreshold: config.largeGroupThreshold }, true),
+    where: describeRedisTarget(target),
+  };
+}

@@ -1,0 +1,64 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { addPage, emptyPage, type ReconcilePage } from '../admin/reconcile.js';
+import type { Toolbox } from '../admin/toolbox.js';
+import { progressBar, rateSince } from './progress.js';
+import { findingsReport } from './report.js';
+
+export interface ReconcileArgs {
+  users: string[];
+  convs: string[];
+  all: boolean;
+  repair: boolean;
+  /** Ids checked per second. */
+  rate: number;
+  graceMs: number;
+  cursor: string;
+  json: boolean;
+  progress: boolean;
+}
+
+const PAGE = 200;
+
+/** `redpoint reconcile`: returns the exit code (0: nothing left wrong, 1: findings remain). */
+export async function reconcileCommand(toolbox: Toolbox, args: ReconcileArgs, out: (text: string) => void, interrupted: () => boolean): Promise<number> {
+  const started = performance.now();
+  const total = emptyPage();
+  const add = (page: ReconcilePage): void => addPage(total, page);
+  const base = { repair: args.repair, graceMs: args.graceMs };
+  if (args.users.length > 0) add(await toolbox.reconcile({ ...base, users: args.users }));
+  if (args.convs.length > 0) add(await toolbox.reconcile({ ...base, conversations: args.convs }));
+  let cursor = '';
+  if (args.all) {
+    const expected = args.progress ? (await toolbox.count('users')) + (await toolbox.count('conversations')) : 0;
+    const bar = args.progress ? progressBar('reconcile', 'ids') : undefined;
+    bar?.start(expected, 0, { rate: 0, detail: '' });
+    cursor = args.cursor;
+    do {
+      const pageStarted = performance.now();
+      const page = await toolbox.reconcile({ ...base, cursor, count: PAGE });
+      add(page);
+      cursor = page.cursor;
+      const done = total.users + total.conversations;
+      bar?.setTotal(Math.max(expected, done));
+      bar?.update(done, { rate: rateSince(started, done), detail: `${total.findings.length} findings | cursor ${cursor === '' ? 'done' : cursor}` });
+      const budget = ((page.users + page.conversations) / args.rate) * 1000 - (performance.now() - pageStarted);
+      if (budget > 0 && cursor !== '') await sleep(budget);
+    } while (cursor !== '' && !interrupted());
+    bar?.stop();
+  }
+  const seconds = (performance.now() - started) / 1000;
+  if (args.json) {
+    out(JSON.stringify({ ...total, cursor, seconds }, null, 2) + '\n');
+  } else {
+    let text = `checked ${total.users} users and ${total.conversations} conversations in ${seconds.toFixed(1)} s (${Math.round((total.users + total.conversations) / Math.max(seconds, 0.001))}/s)\n`;
+    if (total.midRewrite > 0) text += `conversations seen mid-rewrite that finished within the grace period (not findings): ${total.midRewrite}\n`;
+    text += findingsReport(total.findings, 'findings');
+    if (args.repair) {
+      text += `repaired: ${total.repaired.length}\n`;
+      if (total.unrepaired.length > 0) text += findingsReport(total.unrepaired, 'NOT repaired');
+    }
+    if (cursor !== '') text += `interrupted: resume with --cursor ${cursor}\n`;
+    out(text);
+  }
+  return total.unrepaired.length > 0 ? 1 : 0;
+}

@@ -1,0 +1,197 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { UNSEEN_EPOCH, type MemberTag } from '../engine.js';
+import {
+  totalsOfRecords,
+  type ConversationView,
+  type DeleteStep,
+  type EngineAdmin,
+  type RawConversation,
+  type RawUser,
+  type ScanPage,
+} from '../admin.js';
+import { sameRecord, toConvState, type StoredConv } from '../rules.js';
+import type { LocalNotifications } from './local-notifications.js';
+import { info, newEpoch, type MemoryConversation, type MemoryUser } from './memory-engine.js';
+
+/** A deletion begun and not finished: the roster it removes, under its generation. */
+interface MemoryDeletion {
+  gen: number;
+  maxSeq: number;
+  members: Map<string, { joinGen: number; joinHead: number }>;
+}
+
+/** How long beginDelete waits for the clock to pass a conversation's generations (see RedisAdmin). */
+const CLOCK_WAIT_MS = 2_000;
+
+/**
+ * The memory engine's EngineAdmin, over the engine's own maps. Every method is synchronous inside
+ * one call, so each is trivially one atomic step; the toolbox's multi-step operations interleave
+ * between calls exactly as on Redis.
+ */
+export class MemoryAdmin implements EngineAdmin {
+  /** Memory streams are kept as long as the process runs. */
+  readonly streamsExpire = false;
+  private readonly deletions = new Map<string, MemoryDeletion>();
+
+  constructor(
+    private readonly conversations: Map<string, MemoryConversation>,
+    private readonly users: Map<string, MemoryUser>,
+    private readonly notifications: LocalNotifications,
+  ) {}
+
+  async scanUsers(cursor: string, count: number): Promise<ScanPage> {
+    return page([...this.users.keys()], cursor, count);
+  }
+
+  async scanConversations(cursor: string, count: number): Promise<ScanPage> {
+    const ids = [...this.conversations.keys(), ...[...this.deletions.keys()].filter((c) => !this.conversations.has(c))];
+    return page(ids, cursor, count);
+  }
+
+  async readUser(uid: string): Promise<RawUser> {
+    const user = this.users.get(uid);
+    const records = user ? [...user.convs.values()].map(copyRecord) : [];
+    if (!user || user.epoch === undefined) {
+      return { uid, meta: null, records, largeIndex: [], stream: { length: 0, afterSnapshot: [] }, snapshot: null, ttl: { stream: -2, snapshot: -2 } };
+    }
+    const categories = new Map([...user.totals.categories].filter(([, n]) => n !== 0));
+    return {
+      uid,
+      meta: {
+        epoch: user.epoch,
+        version: user.version,
+        base: user.base,
+        snapshotVersion: user.snapshot.v,
+        memberCount: user.memberCount,
+        totals: { total: user.totals.total, mentions: user.totals.mentions, categories },
+      },
+      records,
+      // The memory engine keeps no separate index: it is derived from the records when read.
+      largeIndex: records.filter((r) => r.member && r.large).map((r) => r.conv),
+      stream: { length: user.entries.length, afterSnapshot: user.entries.filter((e) => e.v > user.snapshot.v).map((e) => ({ ...e })) },
+      snapshot: { v: user.snapshot.v, convs: user.snapshot.convs.map((s) => ({ ...s })) },
+      ttl: { stream: -1, snapshot: -1 },
+    };
+  }
+
+  async readConversation(conv: string): Promise<RawConversation | null> {
+    const c = this.conversations.get(conv);
+    if (c) return { info: info(conv, c), rewrite: c.rewrite, storedCount: c.members.size, members: tags(c.members), deleting: false };
+    const d = this.deletions.get(conv);
+    if (!d) return null;
+    return {
+      info: { conv, maxSeq: d.maxSeq, large: false, category: 'default', memberCount: d.members.size, gen: d.gen },
+      rewrite: 0,
+      storedCount: d.members.size,
+      members: tags(d.members),
+      deleting: true,
+    };
+  }
+
+  async conversationViews(uid: string, convs: readonly string[]): Promise<Map<string, ConversationView>> {
+    const out = new Map<string, ConversationView>();
+    for (const conv of convs) {
+      const c = this.conversations.get(conv);
+      const tag = c?.members.get(uid);
+      out.set(conv, c ? { exists: true, info: info(conv, c), rewrite: c.rewrite, tag: tag ? { ...tag } : null } : { exists: false, info: null, rewrite: 0, tag: null });
+    }
+    return out;
+  }
+
+  async records(pairs: readonly { uid: string; conv: string }[]): Promise<(StoredConv | null)[]> {
+    return pairs.map(({ uid, conv }) => {
+      const rec = this.users.get(uid)?.convs.get(conv);
+      return rec ? copyRecord(rec) : null;
+    });
+  }
+
+  async rebuildUser(uid: string, options: { restream: boolean }): Promise<void> {
+    const user = this.users.get(uid);
+    if (!user) return;
+    const members = [...user.convs.values()].filter((r) => r.member);
+    if (user.epoch === undefined && members.length === 0) return;
+    user.totals = totalsOfRecords(user.convs.values());
+    user.memberCount = members.length;
+    if (!options.restream && user.epoch !== undefined) return;
+    user.epoch = newEpoch();
+    user.version += 1;
+    user.base = user.version;
+    user.entries = [];
+    user.snapshot = { v: user.version, convs: members.map(toConvState) };
+    const first = members[0];
+    // Another epoch in a push makes a client pull, and the pull brings this snapshot.
+    if (first) this.notifications.user([{ uid, conv: first.conv, epoch: user.epoch, version: user.version, state: toConvState(first) }]);
+  }
+
+  async repairConversation(conv: string, minGen: number): Promise<RawConversation | null> {
+    const c = this.conversations.get(conv);
+    // The member count is the map's size here: only the generation can need raising.
+    if (c) c.gen = Math.max(c.gen, minGen);
+    return this.readConversation(conv);
+  }
+
+  async wipeUser(uid: string, expected: readonly StoredConv[]): Promise<boolean> {
+    const user = this.users.get(uid);
+    if (!user) return expected.length === 0;
+    if (user.convs.size !== expected.length || !expected.every((rec) => sameRecord(user.convs.get(rec.conv), rec))) return false;
+    this.users.delete(uid);
+    const first = expected[0];
+    if (user.epoch !== undefined && first) this.notifications.user([{ uid, conv: first.conv, epoch: UNSEEN_EPOCH, version: 0, state: null }]);
+    return true;
+  }
+
+  async beginDelete(conv: string): Promise<DeleteStep | null> {
+    // A re-created conversation takes its generation from the clock: the deletion's must be below
+    // every clock reading from now on, so that the new conversation's membership ops win.
+    const deadline = Date.now() + CLOCK_WAIT_MS;
+    for (;;) {
+      const c = this.conversations.get(conv);
+      const d = this.deletions.get(conv);
+      if (!c) return d ? step(d) : null;
+      const gen = Math.max(c.gen, d?.gen ?? 0) + 1;
+      const now = Date.now();
+      if (gen >= now && now < deadline) {
+        await sleep(gen - now + 1);
+        continue;
+      }
+      const deletion: MemoryDeletion = d ?? { gen, maxSeq: 0, members: new Map() };
+      for (const [uid, tag] of c.members) deletion.members.set(uid, { ...tag });
+      deletion.gen = Math.max(gen, now - 1);
+      deletion.maxSeq = Math.max(deletion.maxSeq, c.maxSeq);
+      this.deletions.set(conv, deletion);
+      this.conversations.delete(conv);
+      return step(deletion);
+    }
+  }
+
+  async finishDelete(conv: string, gen: number): Promise<void> {
+    if (this.deletions.get(conv)?.gen === gen) this.deletions.delete(conv);
+  }
+
+  async convsListing(uid: string, convs: readonly string[]): Promise<string[]> {
+    return convs.filter((conv) => this.conversations.get(conv)?.members.has(uid) === true);
+  }
+}
+
+function step(d: MemoryDeletion): DeleteStep {
+  return { gen: d.gen, maxSeq: d.maxSeq, members: [...d.members.keys()] };
+}
+
+function tags(members: Map<string, { joinGen: number; joinHead: number }>): MemberTag[] {
+  return [...members].map(([uid, tag]) => ({ uid, ...tag }));
+}
+
+function copyRecord(rec: StoredConv): StoredConv {
+  return { ...rec, mentionSeqs: [...rec.mentionSeqs] };
+}
+
+/**
+ * A page of `ids` after the cursor (the last id of the previous page, so that removals during a
+ * walk skip nothing: an id removed meanwhile restarts the walk from the start, which only repeats).
+ */
+function page(ids: readonly string[], cursor: string, count: number): ScanPage {
+  const start = cursor === '' ? 0 : ids.indexOf(cursor) + 1;
+  const slice = ids.slice(start, start + Math.max(1, count));
+  const done = start + slice.length >= ids.length;
+  return { cursor: done ? '' : (slice.at(-1) ?? ''), ids: slice };
+}

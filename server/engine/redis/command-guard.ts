@@ -1,0 +1,123 @@
+import type { StoreHealth } from '../../ops/store-health.js';
+import { StoreError } from '../store-errors.js';
+import { ReplyWatch } from './reply-watch.js';
+import { SCRIPTS, USER_PRELUDE } from './scripts.js';
+import { storeErrorOf } from './driver-errors.js';
+import { retryNotSent, type ConnectionRef, type RunTracker, type RunWaits } from './runs.js';
+
+/**
+ * The choke point of every command the Redis engine sends. Each one:
+ *
+ * - goes out only over a ready connection to the server holding its key, waiting for one until
+ *   the store deadline (the offline queue of a single Redis is off: nothing waits in the driver,
+ *   and nothing waiting there is sent after the caller was told it failed);
+ * - fails with a typed store error (driver-errors.ts): not applied, or outcome unknown; and
+ *   with a timeout once its server sent no reply for the store timeout (reply-watch.ts);
+ * - reports replies and timeouts to StoreHealth, per target.
+ *
+ * It wraps the client rather than each engine method, so every command a script or method adds
+ * later is covered as well.
+ */
+export class CommandGuard {
+  private readonly watches = new Map<string, ReplyWatch>();
+
+  constructor(
+    private readonly runs: RunTracker,
+    private readonly waits: RunWaits,
+    private readonly health: StoreHealth,
+    /** StoreHealth's name of a server: `engine@host:port`. */
+    private readonly targetOf: (address: string) => string,
+    private readonly timeoutMs: number,
+  ) {}
+
+  /**
+   * `resend`: a command that was not sent (its connection was closing) goes again over the next
+   * one. Not for the scripts that carry a run id: the run tracker resends those itself, with the
+   * run id of the new connection.
+   */
+  run<T>(key: string, issue: () => Promise<T>, resend: boolean): Promise<T> {
+    const once = (deadline: number): Promise<T> => {
+      const ready = this.runs.connection(key);
+      // Ready: issue in this same tick, so auto-pipelining still batches a flush's commands.
+      if (ready) return this.issue(key, ready, issue);
+      return this.runs.waitConnection(key, deadline).then((conn) => this.issue(key, conn, issue));
+    };
+    const deadline = this.waits.deadline();
+    return resend ? retryNotSent(deadline, once) : once(deadline);
+  }
+
+  private async issue<T>(key: string, conn: ConnectionRef, issue: () => Promise<T>): Promise<T> {
+    const target = this.targetOf(conn.target);
+    let watch = this.watches.get(target);
+    if (!watch) {
+      watch = new ReplyWatch(this.timeoutMs);
+      this.watches.set(target, watch);
+    }
+    try {
+      const reply = await watch.track(issue);
+      this.health.answered(target);
+      return reply;
+    } catch (err) {
+      const typed = err instanceof StoreError ? err : storeErrorOf(err, { sent: true, sameConnection: this.runs.connection(key)?.id === conn.id });
+      if (!typed) throw err;
+      if (typed.kind === 'timeout') this.health.timedOut(target, this.timeoutMs);
+      this.health.failed(typed);
+      throw typed;
+    }
+  }
+}
+
+/** Commands that manage the connection itself, not data: never guarded (the engine closes and probes with them). */
+const UNGUARDED = new Set([
+  'quit', 'ping', 'info', 'script', 'cluster', 'client', 'config', 'select', 'auth', 'hello', 'readonly', 'readwrite',
+  'monitor', 'subscribe', 'psubscribe', 'ssubscribe', 'unsubscribe', 'punsubscribe', 'sunsubscribe', 'multi', 'exec',
+  'discard', 'watch', 'unwatch', 'reset', 'shutdown', 'debug', 'echo',
+]);
+
+/**
+ * `client` with every data command (each Redis command, in its plain and Buffer form, and every
+ * script of scripts.ts) going through `guard`, keyed by its first argument. Everything else
+ * (status, events, quit) is the client's own.
+ */
+export function guardCommands<C extends { getBuiltinCommands(): string[] }>(client: C, guard: CommandGuard): C {
+  const names = new Set<string>();
+  for (const name of [...client.getBuiltinCommands(), ...Object.keys(SCRIPTS)]) {
+    if (UNGUARDED.has(name)) continue;
+    names.add(name);
+    names.add(`${name}Buffer`);
+  }
+  // The user scripts carry a run id: RunTracker.userScript resends them.
+  const withRunId = new Set<string>();
+  for (const [name, spec] of Object.entries(SCRIPTS)) {
+    if ('prelude' in spec && spec.prelude.includes(USER_PRELUDE)) withRunId.add(name).add(`${name}Buffer`);
+  }
+  /** Scripts defined later (the operator's, redis-admin.ts) are commands too; those with the user prelude carry a run id. */
+  const scripts = (client as unknown as { scriptsSet: Record<string, { lua: string } | undefined> }).scriptsSet;
+  const scriptOf = (prop: string): { lua: string } | undefined => scripts[prop.endsWith('Buffer') ? prop.slice(0, -'Buffer'.length) : prop];
+  const wrapped = new Map<string | symbol, unknown>();
+  return new Proxy(client, {
+    get(target, prop) {
+      const value: unknown = Reflect.get(target, prop);
+      if (typeof value !== 'function') return value;
+      let fn = wrapped.get(prop);
+      if (fn) return fn;
+      const command = value as (...args: unknown[]) => Promise<unknown>;
+      const script = typeof prop === 'string' && !names.has(prop) ? scriptOf(prop) : undefined;
+      if (typeof prop === 'string' && (names.has(prop) || script)) {
+        const resend = script ? !script.lua.includes('-- lib/user.lua') : !withRunId.has(prop);
+        fn = (...args: unknown[]) => {
+          const key = args[0];
+          const slotKey = typeof key === 'string' ? key : Buffer.isBuffer(key) ? key.toString() : '';
+          return guard.run(slotKey, () => command.apply(target, args), resend);
+        };
+      } else {
+        // Everything else runs on the client itself: a method called with the proxy as `this`
+        // would hand it to ioredis (a pipeline built on the proxy calls the guard from inside
+        // auto-pipelining, which calls the pipeline again: no end).
+        fn = command.bind(target);
+      }
+      wrapped.set(prop, fn);
+      return fn;
+    },
+  });
+}

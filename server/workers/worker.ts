@@ -1,0 +1,56 @@
+import { parentPort, workerData } from 'node:worker_threads';
+import { startServer, type RunningServer } from '../app.js';
+import { loadConfig } from '../config.js';
+import { createLogger } from '../logger.js';
+import type { FromWorker, ToWorker, WorkerStart } from './messages.js';
+
+/**
+ * One server thread of several (WORKERS): the whole server, on the port the supervisor chose,
+ * shared with the other threads. Its /metrics are the aggregate of every worker's, which the
+ * supervisor assembles on request.
+ */
+const port = parentPort;
+if (!port) throw new Error('server/workers/worker.ts runs as a worker thread of server/workers/supervisor.ts');
+const start = workerData as WorkerStart;
+const send = (message: FromWorker): void => port.postMessage(message);
+
+const config = { ...loadConfig(), port: start.port };
+const log = createLogger(config.logLevel).child({ worker: start.index });
+
+let nextId = 0;
+const waiting = new Map<number, (text: string) => void>();
+let server: RunningServer | undefined;
+
+port.on('message', (message: ToWorker) => {
+  switch (message.t) {
+    case 'collect':
+      void (server ? server.metrics.registry.getMetricsAsJSON() : Promise.resolve([])).then((json) => send({ t: 'collected', id: message.id, json }));
+      return;
+    case 'metrics':
+      waiting.get(message.id)?.(message.text);
+      waiting.delete(message.id);
+      return;
+    case 'shutdown':
+      void (server?.close() ?? Promise.resolve()).then(
+        () => send({ t: 'closed', code: 0 }),
+        () => send({ t: 'closed', code: 1 }),
+      );
+      return;
+  }
+});
+
+try {
+  server = await startServer(config, log, undefined, {
+    index: start.index,
+    count: start.count,
+    exposition: () =>
+      new Promise<string>((resolve) => {
+        const id = ++nextId;
+        waiting.set(id, resolve);
+        send({ t: 'metrics?', id });
+      }),
+  });
+  send({ t: 'ready', port: server.port });
+} catch (err) {
+  send({ t: 'failed', message: err instanceof Error ? err.message : String(err) });
+}

@@ -1,0 +1,42 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, describeConfig, loadConfig } from '../../server/config.js';
+import { spawnServer } from '../helpers/server-process.js';
+import { TEST_API_KEY, TEST_JWT_SECRET } from '../helpers/test-server.js';
+
+const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+
+describe('operations settings', () => {
+  it('STORE_TIMEOUT_MS, OPS_PORT and REDIS_ALLOW_EVICTION: defaults, values, and bad values named', () => {
+    expect(loadConfig({})).toMatchObject({ storeTimeoutMs: 2000, opsPort: undefined, redisAllowEviction: false });
+    expect(loadConfig({ STORE_TIMEOUT_MS: '500', OPS_PORT: '9090', REDIS_ALLOW_EVICTION: '1' })).toMatchObject({
+      storeTimeoutMs: 500,
+      opsPort: 9090,
+      redisAllowEviction: true,
+    });
+    expect(loadConfig({ REDIS_ALLOW_EVICTION: 'true' }).redisAllowEviction).toBe(true);
+    expect(loadConfig({ REDIS_ALLOW_EVICTION: 'false' }).redisAllowEviction).toBe(false);
+    const bad = (): unknown => loadConfig({ STORE_TIMEOUT_MS: '50', OPS_PORT: '70000', REDIS_ALLOW_EVICTION: 'maybe' });
+    expect(bad).toThrow(ConfigError);
+    expect(bad).toThrow(/OPS_PORT: .*\n.*STORE_TIMEOUT_MS: .*\n.*REDIS_ALLOW_EVICTION: /);
+  });
+
+  it('the effective configuration for the startup line masks the secrets and the Redis password', () => {
+    const shown = describeConfig(loadConfig({ REDPOINT_API_KEY: TEST_API_KEY, REDPOINT_JWT_SECRET: TEST_JWT_SECRET, REDIS_URL: 'redis://user:hunter2@redis.internal:6380/1' }));
+    const text = JSON.stringify(shown);
+    for (const secret of [TEST_API_KEY, TEST_JWT_SECRET, 'hunter2']) expect(text).not.toContain(secret);
+    expect(shown).toMatchObject({ apiKey: `*** (${TEST_API_KEY.length} chars)`, redis: 'redis://***@redis.internal:6380/1', storeTimeoutMs: 2000 });
+  });
+
+  it('the process logs one startup line with its version and that configuration', async () => {
+    const server = await spawnServer({ STORE_TIMEOUT_MS: '1500' });
+    try {
+      const startup = server.lines().filter((l) => l.event === 'startup');
+      expect(startup).toHaveLength(1);
+      expect(startup[0]).toMatchObject({ version: pkg.version, config: { storeTimeoutMs: 1500, port: 0, opsPort: null, apiKey: `*** (${TEST_API_KEY.length} chars)` } });
+      expect(server.output()).not.toContain(TEST_JWT_SECRET);
+    } finally {
+      await server.stop();
+    }
+  });
+});

@@ -1,0 +1,91 @@
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { judgeRedisSettings } from '../../server/engine/redis/settings-check.js';
+import { startLoggedServer } from '../helpers/logged-server.js';
+import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
+import { spawnServer } from '../helpers/server-process.js';
+
+/**
+ * Issue 8, item 4: Redis's settings are checked at start. No persistence is a warning that names
+ * the consequence; a maxmemory-policy that evicts keys is a refusal unless explicitly allowed.
+ */
+async function clientCount(probe: Redis): Promise<number> {
+  return String(await probe.call('CLIENT', 'LIST')).trim().split('\n').length;
+}
+
+describe("Redis's settings at start", () => {
+  let redis: RedisServer;
+  let admin: Redis;
+  beforeAll(async () => {
+    redis = await startRedisServer(); // no AOF, no save points: the test fixture's default
+    admin = new Redis(redis.url);
+  });
+  afterAll(async () => {
+    admin?.disconnect();
+    await redis?.stop();
+  });
+
+  it('persistence off: starts, with a warning that a Redis restart resets every count', async () => {
+    const s = await startLoggedServer({ REDIS_URL: redis.url });
+    try {
+      const warning = s.lines.find((l) => l.event === 'redis_persistence_off');
+      expect(warning?.level).toBe(40);
+      expect(warning?.msg).toMatch(/a Redis restart resets every count/);
+      expect(warning?.node).toBe(`127.0.0.1:${redis.port}`);
+    } finally {
+      await s.close();
+    }
+    // With AOF on, nothing to say.
+    await admin.config('SET', 'appendonly', 'yes');
+    const quiet = await startLoggedServer({ REDIS_URL: redis.url });
+    try {
+      expect(quiet.lines.filter((l) => String(l.event).startsWith('redis_'))).toEqual([]);
+    } finally {
+      await quiet.close();
+      await admin.config('SET', 'appendonly', 'no');
+    }
+  });
+
+  it('a maxmemory-policy that evicts keys: refuses to start (exit 1) unless REDIS_ALLOW_EVICTION is set', async () => {
+    await admin.config('SET', 'maxmemory-policy', 'allkeys-lru');
+    try {
+      const refused = await spawnServer({ REDIS_URL: redis.url }, { waitListening: false });
+      expect(await refused.exited).toEqual({ code: 1, signal: null });
+      const fatal = refused.lines().find((l) => l.event === 'start_failed');
+      expect(fatal?.msg).toMatch(/maxmemory-policy is not noeviction on 127\.0\.0\.1:\d+ \(allkeys-lru\).*REDIS_ALLOW_EVICTION/);
+      // In process, the start is refused the same way and closes the connections it opened.
+      const before = await clientCount(admin);
+      await expect(startLoggedServer({ REDIS_URL: redis.url })).rejects.toThrow(/maxmemory-policy/);
+      const deadline = Date.now() + 5_000;
+      while ((await clientCount(admin)) > before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      expect(await clientCount(admin)).toBe(before);
+
+      const allowed = await startLoggedServer({ REDIS_URL: redis.url, REDIS_ALLOW_EVICTION: 'true' });
+      try {
+        expect(allowed.lines.find((l) => l.event === 'redis_eviction_allowed')?.msg).toMatch(/evicted keys silently corrupt counts/);
+        expect((await allowed.call('GET', '/v1/users/alice/unread')).status).toBe(200);
+      } finally {
+        await allowed.close();
+      }
+    } finally {
+      await admin.config('SET', 'maxmemory-policy', 'noeviction');
+    }
+  });
+
+  it('judges what it could read: INFO without CONFIG (a managed Redis) still shows AOF and the policy', () => {
+    const verdict = judgeRedisSettings(
+      [
+        { node: 'a:1', aof: true, rdb: undefined, maxmemoryPolicy: 'noeviction' },
+        { node: 'b:1', aof: undefined, rdb: undefined, maxmemoryPolicy: undefined },
+        { node: 'c:1', aof: false, rdb: true, maxmemoryPolicy: 'volatile-lru' },
+      ],
+      false,
+    );
+    expect(verdict.warnings.map((w) => [w.event, w.node])).toEqual([
+      ['redis_settings_unchecked', 'b:1'],
+      ['redis_settings_unchecked', 'b:1'],
+      ['redis_persistence_rdb_only', 'c:1'],
+    ]);
+    expect(verdict.refusal).toMatch(/c:1 \(volatile-lru\)/);
+  });
+});

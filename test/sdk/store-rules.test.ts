@@ -1,0 +1,124 @@
+import { describe, expect, it } from 'vitest';
+import type { ConvEntry, ConvState, PullReply } from '../../protocol/types.js';
+import { ConvStore } from '../../client-demo/sdk/src/store.js';
+
+/**
+ * The sync rules of PROTOCOL.md as the client's store applies them, on replies shaped exactly as
+ * the server sends them. A reply and pushes race on a real socket only by chance; here each
+ * ordering is made on purpose.
+ */
+const EPOCH = 'e1';
+
+function conv(id: string, fields: Partial<ConvState> = {}): ConvState {
+  return { conv: id, lastSeq: 0, readSeq: 0, mentions: 0, muted: false, markedUnread: false, category: 'default', large: false, deletedSeq: -1, ...fields };
+}
+
+function reply(fields: Partial<PullReply>): PullReply {
+  return { epoch: EPOCH, entries: [], version: 0, more: false, heads: {}, ...fields };
+}
+
+const entry = (v: number, state: ConvState): ConvEntry => ({ v, conv: state.conv, state });
+const push = (v: number, state: ConvState | null, convId = state?.conv ?? '') => ({ t: 'change' as const, epoch: EPOCH, v, conv: convId, state });
+const lastSeqOf = (store: ConvStore, id: string) => store.view().conversations.find((c) => c.conv === id)?.lastSeq;
+
+/** A store at version 3: the first sync brought version 1, pushes 2 and 3 followed. */
+function storeAtThree(): ConvStore {
+  const store = new ConvStore();
+  store.applyReply(reply({ snapshot: { v: 0, convs: [] }, entries: [entry(1, conv('dm', { lastSeq: 1 }))], version: 1 }));
+  store.applyChange(push(2, conv('dm', { lastSeq: 2 })));
+  store.applyChange(push(3, conv('dm', { lastSeq: 3 })));
+  return store;
+}
+
+describe('a sync reply read before pushes the client already applied', () => {
+  it('a delta page below the client version changes nothing but heads, and never moves the cursor back', () => {
+    const store = storeAtThree();
+    store.applyReply(reply({ entries: [entry(2, conv('dm', { lastSeq: 2 }))], version: 2 }));
+    expect(store.cursor).toEqual({ epoch: EPOCH, version: 3 });
+    expect(lastSeqOf(store, 'dm')).toBe(3);
+  });
+
+  it('a snapshot page of the same epoch below the client version is not applied either', () => {
+    const store = storeAtThree();
+    store.applyReply(reply({ snapshot: { v: 2, convs: [conv('dm', { lastSeq: 2 })] }, version: 2 }));
+    expect(store.cursor).toEqual({ epoch: EPOCH, version: 3 });
+    expect(lastSeqOf(store, 'dm')).toBe(3);
+  });
+
+  it('a page that goes further skips its entries at or below the client version', () => {
+    const store = storeAtThree();
+    store.applyReply(
+      reply({
+        entries: [entry(2, conv('dm', { lastSeq: 2 })), entry(3, conv('dm', { lastSeq: 3, readSeq: 3 })), entry(4, conv('other', { lastSeq: 1 }))],
+        version: 4,
+      }),
+    );
+    expect(store.cursor).toEqual({ epoch: EPOCH, version: 4 });
+    // v3 of the page is skipped: the client's own v3 stands (readSeq 0, three unread).
+    expect(store.view().conversations.map((c) => [c.conv, c.lastSeq, c.unread])).toEqual([
+      ['dm', 3, 3],
+      ['other', 1, 1],
+    ]);
+  });
+
+  it('a page of another epoch replaces everything, even at a lower version', () => {
+    const store = storeAtThree();
+    store.applyReply(reply({ epoch: 'e2', snapshot: { v: 0, convs: [] }, entries: [entry(1, conv('new', { lastSeq: 1 }))], version: 1 }));
+    expect(store.cursor).toEqual({ epoch: 'e2', version: 1 });
+    expect(store.view().conversations.map((c) => c.conv)).toEqual(['new']);
+  });
+});
+
+describe('heads of read-diffused groups', () => {
+  const big = (fields: Partial<ConvState> = {}) => conv('big', { large: true, category: 'group', ...fields });
+
+  it('are max-merged: a page read before a head push does not lower the head, with or without a snapshot', () => {
+    const store = new ConvStore();
+    store.applyReply(reply({ snapshot: { v: 1, convs: [big()] }, version: 1, heads: { big: 5 } }));
+    store.applyHead('big', 7);
+    store.applyReply(reply({ version: 1, heads: { big: 6 } }));
+    expect(lastSeqOf(store, 'big')).toBe(7);
+    store.applyReply(reply({ snapshot: { v: 1, convs: [big()] }, version: 1, heads: { big: 6 } }));
+    expect(lastSeqOf(store, 'big')).toBe(7);
+    store.applyReply(reply({ version: 1, heads: { big: 9 } }));
+    expect(lastSeqOf(store, 'big')).toBe(9);
+  });
+
+  it('an older page still brings newer heads', () => {
+    const store = new ConvStore();
+    store.applyReply(reply({ snapshot: { v: 2, convs: [big()] }, version: 2, heads: { big: 1 } }));
+    store.applyReply(reply({ version: 1, heads: { big: 4 } }));
+    expect(store.cursor?.version).toBe(2);
+    expect(lastSeqOf(store, 'big')).toBe(4);
+  });
+
+  it('are dropped with their conversation', () => {
+    const store = new ConvStore();
+    store.applyReply(reply({ snapshot: { v: 1, convs: [big()] }, version: 1, heads: { big: 5 } }));
+    store.applyChange(push(2, null, 'big'));
+    expect(store.toCache([], 0).heads).toEqual([]);
+    store.applyReply(reply({ snapshot: { v: 1, convs: [big()] }, version: 3, heads: { big: 5 } }));
+    store.applyReply(reply({ snapshot: { v: 4, convs: [] }, version: 4, heads: { big: 5 } }));
+    expect(store.toCache([], 0).heads).toEqual([]);
+  });
+
+  it('of another epoch replace the old ones (a new history)', () => {
+    const store = new ConvStore();
+    store.applyReply(reply({ snapshot: { v: 1, convs: [big()] }, version: 1, heads: { big: 9 } }));
+    store.applyReply(reply({ epoch: 'e2', snapshot: { v: 1, convs: [big()] }, version: 1, heads: { big: 3 } }));
+    expect(lastSeqOf(store, 'big')).toBe(3);
+  });
+});
+
+describe("this device's settings, shown before the server has them", () => {
+  it('follow the server\'s order: a delete clears "marked unread", a mark made after the delete stays', () => {
+    const store = new ConvStore();
+    store.applyReply(reply({ snapshot: { v: 1, convs: [conv('dm', { lastSeq: 3 })] }, version: 1 }));
+    store.optimisticSettings('dm', { markedUnread: true });
+    store.optimisticSettings('dm', { deleted: true });
+    expect(store.effective('dm')).toMatchObject({ markedUnread: false, deletedSeq: 3, readSeq: 3 });
+    store.optimisticSettings('dm', { markedUnread: true });
+    expect(store.effective('dm')).toMatchObject({ markedUnread: true, deletedSeq: 3 });
+    expect(store.view().conversations).toEqual([]);
+  });
+});

@@ -1,0 +1,118 @@
+import { describe, expect, it } from 'vitest';
+import type { ServerFrame } from '../../protocol/frames.js';
+import { REQUEST_TIMEOUT_CLOSE, type StatusEvent } from '../../client-demo/sdk/src/index.js';
+import { sdkSuite } from './harness.js';
+import { newTap, tapped } from './tap.js';
+import { convergedTo, synced, unreadOf, until } from './wait.js';
+
+/**
+ * The second line of defence behind the server's "every request gets exactly one reply": a
+ * request (or the hello) unanswered within `requestTimeoutMs` means the connection is broken.
+ * The client closes it (4000) and reconnects with its backoff; the hello carries the cursor, so
+ * the reconnect is a pull. Each test makes the real server's reply to one frame vanish on the way.
+ */
+const { h, client } = sdkSuite();
+/** Short, so the tests are quick; long enough that a loaded machine's real replies stay well inside. */
+const TIMEOUT_MS = 500;
+
+/** A tap that swallows the first server frame `match` selects, and says when. */
+function swallowing(match: (frame: ServerFrame) => boolean) {
+  const swallowed: number[] = [];
+  const tap = newTap((frame, deliver) => {
+    if (swallowed.length === 0 && match(frame)) {
+      swallowed.push(performance.now());
+      return;
+    }
+    deliver();
+  });
+  return { tap, swallowed };
+}
+
+async function dm(name: string, unread: number): Promise<void> {
+  await h.members(name, { add: [`${name}-me`, `${name}-peer`] });
+  for (let seq = 1; seq <= unread; seq++) await h.post({ conv: name, seq, sender: `${name}-peer` });
+}
+
+function timedClient(uid: string, tap: ReturnType<typeof swallowing>['tap'], requestTimeoutMs = TIMEOUT_MS) {
+  const c = client(uid, { WebSocket: tapped(tap), requestTimeoutMs, backoff: { baseMs: 20, maxMs: 100 }, readBatchMs: 10 });
+  const closes: Array<{ code: number | undefined; at: number }> = [];
+  c.on('status', (e: StatusEvent) => {
+    if (e.connection === 'offline') closes.push({ code: e.closeCode, at: performance.now() });
+  });
+  return { c, closes };
+}
+
+describe('request timeout', () => {
+  it('a pull whose reply never comes: the connection is dropped (4000) and the client is SYNCED again by itself', async () => {
+    await dm('t1', 2);
+    const { tap, swallowed } = swallowing((f) => f.t === 'sync' && f.id !== undefined);
+    const { c, closes } = timedClient('t1-me', tap);
+    await c.start();
+    await until(c, synced, 'first sync');
+    await h.post({ conv: 't1', seq: 3, sender: 't1-peer' });
+    c.refresh();
+    await until(c, () => closes.length > 0, 'the connection dropped');
+    expect(closes[0]?.code).toBe(REQUEST_TIMEOUT_CLOSE);
+    const waited = (closes[0]?.at ?? 0) - (swallowed[0] ?? 0);
+    expect(waited).toBeGreaterThan(TIMEOUT_MS - 50);
+    expect(waited).toBeLessThan(TIMEOUT_MS + 1000);
+    const s = await convergedTo(h, c, 't1-me');
+    expect(unreadOf(s, 't1')).toBe(3);
+    expect(tap.sockets).toHaveLength(2);
+    const hellos = tap.sent.filter((x) => x.frame.t === 'hello').map((x) => x.frame);
+    expect(hellos[1] && 'cursor' in hellos[1] ? hellos[1].cursor?.version : undefined).toBeGreaterThan(0);
+  });
+
+  it('a hello whose sync never comes', async () => {
+    await dm('t2', 1);
+    const { tap } = swallowing((f) => f.t === 'sync' && f.id === undefined);
+    const { c, closes } = timedClient('t2-me', tap);
+    await c.start();
+    await until(c, () => closes.length > 0, 'the connection dropped');
+    expect(closes[0]?.code).toBe(REQUEST_TIMEOUT_CLOSE);
+    expect(c.state.status).toBe('NO_DATA');
+    await convergedTo(h, c, 't2-me');
+    expect(tap.sockets).toHaveLength(2);
+  });
+
+  it('a hello whose welcome never comes', async () => {
+    await dm('t3', 1);
+    const { tap } = swallowing((f) => f.t === 'welcome');
+    const { c, closes } = timedClient('t3-me', tap);
+    await c.start();
+    await convergedTo(h, c, 't3-me');
+    expect(closes.map((x) => x.code)).toEqual([REQUEST_TIMEOUT_CLOSE]);
+  });
+
+  it('a read whose ack never comes: sent again on the new connection, and it lands', async () => {
+    await dm('t4', 3);
+    const { tap } = swallowing((f) => f.t === 'ack');
+    const { c, closes } = timedClient('t4-me', tap);
+    await c.start();
+    await until(c, synced, 'first sync');
+    c.markRead('t4');
+    await until(c, () => closes.length > 0, 'the connection dropped');
+    expect(unreadOf(c.state, 't4')).toBe(0);
+    await convergedTo(h, c, 't4-me');
+    expect(tap.sent.filter((x) => x.frame.t === 'read')).toHaveLength(2);
+    expect((await h.unread('t4-me')).total).toBe(0);
+  });
+
+  it('answered requests never trip it', async () => {
+    await dm('t5', 1);
+    const tap = newTap();
+    const { c, closes } = timedClient('t5-me', tap, 1000);
+    await c.start();
+    await until(c, synced, 'first sync');
+    for (let i = 0; i < 5; i++) {
+      c.refresh();
+      await until(c, synced, 'the pull answered');
+    }
+    c.markRead('t5');
+    await convergedTo(h, c, 't5-me');
+    // Twice the timeout after the last request (nothing to wait for but time): still the first socket.
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    expect(closes).toEqual([]);
+    expect(tap.sockets).toHaveLength(1);
+  });
+});

@@ -129,10 +129,11 @@ export async function storeWindow(
   into.clientCpuMicros += used.user + used.system;
 }
 
-export function perOp(t: StoreTotals): { opsPerSec: number; redisCpuUs: number; evalshaUsPerCall: number; callsPerOp: number; clientCpuUs: number } {
+export function perOp(t: StoreTotals): { opsPerSec: number; redisCpuUs: number; evalshaUsPerOp: number; evalshaUsPerCall: number; callsPerOp: number; clientCpuUs: number } {
   return {
     opsPerSec: t.ops / Math.max(1e-3, t.seconds),
     redisCpuUs: (t.redisCpuSeconds * 1e6) / Math.max(1, t.ops),
+    evalshaUsPerOp: t.evalshaUsec / Math.max(1, t.ops),
     evalshaUsPerCall: t.evalshaUsec / Math.max(1, t.evalshaCalls),
     callsPerOp: t.evalshaCalls / Math.max(1, t.ops),
     clientCpuUs: t.clientCpuMicros / Math.max(1, t.ops),

@@ -45,7 +45,7 @@ const USAGE = `npm run bench -- [options]
   --out <name>           report name in bench/reports/           (default latest, quick: quick)
   --sweep-users <n>      sweep: connected users                  (default 19500, quick 4000)
   --sweep-period <s>     sweep: WS_VERSION_EVERY_SECONDS         (default 20, quick 8)
-  --soak-seconds <s>     soak: measured seconds per engine       (default 600, quick 25)
+  --soak-seconds <s>     soak: measured seconds per engine       (default 600, quick 20)
 
 Other scenarios (select with --only): memory, store, cluster, ingest-cost, gc, notify-saturation,
 reconnect, sweep, order, soak, workers (not in the default plan).`;
@@ -103,6 +103,6 @@ export function parseBenchArgs(argv: string[]): BenchOptions {
     out: values.out ?? (quick ? 'quick' : 'latest'),
     sweepUsers: num('sweep-users', values['sweep-users'], quick ? 4000 : 19_500, 10, 100_000),
     sweepPeriodSeconds: num('sweep-period', values['sweep-period'], quick ? 8 : 20, 1, 3600),
-    soakSeconds: num('soak-seconds', values['soak-seconds'], quick ? 25 : 600, 10, 7200),
+    soakSeconds: num('soak-seconds', values['soak-seconds'], quick ? 20 : 600, 10, 7200),
   };
 }

@@ -92,5 +92,7 @@ export function spikesFromStalls(p99s: readonly number[], stalls: readonly numbe
 
 export function spikeNote(what: string, s: { spikes: number; explained: number }): string | undefined {
   if (s.spikes === 0) return undefined;
-  return `${what}: ${s.spikes} window(s) with a p99 above twice the median; in ${s.explained} of them the load generator itself stalled for at least half that p99 (see the stall column): those spikes are this machine's, not the server's.`;
+  const spikes = `${what}: ${s.spikes} window(s) with a p99 above twice the median`;
+  if (s.explained === 0) return `${spikes}; none coincides with a stall of the load generator itself.`;
+  return `${spikes}; in ${s.explained} of them the load generator itself stalled for at least half that p99 (the stall column): ${s.explained === s.spikes ? 'those spikes are' : 'those are'} this machine's, not the server's.`;
 }

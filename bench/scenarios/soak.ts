@@ -80,37 +80,42 @@ async function soak(system: RunningSystem, mesh: DirectMesh, load: { rate: numbe
   const clients = await connectAll(system, mesh.users.slice(0, ONLINE), () => tracker.receiver());
   const redis = system.redisUrl ? statsConnection(system.redisUrl) : undefined;
   try {
-    const windows = new Windows(performance.now(), load.windowSeconds * 1000);
+    // One window of warm-up at the same rate (JIT, connection pools, the first flushes): what
+    // happens before the windows start is not recorded.
+    const warmupMs = load.windowSeconds * 1000;
+    const windows = new Windows(performance.now() + warmupMs, load.windowSeconds * 1000);
     tracker.onDelivery = (ms, sentAt) => windows.record('notify', ms, sentAt);
     const n = Math.floor(load.seconds / load.windowSeconds);
     const memory: Array<{ rss: number; redis: number }> = [];
-    const sample = (): void => {
-      void (redis ? redisStats(redis).then((s) => s.usedMemory) : Promise.resolve(NaN)).then((r) => memory.push({ rss: rssBytes([system.pid]), redis: r }));
+    const sample = async (): Promise<void> => {
+      const rss = rssBytes([system.pid]);
+      memory.push({ rss, redis: redis ? (await redisStats(redis)).usedMemory : NaN });
     };
-    const sampler = setInterval(sample, load.windowSeconds * 1000);
+    // At the end of each window.
+    const samplers = Array.from({ length: n }, (_, k) => setTimeout(() => void sample(), windows.start + (k + 1) * windows.windowMs - performance.now()));
     const stopStalls = windows.watchStalls();
     // Online conversations: both members among the first ONLINE users.
     const online = mesh.convs.slice(0, ONLINE - 1);
     const offline = mesh.convs.slice(ONLINE);
     const result = await pace({
       rate: load.rate,
-      total: load.rate * n * load.windowSeconds,
+      total: load.rate * (n * load.windowSeconds + warmupMs / 1000),
       maxInFlight: 1000,
-      deadlineMs: load.seconds * 2000,
+      deadlineMs: load.seconds * 2000 + warmupMs * 2,
       start: async (i) => {
         const conv = i % 2 === 0 ? (online[(i / 2) % online.length] as (typeof online)[number]) : (offline[Math.floor(Math.random() * offline.length)] as (typeof offline)[number]);
         const m = next(conv);
         const sent = performance.now();
-        if (i % 2 === 0) tracker.markSent(m.conv, m.seq, sent, true);
+        if (i % 2 === 0) tracker.markSent(m.conv, m.seq, sent, sent >= windows.start);
         const reply = await system.http.send('POST', '/v1/messages', m);
         windows.record('ingest', performance.now() - sent, sent);
         windows.count('messages', sent);
         return reply.status === 200;
       },
     });
-    clearInterval(sampler);
+    for (const t of samplers) clearTimeout(t);
     stopStalls();
-    if (memory.length < n) sample();
+    if (memory.length < n) await sample();
     const ingest = windows.latencies('ingest', n);
     const notify = windows.latencies('notify', n);
     const counts = windows.counted('messages', n);
@@ -142,7 +147,7 @@ async function soak(system: RunningSystem, mesh: DirectMesh, load: { rate: numbe
 
 function fill(report: SectionReport, results: SoakResult[], run: { users: number; rate: number; seconds: number; windowSeconds: number }): void {
   report.method.push(
-    `${run.users.toLocaleString('en-US')} users resident (1:1 conversations with each other, two each, a message in every one), ${ONLINE} of them connected. ${run.rate} messages/s for ${run.seconds} s per engine, open loop, one per POST: every other message to a conversation between two connected users (notify latency: POST sent → each member's push), the others to a random conversation of the offline users (their state is written, nobody is pushed). p50/p99 per ${run.windowSeconds} s window; \`flatness\` = the worst window's p99 ÷ the median window's p99. \`generator stall\`: the load generator's own worst event-loop stall in the window (a 10 ms timer's lateness): a p99 spike with a stall as large is the load generator's, not the server's.`,
+    `${run.users.toLocaleString('en-US')} users resident (1:1 conversations with each other, two each, a message in every one), ${ONLINE} of them connected. ${run.rate} messages/s for ${run.seconds} s per engine, open loop, one per POST: every other message to a conversation between two connected users (notify latency: POST sent → each member's push), the others to a random conversation of the offline users (their state is written, nobody is pushed). p50/p99 per ${run.windowSeconds} s window, after one window of warm-up at the same rate; \`flatness\` = the worst window's p99 ÷ the median window's p99. \`generator stall\`: the load generator's own worst event-loop stall in the window (a 10 ms timer's lateness): a p99 spike with a stall as large is the load generator's, not the server's.`,
   );
   const verdicts: Verdict[] = [];
   for (const r of results) {

@@ -30,7 +30,7 @@ export interface BenchOptions {
 }
 
 const USAGE = `npm run bench -- [options]
-  --quick                short runs at smaller scales (about 5 min in all)
+  --quick                short runs at smaller scales (5-6 min in all)
   --only <a,b>           sections (notify, ingest), systems (uws-raw, redis-raw, socketio-redis,
                          redpoint-memory, redpoint-redis) or scenarios (1to1, group, 1to1-100, group-1000)
   --duration <s>         measured seconds per notify run        (default 8, quick 2)

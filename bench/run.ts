@@ -1,12 +1,14 @@
 /**
  * `npm run bench [-- --quick] [--only ...]`: notify latency (Redpoint on both engines vs raw uWS,
- * raw Redis and Socket.IO, same load, same run) and ingest throughput (autocannon). Prints the
- * tables and writes bench/reports/<name>.{md,svg,json}.
+ * raw Redis and Socket.IO, same load, same run), ingest throughput (autocannon), then the
+ * scenarios of bench/sections.ts (memory, store cost, saturation, reconnect, ...), each starting
+ * what it needs. Prints the tables and writes bench/reports/<name>.{md,svg,json}.
  */
 import { loadavg } from 'node:os';
 import { parseBenchArgs } from './lib/args.js';
 import { writeReports } from './lib/output.js';
 import type { IngestResult, NotifyResult } from './lib/results.js';
+import type { SectionContext, SectionReport } from './lib/section.js';
 import { fmtMs } from './lib/table.js';
 import { makePlan } from './plan.js';
 import { runIngestRounds } from './scenarios/ingest-rounds.js';
@@ -40,7 +42,7 @@ const failed = (what: string, err: unknown): void => {
   log(`!! ${message}`);
 };
 try {
-  log(`starting ${plan.systems.join(', ')}`);
+  if (plan.systems.length > 0) log(`starting ${plan.systems.join(', ')}`);
   const starts = await Promise.allSettled(plan.systems.map(async (id) => running.set(id, await startSystem(SYSTEMS[id]))));
   const refused = starts.find((s): s is PromiseRejectedResult => s.status === 'rejected');
   if (refused) throw refused.reason;
@@ -78,5 +80,30 @@ try {
   await stopAll();
 }
 
-await writeReports(options, plan, { notify, ingest, failures }, (performance.now() - started) / 1000, loadAtStart);
+const sections: SectionReport[] = [];
+const shared = new Map<string, Promise<unknown>>();
+const context: SectionContext = {
+  options,
+  log,
+  once<T>(key: string, make: () => Promise<T>): Promise<T> {
+    let p = shared.get(key) as Promise<T> | undefined;
+    if (!p) {
+      p = make();
+      shared.set(key, p);
+    }
+    return p;
+  },
+};
+for (const section of plan.sections) {
+  const t = performance.now();
+  log(`${section.id}: ${section.title} (load average ${(loadavg()[0] ?? NaN).toFixed(1)})`);
+  try {
+    sections.push(await section.run(context));
+  } catch (err) {
+    failed(section.id, err);
+  }
+  log(`  (${((performance.now() - t) / 1000).toFixed(1)} s)`);
+}
+
+await writeReports(options, plan, { notify, ingest, sections, failures }, (performance.now() - started) / 1000, loadAtStart);
 if (failures.length > 0) process.exitCode = 1;

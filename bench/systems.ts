@@ -82,22 +82,40 @@ export interface RunningSystem {
   /** The message service's view: keep-alive HTTP with the API key. */
   readonly http: HttpTarget;
   readonly pid: number;
+  /** The Redis it uses (its own, or the one it was given), for INFO; none for memory-only systems. */
+  readonly redisUrl: string | undefined;
+  /** The last lines the server printed. */
+  output(): string;
   stop(): Promise<void>;
 }
 
+export interface StartOptions {
+  /** More environment for the server (e.g. WS_VERSION_EVERY_SECONDS, WORKERS, LOG_LEVEL). */
+  env?: Record<string, string>;
+  nodeArgs?: readonly string[];
+  maxFiles?: number;
+  /** Use this Redis instead of a private one (several servers on one store); stop() leaves it running. */
+  redisUrl?: string;
+  /** A name for error messages, when several servers of one system run. */
+  name?: string;
+}
+
 /** Each system gets its own process and, when it needs one, its own private redis-server. */
-export async function startSystem(spec: SystemSpec): Promise<RunningSystem> {
+export async function startSystem(spec: SystemSpec, options: StartOptions = {}): Promise<RunningSystem> {
   let redis: RedisServer | undefined;
-  if (spec.redis) redis = await startRedisServer();
+  if (spec.redis && options.redisUrl === undefined) redis = await startRedisServer();
+  const redisUrl = spec.redis ? (options.redisUrl ?? redis?.url) : undefined;
   let child: ChildServer;
   try {
     const port = await freePort();
     child = await spawnServer({
-      name: spec.id,
+      name: options.name ?? spec.id,
       script: spec.script,
       port,
       readyPath: spec.readyPath,
-      env: { ...(spec.redpoint ? redpointEnv : {}), ...(redis ? { REDIS_URL: redis.url } : {}) },
+      env: { ...(spec.redpoint ? redpointEnv : {}), ...(redisUrl ? { REDIS_URL: redisUrl } : {}), ...options.env },
+      ...(options.nodeArgs ? { nodeArgs: options.nodeArgs } : {}),
+      ...(options.maxFiles !== undefined ? { maxFiles: options.maxFiles } : {}),
     });
   } catch (err) {
     await redis?.stop();
@@ -109,6 +127,8 @@ export async function startSystem(spec: SystemSpec): Promise<RunningSystem> {
     port: child.port,
     http,
     pid: child.pid,
+    redisUrl,
+    output: () => child.output(),
     async stop() {
       http.close();
       await child.stop();
@@ -118,3 +138,4 @@ export async function startSystem(spec: SystemSpec): Promise<RunningSystem> {
 }
 
 export const BENCH_API_KEY = API_KEY;
+export const BENCH_JWT_SECRET = JWT_SECRET;

@@ -22,22 +22,33 @@ export interface BenchOptions {
   connections: number;
   /** Report base name in bench/reports/ (`latest`, or `quick` with --quick). */
   out: string;
+  /** Scenario `sweep`: connected users, and WS_VERSION_EVERY_SECONDS. */
+  sweepUsers: number;
+  sweepPeriodSeconds: number;
+  /** Scenario `soak`: measured seconds per engine. */
+  soakSeconds: number;
 }
 
 const USAGE = `npm run bench -- [options]
-  --quick                short runs (< ~2 min in all)
+  --quick                short runs at smaller scales (5-6 min in all)
   --only <a,b>           sections (notify, ingest), systems (uws-raw, redis-raw, socketio-redis,
                          redpoint-memory, redpoint-redis) or scenarios (1to1, group, 1to1-100, group-1000)
   --duration <s>         measured seconds per notify run        (default 8, quick 2)
   --warmup <s>           warm-up seconds before each run        (default 2, quick 0.5)
   --rounds <n>           rounds the measured time is cut into   (default 4, quick 2)
-  --scales <n,n>         connected clients per scenario         (default 100,1000)
+  --scales <n,n>         connected clients per scenario         (default 100,1000, quick 1000)
   --rate <n>             1:1 messages/s                          (default 1000)
   --group-rate <n>       group messages/s                        (default 10)
   --group-size <n>       group members (read diffusion above 500) (default 1000)
   --ingest-duration <s>  autocannon seconds per system and batch (default 6, quick 2; 2 rounds)
   --connections <n>      autocannon connections                  (default 32)
-  --out <name>           report name in bench/reports/           (default latest, quick: quick)`;
+  --out <name>           report name in bench/reports/           (default latest, quick: quick)
+  --sweep-users <n>      sweep: connected users                  (default 19500, quick 4000)
+  --sweep-period <s>     sweep: WS_VERSION_EVERY_SECONDS         (default 20, quick 8)
+  --soak-seconds <s>     soak: measured seconds per engine       (default 600, quick 20)
+
+Other scenarios (select with --only): memory, store, cluster, ingest-cost, gc, notify-saturation,
+reconnect, sweep, order, soak, workers.`;
 
 export function parseBenchArgs(argv: string[]): BenchOptions {
   const { values } = parseArgs({
@@ -55,6 +66,9 @@ export function parseBenchArgs(argv: string[]): BenchOptions {
       'ingest-duration': { type: 'string' },
       connections: { type: 'string' },
       out: { type: 'string' },
+      'sweep-users': { type: 'string' },
+      'sweep-period': { type: 'string' },
+      'soak-seconds': { type: 'string' },
       help: { type: 'boolean', default: false },
     },
     strict: true,
@@ -70,7 +84,7 @@ export function parseBenchArgs(argv: string[]): BenchOptions {
     if (!Number.isFinite(n) || n < min || n > max) throw new Error(`--${name}: expected a number in [${min}, ${max}], got ${raw}`);
     return n;
   };
-  const scales = (values.scales ?? '100,1000').split(',').map((s) => num('scales', s, 0, 1, 5000));
+  const scales = (values.scales ?? (quick ? '1000' : '100,1000')).split(',').map((s) => num('scales', s, 0, 1, 5000));
   const ingestSeconds = num('ingest-duration', values['ingest-duration'], quick ? 2 : 6, 2, 120);
   return {
     quick,
@@ -87,5 +101,8 @@ export function parseBenchArgs(argv: string[]): BenchOptions {
     ingestRounds: 2,
     connections: num('connections', values.connections, 32, 1, 1000),
     out: values.out ?? (quick ? 'quick' : 'latest'),
+    sweepUsers: num('sweep-users', values['sweep-users'], quick ? 4000 : 19_500, 10, 100_000),
+    sweepPeriodSeconds: num('sweep-period', values['sweep-period'], quick ? 8 : 20, 1, 3600),
+    soakSeconds: num('soak-seconds', values['soak-seconds'], quick ? 20 : 600, 10, 7200),
   };
 }

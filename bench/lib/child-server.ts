@@ -3,6 +3,7 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { keepOutput, killOnExit, stopProcess, waitUntilReady } from '../../test/helpers/processes.js';
 import { HttpTarget } from './http.js';
+import { raiseFileLimit } from './proc.js';
 
 export const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -25,6 +26,10 @@ export interface SpawnOptions {
   /** Path polled until it answers 200. */
   readyPath: string;
   readyTimeoutMs?: number;
+  /** Node options before the script (`--cpu-prof`, `--max-old-space-size=...`). */
+  nodeArgs?: readonly string[];
+  /** Raise the child's open-file limit to this (sockets for many clients); see raiseFileLimit. */
+  maxFiles?: number;
 }
 
 const STOP_TIMEOUT_MS = 10_000;
@@ -40,11 +45,13 @@ export async function spawnServer(options: SpawnOptions): Promise<ChildServer> {
   }
   // One server thread unless the scenario asks for more (WORKERS defaults to one per core in production).
   Object.assign(env, { WORKERS: '1' }, options.env, { PORT: String(options.port) });
-  const proc = spawn(process.execPath, ['--import', 'tsx', options.script], { cwd: PROJECT_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, [...(options.nodeArgs ?? []), '--import', 'tsx', options.script], { cwd: PROJECT_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   killOnExit(proc);
   const output = keepOutput(proc);
   const pid = proc.pid;
   if (pid === undefined) throw new Error(`${options.name}: spawn failed`);
+  // Before it is ready, so before any client can connect.
+  if (options.maxFiles !== undefined) await raiseFileLimit(pid, options.maxFiles);
   let stopping = false;
   proc.once('exit', (code, signal) => {
     if (!stopping) process.stderr.write(`\n!! ${options.name} (pid ${pid}) exited unexpectedly (${code ?? signal}); its last output:\n${output()}\n`);

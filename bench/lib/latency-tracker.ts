@@ -15,6 +15,8 @@ export class LatencyTracker {
   /** Pushes whose lastSeq was not above what the client already knew (duplicates, reordering). */
   stale = 0;
   lastDeliveryAt = 0;
+  /** Called for every measured delivery too (a scenario that keeps its own windows). */
+  onDelivery: ((ms: number, sentAt: number) => void) | undefined;
   /** conv → send time by seq; NaN marks a warm-up message (delivered but not measured). */
   private readonly sent = new Map<string, number[]>();
 
@@ -45,6 +47,7 @@ export class LatencyTracker {
         const at = times[seq];
         if (at === undefined || Number.isNaN(at)) continue;
         this.histogram.recordMs(now - at);
+        this.onDelivery?.(now - at, at);
         this.delivered += 1;
         this.lastDeliveryAt = now;
       }

@@ -1,4 +1,5 @@
 import type { BenchResults } from './results.js';
+import { renderSectionMarkdown, verdictLine } from './section.js';
 import type { BarChart } from './svg-chart.js';
 import { fmtMs, fmtRate, ingestTable, notifyTable, renderMarkdown, scenarioLabel } from './table.js';
 
@@ -31,7 +32,12 @@ export function chartOf(results: BenchResults): BarChart {
   };
 }
 
-export function markdownReport(results: BenchResults, systems: readonly SystemNote[], svgName: string): string {
+export function markdownReport(
+  results: BenchResults,
+  systems: readonly SystemNote[],
+  svgName: string,
+  chartFile: (section: string, name: string) => string,
+): string {
   const e = results.env;
   const out: string[] = [
     '# Redpoint benchmark',
@@ -41,18 +47,15 @@ export function markdownReport(results: BenchResults, systems: readonly SystemNo
     `(and with whatever else runs: 1-minute load average ${e.loadAverage[0].toFixed(1)} at the start, ${e.loadAverage[1].toFixed(1)} at the end).`,
     'Compare the ratios between rows of one run, not absolute numbers across machines or runs.',
     '',
-    `![p50/p99 per system](${svgName})`,
-    '',
-    '## Settings',
-    '',
-    ...Object.entries(e.settings).map(([k, v]) => `- ${k}: ${v}`),
-    '',
-    '## Systems',
-    '',
-    ...systems.map((s) => `- **${s.id}** — ${s.what}`),
-    '',
   ];
-  out.push('## Summary', '', ...summary(results).map((l) => `- ${l}`), '');
+  const tables = results.notify.length > 0 || results.ingest.length > 0;
+  if (tables) out.push(`![p50/p99 per system](${svgName})`, '');
+  out.push('## Settings', '', ...Object.entries(e.settings).map(([k, v]) => `- ${k}: ${v}`), '');
+  if (systems.length > 0) out.push('## Systems', '', ...systems.map((s) => `- **${s.id}** — ${s.what}`), '');
+  const targets = results.sections.flatMap((s) => s.verdicts.map((v) => `${s.id} — ${verdictLine(v)}`));
+  if (targets.length > 0) out.push('## Targets', '', 'Each figure against its target from the issues (details in its section below).', '', ...targets.map((l) => `- ${l}`), '');
+  const lines = summary(results);
+  if (lines.length > 0) out.push('## Summary', '', ...lines.map((l) => `- ${l}`), '');
   if (results.notify.length > 0) {
     out.push(
       '## Notify latency (the headline)',
@@ -77,6 +80,7 @@ export function markdownReport(results: BenchResults, systems: readonly SystemNo
       '',
     );
   }
+  for (const section of results.sections) out.push(renderSectionMarkdown(section, (name) => chartFile(section.id, name)));
   out.push('## Caveats', '', ...caveats(results).map((c) => `- ${c}`), '');
   return out.join('\n');
 }
@@ -113,16 +117,21 @@ function summary(results: BenchResults): string[] {
 }
 
 function caveats(results: BenchResults): string[] {
+  const tables = results.notify.length > 0 || results.ingest.length > 0;
   const list = [
     ...results.failures.map((f) => `**FAILED:** ${f}`),
-    'One 2-core machine runs everything: the load generator and up to 1000 WebSocket clients (one Node process), the server under test (its own process) and, for Redis-backed systems, a private redis-server. Client-side parsing and scheduling are included in every latency, equally for every system.',
-    'Baselines are deliberately thin: no auth, no validation, membership in process memory. `redis-raw` writes INCR-style counters (HINCRBY), not Redpoint\'s max-registers, streams and totals; `socketio-redis` stores nothing. They bound what Redpoint adds; they are not equivalent products.',
-    'Redpoint clients use JSON text frames (as do the baselines) so that every system\'s pushes cost the client the same JSON.parse; production SDKs may use MessagePack.',
-    'Ingest runs are closed-loop (autocannon): throughput is the saturation point of this shared machine, and the request latency then mostly measures queueing.',
+    'One 2-core machine runs everything: the load generator and its WebSocket clients (one Node process), the servers under test (each its own process) and the private redis-servers, shared with whatever else runs (see the load average above). Client-side parsing and scheduling are in every latency and rate, equally for every system; CPU per unit (from /proc and Redis INFO) is the steadier figure.',
     'Redis runs without persistence (the fixture\'s default); with AOF everysec expect somewhat lower Redis-engine throughput.',
-    'Group scenarios with many clients are bound by the client side: all clients live in one Node process, which reads one frame per client per message, so even uws-raw\'s latency there is mostly the time to drain 1000 sockets. Read those rows as ratios.',
-    'Redpoint\'s memory engine shows a commit batch of 1 (or one request\'s batch): its flush completes within the same event-loop turn, before the next request is read, so there is nothing to merge. Group commit shows with the Redis engine, whose flush waits for Redis.',
   ];
+  if (tables) {
+    list.push(
+      'Baselines are deliberately thin: no auth, no validation, membership in process memory. `redis-raw` writes INCR-style counters (HINCRBY), not Redpoint\'s max-registers, streams and totals; `socketio-redis` stores nothing. They bound what Redpoint adds; they are not equivalent products.',
+      'Redpoint clients use JSON text frames (as do the baselines) so that every system\'s pushes cost the client the same JSON.parse; production SDKs may use MessagePack.',
+      'Ingest runs are closed-loop (autocannon): throughput is the saturation point of this shared machine, and the request latency then mostly measures queueing.',
+      'Group scenarios with many clients are bound by the client side: all clients live in one Node process, which reads one frame per client per message, so even uws-raw\'s latency there is mostly the time to drain 1000 sockets. Read those rows as ratios.',
+      'Redpoint\'s memory engine shows a commit batch of 1 (or one request\'s batch): its flush completes within the same event-loop turn, before the next request is read, so there is nothing to merge. Group commit shows with the Redis engine, whose flush waits for Redis.',
+    );
+  }
   for (const r of results.notify) {
     if (r.delivered < r.expected) list.push(`${r.scenario.id} / ${r.system}: ${r.expected - r.delivered} of ${r.expected} expected deliveries did not arrive within the drain window.`);
     if (r.maxLagMs > 50) list.push(`${r.scenario.id} / ${r.system}: the load generator fell up to ${r.maxLagMs.toFixed(0)} ms behind its schedule at some point (its own stall, the machine, or the in-flight limit); the messages due meanwhile went out in a burst.`);

@@ -1,4 +1,5 @@
 import type { LatencySummary } from './histogram.js';
+import type { SectionReport } from './section.js';
 
 export interface NotifyScenario {
   /** e.g. `1to1-1000`, `group1000-100`. */
@@ -62,6 +63,8 @@ export interface BenchResults {
   env: BenchEnvironment;
   notify: NotifyResult[];
   ingest: IngestResult[];
+  /** The scenarios after the notify and ingest tables. */
+  sections: SectionReport[];
   /** Scenarios that failed (a server crashed, a client could not connect...), with the reason. */
   failures: string[];
   /** Whole run, seconds. */

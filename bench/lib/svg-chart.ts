@@ -35,7 +35,7 @@ const BAR_GAP = 2;
 const ROW_PAD = 6;
 const GROUP_TITLE_H = 22;
 const TOP = 64;
-const FONT = 'font-family="system-ui, -apple-system, Segoe UI, sans-serif"';
+export const FONT = 'font-family="system-ui, -apple-system, Segoe UI, sans-serif"';
 
 export function renderBarChart(chart: BarChart): string {
   const values = chart.groups.flatMap((g) => g.rows.flatMap((r) => r.values)).filter((v) => Number.isFinite(v) && v > 0);
@@ -47,17 +47,17 @@ export function renderBarChart(chart: BarChart): string {
   const body: string[] = [];
   let y = TOP;
   for (const group of chart.groups) {
-    body.push(text(8, y + 15, group.title, 'font-size="13" font-weight="600" fill="#222"'));
+    body.push(svgText(8, y + 15, group.title, 'font-size="13" font-weight="600" fill="#222"'));
     y += GROUP_TITLE_H;
     for (const row of group.rows) {
-      body.push(text(LABEL_W, y + rowH / 2 + 1, row.label, 'font-size="12" text-anchor="end" fill="#333"'));
+      body.push(svgText(LABEL_W, y + rowH / 2 + 1, row.label, 'font-size="12" text-anchor="end" fill="#333"'));
       row.values.forEach((v, i) => {
         const top = y + i * (BAR_H + BAR_GAP);
         if (!Number.isFinite(v) || v <= 0) return;
         const color = chart.series[i]?.color ?? '#888';
         const end = x(Math.max(v, lo));
         body.push(`<rect x="${PLOT_X}" y="${top}" width="${(end - PLOT_X).toFixed(1)}" height="${BAR_H}" fill="${color}" rx="1"/>`);
-        body.push(text(end + 4, top + BAR_H - 1, formatValue(v), 'font-size="9.5" fill="#444"'));
+        body.push(svgText(end + 4, top + BAR_H - 1, formatValue(v), 'font-size="9.5" fill="#444"'));
       });
       y += rowH;
     }
@@ -70,21 +70,21 @@ export function renderBarChart(chart: BarChart): string {
     const gx = x(v).toFixed(1);
     const major = Math.abs(Math.log10(v) - Math.round(Math.log10(v))) < 1e-9;
     grid.push(`<line x1="${gx}" y1="${TOP - 4}" x2="${gx}" y2="${y}" stroke="${major ? '#ccc' : '#eee'}" stroke-width="1"/>`);
-    grid.push(text(Number(gx), y + 14, String(Number(v.toPrecision(1))), `font-size="10" text-anchor="middle" fill="${major ? '#555' : '#999'}"`));
+    grid.push(svgText(Number(gx), y + 14, String(Number(v.toPrecision(1))), `font-size="10" text-anchor="middle" fill="${major ? '#555' : '#999'}"`));
   }
 
   const legend = chart.series.map((s, i) => {
     const lx = PLOT_X + i * 90;
-    return `<rect x="${lx}" y="38" width="12" height="10" fill="${s.color}"/>` + text(lx + 16, 47, s.name, 'font-size="12" fill="#333"');
+    return `<rect x="${lx}" y="38" width="12" height="10" fill="${s.color}"/>` + svgText(lx + 16, 47, s.name, 'font-size="12" fill="#333"');
   });
 
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${height}" viewBox="0 0 ${WIDTH} ${height}" ${FONT}>`,
     `<rect width="100%" height="100%" fill="#fff"/>`,
-    text(8, 20, chart.title, 'font-size="16" font-weight="700" fill="#111"'),
-    text(8, 34, chart.subtitle, 'font-size="11" fill="#666"'),
+    svgText(8, 20, chart.title, 'font-size="16" font-weight="700" fill="#111"'),
+    svgText(8, 34, chart.subtitle, 'font-size="11" fill="#666"'),
     ...legend,
-    text(WIDTH - 8, 47, `${chart.unit}, log scale`, 'font-size="11" text-anchor="end" fill="#666"'),
+    svgText(WIDTH - 8, 47, `${chart.unit}, log scale`, 'font-size="11" text-anchor="end" fill="#666"'),
     ...grid,
     ...body,
     '</svg>',
@@ -121,7 +121,7 @@ function formatValue(v: number): string {
   return v.toPrecision(1);
 }
 
-function text(x: number, y: number, content: string, attrs: string): string {
+export function svgText(x: number, y: number, content: string, attrs: string): string {
   return `<text x="${x.toFixed(1)}" y="${y.toFixed(1)}" ${attrs}>${escapeXml(content)}</text>`;
 }
 

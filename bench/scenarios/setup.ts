@@ -54,3 +54,19 @@ export async function connectAll(system: RunningSystem, uids: readonly string[],
   }
   return clients;
 }
+
+/** The conversations of a mesh (engine-setup.ts directMesh), created over HTTP. */
+export async function createMeshOverHttp(http: HttpTarget, convs: ReadonlyArray<{ conv: string; a: string; b: string }>): Promise<void> {
+  await eachLimited(convs, SETUP_CONCURRENCY, async ({ conv, a, b }) => {
+    await http.expectOk('PUT', `/v1/conversations/${conv}/members`, { add: [a, b] });
+  });
+}
+
+/** POSTs messages in batches of `batch` (a few batches in flight), in order within each batch. */
+export async function postInBatches(http: HttpTarget, messages: ReadonlyArray<{ conv: string; seq: number; sender: string }>, batch = 100): Promise<void> {
+  const batches: Array<typeof messages> = [];
+  for (let i = 0; i < messages.length; i += batch) batches.push(messages.slice(i, i + batch));
+  await eachLimited(batches, 4, async (b) => {
+    await http.expectOk('POST', '/v1/messages', { messages: b });
+  });
+}

@@ -1,0 +1,17 @@
+import type { Section } from './lib/section.js';
+import { memorySection } from './scenarios/memory.js';
+import { storeSection } from './scenarios/store.js';
+import { clusterSection } from './scenarios/cluster.js';
+import { gcSection, ingestCostSection } from './scenarios/profile.js';
+import { saturationSection } from './scenarios/saturation.js';
+import { reconnectSection } from './scenarios/reconnect.js';
+import { sweepSection } from './scenarios/sweep.js';
+import { orderSection } from './scenarios/order.js';
+import { soakSection } from './scenarios/soak.js';
+import { workersSection } from './scenarios/workers.js';
+
+/** Every scenario beyond the notify and ingest tables, in the order a full run takes them. */
+export const SECTIONS: readonly Section[] = [memorySection, storeSection, clusterSection, ingestCostSection, gcSection, saturationSection, reconnectSection, sweepSection, orderSection, soakSection, workersSection];
+
+/** Sections that `--only ingest` runs along with the ingest table (they explain it). */
+export const SECTIONS_WITH_INGEST: readonly string[] = ['ingest-cost'];

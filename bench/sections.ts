@@ -11,7 +11,19 @@ import { soakSection } from './scenarios/soak.js';
 import { workersSection } from './scenarios/workers.js';
 
 /** Every scenario beyond the notify and ingest tables, in the order a full run takes them. */
-export const SECTIONS: readonly Section[] = [memorySection, storeSection, clusterSection, ingestCostSection, gcSection, saturationSection, reconnectSection, sweepSection, orderSection, soakSection, workersSection];
+export const SECTIONS: readonly Section[] = [
+  memorySection,
+  storeSection,
+  clusterSection,
+  ingestCostSection,
+  gcSection,
+  saturationSection,
+  reconnectSection,
+  sweepSection,
+  orderSection,
+  soakSection,
+  workersSection,
+];
 
 /** Sections that `--only ingest` runs along with the ingest table (they explain it). */
 export const SECTIONS_WITH_INGEST: readonly string[] = ['ingest-cost'];

@@ -106,13 +106,13 @@ export const UserInspectionSchema = Type.Object(
     seen: Type.Boolean({ description: 'False: the store holds no stream for this user (never seen, only pending records, or erased).' }),
     epoch: Epoch,
     version: Version,
-    epochRotates: Type.Boolean({ description: 'The epoch rotates at the user\'s next step (the Redis server holding it restarted since).' }),
+    epochRotates: Type.Boolean({ description: "The epoch rotates at the user's next step (the Redis server holding it restarted since)." }),
     stream: Type.Object(
       {
         base: Type.Integer({ description: 'Entries with v <= base are trimmed.' }),
         length: Count,
         ttlSeconds: Ttl,
-        interval: Type.Integer({ minimum: 1, description: 'The user\'s snapshot interval now.' }),
+        interval: Type.Integer({ minimum: 1, description: "The user's snapshot interval now." }),
       },
       { additionalProperties: false },
     ),
@@ -131,7 +131,7 @@ export type UserInspection = Static<typeof UserInspectionSchema>;
 export const ConversationInspectionSchema = Type.Object(
   {
     conv: Id,
-    deleting: Type.Boolean({ description: 'A deletion begun and not finished (the roster is the deletion record\'s).' }),
+    deleting: Type.Boolean({ description: "A deletion begun and not finished (the roster is the deletion record's)." }),
     maxSeq: Type.Integer({ minimum: 0 }),
     memberCount: Count,
     storedMemberCount: Type.Integer({ description: 'The member count the conversation stores (compare with `memberCount`).' }),
@@ -179,7 +179,7 @@ export type DeleteResult = Static<typeof DeleteConversationReplySchema>;
 
 export const HeadsReplySchema = Type.Object(
   {
-    heads: Type.Array(Head, { description: 'Each known conversation\'s head after the call (at least what was asserted), sorted by conversation.' }),
+    heads: Type.Array(Head, { description: "Each known conversation's head after the call (at least what was asserted), sorted by conversation." }),
     unknown: Type.Array(Id, { description: 'Conversations that do not exist (nothing was created for them), sorted.' }),
   },
   { $id: 'HeadsReply', additionalProperties: false },

@@ -18,7 +18,9 @@ export const HeadsBody = Type.Object({ heads: Type.Array(Head, { minItems: 1, ma
 
 /** `DELETE /v1/users/:uid?scan=1`: also walk every conversation for the user. */
 export const EraseQuery = Type.Object({
-  scan: Type.Optional(Type.Union([Type.Literal('0'), Type.Literal('1')], { description: '`1`: also walk every conversation for the id (costly on a big store).' })),
+  scan: Type.Optional(
+    Type.Union([Type.Literal('0'), Type.Literal('1')], { description: '`1`: also walk every conversation for the id (costly on a big store).' }),
+  ),
 });
 
 /** Ids per reconcile request, and per walk page. */

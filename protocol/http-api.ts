@@ -75,11 +75,11 @@ const OPERATOR_ENDPOINTS: readonly Endpoint[] = [
     method: 'put',
     path: '/v1/conversations/:conv/head',
     operationId: 'reassertHead',
-    summary: 'Re-assert a conversation\'s head',
+    summary: "Re-assert a conversation's head",
     description:
-      'After the store lost writes: what a message at `maxSeq` from no one in particular would do (members of a write-diffused conversation get their lastSeq raised; nobody\'s readSeq moves). Max-merged: a lower `maxSeq` changes nothing. Nothing is created for an unknown conversation. `MAX_SEQ_JUMP` applies as for messages.',
+      "After the store lost writes: what a message at `maxSeq` from no one in particular would do (members of a write-diffused conversation get their lastSeq raised; nobody's readSeq moves). Max-merged: a lower `maxSeq` changes nothing. Nothing is created for an unknown conversation. `MAX_SEQ_JUMP` applies as for messages.",
     body: HeadBody,
-    replies: [{ status: 200, description: 'The conversation\'s head after the call (at least `maxSeq`).', schema: Head }],
+    replies: [{ status: 200, description: "The conversation's head after the call (at least `maxSeq`).", schema: Head }],
     errors: ['unknown_conversation', 'seq_jump'],
   },
   {
@@ -87,8 +87,9 @@ const OPERATOR_ENDPOINTS: readonly Endpoint[] = [
     method: 'put',
     path: '/v1/heads',
     operationId: 'reassertHeads',
-    summary: 'Re-assert many conversations\' heads',
-    description: 'The bulk form of `PUT /v1/conversations/{conv}/head`. Unknown conversations do not fail the request; a seq jump in any entry refuses all of it.',
+    summary: "Re-assert many conversations' heads",
+    description:
+      'The bulk form of `PUT /v1/conversations/{conv}/head`. Unknown conversations do not fail the request; a seq jump in any entry refuses all of it.',
     body: HeadsBody,
     replies: [{ status: 200, description: 'The heads after the call, and the conversations that do not exist.', schema: HeadsReplySchema }],
     errors: ['seq_jump'],
@@ -121,7 +122,8 @@ const OPERATOR_ENDPOINTS: readonly Endpoint[] = [
     path: '/v1/admin/reconcile',
     operationId: 'reconcile',
     summary: 'Check (and repair) a page of the store, or the given ids',
-    description: 'One page of a walk from `cursor`, or the `users` (or `conversations`) named. A finding counts if it is still there `graceMs` later; with `repair` it is repaired.',
+    description:
+      'One page of a walk from `cursor`, or the `users` (or `conversations`) named. A finding counts if it is still there `graceMs` later; with `repair` it is repaired.',
     body: ReconcileBody,
     replies: [{ status: 200, description: 'What the page found and did, and where the walk goes on.', schema: ReconcilePageSchema }],
   },
@@ -141,8 +143,9 @@ const OPERATOR_ENDPOINTS: readonly Endpoint[] = [
     path: '/v1/admin/users/:uid',
     operationId: 'inspectUser',
     summary: 'Inspect a user',
-    description: 'Everything stored for the user, as stored and as shown, and the reconcile checks on it now. A user never seen is `seen: false`, not an error.',
-    replies: [{ status: 200, description: 'The user\'s inspection.', schema: UserInspectionSchema }],
+    description:
+      'Everything stored for the user, as stored and as shown, and the reconcile checks on it now. A user never seen is `seen: false`, not an error.',
+    replies: [{ status: 200, description: "The user's inspection.", schema: UserInspectionSchema }],
   },
   {
     ...OPERATOR,
@@ -160,7 +163,7 @@ const OPERATOR_ENDPOINTS: readonly Endpoint[] = [
     operationId: 'inspectConversation',
     summary: 'Inspect a conversation',
     description: 'Its stored fields and its first 100 members (by id) with their join tags; also a deletion not finished.',
-    replies: [{ status: 200, description: 'The conversation\'s inspection.', schema: ConversationInspectionSchema }],
+    replies: [{ status: 200, description: "The conversation's inspection.", schema: ConversationInspectionSchema }],
     errors: ['unknown_conversation'],
   },
   {
@@ -186,7 +189,7 @@ const OPERATOR_ENDPOINTS: readonly Endpoint[] = [
   },
 ];
 
-const CHANGE: Reply = { status: 200, description: 'The user\'s stream position after the operation, and the conversation\'s state.', schema: ChangeReplySchema };
+const CHANGE: Reply = { status: 200, description: "The user's stream position after the operation, and the conversation's state.", schema: ChangeReplySchema };
 const EITHER: readonly Credential[] = ['apiKey', 'userToken'];
 
 export const ENDPOINTS: readonly Endpoint[] = [
@@ -219,7 +222,7 @@ export const ENDPOINTS: readonly Endpoint[] = [
     operationId: 'markRead',
     tag: 'client',
     summary: 'Mark read up to a seq',
-    description: 'Raises the user\'s readSeq (never lowers it); drops the mentions at or below it and clears markedUnread.',
+    description: "Raises the user's readSeq (never lowers it); drops the mentions at or below it and clears markedUnread.",
     auth: EITHER,
     body: ReadBody,
     replies: [CHANGE],
@@ -261,11 +264,11 @@ export const ENDPOINTS: readonly Endpoint[] = [
     path: '/v1/sync',
     operationId: 'sync',
     tag: 'client',
-    summary: 'Pull the user\'s sync stream',
-    description: 'The user is the token\'s `sub`. Send the cursor back as `since=<epoch>:<version>`; `more: true` means pull again.',
+    summary: "Pull the user's sync stream",
+    description: "The user is the token's `sub`. Send the cursor back as `since=<epoch>:<version>`; `more: true` means pull again.",
     auth: ['userToken'],
     query: SyncQuery,
-    replies: [{ status: 200, description: 'A page of the user\'s stream.', schema: PullReplySchema }],
+    replies: [{ status: 200, description: "A page of the user's stream.", schema: PullReplySchema }],
   },
   ...OPERATOR_ENDPOINTS,
   {
@@ -322,8 +325,8 @@ export const ENDPOINTS: readonly Endpoint[] = [
   ...(
     [
       ['/', 'demoPage', 'The demo page', 'text/html'],
-      ['/demo/app.js', 'demoScript', 'The demo page\'s script (bundled on each load of `/`)', 'text/javascript'],
-      ['/demo/app.css', 'demoStyles', 'The demo page\'s styles', 'text/css'],
+      ['/demo/app.js', 'demoScript', "The demo page's script (bundled on each load of `/`)", 'text/javascript'],
+      ['/demo/app.css', 'demoStyles', "The demo page's styles", 'text/css'],
     ] as const
   ).map(
     ([path, operationId, summary, mediaType]): Endpoint => ({

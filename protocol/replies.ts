@@ -10,9 +10,9 @@ import { Category, Id } from './schemas.js';
  * contract test fails when the server sends a field the document does not name.
  */
 
-export const Version = Type.Integer({ minimum: 0, description: 'A position in the user\'s sync stream.' });
+export const Version = Type.Integer({ minimum: 0, description: "A position in the user's sync stream." });
 const SeqValue = Type.Integer({ minimum: 0 });
-export const Epoch = Type.String({ minLength: 1, maxLength: 32, description: 'Opaque id of the user\'s stream history.' });
+export const Epoch = Type.String({ minLength: 1, maxLength: 32, description: "Opaque id of the user's stream history." });
 
 export const ConvStateSchema = Type.Object(
   {
@@ -35,7 +35,7 @@ export const ConvStateSchema = Type.Object(
   {
     $id: 'ConvState',
     additionalProperties: false,
-    description: 'A user\'s state of one conversation; every field absolute, not a delta, so applying it twice is harmless.',
+    description: "A user's state of one conversation; every field absolute, not a delta, so applying it twice is harmless.",
   },
 );
 
@@ -45,12 +45,12 @@ export const ConvEntrySchema = Type.Object(
     conv: Id,
     state: Type.Union([ConvStateSchema, Type.Null()], { description: '`null`: the user left the conversation; drop it.' }),
   },
-  { $id: 'ConvEntry', additionalProperties: false, description: 'One change in a user\'s sync stream: the conversation\'s whole state after it.' },
+  { $id: 'ConvEntry', additionalProperties: false, description: "One change in a user's sync stream: the conversation's whole state after it." },
 );
 
 export const SnapshotSchema = Type.Object(
   { v: Version, convs: Type.Array(ConvStateSchema) },
-  { $id: 'Snapshot', additionalProperties: false, description: 'All of a user\'s conversations as of version `v`.' },
+  { $id: 'Snapshot', additionalProperties: false, description: "All of a user's conversations as of version `v`." },
 );
 
 export const PullReplySchema = Type.Object(
@@ -65,7 +65,7 @@ export const PullReplySchema = Type.Object(
   {
     $id: 'PullReply',
     additionalProperties: false,
-    description: 'A page of the user\'s stream. With `snapshot`: replace ALL local state with it, then apply `entries`.',
+    description: "A page of the user's stream. With `snapshot`: replace ALL local state with it, then apply `entries`.",
   },
 );
 
@@ -102,7 +102,7 @@ export const ChangeReplySchema = Type.Object(
   {
     changed: Type.Boolean({ description: 'False: nothing changed (duplicate, older seq, same flag); the version did not move.' }),
     epoch: Epoch,
-    version: Type.Integer({ minimum: 0, description: 'The user\'s version after the operation.' }),
+    version: Type.Integer({ minimum: 0, description: "The user's version after the operation." }),
     state: ConvStateSchema,
   },
   { $id: 'ChangeReply', additionalProperties: false, description: 'The reply of the per-user write endpoints (read, settings, delete).' },

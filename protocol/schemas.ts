@@ -24,10 +24,7 @@ export const Message = Type.Object(
 );
 export type MessageInput = Static<typeof Message>;
 
-export const MessageBatch = Type.Object(
-  { messages: Type.Array(Message, { minItems: 1, maxItems: LIMITS.messagesPerBatch }) },
-  { additionalProperties: false },
-);
+export const MessageBatch = Type.Object({ messages: Type.Array(Message, { minItems: 1, maxItems: LIMITS.messagesPerBatch }) }, { additionalProperties: false });
 
 /** The body of `POST /v1/messages`, as documented; `decodeMessages` picks the branch so errors name its field. */
 export const MessagesBody = Type.Union([Message, MessageBatch]);

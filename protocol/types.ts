@@ -1,12 +1,5 @@
 import type { Static } from '@sinclair/typebox';
-import type {
-  ConvEntrySchema,
-  ConvStateSchema,
-  ConvViewSchema,
-  PullReplySchema,
-  SnapshotSchema,
-  UnreadSummarySchema,
-} from './replies.js';
+import type { ConvEntrySchema, ConvStateSchema, ConvViewSchema, PullReplySchema, SnapshotSchema, UnreadSummarySchema } from './replies.js';
 
 /**
  * The shapes of replies and state, derived from their schemas in `replies.ts` (the one source,

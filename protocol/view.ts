@@ -34,13 +34,7 @@ export function toView(state: ConvState, heads: Readonly<Record<string, number>>
   };
 }
 
-export function summarize(
-  uid: string,
-  epoch: string,
-  version: number,
-  states: Iterable<ConvState>,
-  heads: Readonly<Record<string, number>>,
-): UnreadSummary {
+export function summarize(uid: string, epoch: string, version: number, states: Iterable<ConvState>, heads: Readonly<Record<string, number>>): UnreadSummary {
   const conversations: ConvView[] = [];
   const categories = new Map<string, number>();
   let total = 0;

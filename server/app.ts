@@ -120,7 +120,11 @@ export async function startServer(config: Config, log: Logger, engine?: Engine, 
   router.fallback([...apiPaths, ...adminPaths, ...opsPaths, ...docPaths, ...demoPaths]);
   const reconcileJob =
     first && (config.reconcileEverySeconds ?? 0) > 0
-      ? new ReconcileJob(store, admin, metrics, log, { everySeconds: config.reconcileEverySeconds ?? 0, rate: config.reconcileRate ?? 200, threshold: config.largeGroupThreshold })
+      ? new ReconcileJob(store, admin, metrics, log, {
+          everySeconds: config.reconcileEverySeconds ?? 0,
+          rate: config.reconcileRate ?? 200,
+          threshold: config.largeGroupThreshold,
+        })
       : undefined;
 
   let listenSocket: us_listen_socket;

@@ -143,7 +143,8 @@ async function main(argv: string[]): Promise<number> {
 try {
   process.exitCode = await main(process.argv.slice(2));
 } catch (err) {
-  const usage = err instanceof UsageError || err instanceof ConfigError || (err instanceof TypeError && 'code' in err && String(err.code).startsWith('ERR_PARSE_ARGS'));
+  const usage =
+    err instanceof UsageError || err instanceof ConfigError || (err instanceof TypeError && 'code' in err && String(err.code).startsWith('ERR_PARSE_ARGS'));
   process.stderr.write(`redpoint: ${err instanceof Error ? err.message : String(err)}\n`);
   process.exitCode = usage ? 2 : 3;
 }

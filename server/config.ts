@@ -49,7 +49,10 @@ const Env = Type.Object({
    */
   STORE_TIMEOUT_MS: Type.Integer({ minimum: 500, maximum: 60_000, default: DEFAULT_STORE_TIMEOUT_MS }),
   /** Start even though Redis may evict keys (maxmemory-policy other than noeviction). */
-  REDIS_ALLOW_EVICTION: Type.Union(['true', 'false', '1', '0'].map((v) => Type.Literal(v)), { default: 'false' }),
+  REDIS_ALLOW_EVICTION: Type.Union(
+    ['true', 'false', '1', '0'].map((v) => Type.Literal(v)),
+    { default: 'false' },
+  ),
   /** redis://[user:pass@]host:port[/db]; unset → the in-memory engine. */
   REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://' })),
   /**

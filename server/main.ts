@@ -39,7 +39,10 @@ if (config.devMode) {
 
 const workers = workerCount(config);
 if (!redis && (config.workers ?? 0) > 1) {
-  log.warn({ event: 'workers_single', workers: config.workers }, 'WORKERS ignored: the memory engine runs one worker (its state lives in one thread); set REDIS_URL or REDIS_CLUSTER_NODES for more');
+  log.warn(
+    { event: 'workers_single', workers: config.workers },
+    'WORKERS ignored: the memory engine runs one worker (its state lives in one thread); set REDIS_URL or REDIS_CLUSTER_NODES for more',
+  );
 }
 if (workers > 1) {
   // The supervisor owns the process from here (signals, exit).

@@ -84,7 +84,13 @@ export function connectionOptions(storeTimeoutMs: number): RedisOptions {
 export async function quitWithin(conn: Redis | Cluster, ms: number): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), ms)));
-  const outcome = await Promise.race([conn.quit().then(() => 'quit' as const, () => 'failed' as const), late]);
+  const outcome = await Promise.race([
+    conn.quit().then(
+      () => 'quit' as const,
+      () => 'failed' as const,
+    ),
+    late,
+  ]);
   clearTimeout(timer);
   if (outcome !== 'quit') conn.disconnect();
 }

@@ -26,7 +26,11 @@ export interface JsonWsOptions {
  * `onFrame` calls an error count in `errors`. Resolves once `onFrame` says 'ready'.
  */
 export function jsonWsClient<F>(url: string, what: string, onFrame: (frame: F) => FrameOutcome, options: JsonWsOptions = {}): Promise<JsonWsClient> {
-  const ws = new WebSocket(url, { perMessageDeflate: false, skipUTF8Validation: true, ...(options.localAddress ? { localAddress: options.localAddress } : {}) });
+  const ws = new WebSocket(url, {
+    perMessageDeflate: false,
+    skipUTF8Validation: true,
+    ...(options.localAddress ? { localAddress: options.localAddress } : {}),
+  });
   let errors = 0;
   const client: JsonWsClient = {
     get errors() {

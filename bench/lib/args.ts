@@ -88,7 +88,10 @@ export function parseBenchArgs(argv: string[]): BenchOptions {
   const ingestSeconds = num('ingest-duration', values['ingest-duration'], quick ? 2 : 6, 2, 120);
   return {
     quick,
-    only: (values.only ?? '').split(',').map((s) => s.trim()).filter(Boolean),
+    only: (values.only ?? '')
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
     seconds: num('duration', values.duration, quick ? 2 : 8, 0.5, 300),
     warmupSeconds: num('warmup', values.warmup, quick ? 0.5 : 2, 0, 60),
     rounds: num('rounds', values.rounds, quick ? 2 : 4, 1, 20),

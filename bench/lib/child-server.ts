@@ -45,7 +45,11 @@ export async function spawnServer(options: SpawnOptions): Promise<ChildServer> {
   }
   // One server thread unless the scenario asks for more (WORKERS defaults to one per core in production).
   Object.assign(env, { WORKERS: '1' }, options.env, { PORT: String(options.port) });
-  const proc = spawn(process.execPath, [...(options.nodeArgs ?? []), '--import', 'tsx', options.script], { cwd: PROJECT_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, [...(options.nodeArgs ?? []), '--import', 'tsx', options.script], {
+    cwd: PROJECT_ROOT,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   killOnExit(proc);
   const output = keepOutput(proc);
   const pid = proc.pid;

@@ -141,7 +141,10 @@ export function breakdown(profile: CpuProfile, fromMicros: number, toMicros: num
 }
 
 function shortUrl(url: string): string {
-  return url.replace(/^file:\/\//, '').replace(/^.*?\/node_modules\//, 'node_modules/').replace(`${PROJECT_ROOT}/`, '');
+  return url
+    .replace(/^file:\/\//, '')
+    .replace(/^.*?\/node_modules\//, 'node_modules/')
+    .replace(`${PROJECT_ROOT}/`, '');
 }
 
 /**

@@ -52,7 +52,9 @@ const CLUSTER_OK_TIMEOUT_MS = 20_000;
  */
 async function startOneMasterCluster(): Promise<RedisServer> {
   const busPort = await freePort();
-  const server = await startRedisServer({ extraConfig: ['cluster-enabled yes', 'cluster-config-file nodes.conf', `cluster-port ${busPort}`, 'cluster-announce-ip 127.0.0.1'] });
+  const server = await startRedisServer({
+    extraConfig: ['cluster-enabled yes', 'cluster-config-file nodes.conf', `cluster-port ${busPort}`, 'cluster-announce-ip 127.0.0.1'],
+  });
   const r = statsConnection(server.url);
   try {
     await r.call('CLUSTER', 'ADDSLOTSRANGE', '0', '16383');

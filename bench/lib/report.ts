@@ -53,7 +53,8 @@ export function markdownReport(
   out.push('## Settings', '', ...Object.entries(e.settings).map(([k, v]) => `- ${k}: ${v}`), '');
   if (systems.length > 0) out.push('## Systems', '', ...systems.map((s) => `- **${s.id}** — ${s.what}`), '');
   const targets = results.sections.flatMap((s) => s.verdicts.map((v) => `${s.id} — ${verdictLine(v)}`));
-  if (targets.length > 0) out.push('## Targets', '', 'Each figure against its target from the issues (details in its section below).', '', ...targets.map((l) => `- ${l}`), '');
+  if (targets.length > 0)
+    out.push('## Targets', '', 'Each figure against its target from the issues (details in its section below).', '', ...targets.map((l) => `- ${l}`), '');
   const lines = summary(results);
   if (lines.length > 0) out.push('## Summary', '', ...lines.map((l) => `- ${l}`), '');
   if (results.notify.length > 0) {
@@ -64,7 +65,7 @@ export function markdownReport(
       '',
       'Latency runs from just before the POST is written to the moment a client reads a push announcing that seq (a push announcing seq L delivers every seq ≤ L, so merged pushes count for each message). The load is open-loop at a fixed rate. Every system of a scenario keeps its clients connected throughout; after a warm-up at the same rate, the measured time is cut into rounds that visit the systems in alternating order, so noise on the shared machine spreads over all of them.',
       '',
-      '`pushes/s` counts (client, message) deliveries. `commit batch`: Redpoint\'s mean messages per group-commit flush (`redpoint_group_commit_batch_messages`). `gen stall`: event-loop stalls of the load generator itself while measuring (worst round\'s p99 / max, ms) — a latency below that is not resolvable in that row.',
+      "`pushes/s` counts (client, message) deliveries. `commit batch`: Redpoint's mean messages per group-commit flush (`redpoint_group_commit_batch_messages`). `gen stall`: event-loop stalls of the load generator itself while measuring (worst round's p99 / max, ms) — a latency below that is not resolvable in that row.",
       '',
       renderMarkdown(notifyTable(results.notify)),
       '',
@@ -121,20 +122,24 @@ function caveats(results: BenchResults): string[] {
   const list = [
     ...results.failures.map((f) => `**FAILED:** ${f}`),
     'One 2-core machine runs everything: the load generator and its WebSocket clients (one Node process), the servers under test (each its own process) and the private redis-servers, shared with whatever else runs (see the load average above). Client-side parsing and scheduling are in every latency and rate, equally for every system; CPU per unit (from /proc and Redis INFO) is the steadier figure.',
-    'Redis runs without persistence (the fixture\'s default); with AOF everysec expect somewhat lower Redis-engine throughput.',
+    "Redis runs without persistence (the fixture's default); with AOF everysec expect somewhat lower Redis-engine throughput.",
   ];
   if (tables) {
     list.push(
-      'Baselines are deliberately thin: no auth, no validation, membership in process memory. `redis-raw` writes INCR-style counters (HINCRBY), not Redpoint\'s max-registers, streams and totals; `socketio-redis` stores nothing. They bound what Redpoint adds; they are not equivalent products.',
-      'Redpoint clients use JSON text frames (as do the baselines) so that every system\'s pushes cost the client the same JSON.parse; production SDKs may use MessagePack.',
+      "Baselines are deliberately thin: no auth, no validation, membership in process memory. `redis-raw` writes INCR-style counters (HINCRBY), not Redpoint's max-registers, streams and totals; `socketio-redis` stores nothing. They bound what Redpoint adds; they are not equivalent products.",
+      "Redpoint clients use JSON text frames (as do the baselines) so that every system's pushes cost the client the same JSON.parse; production SDKs may use MessagePack.",
       'Ingest runs are closed-loop (autocannon): throughput is the saturation point of this shared machine, and the request latency then mostly measures queueing.',
-      'Group scenarios with many clients are bound by the client side: all clients live in one Node process, which reads one frame per client per message, so even uws-raw\'s latency there is mostly the time to drain 1000 sockets. Read those rows as ratios.',
-      'Redpoint\'s memory engine shows a commit batch of 1 (or one request\'s batch): its flush completes within the same event-loop turn, before the next request is read, so there is nothing to merge. Group commit shows with the Redis engine, whose flush waits for Redis.',
+      "Group scenarios with many clients are bound by the client side: all clients live in one Node process, which reads one frame per client per message, so even uws-raw's latency there is mostly the time to drain 1000 sockets. Read those rows as ratios.",
+      "Redpoint's memory engine shows a commit batch of 1 (or one request's batch): its flush completes within the same event-loop turn, before the next request is read, so there is nothing to merge. Group commit shows with the Redis engine, whose flush waits for Redis.",
     );
   }
   for (const r of results.notify) {
-    if (r.delivered < r.expected) list.push(`${r.scenario.id} / ${r.system}: ${r.expected - r.delivered} of ${r.expected} expected deliveries did not arrive within the drain window.`);
-    if (r.maxLagMs > 50) list.push(`${r.scenario.id} / ${r.system}: the load generator fell up to ${r.maxLagMs.toFixed(0)} ms behind its schedule at some point (its own stall, the machine, or the in-flight limit); the messages due meanwhile went out in a burst.`);
+    if (r.delivered < r.expected)
+      list.push(`${r.scenario.id} / ${r.system}: ${r.expected - r.delivered} of ${r.expected} expected deliveries did not arrive within the drain window.`);
+    if (r.maxLagMs > 50)
+      list.push(
+        `${r.scenario.id} / ${r.system}: the load generator fell up to ${r.maxLagMs.toFixed(0)} ms behind its schedule at some point (its own stall, the machine, or the in-flight limit); the messages due meanwhile went out in a burst.`,
+      );
     if (r.postErrors > 0 || r.clientErrors > 0) list.push(`${r.scenario.id} / ${r.system}: ${r.postErrors} failed POSTs, ${r.clientErrors} client errors.`);
   }
   for (const r of results.ingest) {

@@ -87,7 +87,8 @@ export function renderSectionMarkdown(s: SectionReport, chartFile: (name: string
 /** Formatting shared by the sections' tables. */
 export const fmt = {
   us: (n: number): string => (!Number.isFinite(n) ? '—' : n < 10 ? `${n.toFixed(2)} µs` : n < 100 ? `${n.toFixed(1)} µs` : `${n.toFixed(0)} µs`),
-  bytes: (n: number): string => (!Number.isFinite(n) ? '—' : n < 10_000 ? `${n.toFixed(0)} B` : n < 10_000_000 ? `${(n / 1024).toFixed(0)} KiB` : `${(n / 1048576).toFixed(0)} MiB`),
+  bytes: (n: number): string =>
+    !Number.isFinite(n) ? '—' : n < 10_000 ? `${n.toFixed(0)} B` : n < 10_000_000 ? `${(n / 1024).toFixed(0)} KiB` : `${(n / 1048576).toFixed(0)} MiB`,
   ratio: (n: number): string => (!Number.isFinite(n) ? '—' : `${n < 0.1 ? n.toPrecision(1) : n.toFixed(2)}×`),
   pct: (n: number): string => (!Number.isFinite(n) ? '—' : `${(100 * n).toFixed(n < 0.001 ? 3 : n < 0.1 ? 2 : 1)}%`),
   seconds: (n: number): string => (!Number.isFinite(n) ? '—' : n < 10 ? `${n.toFixed(2)} s` : `${n.toFixed(1)} s`),

@@ -41,7 +41,10 @@ export function renderLineChart(chart: LineChart): string {
       .join(' ');
     return `<path d="${d}" fill="none" stroke="${s.color}" stroke-width="1.8"/>`;
   });
-  const legend = chart.series.map((s, i) => `<rect x="${LEFT + i * 200}" y="38" width="12" height="10" fill="${s.color}"/>` + svgText(LEFT + i * 200 + 16, 47, s.name, 'font-size="12" fill="#333"'));
+  const legend = chart.series.map(
+    (s, i) =>
+      `<rect x="${LEFT + i * 200}" y="38" width="12" height="10" fill="${s.color}"/>` + svgText(LEFT + i * 200 + 16, 47, s.name, 'font-size="12" fill="#333"'),
+  );
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${HEIGHT}" viewBox="0 0 ${WIDTH} ${HEIGHT}" ${FONT}>`,
     '<rect width="100%" height="100%" fill="#fff"/>',
@@ -52,7 +55,12 @@ export function renderLineChart(chart: LineChart): string {
     `<line x1="${LEFT}" y1="${HEIGHT - BOTTOM}" x2="${WIDTH - RIGHT}" y2="${HEIGHT - BOTTOM}" stroke="#999"/>`,
     ...lines,
     svgText((LEFT + WIDTH - RIGHT) / 2, HEIGHT - 8, chart.xLabel, 'font-size="11" text-anchor="middle" fill="#444"'),
-    svgText(14, (TOP + HEIGHT - BOTTOM) / 2, chart.yLabel, `font-size="11" text-anchor="middle" fill="#444" transform="rotate(-90 14 ${(TOP + HEIGHT - BOTTOM) / 2})"`),
+    svgText(
+      14,
+      (TOP + HEIGHT - BOTTOM) / 2,
+      chart.yLabel,
+      `font-size="11" text-anchor="middle" fill="#444" transform="rotate(-90 14 ${(TOP + HEIGHT - BOTTOM) / 2})"`,
+    ),
     '</svg>',
     '',
   ].join('\n');
@@ -60,7 +68,7 @@ export function renderLineChart(chart: LineChart): string {
 
 function niceCeil(v: number): number {
   const decade = 10 ** Math.floor(Math.log10(v));
-  return ([1, 2, 2.5, 5, 10].map((m) => m * decade).find((c) => c >= v) ?? 10 * decade);
+  return [1, 2, 2.5, 5, 10].map((m) => m * decade).find((c) => c >= v) ?? 10 * decade;
 }
 
 /** A 1-2-5 step at or above v (axis ticks at whole seconds, not 2.5). */

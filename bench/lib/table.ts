@@ -26,13 +26,24 @@ function ratio(value: number, base: number | undefined): string {
 }
 
 export function scenarioLabel(s: NotifyScenario): string {
-  return s.kind === '1to1'
-    ? `1:1 × ${s.clients} clients @ ${s.rate}/s`
-    : `group of ${s.groupSize} (read diffusion), ${s.clients} online @ ${s.rate}/s`;
+  return s.kind === '1to1' ? `1:1 × ${s.clients} clients @ ${s.rate}/s` : `group of ${s.groupSize} (read diffusion), ${s.clients} online @ ${s.rate}/s`;
 }
 
 export function notifyTable(results: readonly NotifyResult[]): Table {
-  const header = ['scenario', 'system', 'msgs/s', 'pushes/s', 'p50 ms', 'p95 ms', 'p99 ms', 'p50 vs uWS', 'p99 vs uWS', 'delivered', 'commit batch', 'gen stall p99/max'];
+  const header = [
+    'scenario',
+    'system',
+    'msgs/s',
+    'pushes/s',
+    'p50 ms',
+    'p95 ms',
+    'p99 ms',
+    'p50 vs uWS',
+    'p99 vs uWS',
+    'delivered',
+    'commit batch',
+    'gen stall p99/max',
+  ];
   const rows = results.map((r) => {
     const base = results.find((b) => b.system === BASELINE && b.scenario.id === r.scenario.id);
     return [
@@ -78,15 +89,16 @@ export function renderText(table: Table): string {
   const widths = table.header.map((h, i) => Math.max(h.length, ...table.rows.map((r) => (r[i] ?? '').length)));
   const numeric = table.header.map((_, i) => table.rows.every((r) => /^[-—\d.,%×/]*$/.test(r[i] ?? '')));
   const line = (cells: string[]): string =>
-    cells.map((c, i) => (numeric[i] ? c.padStart(widths[i] ?? 0) : c.padEnd(widths[i] ?? 0))).join('  ').trimEnd();
+    cells
+      .map((c, i) => (numeric[i] ? c.padStart(widths[i] ?? 0) : c.padEnd(widths[i] ?? 0)))
+      .join('  ')
+      .trimEnd();
   return [line(table.header), widths.map((w) => '-'.repeat(w)).join('  '), ...table.rows.map(line)].join('\n');
 }
 
 export function renderMarkdown(table: Table): string {
   const numeric = table.header.map((_, i) => table.rows.every((r) => /^[-—\d.,%×/]*$/.test(r[i] ?? '')));
-  return [
-    `| ${table.header.join(' | ')} |`,
-    `|${numeric.map((n) => (n ? '---:' : '---')).join('|')}|`,
-    ...table.rows.map((r) => `| ${r.join(' | ')} |`),
-  ].join('\n');
+  return [`| ${table.header.join(' | ')} |`, `|${numeric.map((n) => (n ? '---:' : '---')).join('|')}|`, ...table.rows.map((r) => `| ${r.join(' | ')} |`)].join(
+    '\n',
+  );
 }

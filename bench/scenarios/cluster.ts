@@ -52,7 +52,16 @@ export const clusterSection: Section = {
       report.tables.push({
         caption: 'Store op rate by topology',
         table: {
-          header: ['store', 'ops/s', 'vs 1 master', 'Redis CPU/op (all masters)', 'client CPU/op', 'Redis cores used, per master', 'Redis-bound capacity, ops/s', 'capacity vs 1 master'],
+          header: [
+            'store',
+            'ops/s',
+            'vs 1 master',
+            'Redis CPU/op (all masters)',
+            'client CPU/op',
+            'Redis cores used, per master',
+            'Redis-bound capacity, ops/s',
+            'capacity vs 1 master',
+          ],
           rows: stores.map((s) => {
             const p = perOp(s.totals);
             return [
@@ -72,13 +81,18 @@ export const clusterSection: Section = {
       const growth = three ? perOp(three.totals).opsPerSec / base : NaN;
       const capacityGrowth = three && one ? capacity(three) / capacity(one) : NaN;
       report.method.push(
-        '`Redis-bound capacity`: the op rate at which the busiest master would use one whole core, i.e. measured ops/s ÷ the busiest master\'s cores used — what the store could take if each master had a core of its own and the load generator kept up. It assumes the CPU per op stays as measured (it falls as pipelines grow under more load, so the projection is conservative).',
+        "`Redis-bound capacity`: the op rate at which the busiest master would use one whole core, i.e. measured ops/s ÷ the busiest master's cores used — what the store could take if each master had a core of its own and the load generator kept up. It assumes the CPU per op stays as measured (it falls as pipelines grow under more load, so the projection is conservative).",
       );
       report.notes.push(
         `Measured op rate, 3 masters vs 1: ${fmt.ratio(growth)}; Redis-bound capacity: ${fmt.ratio(capacityGrowth)}. On this 2-core machine the load generator (one Node process, ${fmt.us(one ? perOp(one.totals).clientCpuUs : NaN)} of its own CPU per op, more than Redis spends) is the bottleneck and shares the cores with every redis-server: the measured rate cannot grow with masters here, and the growth shows only in how the Redis load splits over them. Each master gets a third of every pipeline, so Redis spends more per op on a 3-master cluster (more reads and writes per command) — one reason the capacity grows by less than 3×.`,
       );
       report.data = {
-        capacity: Object.fromEntries(stores.map((s) => [s.redis.label, capacity(s)])), users, seconds, rounds, stores: stores.map((s) => ({ store: s.redis.label, totals: s.totals, perOp: perOp(s.totals)})) };
+        capacity: Object.fromEntries(stores.map((s) => [s.redis.label, capacity(s)])),
+        users,
+        seconds,
+        rounds,
+        stores: stores.map((s) => ({ store: s.redis.label, totals: s.totals, perOp: perOp(s.totals) })),
+      };
       return report;
     } finally {
       for (const s of stores) {

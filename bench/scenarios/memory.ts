@@ -108,7 +108,12 @@ async function keyKinds(info: Redis, mesh: DirectMesh): Promise<KindFigures[]> {
     { kind: 'user meta (hash)', all: mesh.users.map((u) => userKeys(PREFIX, u).meta), sample: sample.map((u) => userKeys(PREFIX, u).meta), length: 'HLEN' },
     { kind: 'records (hash)', all: mesh.users.map((u) => userKeys(PREFIX, u).records), sample: sample.map((u) => userKeys(PREFIX, u).records), length: 'HLEN' },
     { kind: 'stream (list)', all: mesh.users.map((u) => userKeys(PREFIX, u).stream), sample: sample.map((u) => userKeys(PREFIX, u).stream), length: 'LLEN' },
-    { kind: 'snapshot (string)', all: mesh.users.map((u) => userKeys(PREFIX, u).snapshot), sample: sample.map((u) => userKeys(PREFIX, u).snapshot), length: 'STRLEN' },
+    {
+      kind: 'snapshot (string)',
+      all: mesh.users.map((u) => userKeys(PREFIX, u).snapshot),
+      sample: sample.map((u) => userKeys(PREFIX, u).snapshot),
+      length: 'STRLEN',
+    },
     { kind: 'conversation (hash)', all: mesh.convs.map((c) => convKey(PREFIX, c.conv)), sample: sampleConvs.map((c) => convKey(PREFIX, c)), length: 'HLEN' },
   ];
   const out: KindFigures[] = [];
@@ -145,12 +150,21 @@ async function keyKinds(info: Redis, mesh: DirectMesh): Promise<KindFigures[]> {
 function fill(report: SectionReport, mesh: DirectMesh, figures: StepFigures[], run: { empty: number; sent: number; sendSeconds: number }): void {
   report.method.push(
     `${mesh.users.length.toLocaleString('en-US')} users, each in 10 one-to-one conversations with other users of the set: ${mesh.pairs.toLocaleString('en-US')} (user, conversation) pairs in ${mesh.convs.length.toLocaleString('en-US')} conversations, on a private redis-server with its default config, driven in-process (SyncService over RedisEngine with the server's default settings: SNAPSHOT_EVERY, STREAM_MAX_LEN, STREAM_IDLE_SECONDS unset). Messages go one per conversation per round, sent alternately by either member, so every message is a version of both members' streams.`,
-    '`used_memory` Δ is against the empty server (engine connected, scripts loaded, no key), divided by the pairs; MEMORY STATS splits it: `dataset` (used_memory less the server\'s own overhead), the keyspace dictionaries (main and expires), and client buffers (the engine\'s connection: a large pipeline\'s query buffer is transient, not per user). Per key kind: MEMORY USAGE (SAMPLES 0: exact) and OBJECT ENCODING of the first 100 keys of the kind, times the number of keys of the kind.',
+    "`used_memory` Δ is against the empty server (engine connected, scripts loaded, no key), divided by the pairs; MEMORY STATS splits it: `dataset` (used_memory less the server's own overhead), the keyspace dictionaries (main and expires), and client buffers (the engine's connection: a large pipeline's query buffer is transient, not per user). Per key kind: MEMORY USAGE (SAMPLES 0: exact) and OBJECT ENCODING of the first 100 keys of the kind, times the number of keys of the kind.",
   );
   report.tables.push({
     caption: 'used_memory per (user, conversation) pair, at each step',
     table: {
-      header: ['messages/conv', 'used_memory Δ', 'B per pair', 'B per user', 'dataset per pair', 'keyspace dicts per pair', 'client buffers per pair', 'Σ MEMORY USAGE per pair'],
+      header: [
+        'messages/conv',
+        'used_memory Δ',
+        'B per pair',
+        'B per user',
+        'dataset per pair',
+        'keyspace dicts per pair',
+        'client buffers per pair',
+        'Σ MEMORY USAGE per pair',
+      ],
       rows: figures.map((f) => [
         String(f.messagesPerConv),
         fmt.bytes(f.usedMemoryDelta),
@@ -168,7 +182,15 @@ function fill(report: SectionReport, mesh: DirectMesh, figures: StepFigures[], r
     table: {
       header: ['messages/conv', 'kind', 'keys', 'encoding', 'mean length', 'mean MEMORY USAGE', 'B per pair'],
       rows: figures.flatMap((f) =>
-        f.kinds.map((k) => [String(f.messagesPerConv), k.kind, fmt.int(k.keys), k.encodings, Number.isFinite(k.meanLength) ? k.meanLength.toFixed(1) : '—', Number.isFinite(k.meanUsage) ? k.meanUsage.toFixed(0) : '—', k.bytesPerPair.toFixed(0)]),
+        f.kinds.map((k) => [
+          String(f.messagesPerConv),
+          k.kind,
+          fmt.int(k.keys),
+          k.encodings,
+          Number.isFinite(k.meanLength) ? k.meanLength.toFixed(1) : '—',
+          Number.isFinite(k.meanUsage) ? k.meanUsage.toFixed(0) : '—',
+          k.bytesPerPair.toFixed(0),
+        ]),
       ),
     },
   });
@@ -179,7 +201,9 @@ function fill(report: SectionReport, mesh: DirectMesh, figures: StepFigures[], r
     report.verdicts.push(atMost('the aim', last.bytesPerPair, AIM_BYTES_PER_PAIR, bytes));
   }
   if (mesh.users.length < 2000) {
-    report.notes.push(`This run has ${mesh.users.length} users (quick scale): with few keys the keyspace dictionaries and the engine connection's buffers weigh more per pair. The full run's 2,000 users is the figure to hold against the target.`);
+    report.notes.push(
+      `This run has ${mesh.users.length} users (quick scale): with few keys the keyspace dictionaries and the engine connection's buffers weigh more per pair. The full run's 2,000 users is the figure to hold against the target.`,
+    );
   }
   report.notes.push(
     'MEMORY USAGE (per key) sums to less than `dataset`: the rest is still memory the data costs (Redis does not attribute it to a key), so the target is read on `used_memory`.',

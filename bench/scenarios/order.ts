@@ -84,11 +84,24 @@ export const orderSection: Section = {
         caption: 'Pushes at the clients (all connected to A)',
         table: {
           header: ['messages via A', 'via B', 'messages/s', 'pushes', 'out of order', 'share', 'gaps', 'POST errors'],
-          rows: [[fmt.int(posted[0] ?? 0), fmt.int(posted[1] ?? 0), fmtRate(((posted[0] ?? 0) + (posted[1] ?? 0)) / seconds), fmt.int(counts.pushes), fmt.int(counts.outOfOrder), fmt.pct(ratio), fmt.int(counts.gaps), String(errors)]],
+          rows: [
+            [
+              fmt.int(posted[0] ?? 0),
+              fmt.int(posted[1] ?? 0),
+              fmtRate(((posted[0] ?? 0) + (posted[1] ?? 0)) / seconds),
+              fmt.int(counts.pushes),
+              fmt.int(counts.outOfOrder),
+              fmt.pct(ratio),
+              fmt.int(counts.gaps),
+              String(errors),
+            ],
+          ],
         },
       });
       report.verdicts.push(atMost('pushes received out of version order', ratio, TARGET_OUT_OF_ORDER, fmt.pct));
-      report.notes.push('`gaps`: a push more than one version ahead of the client (a push lost, e.g. skipped under backpressure); the client would pull. Not out of order as such, but listed because reordering would show there first.');
+      report.notes.push(
+        '`gaps`: a push more than one version ahead of the client (a push lost, e.g. skipped under backpressure); the client would pull. Not out of order as such, but listed because reordering would show there first.',
+      );
       report.data = { users, seconds, posted, errors, ...counts };
       return report;
     } finally {

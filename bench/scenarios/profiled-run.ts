@@ -53,7 +53,15 @@ export async function profiledRun(engine: 'memory' | 'redis', seconds: number, l
       await session.run(1, seconds, true);
       const to = monotonicMicros();
       const used = cpu.stop();
-      marks.push({ name, from, to, requests: session.result(1)?.latency.count ?? 0, pushes: pushes() - pushesBefore, seconds: used.seconds, cpuMicros: used.cpuMicros });
+      marks.push({
+        name,
+        from,
+        to,
+        requests: session.result(1)?.latency.count ?? 0,
+        pushes: pushes() - pushesBefore,
+        seconds: used.seconds,
+        cpuMicros: used.cpuMicros,
+      });
       log(`  profiled ${engine}: ${name} measured`);
     };
     await measure('ingest', await IngestSession.open(running, CONVERSATIONS, CONNECTIONS, 'pa'), () => 0);
@@ -75,7 +83,14 @@ export async function profiledRun(engine: 'memory' | 'redis', seconds: number, l
     const profile = await readProfile(dir);
     return {
       engine,
-      windows: marks.map((m) => ({ name: m.name, requests: m.requests, pushes: m.pushes, seconds: m.seconds, cpuMicros: m.cpuMicros, profile: breakdown(profile, m.from, m.to) })),
+      windows: marks.map((m) => ({
+        name: m.name,
+        requests: m.requests,
+        pushes: m.pushes,
+        seconds: m.seconds,
+        cpuMicros: m.cpuMicros,
+        profile: breakdown(profile, m.from, m.to),
+      })),
     };
   } finally {
     await system?.stop();

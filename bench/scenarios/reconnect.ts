@@ -134,7 +134,8 @@ async function storm(system: RunningSystem, mesh: DirectMesh, log: (line: string
     }
     const metricsAfter = await http.expectOk('GET', '/metrics');
     const pulls = (kind: string): number =>
-      labelledSum(metricsAfter, 'redpoint_pulls_total', { kind, transport: 'ws' }) - labelledSum(metricsBefore, 'redpoint_pulls_total', { kind, transport: 'ws' });
+      labelledSum(metricsAfter, 'redpoint_pulls_total', { kind, transport: 'ws' }) -
+      labelledSum(metricsBefore, 'redpoint_pulls_total', { kind, transport: 'ws' });
     return {
       engine: system.spec.id,
       clients: clients.length,
@@ -164,7 +165,11 @@ async function storm(system: RunningSystem, mesh: DirectMesh, log: (line: string
 async function expectedStates(http: HttpTarget, uids: readonly string[]): Promise<Map<string, ExpectedState>> {
   const out = new Map<string, ExpectedState>();
   await eachLimited(uids, 16, async (uid) => {
-    const s = JSON.parse(await http.expectOk('GET', `/v1/users/${uid}/unread`)) as { epoch: string; version: number; conversations: Array<{ conv: string; lastSeq: number; readSeq: number }> };
+    const s = JSON.parse(await http.expectOk('GET', `/v1/users/${uid}/unread`)) as {
+      epoch: string;
+      version: number;
+      conversations: Array<{ conv: string; lastSeq: number; readSeq: number }>;
+    };
     out.set(uid, { epoch: s.epoch, version: s.version, convs: new Map(s.conversations.map((c) => [c.conv, { lastSeq: c.lastSeq, readSeq: c.readSeq }])) });
   });
   return out;
@@ -173,12 +178,28 @@ async function expectedStates(http: HttpTarget, uids: readonly string[]): Promis
 function fill(report: SectionReport, users: number, results: ReconnectResult[]): void {
   report.method.push(
     `${users.toLocaleString('en-US')} users, ${CONVERSATIONS_PER_USER} one-to-one conversations each (with other users of the set), ${SEED_MESSAGES} messages per conversation; every user connects (a client that keeps state by the protocol's rules: bench/clients/sync-client.ts), syncs, and disconnects. Then ${AWAY_MESSAGES} more messages land in each conversation (${AWAY_MESSAGES_BUSY} in every tenth), so each cursor is tens of versions stale and some are past what the stream keeps (those get a snapshot). The server's state of every user is read (GET /v1/users/:uid/unread), then all clients reconnect at the same instant with their cursors.`,
-    'A client has converged when its epoch, version and every conversation\'s lastSeq/readSeq equal the server\'s. Server CPU (/proc, all threads) and Redis CPU (INFO) are over the storm, until the last client converged; RSS is sampled every 50 ms. Pulls by kind are the server\'s `redpoint_pulls_total{transport="ws"}` (the hello\'s sync counts as one).',
+    "A client has converged when its epoch, version and every conversation's lastSeq/readSeq equal the server's. Server CPU (/proc, all threads) and Redis CPU (INFO) are over the storm, until the last client converged; RSS is sampled every 50 ms. Pulls by kind are the server's `redpoint_pulls_total{transport=\"ws\"}` (the hello's sync counts as one).",
   );
   report.tables.push({
     caption: 'Reconnect storm',
     table: {
-      header: ['engine', 'clients', 'versions behind mean / max', 'converged', 'all converged in', 'per client p50', 'p99', 'socket open p50 / p99', 'first sync p50 / p99', 'server CPU', 'Redis CPU', 'RSS before → peak', 'delta / snapshot syncs', 'extra pulls', 'errors'],
+      header: [
+        'engine',
+        'clients',
+        'versions behind mean / max',
+        'converged',
+        'all converged in',
+        'per client p50',
+        'p99',
+        'socket open p50 / p99',
+        'first sync p50 / p99',
+        'server CPU',
+        'Redis CPU',
+        'RSS before → peak',
+        'delta / snapshot syncs',
+        'extra pulls',
+        'errors',
+      ],
       rows: results.map((r) => [
         r.engine,
         fmt.int(r.clients),
@@ -200,8 +221,11 @@ function fill(report: SectionReport, users: number, results: ReconnectResult[]):
   });
   for (const r of results) {
     report.verdicts.push(atMost(`${r.engine}: all ${r.clients.toLocaleString('en-US')} clients converged`, r.allSeconds, TARGET_SECONDS, fmt.seconds));
-    if (r.converged < r.clients) report.notes.push(`${r.engine}: only ${r.converged} of ${r.clients} clients converged within ${CONVERGE_TIMEOUT_MS / 1000} s.`);
+    if (r.converged < r.clients)
+      report.notes.push(`${r.engine}: only ${r.converged} of ${r.clients} clients converged within ${CONVERGE_TIMEOUT_MS / 1000} s.`);
   }
-  report.notes.push('The clients live in the load generator\'s one Node process, which also opens all the sockets at once: its own work is part of the time to converge.');
+  report.notes.push(
+    "The clients live in the load generator's one Node process, which also opens all the sockets at once: its own work is part of the time to converge.",
+  );
   report.data = results;
 }

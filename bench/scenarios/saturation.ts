@@ -34,7 +34,12 @@ function shapes(quick: boolean): Shape[] {
       // About one message in flight per group: pushes are not merged away by group commit.
       load: { inFlight: groups, batch: 1 },
     },
-    { id: 'large', label: `one group of ${large} members (read diffusion), ${large - 1} clients`, audience: (http, tag) => groupAudience(http, tag, 1, large), load: { inFlight: 4, batch: 1 } },
+    {
+      id: 'large',
+      label: `one group of ${large} members (read diffusion), ${large - 1} clients`,
+      audience: (http, tag) => groupAudience(http, tag, 1, large),
+      load: { inFlight: 4, batch: 1 },
+    },
   ];
 }
 
@@ -60,7 +65,9 @@ export const saturationSection: Section = {
         try {
           for (const system of systems) {
             const session = await SaturationSession.open(system, (http) => shape.audience(http, `sat-${shape.id}`), shape.load).catch((err: unknown) => {
-              throw new Error(`${shape.id} / ${system.spec.id}: ${err instanceof Error ? err.message : String(err)}; the server's last output:\n${system.output().slice(-2000)}`);
+              throw new Error(
+                `${shape.id} / ${system.spec.id}: ${err instanceof Error ? err.message : String(err)}; the server's last output:\n${system.output().slice(-2000)}`,
+              );
             });
             sessions.push(session);
             await session.drive(quick ? 0.5 : 1, false);
@@ -68,7 +75,10 @@ export const saturationSection: Section = {
           for (let r = 0; r < rounds; r++) {
             for (const s of r % 2 === 0 ? sessions : [...sessions].reverse()) await s.drive(seconds / rounds, true);
           }
-          results.set(shape.id, sessions.map((s) => s.result()));
+          results.set(
+            shape.id,
+            sessions.map((s) => s.result()),
+          );
           ctx.log(`  notify-saturation: ${shape.id} done`);
         } finally {
           for (const s of sessions) s.close();
@@ -85,7 +95,7 @@ export const saturationSection: Section = {
 function fill(report: SectionReport, list: Shape[], results: Map<string, SaturationResult[]>, seconds: number, rounds: number): void {
   report.method.push(
     `Each system runs in its own process (Redis-backed ones with a private redis-server); the clients (one Node process, JSON text frames) and the load generator share this machine. Messages are POSTed closed-loop: at most N messages in flight that have not yet reached all their online recipients (one-to-one: 256, 16 to distinct conversations per POST, so that the load generator's own HTTP client is not the bottleneck; 100-member groups: one per group, one per POST, so group commit has little to merge; the large group: 4, one per POST), so the rate is what server and clients can deliver end to end. A delivery is a (client, message) pair the client learns of; \`frames/s\` counts push frames (Redpoint may merge messages of one conversation into one push). Measured ${seconds} s per system and shape in ${rounds} interleaved rounds, after a warm-up.`,
-    '`server CPU/delivery`: the server process\'s user + system CPU from /proc over the measured windows ÷ deliveries; `Redis CPU/delivery`: the redis-server\'s (INFO used_cpu), for the systems on Redis. CPU per delivery is the robust figure here: deliveries/s is bounded by the clients\' process and the shared cores as much as by the server.',
+    "`server CPU/delivery`: the server process's user + system CPU from /proc over the measured windows ÷ deliveries; `Redis CPU/delivery`: the redis-server's (INFO used_cpu), for the systems on Redis. CPU per delivery is the robust figure here: deliveries/s is bounded by the clients' process and the shared cores as much as by the server.",
   );
   const verdicts: Verdict[] = [];
   for (const shape of list) {
@@ -95,7 +105,19 @@ function fill(report: SectionReport, list: Shape[], results: Map<string, Saturat
     report.tables.push({
       caption: shape.label,
       table: {
-        header: ['system', 'messages/s', 'deliveries/s', 'vs uWS', 'vs Socket.IO', 'frames/s', 'server CPU/delivery', 'Redis CPU/delivery', 'server cores', 'lost', 'errors'],
+        header: [
+          'system',
+          'messages/s',
+          'deliveries/s',
+          'vs uWS',
+          'vs Socket.IO',
+          'frames/s',
+          'server CPU/delivery',
+          'Redis CPU/delivery',
+          'server cores',
+          'lost',
+          'errors',
+        ],
         rows: rs.map((r) => [
           r.system,
           fmtRate(r.messagesPerSec),
@@ -117,11 +139,18 @@ function fill(report: SectionReport, list: Shape[], results: Map<string, Saturat
       if (shape.id === '1to1' && engine === 'redpoint-redis') {
         verdicts.push(atLeast(`one-to-one deliveries/s, ${engine} vs socketio-redis`, rp.deliveriesPerSec / (sio?.deliveriesPerSec ?? NaN), 2, fmt.ratio));
       }
-      if (shape.id === 'group100') verdicts.push(atLeast(`100-member groups deliveries/s, ${engine} vs uws-raw`, rp.deliveriesPerSec / (uws?.deliveriesPerSec ?? NaN), 0.5, fmt.ratio));
-      if (shape.id === 'large') verdicts.push(atMost(`large group server CPU per delivery, ${engine} vs uws-raw`, rp.serverCpuUsPerDelivery / (uws?.serverCpuUsPerDelivery ?? NaN), 1.2, fmt.ratio));
+      if (shape.id === 'group100')
+        verdicts.push(atLeast(`100-member groups deliveries/s, ${engine} vs uws-raw`, rp.deliveriesPerSec / (uws?.deliveriesPerSec ?? NaN), 0.5, fmt.ratio));
+      if (shape.id === 'large')
+        verdicts.push(
+          atMost(`large group server CPU per delivery, ${engine} vs uws-raw`, rp.serverCpuUsPerDelivery / (uws?.serverCpuUsPerDelivery ?? NaN), 1.2, fmt.ratio),
+        );
     }
     for (const r of rs) {
-      if (r.lost > 0) report.notes.push(`${shape.id} / ${r.system}: ${r.lost} messages did not reach all their recipients within 3 s and were given up on (dropped pushes, or a backlog).`);
+      if (r.lost > 0)
+        report.notes.push(
+          `${shape.id} / ${r.system}: ${r.lost} messages did not reach all their recipients within 3 s and were given up on (dropped pushes, or a backlog).`,
+        );
     }
   }
   report.verdicts.push(...verdicts);
@@ -142,6 +171,8 @@ function fill(report: SectionReport, list: Shape[], results: Map<string, Saturat
       })),
     }),
   });
-  report.notes.push('The Socket.IO clients (socket.io-client, one per user) cost the client process more per frame than the `ws` clients of the others, so its deliveries/s is partly bound by the client side; its server CPU per delivery is not.');
+  report.notes.push(
+    'The Socket.IO clients (socket.io-client, one per user) cost the client process more per frame than the `ws` clients of the others, so its deliveries/s is partly bound by the client side; its server CPU per delivery is not.',
+  );
   report.data = Object.fromEntries(results);
 }

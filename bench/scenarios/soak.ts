@@ -64,7 +64,12 @@ export const soakSection: Section = {
   },
 };
 
-async function soak(system: RunningSystem, mesh: DirectMesh, load: { rate: number; seconds: number; windowSeconds: number }, log: (line: string) => void): Promise<SoakResult> {
+async function soak(
+  system: RunningSystem,
+  mesh: DirectMesh,
+  load: { rate: number; seconds: number; windowSeconds: number },
+  log: (line: string) => void,
+): Promise<SoakResult> {
   const setup = performance.now();
   await createMeshOverHttp(system.http, mesh.convs);
   const seqs = new Map<string, number>();
@@ -103,7 +108,10 @@ async function soak(system: RunningSystem, mesh: DirectMesh, load: { rate: numbe
       maxInFlight: 1000,
       deadlineMs: load.seconds * 2000 + warmupMs * 2,
       start: async (i) => {
-        const conv = i % 2 === 0 ? (online[(i / 2) % online.length] as (typeof online)[number]) : (offline[Math.floor(Math.random() * offline.length)] as (typeof offline)[number]);
+        const conv =
+          i % 2 === 0
+            ? (online[(i / 2) % online.length] as (typeof online)[number])
+            : (offline[Math.floor(Math.random() * offline.length)] as (typeof offline)[number]);
         const m = next(conv);
         const sent = performance.now();
         if (i % 2 === 0) tracker.markSent(m.conv, m.seq, sent, sent >= windows.start);
@@ -154,7 +162,17 @@ function fill(report: SectionReport, results: SoakResult[], run: { users: number
     report.tables.push({
       caption: `${r.engine}: per ${run.windowSeconds} s window`,
       table: {
-        header: ['window ends at', 'messages', 'ingest p50 ms', 'ingest p99 ms', 'notify p50 ms', 'notify p99 ms', 'generator stall max ms', 'server RSS', 'Redis used_memory'],
+        header: [
+          'window ends at',
+          'messages',
+          'ingest p50 ms',
+          'ingest p99 ms',
+          'notify p50 ms',
+          'notify p99 ms',
+          'generator stall max ms',
+          'server RSS',
+          'Redis used_memory',
+        ],
         rows: r.windows.map((w, i) => [
           `${(i + 1) * run.windowSeconds} s`,
           fmt.int(w.messages),
@@ -178,7 +196,8 @@ function fill(report: SectionReport, results: SoakResult[], run: { users: number
       const note = spikeNote(`${r.engine}, ${what}`, spikesFromStalls(p99s, stalls));
       if (note) report.notes.push(note);
     }
-    if (r.failed > 0 || r.maxLagMs > 100) report.notes.push(`${r.engine}: ${r.failed} POSTs failed; the load generator fell up to ${r.maxLagMs.toFixed(0)} ms behind its schedule.`);
+    if (r.failed > 0 || r.maxLagMs > 100)
+      report.notes.push(`${r.engine}: ${r.failed} POSTs failed; the load generator fell up to ${r.maxLagMs.toFixed(0)} ms behind its schedule.`);
     report.charts.push({
       name: r.engine,
       title: `${r.engine}: p99 per window`,

@@ -40,7 +40,14 @@ export class OpSource {
       const cycle = Math.floor(n / users);
       const convs = this.convsOf[i] ?? [];
       const seq = cycle + 1;
-      ops.push({ type: 'message', uid: this.mesh.users[i] as string, conv: convs[cycle % convs.length] as string, lastSeq: seq, readSeq: (i + cycle) % 2 === 0 ? seq : 0, mentionSeqs: [] });
+      ops.push({
+        type: 'message',
+        uid: this.mesh.users[i] as string,
+        conv: convs[cycle % convs.length] as string,
+        lastSeq: seq,
+        readSeq: (i + cycle) % 2 === 0 ? seq : 0,
+        mentionSeqs: [],
+      });
     }
     return ops;
   }
@@ -84,20 +91,22 @@ export interface StoreTotals {
   clientCpuMicros: number;
 }
 
-export const emptyTotals = (): StoreTotals => ({ ops: 0, seconds: 0, redisCpuSeconds: 0, serverCpuSeconds: [], evalshaCalls: 0, evalshaUsec: 0, clientCpuMicros: 0 });
+export const emptyTotals = (): StoreTotals => ({
+  ops: 0,
+  seconds: 0,
+  redisCpuSeconds: 0,
+  serverCpuSeconds: [],
+  evalshaCalls: 0,
+  evalshaUsec: 0,
+  clientCpuMicros: 0,
+});
 
 /**
  * Closed loop for `seconds`: `IN_FLIGHT` chunks at a time, each replaced as soon as it is
  * answered. With `into`, the window's ops, time, Redis CPU (INFO of every server in `stats`),
  * EVALSHA cost and this process's CPU are added to it.
  */
-export async function storeWindow(
-  apply: ApplyChunk,
-  source: OpSource,
-  seconds: number,
-  servers: readonly Redis[],
-  into?: StoreTotals,
-): Promise<void> {
+export async function storeWindow(apply: ApplyChunk, source: OpSource, seconds: number, servers: readonly Redis[], into?: StoreTotals): Promise<void> {
   const before = into ? await Promise.all(servers.map(redisStats)) : undefined;
   const cpu = process.cpuUsage();
   const started = performance.now();
@@ -129,7 +138,14 @@ export async function storeWindow(
   into.clientCpuMicros += used.user + used.system;
 }
 
-export function perOp(t: StoreTotals): { opsPerSec: number; redisCpuUs: number; evalshaUsPerOp: number; evalshaUsPerCall: number; callsPerOp: number; clientCpuUs: number } {
+export function perOp(t: StoreTotals): {
+  opsPerSec: number;
+  redisCpuUs: number;
+  evalshaUsPerOp: number;
+  evalshaUsPerCall: number;
+  callsPerOp: number;
+  clientCpuUs: number;
+} {
   return {
     opsPerSec: t.ops / Math.max(1e-3, t.seconds),
     redisCpuUs: (t.redisCpuSeconds * 1e6) / Math.max(1, t.ops),

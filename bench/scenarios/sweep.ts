@@ -59,7 +59,10 @@ export const sweepSection: Section = {
         seqs.set(c.conv, seq);
         return { conv: c.conv, seq, sender: seq % 2 === 1 ? c.a : c.b };
       };
-      await postInBatches(system.http, mesh.convs.map((_, i) => message(i)));
+      await postInBatches(
+        system.http,
+        mesh.convs.map((_, i) => message(i)),
+      );
       const tokens = await mintTokens(BENCH_JWT_SECRET, BENCH_API_KEY, mesh.users);
       let windows: Windows | undefined;
       const connectStart = performance.now();
@@ -119,7 +122,15 @@ export const sweepSection: Section = {
       report.tables.push({
         caption: 'Per second',
         table: {
-          header: ['second', 'version checks', 'ingest p50 ms', 'ingest p99 ms', 'store p99 ms (apply_user_ops, bucket)', 'store p99 ms (record_message, bucket)', 'generator stall max ms'],
+          header: [
+            'second',
+            'version checks',
+            'ingest p50 ms',
+            'ingest p99 ms',
+            'store p99 ms (apply_user_ops, bucket)',
+            'store p99 ms (record_message, bucket)',
+            'generator stall max ms',
+          ],
           rows: checks.map((c, i) => [
             String(i + 1),
             fmt.int(c),
@@ -150,10 +161,20 @@ export const sweepSection: Section = {
         { name: 'ingest p50', values: latency.map((l) => l.p50) },
         { name: 'load generator stall (max)', values: stalls.map((s) => s.max) },
       ]);
-      report.verdicts.push(atMost('busiest second\'s version checks over the mean', maxChecks / meanChecks, TARGET_MAX_OVER_MEAN, fmt.ratio));
-      report.verdicts.push(atMost('worst second\'s ingest p99 over the median second\'s', Math.max(...p99s.filter(Number.isFinite)) / median(p99s), TARGET_P99_FLATNESS, fmt.ratio));
+      report.verdicts.push(atMost("busiest second's version checks over the mean", maxChecks / meanChecks, TARGET_MAX_OVER_MEAN, fmt.ratio));
+      report.verdicts.push(
+        atMost("worst second's ingest p99 over the median second's", Math.max(...p99s.filter(Number.isFinite)) / median(p99s), TARGET_P99_FLATNESS, fmt.ratio),
+      );
       report.notes.push(
-        ...[spikeNote('ingest', spikesFromStalls(p99s, stalls.map((s) => s.max)))].filter((n): n is string => n !== undefined),
+        ...[
+          spikeNote(
+            'ingest',
+            spikesFromStalls(
+              p99s,
+              stalls.map((s) => s.max),
+            ),
+          ),
+        ].filter((n): n is string => n !== undefined),
         'The wheel repeats every period: the same users sit in the same slots, so the counts of the second period repeat those of the first.',
         `Version checks: mean ${meanChecks.toFixed(0)}/s (expected ${(users / period).toFixed(0)}/s: ${users} users ÷ ${period} s), max ${maxChecks}/s. Ingest: ${ingest.ok} of ${ingest.started} POSTs answered 200; the load generator fell up to ${ingest.maxLagMs.toFixed(0)} ms behind its schedule.`,
         'The targets `≤ 1.5×` (checks) and `≤ 2×` (p99) are this bench\'s reading of "flat"; the issue gives no number.',

@@ -36,7 +36,10 @@ export const workersSection: Section = {
     const results: WorkersResult[] = [];
     let baseline: { processes: number; threads: number } | undefined;
     for (const workers of [1, 2]) {
-      const system = await startSystem(SYSTEMS['redpoint-redis'], { env: { WORKERS: String(workers), LOG_LEVEL: 'info' }, name: `redpoint-redis WORKERS=${workers}` });
+      const system = await startSystem(SYSTEMS['redpoint-redis'], {
+        env: { WORKERS: String(workers), LOG_LEVEL: 'info' },
+        name: `redpoint-redis WORKERS=${workers}`,
+      });
       try {
         const shape = { processes: processTree(system.pid).length, threads: threadCount(system.pid) };
         baseline ??= shape;
@@ -89,8 +92,13 @@ export const workersSection: Section = {
       },
     });
     const two = results.find((r) => r.workers === 2);
-    if (two && !two.honoured) report.notes.push('**The server does not honour WORKERS=2** (no worker count in its log or /metrics, and no more processes or threads than with WORKERS=1): both rows measure one worker.');
-    report.notes.push('On this 2-core machine the load generator, redis-server and the workers share two cores: a second worker can add at most what the cores left over allow.');
+    if (two && !two.honoured)
+      report.notes.push(
+        '**The server does not honour WORKERS=2** (no worker count in its log or /metrics, and no more processes or threads than with WORKERS=1): both rows measure one worker.',
+      );
+    report.notes.push(
+      'On this 2-core machine the load generator, redis-server and the workers share two cores: a second worker can add at most what the cores left over allow.',
+    );
     report.data = results;
     return report;
   },

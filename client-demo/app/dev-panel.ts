@@ -46,7 +46,9 @@ export function setupDevPanel(client: RedpointClient, uid: string, log: (text: s
     event.preventDefault();
     const data = new FormData(event.currentTarget as HTMLFormElement);
     const conv = String(data.get('conv')).trim();
-    const members = String(data.get('members')).split(/[\s,]+/).filter(Boolean);
+    const members = String(data.get('members'))
+      .split(/[\s,]+/)
+      .filter(Boolean);
     if (!members.includes(uid)) members.push(uid);
     run(`Created ${conv}`, async () => {
       await createConversation(conv, members, String(data.get('category')));

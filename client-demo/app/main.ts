@@ -35,8 +35,7 @@ const log = (text: string): void => {
 const activity = new Map<string, number>();
 const lastSeen = new Map<string, number>();
 let tick = 0;
-const order = (a: ConversationView, b: ConversationView): number =>
-  (activity.get(b.conv) ?? 0) - (activity.get(a.conv) ?? 0) || (a.conv < b.conv ? -1 : 1);
+const order = (a: ConversationView, b: ConversationView): number => (activity.get(b.conv) ?? 0) - (activity.get(a.conv) ?? 0) || (a.conv < b.conv ? -1 : 1);
 
 /**
  * When each conversation's shown count last changed (ms since epoch): read by the browser test.

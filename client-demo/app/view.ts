@@ -73,7 +73,13 @@ function row(c: ConversationView): HTMLElement {
 }
 
 function skeleton(): HTMLElement {
-  return h('li', { class: 'conv skeleton' }, h('div', { class: 'avatar' }), h('div', {}, h('div', { class: 'bar' }), h('div', { class: 'bar short' })), h('div', {}));
+  return h(
+    'li',
+    { class: 'conv skeleton' },
+    h('div', { class: 'avatar' }),
+    h('div', {}, h('div', { class: 'bar' }), h('div', { class: 'bar short' })),
+    h('div', {}),
+  );
 }
 
 function connectionLabel(state: RedpointState): { key: string; text: string } {
@@ -83,7 +89,13 @@ function connectionLabel(state: RedpointState): { key: string; text: string } {
   return { key: 'live', text: 'Live' };
 }
 
-export function render(state: RedpointState, order: (a: ConversationView, b: ConversationView) => number, uid: string, device: string, staleSince: number | null): void {
+export function render(
+  state: RedpointState,
+  order: (a: ConversationView, b: ConversationView) => number,
+  uid: string,
+  device: string,
+  staleSince: number | null,
+): void {
   document.body.dataset.status = state.status;
   document.body.dataset.stale = String(state.stale);
   byId('who').textContent = `${uid} · device ${device}`;

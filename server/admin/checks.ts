@@ -55,7 +55,8 @@ export function checkDerived(raw: RawUser, options: UserCheckOptions): Finding[]
   }
   if (meta.memberCount !== members.length) out.push({ kind: 'member-count', uid, detail: `stored ${meta.memberCount}, ${members.length} member records` });
   const large = members.filter((r) => r.large).map((r) => r.conv);
-  if (!sameSet(large, raw.largeIndex)) out.push({ kind: 'large-index', uid, detail: `index [${[...raw.largeIndex].sort().join(',')}], records [${large.sort().join(',')}]` });
+  if (!sameSet(large, raw.largeIndex))
+    out.push({ kind: 'large-index', uid, detail: `index [${[...raw.largeIndex].sort().join(',')}], records [${large.sort().join(',')}]` });
 
   const held = meta.version - meta.base;
   const orderOk = meta.base <= meta.snapshotVersion && meta.snapshotVersion <= meta.version;
@@ -75,7 +76,8 @@ export function checkDerived(raw: RawUser, options: UserCheckOptions): Finding[]
   }
   const replayed = replay(raw.snapshot.convs, raw.stream.afterSnapshot, meta.snapshotVersion);
   const mismatch = replayed === null ? 'entries after the snapshot are not consecutive' : differs(replayed, members.map(toConvState));
-  if (mismatch) out.push({ kind: 'snapshot', uid, detail: `replaying snapshot v${meta.snapshotVersion} and ${raw.stream.afterSnapshot.length} entries: ${mismatch}` });
+  if (mismatch)
+    out.push({ kind: 'snapshot', uid, detail: `replaying snapshot v${meta.snapshotVersion} and ${raw.stream.afterSnapshot.length} entries: ${mismatch}` });
   return out;
 }
 
@@ -104,9 +106,15 @@ export function checkMemberships(raw: RawUser, views: ReadonlyMap<string, Conver
       continue;
     }
     if (view.rewrite === 0 && (rec.large !== info.large || rec.category !== info.category)) {
-      out.push({ kind: 'stale-mode', uid, conv, detail: `record ${rec.large ? 'read' : 'write'}-diffused "${rec.category}", conversation ${info.large ? 'read' : 'write'}-diffused "${info.category}"` });
+      out.push({
+        kind: 'stale-mode',
+        uid,
+        conv,
+        detail: `record ${rec.large ? 'read' : 'write'}-diffused "${rec.category}", conversation ${info.large ? 'read' : 'write'}-diffused "${info.category}"`,
+      });
     }
-    if (!info.large && !rec.large && rec.lastSeq < info.maxSeq) out.push({ kind: 'behind-head', uid, conv, detail: `lastSeq ${rec.lastSeq}, head ${info.maxSeq}` });
+    if (!info.large && !rec.large && rec.lastSeq < info.maxSeq)
+      out.push({ kind: 'behind-head', uid, conv, detail: `lastSeq ${rec.lastSeq}, head ${info.maxSeq}` });
   }
   return out;
 }
@@ -114,9 +122,11 @@ export function checkMemberships(raw: RawUser, views: ReadonlyMap<string, Conver
 /** A conversation's own fields, and each listed member's record (`records[i]` is `conv.members[i]`'s). */
 export function checkConversation(conv: RawConversation, records: readonly (StoredConv | null)[]): Finding[] {
   const id = conv.info.conv;
-  if (conv.deleting) return [{ kind: 'unfinished-delete', conv: id, detail: `deletion of generation ${conv.info.gen}, ${conv.members.length} member(s) to remove` }];
+  if (conv.deleting)
+    return [{ kind: 'unfinished-delete', conv: id, detail: `deletion of generation ${conv.info.gen}, ${conv.members.length} member(s) to remove` }];
   const out: Finding[] = [];
-  if (conv.storedCount !== conv.members.length) out.push({ kind: 'conv-member-count', conv: id, detail: `stored ${conv.storedCount}, ${conv.members.length} members` });
+  if (conv.storedCount !== conv.members.length)
+    out.push({ kind: 'conv-member-count', conv: id, detail: `stored ${conv.storedCount}, ${conv.members.length} members` });
   if (conv.rewrite !== 0) out.push({ kind: 'unfinished-rewrite', conv: id, detail: `rewrite of generation ${conv.rewrite} pending` });
   conv.members.forEach((tag, i) => {
     const rec = records[i] ?? null;

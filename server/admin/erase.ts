@@ -25,7 +25,13 @@ const SCAN_PAGE = 500;
  *
  * Safe to retry: a repeat finds whatever is left and finishes.
  */
-export async function eraseUser(engine: Engine, admin: EngineAdmin, threshold: number, uid: string, options: { scan: boolean } = { scan: false }): Promise<EraseResult> {
+export async function eraseUser(
+  engine: Engine,
+  admin: EngineAdmin,
+  threshold: number,
+  uid: string,
+  options: { scan: boolean } = { scan: false },
+): Promise<EraseResult> {
   const removed = new Set<string>();
   const foundByScan: string[] = [];
   const leave = async (conv: string): Promise<void> => {
@@ -35,7 +41,10 @@ export async function eraseUser(engine: Engine, admin: EngineAdmin, threshold: n
   const wipe = async (): Promise<void> => {
     for (let round = 0; round < MAX_ROUNDS; round++) {
       const raw = await admin.readUser(uid);
-      const views = await admin.conversationViews(uid, raw.records.map((r) => r.conv));
+      const views = await admin.conversationViews(
+        uid,
+        raw.records.map((r) => r.conv),
+      );
       const listing = [...views].filter(([, v]) => v.tag !== null).map(([conv]) => conv);
       if (listing.length > 0) {
         // Removing wrote a leave to the user's records: read them again before wiping.

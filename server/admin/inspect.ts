@@ -35,7 +35,12 @@ export async function inspectUser(engine: Engine, admin: EngineAdmin, options: E
       ttlSeconds: raw.ttl.stream,
       interval: snapshotInterval(options.snapshotEvery, options.streamMaxLen, meta?.memberCount ?? 0),
     },
-    snapshot: { version: meta?.snapshotVersion ?? 0, present: raw.snapshot !== null, conversations: raw.snapshot?.convs.length ?? 0, ttlSeconds: raw.ttl.snapshot },
+    snapshot: {
+      version: meta?.snapshotVersion ?? 0,
+      present: raw.snapshot !== null,
+      conversations: raw.snapshot?.convs.length ?? 0,
+      ttlSeconds: raw.ttl.snapshot,
+    },
     totals: { shown: plain(shown), stored: plain(stored) },
     conversations: lines,
     findings: checkUser(raw, views, { streamsExpire: admin.streamsExpire }),
@@ -84,6 +89,10 @@ function line(rec: StoredConv, heads: Record<string, number>): ConversationLine 
   };
 }
 
-function plain(t: { total: number; mentions: number; categories: ReadonlyMap<string, number> }): { total: number; mentions: number; categories: Record<string, number> } {
+function plain(t: { total: number; mentions: number; categories: ReadonlyMap<string, number> }): {
+  total: number;
+  mentions: number;
+  categories: Record<string, number>;
+} {
   return { total: t.total, mentions: t.mentions, categories: Object.fromEntries(t.categories) };
 }

@@ -99,7 +99,10 @@ export class ReconcileJob {
   private logRepair(subject: { kind: 'user' | 'conv'; id: string }, findings: readonly Finding[]): void {
     const kinds = [...new Set(findings.map((f) => f.kind))];
     const who = subject.kind === 'user' ? { uid: subject.id } : { conv: subject.id };
-    this.log.warn({ ...who, kinds, findings: findings.map((f) => f.detail) }, `reconcile repaired ${subject.kind === 'user' ? 'user' : 'conversation'} ${subject.id}: ${kinds.join(', ')}`);
+    this.log.warn(
+      { ...who, kinds, findings: findings.map((f) => f.detail) },
+      `reconcile repaired ${subject.kind === 'user' ? 'user' : 'conversation'} ${subject.id}: ${kinds.join(', ')}`,
+    );
   }
 
   private async pause(ms: number): Promise<void> {

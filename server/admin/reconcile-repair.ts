@@ -22,7 +22,10 @@ export class Repairer {
 
   async user(uid: string): Promise<void> {
     let raw = await this.admin.readUser(uid);
-    let views = await this.admin.conversationViews(uid, raw.records.map((r) => r.conv));
+    let views = await this.admin.conversationViews(
+      uid,
+      raw.records.map((r) => r.conv),
+    );
     // A record newer than its conversation: raise the conversation's generation above it, so the
     // roster's op (below) wins as the rules order it.
     const ahead = raw.records.filter((rec) => {
@@ -31,7 +34,10 @@ export class Repairer {
     });
     if (ahead.length > 0) {
       for (const rec of ahead) await this.admin.repairConversation(rec.conv, rec.gen + 1);
-      views = await this.admin.conversationViews(uid, raw.records.map((r) => r.conv));
+      views = await this.admin.conversationViews(
+        uid,
+        raw.records.map((r) => r.conv),
+      );
     }
     const ops: UserOp[] = [];
     for (const rec of raw.records) {

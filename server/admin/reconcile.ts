@@ -120,7 +120,10 @@ export class Reconciler {
   private async check(s: Subject): Promise<Finding[]> {
     if (s.kind === 'user') {
       const raw = await this.admin.readUser(s.id);
-      const views = await this.admin.conversationViews(s.id, raw.records.map((r) => r.conv));
+      const views = await this.admin.conversationViews(
+        s.id,
+        raw.records.map((r) => r.conv),
+      );
       return checkUser(raw, views, { streamsExpire: this.admin.streamsExpire });
     }
     const conv = await this.admin.readConversation(s.id);

@@ -69,7 +69,8 @@ export function checkDistinct(keys: readonly NamedApiKey[]): void {
   const names = new Set<string>();
   const values = new Set<string>();
   for (const { name, key } of keys) {
-    if (names.has(name)) throw new Error(`the name "${name}" is used twice${name === DEFAULT_KEY_NAME ? ` (REDPOINT_API_KEY is named "${DEFAULT_KEY_NAME}")` : ''}`);
+    if (names.has(name))
+      throw new Error(`the name "${name}" is used twice${name === DEFAULT_KEY_NAME ? ` (REDPOINT_API_KEY is named "${DEFAULT_KEY_NAME}")` : ''}`);
     if (values.has(key)) throw new Error(`key "${name}" is the same key as another one`);
     names.add(name);
     values.add(key);

@@ -104,7 +104,8 @@ export class KeySet {
     } catch (err) {
       if (!(err instanceof joseErrors.JWKSNoMatchingKey) || Date.now() - this.loadedAt < this.timing.cooldownMs || this.retryTooSoon(Date.now())) throw err;
       await this.reload();
-      if (!this.keys || this.keys === keys) throw new KeySetUnavailable(`cannot reload the token signing keys from ${this.origin}: ${this.lastError ?? 'unknown error'}`);
+      if (!this.keys || this.keys === keys)
+        throw new KeySetUnavailable(`cannot reload the token signing keys from ${this.origin}: ${this.lastError ?? 'unknown error'}`);
       return this.keys(header, token);
     }
   };

@@ -32,6 +32,8 @@ if (config.jwtSecret === undefined) {
 const auth = Authenticator.fromConfig(config);
 if (ttl > auth.maxTtlSeconds) fail(`ttlSeconds ${ttl} exceeds REDPOINT_JWT_MAX_TTL_SECONDS (${auth.maxTtlSeconds}): the server would refuse the token`);
 if (config.jwtSecret === DEV_JWT_SECRET) {
-  console.error('redpoint: WARNING: signed with the published dev secret (dev mode: no credentials set). Only a dev-mode server accepts it; anyone can mint the same.');
+  console.error(
+    'redpoint: WARNING: signed with the published dev secret (dev mode: no credentials set). Only a dev-mode server accepts it; anyone can mint the same.',
+  );
 }
 process.stdout.write(`${await auth.mintUserToken(uid, ttl)}\n`);

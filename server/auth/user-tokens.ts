@@ -86,7 +86,8 @@ function toRedpointError(err: unknown): RedpointError {
   if (err instanceof joseErrors.JWTExpired) return new RedpointError('token_expired', 'token expired');
   if (err instanceof KeySetUnavailable) return new RedpointError('unavailable', 'cannot load the token signing keys; retry');
   // The claim's name helps whoever wires up an identity provider; it says nothing secret.
-  if (err instanceof joseErrors.JWTClaimValidationFailed) return new RedpointError('unauthorized', `invalid token: ${err.claim} claim rejected (${err.reason})`);
+  if (err instanceof joseErrors.JWTClaimValidationFailed)
+    return new RedpointError('unauthorized', `invalid token: ${err.claim} claim rejected (${err.reason})`);
   if (err instanceof joseErrors.JWKSNoMatchingKey) return new RedpointError('unauthorized', 'invalid token: no known key matches its kid');
   return new RedpointError('unauthorized', 'invalid token');
 }

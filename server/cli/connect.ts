@@ -30,7 +30,7 @@ export async function connect(url: string | undefined, env: NodeJS.ProcessEnv = 
   const target = redisTargetOf(config);
   if (!target) {
     throw new UsageError(
-      'no store: set REDIS_URL or REDIS_CLUSTER_NODES (as for the server), or pass --url http://host:port of a running server (a memory engine\'s store lives only in its process)',
+      "no store: set REDIS_URL or REDIS_CLUSTER_NODES (as for the server), or pass --url http://host:port of a running server (a memory engine's store lives only in its process)",
     );
   }
   const options = {

@@ -172,14 +172,25 @@ function describe(s: {
   bad: { line: number; error: string }[];
   seconds: number;
   pairsPerSecond: number;
-  legacy?: { users: number; converted: number; inconsistent: { uid: string; total: number; sum: number }[]; unknown: unknown[]; clamped: unknown[]; malformed: unknown[] };
+  legacy?: {
+    users: number;
+    converted: number;
+    inconsistent: { uid: string; total: number; sum: number }[];
+    unknown: unknown[];
+    clamped: unknown[];
+    malformed: unknown[];
+  };
 }): string {
   let text = `${s.dryRun ? 'dry run (nothing written): would import' : 'imported'} ${s.conversations} conversations, ${s.pairs} (user, conversation) pairs, ${s.users} users from ${s.lines} lines in ${s.seconds.toFixed(1)} s (${s.pairsPerSecond} pairs/s)\n`;
   if (s.bad.length > 0) {
     text += `bad lines (skipped): ${s.bad.length}\n`;
     for (const b of s.bad.slice(0, BAD_SHOWN)) text += `  line ${b.line}: ${b.error}\n`;
   }
-  if (s.unknown.length > 0) text += `user lines of unknown conversations (skipped): ${s.unknown.length}, e.g. ${s.unknown.slice(0, 3).map((u) => `${u.uid}@${u.conv}`).join(', ')}\n`;
+  if (s.unknown.length > 0)
+    text += `user lines of unknown conversations (skipped): ${s.unknown.length}, e.g. ${s.unknown
+      .slice(0, 3)
+      .map((u) => `${u.uid}@${u.conv}`)
+      .join(', ')}\n`;
   if (s.legacy) {
     const l = s.legacy;
     text += `legacy counters: ${l.users} users, ${l.converted} counts converted to read positions\n`;

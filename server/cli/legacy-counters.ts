@@ -36,7 +36,10 @@ const SCAN_COUNT = 1_000;
  * Reads the classic layout the seed articles describe — a hash of conv -> unread count per user
  * and a total per user — one SCAN over the counter keys, one HGETALL and GET per user, pipelined.
  */
-export async function readLegacyCounters(layout: LegacyLayout, onUser?: (n: number) => void): Promise<{ users: LegacyUser[]; malformed: LegacyConversion['malformed'] }> {
+export async function readLegacyCounters(
+  layout: LegacyLayout,
+  onUser?: (n: number) => void,
+): Promise<{ users: LegacyUser[]; malformed: LegacyConversion['malformed'] }> {
   const star = layout.counters.indexOf('*');
   if (star < 0 || layout.counters.indexOf('*', star + 1) >= 0 || layout.totals.split('*').length !== 2) {
     throw new Error('--counters and --totals take a key pattern with exactly one * (the uid), e.g. unread:* and total_unread:*');

@@ -31,10 +31,7 @@ export async function createEngine(selection: EngineSelection): Promise<Engine> 
   };
   const target = redisTargetOf(selection);
   if (!target) return new MemoryEngine(options);
-  const [{ createRedisEngine }, { enforceRedisSettings }] = await Promise.all([
-    import('./redis/redis-engine.js'),
-    import('./redis/settings-check.js'),
-  ]);
+  const [{ createRedisEngine }, { enforceRedisSettings }] = await Promise.all([import('./redis/redis-engine.js'), import('./redis/settings-check.js')]);
   const engine = await createRedisEngine({
     ...target,
     ...options,

@@ -89,7 +89,12 @@ export function blankRecord(conv: string): StoredConv {
 }
 
 /** Keeps the seqs above readSeq, distinct and ascending, the newest `cap`. */
-export function mergeMentions(current: readonly number[], added: readonly number[], readSeq: number, cap: number = LIMITS.mentionSeqsPerConversation): number[] {
+export function mergeMentions(
+  current: readonly number[],
+  added: readonly number[],
+  readSeq: number,
+  cap: number = LIMITS.mentionSeqsPerConversation,
+): number[] {
   const merged = new Set<number>();
   for (const seq of current) if (seq > readSeq) merged.add(seq);
   for (const seq of added) if (seq > readSeq) merged.add(seq);

@@ -63,7 +63,8 @@ export class OutcomeUnknownError extends StoreError {
  * "outcome unknown" (retry), not "unavailable".
  */
 export function afterPartOfIt(err: unknown): unknown {
-  if (err instanceof StoreUnavailableError) return new OutcomeUnknownError(err.kind, `${err.message} (an earlier part of this change was applied)`, { cause: err });
+  if (err instanceof StoreUnavailableError)
+    return new OutcomeUnknownError(err.kind, `${err.message} (an earlier part of this change was applied)`, { cause: err });
   return err;
 }
 

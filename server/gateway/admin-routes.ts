@@ -75,12 +75,9 @@ export function registerAdminRoutes(router: HttpRouter, { toolbox, auth, metrics
 
   router.route('post', '/v1/admin/reconcile', async (ctx) => ({ body: await toolbox.reconcile(decode(ReconcileBody, ctx.body)) }), body);
 
-  router.route(
-    'get',
-    '/v1/admin/count',
-    async (ctx) => ({ body: { count: await toolbox.count(decode(CountQuery, Object.fromEntries(ctx.query)).kind) } }),
-    { authorize: apiKey },
-  );
+  router.route('get', '/v1/admin/count', async (ctx) => ({ body: { count: await toolbox.count(decode(CountQuery, Object.fromEntries(ctx.query)).kind) } }), {
+    authorize: apiKey,
+  });
 
   router.route('get', '/v1/admin/users/:uid', async (ctx) => ({ body: await toolbox.inspectUser(param(ctx, 0)) }), { authorize: apiKey });
 
@@ -99,7 +96,10 @@ export function registerAdminRoutes(router: HttpRouter, { toolbox, auth, metrics
   );
 
   // A read that takes a body (up to 1000 ids): its store errors are `unavailable`, never `outcome_unknown`.
-  router.route('post', '/v1/admin/heads', async (ctx) => ({ body: { heads: await toolbox.heads(decode(HeadsQueryBody, ctx.body).convs) } }), { ...body, write: false });
+  router.route('post', '/v1/admin/heads', async (ctx) => ({ body: { heads: await toolbox.heads(decode(HeadsQueryBody, ctx.body).convs) } }), {
+    ...body,
+    write: false,
+  });
 
   router.route(
     'post',

@@ -23,7 +23,10 @@ interface ApiDeps {
  * also call, `service` for API-key-only routes. The key's name goes to the request log and to
  * `redpoint_api_key_requests`.
  */
-export function apiKeyAuthorization(auth: Authenticator, metrics: Metrics): { isApiKey: (ctx: RequestContext, credential: string) => boolean; service: Authorize } {
+export function apiKeyAuthorization(
+  auth: Authenticator,
+  metrics: Metrics,
+): { isApiKey: (ctx: RequestContext, credential: string) => boolean; service: Authorize } {
   const isApiKey = (ctx: RequestContext, credential: string): boolean => {
     ctx.apiKeyName = auth.apiKeyName(credential);
     if (ctx.apiKeyName !== null) metrics.apiKeyRequests.inc({ key: ctx.apiKeyName });
@@ -98,10 +101,15 @@ export function registerApiRoutes(router: HttpRouter, { sync, auth, metrics, seq
     { body: true, authorize: actingForUser },
   );
 
-  router.route('del', '/v1/users/:uid/conversations/:conv', async (ctx) => {
-    const uid = param(ctx, 0);
-    return { body: changeReply(await sync.deleteConversation(uid, param(ctx, 1))) };
-  }, { authorize: actingForUser });
+  router.route(
+    'del',
+    '/v1/users/:uid/conversations/:conv',
+    async (ctx) => {
+      const uid = param(ctx, 0);
+      return { body: changeReply(await sync.deleteConversation(uid, param(ctx, 1))) };
+    },
+    { authorize: actingForUser },
+  );
 
   router.route(
     'put',
@@ -114,20 +122,30 @@ export function registerApiRoutes(router: HttpRouter, { sync, auth, metrics, seq
     { body: true, authorize: actingForUser },
   );
 
-  router.route('get', '/v1/users/:uid/unread', async (ctx) => {
-    const uid = param(ctx, 0);
-    return { body: await sync.unread(uid) };
-  }, { authorize: actingForUser });
+  router.route(
+    'get',
+    '/v1/users/:uid/unread',
+    async (ctx) => {
+      const uid = param(ctx, 0);
+      return { body: await sync.unread(uid) };
+    },
+    { authorize: actingForUser },
+  );
 
-  router.route('get', '/v1/sync', async (ctx): Promise<Reply> => {
-    const uid = ctx.subject;
-    if (uid === null) throw new RedpointError('unauthorized', 'a user token is required');
-    const query = decode(SyncQuery, Object.fromEntries(ctx.query));
-    const limit = query.limit === undefined ? LIMITS.pullPageDefault : Number(query.limit);
-    const reply = await sync.pull(uid, parseSince(query.since, ctx.query.get('epoch')), limit);
-    metrics.pulls.inc({ kind: reply.snapshot ? 'snapshot' : 'delta', transport: 'http' });
-    return { body: reply };
-  }, { authorize: user });
+  router.route(
+    'get',
+    '/v1/sync',
+    async (ctx): Promise<Reply> => {
+      const uid = ctx.subject;
+      if (uid === null) throw new RedpointError('unauthorized', 'a user token is required');
+      const query = decode(SyncQuery, Object.fromEntries(ctx.query));
+      const limit = query.limit === undefined ? LIMITS.pullPageDefault : Number(query.limit);
+      const reply = await sync.pull(uid, parseSince(query.since, ctx.query.get('epoch')), limit);
+      metrics.pulls.inc({ kind: reply.snapshot ? 'snapshot' : 'delta', transport: 'http' });
+      return { body: reply };
+    },
+    { authorize: user },
+  );
 
   return ['/v1/messages', '/v1/conversations/:conv/members', '/v1/users/:uid/read', '/v1/users/:uid/conversations/:conv', '/v1/users/:uid/unread', '/v1/sync'];
 }

@@ -34,7 +34,11 @@ export function registerDemoRoutes(router: HttpRouter, { auth, apiKey, log }: De
       files = await (path === '/' || !bundle ? rebuild() : bundle);
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
-      return { status: 500, body: null, text: { contentType: 'text/plain; charset=utf-8', content: `demo page build failed (is esbuild installed? npm ci):\n${message}` } };
+      return {
+        status: 500,
+        body: null,
+        text: { contentType: 'text/plain; charset=utf-8', content: `demo page build failed (is esbuild installed? npm ci):\n${message}` },
+      };
     }
     const file = files.get(path);
     if (!file) throw new RedpointError('not_found', 'no such demo asset');

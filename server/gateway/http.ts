@@ -112,10 +112,7 @@ export class HttpRouter {
   async drain(timeoutMs: number): Promise<void> {
     if (this.inFlight.size === 0) return;
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      new Promise<void>((resolve) => (this.drained = resolve)),
-      new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs))),
-    ]);
+    await Promise.race([new Promise<void>((resolve) => (this.drained = resolve)), new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
     clearTimeout(timer);
     for (const answerNow of [...this.inFlight]) answerNow();
   }
@@ -251,7 +248,14 @@ export class HttpRouter {
   private finish(res: HttpResponse, state: AbortState, ctx: RequestContext, name: string, started: number, reply: Reply): void {
     const status = reply.status ?? 200;
     this.log.debug(
-      { requestId: ctx.requestId, method: ctx.method, url: ctx.url, status, ms: performance.now() - started, ...(ctx.apiKeyName ? { apiKey: ctx.apiKeyName } : {}) },
+      {
+        requestId: ctx.requestId,
+        method: ctx.method,
+        url: ctx.url,
+        status,
+        ms: performance.now() - started,
+        ...(ctx.apiKeyName ? { apiKey: ctx.apiKeyName } : {}),
+      },
       'request',
     );
     this.metrics.httpRequests.inc({ route: name, status: String(status) });

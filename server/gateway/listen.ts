@@ -15,7 +15,12 @@ export function listenExclusive(app: TemplatedApp, host: string, port: number): 
   return new Promise((resolve, reject) => {
     (app.listen as unknown as ListenWithOptions).call(app, host, port, EXCLUSIVE_PORT, (socket) => {
       if (socket) resolve(socket);
-      else reject(new Error(`cannot listen on ${host}:${port}: the port is taken (another process listens there; Redpoint never shares a port) or the address is not available`));
+      else
+        reject(
+          new Error(
+            `cannot listen on ${host}:${port}: the port is taken (another process listens there; Redpoint never shares a port) or the address is not available`,
+          ),
+        );
     });
   });
 }

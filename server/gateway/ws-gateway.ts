@@ -37,7 +37,9 @@ export class WsGateway implements SessionHost {
     readonly options: WsOptions,
   ) {
     this.fanout = new Fanout(app, sync.engine.notifications, metrics, { onUserChange: (c) => this.followMembership(c) }, options.testDropPushRatio ?? 0);
-    this.sweep = new RollingSweep(options.versionEverySeconds * 1000, Math.min(SWEEP_TICK_MS, options.versionEverySeconds * 1000), SWEEP_CONCURRENCY, (uid) => this.checkVersion(uid));
+    this.sweep = new RollingSweep(options.versionEverySeconds * 1000, Math.min(SWEEP_TICK_MS, options.versionEverySeconds * 1000), SWEEP_CONCURRENCY, (uid) =>
+      this.checkVersion(uid),
+    );
     this.sweep.start();
     app.ws<SocketData>('/v1/ws', {
       maxPayloadLength: options.maxPayloadBytes,

@@ -2,7 +2,16 @@ import type { Logger } from 'pino';
 import { nanoid } from 'nanoid';
 import { encodeMsgpack } from '../../protocol/codec.js';
 import { RedpointError } from '../../protocol/errors.js';
-import { CLOSE_CODES, type ClientFrame, type CloseReason, type HelloFrame, type PullFrame, type ReadFrame, type ServerFrame, type SettingsFrame } from '../../protocol/frames.js';
+import {
+  CLOSE_CODES,
+  type ClientFrame,
+  type CloseReason,
+  type HelloFrame,
+  type PullFrame,
+  type ReadFrame,
+  type ServerFrame,
+  type SettingsFrame,
+} from '../../protocol/frames.js';
 import type { Cursor } from '../../protocol/types.js';
 import type { Authenticator } from '../auth/tokens.js';
 import type { WsOptions } from '../config.js';
@@ -192,7 +201,10 @@ export class WsSession {
     if (!uid || this.closed) return;
     try {
       const convs = [...this.convs];
-      const [position, heads] = await Promise.all([this.host.sync.position(uid), convs.length > 0 ? this.host.sync.engine.heads(convs) : new Map<string, number>()]);
+      const [position, heads] = await Promise.all([
+        this.host.sync.position(uid),
+        convs.length > 0 ? this.host.sync.engine.heads(convs) : new Map<string, number>(),
+      ]);
       this.deliverVersion(position, heads);
     } catch (err) {
       // An outage is reported once by StoreHealth, not once per online user.

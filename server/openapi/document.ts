@@ -66,10 +66,11 @@ export function buildOpenApiDocument(): JsonObject {
     info: { title: 'Redpoint HTTP API', version: '1', license: { name: 'MIT', identifier: 'MIT' }, description: DESCRIPTION },
     tags: [
       { name: 'message service', description: 'Called by your message service with an API key.' },
-      { name: 'client', description: 'Called by apps with the user\'s JWT, or by your servers with an API key for any user.' },
+      { name: 'client', description: "Called by apps with the user's JWT, or by your servers with an API key for any user." },
       {
         name: 'operator',
-        description: 'API key only: re-asserting heads, deleting a conversation for all, erasing a user, and what the `redpoint` CLI needs against a server (`/v1/admin/...`).',
+        description:
+          'API key only: re-asserting heads, deleting a conversation for all, erasing a user, and what the `redpoint` CLI needs against a server (`/v1/admin/...`).',
       },
       { name: 'operations', description: 'Unauthenticated: bind or route them privately.' },
       { name: 'dev mode', description: 'Served only in dev mode (no credentials configured; loopback only).' },
@@ -89,7 +90,7 @@ export function buildOpenApiDocument(): JsonObject {
           scheme: 'bearer',
           bearerFormat: 'JWT',
           description:
-            'A user\'s JWT: `sub` = user id, `exp` required, lifetime at most REDPOINT_JWT_MAX_TTL_SECONDS. HS256 (REDPOINT_JWT_SECRET) or ES256/RS256 (a key of REDPOINT_JWKS_URL / REDPOINT_JWKS_FILE, picked by `kid`).',
+            "A user's JWT: `sub` = user id, `exp` required, lifetime at most REDPOINT_JWT_MAX_TTL_SECONDS. HS256 (REDPOINT_JWT_SECRET) or ES256/RS256 (a key of REDPOINT_JWKS_URL / REDPOINT_JWKS_FILE, picked by `kid`).",
         },
       },
       parameters: {
@@ -97,12 +98,12 @@ export function buildOpenApiDocument(): JsonObject {
           name: 'X-Request-Id',
           in: 'header',
           required: false,
-          description: 'Echoed in the reply\'s `x-request-id`; the server makes one up without it.',
+          description: "Echoed in the reply's `x-request-id`; the server makes one up without it.",
           schema: { type: 'string' },
         },
       },
       headers: {
-        RequestId: { description: 'The request\'s X-Request-Id, or one made by the server.', required: true, schema: { type: 'string', minLength: 1 } },
+        RequestId: { description: "The request's X-Request-Id, or one made by the server.", required: true, schema: { type: 'string', minLength: 1 } },
         RetryAfter: { description: 'Seconds to wait before retrying; on every 503.', required: true, schema: { type: 'string', pattern: '^[0-9]+$' } },
       },
     },

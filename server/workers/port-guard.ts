@@ -30,7 +30,11 @@ export function probePort(host: string, port: number): Promise<number> {
   return new Promise((resolve, reject) => {
     const probe = createServer();
     probe.once('error', (err: NodeJS.ErrnoException) =>
-      reject(new Error(`cannot listen on ${host}:${port}: ${err.code === 'EADDRINUSE' ? 'the port is taken (another process listens there; Redpoint never shares a port)' : err.message}`)),
+      reject(
+        new Error(
+          `cannot listen on ${host}:${port}: ${err.code === 'EADDRINUSE' ? 'the port is taken (another process listens there; Redpoint never shares a port)' : err.message}`,
+        ),
+      ),
     );
     probe.listen({ host, port, exclusive: true }, () => {
       const address = probe.address();

@@ -110,7 +110,8 @@ export async function runWorkers(config: Config, log: Logger, count: number): Pr
         reject(new Error(`worker ${index} exited (${code}) while starting`));
         log.error({ event: 'worker_exit', worker: index, code }, `worker ${index} exited (${code}); starting it again in ${RESPAWN_MS} ms`);
         setTimeout(() => {
-          if (!stopping) spawn(index).catch((err: unknown) => log.error({ event: 'worker_exit', worker: index, err: String(err) }, `worker ${index} did not start again`));
+          if (!stopping)
+            spawn(index).catch((err: unknown) => log.error({ event: 'worker_exit', worker: index, err: String(err) }, `worker ${index} did not start again`));
         }, RESPAWN_MS).unref();
       });
     });

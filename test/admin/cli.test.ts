@@ -153,7 +153,15 @@ describe('the redpoint CLI on a memory engine, through the server (--url)', () =
     expect(JSON.parse(clean.stdout)).toMatchObject({ users: 5, conversations: 2, findings: [] });
 
     const file = join(dir, 'import.jsonl');
-    await writeFile(file, [JSON.stringify({ conv: 'imp', members: ['ann', 'zed'], maxSeq: 10, category: 'private' }), JSON.stringify({ uid: 'zed', conv: 'imp', readSeq: 6, muted: true }), 'not json', ''].join('\n'));
+    await writeFile(
+      file,
+      [
+        JSON.stringify({ conv: 'imp', members: ['ann', 'zed'], maxSeq: 10, category: 'private' }),
+        JSON.stringify({ uid: 'zed', conv: 'imp', readSeq: 6, muted: true }),
+        'not json',
+        '',
+      ].join('\n'),
+    );
     const imported = await redpoint(['import', file, '--url', server.url], env);
     expect(imported.code).toBe(1); // one bad line
     expect(imported.stdout).toContain('imported 1 conversations, 2 (user, conversation) pairs');

@@ -16,7 +16,10 @@ describe('operator endpoints', () => {
     servers.push(s);
     await s.members('team', { add: ['ann', 'ben'] });
     await s.members('big', { add: ['ann', 'ben', 'cat', 'dan'] });
-    await s.post([{ conv: 'team', seq: 1, sender: 'ben' }, { conv: 'big', seq: 1, sender: 'ben' }]);
+    await s.post([
+      { conv: 'team', seq: 1, sender: 'ben' },
+      { conv: 'big', seq: 1, sender: 'ben' },
+    ]);
     return s;
   };
   const metric = async (s: TestServer, line: string): Promise<string | undefined> =>
@@ -31,7 +34,14 @@ describe('operator endpoints', () => {
     expect((await s.api('PUT', '/v1/conversations/team/head', { maxSeq: 0 })).status).toBe(400);
     expect((await s.request('PUT', '/v1/conversations/team/head', { auth: 'none', body: { maxSeq: 5 } })).status).toBe(401);
     expect((await s.request('PUT', '/v1/conversations/team/head', { auth: { user: 'ann' }, body: { maxSeq: 5 } })).status).toBe(401);
-    expect(await s.ok('PUT', '/v1/heads', { heads: [{ conv: 'big', maxSeq: 7 }, { conv: 'gone', maxSeq: 1 }] })).toEqual({ heads: [{ conv: 'big', maxSeq: 7 }], unknown: ['gone'] });
+    expect(
+      await s.ok('PUT', '/v1/heads', {
+        heads: [
+          { conv: 'big', maxSeq: 7 },
+          { conv: 'gone', maxSeq: 1 },
+        ],
+      }),
+    ).toEqual({ heads: [{ conv: 'big', maxSeq: 7 }], unknown: ['gone'] });
     expect((await s.unread('cat')).total).toBe(7);
   });
 
@@ -89,7 +99,12 @@ describe('operator endpoints', () => {
 
   it('POST /v1/admin/reconcile takes one target: users and conversations together is 400, and the key name is counted', async () => {
     const s = await start();
-    const both = await s.api<{ error: { code: string } }>('POST', '/v1/admin/reconcile', { users: ['ann'], conversations: ['team'], repair: false, graceMs: 0 });
+    const both = await s.api<{ error: { code: string } }>('POST', '/v1/admin/reconcile', {
+      users: ['ann'],
+      conversations: ['team'],
+      repair: false,
+      graceMs: 0,
+    });
     expect(both.status).toBe(400);
     expect(both.body.error.code).toBe('invalid_request');
     const idsAndWalk = await s.api('POST', '/v1/admin/reconcile', { users: ['ann'], cursor: '', repair: false, graceMs: 0 });

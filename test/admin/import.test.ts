@@ -53,11 +53,21 @@ function generate(seed: number, scale: { users: number; dms: number; groups: num
   for (let i = 0; i < scale.groups; i++) {
     const size = 3 + pick(28);
     const start = pick(scale.users);
-    add(`g${i}`, Array.from({ length: size }, (_, k) => users[(start + k * 7) % scale.users] as string), 'group', 1 + pick(5000));
+    add(
+      `g${i}`,
+      Array.from({ length: size }, (_, k) => users[(start + k * 7) % scale.users] as string),
+      'group',
+      1 + pick(5000),
+    );
   }
   for (let i = 0; i < scale.large; i++) {
     const start = pick(scale.users);
-    add(`big${i}`, Array.from({ length: THRESHOLD + 100 }, (_, k) => users[(start + k * 3) % scale.users] as string), 'channel', 1 + pick(20000));
+    add(
+      `big${i}`,
+      Array.from({ length: THRESHOLD + 100 }, (_, k) => users[(start + k * 3) % scale.users] as string),
+      'channel',
+      1 + pick(20000),
+    );
   }
   return { convs, unread, users };
 }
@@ -105,7 +115,9 @@ describe('redpoint import on a real redis-server', () => {
     expect(code, output).toBe(0);
     const summary = JSON.parse(output) as { pairs: number; conversations: number; seconds: number; pairsPerSecond: number };
     expect(summary.conversations).toBe(data.convs.length);
-    console.log(`[import] ${summary.pairs} pairs, ${summary.conversations} conversations in ${summary.seconds.toFixed(1)} s: ${summary.pairsPerSecond} pairs/s`);
+    console.log(
+      `[import] ${summary.pairs} pairs, ${summary.conversations} conversations in ${summary.seconds.toFixed(1)} s: ${summary.pairsPerSecond} pairs/s`,
+    );
 
     const sync = new SyncService(engine, { largeGroupThreshold: THRESHOLD });
     const rand = mulberry32(11);
@@ -116,10 +128,17 @@ describe('redpoint import on a real redis-server', () => {
 
     output = '';
     const started = performance.now();
-    const clean = await reconcileCommand(toolbox, { users: [], convs: [], all: true, repair: false, rate: 1_000_000, graceMs: 0, cursor: '', json: true, progress: false }, (t) => (output += t), () => false);
+    const clean = await reconcileCommand(
+      toolbox,
+      { users: [], convs: [], all: true, repair: false, rate: 1_000_000, graceMs: 0, cursor: '', json: true, progress: false },
+      (t) => (output += t),
+      () => false,
+    );
     const report = JSON.parse(output) as { users: number; conversations: number; findings: unknown[] };
     const seconds = (performance.now() - started) / 1000;
-    console.log(`[reconcile] ${report.users} users + ${report.conversations} conversations in ${seconds.toFixed(1)} s: ${Math.round((report.users + report.conversations) / seconds)} ids/s`);
+    console.log(
+      `[reconcile] ${report.users} users + ${report.conversations} conversations in ${seconds.toFixed(1)} s: ${Math.round((report.users + report.conversations) / seconds)} ids/s`,
+    );
     expect(report.findings).toEqual([]);
     expect(clean).toBe(0);
     expect(report.users).toBe(new Set(data.convs.flatMap((c) => c.members)).size);
@@ -154,7 +173,15 @@ describe('redpoint import on a real redis-server', () => {
       let output = '';
       const code = await importCommand(
         legacyToolbox,
-        { file, dryRun: false, legacy: { url: redis().url, counters: 'legacy:unread:{*}', totals: 'legacy:total_unread:{*}' }, batchPairs: 500, parallel: 2, json: true, progress: false },
+        {
+          file,
+          dryRun: false,
+          legacy: { url: redis().url, counters: 'legacy:unread:{*}', totals: 'legacy:total_unread:{*}' },
+          batchPairs: 500,
+          parallel: 2,
+          json: true,
+          progress: false,
+        },
         (t) => (output += t),
       );
       expect(code, output).toBe(0);
@@ -166,7 +193,21 @@ describe('redpoint import on a real redis-server', () => {
       // Importing again changes nothing (max-merge).
       const before = await Promise.all(data.users.slice(0, 50).map((uid) => sync.unread(uid)));
       output = '';
-      expect(await importCommand(legacyToolbox, { file, dryRun: false, legacy: { url: redis().url, counters: 'legacy:unread:{*}', totals: 'legacy:total_unread:{*}' }, batchPairs: 500, parallel: 2, json: true, progress: false }, (t) => (output += t))).toBe(0);
+      expect(
+        await importCommand(
+          legacyToolbox,
+          {
+            file,
+            dryRun: false,
+            legacy: { url: redis().url, counters: 'legacy:unread:{*}', totals: 'legacy:total_unread:{*}' },
+            batchPairs: 500,
+            parallel: 2,
+            json: true,
+            progress: false,
+          },
+          (t) => (output += t),
+        ),
+      ).toBe(0);
       // (The version may move: a repeated join raises a read-diffused member's stored lower bound
       // of lastSeq to the head, as re-adding a member does. What users see stays.)
       const counts = (u: Awaited<ReturnType<typeof sync.unread>>): unknown => ({ ...u, version: 0 });

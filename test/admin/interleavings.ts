@@ -41,7 +41,20 @@ interface Scenario {
 }
 
 const THRESHOLD = 3;
-const ADMIN_CALLS = ['scanUsers', 'scanConversations', 'readUser', 'readConversation', 'conversationViews', 'records', 'rebuildUser', 'repairConversation', 'wipeUser', 'beginDelete', 'finishDelete', 'convsListing'] as const satisfies readonly (keyof EngineAdmin)[];
+const ADMIN_CALLS = [
+  'scanUsers',
+  'scanConversations',
+  'readUser',
+  'readConversation',
+  'conversationViews',
+  'records',
+  'rebuildUser',
+  'repairConversation',
+  'wipeUser',
+  'beginDelete',
+  'finishDelete',
+  'convsListing',
+] as const satisfies readonly (keyof EngineAdmin)[];
 const m = (conv: string, seq: number, sender: string, mentions?: string[]): MessageEvent => ({ conv, seq, sender, ...(mentions ? { mentions } : {}) });
 
 /** A head re-assert is, to the model, a message at that seq from someone who is no member. */
@@ -76,10 +89,34 @@ const headScenario = (name: string, setup: Step[], concurrent: Step, after: Step
 };
 
 export const SCENARIOS: Scenario[] = [
-  headScenario('a head re-assert while a member joins', [{ members: 'g', add: ['a', 'b'] }, { messages: [m('g', 1, 'a')] }], { members: 'g', add: ['u'] }, [{ messages: [m('g', 10, 'b')] }], ['a', 'b', 'u']),
-  headScenario('a head re-assert while a message is ingested', [{ members: 'g', add: ['a', 'b'] }, { messages: [m('g', 1, 'a')] }], { messages: [m('g', 2, 'b', ['a'])] }, [], ['a', 'b']),
-  headScenario('a head re-assert while the group switches to read diffusion', [{ members: 'g', add: ['a', 'b', 'c'] }, { messages: [m('g', 1, 'a')] }], { members: 'g', add: ['d'] }, [{ messages: [m('g', 10, 'a', ['d'])] }], ['a', 'b', 'c', 'd']),
-  headScenario('a head re-assert while the group switches back to write diffusion', [{ members: 'g', add: ['a', 'b', 'c', 'd'] }, { messages: [m('g', 1, 'a')] }], { members: 'g', remove: ['d'] }, [{ messages: [m('g', 10, 'c')] }], ['a', 'b', 'c', 'd']),
+  headScenario(
+    'a head re-assert while a member joins',
+    [{ members: 'g', add: ['a', 'b'] }, { messages: [m('g', 1, 'a')] }],
+    { members: 'g', add: ['u'] },
+    [{ messages: [m('g', 10, 'b')] }],
+    ['a', 'b', 'u'],
+  ),
+  headScenario(
+    'a head re-assert while a message is ingested',
+    [{ members: 'g', add: ['a', 'b'] }, { messages: [m('g', 1, 'a')] }],
+    { messages: [m('g', 2, 'b', ['a'])] },
+    [],
+    ['a', 'b'],
+  ),
+  headScenario(
+    'a head re-assert while the group switches to read diffusion',
+    [{ members: 'g', add: ['a', 'b', 'c'] }, { messages: [m('g', 1, 'a')] }],
+    { members: 'g', add: ['d'] },
+    [{ messages: [m('g', 10, 'a', ['d'])] }],
+    ['a', 'b', 'c', 'd'],
+  ),
+  headScenario(
+    'a head re-assert while the group switches back to write diffusion',
+    [{ members: 'g', add: ['a', 'b', 'c', 'd'] }, { messages: [m('g', 1, 'a')] }],
+    { members: 'g', remove: ['d'] },
+    [{ messages: [m('g', 10, 'c')] }],
+    ['a', 'b', 'c', 'd'],
+  ),
   {
     name: 'a delete for all while a message is ingested',
     setup: [{ members: 'g', add: ['a', 'b'] }, { members: 'h', add: ['a'] }, { messages: [m('g', 1, 'b'), m('h', 1, 'b')] }],

@@ -31,7 +31,11 @@ export async function ordinaryWorkload(sync: SyncService): Promise<void> {
   await sync.changeMembers('dm', { add: ['ann', 'cat'], remove: [] });
   await sync.changeMembers('big', { add: ['ann', 'ben', 'cat', 'dan'], remove: [] });
   for (let seq = 1; seq <= 5; seq++) await sync.postMessages([{ conv: 'g1', seq, sender: 'ben', mentions: ['ann'] }]);
-  await sync.postMessages([{ conv: 'dm', seq: 1, sender: 'cat' }, { conv: 'dm', seq: 2, sender: 'cat' }, { conv: 'big', seq: 1, sender: 'dan', mentions: ['ann'] }]);
+  await sync.postMessages([
+    { conv: 'dm', seq: 1, sender: 'cat' },
+    { conv: 'dm', seq: 2, sender: 'cat' },
+    { conv: 'big', seq: 1, sender: 'dan', mentions: ['ann'] },
+  ]);
   await sync.read('ann', 'g1', 3);
   await sync.deleteConversation('cat', 'dm');
   await sync.updateSettings('ben', 'g1', { muted: true });
@@ -227,7 +231,13 @@ export function toolboxSuite(name: string, makeStore: MakeStore): void {
         { conv: 'dm', maxSeq: 4 },
         { conv: 'nope', maxSeq: 3 },
       ]);
-      expect(result).toEqual({ heads: [{ conv: 'big', maxSeq: 8 }, { conv: 'dm', maxSeq: 9 }], unknown: ['nope'] });
+      expect(result).toEqual({
+        heads: [
+          { conv: 'big', maxSeq: 8 },
+          { conv: 'dm', maxSeq: 9 },
+        ],
+        unknown: ['nope'],
+      });
       const ann = await sync.unread('ann');
       expect(ann.conversations.find((c) => c.conv === 'dm')).toMatchObject({ lastSeq: 9, readSeq: 0, unread: 9 });
       expect(ann.conversations.find((c) => c.conv === 'big')?.lastSeq).toBe(8);

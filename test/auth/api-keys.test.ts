@@ -23,7 +23,11 @@ describe('named API keys', () => {
       { name: 'billing', key: OLD },
       { name: 'chat', key: `${NEW}:x` },
     ]);
-    const env = (keys: string, single?: string) => ({ REDPOINT_API_KEYS: keys, ...(single ? { REDPOINT_API_KEY: single } : {}), REDPOINT_JWT_SECRET: TEST_JWT_SECRET });
+    const env = (keys: string, single?: string) => ({
+      REDPOINT_API_KEYS: keys,
+      ...(single ? { REDPOINT_API_KEY: single } : {}),
+      REDPOINT_JWT_SECRET: TEST_JWT_SECRET,
+    });
     expect(loadConfig(env(`a:${OLD},b:${NEW}`, SINGLE))).toMatchObject({ apiKey: SINGLE, apiKeys: [{ name: 'a' }, { name: 'b' }], devMode: false });
     const refused: Array<[string, string | undefined, RegExp]> = [
       [`a:${OLD},a:${NEW}`, undefined, /the name "a" is used twice/],
@@ -67,7 +71,11 @@ describe('named API keys', () => {
           done();
         },
       });
-      const config = { ...loadConfig({ REDPOINT_API_KEY: SINGLE, REDPOINT_API_KEYS: `chat-2025:${OLD},chat-2026:${NEW}`, REDPOINT_JWT_SECRET: TEST_JWT_SECRET }), host: '127.0.0.1', port: 0 };
+      const config = {
+        ...loadConfig({ REDPOINT_API_KEY: SINGLE, REDPOINT_API_KEYS: `chat-2025:${OLD},chat-2026:${NEW}`, REDPOINT_JWT_SECRET: TEST_JWT_SECRET }),
+        host: '127.0.0.1',
+        port: 0,
+      };
       server = await startServer(config, pino({ level: 'debug' }, sink), new MemoryEngine({ snapshotEvery: 5, streamMaxLen: 10 }));
     });
     afterAll(async () => {
@@ -108,7 +116,8 @@ describe('named API keys', () => {
     expect(config.apiKey).toBeUndefined();
     const server = await startServer(config, pino({ level: 'silent' }), new MemoryEngine({ snapshotEvery: 5, streamMaxLen: 10 }));
     try {
-      const status = async (key: string) => (await fetch(`http://127.0.0.1:${server.port}/v1/users/alice/unread`, { headers: { authorization: `Bearer ${key}` } })).status;
+      const status = async (key: string) =>
+        (await fetch(`http://127.0.0.1:${server.port}/v1/users/alice/unread`, { headers: { authorization: `Bearer ${key}` } })).status;
       expect(await status(NEW)).toBe(200);
       expect(await status(OLD)).toBe(401);
     } finally {

@@ -43,7 +43,11 @@ async function idp(jwks: object): Promise<JwksServer> {
 }
 
 /** A server verifying user tokens with `jwks` only (no shared secret), reloading at once unless told otherwise. */
-async function serverWith(jwks: { url: string } | { file: string }, timing: Partial<KeySetTiming> = { cooldownMs: 0, retryMs: 0 }, extra = {}): Promise<TestServer> {
+async function serverWith(
+  jwks: { url: string } | { file: string },
+  timing: Partial<KeySetTiming> = { cooldownMs: 0, retryMs: 0 },
+  extra = {},
+): Promise<TestServer> {
   const server = await startTestServer({ config: { jwtSecret: undefined, jwks: { ...jwks, timing }, ...extra } });
   open.push(server);
   return server;
@@ -78,11 +82,19 @@ describe('user tokens verified with a JWK Set', () => {
     const server = await serverWith({ url: keys.url });
     expect(await status(server, await impostor.sign('alice'))).toEqual(REFUSED);
     expect(await status(server, await next.sign('alice'))).toEqual(REFUSED); // not published
-    const hs = await new SignJWT({}).setProtectedHeader({ alg: 'HS256' }).setSubject('alice').setExpirationTime('1h').sign(new TextEncoder().encode(TEST_JWT_SECRET));
+    const hs = await new SignJWT({})
+      .setProtectedHeader({ alg: 'HS256' })
+      .setSubject('alice')
+      .setExpirationTime('1h')
+      .sign(new TextEncoder().encode(TEST_JWT_SECRET));
     expect(await status(server, hs)).toEqual(REFUSED);
     // The classic confusion: an HS256 token whose "secret" is the RSA public key, as PEM.
     const pem = await exportSPKI((await importJWK(rs.publicJwk, 'RS256')) as Parameters<typeof exportSPKI>[0]);
-    const confused = await new SignJWT({}).setProtectedHeader({ alg: 'HS256', kid: rs.kid }).setSubject('alice').setExpirationTime('1h').sign(new TextEncoder().encode(pem));
+    const confused = await new SignJWT({})
+      .setProtectedHeader({ alg: 'HS256', kid: rs.kid })
+      .setSubject('alice')
+      .setExpirationTime('1h')
+      .sign(new TextEncoder().encode(pem));
     expect(await status(server, confused)).toEqual(REFUSED);
     // The API key keeps working next to the JWK Set.
     expect((await server.request('GET', '/v1/users/alice/unread', { auth: { bearer: TEST_API_KEY } })).status).toBe(200);

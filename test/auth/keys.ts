@@ -28,7 +28,10 @@ export async function makeKey(alg: 'ES256' | 'RS256', kid: string): Promise<Test
     publicJwk,
     privateKey,
     sign: (sub, claims = {}, header = { kid }) => {
-      const jwt = new SignJWT(claims).setProtectedHeader({ alg, ...(header.kid !== undefined ? { kid: header.kid } : {}) }).setSubject(sub).setIssuedAt();
+      const jwt = new SignJWT(claims)
+        .setProtectedHeader({ alg, ...(header.kid !== undefined ? { kid: header.kid } : {}) })
+        .setSubject(sub)
+        .setIssuedAt();
       if (claims.exp === undefined) jwt.setExpirationTime('1h');
       return jwt.sign(privateKey);
     },

@@ -9,7 +9,16 @@ import { chromium, type Browser } from 'playwright-core';
  * never skips, without Chromium: install it with `apt-get install -y chromium`.
  */
 export const CHROMIUM = '/usr/bin/chromium';
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 
 export interface LaunchedBrowser {
   browser: Browser;

@@ -20,7 +20,9 @@ let otherOrigin: string;
 
 /** A tiny web server standing for another site: it serves one empty page. */
 async function site(): Promise<string> {
-  const server = createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end('<!doctype html><title>another site</title>'));
+  const server = createServer((_req, res) =>
+    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end('<!doctype html><title>another site</title>'),
+  );
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   pages.push(server);
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -50,7 +52,11 @@ interface FetchResult {
 }
 
 /** Runs fetch inside the page; a CORS refusal surfaces there as a TypeError. */
-function fetchFrom(page: Page, url: string, init: { method?: string; headers?: Record<string, string>; body?: string; credentials?: 'include' | 'omit' | 'same-origin' }): Promise<FetchResult> {
+function fetchFrom(
+  page: Page,
+  url: string,
+  init: { method?: string; headers?: Record<string, string>; body?: string; credentials?: 'include' | 'omit' | 'same-origin' },
+): Promise<FetchResult> {
   return page.evaluate(
     async ([u, i]) => {
       try {

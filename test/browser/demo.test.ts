@@ -53,11 +53,9 @@ async function openDevice(device: string): Promise<Page> {
 
 /** Resolves when `page` shows `unread` for `conv`; returns the wall-clock ms at which it painted it. */
 async function shownAt(page: Page, conv: string, unread: number): Promise<number> {
-  await page.waitForFunction(
-    ([c, n]) => (globalThis as unknown as DemoGlobals).redpoint.shownAt[c as string]?.unread === n,
-    [conv, unread] as const,
-    { timeout: 10_000 },
-  );
+  await page.waitForFunction(([c, n]) => (globalThis as unknown as DemoGlobals).redpoint.shownAt[c as string]?.unread === n, [conv, unread] as const, {
+    timeout: 10_000,
+  });
   return page.evaluate((c) => (globalThis as unknown as DemoGlobals).redpoint.shownAt[c]?.at ?? 0, conv);
 }
 
@@ -72,7 +70,8 @@ async function converged(pages: Page[]): Promise<void> {
     const expected = JSON.stringify(truth(await h.unread(UID)));
     const states = await Promise.all(pages.map(state));
     if (states.every((s) => s.status === 'SYNCED' && !s.stale && JSON.stringify(shown(s)) === expected)) return;
-    if (Date.now() > deadline) throw new Error(`pages did not converge:\n server ${expected}\n pages ${states.map((s) => JSON.stringify(s)).join('\n       ')}`);
+    if (Date.now() > deadline)
+      throw new Error(`pages did not converge:\n server ${expected}\n pages ${states.map((s) => JSON.stringify(s)).join('\n       ')}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }

@@ -76,7 +76,10 @@ describe('chaos: Redis SIGKILL and restart from AOF', () => {
     expect(missing).toEqual([]);
     // While Redis was down the server answered, 503 and within the store timeout.
     const failures = Object.keys(f.byStatus).filter((s) => s !== '200');
-    expect(failures.every((s) => s === '503 unavailable' || s === '503 outcome_unknown'), `failures: ${failures.join(', ')}`).toBe(true);
+    expect(
+      failures.every((s) => s === '503 unavailable' || s === '503 outcome_unknown'),
+      `failures: ${failures.join(', ')}`,
+    ).toBe(true);
     expect(f.slowestFailureMs).toBeLessThan(STORE_TIMEOUT_MS + 1_500);
     expect(up).toBeDefined();
   });

@@ -42,7 +42,10 @@ describe('chaos: Redis stuck (CLIENT PAUSE)', () => {
       });
       expect(missing).toEqual([]);
       const failures = Object.keys(f.byStatus).filter((s) => s !== '200');
-      expect(failures.every((s) => s === '503 unavailable' || s === '503 outcome_unknown'), `failures: ${failures.join(', ')}`).toBe(true);
+      expect(
+        failures.every((s) => s === '503 unavailable' || s === '503 outcome_unknown'),
+        `failures: ${failures.join(', ')}`,
+      ).toBe(true);
       // Ingest that reached a stuck Redis cannot know whether it landed: it says so.
       expect(f.byStatus['503 outcome_unknown'] ?? 0).toBeGreaterThan(0);
       expect(f.slowestFailureMs).toBeLessThan(STORE_TIMEOUT_MS + 1_500);

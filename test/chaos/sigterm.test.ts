@@ -51,7 +51,10 @@ describe('chaos: SIGTERM', () => {
       expect(missing).toEqual([]);
       const failures = Object.keys(f.byStatus).filter((s) => s !== '200');
       // 503s from the draining server, then refused connections until the new one listens.
-      expect(failures.every((s) => s === '503 unavailable' || s === '503 outcome_unknown' || s === 'ECONNREFUSED'), `failures: ${failures.join(', ')}`).toBe(true);
+      expect(
+        failures.every((s) => s === '503 unavailable' || s === '503 outcome_unknown' || s === 'ECONNREFUSED'),
+        `failures: ${failures.join(', ')}`,
+      ).toBe(true);
     } finally {
       await admin.call('CLIENT', 'UNPAUSE').catch(() => undefined);
       admin.disconnect();

@@ -32,7 +32,9 @@ describe('dev mode vs production', () => {
   });
 
   it('any credential means production, which needs both an API key and a token verifier', () => {
-    expect(problem({ REDPOINT_API_KEY: TEST_API_KEY })).toMatch(/REDPOINT_API_KEY set, so this is production, which needs a way to verify user tokens \(REDPOINT_JWT_SECRET, REDPOINT_JWKS_URL or REDPOINT_JWKS_FILE\); set none of them for dev mode/);
+    expect(problem({ REDPOINT_API_KEY: TEST_API_KEY })).toMatch(
+      /REDPOINT_API_KEY set, so this is production, which needs a way to verify user tokens \(REDPOINT_JWT_SECRET, REDPOINT_JWKS_URL or REDPOINT_JWKS_FILE\); set none of them for dev mode/,
+    );
     expect(problem({ REDPOINT_JWT_SECRET: TEST_JWT_SECRET })).toMatch(/which needs an API key \(REDPOINT_API_KEY or REDPOINT_API_KEYS\);/);
     expect(problem({ REDPOINT_JWKS_URL: 'https://id.example.com/jwks.json' })).toMatch(/which needs an API key/);
     expect(problem({ REDPOINT_API_KEYS: `a:${TEST_API_KEY}` })).toMatch(/which needs a way to verify user tokens/);
@@ -79,10 +81,20 @@ describe('npm run token', () => {
   });
 
   it('with a real secret: no warning, the configured issuer and audience, and a TTL above the maximum refused', async () => {
-    const env = { REDPOINT_API_KEY: TEST_API_KEY, REDPOINT_JWT_SECRET: TEST_JWT_SECRET, REDPOINT_JWT_ISSUER: 'https://id.example.com/', REDPOINT_JWT_AUDIENCE: 'redpoint', REDPOINT_JWT_MAX_TTL_SECONDS: '7200' };
+    const env = {
+      REDPOINT_API_KEY: TEST_API_KEY,
+      REDPOINT_JWT_SECRET: TEST_JWT_SECRET,
+      REDPOINT_JWT_ISSUER: 'https://id.example.com/',
+      REDPOINT_JWT_AUDIENCE: 'redpoint',
+      REDPOINT_JWT_MAX_TTL_SECONDS: '7200',
+    };
     const ok = await mint(['bob', '3600'], env);
     expect(ok).toMatchObject({ code: 0, stderr: '' });
-    const { payload } = await jwtVerify(ok.stdout.trim(), new TextEncoder().encode(TEST_JWT_SECRET), { algorithms: ['HS256'], issuer: 'https://id.example.com/', audience: 'redpoint' });
+    const { payload } = await jwtVerify(ok.stdout.trim(), new TextEncoder().encode(TEST_JWT_SECRET), {
+      algorithms: ['HS256'],
+      issuer: 'https://id.example.com/',
+      audience: 'redpoint',
+    });
     expect(payload.sub).toBe('bob');
     const long = await mint(['bob', '7201'], env);
     expect(long.code).toBe(2);

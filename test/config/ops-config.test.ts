@@ -22,7 +22,9 @@ describe('operations settings', () => {
   });
 
   it('the effective configuration for the startup line masks the secrets and the Redis password', () => {
-    const shown = describeConfig(loadConfig({ REDPOINT_API_KEY: TEST_API_KEY, REDPOINT_JWT_SECRET: TEST_JWT_SECRET, REDIS_URL: 'redis://user:hunter2@redis.internal:6380/1' }));
+    const shown = describeConfig(
+      loadConfig({ REDPOINT_API_KEY: TEST_API_KEY, REDPOINT_JWT_SECRET: TEST_JWT_SECRET, REDIS_URL: 'redis://user:hunter2@redis.internal:6380/1' }),
+    );
     const text = JSON.stringify(shown);
     for (const secret of [TEST_API_KEY, TEST_JWT_SECRET, 'hunter2']) expect(text).not.toContain(secret);
     expect(shown).toMatchObject({ apiKey: `*** (${TEST_API_KEY.length} chars)`, redis: 'redis://***@redis.internal:6380/1', storeTimeoutMs: 2000 });
@@ -33,7 +35,10 @@ describe('operations settings', () => {
     try {
       const startup = server.lines().filter((l) => l.event === 'startup');
       expect(startup).toHaveLength(1);
-      expect(startup[0]).toMatchObject({ version: pkg.version, config: { storeTimeoutMs: 1500, port: 0, opsPort: null, apiKey: `*** (${TEST_API_KEY.length} chars)` } });
+      expect(startup[0]).toMatchObject({
+        version: pkg.version,
+        config: { storeTimeoutMs: 1500, port: 0, opsPort: null, apiKey: `*** (${TEST_API_KEY.length} chars)` },
+      });
       expect(server.output()).not.toContain(TEST_JWT_SECRET);
     } finally {
       await server.stop();

@@ -61,7 +61,10 @@ describe('deploy/docker-compose.yml', () => {
     const secrets = { REDPOINT_API_KEY: 'k'.repeat(48), REDPOINT_JWT_SECRET: 's'.repeat(64) };
     for (const [name, service] of redpointServices(services)) {
       const env = Object.fromEntries(Object.entries(service.environment ?? {}).map(([k, v]) => [k, interpolate(v, secrets)]));
-      expect(Object.keys(env).filter((k) => !CONFIG_VARIABLES.includes(k)), name).toEqual([]);
+      expect(
+        Object.keys(env).filter((k) => !CONFIG_VARIABLES.includes(k)),
+        name,
+      ).toEqual([]);
       const config = loadConfig(env);
       expect(config).toMatchObject({ devMode: false, redisUrl: 'redis://redis:6379', host: '0.0.0.0', port: 8080, logLevel: 'info' });
       // Without the secrets compose refuses to start, instead of a dev-mode server bound to the container's loopback.

@@ -93,7 +93,8 @@ export async function expressions(): Promise<Expression[]> {
   const out: Expression[] = [];
   for (const rule of await rules()) out.push({ where: `alert ${rule.alert}`, expr: rule.expr });
   const board = await dashboard();
-  for (const panel of board.panels) for (const target of panel.targets ?? []) out.push({ where: `panel "${panel.title}" ${target.refId}`, expr: grafanaToPromql(target.expr) });
+  for (const panel of board.panels)
+    for (const target of panel.targets ?? []) out.push({ where: `panel "${panel.title}" ${target.refId}`, expr: grafanaToPromql(target.expr) });
   for (const variable of board.templating.list) {
     if (variable.type !== 'query') continue;
     const labelValues = /^label_values\((\w+),\s*\w+\)$/.exec(variable.definition ?? '');

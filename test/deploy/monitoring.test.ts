@@ -10,7 +10,18 @@ import type { StoreError, StoreErrorKind } from '../../server/engine/store-error
 import type { FailedCall } from '../../server/gateway/error-mapper.js';
 import type { StoreHealth } from '../../server/ops/store-health.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
-import { DEPLOY, dashboard, exposedLabelValues, exposedNames, expressions, RULE_TEST_FILES, ruleTestCases, rules, scrapeJobs, selectors } from './monitoring-kit.js';
+import {
+  DEPLOY,
+  dashboard,
+  exposedLabelValues,
+  exposedNames,
+  expressions,
+  RULE_TEST_FILES,
+  ruleTestCases,
+  rules,
+  scrapeJobs,
+  selectors,
+} from './monitoring-kit.js';
 
 /**
  * The Grafana dashboard and the Prometheus alert rules of deploy/: every expression parses as
@@ -28,10 +39,26 @@ const SEVERITIES = new Set(['critical', 'warning', 'info']);
 
 /** `list`, which typechecks only if it names every member of the union T. */
 function everyMember<T extends string>() {
-  return <const L extends readonly T[]>(list: L & (Exclude<T, L[number]> extends never ? unknown : { missing: Exclude<T, L[number]> })): ReadonlySet<string> => new Set(list);
+  return <const L extends readonly T[]>(list: L & (Exclude<T, L[number]> extends never ? unknown : { missing: Exclude<T, L[number]> })): ReadonlySet<string> =>
+    new Set(list);
 }
 
-const STORE_ERROR_KINDS = everyMember<StoreErrorKind>()(['not_ready', 'timeout', 'connection_lost', 'untrusted_reply', 'redirect', 'cluster_down', 'loading', 'busy', 'readonly', 'oom', 'misconf', 'masterdown', 'noreplicas', 'deadline']);
+const STORE_ERROR_KINDS = everyMember<StoreErrorKind>()([
+  'not_ready',
+  'timeout',
+  'connection_lost',
+  'untrusted_reply',
+  'redirect',
+  'cluster_down',
+  'loading',
+  'busy',
+  'readonly',
+  'oom',
+  'misconf',
+  'masterdown',
+  'noreplicas',
+  'deadline',
+]);
 const STORE_OUTCOMES = everyMember<StoreError['outcome']>()(['not_applied', 'unknown']);
 const TRANSPORTS = everyMember<FailedCall['transport']>()(['http', 'ws']);
 const BUS_OPS = everyMember<Parameters<StoreHealth['busFailed']>[0]>()(['subscribe']);
@@ -44,7 +71,8 @@ async function promtool(...args: string[]): Promise<string> {
     return stdout + stderr;
   } catch (err) {
     const e = err as NodeJS.ErrnoException & { stdout?: string; stderr?: string };
-    if (e.code === 'ENOENT') throw new Error('promtool not found: install Debian\'s prometheus package (apt-get install -y --no-install-recommends prometheus); the test never skips');
+    if (e.code === 'ENOENT')
+      throw new Error("promtool not found: install Debian's prometheus package (apt-get install -y --no-install-recommends prometheus); the test never skips");
     throw new Error(`promtool ${args.join(' ')} failed:\n${e.stdout ?? ''}${e.stderr ?? ''}`);
   }
 }
@@ -108,7 +136,11 @@ describe('deploy kit: dashboard and alert rules', () => {
     const routes = new Set([...ENDPOINTS.map((e) => e.path), ...OTHER_ROUTES]);
     const jobs = new Set(await scrapeJobs());
     const codes = new Set(Object.keys(ERROR_CODES));
-    const unavailableCodes = new Set(Object.entries(ERROR_CODES).filter(([, c]) => c.status === 503).map(([code]) => code));
+    const unavailableCodes = new Set(
+      Object.entries(ERROR_CODES)
+        .filter(([, c]) => c.status === 503)
+        .map(([code]) => code),
+    );
     /** What the values of a label can be, from the server's own definitions; undefined: unknown here. */
     const known = (metric: string, label: string): ReadonlySet<string> | undefined => {
       if (label === 'route') return routes;
@@ -137,7 +169,7 @@ describe('deploy kit: dashboard and alert rules', () => {
     expect(observed.get('redpoint_seq_jumps_total')?.get('action')).toEqual(new Set(['refused']));
   });
 
-  it('RedpointReconcileNotRunning\'s guard holds: ids-checked series exist where the job runs, and only there', async () => {
+  it("RedpointReconcileNotRunning's guard holds: ids-checked series exist where the job runs, and only there", async () => {
     expect(observed.get('redpoint_reconcile_checked_total')?.get('subject')).toEqual(new Set(['users', 'conversations']));
     expect(Number(/^redpoint_reconcile_last_run_timestamp_seconds (\S+)$/m.exec(await scrape(server))?.[1])).toBeGreaterThan(Date.now() / 1000 - 60);
     const off = await scrape(plain);
@@ -159,7 +191,11 @@ describe('deploy kit: dashboard and alert rules', () => {
     const overlaps: string[] = [];
     for (const [i, a] of board.panels.entries()) {
       for (const b of board.panels.slice(i + 1)) {
-        const apart = a.gridPos.x + a.gridPos.w <= b.gridPos.x || b.gridPos.x + b.gridPos.w <= a.gridPos.x || a.gridPos.y + a.gridPos.h <= b.gridPos.y || b.gridPos.y + b.gridPos.h <= a.gridPos.y;
+        const apart =
+          a.gridPos.x + a.gridPos.w <= b.gridPos.x ||
+          b.gridPos.x + b.gridPos.w <= a.gridPos.x ||
+          a.gridPos.y + a.gridPos.h <= b.gridPos.y ||
+          b.gridPos.y + b.gridPos.h <= a.gridPos.y;
         if (!apart) overlaps.push(`"${a.title}" and "${b.title}"`);
       }
     }
@@ -168,7 +204,7 @@ describe('deploy kit: dashboard and alert rules', () => {
     expect(rows).toEqual(expect.arrayContaining(['Store health', 'Reconcile and data quality']));
   });
 
-  it('promtool accepts the rules and the Prometheus config, and the rules\' unit tests pass', async () => {
+  it("promtool accepts the rules and the Prometheus config, and the rules' unit tests pass", async () => {
     expect(await promtool('check', 'rules', 'alerts.yml')).toMatch(/SUCCESS: \d+ rules found/);
     expect(await promtool('check', 'config', 'prometheus.yml')).toMatch(/is valid prometheus config file syntax/);
     const tested = await promtool('test', 'rules', ...RULE_TEST_FILES);
@@ -193,7 +229,7 @@ describe('deploy kit: dashboard and alert rules', () => {
     expect(rule?.expr).toMatch(/> 0\.005\s*$/);
   });
 
-  it('deploy/README.md lists every rule with its severity, and the README\'s alert table names only rules that exist', async () => {
+  it("deploy/README.md lists every rule with its severity, and the README's alert table names only rules that exist", async () => {
     const all = await rules();
     const table = section(await readFile(join(DEPLOY, 'README.md'), 'utf8'), '## Alerts');
     const listed = new Map([...table.matchAll(/^\| `(Redpoint\w+)` \|.*\| (\w+) \|$/gm)].map(([, alert, severity]) => [alert, severity]));

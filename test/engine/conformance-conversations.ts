@@ -19,7 +19,12 @@ export function conversationConformance(use: UseEngine): void {
     it('changeMembers creates the conversation; a given category replaces the stored one', async () => {
       const e = await use();
       const created = await e.changeMembers('c1', { add: [], remove: [], threshold: T });
-      expect(created).toMatchObject({ info: { conv: 'c1', maxSeq: 0, large: false, category: 'default', memberCount: 0 }, joins: [], leaves: [], rewrite: false });
+      expect(created).toMatchObject({
+        info: { conv: 'c1', maxSeq: 0, large: false, category: 'default', memberCount: 0 },
+        joins: [],
+        leaves: [],
+        rewrite: false,
+      });
       expect(created.info.gen).toBeGreaterThan(0);
       expect((await e.changeMembers('c1', { add: [], remove: [], category: 'group', threshold: T })).info.category).toBe('group');
       expect((await e.changeMembers('c1', { add: [], remove: [], threshold: T })).info.category).toBe('group');
@@ -68,7 +73,12 @@ export function conversationConformance(use: UseEngine): void {
       const big = 2 ** 48 - 1;
       expect((await recordOne(e, 'c1', big, []))?.info.maxSeq).toBe(big);
       await e.changeMembers('c2', { add: [], remove: [], threshold: T });
-      expect(await e.heads(['c1', 'c2', 'nope'])).toEqual(new Map([['c1', big], ['c2', 0]]));
+      expect(await e.heads(['c1', 'c2', 'nope'])).toEqual(
+        new Map([
+          ['c1', big],
+          ['c2', 0],
+        ]),
+      );
     });
 
     it('the threshold decision is made in the step; a switch asks for a rewrite until it is finished', async () => {

@@ -67,7 +67,11 @@ export async function rebuild(
       held.clear();
       for (const s of p.snapshot.convs) held.set(s.conv, s);
       at = p.snapshot.v;
-      if (history) expect(sorted(p.snapshot.convs, (s) => s.conv), `snapshot v${at}`).toEqual(sorted([...(history[at]?.values() ?? [])], (s) => s.conv));
+      if (history)
+        expect(
+          sorted(p.snapshot.convs, (s) => s.conv),
+          `snapshot v${at}`,
+        ).toEqual(sorted([...(history[at]?.values() ?? [])], (s) => s.conv));
     }
     for (const entry of p.entries) {
       expect(entry.v, 'entries are contiguous').toBe(at + 1);
@@ -93,20 +97,20 @@ export const nextGen = (): number => ++generation;
  * membership (its own join generation and head); with the tag of the current one it only
  * restates it (a mode or category change).
  */
-export const join = (
-  uid: string,
-  conv: string,
-  head = 0,
-  category = 'private',
-  large = false,
-  tag?: { joinGen: number; joinHead: number },
-): JoinOp => {
+export const join = (uid: string, conv: string, head = 0, category = 'private', large = false, tag?: { joinGen: number; joinHead: number }): JoinOp => {
   const gen = nextGen();
   return { type: 'membership', uid, conv, gen, member: true, joinGen: tag?.joinGen ?? gen, joinHead: tag?.joinHead ?? head, head, large, category };
 };
 export const leave = (uid: string, conv: string, gen = nextGen()): MembershipOp => ({ type: 'membership', uid, conv, gen, member: false });
 export const del = (uid: string, conv: string, deleteAt: number): UserOp => ({ type: 'settings', uid, conv, deleteAt });
-export const message = (uid: string, conv: string, lastSeq: number, readSeq = 0, mentionSeqs: number[] = []): UserOp => ({ type: 'message', uid, conv, lastSeq, readSeq, mentionSeqs });
+export const message = (uid: string, conv: string, lastSeq: number, readSeq = 0, mentionSeqs: number[] = []): UserOp => ({
+  type: 'message',
+  uid,
+  conv,
+  lastSeq,
+  readSeq,
+  mentionSeqs,
+});
 export const read = (uid: string, conv: string, seq: number): UserOp => ({ type: 'read', uid, conv, seq });
 
 export async function one(e: Engine, op: UserOp): Promise<UserOpResult> {

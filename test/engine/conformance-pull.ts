@@ -33,7 +33,10 @@ export function pullConformance(use: UseEngine): void {
       const later = await e.applyUserOps([message('u', 'c', 2), read('u', 'c', 2)]);
       const p = await e.pull('u', cursor, 100);
       expect(p.snapshot).toBeUndefined();
-      expect(p.entries).toEqual([{ v: 3, conv: 'c', state: later[0]?.state }, { v: 4, conv: 'c', state: later[1]?.state }]);
+      expect(p.entries).toEqual([
+        { v: 3, conv: 'c', state: later[0]?.state },
+        { v: 4, conv: 'c', state: later[1]?.state },
+      ]);
       expect(p.version).toBe(4);
     });
 
@@ -49,7 +52,12 @@ export function pullConformance(use: UseEngine): void {
         since = { epoch: p.epoch, version: p.version };
         if (!p.more) break;
       }
-      expect(pages).toEqual([[[1, 2, 3], true], [[4, 5, 6], true], [[7, 8, 9], true], [[10], false]]);
+      expect(pages).toEqual([
+        [[1, 2, 3], true],
+        [[4, 5, 6], true],
+        [[7, 8, 9], true],
+        [[10], false],
+      ]);
       expect(since).toEqual({ epoch: first?.epoch, version: 10 });
     });
 
@@ -143,7 +151,10 @@ export function pullConformance(use: UseEngine): void {
       expect((await e.pull('u', { epoch: state.epoch, version: 1 }, 1000)).snapshot?.v).toBeGreaterThan(1);
       for (let v = 0; v <= state.version; v++) {
         const rebuilt = await rebuild(e, 'u', { epoch: state.epoch, version: v }, history[v]!, 4, history);
-        expect(sorted([...rebuilt.values()], (s) => s.conv), `cursor ${v}`).toEqual(expected);
+        expect(
+          sorted([...rebuilt.values()], (s) => s.conv),
+          `cursor ${v}`,
+        ).toEqual(expected);
       }
       const fresh = await rebuild(e, 'u', null, new Map(), 2, history);
       expect(sorted([...fresh.values()], (s) => s.conv)).toEqual(expected);

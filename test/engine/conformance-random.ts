@@ -91,7 +91,9 @@ export async function randomizedOps(e: Engine, rand: () => number, count: number
       const members = [...user.convs.values()].filter((r) => r.member);
       expect(sorted(state.states, (s) => s.conv)).toEqual(sorted(members.map(toConvState), (s) => s.conv));
       expectTotalsConsistent(state, `after op ${done}`);
-      const sum = members.map(contribution).reduce((acc, c) => ({ total: acc.total + c.unread, mentions: acc.mentions + c.mentions }), { total: 0, mentions: 0 });
+      const sum = members
+        .map(contribution)
+        .reduce((acc, c) => ({ total: acc.total + c.unread, mentions: acc.mentions + c.mentions }), { total: 0, mentions: 0 });
       expect({ total: state.totals.total, mentions: state.totals.mentions }).toEqual(sum);
       expect(state.version).toBe(user.version);
     }

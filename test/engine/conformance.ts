@@ -69,7 +69,12 @@ export function engineConformance(name: string, makeEngine: MakeEngine): void {
       it('reordered messages give the same state', async () => {
         const e = await use();
         const msgs = [message('x', 'c', 1, 0, [1]), message('x', 'c', 2), message('x', 'c', 3, 0, [3]), read('x', 'c', 1)];
-        const orders = [[0, 1, 2, 3], [3, 2, 1, 0], [2, 0, 3, 1], [1, 3, 0, 2]];
+        const orders = [
+          [0, 1, 2, 3],
+          [3, 2, 1, 0],
+          [2, 0, 3, 1],
+          [1, 3, 0, 2],
+        ];
         const states: (ConvState | undefined)[] = [];
         for (const [i, order] of orders.entries()) {
           const uid = `u${i}`;
@@ -110,7 +115,16 @@ export function engineConformance(name: string, makeEngine: MakeEngine): void {
         const cap = LIMITS.mentionSeqsPerConversation;
         const seqs = Array.from({ length: cap }, (_, i) => i + 201);
         await one(e, join('u', 'c'));
-        await one(e, message('u', 'c', 200, 0, Array.from({ length: 200 }, (_, i) => i + 1)));
+        await one(
+          e,
+          message(
+            'u',
+            'c',
+            200,
+            0,
+            Array.from({ length: 200 }, (_, i) => i + 1),
+          ),
+        );
         expect((await one(e, message('u', 'c', cap + 200, 0, seqs.reverse()))).state?.mentions).toBe(cap);
         expect((await one(e, read('u', 'c', cap + 100))).state?.mentions).toBe(100);
         expect((await e.userState('u')).totals).toMatchObject({ total: 100, mentions: 100 });
@@ -198,7 +212,12 @@ export function engineConformance(name: string, makeEngine: MakeEngine): void {
 
       it('a rejoin is a new membership: markedUnread, deletedSeq and spent mentions reset, muted stays', async () => {
         const e = await use();
-        await e.applyUserOps([join('u', 'c'), message('u', 'c', 5, 0, [5]), { type: 'settings', uid: 'u', conv: 'c', muted: true, markedUnread: true }, del('u', 'c', 5)]);
+        await e.applyUserOps([
+          join('u', 'c'),
+          message('u', 'c', 5, 0, [5]),
+          { type: 'settings', uid: 'u', conv: 'c', muted: true, markedUnread: true },
+          del('u', 'c', 5),
+        ]);
         await one(e, leave('u', 'c'));
         const back = await one(e, join('u', 'c', 5));
         expect(back.state).toEqual(convWith({ conv: 'c', lastSeq: 5, readSeq: 5, muted: true }));
@@ -224,7 +243,10 @@ export function engineConformance(name: string, makeEngine: MakeEngine): void {
       it('a message for a listed member whose join has not landed yet is kept and counted when it lands', async () => {
         const e = await use();
         const pending = await e.applyUserOps([message('u', 'c', 6, 0, [6]), message('u', 'c', 7)]);
-        expect(pending.map((r) => [r.changed, r.member, r.version])).toEqual([[false, false, 0], [false, false, 0]]);
+        expect(pending.map((r) => [r.changed, r.member, r.version])).toEqual([
+          [false, false, 0],
+          [false, false, 0],
+        ]);
         expect((await e.pull('u', null, 10)).entries).toEqual([]);
         expect(await totals(e, 'u')).toEqual(NO_TOTALS);
         // The join made before those messages: head 5.
@@ -282,8 +304,24 @@ export function engineConformance(name: string, makeEngine: MakeEngine): void {
 
       it('results come back in op order; the version rises by exactly 1 per change', async () => {
         const e = await use();
-        const results = await e.applyUserOps([join('u', 'c'), message('u', 'c', 2), message('u', 'c', 2), join('v', 'c'), read('u', 'c', 1), read('u', 'c', 1), message('v', 'c', 1)]);
-        expect(results.map((r) => [r.changed, r.version])).toEqual([[true, 1], [true, 2], [false, 2], [true, 1], [true, 3], [false, 3], [true, 2]]);
+        const results = await e.applyUserOps([
+          join('u', 'c'),
+          message('u', 'c', 2),
+          message('u', 'c', 2),
+          join('v', 'c'),
+          read('u', 'c', 1),
+          read('u', 'c', 1),
+          message('v', 'c', 1),
+        ]);
+        expect(results.map((r) => [r.changed, r.version])).toEqual([
+          [true, 1],
+          [true, 2],
+          [false, 2],
+          [true, 1],
+          [true, 3],
+          [false, 3],
+          [true, 2],
+        ]);
         expect(new Set(results.filter((_, i) => i !== 3 && i !== 6).map((r) => r.epoch)).size).toBe(1);
         expect((await e.userState('u')).epoch).toBe(results[0]?.epoch);
       });

@@ -51,7 +51,10 @@ function usersOn(index: number, prefix: string, count: number, tag = 'u'): strin
   return out;
 }
 
-const conversation = (uid: string, conv: string, n: number): UserOp[] => [join(uid, conv, 0, 'group'), ...Array.from({ length: n }, (_, i) => message(uid, conv, i + 1))];
+const conversation = (uid: string, conv: string, n: number): UserOp[] => [
+  join(uid, conv, 0, 'group'),
+  ...Array.from({ length: n }, (_, i) => message(uid, conv, i + 1)),
+];
 
 describe('redis cluster engine', () => {
   it('computes slots as Redis does (CLUSTER KEYSLOT), hash tags included', async () => {

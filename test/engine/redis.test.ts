@@ -59,14 +59,27 @@ async function runIdMutingProxy(target: number): Promise<{ port: number; armed: 
   const sockets = new Set<Socket>();
   let mutedNow = (): void => undefined;
   const muted = new Promise<void>((resolve) => (mutedNow = resolve));
-  const state = { port: 0, armed: false, muted, cut: () => sockets.forEach((s) => s.destroy()), close: () => { server.close(); state.cut(); } };
+  const state = {
+    port: 0,
+    armed: false,
+    muted,
+    cut: () => sockets.forEach((s) => s.destroy()),
+    close: () => {
+      server.close();
+      state.cut();
+    },
+  };
   const server = createServer((client) => {
     const upstream = connect(target, '127.0.0.1');
     const muting = state.armed;
     let muted = false;
     for (const s of [client, upstream]) {
       sockets.add(s);
-      s.on('close', () => { sockets.delete(s); client.destroy(); upstream.destroy(); });
+      s.on('close', () => {
+        sockets.delete(s);
+        client.destroy();
+        upstream.destroy();
+      });
       s.on('error', () => undefined);
     }
     client.on('data', (chunk: Buffer) => {
@@ -182,7 +195,9 @@ describe('redis engine across restarts', () => {
       const size = await settledAofSize(own.dir);
       // Versions 7..11: a client pulls them, then the crash loses them (the OS dropped the
       // unsynced tail of the AOF, simulated by cutting the file back).
-      await engine.applyUserOps([6, 7, 8, 9, 10].map((seq): UserOp => ({ type: 'message', uid: 'u', conv: 'c', lastSeq: seq, readSeq: 0, mentionSeqs: [seq] })));
+      await engine.applyUserOps(
+        [6, 7, 8, 9, 10].map((seq): UserOp => ({ type: 'message', uid: 'u', conv: 'c', lastSeq: seq, readSeq: 0, mentionSeqs: [seq] })),
+      );
       const client = await catchUp(engine, 'u', null, new Map());
       const cursor = await engine.position('u');
       expect(cursor).toEqual({ epoch: kept.epoch, version: 11 });
@@ -287,7 +302,10 @@ describe('redis engine across restarts', () => {
       proxy.cut();
       await proxy.muted;
       const started = Date.now();
-      const outcome = await engine.userState('u').then(() => 'answered', (err: Error) => err.name);
+      const outcome = await engine.userState('u').then(
+        () => 'answered',
+        (err: Error) => err.name,
+      );
       expect(outcome).toBe('StoreUnavailableError');
       expect(Date.now() - started).toBeLessThan(2_000);
     } finally {

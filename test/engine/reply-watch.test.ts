@@ -27,5 +27,4 @@ describe('ReplyWatch: a timeout means no reply at all, not a slow batch', () => 
     // The watch carries on for later commands.
     expect(await watch.track(replyAfter(1, 'ok'))).toBe('ok');
   });
-
 });

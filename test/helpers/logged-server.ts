@@ -39,12 +39,15 @@ export interface LoggedServer {
 export async function startLoggedServer(env: Record<string, string>): Promise<LoggedServer> {
   const lines: LogLine[] = [];
   const waiters = new Set<() => void>();
-  const log = pino({ level: 'debug' }, {
-    write(chunk: string) {
-      lines.push(JSON.parse(chunk) as LogLine);
-      for (const wake of [...waiters]) wake();
+  const log = pino(
+    { level: 'debug' },
+    {
+      write(chunk: string) {
+        lines.push(JSON.parse(chunk) as LogLine);
+        for (const wake of [...waiters]) wake();
+      },
     },
-  });
+  );
   const config = loadConfig({ REDPOINT_API_KEY: TEST_API_KEY, REDPOINT_JWT_SECRET: TEST_JWT_SECRET, HOST: '127.0.0.1', PORT: '0', ...env });
   const server = await startServer(config, log);
   const url = `http://127.0.0.1:${server.port}`;
@@ -79,7 +82,14 @@ export async function startLoggedServer(env: Record<string, string>): Promise<Lo
       };
       const timer = setTimeout(() => {
         cleanup();
-        reject(new Error(`no such log line within ${timeoutMs} ms; lines: ${lines.slice(since).map((l) => l.event ?? l.msg).join(' | ')}`));
+        reject(
+          new Error(
+            `no such log line within ${timeoutMs} ms; lines: ${lines
+              .slice(since)
+              .map((l) => l.event ?? l.msg)
+              .join(' | ')}`,
+          ),
+        );
       }, timeoutMs);
       const cleanup = (): void => {
         clearTimeout(timer);

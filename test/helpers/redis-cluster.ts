@@ -138,7 +138,9 @@ async function waitClusterOk(nodes: readonly RedisServer[], timeoutMs: number): 
       nodes.map((n) => withNode(n.port, (r) => r.cluster('INFO') as Promise<string>).catch((err: Error) => `error: ${err.message}`)),
     );
     const ok = (info: string): boolean =>
-      /^cluster_state:ok\r?$/m.test(info) && /^cluster_slots_ok:16384\r?$/m.test(info) && new RegExp(`^cluster_known_nodes:${nodes.length}\\r?$`, 'm').test(info);
+      /^cluster_state:ok\r?$/m.test(info) &&
+      /^cluster_slots_ok:16384\r?$/m.test(info) &&
+      new RegExp(`^cluster_known_nodes:${nodes.length}\\r?$`, 'm').test(info);
     if (infos.every(ok)) return;
     last = infos.map((info, i) => `node ${nodes[i]?.port}: ${info.split(/\r?\n/).slice(0, 4).join(' ')}`).join('\n');
     if (Date.now() > deadline) throw new Error(`Redis Cluster not ok within ${timeoutMs} ms:\n${last}`);

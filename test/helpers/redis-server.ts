@@ -31,8 +31,7 @@ export interface RedisServer {
   restart(): Promise<void>;
 }
 
-export const REDIS_NOT_FOUND =
-  'redis-server not found on PATH: install it (apt-get install -y redis-server) — the Redis tests never skip';
+export const REDIS_NOT_FOUND = 'redis-server not found on PATH: install it (apt-get install -y redis-server) — the Redis tests never skip';
 
 const EXIT_TIMEOUT_MS = 10_000;
 const POLL_INTERVAL_MS = 20;

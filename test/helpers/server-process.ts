@@ -9,7 +9,18 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 
 /** Variables of the machine's environment that would change the server's configuration: never passed on. */
 const CONFIG_PREFIXES = ['REDPOINT_', 'REDIS_', 'WS_'];
-const CONFIG_KEYS = new Set(['PORT', 'HOST', 'OPS_PORT', 'WORKERS', 'STORE_TIMEOUT_MS', 'LARGE_GROUP_THRESHOLD', 'SNAPSHOT_EVERY', 'STREAM_MAX_LEN', 'LOG_LEVEL', 'UWS_USE_FALLBACK']);
+const CONFIG_KEYS = new Set([
+  'PORT',
+  'HOST',
+  'OPS_PORT',
+  'WORKERS',
+  'STORE_TIMEOUT_MS',
+  'LARGE_GROUP_THRESHOLD',
+  'SNAPSHOT_EVERY',
+  'STREAM_MAX_LEN',
+  'LOG_LEVEL',
+  'UWS_USE_FALLBACK',
+]);
 
 export interface ServerProcess {
   readonly proc: ChildProcess;

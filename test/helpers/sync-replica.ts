@@ -66,7 +66,11 @@ export abstract class SyncReplica {
   private wantPull = false;
   private held: ChangeFrame[] = [];
 
-  protected constructor(cursor: Cursor | null | undefined, saved: SavedState | undefined, private readonly pullLimit: number | undefined) {
+  protected constructor(
+    cursor: Cursor | null | undefined,
+    saved: SavedState | undefined,
+    private readonly pullLimit: number | undefined,
+  ) {
     this.cursor = cursor !== undefined ? cursor : (saved?.cursor ?? null);
     if (saved) {
       this.states = new Map(saved.states.map((st) => [st.conv, { ...st }]));

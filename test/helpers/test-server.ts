@@ -152,7 +152,11 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     ...(options.ws ? { ws: options.ws } : {}),
     ...options.config,
   });
-  const engineOptions = { snapshotEvery: config.snapshotEvery, streamMaxLen: config.streamMaxLen, storeTimeoutMs: config.storeTimeoutMs ?? TEST_STORE_TIMEOUT_MS };
+  const engineOptions = {
+    snapshotEvery: config.snapshotEvery,
+    streamMaxLen: config.streamMaxLen,
+    storeTimeoutMs: config.storeTimeoutMs ?? TEST_STORE_TIMEOUT_MS,
+  };
 
   let redis: RedisServer | undefined;
   let ownsRedis = false;
@@ -292,7 +296,10 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     async client(uid, clientOptions = {}) {
       const client = await WsClient.open(wsUrl, { ...clientOptions, token: clientOptions.token ?? (await token(uid)) });
       clients.add(client);
-      client.closed.then(() => clients.delete(client), () => clients.delete(client));
+      client.closed.then(
+        () => clients.delete(client),
+        () => clients.delete(client),
+      );
       if (clientOptions.hello !== false) await client.ready();
       return client;
     },

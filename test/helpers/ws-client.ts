@@ -178,7 +178,10 @@ export class WsClient extends SyncReplica {
   }
 
   /** Waits for a frame (received at index >= `since`) that matches, and returns it. */
-  async waitFrame<T extends ServerFrame = ServerFrame>(match: (f: ServerFrame) => f is T, opts?: { since?: number; timeoutMs?: number; label?: string }): Promise<T>;
+  async waitFrame<T extends ServerFrame = ServerFrame>(
+    match: (f: ServerFrame) => f is T,
+    opts?: { since?: number; timeoutMs?: number; label?: string },
+  ): Promise<T>;
   async waitFrame(match: (f: ServerFrame) => boolean, opts?: { since?: number; timeoutMs?: number; label?: string }): Promise<ServerFrame>;
   async waitFrame(match: (f: ServerFrame) => boolean, opts: { since?: number; timeoutMs?: number; label?: string } = {}): Promise<ServerFrame> {
     let found: ServerFrame | undefined;

@@ -60,7 +60,11 @@ const msgArb: fc.Arbitrary<Action> = fc.record({
   pick: pickArb,
   mentions: fc.subarray(allUsers, { maxLength: 2 }),
   hold: fc.oneof({ weight: 4, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }),
-  gap: fc.oneof({ weight: 12, arbitrary: fc.constant(0) }, { weight: 3, arbitrary: fc.integer({ min: 1, max: 3 }) }, { weight: 1, arbitrary: fc.constant(2 ** 40) }),
+  gap: fc.oneof(
+    { weight: 12, arbitrary: fc.constant(0) },
+    { weight: 3, arbitrary: fc.integer({ min: 1, max: 3 }) },
+    { weight: 1, arbitrary: fc.constant(2 ** 40) },
+  ),
 });
 
 const batchArb: fc.Arbitrary<Action> = fc.record({

@@ -49,13 +49,48 @@ const CASES: Case[] = [
   { name: 'empty body', send: (s) => json(s, 'POST', '/v1/messages', ''), status: 400, code: 'bad_json' },
   { name: 'JSON that is not an object', send: (s) => json(s, 'POST', '/v1/messages', '[1,2,3]'), status: 400, code: 'invalid_request' },
   { name: 'JSON null', send: (s) => json(s, 'POST', '/v1/messages', 'null'), status: 400, code: 'invalid_request' },
-  { name: 'msgpack body that is not msgpack', send: (s) => json(s, 'POST', '/v1/messages', new Uint8Array([0xc1, 0xff, 0x00]), 'application/msgpack'), status: 400, code: 'bad_json' },
-  { name: 'truncated msgpack', send: (s) => json(s, 'POST', '/v1/messages', encodeMsgpack(msg()).slice(0, 10), 'application/msgpack'), status: 400, code: 'bad_json' },
-  { name: 'msgpack of the wrong shape', send: (s) => json(s, 'POST', '/v1/messages', encodeMsgpack({ conv: CONV, seq: 'x', sender: BOB }), 'application/msgpack'), status: 400, code: 'invalid_request' },
-  { name: 'msgpack of a string', send: (s) => json(s, 'POST', '/v1/messages', encodeMsgpack('hello'), 'application/msgpack'), status: 400, code: 'invalid_request' },
-  { name: 'msgpack with a uint64 seq above 2^48', send: (s) => json(s, 'POST', '/v1/messages', msgpackWithUint64Seq(2n ** 50n), 'application/msgpack'), status: 400, code: 'invalid_request' },
-  { name: 'msgpack with a uint64 seq above 2^53', send: (s) => json(s, 'POST', '/v1/messages', msgpackWithUint64Seq(2n ** 63n + 7n), 'application/msgpack'), status: 400, code: 'invalid_request' },
-  { name: 'unsupported content type', send: (s) => json(s, 'POST', '/v1/messages', JSON.stringify(msg()), 'text/plain'), status: 415, code: 'unsupported_media_type' },
+  {
+    name: 'msgpack body that is not msgpack',
+    send: (s) => json(s, 'POST', '/v1/messages', new Uint8Array([0xc1, 0xff, 0x00]), 'application/msgpack'),
+    status: 400,
+    code: 'bad_json',
+  },
+  {
+    name: 'truncated msgpack',
+    send: (s) => json(s, 'POST', '/v1/messages', encodeMsgpack(msg()).slice(0, 10), 'application/msgpack'),
+    status: 400,
+    code: 'bad_json',
+  },
+  {
+    name: 'msgpack of the wrong shape',
+    send: (s) => json(s, 'POST', '/v1/messages', encodeMsgpack({ conv: CONV, seq: 'x', sender: BOB }), 'application/msgpack'),
+    status: 400,
+    code: 'invalid_request',
+  },
+  {
+    name: 'msgpack of a string',
+    send: (s) => json(s, 'POST', '/v1/messages', encodeMsgpack('hello'), 'application/msgpack'),
+    status: 400,
+    code: 'invalid_request',
+  },
+  {
+    name: 'msgpack with a uint64 seq above 2^48',
+    send: (s) => json(s, 'POST', '/v1/messages', msgpackWithUint64Seq(2n ** 50n), 'application/msgpack'),
+    status: 400,
+    code: 'invalid_request',
+  },
+  {
+    name: 'msgpack with a uint64 seq above 2^53',
+    send: (s) => json(s, 'POST', '/v1/messages', msgpackWithUint64Seq(2n ** 63n + 7n), 'application/msgpack'),
+    status: 400,
+    code: 'invalid_request',
+  },
+  {
+    name: 'unsupported content type',
+    send: (s) => json(s, 'POST', '/v1/messages', JSON.stringify(msg()), 'text/plain'),
+    status: 415,
+    code: 'unsupported_media_type',
+  },
 
   // Wrong types, missing and extra fields.
   { name: 'seq as a string', send: (s) => post(s, msg({ seq: '100' })), status: 400, code: 'invalid_request' },
@@ -89,15 +124,45 @@ const CASES: Case[] = [
   { name: 'empty conv id', send: (s) => post(s, msg({ conv: '' })), status: 400, code: 'invalid_request' },
   { name: 'conv id too long', send: (s) => post(s, msg({ conv: 'x'.repeat(LIMITS.idMaxLength + 1) })), status: 400, code: 'invalid_request' },
   { name: 'mention id with a slash', send: (s) => post(s, msg({ mentions: ['a/b'] })), status: 400, code: 'invalid_request' },
-  { name: 'members: invalid member id', send: (s) => s.api('PUT', `/v1/conversations/${CONV}/members`, { add: ['bad id'] }), status: 400, code: 'invalid_request' },
-  { name: 'members: both added and removed', send: (s) => s.api('PUT', `/v1/conversations/${CONV}/members`, { add: ['carol'], remove: ['carol'] }), status: 400, code: 'invalid_request' },
-  { name: 'members: category too long', send: (s) => s.api('PUT', `/v1/conversations/${CONV}/members`, { category: 'c'.repeat(LIMITS.categoryMaxLength + 1) }), status: 400, code: 'invalid_request' },
-  { name: 'members: invalid conv id in the path', send: (s) => s.api('PUT', '/v1/conversations/bad%20id/members', { add: [ALICE] }), status: 400, code: 'invalid_request' },
+  {
+    name: 'members: invalid member id',
+    send: (s) => s.api('PUT', `/v1/conversations/${CONV}/members`, { add: ['bad id'] }),
+    status: 400,
+    code: 'invalid_request',
+  },
+  {
+    name: 'members: both added and removed',
+    send: (s) => s.api('PUT', `/v1/conversations/${CONV}/members`, { add: ['carol'], remove: ['carol'] }),
+    status: 400,
+    code: 'invalid_request',
+  },
+  {
+    name: 'members: category too long',
+    send: (s) => s.api('PUT', `/v1/conversations/${CONV}/members`, { category: 'c'.repeat(LIMITS.categoryMaxLength + 1) }),
+    status: 400,
+    code: 'invalid_request',
+  },
+  {
+    name: 'members: invalid conv id in the path',
+    send: (s) => s.api('PUT', '/v1/conversations/bad%20id/members', { add: [ALICE] }),
+    status: 400,
+    code: 'invalid_request',
+  },
   { name: 'path: bad percent-encoding', send: (s) => s.api('GET', '/v1/users/%E0%A4%A/unread'), status: 400, code: 'invalid_request' },
   { name: 'path: encoded slash in a user id', send: (s) => s.api('GET', '/v1/users/a%2Fb/unread'), status: 400, code: 'invalid_request' },
   { name: 'settings: no field', send: (s) => s.api('PUT', `/v1/users/${ALICE}/conversations/${CONV}`, {}), status: 400, code: 'invalid_request' },
-  { name: 'settings: muted not a boolean', send: (s) => s.api('PUT', `/v1/users/${ALICE}/conversations/${CONV}`, { muted: 'yes' }), status: 400, code: 'invalid_request' },
-  { name: 'settings: unknown field', send: (s) => s.api('PUT', `/v1/users/${ALICE}/conversations/${CONV}`, { pinned: true }), status: 400, code: 'invalid_request' },
+  {
+    name: 'settings: muted not a boolean',
+    send: (s) => s.api('PUT', `/v1/users/${ALICE}/conversations/${CONV}`, { muted: 'yes' }),
+    status: 400,
+    code: 'invalid_request',
+  },
+  {
+    name: 'settings: unknown field',
+    send: (s) => s.api('PUT', `/v1/users/${ALICE}/conversations/${CONV}`, { pinned: true }),
+    status: 400,
+    code: 'invalid_request',
+  },
   { name: 'sync: since not a cursor', send: (s) => s.asUser(ALICE, 'GET', '/v1/sync?since=abc'), status: 400, code: 'invalid_request' },
   { name: 'sync: negative limit', send: (s) => s.asUser(ALICE, 'GET', '/v1/sync?limit=-1'), status: 400, code: 'invalid_request' },
 
@@ -109,10 +174,25 @@ const CASES: Case[] = [
     status: 404,
     code: 'unknown_conversation',
   },
-  { name: 'read of an unknown conversation', send: (s) => s.api('POST', `/v1/users/${ALICE}/read`, { conv: 'nowhere', seq: 1 }), status: 404, code: 'unknown_conversation' },
+  {
+    name: 'read of an unknown conversation',
+    send: (s) => s.api('POST', `/v1/users/${ALICE}/read`, { conv: 'nowhere', seq: 1 }),
+    status: 404,
+    code: 'unknown_conversation',
+  },
   { name: 'read by a non-member', send: (s) => s.api('POST', '/v1/users/mallory/read', { conv: CONV, seq: 1 }), status: 404, code: 'unknown_conversation' },
-  { name: 'delete of an unknown conversation', send: (s) => s.api('DELETE', `/v1/users/${ALICE}/conversations/nowhere`), status: 404, code: 'unknown_conversation' },
-  { name: 'settings of an unknown conversation', send: (s) => s.api('PUT', `/v1/users/${ALICE}/conversations/nowhere`, { muted: true }), status: 404, code: 'unknown_conversation' },
+  {
+    name: 'delete of an unknown conversation',
+    send: (s) => s.api('DELETE', `/v1/users/${ALICE}/conversations/nowhere`),
+    status: 404,
+    code: 'unknown_conversation',
+  },
+  {
+    name: 'settings of an unknown conversation',
+    send: (s) => s.api('PUT', `/v1/users/${ALICE}/conversations/nowhere`, { muted: true }),
+    status: 404,
+    code: 'unknown_conversation',
+  },
 
   // Routing.
   { name: 'unknown route', send: (s) => s.api('GET', '/v1/nothing-here'), status: 404, code: 'not_found' },
@@ -123,20 +203,46 @@ const CASES: Case[] = [
 
   // Credentials.
   { name: 'message without credentials', send: (s) => s.request('POST', '/v1/messages', { auth: 'none', body: msg() }), status: 401, code: 'unauthorized' },
-  { name: 'message with a wrong API key', send: (s) => s.request('POST', '/v1/messages', { auth: { bearer: 'not-the-key-0123456789' }, body: msg() }), status: 401, code: 'unauthorized' },
-  { name: 'message with a user JWT instead of the API key', send: (s) => s.request('POST', '/v1/messages', { auth: { user: BOB }, body: msg() }), status: 401, code: 'unauthorized' },
-  { name: 'members with a user JWT', send: (s) => s.request('PUT', `/v1/conversations/${CONV}/members`, { auth: { user: ALICE }, body: { add: ['carol'] } }), status: 401, code: 'unauthorized' },
-  { name: 'Authorization without Bearer', send: (s) => s.request('GET', `/v1/users/${ALICE}/unread`, { auth: 'none', headers: { authorization: TEST_API_KEY } }), status: 401, code: 'unauthorized' },
+  {
+    name: 'message with a wrong API key',
+    send: (s) => s.request('POST', '/v1/messages', { auth: { bearer: 'not-the-key-0123456789' }, body: msg() }),
+    status: 401,
+    code: 'unauthorized',
+  },
+  {
+    name: 'message with a user JWT instead of the API key',
+    send: (s) => s.request('POST', '/v1/messages', { auth: { user: BOB }, body: msg() }),
+    status: 401,
+    code: 'unauthorized',
+  },
+  {
+    name: 'members with a user JWT',
+    send: (s) => s.request('PUT', `/v1/conversations/${CONV}/members`, { auth: { user: ALICE }, body: { add: ['carol'] } }),
+    status: 401,
+    code: 'unauthorized',
+  },
+  {
+    name: 'Authorization without Bearer',
+    send: (s) => s.request('GET', `/v1/users/${ALICE}/unread`, { auth: 'none', headers: { authorization: TEST_API_KEY } }),
+    status: 401,
+    code: 'unauthorized',
+  },
   { name: 'sync without a JWT', send: (s) => s.request('GET', '/v1/sync', { auth: 'none' }), status: 401, code: 'unauthorized' },
   { name: 'sync with the API key (no user)', send: (s) => s.request('GET', '/v1/sync', { auth: 'api' }), status: 401, code: 'unauthorized' },
   { name: 'sync with a garbage token', send: (s) => s.request('GET', '/v1/sync', { auth: { bearer: 'abc.def.ghi' } }), status: 401, code: 'unauthorized' },
   {
     name: 'sync with a forged JWT (other secret)',
-    send: async (s) => s.request('GET', '/v1/sync', { auth: { bearer: await signToken('another-secret-0123456789-0123456789', { sub: ALICE, exp: now() + 3600 }) } }),
+    send: async (s) =>
+      s.request('GET', '/v1/sync', { auth: { bearer: await signToken('another-secret-0123456789-0123456789', { sub: ALICE, exp: now() + 3600 }) } }),
     status: 401,
     code: 'unauthorized',
   },
-  { name: 'sync with an alg:none JWT', send: (s) => s.request('GET', '/v1/sync', { auth: { bearer: unsignedToken(ALICE) } }), status: 401, code: 'unauthorized' },
+  {
+    name: 'sync with an alg:none JWT',
+    send: (s) => s.request('GET', '/v1/sync', { auth: { bearer: unsignedToken(ALICE) } }),
+    status: 401,
+    code: 'unauthorized',
+  },
   {
     name: 'sync with an HS512 JWT',
     send: async (s) => s.request('GET', '/v1/sync', { auth: { bearer: await signToken(TEST_JWT_SECRET, { sub: ALICE, exp: now() + 3600 }, 'HS512') } }),
@@ -145,14 +251,18 @@ const CASES: Case[] = [
   },
   {
     name: 'sync with an expired JWT',
-    send: async (s) => s.request('GET', '/v1/sync', { auth: { bearer: await signToken(TEST_JWT_SECRET, { sub: ALICE, iat: now() - 7200, exp: now() - 3600 }) } }),
+    send: async (s) =>
+      s.request('GET', '/v1/sync', { auth: { bearer: await signToken(TEST_JWT_SECRET, { sub: ALICE, iat: now() - 7200, exp: now() - 3600 }) } }),
     status: 401,
     code: 'token_expired',
   },
   {
     name: 'read with an expired JWT',
     send: async (s) =>
-      s.request('POST', `/v1/users/${ALICE}/read`, { auth: { bearer: await signToken(TEST_JWT_SECRET, { sub: ALICE, exp: now() - 60 }) }, body: { conv: CONV, seq: 100 } }),
+      s.request('POST', `/v1/users/${ALICE}/read`, {
+        auth: { bearer: await signToken(TEST_JWT_SECRET, { sub: ALICE, exp: now() - 60 }) },
+        body: { conv: CONV, seq: 100 },
+      }),
     status: 401,
     code: 'token_expired',
   },
@@ -177,10 +287,30 @@ const CASES: Case[] = [
 
   // A user's JWT acting for another user.
   { name: "B's JWT reads A's unread", send: (s) => s.asUser(BOB, 'GET', `/v1/users/${ALICE}/unread`), status: 403, code: 'forbidden' },
-  { name: "B's JWT marks A's conversation read", send: (s) => s.asUser(BOB, 'POST', `/v1/users/${ALICE}/read`, { conv: CONV, seq: 100 }), status: 403, code: 'forbidden' },
-  { name: "B's JWT deletes A's conversation", send: (s) => s.asUser(BOB, 'DELETE', `/v1/users/${ALICE}/conversations/${CONV}`), status: 403, code: 'forbidden' },
-  { name: "B's JWT mutes A's conversation", send: (s) => s.asUser(BOB, 'PUT', `/v1/users/${ALICE}/conversations/${CONV}`, { muted: true }), status: 403, code: 'forbidden' },
-  { name: "B's JWT marks A's conversation unread", send: (s) => s.asUser(BOB, 'PUT', `/v1/users/${ALICE}/conversations/${CONV}`, { markedUnread: true }), status: 403, code: 'forbidden' },
+  {
+    name: "B's JWT marks A's conversation read",
+    send: (s) => s.asUser(BOB, 'POST', `/v1/users/${ALICE}/read`, { conv: CONV, seq: 100 }),
+    status: 403,
+    code: 'forbidden',
+  },
+  {
+    name: "B's JWT deletes A's conversation",
+    send: (s) => s.asUser(BOB, 'DELETE', `/v1/users/${ALICE}/conversations/${CONV}`),
+    status: 403,
+    code: 'forbidden',
+  },
+  {
+    name: "B's JWT mutes A's conversation",
+    send: (s) => s.asUser(BOB, 'PUT', `/v1/users/${ALICE}/conversations/${CONV}`, { muted: true }),
+    status: 403,
+    code: 'forbidden',
+  },
+  {
+    name: "B's JWT marks A's conversation unread",
+    send: (s) => s.asUser(BOB, 'PUT', `/v1/users/${ALICE}/conversations/${CONV}`, { markedUnread: true }),
+    status: 403,
+    code: 'forbidden',
+  },
 ];
 
 for (const kind of ENGINES) {
@@ -224,7 +354,10 @@ for (const kind of ENGINES) {
       const body = JSON.stringify({ messages: [msg({ mentions: ['x'.repeat(100)] })], pad: 'p'.repeat(LIMITS.maxBodyBytes) });
       expect(Buffer.byteLength(body)).toBeGreaterThan(LIMITS.maxBodyBytes);
       const res = await rawPost(server.port, '/v1/messages', body, TEST_API_KEY);
-      expect({ status: res.status, code: (JSON.parse(res.text) as { error: { code: string } }).error.code }).toEqual({ status: 413, code: 'payload_too_large' });
+      expect({ status: res.status, code: (JSON.parse(res.text) as { error: { code: string } }).error.code }).toEqual({
+        status: 413,
+        code: 'payload_too_large',
+      });
       for (const [uid, before] of summaries) expect(await summary(uid)).toEqual(before);
     });
 
@@ -274,7 +407,13 @@ for (const kind of ENGINES) {
 function rawPost(port: number, path: string, body: string, apiKey: string): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
     const req = httpRequest(
-      { host: '127.0.0.1', port, path, method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${apiKey}`, 'content-length': Buffer.byteLength(body) } },
+      {
+        host: '127.0.0.1',
+        port,
+        path,
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${apiKey}`, 'content-length': Buffer.byteLength(body) },
+      },
       (res) => {
         let text = '';
         res.setEncoding('utf8');

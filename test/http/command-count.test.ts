@@ -165,7 +165,10 @@ describe('Redis commands per message (redis engine)', () => {
     // saves a command but reads every category's total, and measured slower). It was
     // 12 writes and 17 commands (one EVALSHA each) per member before net-delta totals, and 5 and 10
     // before the positional records, the one-hash meta and one script for all members.
-    for (const [cost, base] of [[small.steady, direct.steady], [small.first, direct.first]] as const) {
+    for (const [cost, base] of [
+      [small.steady, direct.steady],
+      [small.first, direct.first],
+    ] as const) {
       const perMember = (f: (r: Record<string, number>) => number): number => (f(cost.all) - f(base.all)) / 98;
       expect(perMember(writes), JSON.stringify(cost.all)).toBeLessThanOrEqual(3);
       expect(perMember(sum), JSON.stringify(cost.all)).toBeLessThanOrEqual(7);

@@ -34,7 +34,16 @@ describe.each(ENGINES)('hostile but valid input (%s engine)', (engine) => {
     const alice = await s.unread('alice');
     expect(alice).toMatchObject({ total: requests * perRequest, mentions: LIMITS.mentionSeqsPerConversation });
     expect(alice.conversations).toEqual([
-      { conv: 'burst', lastSeq: requests * perRequest, readSeq: 0, unread: requests * perRequest, mentions: LIMITS.mentionSeqsPerConversation, muted: false, markedUnread: false, category: 'default' },
+      {
+        conv: 'burst',
+        lastSeq: requests * perRequest,
+        readSeq: 0,
+        unread: requests * perRequest,
+        mentions: LIMITS.mentionSeqsPerConversation,
+        muted: false,
+        markedUnread: false,
+        category: 'default',
+      },
     ]);
     // The server still answers, and a read still clears what it should.
     const last = requests * perRequest;
@@ -56,7 +65,14 @@ describe.each(ENGINES)('hostile but valid input (%s engine)', (engine) => {
     expect(pat.mentions).toBe(NAMES.length);
     expect(Object.entries(pat.categories).sort()).toEqual([...expected].sort());
     expect(Object.getPrototypeOf(pat.categories)).toBe(Object.prototype);
-    expect(pat.conversations.map((c) => [c.conv, c.unread])).toEqual([['__proto__', 1], ['big-proto', 7], ['constructor', 2], ['hasOwnProperty', 4], ['toString', 3], ['valueOf', 5]]);
+    expect(pat.conversations.map((c) => [c.conv, c.unread])).toEqual([
+      ['__proto__', 1],
+      ['big-proto', 7],
+      ['constructor', 2],
+      ['hasOwnProperty', 4],
+      ['toString', 3],
+      ['valueOf', 5],
+    ]);
     // The user's pull: heads of the read-diffused group, named entries.
     const sync = await s.asUser<{ heads: Record<string, number>; entries: { conv: string }[] }>('pat', 'GET', '/v1/sync');
     expect(sync.status).toBe(200);

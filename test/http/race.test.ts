@@ -23,18 +23,44 @@ const USERS = ['ann', 'ben', 'cat', 'dan', 'eve'];
 const CONVS = 2;
 const NUM_RUNS = Number(process.env.REDPOINT_RACE_RUNS ?? 40);
 
-type Request = { kind: 'members'; conv: number; add: number[]; remove: number[]; category?: string } | { kind: 'message'; conv: number; sender: number; mentions: number[] };
+type Request =
+  | { kind: 'members'; conv: number; add: number[]; remove: number[]; category?: string }
+  | { kind: 'message'; conv: number; sender: number; mentions: number[] };
 type Step = { kind: 'one'; via: number; request: Request } | { kind: 'race'; first: Request; second: Request; delayMs: number };
 
 const userIdx = fc.integer({ min: 0, max: USERS.length - 1 });
 const convIdx = fc.integer({ min: 0, max: CONVS - 1 });
 const membersArb: fc.Arbitrary<Request> = fc
-  .record({ conv: convIdx, add: fc.subarray([0, 1, 2, 3, 4], { maxLength: 3 }), remove: fc.subarray([0, 1, 2, 3, 4], { maxLength: 2 }), category: fc.option(fc.constantFrom('group', 'team'), { nil: undefined, freq: 4 }) })
-  .map(({ conv, add, remove, category }) => ({ kind: 'members' as const, conv, add, remove: remove.filter((u) => !add.includes(u)), ...(category ? { category } : {}) }));
-const messageArb: fc.Arbitrary<Request> = fc.record({ kind: fc.constant('message' as const), conv: convIdx, sender: userIdx, mentions: fc.subarray([0, 1, 2, 3, 4], { maxLength: 2 }) });
+  .record({
+    conv: convIdx,
+    add: fc.subarray([0, 1, 2, 3, 4], { maxLength: 3 }),
+    remove: fc.subarray([0, 1, 2, 3, 4], { maxLength: 2 }),
+    category: fc.option(fc.constantFrom('group', 'team'), { nil: undefined, freq: 4 }),
+  })
+  .map(({ conv, add, remove, category }) => ({
+    kind: 'members' as const,
+    conv,
+    add,
+    remove: remove.filter((u) => !add.includes(u)),
+    ...(category ? { category } : {}),
+  }));
+const messageArb: fc.Arbitrary<Request> = fc.record({
+  kind: fc.constant('message' as const),
+  conv: convIdx,
+  sender: userIdx,
+  mentions: fc.subarray([0, 1, 2, 3, 4], { maxLength: 2 }),
+});
 const stepArb: fc.Arbitrary<Step> = fc.oneof(
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('one' as const), via: fc.integer({ min: 0, max: 1 }), request: fc.oneof(membersArb, messageArb) }) },
-  { weight: 3, arbitrary: fc.record({ kind: fc.constant('race' as const), first: membersArb, second: fc.oneof({ weight: 3, arbitrary: messageArb }, { weight: 1, arbitrary: membersArb }), delayMs: fc.constantFrom(0, 0, 1, 2) }) },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      kind: fc.constant('race' as const),
+      first: membersArb,
+      second: fc.oneof({ weight: 3, arbitrary: messageArb }, { weight: 1, arbitrary: membersArb }),
+      delayMs: fc.constantFrom(0, 0, 1, 2),
+    }),
+  },
 );
 const scenarioArb = fc.array(stepArb, { minLength: 4, maxLength: 18 });
 
@@ -54,7 +80,16 @@ describe('two real server processes on one Redis: racing requests stay lineariza
           name: `race server ${name}`,
           script: 'server/main.ts',
           port,
-          env: { REDIS_URL: redis.url, REDPOINT_API_KEY: API_KEY, REDPOINT_JWT_SECRET: JWT_SECRET, HOST: '127.0.0.1', LARGE_GROUP_THRESHOLD: String(THRESHOLD), SNAPSHOT_EVERY: '3', STREAM_MAX_LEN: '50', LOG_LEVEL: 'warn' },
+          env: {
+            REDIS_URL: redis.url,
+            REDPOINT_API_KEY: API_KEY,
+            REDPOINT_JWT_SECRET: JWT_SECRET,
+            HOST: '127.0.0.1',
+            LARGE_GROUP_THRESHOLD: String(THRESHOLD),
+            SNAPSHOT_EVERY: '3',
+            STREAM_MAX_LEN: '50',
+            LOG_LEVEL: 'warn',
+          },
           readyPath: '/readyz',
         }),
       );
@@ -82,7 +117,11 @@ describe('two real server processes on one Redis: racing requests stay lineariza
           let model = new Model(THRESHOLD);
           const body = (r: Request): [string, string, unknown] => {
             if (r.kind === 'members') {
-              return ['PUT', `/v1/conversations/${conv(r.conv)}/members`, { add: r.add.map(uid), remove: r.remove.map(uid), ...(r.category ? { category: r.category } : {}) }];
+              return [
+                'PUT',
+                `/v1/conversations/${conv(r.conv)}/members`,
+                { add: r.add.map(uid), remove: r.remove.map(uid), ...(r.category ? { category: r.category } : {}) },
+              ];
             }
             return ['POST', '/v1/messages', messageOf(r)];
           };
@@ -125,7 +164,8 @@ describe('two real server processes on one Redis: racing requests stay lineariza
             if (step.kind === 'one') {
               const status = await send(step.via, step.request);
               const expected = applyModel(model, step.request);
-              if (status !== expected) console.error(`[race] server ${step.via} answered ${status}; its last output:\n${(servers[step.via] as ChildServer).output()}`);
+              if (status !== expected)
+                console.error(`[race] server ${step.via} answered ${status}; its last output:\n${(servers[step.via] as ChildServer).output()}`);
               expect(status, JSON.stringify(step)).toBe(expected);
               continue;
             }
@@ -157,7 +197,11 @@ describe('two real server processes on one Redis: racing requests stay lineariza
             const token = await auth.mintUserToken(uid(u));
             const pull = new HttpTarget((servers[u % 2] as ChildServer).port, { authorization: `Bearer ${token}` });
             try {
-              const reply = JSON.parse(await pull.expectOk('GET', '/v1/sync?limit=1000')) as { snapshot?: { convs: { conv: string }[] }; entries: { conv: string; state: unknown }[]; more: boolean };
+              const reply = JSON.parse(await pull.expectOk('GET', '/v1/sync?limit=1000')) as {
+                snapshot?: { convs: { conv: string }[] };
+                entries: { conv: string; state: unknown }[];
+                more: boolean;
+              };
               const held = new Set(reply.snapshot?.convs.map((s) => s.conv));
               for (const e of reply.entries) {
                 if (e.state) held.add(e.conv);
@@ -192,7 +236,6 @@ function clone(model: Model): Model {
 function sameStatuses(expected: number[], got: number[]): boolean {
   return expected.length === got.length && expected.every((s, i) => s === got[i]);
 }
-
 
 async function delayThen<T>(ms: number, f: () => Promise<T>): Promise<T> {
   if (ms > 0) await new Promise((r) => setTimeout(r, ms));

@@ -31,7 +31,17 @@ export const coverage = {
 /** Returns what was exercised since the last call, and starts counting afresh. */
 export function takeCoverage(): typeof coverage {
   const taken = structuredClone(coverage);
-  Object.assign(coverage, { runs: 0, actions: {}, notFound: 0, modeSwitches: 0, syncPages: 0, syncSnapshots: 0, savedCursorSyncs: 0, maxVersion: 0, protoNameRuns: 0 });
+  Object.assign(coverage, {
+    runs: 0,
+    actions: {},
+    notFound: 0,
+    modeSwitches: 0,
+    syncPages: 0,
+    syncSnapshots: 0,
+    savedCursorSyncs: 0,
+    maxVersion: 0,
+    protoNameRuns: 0,
+  });
   return taken;
 }
 

@@ -104,7 +104,8 @@ export class Contract {
     const op = this.operation(operationId);
     const what = `${operationId} (${op.method.toUpperCase()} ${op.path}) → ${reply.status}`;
     const media = op.responses.get(String(reply.status));
-    if (!media) throw new Error(`${what}: status not in the document (documented: ${[...op.responses.keys()].join(', ')}); body ${reply.body.toString('utf8', 0, 300)}`);
+    if (!media)
+      throw new Error(`${what}: status not in the document (documented: ${[...op.responses.keys()].join(', ')}); body ${reply.body.toString('utf8', 0, 300)}`);
     const body = this.validateBody(what, media, reply);
     this.seen.add(`${operationId} ${reply.status}`);
     return body;
@@ -129,7 +130,10 @@ export class Contract {
     const validate = media.get(type);
     if (!validate) throw new Error(`${what}: media type ${contentType} not in the document (documented: ${[...media.keys()].join(', ')})`);
     const body = decode(reply, type);
-    if (!validate(body)) throw new Error(`${what}: ${type} body does not match the document: ${JSON.stringify(validate.errors, null, 1)}\nbody: ${JSON.stringify(body).slice(0, 2000)}`);
+    if (!validate(body))
+      throw new Error(
+        `${what}: ${type} body does not match the document: ${JSON.stringify(validate.errors, null, 1)}\nbody: ${JSON.stringify(body).slice(0, 2000)}`,
+      );
     return body;
   }
 }

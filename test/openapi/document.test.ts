@@ -73,7 +73,7 @@ describe('the OpenAPI document', () => {
     expect(prod.server.routes.some((r) => r.method === 'options')).toBe(true);
   });
 
-  it('documents every endpoint of PROTOCOL.md\'s endpoint table', async () => {
+  it("documents every endpoint of PROTOCOL.md's endpoint table", async () => {
     const protocol = await readFile(new URL('../../protocol/PROTOCOL.md', import.meta.url), 'utf8');
     const rows = [...protocol.matchAll(/^\| `(GET|POST|PUT|DELETE)` \| (`[^|]+`) \|/gm)];
     expect(rows.length).toBeGreaterThan(5);

@@ -124,7 +124,13 @@ function bodyErrors(op: string, method: string, path: string, auth: Auth = 'api'
     { op, status: 400, name: 'malformed JSON', request: () => req(method, path, { auth, raw: '{"conv":', contentType: 'application/json' }), code: 'bad_json' },
     { op, status: 400, name: 'a body that breaks the schema', request: () => req(method, path, { auth, body: { unexpected: true } }), code: 'invalid_request' },
     { op, status: 413, name: 'a body over 1 MiB', request: () => req(method, path, { auth, raw: TOO_BIG }), code: 'payload_too_large' },
-    { op, status: 415, name: 'a form body', request: () => req(method, path, { auth, raw: 'a=1', contentType: 'application/x-www-form-urlencoded' }), code: 'unsupported_media_type' },
+    {
+      op,
+      status: 415,
+      name: 'a form body',
+      request: () => req(method, path, { auth, raw: 'a=1', contentType: 'application/x-www-form-urlencoded' }),
+      code: 'unsupported_media_type',
+    },
   ];
 }
 
@@ -134,7 +140,7 @@ function userAuthErrors(op: string, method: string, path: (uid: string) => strin
     { op, status: 400, name: 'a malformed :uid', request: () => req(method, path(BAD_ID), { body }), code: 'invalid_request' },
     { op, status: 401, name: 'no credentials', request: () => req(method, path('alice'), { auth: 'none', body }), code: 'unauthorized' },
     { op, status: 401, name: 'an expired token', request: () => req(method, path('alice'), { auth: 'expired', body }), code: 'token_expired' },
-    { op, status: 403, name: 'another user\'s token', request: () => req(method, path('bob'), { auth: 'alice', body }), code: 'forbidden' },
+    { op, status: 403, name: "another user's token", request: () => req(method, path('bob'), { auth: 'alice', body }), code: 'forbidden' },
   ];
 }
 
@@ -172,36 +178,85 @@ const CASES: Case[] = [
     op: 'postMessages',
     status: 200,
     name: 'a batch, MessagePack body',
-    request: () => req('POST', '/v1/messages', { raw: encodeMsgpack({ messages: [{ conv: 'team', seq: 3, sender: 'alice' }] }), contentType: 'application/msgpack' }),
+    request: () =>
+      req('POST', '/v1/messages', { raw: encodeMsgpack({ messages: [{ conv: 'team', seq: 3, sender: 'alice' }] }), contentType: 'application/msgpack' }),
   },
   ...bodyErrors('postMessages', 'POST', '/v1/messages'),
-  { op: 'postMessages', status: 401, name: 'a user token instead of the API key', request: () => req('POST', '/v1/messages', { auth: 'alice', body: { conv: 'team', seq: 4, sender: 'bob' } }), code: 'unauthorized' },
-  { op: 'postMessages', status: 404, name: 'an unknown conversation', request: () => req('POST', '/v1/messages', { body: { conv: 'nowhere', seq: 1, sender: 'bob' } }), code: 'unknown_conversation' },
-  { op: 'postMessages', status: 422, name: 'a seq far above the head (MAX_SEQ_JUMP)', request: () => req('POST', '/v1/messages', { body: { conv: 'team', seq: 1_700_000_000, sender: 'bob' } }), code: 'seq_jump' },
+  {
+    op: 'postMessages',
+    status: 401,
+    name: 'a user token instead of the API key',
+    request: () => req('POST', '/v1/messages', { auth: 'alice', body: { conv: 'team', seq: 4, sender: 'bob' } }),
+    code: 'unauthorized',
+  },
+  {
+    op: 'postMessages',
+    status: 404,
+    name: 'an unknown conversation',
+    request: () => req('POST', '/v1/messages', { body: { conv: 'nowhere', seq: 1, sender: 'bob' } }),
+    code: 'unknown_conversation',
+  },
+  {
+    op: 'postMessages',
+    status: 422,
+    name: 'a seq far above the head (MAX_SEQ_JUMP)',
+    request: () => req('POST', '/v1/messages', { body: { conv: 'team', seq: 1_700_000_000, sender: 'bob' } }),
+    code: 'seq_jump',
+  },
   ...storeFailures('postMessages', () => req('POST', '/v1/messages', { body: { conv: 'team', seq: 4, sender: 'bob' } })),
 
   { op: 'changeMembers', status: 200, name: 'add a member', request: () => req('PUT', '/v1/conversations/team/members', { body: { add: ['dave'] } }) },
   ...bodyErrors('changeMembers', 'PUT', '/v1/conversations/team/members'),
-  { op: 'changeMembers', status: 400, name: 'a malformed :conv', request: () => req('PUT', `/v1/conversations/${BAD_ID}/members`, { body: {} }), code: 'invalid_request' },
-  { op: 'changeMembers', status: 401, name: 'a wrong API key', request: () => ({ ...req('PUT', '/v1/conversations/team/members', { body: {} }), headers: { authorization: 'Bearer wrong-key-0123456789' } }), code: 'unauthorized' },
+  {
+    op: 'changeMembers',
+    status: 400,
+    name: 'a malformed :conv',
+    request: () => req('PUT', `/v1/conversations/${BAD_ID}/members`, { body: {} }),
+    code: 'invalid_request',
+  },
+  {
+    op: 'changeMembers',
+    status: 401,
+    name: 'a wrong API key',
+    request: () => ({ ...req('PUT', '/v1/conversations/team/members', { body: {} }), headers: { authorization: 'Bearer wrong-key-0123456789' } }),
+    code: 'unauthorized',
+  },
   ...storeFailures('changeMembers', () => req('PUT', '/v1/conversations/team/members', { body: {} })),
 
-  { op: 'markRead', status: 200, name: 'the user\'s own token', request: () => req('POST', read('alice'), { auth: 'alice', body: { conv: 'team', seq: 1 } }) },
+  { op: 'markRead', status: 200, name: "the user's own token", request: () => req('POST', read('alice'), { auth: 'alice', body: { conv: 'team', seq: 1 } }) },
   { op: 'markRead', status: 200, name: 'the API key, for any user', request: () => req('POST', read('bob'), { body: { conv: 'team', seq: 1 } }) },
   ...bodyErrors('markRead', 'POST', read('alice'), 'alice'),
   ...userAuthErrors('markRead', 'POST', read, { conv: 'team', seq: 1 }),
-  { op: 'markRead', status: 404, name: 'a conversation the user is not in', request: () => req('POST', read('carol'), { body: { conv: 'team', seq: 1 } }), code: 'unknown_conversation' },
+  {
+    op: 'markRead',
+    status: 404,
+    name: 'a conversation the user is not in',
+    request: () => req('POST', read('carol'), { body: { conv: 'team', seq: 1 } }),
+    code: 'unknown_conversation',
+  },
   ...storeFailures('markRead', () => req('POST', read('alice'), { auth: 'alice', body: { conv: 'team', seq: 2 } })),
 
   { op: 'updateConversationSettings', status: 200, name: 'mute', request: () => req('PUT', settings('alice'), { auth: 'alice', body: { muted: true } }) },
   ...bodyErrors('updateConversationSettings', 'PUT', settings('alice'), 'alice'),
   ...userAuthErrors('updateConversationSettings', 'PUT', settings, { muted: false }),
-  { op: 'updateConversationSettings', status: 404, name: 'an unknown conversation', request: () => req('PUT', '/v1/users/alice/conversations/nowhere', { body: { muted: true } }), code: 'unknown_conversation' },
+  {
+    op: 'updateConversationSettings',
+    status: 404,
+    name: 'an unknown conversation',
+    request: () => req('PUT', '/v1/users/alice/conversations/nowhere', { body: { muted: true } }),
+    code: 'unknown_conversation',
+  },
   ...storeFailures('updateConversationSettings', () => req('PUT', settings('alice'), { body: { markedUnread: true } })),
 
   { op: 'deleteConversation', status: 200, name: 'delete', request: () => req('DELETE', '/v1/users/bob/conversations/big') },
   ...userAuthErrors('deleteConversation', 'DELETE', settings),
-  { op: 'deleteConversation', status: 404, name: 'an unknown conversation', request: () => req('DELETE', '/v1/users/alice/conversations/nowhere'), code: 'unknown_conversation' },
+  {
+    op: 'deleteConversation',
+    status: 404,
+    name: 'an unknown conversation',
+    request: () => req('DELETE', '/v1/users/alice/conversations/nowhere'),
+    code: 'unknown_conversation',
+  },
   ...storeFailures('deleteConversation', () => req('DELETE', settings('alice'))),
 
   { op: 'getUnread', status: 200, name: 'a user in a small and a large group', request: () => req('GET', unread('alice'), { auth: 'alice' }) },
@@ -218,16 +273,61 @@ const CASES: Case[] = [
 
   { op: 'reassertHead', status: 200, name: 'raise a head', request: () => req('PUT', '/v1/conversations/side/head', { body: { maxSeq: 3 } }) },
   ...bodyErrors('reassertHead', 'PUT', '/v1/conversations/side/head'),
-  { op: 'reassertHead', status: 400, name: 'a malformed :conv', request: () => req('PUT', `/v1/conversations/${BAD_ID}/head`, { body: { maxSeq: 3 } }), code: 'invalid_request' },
+  {
+    op: 'reassertHead',
+    status: 400,
+    name: 'a malformed :conv',
+    request: () => req('PUT', `/v1/conversations/${BAD_ID}/head`, { body: { maxSeq: 3 } }),
+    code: 'invalid_request',
+  },
   ...operatorAuthErrors('reassertHead', 'PUT', '/v1/conversations/side/head', { maxSeq: 3 }),
-  { op: 'reassertHead', status: 404, name: 'an unknown conversation', request: () => req('PUT', '/v1/conversations/nowhere/head', { body: { maxSeq: 3 } }), code: 'unknown_conversation' },
-  { op: 'reassertHead', status: 422, name: 'a head far above the current one', request: () => req('PUT', '/v1/conversations/side/head', { body: { maxSeq: 5000 } }), code: 'seq_jump' },
+  {
+    op: 'reassertHead',
+    status: 404,
+    name: 'an unknown conversation',
+    request: () => req('PUT', '/v1/conversations/nowhere/head', { body: { maxSeq: 3 } }),
+    code: 'unknown_conversation',
+  },
+  {
+    op: 'reassertHead',
+    status: 422,
+    name: 'a head far above the current one',
+    request: () => req('PUT', '/v1/conversations/side/head', { body: { maxSeq: 5000 } }),
+    code: 'seq_jump',
+  },
   ...storeFailures('reassertHead', () => req('PUT', '/v1/conversations/side/head', { body: { maxSeq: 3 } })),
 
-  { op: 'reassertHeads', status: 200, name: 'a known and an unknown conversation', request: () => req('PUT', '/v1/heads', { body: { heads: [{ conv: 'side', maxSeq: 3 }, { conv: 'nowhere', maxSeq: 1 }] } }) },
+  {
+    op: 'reassertHeads',
+    status: 200,
+    name: 'a known and an unknown conversation',
+    request: () =>
+      req('PUT', '/v1/heads', {
+        body: {
+          heads: [
+            { conv: 'side', maxSeq: 3 },
+            { conv: 'nowhere', maxSeq: 1 },
+          ],
+        },
+      }),
+  },
   ...bodyErrors('reassertHeads', 'PUT', '/v1/heads'),
   ...operatorAuthErrors('reassertHeads', 'PUT', '/v1/heads', { heads: [{ conv: 'side', maxSeq: 3 }] }),
-  { op: 'reassertHeads', status: 422, name: 'one head far above the current one', request: () => req('PUT', '/v1/heads', { body: { heads: [{ conv: 'side', maxSeq: 3 }, { conv: 'side', maxSeq: 9000 }] } }), code: 'seq_jump' },
+  {
+    op: 'reassertHeads',
+    status: 422,
+    name: 'one head far above the current one',
+    request: () =>
+      req('PUT', '/v1/heads', {
+        body: {
+          heads: [
+            { conv: 'side', maxSeq: 3 },
+            { conv: 'side', maxSeq: 9000 },
+          ],
+        },
+      }),
+    code: 'seq_jump',
+  },
   ...storeFailures('reassertHeads', () => req('PUT', '/v1/heads', { body: { heads: [{ conv: 'side', maxSeq: 3 }] } })),
 
   {
@@ -238,7 +338,13 @@ const CASES: Case[] = [
     request: () => req('DELETE', '/v1/users/erin'),
     verify: (body) => expect(body).toEqual({ uid: 'erin', conversations: ['side'], foundByScan: [] }),
   },
-  { op: 'eraseUser', status: 200, name: 'with a scan of every conversation', setup: ok(req('PUT', '/v1/conversations/side/members', { body: { add: ['erin'] } })), request: () => req('DELETE', '/v1/users/erin?scan=1') },
+  {
+    op: 'eraseUser',
+    status: 200,
+    name: 'with a scan of every conversation',
+    setup: ok(req('PUT', '/v1/conversations/side/members', { body: { add: ['erin'] } })),
+    request: () => req('DELETE', '/v1/users/erin?scan=1'),
+  },
   { op: 'eraseUser', status: 400, name: 'a malformed :uid', request: () => req('DELETE', `/v1/users/${BAD_ID}`), code: 'invalid_request' },
   { op: 'eraseUser', status: 400, name: 'a scan that is not 0 or 1', request: () => req('DELETE', '/v1/users/erin?scan=yes'), code: 'invalid_request' },
   ...operatorAuthErrors('eraseUser', 'DELETE', '/v1/users/alice'),
@@ -251,19 +357,43 @@ const CASES: Case[] = [
     setup: ok(req('PUT', '/v1/conversations/doomed/members', { body: { add: ['carol', 'dave'] } })),
     request: () => req('DELETE', '/v1/conversations/doomed'),
   },
-  { op: 'deleteConversationForAll', status: 400, name: 'a malformed :conv', request: () => req('DELETE', `/v1/conversations/${BAD_ID}`), code: 'invalid_request' },
+  {
+    op: 'deleteConversationForAll',
+    status: 400,
+    name: 'a malformed :conv',
+    request: () => req('DELETE', `/v1/conversations/${BAD_ID}`),
+    code: 'invalid_request',
+  },
   ...operatorAuthErrors('deleteConversationForAll', 'DELETE', '/v1/conversations/team'),
-  { op: 'deleteConversationForAll', status: 404, name: 'nothing to delete', request: () => req('DELETE', '/v1/conversations/nowhere'), code: 'unknown_conversation' },
+  {
+    op: 'deleteConversationForAll',
+    status: 404,
+    name: 'nothing to delete',
+    request: () => req('DELETE', '/v1/conversations/nowhere'),
+    code: 'unknown_conversation',
+  },
   ...storeFailures('deleteConversationForAll', () => req('DELETE', '/v1/conversations/team')),
 
   { op: 'inspectUser', status: 200, name: 'a user in a small and a large group', request: () => req('GET', '/v1/admin/users/alice') },
   { op: 'inspectUser', status: 200, name: 'a user never seen', request: () => req('GET', '/v1/admin/users/zoe') },
-  { op: 'inspectUser', status: 200, name: 'a user whose stored totals are off', setup: breakBobsTotals, request: () => req('GET', '/v1/admin/users/bob'), verify: withFindings },
+  {
+    op: 'inspectUser',
+    status: 200,
+    name: 'a user whose stored totals are off',
+    setup: breakBobsTotals,
+    request: () => req('GET', '/v1/admin/users/bob'),
+    verify: withFindings,
+  },
   { op: 'inspectUser', status: 400, name: 'a malformed :uid', request: () => req('GET', `/v1/admin/users/${BAD_ID}`), code: 'invalid_request' },
   ...operatorAuthErrors('inspectUser', 'GET', '/v1/admin/users/alice'),
   ...storeFailures('inspectUser', () => req('GET', '/v1/admin/users/alice')),
 
-  { op: 'reconcile', status: 200, name: 'a walk page', request: () => req('POST', '/v1/admin/reconcile', { body: { cursor: '', count: 2, repair: false, graceMs: 0 } }) },
+  {
+    op: 'reconcile',
+    status: 200,
+    name: 'a walk page',
+    request: () => req('POST', '/v1/admin/reconcile', { body: { cursor: '', count: 2, repair: false, graceMs: 0 } }),
+  },
   {
     op: 'reconcile',
     status: 200,
@@ -291,12 +421,29 @@ const CASES: Case[] = [
   ...storeFailures('userTraces', () => req('GET', '/v1/admin/users/alice/traces')),
 
   { op: 'inspectConversation', status: 200, name: 'a read-diffused conversation', request: () => req('GET', '/v1/admin/conversations/big') },
-  { op: 'inspectConversation', status: 400, name: 'a malformed :conv', request: () => req('GET', `/v1/admin/conversations/${BAD_ID}`), code: 'invalid_request' },
+  {
+    op: 'inspectConversation',
+    status: 400,
+    name: 'a malformed :conv',
+    request: () => req('GET', `/v1/admin/conversations/${BAD_ID}`),
+    code: 'invalid_request',
+  },
   ...operatorAuthErrors('inspectConversation', 'GET', '/v1/admin/conversations/big'),
-  { op: 'inspectConversation', status: 404, name: 'an unknown conversation', request: () => req('GET', '/v1/admin/conversations/nowhere'), code: 'unknown_conversation' },
+  {
+    op: 'inspectConversation',
+    status: 404,
+    name: 'an unknown conversation',
+    request: () => req('GET', '/v1/admin/conversations/nowhere'),
+    code: 'unknown_conversation',
+  },
   ...storeFailures('inspectConversation', () => req('GET', '/v1/admin/conversations/big')),
 
-  { op: 'getHeads', status: 200, name: 'known and unknown conversations', request: () => req('POST', '/v1/admin/heads', { body: { convs: ['team', 'big', 'nowhere'] } }) },
+  {
+    op: 'getHeads',
+    status: 200,
+    name: 'known and unknown conversations',
+    request: () => req('POST', '/v1/admin/heads', { body: { convs: ['team', 'big', 'nowhere'] } }),
+  },
   ...bodyErrors('getHeads', 'POST', '/v1/admin/heads'),
   ...operatorAuthErrors('getHeads', 'POST', '/v1/admin/heads', { convs: ['team'] }),
   ...storeFailures('getHeads', () => req('POST', '/v1/admin/heads', { body: { convs: ['team'] } })),
@@ -317,7 +464,12 @@ const CASES: Case[] = [
       }),
     verify: (body) => expect(body).toEqual({ conversations: 1, pairs: 2, unknown: [{ uid: 'hal', conv: 'nowhere' }] }),
   },
-  { op: 'importBatch', status: 200, name: 'a dry run', request: () => req('POST', '/v1/admin/import', { body: { conversations: [], users: [{ uid: 'alice', conv: 'team', readSeq: 1 }], dryRun: true } }) },
+  {
+    op: 'importBatch',
+    status: 200,
+    name: 'a dry run',
+    request: () => req('POST', '/v1/admin/import', { body: { conversations: [], users: [{ uid: 'alice', conv: 'team', readSeq: 1 }], dryRun: true } }),
+  },
   ...bodyErrors('importBatch', 'POST', '/v1/admin/import'),
   ...operatorAuthErrors('importBatch', 'POST', '/v1/admin/import', { conversations: [], users: [] }),
   ...storeFailures('importBatch', () => req('POST', '/v1/admin/import', { body: { conversations: [], users: [{ uid: 'alice', conv: 'team', readSeq: 1 }] } })),

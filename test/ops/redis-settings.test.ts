@@ -10,7 +10,9 @@ import { spawnServer } from '../helpers/server-process.js';
  * the consequence; a maxmemory-policy that evicts keys is a refusal unless explicitly allowed.
  */
 async function clientCount(probe: Redis): Promise<number> {
-  return String(await probe.call('CLIENT', 'LIST')).trim().split('\n').length;
+  return String(await probe.call('CLIENT', 'LIST'))
+    .trim()
+    .split('\n').length;
 }
 
 describe("Redis's settings at start", () => {

@@ -48,7 +48,11 @@ describe('request bound', () => {
     const started = Date.now();
     const [write, read] = await Promise.all([fetch(url, { method: 'POST' }), fetch(url)]);
     const ms = Date.now() - started;
-    expect([write.status, ((await write.json()) as { error: { code: string } }).error.code, write.headers.get('retry-after')]).toEqual([503, 'outcome_unknown', '1']);
+    expect([write.status, ((await write.json()) as { error: { code: string } }).error.code, write.headers.get('retry-after')]).toEqual([
+      503,
+      'outcome_unknown',
+      '1',
+    ]);
     expect([read.status, ((await read.json()) as { error: { code: string } }).error.code]).toEqual([503, 'unavailable']);
     // Answered at the first check after the trouble began (checks every 250 ms past the bound).
     expect(ms).toBeGreaterThanOrEqual(BOUND_MS * 2);

@@ -6,8 +6,7 @@ import { Metrics } from '../../server/metrics/metrics.js';
 import { StoreHealth } from '../../server/ops/store-health.js';
 import { watchCluster } from '../../server/ops/watch-redis.js';
 
-const gauge = async (metrics: Metrics): Promise<string[]> =>
-  (await metrics.registry.metrics()).split('\n').filter((l) => l.startsWith('redpoint_store_up{'));
+const gauge = async (metrics: Metrics): Promise<string[]> => (await metrics.registry.metrics()).split('\n').filter((l) => l.startsWith('redpoint_store_up{'));
 
 describe('StoreHealth targets', () => {
   it('a cluster node the client drops (failover, resharding) leaves the redpoint_store_up gauge instead of staying down', async () => {

@@ -61,7 +61,10 @@ describe('store outage', () => {
     const replies = await Promise.all(calls.map(([, method, path, body, as]) => s.call(method, path, body, as)));
     replies.forEach((res, i) => expect503(res, 'unavailable', calls[i]?.[0] ?? ''));
 
-    for (const frame of [{ t: 'pull', id: 1 }, { t: 'read', id: 2, reads: [['c1', 1]] }]) {
+    for (const frame of [
+      { t: 'pull', id: 1 },
+      { t: 'read', id: 2, reads: [['c1', 1]] },
+    ]) {
       const started = performance.now();
       const reply = (await ws.request(frame, BOUND_MS * 2)) as ErrorFrame;
       expect({ t: reply.t, code: reply.code }).toEqual({ t: 'error', code: 'unavailable' });

@@ -44,7 +44,11 @@ describe('WORKERS', () => {
     const auth = new Authenticator(TEST_JWT_SECRET, TEST_API_KEY);
     const users = Array.from({ length: 16 }, (_, i) => `w${i}`);
     for (const uid of users) {
-      const res = await fetch(`${server.url}/v1/conversations/dm-${uid}/members`, { method: 'PUT', headers: api, body: JSON.stringify({ add: [uid, 'sender'] }) });
+      const res = await fetch(`${server.url}/v1/conversations/dm-${uid}/members`, {
+        method: 'PUT',
+        headers: api,
+        body: JSON.stringify({ add: [uid, 'sender'] }),
+      });
       expect(res.status).toBe(200);
     }
     const sockets = await Promise.all(
@@ -59,7 +63,11 @@ describe('WORKERS', () => {
       }),
     );
     for (const { uid } of sockets) {
-      const res = await fetch(`${server.url}/v1/messages`, { method: 'POST', headers: api, body: JSON.stringify({ conv: `dm-${uid}`, seq: 1, sender: 'sender' }) });
+      const res = await fetch(`${server.url}/v1/messages`, {
+        method: 'POST',
+        headers: api,
+        body: JSON.stringify({ conv: `dm-${uid}`, seq: 1, sender: 'sender' }),
+      });
       expect(res.status).toBe(200);
     }
     for (const s of sockets) await waitUntil(() => s.frames.some((f) => f.t === 'change' && f.conv === `dm-${s.uid}`));

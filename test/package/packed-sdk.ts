@@ -55,7 +55,15 @@ export async function packAndInstall(): Promise<PackedSdk> {
     await cp(CONSUMER, project, { recursive: true });
     await writeFile(join(project, 'package.json'), JSON.stringify({ name: 'redpoint-sdk-consumer', private: true, type: 'module' }, null, 2));
     const pins = await pinned();
-    await exec(project, 'npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error', tarball, ...WITH.map((name) => `${name}@${pins(name)}`)]);
+    await exec(project, 'npm', [
+      'install',
+      '--no-audit',
+      '--no-fund',
+      '--prefer-offline',
+      '--loglevel=error',
+      tarball,
+      ...WITH.map((name) => `${name}@${pins(name)}`),
+    ]);
     return {
       project,
       tarball,

@@ -164,11 +164,13 @@ describe('in Chromium, bundled from the tarball', () => {
     const rest = tabs.slice(1);
     const backAt = await Promise.all(
       rest.map((page) =>
-        page.waitForFunction(
-          (since) => (globalThis as unknown as PageGlobals).rp.statuses.find((e) => e.at >= since && e.connection === 'open' && e.status === 'SYNCED')?.at,
-          closedAt,
-          { timeout: 5000, polling: 10 },
-        ).then((handle) => handle.jsonValue() as Promise<number>),
+        page
+          .waitForFunction(
+            (since) => (globalThis as unknown as PageGlobals).rp.statuses.find((e) => e.at >= since && e.connection === 'open' && e.status === 'SYNCED')?.at,
+            closedAt,
+            { timeout: 5000, polling: 10 },
+          )
+          .then((handle) => handle.jsonValue() as Promise<number>),
       ),
     );
     const handover = Math.max(...backAt) - closedAt;
@@ -244,4 +246,3 @@ async function bundle(entry: string, define: Record<string, string> = {}): Promi
   });
   return { code: result.outputFiles[0]?.text ?? '', inputs: Object.keys(result.metafile.inputs) };
 }
-

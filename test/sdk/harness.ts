@@ -66,4 +66,3 @@ export function sdkSuite(options: HarnessOptions = {}): SdkSuite {
   };
   return { h, client, started };
 }
-

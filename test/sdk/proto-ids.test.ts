@@ -116,7 +116,9 @@ describe('prototype-named ids against the server', () => {
     await Promise.all(clients.map(({ c }) => c.start()));
     for (const { uid, c } of clients) {
       await shows(c, uid, 10, EXPECTED_CATEGORIES);
-      expect(entries(Object.fromEntries(c.state.conversations.map((v) => [v.conv, v.unread])))).toEqual(entries(Object.fromEntries(NAMES.map((n, i) => [n, i + 1]))));
+      expect(entries(Object.fromEntries(c.state.conversations.map((v) => [v.conv, v.unread])))).toEqual(
+        entries(Object.fromEntries(NAMES.map((n, i) => [n, i + 1]))),
+      );
     }
     await h.post({ conv: '__proto__', seq: 2, sender: 'p-b' });
     for (const { c } of clients) {

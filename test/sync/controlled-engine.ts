@@ -33,11 +33,7 @@ export interface CallPoint {
  * the process dies or the connection drops right then), or, for applyUserOps, halfway (the first
  * `applied` ops land, the rest do not).
  */
-export type Control =
-  | { kind: 'pass' }
-  | { kind: 'hold'; release: Promise<void> }
-  | { kind: 'fail' }
-  | { kind: 'fail-partway'; applied: number };
+export type Control = { kind: 'pass' } | { kind: 'hold'; release: Promise<void> } | { kind: 'fail' } | { kind: 'fail-partway'; applied: number };
 
 export class InjectedFault extends Error {
   constructor(point: CallPoint) {
@@ -107,7 +103,11 @@ export function faultsAt(p: CallPoint): { fault: Control; at: CallPoint; control
     [{ kind: 'fail' }, p],
     [{ kind: 'fail' }, { ...p, phase: 'after' }],
   ];
-  if (p.method === 'applyUserOps') list.push([{ kind: 'fail-partway', applied: 1 }, { ...p, phase: 'after' }]);
+  if (p.method === 'applyUserOps')
+    list.push([
+      { kind: 'fail-partway', applied: 1 },
+      { ...p, phase: 'after' },
+    ]);
   return list.map(([fault, at]) => {
     let done = false;
     return {

@@ -5,7 +5,14 @@ import { MemoryEngine } from '../../server/engine/memory/memory-engine.js';
 import { FLUSH_LIMITS, Ingest, mergeOps } from '../../server/sync/ingest.js';
 import { changeMembership } from '../../server/sync/membership.js';
 
-const info = (conv: string, maxSeq: number, large: boolean, memberCount: number): RecordedMessage['info'] => ({ conv, maxSeq, large, category: 'default', memberCount, gen: 1 });
+const info = (conv: string, maxSeq: number, large: boolean, memberCount: number): RecordedMessage['info'] => ({
+  conv,
+  maxSeq,
+  large,
+  category: 'default',
+  memberCount,
+  gen: 1,
+});
 
 async function engineWith(convs: Record<string, string[]>): Promise<MemoryEngine> {
   const engine = new MemoryEngine({ snapshotEvery: 100, streamMaxLen: 1000 });
@@ -72,7 +79,10 @@ describe('Ingest', () => {
   });
 
   it('writes only to the listed senders and mentioned users of a read-diffused conversation', () => {
-    const ops = mergeOps([{ conv: 'big', seq: 9, sender: 'bob', mentions: ['alice', 'zed'] }], new Map([['big', { info: info('big', 9, true, 10_000), members: ['bob', 'alice'] }]]));
+    const ops = mergeOps(
+      [{ conv: 'big', seq: 9, sender: 'bob', mentions: ['alice', 'zed'] }],
+      new Map([['big', { info: info('big', 9, true, 10_000), members: ['bob', 'alice'] }]]),
+    );
     expect(ops.map((op) => [op.uid, op.lastSeq, op.readSeq, op.mentionSeqs])).toEqual([
       ['bob', 9, 9, []],
       ['alice', 9, 0, [9]],

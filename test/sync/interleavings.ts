@@ -15,9 +15,7 @@ import { controlledEngine, InjectedFault, type CallPoint, type Control, faultsAt
  * operations: the outcome must be linearizable, whichever process ran what in between.
  */
 
-type Step =
-  | { members: string; add?: string[]; remove?: string[]; category?: string }
-  | { messages: MessageEvent[] };
+type Step = { members: string; add?: string[]; remove?: string[]; category?: string } | { messages: MessageEvent[] };
 
 interface Scenario {
   name: string;
@@ -120,7 +118,11 @@ export const SCENARIOS: Scenario[] = [
 
 async function run(sync: SyncService, step: Step): Promise<void> {
   if ('members' in step) {
-    await sync.changeMembers(step.members, { add: step.add ?? [], remove: step.remove ?? [], ...(step.category !== undefined ? { category: step.category } : {}) });
+    await sync.changeMembers(step.members, {
+      add: step.add ?? [],
+      remove: step.remove ?? [],
+      ...(step.category !== undefined ? { category: step.category } : {}),
+    });
   } else {
     await sync.postMessages(step.messages);
   }
@@ -181,7 +183,10 @@ export function interleavingSuite(name: string, fresh: () => Promise<{ engine: E
        * held at `hold` (or once A has finished or failed). A failed step is retried (without
        * faults) after B's. Returns A's store calls and what every user shows at the end.
        */
-      async function runCase(control: (p: CallPoint) => Control, hold?: CallPoint): Promise<{ calls: CallPoint[]; seen: { summary: ModelSummary; pulled: ModelSummary }[] }> {
+      async function runCase(
+        control: (p: CallPoint) => Control,
+        hold?: CallPoint,
+      ): Promise<{ calls: CallPoint[]; seen: { summary: ModelSummary; pulled: ModelSummary }[] }> {
         const store = await fresh();
         try {
           const plain = service(store.engine);

@@ -66,7 +66,10 @@ async function unharmed(): Promise<void> {
   const m = bystander.mark();
   bystanderSeq++;
   await server.post({ conv: 'dm-zed-yan', seq: bystanderSeq, sender: 'yan' });
-  await bystander.waitFrame(isChange('dm-zed-yan', (f) => f.state?.lastSeq === bystanderSeq), { since: m });
+  await bystander.waitFrame(
+    isChange('dm-zed-yan', (f) => f.state?.lastSeq === bystanderSeq),
+    { since: m },
+  );
   const ack = await bystander.read([['dm-zed-yan', bystanderSeq]]);
   expect(ack.t).toBe('ack');
   await bystander.waitFor(() => bystander.cursor?.version === (ack as AckFrame).version, 5000, 'bystander at its ack');
@@ -98,7 +101,14 @@ describe('malformed frames: an error frame, the connection stays usable', () => 
     const c = await open(alice);
     for (const text of ['{"t":', 'hello', 'null', '[1,2,3]', '"pull"', '{"t":7}']) c.sendRaw(text, false);
     await c.waitFor(() => c.framesOf('error').length === 6, 5000, 'six error frames');
-    expect(c.framesOf('error').map((e) => e.code)).toEqual(['bad_json', 'bad_json', 'invalid_request', 'invalid_request', 'invalid_request', 'invalid_request']);
+    expect(c.framesOf('error').map((e) => e.code)).toEqual([
+      'bad_json',
+      'bad_json',
+      'invalid_request',
+      'invalid_request',
+      'invalid_request',
+      'invalid_request',
+    ]);
     expect(c.frames.every((r) => !r.binary)).toBe(true);
     await c.sync();
     await expectMatchesServer(c, server, 'after garbage text');
@@ -201,7 +211,11 @@ describe('hello', () => {
   });
 
   it('forged, garbage, expired, missing or empty tokens: 4002 / 4003', async () => {
-    const forged = await new SignJWT({}).setProtectedHeader({ alg: 'HS256' }).setSubject(alice).setExpirationTime('1h').sign(new TextEncoder().encode('another-secret-0123456789abcdef-0123456789'));
+    const forged = await new SignJWT({})
+      .setProtectedHeader({ alg: 'HS256' })
+      .setSubject(alice)
+      .setExpirationTime('1h')
+      .sign(new TextEncoder().encode('another-secret-0123456789abcdef-0123456789'));
     const unsigned = `${Buffer.from('{"alg":"none"}').toString('base64url')}.${Buffer.from(`{"sub":"${alice}","exp":9999999999}`).toString('base64url')}.`;
     const expired = await server.auth.mintUserToken(alice, -60);
     const badSubject = await server.auth.mintUserToken('not a valid id!');
@@ -255,7 +269,13 @@ describe('requests the server refuses', () => {
   it('a read of a conversation the user is not in: ack with `rejected`, version unchanged', async () => {
     const c = await open(alice);
     const ack = (await c.read([['elsewhere', 5]])) as AckFrame;
-    expect(ack).toEqual({ t: 'ack', id: ack.id, epoch: before.epoch, version: before.version, rejected: [{ conv: 'elsewhere', code: 'unknown_conversation' }] });
+    expect(ack).toEqual({
+      t: 'ack',
+      id: ack.id,
+      epoch: before.epoch,
+      version: before.version,
+      rejected: [{ conv: 'elsewhere', code: 'unknown_conversation' }],
+    });
     const unknown = (await c.read([['no-such-conv', 1]])) as AckFrame;
     expect(unknown.rejected).toEqual([{ conv: 'no-such-conv', code: 'unknown_conversation' }]);
     const settings = (await c.settings('elsewhere', { muted: true })) as ErrorFrame;

@@ -39,8 +39,14 @@ describe('two devices of one user', () => {
     const pullsBefore = [a.stats.pullsSent, b.stats.pullsSent];
     await server.post({ conv: dm, seq: 1, sender: bob, mentions: [alice] });
     const position = await server.position(alice);
-    const pushA = await a.waitFrame(isChange(dm, (f) => f.state?.lastSeq === 1), { since: ma });
-    const pushB = await b.waitFrame(isChange(dm, (f) => f.state?.lastSeq === 1), { since: mb });
+    const pushA = await a.waitFrame(
+      isChange(dm, (f) => f.state?.lastSeq === 1),
+      { since: ma },
+    );
+    const pushB = await b.waitFrame(
+      isChange(dm, (f) => f.state?.lastSeq === 1),
+      { since: mb },
+    );
     expect(pushA).toEqual(pushB);
     expect(pushA).toMatchObject({ epoch: position.epoch, v: position.version, state: { readSeq: 0, mentions: 1 } });
     // Applied from the push alone: the next version, no pull needed.
@@ -56,7 +62,10 @@ describe('two devices of one user', () => {
     const after = await server.position(alice);
     expect(ack).toEqual({ t: 'ack', id: ack.id, epoch: after.epoch, version: after.version });
     expect(after.version).toBe(position.version + 1);
-    const readPush = await b.waitFrame(isChange(dm, (f) => f.state?.readSeq === 1), { since: mb2 });
+    const readPush = await b.waitFrame(
+      isChange(dm, (f) => f.state?.readSeq === 1),
+      { since: mb2 },
+    );
     expect(readPush.v).toBe(ack.version);
     // A gets its own read as a push too (every socket of the user is on the user's topic).
     await a.waitFor(() => a.cursor?.version === ack.version, 5000, 'A at the ack version');
@@ -150,11 +159,17 @@ describe('large groups (read diffusion)', () => {
     // Erin joins while connected: the join push subscribes her socket to the group's head.
     const me = e.mark();
     await server.members(big, { add: [erin] });
-    await e.waitFrame(isChange(big, (f) => f.state?.large === true), { since: me });
+    await e.waitFrame(
+      isChange(big, (f) => f.state?.large === true),
+      { since: me },
+    );
     // Carol leaves while connected: the leave push (state null) unsubscribes her socket.
     const mc = c.mark();
     await server.members(big, { remove: [carol] });
-    await c.waitFrame(isChange(big, (f) => f.state === null), { since: mc });
+    await c.waitFrame(
+      isChange(big, (f) => f.state === null),
+      { since: mc },
+    );
 
     marks = [a.mark(), c.mark(), e.mark()];
     await server.post({ conv: big, seq: 2, sender: bob });
@@ -178,7 +193,10 @@ describe('large groups (read diffusion)', () => {
 
     const m = a.mark();
     expect((await server.members(g, { add: [dave] })).large).toBe(true);
-    await a.waitFrame(isChange(g, (f) => f.state?.large === true), { since: m });
+    await a.waitFrame(
+      isChange(g, (f) => f.state?.large === true),
+      { since: m },
+    );
     const m2 = a.mark();
     await server.post({ conv: g, seq: 2, sender: bob });
     await a.waitFrame(isHead(g, 2), { since: m2 });

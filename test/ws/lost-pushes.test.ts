@@ -50,15 +50,23 @@ interface Scenario {
 const allUsers = Array.from({ length: USERS }, (_, i) => i);
 const userIdx = fc.integer({ min: 0, max: USERS - 1 });
 const convIdx = fc.integer({ min: 0, max: CONVS - 1 });
-const viaArb: fc.Arbitrary<Via> = fc.oneof(fc.constant({ http: true as const }), fc.integer({ min: 0, max: 1 }).map((device) => ({ device })));
+const viaArb: fc.Arbitrary<Via> = fc.oneof(
+  fc.constant({ http: true as const }),
+  fc.integer({ min: 0, max: 1 }).map((device) => ({ device })),
+);
 
 const actionArb: fc.Arbitrary<Action> = fc.oneof(
   { weight: 10, arbitrary: fc.record({ t: fc.constant('msg' as const), conv: convIdx, sender: userIdx, mentions: fc.subarray(allUsers, { maxLength: 2 }) }) },
-  { weight: 5, arbitrary: fc.record({ t: fc.constant('read' as const), user: userIdx, conv: convIdx, permille: fc.integer({ min: 0, max: 1000 }), via: viaArb }) },
+  {
+    weight: 5,
+    arbitrary: fc.record({ t: fc.constant('read' as const), user: userIdx, conv: convIdx, permille: fc.integer({ min: 0, max: 1000 }), via: viaArb }),
+  },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('delete' as const), user: userIdx, conv: convIdx, via: viaArb }) },
   {
     weight: 2,
-    arbitrary: fc.record({ user: userIdx, conv: convIdx, change: settingsChangeArb, via: viaArb }).map(({ change, ...rest }) => ({ t: 'settings' as const, ...rest, ...change })),
+    arbitrary: fc
+      .record({ user: userIdx, conv: convIdx, change: settingsChangeArb, via: viaArb })
+      .map(({ change, ...rest }) => ({ t: 'settings' as const, ...rest, ...change })),
   },
   {
     weight: 2,
@@ -72,7 +80,10 @@ const actionArb: fc.Arbitrary<Action> = fc.oneof(
 
 const scenarioArb: fc.Arbitrary<Scenario> = fc.record({
   devices: fc.array(fc.array(fc.record({ binary: fc.boolean() }), { minLength: 1, maxLength: 2 }), { minLength: USERS, maxLength: USERS }),
-  setup: fc.array(fc.record({ members: fc.subarray(allUsers, { minLength: 1 }), category: fc.constantFrom(...CATEGORIES) }), { minLength: CONVS, maxLength: CONVS }),
+  setup: fc.array(fc.record({ members: fc.subarray(allUsers, { minLength: 1 }), category: fc.constantFrom(...CATEGORIES) }), {
+    minLength: CONVS,
+    maxLength: CONVS,
+  }),
   actions: fc.array(actionArb, { minLength: 5, maxLength: 40 }),
 });
 
@@ -219,7 +230,11 @@ class Run {
   private async members(c: number, add: number[], remove: number[], category?: string): Promise<void> {
     const conv = this.conv(c);
     const expected = this.model.changeMembers(conv, add.map(this.uid), remove.map(this.uid), category);
-    const body = { ...(add.length ? { add: add.map(this.uid) } : {}), ...(remove.length ? { remove: remove.map(this.uid) } : {}), ...(category ? { category } : {}) };
+    const body = {
+      ...(add.length ? { add: add.map(this.uid) } : {}),
+      ...(remove.length ? { remove: remove.map(this.uid) } : {}),
+      ...(category ? { category } : {}),
+    };
     expect(await this.next().members(conv, body), this.where()).toEqual({ conv, ...expected });
   }
 

@@ -87,7 +87,10 @@ export function twoProcessSuite(title: string, setup: (defer: Defer) => Promise<
 
       const m = onB.mark();
       await a.post({ conv: dm, seq: 1, sender: bob, mentions: [alice] });
-      const push = await onB.waitFrame(isChange(dm, (f) => f.state?.lastSeq === 1), { since: m });
+      const push = await onB.waitFrame(
+        isChange(dm, (f) => f.state?.lastSeq === 1),
+        { since: m },
+      );
       expect(push.v).toBe((await a.position(alice)).version);
       expect(onB.stats.pullsSent).toBe(0);
       expect(onB.summary()).toMatchObject({ total: 1, mentions: 1 });
@@ -111,7 +114,10 @@ export function twoProcessSuite(title: string, setup: (defer: Defer) => Promise<
       const m = onA.mark();
       const ack = (await onB.read([[dm, 2]])) as AckFrame;
       expect(ack.t).toBe('ack');
-      const push = await onA.waitFrame(isChange(dm, (f) => f.state?.readSeq === 2), { since: m });
+      const push = await onA.waitFrame(
+        isChange(dm, (f) => f.state?.readSeq === 2),
+        { since: m },
+      );
       expect(push.v).toBe(ack.version);
       await onA.waitFor(() => onA.cursor?.version === ack.version, 5000, 'A at the ack version');
       expect(onA.summary().total).toBe(0);
@@ -144,7 +150,10 @@ export function twoProcessSuite(title: string, setup: (defer: Defer) => Promise<
       // Erin joins through A while connected to B: B hears the join on the bus and follows the group.
       const me = erinOnB.mark();
       await a.members(big, { add: [erin] });
-      await erinOnB.waitFrame(isChange(big, (f) => f.state?.large === true), { since: me });
+      await erinOnB.waitFrame(
+        isChange(big, (f) => f.state?.large === true),
+        { since: me },
+      );
       m = erinOnB.mark();
       await a.post({ conv: big, seq: 2, sender: bob });
       await erinOnB.waitFrame(isHead(big, 2), { since: m });

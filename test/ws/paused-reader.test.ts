@@ -26,7 +26,9 @@ afterEach(async () => {
 /** The value of a prom-client counter for one label set (0 when never incremented). */
 async function counter(s: TestServer, name: 'framesOut' | 'closes', labels: Record<string, string>): Promise<number> {
   const metric = await s.server.metrics[name].get();
-  return metric.values.filter((v) => Object.entries(labels).every(([k, want]) => (v.labels as Record<string, unknown>)[k] === want)).reduce((n, v) => n + v.value, 0);
+  return metric.values
+    .filter((v) => Object.entries(labels).every(([k, want]) => (v.labels as Record<string, unknown>)[k] === want))
+    .reduce((n, v) => n + v.value, 0);
 }
 
 describe('a client that stops reading while it sends requests', () => {

@@ -40,7 +40,10 @@ describe('push order across two processes', () => {
     }
     const expected = CONVS * ROUNDS;
     await device.waitFor(() => device.framesSince(mark).filter((f) => f.t === 'change').length >= expected, 20_000, 'every push');
-    const versions = device.framesSince(mark).filter((f): f is ChangeFrame => f.t === 'change').map((f) => f.v);
+    const versions = device
+      .framesSince(mark)
+      .filter((f): f is ChangeFrame => f.t === 'change')
+      .map((f) => f.v);
     let outOfOrder = 0;
     versions.forEach((v, i) => {
       if (v !== (i === 0 ? start : (versions[i - 1] ?? 0)) + 1) outOfOrder += 1;

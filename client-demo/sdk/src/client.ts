@@ -160,7 +160,11 @@ export class RedpointClient {
         this.events.emit('error', err instanceof Error ? err : new Error(String(err)));
       }
     }
-    if (this.options.lifecycle ?? true) this.stopLifecycle = watchLifecycle(() => this.refresh(), () => this.connection.reconnectNow());
+    if (this.options.lifecycle ?? true)
+      this.stopLifecycle = watchLifecycle(
+        () => this.refresh(),
+        () => this.connection.reconnectNow(),
+      );
     this.connection.start();
     this.changed();
   }

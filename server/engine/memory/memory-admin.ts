@@ -1,14 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { UNSEEN_EPOCH, type MemberTag } from '../engine.js';
-import {
-  totalsOfRecords,
-  type ConversationView,
-  type DeleteStep,
-  type EngineAdmin,
-  type RawConversation,
-  type RawUser,
-  type ScanPage,
-} from '../admin.js';
+import { totalsOfRecords, type ConversationView, type DeleteStep, type EngineAdmin, type RawConversation, type RawUser, type ScanPage } from '../admin.js';
 import { sameRecord, toConvState, type StoredConv } from '../rules.js';
 import type { LocalNotifications } from './local-notifications.js';
 import { info, newEpoch, type MemoryConversation, type MemoryUser } from './memory-engine.js';
@@ -93,7 +85,10 @@ export class MemoryAdmin implements EngineAdmin {
     for (const conv of convs) {
       const c = this.conversations.get(conv);
       const tag = c?.members.get(uid);
-      out.set(conv, c ? { exists: true, info: info(conv, c), rewrite: c.rewrite, tag: tag ? { ...tag } : null } : { exists: false, info: null, rewrite: 0, tag: null });
+      out.set(
+        conv,
+        c ? { exists: true, info: info(conv, c), rewrite: c.rewrite, tag: tag ? { ...tag } : null } : { exists: false, info: null, rewrite: 0, tag: null },
+      );
     }
     return out;
   }

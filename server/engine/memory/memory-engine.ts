@@ -21,7 +21,18 @@ import type { EngineAdmin } from '../admin.js';
 import { LocalNotifications } from './local-notifications.js';
 import { MemoryAdmin } from './memory-admin.js';
 import type { UserChange } from '../notifications.js';
-import { applyRule, contribution, needsReset, sameRecord, sameState, snapshotInterval, toConvState, trimmedBase, visibleState, type StoredConv } from '../rules.js';
+import {
+  applyRule,
+  contribution,
+  needsReset,
+  sameRecord,
+  sameState,
+  snapshotInterval,
+  toConvState,
+  trimmedBase,
+  visibleState,
+  type StoredConv,
+} from '../rules.js';
 
 export interface MemoryConversation {
   maxSeq: number;
@@ -152,7 +163,14 @@ export class MemoryEngine implements Engine {
       if (!result.changed) continue;
       let list = changes.get(op.uid);
       if (!list) changes.set(op.uid, (list = []));
-      list.push({ uid: op.uid, conv: op.conv, epoch: result.epoch, version: result.version, state: result.state, ...(options.at !== undefined ? { at: options.at } : {}) });
+      list.push({
+        uid: op.uid,
+        conv: op.conv,
+        epoch: result.epoch,
+        version: result.version,
+        state: result.state,
+        ...(options.at !== undefined ? { at: options.at } : {}),
+      });
     }
     for (const list of changes.values()) this.notifications.user(list);
     // One user's ops are one step: each result names the user's epoch after the step (a user's

@@ -69,9 +69,34 @@ export class CommandGuard {
 
 /** Commands that manage the connection itself, not data: never guarded (the engine closes and probes with them). */
 const UNGUARDED = new Set([
-  'quit', 'ping', 'info', 'script', 'cluster', 'client', 'config', 'select', 'auth', 'hello', 'readonly', 'readwrite',
-  'monitor', 'subscribe', 'psubscribe', 'ssubscribe', 'unsubscribe', 'punsubscribe', 'sunsubscribe', 'multi', 'exec',
-  'discard', 'watch', 'unwatch', 'reset', 'shutdown', 'debug', 'echo',
+  'quit',
+  'ping',
+  'info',
+  'script',
+  'cluster',
+  'client',
+  'config',
+  'select',
+  'auth',
+  'hello',
+  'readonly',
+  'readwrite',
+  'monitor',
+  'subscribe',
+  'psubscribe',
+  'ssubscribe',
+  'unsubscribe',
+  'punsubscribe',
+  'sunsubscribe',
+  'multi',
+  'exec',
+  'discard',
+  'watch',
+  'unwatch',
+  'reset',
+  'shutdown',
+  'debug',
+  'echo',
 ]);
 
 /**

@@ -51,7 +51,9 @@ export function storeErrorOf(err: unknown, state: SendState): StoreError | undef
   if (err instanceof StoreError) return err;
   if (!(err instanceof Error)) return undefined;
   const applied = (kind: StoreErrorKind, what: string): StoreError =>
-    state.sent ? new OutcomeUnknownError(kind, `${what}; the command may have been applied`, { cause: err }) : new StoreUnavailableError(kind, `${what}; nothing was sent`, { cause: err });
+    state.sent
+      ? new OutcomeUnknownError(kind, `${what}; the command may have been applied`, { cause: err })
+      : new StoreUnavailableError(kind, `${what}; nothing was sent`, { cause: err });
 
   if (err instanceof ReplyError) {
     const code = err.message.split(' ', 1)[0] ?? '';

@@ -142,7 +142,15 @@ export class RedisAdmin implements EngineAdmin {
     await this.load();
     const k = userKeys(this.deps.prefix, uid);
     await this.deps.runs.userScript(k.meta, (runId) =>
-      this.client.adminUserRebuild(...keyList(k), nanoid(12), runId, options.restream ? '1' : '0', this.deps.idleSeconds, userChannel(this.deps.prefix, uid), this.deps.publish),
+      this.client.adminUserRebuild(
+        ...keyList(k),
+        nanoid(12),
+        runId,
+        options.restream ? '1' : '0',
+        this.deps.idleSeconds,
+        userChannel(this.deps.prefix, uid),
+        this.deps.publish,
+      ),
     );
   }
 

@@ -45,7 +45,6 @@ const READY_TIMEOUT_MS = 1_000;
 const CONV_FIELD = '#';
 const DEFAULT_IDLE_SECONDS = 7 * 24 * 3600;
 
-
 /**
  * The Redis engine. Each user step is ONE Lua script over keys sharing the user's hash tag
  * (records, totals, version, stream, snapshot, trim and the notification change together); each
@@ -156,7 +155,15 @@ export class RedisEngine implements Engine {
     const remove = [...new Set(change.remove)].filter((uid) => !addSet.has(uid));
     const given = change.category !== undefined;
     const reply = asArray(
-      await this.client.convMembers(convKey(this.prefix, conv), change.threshold, given ? '1' : '0', change.category ?? 'default', add.length, ...add, ...remove),
+      await this.client.convMembers(
+        convKey(this.prefix, conv),
+        change.threshold,
+        given ? '1' : '0',
+        change.category ?? 'default',
+        add.length,
+        ...add,
+        ...remove,
+      ),
     );
     const info: ConvInfo = {
       conv,
@@ -213,7 +220,10 @@ export class RedisEngine implements Engine {
           if (part === MOVED) return { index, done: false };
           const p = asArray(part);
           const conv = (items[index] as MessageRecord).conv;
-          const info = convInfo(conv, [p[0], p[1], p[2], p[3], p[4]].map((x) => (x === null || x === undefined ? undefined : String(x))));
+          const info = convInfo(
+            conv,
+            [p[0], p[1], p[2], p[3], p[4]].map((x) => (x === null || x === undefined ? undefined : String(x))),
+          );
           const listed = asStrings(p[5]);
           out[index] = { info, members: info.large ? listed : listed.filter((f) => !f.startsWith(CONV_FIELD)) };
           return { index, done: true };
@@ -253,11 +263,25 @@ export class RedisEngine implements Engine {
         const first = group[0] as Grouped;
         const reply = asArray(
           await this.runs.userScript(first.key, (runId) => {
-            const args: (string | number)[] = [runId, this.prefix, this.options.snapshotEvery, this.options.streamMaxLen, LIMITS.mentionSeqsPerConversation, this.idleSeconds, this.publish, at, Math.floor(Date.now() / 1000), cluster ? '1' : '0'];
+            const args: (string | number)[] = [
+              runId,
+              this.prefix,
+              this.options.snapshotEvery,
+              this.options.streamMaxLen,
+              LIMITS.mentionSeqsPerConversation,
+              this.idleSeconds,
+              this.publish,
+              at,
+              Math.floor(Date.now() / 1000),
+              cluster ? '1' : '0',
+            ];
             for (const { index } of group) {
               const [uid, indexes] = users[index] as [string, number[]];
               args.push(uid, indexes.length);
-              appendUserOps(args, indexes.map((i) => ops[i] as UserOp));
+              appendUserOps(
+                args,
+                indexes.map((i) => ops[i] as UserOp),
+              );
             }
             return this.client.userApply(first.key, ...args);
           }),

@@ -67,8 +67,7 @@ export async function retryNotSent<T>(deadline: number, attempt: (deadline: numb
   }
 }
 
-export const IN_FLIGHT =
-  'Redis reconnected while a user script was in flight; the script may have run under another Redis run, its outcome is unknown';
+export const IN_FLIGHT = 'Redis reconnected while a user script was in flight; the script may have run under another Redis run, its outcome is unknown';
 
 /** A run id, with the connection it was learned over (a reconnect makes a new one). */
 interface Run {

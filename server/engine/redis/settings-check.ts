@@ -37,7 +37,12 @@ export async function readRedisSettings(node: Redis): Promise<RedisSettings> {
       return reply[1];
     };
     const [aof, save, policy] = await Promise.all([get('appendonly'), get('save'), get('maxmemory-policy')]);
-    return { node: name, aof: aof === undefined ? undefined : aof === 'yes', rdb: save === undefined ? undefined : save.trim() !== '', maxmemoryPolicy: policy };
+    return {
+      node: name,
+      aof: aof === undefined ? undefined : aof === 'yes',
+      rdb: save === undefined ? undefined : save.trim() !== '',
+      maxmemoryPolicy: policy,
+    };
   } catch {
     const info = `${await node.info('persistence').catch(() => '')}\n${await node.info('memory').catch(() => '')}`;
     const field = (key: string): string | undefined => new RegExp(`^${key}:(.*?)\\r?$`, 'm').exec(info)?.[1];
@@ -64,10 +69,18 @@ export function judgeRedisSettings(all: readonly RedisSettings[], allowEviction:
         message: `Redis ${s.node} persists with RDB snapshots only: a crash loses every write since the last snapshot. Set appendonly yes and appendfsync everysec.`,
       });
     } else if (s.aof === undefined) {
-      warnings.push({ event: 'redis_settings_unchecked', node: s.node, message: `could not read the persistence settings of Redis ${s.node}: make sure AOF is on (appendonly yes).` });
+      warnings.push({
+        event: 'redis_settings_unchecked',
+        node: s.node,
+        message: `could not read the persistence settings of Redis ${s.node}: make sure AOF is on (appendonly yes).`,
+      });
     }
     if (s.maxmemoryPolicy === undefined) {
-      warnings.push({ event: 'redis_settings_unchecked', node: s.node, message: `could not read maxmemory-policy of Redis ${s.node}: make sure it is noeviction.` });
+      warnings.push({
+        event: 'redis_settings_unchecked',
+        node: s.node,
+        message: `could not read maxmemory-policy of Redis ${s.node}: make sure it is noeviction.`,
+      });
     } else if (s.maxmemoryPolicy !== 'noeviction') {
       evicting.push(`${s.node} (${s.maxmemoryPolicy})`);
       if (allowEviction) {

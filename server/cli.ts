@@ -52,7 +52,7 @@ async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
   const [command, ...rest] = positionals;
   if (values.help || command === undefined || command === 'help') {
-    process.stdout.write(USAGE + '\n');
+    process.stdout.write(`${USAGE}\n`);
     return command === undefined && !values.help ? 2 : 0;
   }
   const out = (text: string): void => void process.stdout.write(text);

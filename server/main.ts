@@ -1,4 +1,4 @@
-import { shutdownBoundMs, startServer } from './app.js';
+import { shutdownBoundMs, startServer, type RunningServer } from './app.js';
 import { ConfigError, DEV_API_KEY, describeConfig, loadConfig, workerCount, type Config } from './config.js';
 import { createLogger } from './logger.js';
 import { VERSION } from './ops/build-info.js';
@@ -53,7 +53,7 @@ if (workers > 1) {
 
 /** One server in this process (WORKERS=1, or the memory engine). */
 async function serveAlone(): Promise<void> {
-  let server;
+  let server: RunningServer;
   try {
     server = await startServer(config, log);
   } catch (err) {

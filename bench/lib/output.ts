@@ -20,7 +20,7 @@ export async function writeReports(
   wallSeconds: number,
   loadAtStart: number,
 ): Promise<void> {
-  const rank = (id: string): number => plan.systems.findIndex((s) => s === id);
+  const rank = (id: string): number => (plan.systems as readonly string[]).indexOf(id);
   const scenarioRank = (id: string): number => plan.notify.findIndex((r) => r.scenario.id === id);
   notify.sort((a, b) => scenarioRank(a.scenario.id) - scenarioRank(b.scenario.id) || rank(a.system) - rank(b.system));
   ingest.sort((a, b) => a.batch - b.batch || rank(a.system) - rank(b.system));
@@ -50,7 +50,7 @@ function environment(o: BenchOptions, plan: Plan, loadAtStart: number): BenchEnv
     // Not a git checkout: the report says "unknown".
   }
   return {
-    date: new Date().toISOString().slice(0, 16).replace('T', ' ') + ' UTC',
+    date: `${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC`,
     node: process.versions.node,
     cpu: cpus()[0]?.model.trim() ?? 'unknown CPU',
     cores: cpus().length,

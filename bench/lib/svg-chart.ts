@@ -75,7 +75,7 @@ export function renderBarChart(chart: BarChart): string {
 
   const legend = chart.series.map((s, i) => {
     const lx = PLOT_X + i * 90;
-    return `<rect x="${lx}" y="38" width="12" height="10" fill="${s.color}"/>` + svgText(lx + 16, 47, s.name, 'font-size="12" fill="#333"');
+    return `<rect x="${lx}" y="38" width="12" height="10" fill="${s.color}"/>${svgText(lx + 16, 47, s.name, 'font-size="12" fill="#333"')}`;
   });
 
   return [

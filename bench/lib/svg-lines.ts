@@ -43,7 +43,7 @@ export function renderLineChart(chart: LineChart): string {
   });
   const legend = chart.series.map(
     (s, i) =>
-      `<rect x="${LEFT + i * 200}" y="38" width="12" height="10" fill="${s.color}"/>` + svgText(LEFT + i * 200 + 16, 47, s.name, 'font-size="12" fill="#333"'),
+      `<rect x="${LEFT + i * 200}" y="38" width="12" height="10" fill="${s.color}"/>${svgText(LEFT + i * 200 + 16, 47, s.name, 'font-size="12" fill="#333"')}`,
   );
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${HEIGHT}" viewBox="0 0 ${WIDTH} ${HEIGHT}" ${FONT}>`,

@@ -38,7 +38,7 @@ export const orderSection: Section = {
     const clients: JsonWsClient[] = [];
     try {
       for (const name of ['A', 'B']) servers.push(await startSystem(SYSTEMS['redpoint-redis'], { redisUrl: redis.url, name: `redpoint-redis ${name}` }));
-      const [a, b] = servers as [RunningSystem, RunningSystem];
+      const [a, _b] = servers as [RunningSystem, RunningSystem];
       const mesh = directMesh('o', users, 2);
       await createMeshOverHttp(a.http, mesh.convs);
       const tokens = await mintTokens(BENCH_JWT_SECRET, BENCH_API_KEY, mesh.users);

@@ -130,7 +130,7 @@ export function checkConversation(conv: RawConversation, records: readonly (Stor
   if (conv.rewrite !== 0) out.push({ kind: 'unfinished-rewrite', conv: id, detail: `rewrite of generation ${conv.rewrite} pending` });
   conv.members.forEach((tag, i) => {
     const rec = records[i] ?? null;
-    if (!rec || !rec.member || rec.joinGen !== tag.joinGen) {
+    if (!rec?.member || rec.joinGen !== tag.joinGen) {
       // The user's own check reports a record ahead of the conversation.
       if (rec && rec.gen > conv.info.gen) return;
       out.push({ kind: 'missing-join', uid: tag.uid, conv: id, detail: `listed since generation ${tag.joinGen}; record ${rec ? describe(rec) : 'missing'}` });

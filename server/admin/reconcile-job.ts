@@ -4,7 +4,7 @@ import type { EngineAdmin } from '../engine/admin.js';
 import type { Engine } from '../engine/engine.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { Finding } from './checks.js';
-import { Reconciler } from './reconcile.js';
+import { Reconciler, type ReconcilePage } from './reconcile.js';
 
 export interface ReconcileJobOptions {
   everySeconds: number;
@@ -62,7 +62,7 @@ export class ReconcileJob {
     let cursor = '';
     do {
       const started = performance.now();
-      let page;
+      let page: ReconcilePage;
       try {
         page = await reconciler.page(cursor, PAGE);
       } catch (err) {

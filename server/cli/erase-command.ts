@@ -7,7 +7,7 @@ export async function eraseCommand(toolbox: Toolbox, uid: string, scan: boolean,
   if (result.foundByScan.length > 0) text += `  of which found only by the scan (an add that never reached the user): ${result.foundByScan.join(', ')}\n`;
   const left = await toolbox.traces(uid);
   if (!left.state && left.listedIn.length === 0) {
-    out(text + `verified: nothing in the store names ${uid}\n`);
+    out(`${text}verified: nothing in the store names ${uid}\n`);
     return 0;
   }
   text += `NOT clean: ${left.state ? 'the user has state again' : ''}${left.listedIn.length > 0 ? ` listed in ${left.listedIn.join(', ')}` : ''}\n`;

@@ -94,7 +94,7 @@ export async function importCommand(toolbox: Toolbox, args: ImportArgs, out: (te
         }
       : {}),
   };
-  if (args.json) out(JSON.stringify(summary, null, 2) + '\n');
+  if (args.json) out(`${JSON.stringify(summary, null, 2)}\n`);
   else out(describe(summary));
   return parsed.bad.length > 0 || unknown.length > 0 ? 1 : 0;
 }

@@ -21,9 +21,9 @@ export function describeUser(u: UserInspection): string {
       const last = c.mode === 'read' && c.lastSeq !== c.storedLastSeq ? `${c.lastSeq} (head; stored ${c.storedLastSeq})` : String(c.lastSeq);
       rows.push([c.conv, c.status, c.mode, c.category, last, String(c.readSeq), String(c.unread), String(c.mentions), flags || '-']);
     }
-    text += '\n' + table(rows);
+    text += `\n${table(rows)}`;
   }
-  text += '\n' + findingsReport(u.findings, 'reconcile findings (as of this instant)');
+  text += `\n${findingsReport(u.findings, 'reconcile findings (as of this instant)')}`;
   return text;
 }
 
@@ -35,7 +35,7 @@ export function describeConversation(c: ConversationInspection): string {
   text += `  category:      ${c.category}\n`;
   text += `  generation:    ${c.gen}${c.rewrite !== 0 ? `, member rewrite of generation ${c.rewrite} pending` : ''}\n`;
   if (c.members.length > 0) {
-    text += '\n' + table([['member', 'joined at generation', 'join head'], ...c.members.map((m) => [m.uid, String(m.joinGen), String(m.joinHead)])]);
+    text += `\n${table([['member', 'joined at generation', 'join head'], ...c.members.map((m) => [m.uid, String(m.joinGen), String(m.joinHead)])])}`;
     if (c.moreMembers > 0) text += `... and ${c.moreMembers} more\n`;
   }
   return text;
@@ -44,7 +44,7 @@ export function describeConversation(c: ConversationInspection): string {
 export async function inspectCommand(toolbox: Toolbox, what: string, id: string, json: boolean, out: (text: string) => void): Promise<number> {
   if (what === 'user') {
     const u = await toolbox.inspectUser(id);
-    out(json ? JSON.stringify(u, null, 2) + '\n' : describeUser(u));
+    out(json ? `${JSON.stringify(u, null, 2)}\n` : describeUser(u));
     return 0;
   }
   const c = await toolbox.inspectConversation(id);
@@ -52,6 +52,6 @@ export async function inspectCommand(toolbox: Toolbox, what: string, id: string,
     out(json ? 'null\n' : `conversation ${id}: does not exist\n`);
     return 1;
   }
-  out(json ? JSON.stringify(c, null, 2) + '\n' : describeConversation(c));
+  out(json ? `${JSON.stringify(c, null, 2)}\n` : describeConversation(c));
   return 0;
 }

@@ -48,7 +48,7 @@ export async function reconcileCommand(toolbox: Toolbox, args: ReconcileArgs, ou
   }
   const seconds = (performance.now() - started) / 1000;
   if (args.json) {
-    out(JSON.stringify({ ...total, cursor, seconds }, null, 2) + '\n');
+    out(`${JSON.stringify({ ...total, cursor, seconds }, null, 2)}\n`);
   } else {
     let text = `checked ${total.users} users and ${total.conversations} conversations in ${seconds.toFixed(1)} s (${Math.round((total.users + total.conversations) / Math.max(seconds, 0.001))}/s)\n`;
     if (total.midRewrite > 0) text += `conversations seen mid-rewrite that finished within the grace period (not findings): ${total.midRewrite}\n`;

@@ -30,15 +30,15 @@ export function subject(f: Finding): string {
 /** A table of rows (first row: header), columns padded to their widest cell. */
 export function table(rows: readonly (readonly string[])[]): string {
   const widths: number[] = [];
-  for (const row of rows) row.forEach((cell, i) => (widths[i] = Math.max(widths[i] ?? 0, cell.length)));
-  return (
-    rows
-      .map((row) =>
-        row
-          .map((cell, i) => cell.padEnd(widths[i] ?? 0))
-          .join('  ')
-          .trimEnd(),
-      )
-      .join('\n') + '\n'
-  );
+  for (const row of rows) {
+    for (const [i, cell] of row.entries()) widths[i] = Math.max(widths[i] ?? 0, cell.length);
+  }
+  return `${rows
+    .map((row) =>
+      row
+        .map((cell, i) => cell.padEnd(widths[i] ?? 0))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n')}\n`;
 }

@@ -48,7 +48,7 @@ const NONE: Contribution = { unread: 0, mentions: 0, category: '' };
 
 /** What this conversation adds to the user's stored totals (read-diffused ones are summed at read time). */
 export function contribution(rec: StoredConv | undefined): Contribution {
-  if (!rec || !rec.member || rec.large || rec.muted || rec.lastSeq <= rec.deletedSeq) return NONE;
+  if (!rec?.member || rec.large || rec.muted || rec.lastSeq <= rec.deletedSeq) return NONE;
   return { unread: Math.max(0, rec.lastSeq - rec.readSeq), mentions: rec.mentionSeqs.length, category: rec.category };
 }
 

@@ -71,11 +71,15 @@ export class Ingest {
       const batch = this.take();
       this.inFlight += 1;
       this.flush(batch)
-        .catch((err: unknown) => batch.forEach((s) => s.reject(err)))
+        .catch((err: unknown) => {
+          for (const s of batch) s.reject(err);
+        })
         .finally(() => {
           this.inFlight -= 1;
           this.pump();
-          if (this.inFlight === 0 && this.pending.length === 0) this.drained.splice(0).forEach((wake) => wake());
+          if (this.inFlight === 0 && this.pending.length === 0) {
+            for (const wake of this.drained.splice(0)) wake();
+          }
         });
     }
   }

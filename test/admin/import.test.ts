@@ -107,7 +107,7 @@ describe('redpoint import on a real redis-server', () => {
       }
     }
     const file = join(dir, 'data.jsonl');
-    await writeFile(file, lines.join('\n') + '\n');
+    await writeFile(file, `${lines.join('\n')}\n`);
 
     let output = '';
     const args = { file, dryRun: false, legacy: undefined, batchPairs: 2000, parallel: 4, json: true, progress: false };
@@ -169,7 +169,7 @@ describe('redpoint import on a real redis-server', () => {
         raw.disconnect();
       }
       const file = join(dir, 'convs.jsonl');
-      await writeFile(file, data.convs.map((c) => JSON.stringify(c)).join('\n') + '\n');
+      await writeFile(file, `${data.convs.map((c) => JSON.stringify(c)).join('\n')}\n`);
       let output = '';
       const code = await importCommand(
         legacyToolbox,

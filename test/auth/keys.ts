@@ -54,7 +54,7 @@ export interface JwksServer {
 export async function startJwksServer(initial: object): Promise<JwksServer> {
   let current: object | null = initial;
   let fetches = 0;
-  const server: Server = createServer((req, res) => {
+  const server: Server = createServer((_req, res) => {
     fetches++;
     if (current === null) {
       res.writeHead(503).end('down');

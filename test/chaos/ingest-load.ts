@@ -113,7 +113,7 @@ export class IngestLoad {
   }
 
   private async work(mine: readonly LoadConversation[]): Promise<void> {
-    for (let turn = 0; !this.stopping; turn++) {
+    for (let _turn = 0; !this.stopping; _turn++) {
       for (const c of mine) {
         if (this.stopping) return;
         const seq = (this.acked.get(c.conv) ?? 0) + 1;

@@ -86,7 +86,7 @@ async function scrape(server: TestServer): Promise<string> {
 /** The lines of a markdown section: from its heading to the next heading of the same or a higher level. */
 function section(markdown: string, heading: string): string {
   const lines = markdown.split('\n');
-  const start = lines.findIndex((l) => l === heading);
+  const start = lines.indexOf(heading);
   expect(start, heading).toBeGreaterThanOrEqual(0);
   const level = heading.indexOf(' ');
   const end = lines.findIndex((l, i) => i > start && /^#+ /.test(l) && l.indexOf(' ') <= level);
@@ -184,7 +184,9 @@ describe('deploy kit: dashboard and alert rules', () => {
     expect(new Set(ids).size).toBe(ids.length);
     for (const panel of board.panels.filter((p) => p.type !== 'row')) {
       expect(panel.targets?.length, panel.title).toBeGreaterThan(0);
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: Grafana's own variable syntax
       expect(panel.datasource?.uid, panel.title).toBe('${datasource}');
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: Grafana's own variable syntax
       for (const target of panel.targets ?? []) expect(target.datasource?.uid, panel.title).toBe('${datasource}');
       expect(panel.gridPos.x + panel.gridPos.w, panel.title).toBeLessThanOrEqual(24);
     }

@@ -129,7 +129,7 @@ describe('redis cluster engine', () => {
     if (!uid) throw new Error('no user');
     const k = userKeys(prefix, uid);
     const slot = keySlot(k.meta);
-    const [id0, id1, id2] = (await Promise.all(probes.map((p) => p.cluster('MYID')))) as [string, string, string];
+    const [id0, id1, _id2] = (await Promise.all(probes.map((p) => p.cluster('MYID')))) as [string, string, string];
     const [run0, run1] = await Promise.all([p0, p1].map(async (p) => /run_id:(\w+)/.exec(await p.info('server'))?.[1]));
     /** Hands the (empty) slot to `to`: the new owner first, then the others. */
     const moveSlot = async (to: string, order: Redis[]): Promise<void> => {

@@ -63,7 +63,9 @@ async function runIdMutingProxy(target: number): Promise<{ port: number; armed: 
     port: 0,
     armed: false,
     muted,
-    cut: () => sockets.forEach((s) => s.destroy()),
+    cut: () => {
+      for (const s of sockets) s.destroy();
+    },
     close: () => {
       server.close();
       state.cut();

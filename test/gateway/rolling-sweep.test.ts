@@ -31,7 +31,12 @@ describe('RollingSweep', () => {
       started.push(key);
       running++;
       peak = Math.max(peak, running);
-      return new Promise<void>((resolve) => releases.push(() => (running--, resolve())));
+      return new Promise<void>((resolve) =>
+        releases.push(() => {
+          running--;
+          resolve();
+        }),
+      );
     });
     for (const k of ['a', 'b', 'c', 'd']) sweep.add(k);
     sweep.turn();

@@ -101,7 +101,7 @@ function config(port: number, dir: string, aof: false | 'everysec' | 'always'): 
     aof ? 'appendonly yes' : 'appendonly no',
   ];
   if (aof) lines.push(`appendfsync ${aof}`);
-  return lines.join('\n') + '\n';
+  return `${lines.join('\n')}\n`;
 }
 
 export function findOnPath(name: string): string | null {

@@ -92,7 +92,7 @@ export async function spawnServer(env: Record<string, string>, options: SpawnOpt
     stderr += chunk.toString();
   });
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) => proc.once('exit', (code, signal) => res({ code, signal })));
-  exited.then(() => {
+  void exited.then(() => {
     for (const wake of [...waiters]) wake();
   });
 

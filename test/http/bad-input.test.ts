@@ -362,8 +362,8 @@ for (const kind of ENGINES) {
     });
 
     it('a body of exactly 1 MiB is still read (and judged by its content)', async () => {
-      const prefix = JSON.stringify(msg({ seq: 3 })).slice(0, -1) + ',"pad":"';
-      const body = prefix + 'p'.repeat(LIMITS.maxBodyBytes - prefix.length - 2) + '"}';
+      const prefix = `${JSON.stringify(msg({ seq: 3 })).slice(0, -1)},"pad":"`;
+      const body = `${prefix + 'p'.repeat(LIMITS.maxBodyBytes - prefix.length - 2)}"}`;
       expect(Buffer.byteLength(body)).toBe(LIMITS.maxBodyBytes);
       const res = await rawPost(server.port, '/v1/messages', body, TEST_API_KEY);
       expect({ status: res.status, code: (JSON.parse(res.text) as { error: { code: string } }).error.code }).toEqual({ status: 400, code: 'invalid_request' });

@@ -143,7 +143,7 @@ class Run {
         // the model may apply them in any order.
         const outcomes = messages.map((m) => this.model.postMessages([m]));
         const replies = await Promise.all(messages.map((m) => this.server.api('POST', '/v1/messages', m)));
-        replies.forEach((res, i) => this.expectStatus(res, outcomes[i] ?? 'ok', a));
+        for (const [i, res] of replies.entries()) this.expectStatus(res, outcomes[i] ?? 'ok', a);
         return;
       }
       case 'read': {

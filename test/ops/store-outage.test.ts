@@ -59,7 +59,7 @@ describe('store outage', () => {
       ['members', 'PUT', '/v1/conversations/c1/members', { add: ['carol'] }],
     ];
     const replies = await Promise.all(calls.map(([, method, path, body, as]) => s.call(method, path, body, as)));
-    replies.forEach((res, i) => expect503(res, 'unavailable', calls[i]?.[0] ?? ''));
+    for (const [i, res] of replies.entries()) expect503(res, 'unavailable', calls[i]?.[0] ?? '');
 
     for (const frame of [
       { t: 'pull', id: 1 },

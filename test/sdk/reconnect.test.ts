@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Backoff, MemoryCache, RedpointClient, type ClientOptions, type StatusEvent } from '../../client-demo/sdk/src/index.js';
+import { Backoff, MemoryCache, type RedpointClient, type ClientOptions, type StatusEvent } from '../../client-demo/sdk/src/index.js';
 import { FileCache } from '../../client-demo/sdk/src/file.js';
 import { recordingTimers } from './recording-timers.js';
 import { sdkSuite, startHarness } from './harness.js';

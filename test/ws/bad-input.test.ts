@@ -230,7 +230,7 @@ describe('hello', () => {
       ['not a string', { t: 'hello', token: 42 }, 4002],
     ];
     const clients = await Promise.all(cases.map((_, i) => raw(i % 2 === 0)));
-    cases.forEach(([, frame], i) => clients[i]?.send(frame));
+    for (const [i, [, frame]] of cases.entries()) clients[i]?.send(frame);
     for (const [i, [name, , code]] of cases.entries()) {
       const c = clients[i] as WsClient;
       expect({ name, code: (await c.waitClose()).code }).toEqual({ name, code });

@@ -48,7 +48,7 @@ async function chatter(w: World, count: number, on: TestServer = server): Promis
 
 function firstSync(c: WsClient): SyncFrame {
   const f = c.frames.find((r) => r.frame.t === 'sync')?.frame;
-  if (!f || f.t !== 'sync') throw new Error('no sync frame');
+  if (f?.t !== 'sync') throw new Error('no sync frame');
   return f;
 }
 

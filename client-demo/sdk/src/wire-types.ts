@@ -41,4 +41,5 @@ export type { Cursor } from '../../../protocol/types.js';
 
 type Exactly<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 type MustBeTrue<T extends true> = T;
+// biome-ignore lint/correctness/noUnusedVariables: a compile-time check, never used as a value
 type SameAsProtocol = MustBeTrue<Exactly<ConvState, ProtocolConvState> | Exactly<ConvView, ProtocolConvView>>;

@@ -5,7 +5,7 @@ import { RedpointError } from '../../../protocol/errors.js';
 import type { MemberTag } from '../engine.js';
 import type { ConversationView, DeleteStep, EngineAdmin, RawConversation, RawMeta, RawUser, ScanPage } from '../admin.js';
 import type { StoredConv } from '../rules.js';
-import { asArray, asNumber, asString, asStrings, decodeEntries, decodeRecord, decodeSnapshotText, encodeRecord, type Reply } from './codec.js';
+import { asArray, asNumber, asStrings, decodeEntries, decodeRecord, decodeSnapshotText, encodeRecord, type Reply } from './codec.js';
 import { convKey, userChannel, userKeys, type UserKeys } from './keys.js';
 import { convInfo, parseTag } from './redis-engine.js';
 import type { RunTracker } from './runs.js';

@@ -25,7 +25,7 @@ import { toConvState } from '../rules.js';
 import { ofParts, OutcomeUnknownError, StoreUnavailableError } from '../store-errors.js';
 import { asArray, asNumber, asString, asStrings, decodeEntries, decodeRecord, decodeSnapshotText, decodeState, type Reply } from './codec.js';
 import { CommandGuard, guardCommands } from './command-guard.js';
-import { convChannel, convKey, userChannel, userKeys, type UserKeys } from './keys.js';
+import { convKey, userKeys, type UserKeys } from './keys.js';
 import { RedisAdmin } from './redis-admin.js';
 import { publishCommand, RedisNotifications } from './redis-notifications.js';
 import { ClusterRuns, SingleRun, type RunTracker, type RunWaits } from './runs.js';

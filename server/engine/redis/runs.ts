@@ -381,7 +381,7 @@ export class ClusterRuns implements RunTracker {
   private current(slot: number): NodeRun | undefined {
     if (this.cluster.status !== 'ready') return undefined;
     const owner = this.owner(slot);
-    if (!owner || owner.client.status !== 'ready') return undefined;
+    if (owner?.client.status !== 'ready') return undefined;
     const run = this.runs.get(owner.node);
     return run && run.client === owner.client && run.conn === owner.client.stream ? run : undefined;
   }

@@ -60,7 +60,7 @@ export function readLua(dir: string, file: string): string {
   const path = dir + file;
   if (!existsSync(path)) throw new Error(`Redis Lua script ${path} not found (a build must copy server/engine/redis/lua/ there, lib/ included: npm run build)`);
   const text = readFileSync(path, 'utf8');
-  return text.endsWith('\n') ? text : text + '\n';
+  return text.endsWith('\n') ? text : `${text}\n`;
 }
 
 /** Each script's source as Redis runs it: its prelude files, then its body. */

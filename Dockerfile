@@ -14,9 +14,6 @@ RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY protocol ./protocol
 COPY server ./server
-# The dev-mode demo routes import client-demo/build.ts (lazily, never in production); tsc still
-# needs it to compile them.
-COPY client-demo ./client-demo
 # `npm run build` also copies the Redis engine's Lua scripts next to the compiled module.
 RUN npm run build
 

@@ -335,6 +335,7 @@ export const ENDPOINTS: readonly Endpoint[] = [
       operationId,
       tag: 'dev mode',
       summary,
+      description: 'Served by the dev entry (`npm start`, from a checkout) in dev mode only; the production entry answers 404.',
       auth: [],
       replies: [
         { status: 200, description: summary, mediaType },

@@ -9,8 +9,9 @@ import { adminOf } from './engine/admin.js';
 import { registerAdminRoutes } from './gateway/admin-routes.js';
 import { registerApiRoutes } from './gateway/api-routes.js';
 import { enableCors } from './gateway/cors.js';
-import { registerDemoRoutes } from './gateway/demo-routes.js';
+import { registerDevTokenRoute } from './gateway/dev-token-route.js';
 import { HttpRouter, type Method, type RouterOptions } from './gateway/http.js';
+import type { RouteHook } from './gateway/route-hook.js';
 import { listenExclusive, listenShared } from './gateway/listen.js';
 import { registerOpenApiRoute } from './gateway/openapi-route.js';
 import { registerOpsRoutes } from './gateway/ops-routes.js';
@@ -63,9 +64,9 @@ export interface WorkerRole {
 /**
  * Builds and starts one Redpoint server: engine, sync service, HTTP routes. As one `worker` of
  * several, it shares the port; the first worker alone runs the ops listener, the reconcile job
- * and the process metrics.
+ * and the process metrics. `routes` adds an entry point's own routes (the dev entry's demo page).
  */
-export async function startServer(config: Config, log: Logger, engine?: Engine, worker?: WorkerRole): Promise<RunningServer> {
+export async function startServer(config: Config, log: Logger, engine?: Engine, worker?: WorkerRole, routes?: RouteHook): Promise<RunningServer> {
   const storeTimeoutMs = config.storeTimeoutMs ?? DEFAULT_STORE_TIMEOUT_MS;
   const first = (worker?.index ?? 0) === 0;
   const metrics = new Metrics({ processMetrics: first });
@@ -114,10 +115,11 @@ export async function startServer(config: Config, log: Logger, engine?: Engine, 
   // With OPS_PORT the operations endpoints live only there; the main port answers them 404.
   const opsPaths = config.opsPort === undefined ? registerOpsRoutes(router, { engine: store, metrics }) : [];
   const docPaths = registerOpenApiRoute(router);
-  // The demo page and its token minting exist only with the published dev credentials (loopback).
-  const demoPaths = config.devMode ? registerDemoRoutes(router, { auth, apiKey: config.apiKey ?? DEV_API_KEY, log }) : [];
+  // Token minting exists only with the published dev credentials (loopback).
+  const devPaths = config.devMode ? registerDevTokenRoute(router, auth) : [];
+  const hookPaths = routes ? routes(router, { auth, apiKey: config.apiKey ?? DEV_API_KEY, devMode: config.devMode, log }) : [];
   if (config.corsOrigins) enableCors(router, config.corsOrigins, [...apiPaths, ...adminPaths, ...docPaths]);
-  router.fallback([...apiPaths, ...adminPaths, ...opsPaths, ...docPaths, ...demoPaths]);
+  router.fallback([...apiPaths, ...adminPaths, ...opsPaths, ...docPaths, ...devPaths, ...hookPaths]);
   const reconcileJob =
     first && (config.reconcileEverySeconds ?? 0) > 0
       ? new ReconcileJob(store, admin, metrics, log, {

@@ -8,6 +8,8 @@ export interface WorkerStart {
   port: number;
   /** The worker module (source-worker.mjs imports it when running from source). */
   entry: string;
+  /** A module exporting the entry point's extra routes (`registerRoutes`, see gateway/route-hook.ts). */
+  routesModule?: string;
 }
 
 /** Supervisor → worker. */

@@ -27,7 +27,7 @@ interface Slot {
  * guard (so no second Redpoint joins it by accident), starts the workers, starts again one that
  * dies, assembles /metrics from all of them, and on SIGTERM/SIGINT shuts them all down.
  */
-export async function runWorkers(config: Config, log: Logger, count: number): Promise<void> {
+export async function runWorkers(config: Config, log: Logger, count: number, routesModule?: string): Promise<void> {
   let port: number;
   let guard: Server;
   try {
@@ -76,7 +76,7 @@ export async function runWorkers(config: Config, log: Logger, count: number): Pr
 
   const spawn = (index: number): Promise<void> =>
     new Promise((resolve, reject) => {
-      const start: WorkerStart = { index, count, port, entry: entry.href };
+      const start: WorkerStart = { index, count, port, entry: entry.href, ...(routesModule ? { routesModule } : {}) };
       const worker = new Worker(file, { workerData: start });
       const slot: Slot = { index, worker, ready: false };
       slots[index] = slot;

@@ -1,6 +1,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { startServer, type RunningServer } from '../app.js';
 import { loadConfig } from '../config.js';
+import { loadRouteHook } from '../gateway/route-hook.js';
 import { createLogger } from '../logger.js';
 import type { FromWorker, ToWorker, WorkerStart } from './messages.js';
 
@@ -40,16 +41,23 @@ port.on('message', (message: ToWorker) => {
 });
 
 try {
-  server = await startServer(config, log, undefined, {
-    index: start.index,
-    count: start.count,
-    exposition: () =>
-      new Promise<string>((resolve) => {
-        const id = ++nextId;
-        waiting.set(id, resolve);
-        send({ t: 'metrics?', id });
-      }),
-  });
+  const routes = start.routesModule ? await loadRouteHook(start.routesModule) : undefined;
+  server = await startServer(
+    config,
+    log,
+    undefined,
+    {
+      index: start.index,
+      count: start.count,
+      exposition: () =>
+        new Promise<string>((resolve) => {
+          const id = ++nextId;
+          waiting.set(id, resolve);
+          send({ t: 'metrics?', id });
+        }),
+    },
+    routes,
+  );
   send({ t: 'ready', port: server.port });
 } catch (err) {
   send({ t: 'failed', message: err instanceof Error ? err.message : String(err) });

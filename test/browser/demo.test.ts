@@ -2,6 +2,7 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { registerRoutes as registerDemoPage } from '../../client-demo/page-routes.js';
 import { DEV_API_KEY, DEV_JWT_SECRET } from '../../server/config.js';
 import type { RedpointState } from '../../client-demo/sdk/src/index.js';
 import { startHarness, type Harness } from '../sdk/harness.js';
@@ -28,7 +29,7 @@ const contexts: BrowserContext[] = [];
 const pageErrors: string[] = [];
 
 beforeAll(async () => {
-  h = await startHarness({ config: { devMode: true, apiKey: DEV_API_KEY, jwtSecret: DEV_JWT_SECRET } });
+  h = await startHarness({ config: { devMode: true, apiKey: DEV_API_KEY, jwtSecret: DEV_JWT_SECRET }, routes: registerDemoPage });
   // Not a persistent context: two devices need two separate storages (two contexts).
   chromium = await launchChromium();
   browser = chromium.browser;

@@ -1,6 +1,7 @@
 import { pino } from 'pino';
 import type { Cursor, MessageEvent, UnreadSummary } from '../../protocol/types.js';
 import { startServer, type RunningServer } from '../../server/app.js';
+import type { RouteHook } from '../../server/gateway/route-hook.js';
 import { Authenticator } from '../../server/auth/tokens.js';
 import type { Config, WsOptions } from '../../server/config.js';
 import type { Engine, EngineKind } from '../../server/engine/engine.js';
@@ -44,6 +45,8 @@ export interface TestServerOptions {
    * it again on the same port over the same engine (a server restart that keeps the state).
    */
   restartable?: boolean;
+  /** Extra routes, as an entry point adds them (the dev entry's demo page: client-demo/page-routes.ts). */
+  routes?: RouteHook;
 }
 
 export const TEST_API_KEY = 'test-api-key-0123456789abcdef';
@@ -190,7 +193,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   const door = options.restartable ? new FrontDoor(() => server?.port ?? 0) : undefined;
   const up = async (): Promise<void> => {
     if (server) throw new Error('the server is already up');
-    server = await startServer(config, silentLogger, serverEngine);
+    server = await startServer(config, silentLogger, serverEngine, undefined, options.routes);
     await door?.open();
   };
   const down = async (): Promise<void> => {

@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { registerRoutes as registerDemoPage } from '../../client-demo/page-routes.js';
 import { ERROR_CODES } from '../../protocol/errors.js';
 import { ENDPOINTS } from '../../protocol/http-api.js';
 import { DEV_API_KEY, DEV_JWT_SECRET } from '../../server/config.js';
@@ -19,7 +20,8 @@ let dev: TestServer;
 beforeAll(async () => {
   // CORS on, so that its preflight routes exist and are shown to be the only undocumented ones.
   prod = await startTestServer({ config: { corsOrigins: ['http://127.0.0.1:1'] } });
-  dev = await startTestServer({ config: { devMode: true, apiKey: DEV_API_KEY, jwtSecret: DEV_JWT_SECRET } });
+  // The dev entry's server: the demo page's routes too (client-demo/page-routes.ts).
+  dev = await startTestServer({ config: { devMode: true, apiKey: DEV_API_KEY, jwtSecret: DEV_JWT_SECRET }, routes: registerDemoPage });
 });
 
 afterAll(async () => {

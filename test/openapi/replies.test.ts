@@ -2,10 +2,12 @@ import { Agent } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeMsgpack } from '../../protocol/codec.js';
 import { LIMITS } from '../../protocol/limits.js';
+import { registerRoutes as registerDemoPage } from '../../client-demo/page-routes.js';
 import { startServer, type RunningServer } from '../../server/app.js';
 import { Authenticator } from '../../server/auth/tokens.js';
 import { DEV_API_KEY, DEV_JWT_SECRET, type Config } from '../../server/config.js';
 import { MemoryEngine, type MemoryUser } from '../../server/engine/memory/memory-engine.js';
+import type { RouteHook } from '../../server/gateway/route-hook.js';
 import { faultyEngine, type EngineFault, type FaultyEngine } from '../helpers/faulty-engine.js';
 import { silentLogger, TEST_API_KEY, testConfig } from '../helpers/test-server.js';
 import { Contract, send, type RawReply, type RequestSpec } from './contract.js';
@@ -29,10 +31,11 @@ interface Server {
 /** MAX_SEQ_JUMP on, so that the seq guard's 422 is a real reply too. */
 const BASE = testConfig({ largeGroupThreshold: 2, maxSeqJump: 1000 });
 
-async function start(config: Config): Promise<Server> {
+/** `routes`: the dev entry's demo page (client-demo/page-routes.ts), which the OpenAPI document lists as dev-mode endpoints. */
+async function start(config: Config, routes?: RouteHook): Promise<Server> {
   const memory = new MemoryEngine({ snapshotEvery: config.snapshotEvery, streamMaxLen: config.streamMaxLen });
   const faulty = faultyEngine(memory);
-  const running = await startServer(config, silentLogger, faulty.engine);
+  const running = await startServer(config, silentLogger, faulty.engine, undefined, routes);
   return { running, faulty, auth: Authenticator.fromConfig(config), memory };
 }
 
@@ -44,7 +47,7 @@ let expired: string;
 
 beforeAll(async () => {
   prod = await start(BASE);
-  dev = await start({ ...BASE, devMode: true, apiKey: DEV_API_KEY, jwtSecret: DEV_JWT_SECRET });
+  dev = await start({ ...BASE, devMode: true, apiKey: DEV_API_KEY, jwtSecret: DEV_JWT_SECRET }, registerDemoPage);
   alice = await prod.auth.mintUserToken('alice');
   expired = await prod.auth.mintUserToken('alice', -60);
   const served = await send(prod.running.port, { method: 'GET', path: '/openapi.json' });

@@ -90,6 +90,7 @@ export interface TestServer {
   readonly server: RunningServer;
   /** False between `down()` and `up()`. */
   readonly running: boolean;
+  /** The current engine: after `up({ freshEngine: true })`, the new one. */
   readonly engine: Engine;
   /** The redis-server behind a Redis engine. */
   readonly redis: RedisServer | undefined;
@@ -114,8 +115,12 @@ export interface TestServer {
   client(uid: string, options?: Omit<WsClientOptions, 'token'> & { token?: string }): Promise<WsClient>;
   /** Restartable only: stops the server (clients get 1001 going_away), then the port refuses connections; the state stays in the engine. */
   down(): Promise<void>;
-  /** Restartable only: starts the server again, reachable on the port it had. */
-  up(): Promise<void>;
+  /**
+   * Restartable only: starts the server again, reachable on the port it had. `freshEngine`
+   * (memory engine only): over a new, empty engine, as when a server on the memory engine
+   * restarts: the state is gone, and a user's next history has a new epoch.
+   */
+  up(options?: { freshEngine?: boolean }): Promise<void>;
   /** Closes the clients, the server, the engine and a private redis-server. */
   close(): Promise<void>;
 }
@@ -188,7 +193,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   }
 
   // A server's close() closes its engine; a restartable one must outlive each server.
-  const serverEngine = options.restartable ? keptOpen(engine) : engine;
+  let serverEngine = options.restartable ? keptOpen(engine) : engine;
   let server: RunningServer | null = null;
   const door = options.restartable ? new FrontDoor(() => server?.port ?? 0) : undefined;
   const up = async (): Promise<void> => {
@@ -282,7 +287,9 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     get running() {
       return server !== null;
     },
-    engine,
+    get engine() {
+      return engine;
+    },
     redis,
     auth,
     token,
@@ -310,8 +317,15 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
       restartableOnly();
       await down();
     },
-    async up() {
+    async up(upOptions = {}) {
       restartableOnly();
+      if (upOptions.freshEngine) {
+        if (kind !== 'memory') throw new Error('up({ freshEngine }) restarts a memory engine; a Redis one keeps its state');
+        if (server) throw new Error('the server is already up');
+        await engine.close();
+        engine = new MemoryEngine(engineOptions);
+        serverEngine = keptOpen(engine);
+      }
       await up();
     },
     close() {

@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Backoff, MemoryCache, type RedpointClient, type ClientOptions, type StatusEvent } from '../../client-demo/sdk/src/index.js';
+import { Backoff, MemoryCache, type RedpointClient, type ClientOptions, type ResetEvent, type StatusEvent } from '../../client-demo/sdk/src/index.js';
 import { FileCache } from '../../client-demo/sdk/src/file.js';
 import { recordingTimers } from './recording-timers.js';
 import { sdkSuite, startHarness } from './harness.js';
@@ -147,14 +147,47 @@ describe('restarts', () => {
       await fresh.post({ conv: 'k6-new', seq: 1, sender: 'k6-peer' });
       const tap = newTap();
       const second = suite.client('k6-me', { url: fresh.wsUrl, token: () => fresh.token('k6-me'), WebSocket: tapped(tap), cache });
+      const resets: ResetEvent[] = [];
+      second.on('reset', (e) => resets.push(e));
       await second.start();
       expect(unreadOf(second.state, 'k6')).toBe(2);
       await convergedTo(fresh, second, 'k6-me');
       expect(second.state.conversations.map((v) => v.conv)).toEqual(['k6-new']);
       expect(tap.received.some((r) => r.frame.t === 'sync' && r.frame.snapshot !== undefined)).toBe(true);
       expect(second.state.cursor?.epoch).not.toBe(first.state.cursor?.epoch);
+      // The cached cursor was of the old history: the page can say the counts were reloaded.
+      expect(resets).toEqual([{ from: first.state.cursor, to: second.state.cursor }]);
     } finally {
       await fresh.close();
     }
+  });
+
+  it('a restart that lost the state emits one reset; a restart that kept it and a first history emit none', async () => {
+    await dm('k7', 2);
+    const c = client('k7-me');
+    const resets: ResetEvent[] = [];
+    c.on('reset', (e) => resets.push(e));
+    await c.start();
+    await convergedTo(h, c, 'k7-me');
+    await h.down();
+    await until(c, (s) => s.connection === 'offline', 'offline');
+    await h.up();
+    await convergedTo(h, c, 'k7-me');
+    expect(resets).toEqual([]);
+
+    // A memory engine restarting: the fresh server has never seen k7-me (epoch "0", nothing).
+    const before = c.state.cursor;
+    await h.down();
+    await until(c, (s) => s.connection === 'offline', 'offline');
+    await h.up({ freshEngine: true });
+    await until(c, (s) => synced(s) && s.conversations.length === 0, "the fresh server's empty state");
+    expect(resets).toEqual([{ from: before, to: { epoch: '0', version: 0 } }]);
+
+    // The user's first history there starts under a new epoch: no reset, nothing was lost.
+    await dm('k7', 1);
+    await convergedTo(h, c, 'k7-me');
+    expect(c.state.cursor?.epoch).not.toBe('0');
+    expect(c.state.cursor?.epoch).not.toBe(before?.epoch);
+    expect(resets).toHaveLength(1);
   });
 });

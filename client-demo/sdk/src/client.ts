@@ -93,6 +93,7 @@ export class RedpointClient {
       pullBackoff: new Backoff({ baseMs: retryMs, maxMs: Math.max(retryMs, backoff.maxMs) }, random),
       request: (frame) => this.request(frame),
       confirmed: () => this.backoff.reset(),
+      reset: (event) => this.events.emit('reset', event),
       changed: () => this.changed(),
       error: (err) => this.events.emit('error', err),
     });
@@ -115,7 +116,8 @@ export class RedpointClient {
 
   /**
    * `change` fires at most once per microtask, after a burst of frames or calls has settled, and
-   * never twice for the same picture; `status` when status, stale or connection changes.
+   * never twice for the same picture; `status` when status, stale or connection changes;
+   * `reset` when the server's state was reset (another epoch replaced what the client held).
    */
   on<K extends keyof RedpointEvents>(type: K, listener: (payload: RedpointEvents[K]) => void): () => void {
     return this.events.on(type, listener);

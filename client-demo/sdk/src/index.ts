@@ -23,6 +23,7 @@ export type {
   ConversationView,
   RedpointEvents,
   RedpointState,
+  ResetEvent,
   StatusEvent,
   SyncStatus,
   Totals,

@@ -1,11 +1,18 @@
 import type { ErrorCode } from '../../../protocol/errors.js';
 import type { AckFrame, ChangeFrame, ClientFrame, ErrorFrame, ServerFrame, SyncFrame, VersionFrame } from '../../../protocol/frames.js';
 import type { Backoff } from './backoff.js';
+import type { ResetEvent } from './types.js';
 import type { ReadBatcher } from './read-batcher.js';
 import type { PushSequencer } from './sequencer.js';
 import type { SettingsQueue } from './settings-queue.js';
 import type { ConvStore } from './store.js';
 import { Timer, type Timers } from './timers.js';
+
+/**
+ * The epoch of a user the server has never seen (PROTOCOL.md, "When the reply starts over from a
+ * snapshot"): leaving it is a user's first history, not a reset.
+ */
+const UNSEEN_EPOCH = '0';
 
 /** Error codes after which the same request may succeed later. */
 const TRANSIENT: ReadonlySet<string> = new Set<ErrorCode>(['unavailable', 'outcome_unknown', 'rate_limited', 'internal']);
@@ -24,6 +31,8 @@ export interface SyncDeps {
   request(frame: (id: number) => ClientFrame): number | null;
   /** A pull completed on this connection. */
   confirmed(): void;
+  /** A reply of another epoch replaced the state (see ResetEvent). */
+  reset(event: ResetEvent): void;
   changed(): void;
   error(err: Error): void;
 }
@@ -124,7 +133,12 @@ export class SyncSession {
   private onSync(frame: SyncFrame): void {
     if (this.pullId === null || (frame.id ?? 0) !== this.pullId) return;
     this.pullId = null;
-    if (this.deps.store.applyReply(frame) === 'restart') return this.pull(true);
+    const before = this.deps.store.cursor;
+    const outcome = this.deps.store.applyReply(frame);
+    if (outcome === 'restart') return this.pull(true);
+    if (outcome === 'applied' && before && before.epoch !== frame.epoch && before.epoch !== UNSEEN_EPOCH) {
+      this.deps.reset({ from: before, to: { epoch: frame.epoch, version: frame.version } });
+    }
     if (frame.more) return this.pull();
     this.confirmed = true;
     this.deps.pullBackoff.reset();

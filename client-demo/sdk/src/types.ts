@@ -58,9 +58,23 @@ export interface StatusEvent {
   closeCode?: number;
 }
 
+/**
+ * The server's state for this user was reset: a sync reply of another epoch (the memory engine
+ * restarted, Redis lost the user's keys, an operator rebuilt the stream, the user was erased)
+ * replaced everything this client held. Not fired for a user's first history (from epoch `"0"`,
+ * a user the server had never seen) nor when another user signs in.
+ */
+export interface ResetEvent {
+  /** The cursor the client held, from its cache or its connection before. */
+  from: Cursor;
+  /** The cursor of the reply that replaced it; the next `change` carries its counts. */
+  to: Cursor;
+}
+
 export interface RedpointEvents {
   change: RedpointState;
   status: StatusEvent;
+  reset: ResetEvent;
   /** Something went wrong that the client recovers from by itself (cache I/O, an error frame). */
   error: Error;
 }

@@ -8,6 +8,9 @@ async function call(method: string, path: string, body?: unknown): Promise<unkno
     method,
     headers: { authorization: `Bearer ${apiKey}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
     ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+  }).catch(() => {
+    // fetch() says only "Failed to fetch" (a TypeError) when nothing answered.
+    throw new Error('the server is unreachable');
   });
   const data = (await res.json().catch(() => ({}))) as { error?: { message?: string } };
   if (!res.ok) throw new Error(data.error?.message ?? `${method} ${path}: HTTP ${res.status}`);

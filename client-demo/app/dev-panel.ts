@@ -1,5 +1,6 @@
 import type { RedpointClient } from '@redpoint/client';
 import { createConversation, sendMessages, setServerSettings } from './api.js';
+import type { StatusLine } from './status-line.js';
 
 /** The right-hand panel: make conversations and send test messages through the HTTP API. */
 
@@ -9,7 +10,7 @@ function form(id: string): HTMLFormElement {
   return el;
 }
 
-export function setupDevPanel(client: RedpointClient, uid: string, log: (text: string) => void): () => void {
+export function setupDevPanel(client: RedpointClient, uid: string, log: StatusLine): () => void {
   const known = new Set<string>();
   const select = document.getElementById('send-conv') as HTMLSelectElement;
 
@@ -37,8 +38,8 @@ export function setupDevPanel(client: RedpointClient, uid: string, log: (text: s
 
   const run = (what: string, job: () => Promise<void>): void => {
     job().then(
-      () => log(what),
-      (err: unknown) => log(`Failed: ${err instanceof Error ? err.message : String(err)}`),
+      () => log.info(what),
+      (err: unknown) => log.error(`Failed: ${err instanceof Error ? err.message : String(err)}`),
     );
   };
 

@@ -4,6 +4,8 @@ import { msgpack } from '@redpoint/client/msgpack';
 import { shareTabs } from '@redpoint/client/tabs';
 import { devToken } from './api.js';
 import { setupDevPanel } from './dev-panel.js';
+import { setupResetNotice } from './reset-notice.js';
+import { StatusLine } from './status-line.js';
 import { render, type Action } from './view.js';
 
 /**
@@ -26,10 +28,10 @@ const client = new RedpointClient({
   backoff: { baseMs: 300, maxMs: 5000 },
 });
 
-const log = (text: string): void => {
-  const el = document.getElementById('log');
-  if (el) el.textContent = text;
-};
+const logEl = document.getElementById('log');
+if (!logEl) throw new Error('#log missing from index.html');
+const log = new StatusLine(logEl);
+setupResetNotice(client);
 
 /** Most recently active first: a conversation moves up when its newest message changes. */
 const activity = new Map<string, number>();
@@ -57,6 +59,7 @@ function paint(): void {
   }
   staleSince = state.stale ? (staleSince ?? Date.now()) : null;
   render(state, order, uid, device, staleSince);
+  log.connection(state.connection === 'open' && !state.stale);
   const now = Date.now();
   for (const c of state.conversations) {
     if (shownAt[c.conv]?.unread !== c.unread) shownAt[c.conv] = { unread: c.unread, at: now };
@@ -78,8 +81,8 @@ document.getElementById('conversations')?.addEventListener('click', (event) => {
   const action = button.dataset.action as Action;
   const done = (p: Promise<void>, what: string): void => {
     p.then(
-      () => log(`${what} ${conv}`),
-      (err: unknown) => log(`Failed: ${err instanceof Error ? err.message : String(err)}`),
+      () => log.info(`${what} ${conv}`),
+      (err: unknown) => log.error(`Failed: ${err instanceof Error ? err.message : String(err)}`),
     );
   };
   if (action === 'read') client.markRead(conv);

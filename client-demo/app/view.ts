@@ -36,10 +36,14 @@ function initials(name: string): string {
 
 const count = (n: number): string => (n > 99 ? '99+' : String(n));
 
-/** The marks on the right of a row: @, the number, or the "marked unread" dot. */
+/** The marks on the right of a row: the mentions (@2), the number, or the "marked unread" dot. */
 function marks(c: ConversationView): HTMLElement {
   const box = h('div', { class: 'marks' });
-  if (c.mentions > 0) box.append(h('span', { class: 'mention', 'data-role': 'mention', title: `${c.mentions} mention(s)` }, '@'));
+  if (c.mentions > 0) {
+    box.append(
+      h('span', { class: 'mention', 'data-role': 'mention', title: `${c.mentions} mention${c.mentions === 1 ? '' : 's'} of you` }, `@${count(c.mentions)}`),
+    );
+  }
   if (c.unread > 0) box.append(h('span', { class: `pill${c.muted ? ' muted' : ''}`, 'data-role': 'unread' }, count(c.unread)));
   else if (c.markedUnread) box.append(h('span', { class: `dot${c.muted ? ' muted' : ''}`, 'data-role': 'marked', title: 'Marked as unread' }));
   return box;
@@ -51,23 +55,30 @@ function row(c: ConversationView): HTMLElement {
   const action = (name: Action, label: string, extra = ''): HTMLElement =>
     h('button', { class: `btn small ${extra}`.trim(), 'data-action': name, 'data-conv': c.conv, type: 'button' }, label);
   const classes = ['conv', c.muted ? 'is-muted' : '', c.pending ? 'is-pending' : ''].filter(Boolean).join(' ');
+  // Four grid cells (avatar, text, marks, actions): styles.css places them per screen width.
   return h(
     'li',
     { class: classes, 'data-conv': c.conv, 'data-unread': String(c.unread) },
-    h('div', { class: 'avatar', style: `background:${colorOf(c.conv)}` }, initials(c.conv)),
-    h('div', { class: 'conv-main' }, h('div', { class: 'conv-name' }, c.conv), h('div', { class: 'conv-sub' }, `${c.category} · message #${c.lastSeq}`)),
+    h('div', { class: 'avatar', 'aria-hidden': 'true', style: `background:${colorOf(c.conv)}` }, initials(c.conv)),
     h(
       'div',
-      { class: 'conv-side' },
-      marks(c),
+      { class: 'conv-main' },
       h(
         'div',
-        { class: 'actions' },
-        action('read', 'Read'),
-        c.muted ? action('unmute', 'Unmute') : action('mute', 'Mute'),
-        action('mark-unread', 'Unread'),
-        action('delete', 'Delete', 'danger'),
+        { class: 'conv-title' },
+        h('span', { class: 'conv-name', 'data-role': 'name', title: c.conv }, c.conv),
+        c.muted ? h('span', { class: 'tag', 'data-role': 'muted' }, 'muted') : null,
       ),
+      h('div', { class: 'conv-sub', 'data-role': 'sub' }, `${c.category} · message #${c.lastSeq}`),
+    ),
+    marks(c),
+    h(
+      'div',
+      { class: 'actions' },
+      action('read', 'Read'),
+      c.muted ? action('unmute', 'Unmute') : action('mute', 'Mute'),
+      action('mark-unread', 'Unread'),
+      action('delete', 'Delete', 'danger'),
     ),
   );
 }
@@ -77,8 +88,7 @@ function skeleton(): HTMLElement {
     'li',
     { class: 'conv skeleton' },
     h('div', { class: 'avatar' }),
-    h('div', {}, h('div', { class: 'bar' }), h('div', { class: 'bar short' })),
-    h('div', {}),
+    h('div', { class: 'conv-main' }, h('div', { class: 'bar' }), h('div', { class: 'bar short' })),
   );
 }
 

@@ -1,0 +1,174 @@
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { registerRoutes as registerDemoPage } from '../../client-demo/page-routes.js';
+import { DEV_API_KEY, DEV_JWT_SECRET } from '../../server/config.js';
+import { startHarness, type Harness } from '../sdk/harness.js';
+import { launchChromium, type LaunchedBrowser } from './chromium.js';
+import { buttonProblems, coverProblems, heights, layoutProblems, scrollToY, shownWhole, withProbe } from './layout.js';
+
+/**
+ * The demo page on a phone (390×844, touch, no hover) and a desktop (1200×780) in real Chromium:
+ * its layout checked on geometry (boxes that must not overlap, stay on screen, show the names),
+ * the mention count per row, the offline banner and the reset notice never under the header, a
+ * stale error cleared once the server is back. Screenshots go to test-artifacts/ to look at; the
+ * assertions are on boxes and styles, not pixels.
+ */
+const ARTIFACTS = join(process.cwd(), 'test-artifacts');
+const UID = 'alice';
+const PHONE = { viewport: { width: 390, height: 844 }, deviceScaleFactor: 3, isMobile: true, hasTouch: true };
+const DESKTOP = { viewport: { width: 1200, height: 780 } };
+/** Long enough to need cutting at phone width. */
+const LONG = 'release-train-weekly-sync-and-retro';
+
+let h: Harness;
+let chromium: LaunchedBrowser;
+let browser: Browser;
+const contexts: BrowserContext[] = [];
+const pageErrors: string[] = [];
+
+beforeAll(async () => {
+  // The dev entry's server: the demo page comes as its route hook (client-demo/page-routes.ts).
+  h = await startHarness({ config: { devMode: true, apiKey: DEV_API_KEY, jwtSecret: DEV_JWT_SECRET }, routes: registerDemoPage });
+  chromium = await launchChromium();
+  browser = chromium.browser;
+  await mkdir(ARTIFACTS, { recursive: true });
+  // Every kind of row: unread, mentions, muted with 99+, marked unread, a long name, all read.
+  await h.members('bob', { add: [UID, 'bob'], category: 'private' });
+  await h.members('design-team', { add: [UID, 'bob', 'carol'], category: 'group' });
+  await h.members(LONG, { add: [UID, 'carol', 'erin'], category: 'group' });
+  await h.members('random', { add: [UID, 'dave'], category: 'group' });
+  await h.members('announcements', { add: [UID, 'redpoint-bot'], category: 'system' });
+  await h.post([
+    { conv: 'bob', seq: 1, sender: 'bob' },
+    { conv: 'design-team', seq: 1, sender: 'carol' },
+    { conv: 'design-team', seq: 2, sender: 'bob', mentions: [UID] },
+    ...[1, 2, 3].map((seq) => ({ conv: LONG, seq, sender: 'erin' })),
+    ...Array.from({ length: 120 }, (_, i) => ({ conv: 'random', seq: i + 1, sender: 'dave' })),
+    { conv: 'announcements', seq: 1, sender: 'redpoint-bot' },
+  ]);
+  await h.api('PUT', `/v1/users/${UID}/conversations/random`, { muted: true });
+  await h.api('PUT', `/v1/users/${UID}/conversations/announcements`, { markedUnread: true });
+});
+
+afterAll(async () => {
+  await Promise.all(contexts.map((c) => c.close()));
+  await chromium?.close();
+  await h?.close();
+});
+
+async function open(device: string, options: typeof PHONE | typeof DESKTOP): Promise<Page> {
+  const context = await browser.newContext(options);
+  contexts.push(context);
+  await withProbe(context);
+  const page = await context.newPage();
+  page.on('pageerror', (err) => pageErrors.push(`${device}: ${err.message}`));
+  await page.goto(`${h.url}/?uid=${UID}&device=${device}`);
+  await page.locator('#connection[data-state="live"]').waitFor({ timeout: 10_000 });
+  await page.locator('li[data-conv="random"] [data-role="unread"]').waitFor();
+  return page;
+}
+
+const row = (page: Page, conv: string) => page.locator(`#conversations li[data-conv="${conv}"]`);
+
+describe('demo page on every screen', () => {
+  for (const [name, options] of [
+    ['phone 390×844', PHONE],
+    ['desktop 1200×780', DESKTOP],
+  ] as const) {
+    it(`${name}: names visible, nothing overlapping, no sideways scroll, buttons that look like buttons`, async () => {
+      const page = await open(`L${options.viewport.width}`, options);
+      // Nothing hovered: a phone has no hover, and the buttons must not depend on it.
+      await page.mouse.move(0, 0);
+      await page.screenshot({ path: join(ARTIFACTS, `demo-${options.viewport.width}.png`), fullPage: true });
+      expect(await layoutProblems(page)).toEqual([]);
+      expect(await buttonProblems(page)).toEqual([]);
+      // Short names show whole; a long one may be cut (the layout check saw enough of it).
+      expect(await shownWhole(page, 'li[data-conv="design-team"] [data-role="name"]')).toBe(true);
+      expect(await row(page, LONG).locator('[data-role="name"]').textContent()).toBe(LONG);
+      // Touch targets on a phone: the row buttons are at least 32 px tall.
+      if (options === PHONE) expect(Math.min(...(await heights(page, '#conversations button[data-action]')))).toBeGreaterThanOrEqual(32);
+    });
+  }
+
+  it('each row shows its mention count (@2), and reading clears it', async () => {
+    const page = await open('M', PHONE);
+    await h.members('mentions', { add: [UID, 'bob'], category: 'group' });
+    await h.post([
+      { conv: 'mentions', seq: 1, sender: 'bob', mentions: [UID] },
+      { conv: 'mentions', seq: 2, sender: 'bob' },
+      { conv: 'mentions', seq: 3, sender: 'bob', mentions: [UID, 'carol'] },
+    ]);
+    const mention = row(page, 'mentions').locator('[data-role="mention"]');
+    await expect.poll(() => mention.textContent().catch(() => null)).toBe('@2');
+    expect(await row(page, 'mentions').locator('[data-role="unread"]').textContent()).toBe('3');
+    expect(await row(page, 'design-team').locator('[data-role="mention"]').textContent()).toBe('@1');
+    expect(await layoutProblems(page)).toEqual([]);
+    await row(page, 'mentions').locator('button[data-action="read"]').click();
+    await expect.poll(() => mention.count()).toBe(0);
+    await expect.poll(async () => (await h.unread(UID)).conversations.find((c) => c.conv === 'mentions')?.mentions).toBe(0);
+  });
+
+  it('offline: the banner shows below the header at any scroll; an error from then is gone once live again', async () => {
+    const page = await open('O', PHONE);
+    await h.down();
+    try {
+      await page.locator('#connection[data-state="offline"]').waitFor({ timeout: 10_000 });
+      await page.locator('#banner').waitFor({ state: 'visible' });
+      const reached: number[] = [];
+      for (const y of [0, 400, 100_000]) {
+        reached.push(await scrollToY(page, y));
+        expect(await coverProblems(page, '#banner'), `scrolled to ${y}`).toEqual([]);
+      }
+      // The page is long enough at this width for the last scroll to go past the first screen.
+      expect(reached[2]).toBeGreaterThan(400);
+      expect(await layoutProblems(page)).toEqual([]);
+
+      // A test message sent from the tools while the server is away fails, and says so.
+      await page.locator('#send-form button[type="submit"]').click();
+      await page.locator('#log[data-kind="error"]').waitFor();
+      expect(await page.locator('#log').textContent()).toBe('Failed: the server is unreachable');
+      await page.screenshot({ path: join(ARTIFACTS, 'demo-390-offline.png') });
+    } finally {
+      await h.up();
+    }
+    await page.locator('#connection[data-state="live"]').waitFor({ timeout: 15_000 });
+    await expect.poll(() => page.locator('#log').textContent()).toBe('');
+    expect(await page.locator('#log').getAttribute('data-kind')).not.toBe('error');
+    expect(await page.locator('#banner').isHidden()).toBe(true);
+    // A restart over the same state is no reset.
+    expect(await page.locator('#notice').isHidden()).toBe(true);
+    // A failure while live is not stale: it stays while the counts change under it.
+    await page.locator('#create-form input[name="conv"]').fill('new-group');
+    await page.locator('#create-form input[name="members"]').fill('bob#1');
+    await page.locator('#create-form button[type="submit"]').click();
+    await page.locator('#log[data-kind="error"]').waitFor();
+    await h.post({ conv: 'bob', seq: 2, sender: 'bob' });
+    await expect.poll(() => row(page, 'bob').locator('[data-role="unread"]').textContent()).toBe('2');
+    expect(await page.locator('#log').getAttribute('data-kind')).toBe('error');
+  });
+
+  // Last: it leaves the server without any state.
+  it('a server that restarted without its state: a notice says so, below the header, until dismissed', async () => {
+    const page = await open('R', PHONE);
+    const desktop = await open('RD', DESKTOP);
+    await h.down();
+    await h.up({ freshEngine: true });
+    for (const p of [page, desktop]) {
+      await p.locator('#notice').waitFor({ state: 'visible', timeout: 15_000 });
+      expect(await p.locator('#notice-text').textContent()).toMatch(/^The server's state was reset \(.+\): counts reloaded from the server\.$/);
+      // The fresh server knows nothing of alice: what it has (nothing) is on screen, live.
+      await p.locator('#connection[data-state="live"]').waitFor();
+      await p.locator('#empty').waitFor({ state: 'visible' });
+      expect(await p.locator('#total [data-role="total"]').textContent()).toBe('All read');
+    }
+    expect(await scrollToY(page, 100_000)).toBeGreaterThan(0);
+    expect(await coverProblems(page, '#notice')).toEqual([]);
+    expect(await coverProblems(desktop, '#notice')).toEqual([]);
+    await page.screenshot({ path: join(ARTIFACTS, 'demo-390-reset.png') });
+    await page.locator('#notice-dismiss').click();
+    expect(await page.locator('#notice').isHidden()).toBe(true);
+    expect(pageErrors).toEqual([]);
+  });
+});

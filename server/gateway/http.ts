@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { ERROR_CODES, RedpointError, type ErrorBody } from '../../protocol/errors.js';
 import { OutcomeUnknownError, StoreUnavailableError } from '../engine/store-errors.js';
 import { decodeJson, decodeMsgpack, encodeMsgpack } from '../../protocol/codec.js';
+import { ENDPOINTS } from '../../protocol/http-api.js';
 import { LIMITS } from '../../protocol/limits.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { wireError } from './error-mapper.js';
@@ -47,7 +48,11 @@ export interface RouteOptions {
   authorize?: Authorize;
   /** Metric label; the pattern by default. */
   name?: string;
-  /** The route changes state, so a failure may leave its outcome unknown. Default: every method but GET. */
+  /**
+   * The route changes state, so a failure may leave its outcome unknown. Default: what the
+   * endpoint table (protocol/http-api.ts, the OpenAPI document's source) says, else every method
+   * but GET.
+   */
   write?: boolean;
 }
 
@@ -139,7 +144,9 @@ export class HttpRouter {
     const paramCount = (pattern.match(/\/:/g) ?? []).length;
     const name = options.name ?? pattern;
     this.routes.push({ method, pattern });
-    this.app[method](pattern, (res, req) => this.handle(res, req, handler, paramCount, name, options));
+    const documented = ENDPOINTS.find((e) => e.method === (method === 'del' ? 'delete' : method) && e.path === pattern);
+    const write = options.write ?? documented?.write ?? (method !== 'get' && method !== 'options');
+    this.app[method](pattern, (res, req) => this.handle(res, req, handler, paramCount, name, { ...options, write }));
   }
 
   /** Any method on a known path other than the registered ones → 405; unknown path → 404. */
@@ -161,7 +168,7 @@ export class HttpRouter {
       state.aborted = true;
       state.onAbort?.();
     });
-    const write = options.write ?? (ctx.method !== 'get' && ctx.method !== 'options');
+    const write = options.write === true;
     this.lastArrival = Date.now();
     if (this.closing) {
       this.metrics.unavailableReplies.inc({ code: 'unavailable', transport: 'http' });

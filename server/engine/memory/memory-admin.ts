@@ -3,7 +3,8 @@ import { UNSEEN_EPOCH, type MemberTag } from '../engine.js';
 import { totalsOfRecords, type ConversationView, type DeleteStep, type EngineAdmin, type RawConversation, type RawUser, type ScanPage } from '../admin.js';
 import { sameRecord, toConvState, type StoredConv } from '../rules.js';
 import type { LocalNotifications } from './local-notifications.js';
-import { info, newEpoch, type MemoryConversation, type MemoryUser } from './memory-engine.js';
+import { decodeEntries, encodeSnapshotText } from '../redis/codec.js';
+import { info, newEpoch, snapshotOf, type MemoryConversation, type MemoryUser } from './memory-engine.js';
 
 /** A deletion begun and not finished: the roster it removes, under its generation. */
 interface MemoryDeletion {
@@ -60,8 +61,8 @@ export class MemoryAdmin implements EngineAdmin {
       records,
       // The memory engine keeps no separate index: it is derived from the records when read.
       largeIndex: records.filter((r) => r.member && r.large).map((r) => r.conv),
-      stream: { length: user.entries.length, afterSnapshot: user.entries.filter((e) => e.v > user.snapshot.v).map((e) => ({ ...e })) },
-      snapshot: { v: user.snapshot.v, convs: user.snapshot.convs.map((s) => ({ ...s })) },
+      stream: { length: user.entries.length, afterSnapshot: decodeEntries(user.entries, user.base + 1).filter((e) => e.v > user.snapshot.v) },
+      snapshot: snapshotOf(user),
       ttl: { stream: -1, snapshot: -1 },
     };
   }
@@ -112,7 +113,7 @@ export class MemoryAdmin implements EngineAdmin {
     user.version += 1;
     user.base = user.version;
     user.entries = [];
-    user.snapshot = { v: user.version, convs: members.map(toConvState) };
+    user.snapshot = { v: user.version, text: encodeSnapshotText(members.map(toConvState)) };
     const first = members[0];
     // Another epoch in a push makes a client pull, and the pull brings this snapshot.
     if (first) this.notifications.user([{ uid, conv: first.conv, epoch: user.epoch, version: user.version, state: toConvState(first) }]);

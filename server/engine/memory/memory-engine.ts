@@ -1,5 +1,5 @@
 import { nanoid } from 'nanoid';
-import type { ConvEntry, Cursor, Snapshot } from '../../../protocol/types.js';
+import type { Cursor, Snapshot } from '../../../protocol/types.js';
 import {
   UNSEEN_EPOCH,
   type ApplyOptions,
@@ -21,6 +21,7 @@ import type { EngineAdmin } from '../admin.js';
 import { LocalNotifications } from './local-notifications.js';
 import { MemoryAdmin } from './memory-admin.js';
 import type { UserChange } from '../notifications.js';
+import { decodeEntries, decodeSnapshotText, encodeEntryText, encodeSnapshotText } from '../redis/codec.js';
 import {
   applyRule,
   contribution,
@@ -52,9 +53,14 @@ export interface MemoryUser {
   convs: Map<string, StoredConv>;
   memberCount: number;
   totals: { total: number; mentions: number; categories: Map<string, number> };
-  /** Entries after `base`, in version order. */
-  entries: ConvEntry[];
-  snapshot: Snapshot;
+  /**
+   * Entries after `base`, in version order: entry `i` is version `base + 1 + i`. Kept as the
+   * Redis engine's entry texts (redis/codec.ts), decoded when pulled: 100k users' streams are
+   * then strings, not object graphs that every major GC has to walk.
+   */
+  entries: string[];
+  /** The newest snapshot: its version and its text (decodeSnapshotText). */
+  snapshot: { v: number; text: string };
 }
 
 /**
@@ -196,9 +202,9 @@ export class MemoryEngine implements Engine {
     const reset = needsReset(position, since);
     const from = reset ? user.snapshot.v : (since?.version ?? 0);
     const start = from - user.base;
-    const entries = user.entries.slice(start, start + Math.max(0, limit));
+    const entries = decodeEntries(user.entries.slice(start, start + Math.max(0, limit)), from + 1);
     const version = entries.at(-1)?.v ?? from;
-    return { epoch: user.epoch, ...(reset ? { snapshot: user.snapshot } : {}), entries, version, more: version < user.version, largeConvs };
+    return { epoch: user.epoch, ...(reset ? { snapshot: snapshotOf(user) } : {}), entries, version, more: version < user.version, largeConvs };
   }
 
   async position(uid: string): Promise<Cursor> {
@@ -242,10 +248,10 @@ export class MemoryEngine implements Engine {
     this.adjustTotals(user, after, +1);
     user.memberCount += (after.member ? 1 : 0) - (before?.member ? 1 : 0);
     user.version += 1;
-    user.entries.push({ v: user.version, conv: op.conv, state: shown });
+    user.entries.push(encodeEntryText(op.conv, shown));
     const interval = this.interval(user);
     if (user.version - user.snapshot.v >= interval) {
-      user.snapshot = { v: user.version, convs: [...user.convs.values()].filter((r) => r.member).map(toConvState) };
+      user.snapshot = { v: user.version, text: encodeSnapshotText([...user.convs.values()].filter((r) => r.member).map(toConvState)) };
     }
     const base = trimmedBase(user.base, user.version, user.snapshot.v, interval);
     if (base > user.base) {
@@ -276,11 +282,16 @@ export class MemoryEngine implements Engine {
       memberCount: 0,
       totals: { total: 0, mentions: 0, categories: new Map() },
       entries: [],
-      snapshot: { v: 0, convs: [] },
+      snapshot: { v: 0, text: '' },
     };
     this.users.set(uid, user);
     return user;
   }
+}
+
+/** The user's newest snapshot, decoded. */
+export function snapshotOf(user: MemoryUser): Snapshot {
+  return { v: user.snapshot.v, convs: decodeSnapshotText(user.snapshot.text) };
 }
 
 /** Same length as the Redis engine's epochs. */

@@ -13,6 +13,9 @@ import type { StoredConv } from '../rules.js';
  *   an entry for a conversation the user left is the bare `conv`
  * - snapshot: states joined by `\n`
  * The default category is stored as '' (no category is empty).
+ *
+ * The memory engine keeps its streams and snapshots in the same texts: one string per entry is
+ * one object for V8's garbage collector to mark instead of three, and holds no pointers.
  */
 
 /** A script reply as ioredis returns it from the string variant of a command. */
@@ -54,6 +57,23 @@ export function decodeRecord(conv: string, text: string): StoredConv {
 export function encodeRecord(rec: StoredConv): string {
   const f = (b: boolean): string => (b ? '1' : '0');
   return `${f(rec.member)}${f(rec.muted)}${f(rec.markedUnread)}${f(rec.large)}|${rec.lastSeq}|${rec.readSeq}|${rec.deletedSeq}|${rec.gen}|${rec.joinGen}|${rec.category === DEFAULT_CATEGORY ? '' : rec.category}|${rec.mentionSeqs.join(',')}`;
+}
+
+/** `<muted><marked><large>` by the bits muted 4, marked 2, large 1. */
+const FLAG_TEXT = ['000', '001', '010', '011', '100', '101', '110', '111'];
+
+/** A stream entry's text (stateText in user_apply.lua): the conversation's state, or the bare `conv` when the user left it. */
+export function encodeEntryText(conv: string, state: ConvState | null): string {
+  if (!state) return conv;
+  const flags = (state.muted ? 4 : 0) + (state.markedUnread ? 2 : 0) + (state.large ? 1 : 0);
+  // join() makes one flat string; a template literal this long would be a tree of ConsStrings
+  // (several heap objects with pointers), which is what a kept entry must not be.
+  return [conv, FLAG_TEXT[flags], state.lastSeq, state.readSeq, state.mentions, state.deletedSeq, state.category === DEFAULT_CATEGORY ? '' : state.category].join('|');
+}
+
+/** A snapshot's text: the states, one per line (inverse of decodeSnapshotText). */
+export function encodeSnapshotText(states: readonly ConvState[]): string {
+  return states.map((s) => encodeEntryText(s.conv, s)).join('\n');
 }
 
 /** A stream entry's conversation and state (null: the user left it). */

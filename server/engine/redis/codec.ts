@@ -68,7 +68,15 @@ export function encodeEntryText(conv: string, state: ConvState | null): string {
   const flags = (state.muted ? 4 : 0) + (state.markedUnread ? 2 : 0) + (state.large ? 1 : 0);
   // join() makes one flat string; a template literal this long would be a tree of ConsStrings
   // (several heap objects with pointers), which is what a kept entry must not be.
-  return [conv, FLAG_TEXT[flags], state.lastSeq, state.readSeq, state.mentions, state.deletedSeq, state.category === DEFAULT_CATEGORY ? '' : state.category].join('|');
+  return [
+    conv,
+    FLAG_TEXT[flags],
+    state.lastSeq,
+    state.readSeq,
+    state.mentions,
+    state.deletedSeq,
+    state.category === DEFAULT_CATEGORY ? '' : state.category,
+  ].join('|');
 }
 
 /** A snapshot's text: the states, one per line (inverse of decodeSnapshotText). */

@@ -136,6 +136,23 @@ async function settledAofSize(dir: string): Promise<number> {
   return last;
 }
 
+/**
+ * Resolves once Redis has written every append to the AOF file (`aof_buffer_length:0`): with
+ * everysec, Redis postpones the write while a background fsync is slow (a loaded machine), and a
+ * SIGKILL then loses what is still in its buffer, while what is written survives in the page cache.
+ */
+async function aofWritten(url: string): Promise<void> {
+  const admin = new Redis(url);
+  try {
+    for (const deadline = Date.now() + 10_000; Date.now() < deadline; await delay(20)) {
+      if (/^aof_buffer_length:0\r?$/m.test(await admin.info('persistence'))) return;
+    }
+    throw new Error('Redis did not write its AOF buffer within 10 s');
+  } finally {
+    admin.disconnect();
+  }
+}
+
 /** Everything the client ends up holding after pulling from `cursor` until `more` is false. */
 async function catchUp(engine: Engine, uid: string, cursor: Cursor | null, held: ReadonlyMap<string, ConvState>) {
   const first = await engine.pull(uid, cursor, 100);
@@ -163,7 +180,11 @@ describe('redis engine across restarts', () => {
       expect(caughtUp.states).toEqual(before.states);
       const behind = { epoch: before.epoch, version: before.version - 3 };
 
-      if (how === 'kill') await own.kill();
+      if (how === 'kill') {
+        // The test's claim is that what Redis wrote survives a kill: wait until it has written it.
+        if (aof === 'everysec') await aofWritten(own.url);
+        await own.kill();
+      }
       await own.restart();
       await waitReady(engine);
 

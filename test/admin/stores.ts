@@ -4,7 +4,7 @@ import { adminOf } from '../../server/engine/admin.js';
 import type { Engine, EngineOptions } from '../../server/engine/engine.js';
 import type { MemoryConversation, MemoryUser } from '../../server/engine/memory/memory-engine.js';
 import { MemoryEngine } from '../../server/engine/memory/memory-engine.js';
-import { decodeRecord, encodeRecord } from '../../server/engine/redis/codec.js';
+import { decodeRecord, encodeRecord } from '../../server/engine/state-text.js';
 import { convKey, userKeys } from '../../server/engine/redis/keys.js';
 import { createRedisEngine } from '../../server/engine/redis/redis-engine.js';
 import type { StoredConv } from '../../server/engine/rules.js';

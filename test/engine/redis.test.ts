@@ -14,7 +14,7 @@ import { join, message, mulberry32, read, rebuild, sorted, recordOne } from './c
 import { UNSEEN_EPOCH } from '../../server/engine/engine.js';
 import { trimmedBase } from '../../server/engine/rules.js';
 import { randomizedOps } from './conformance-random.js';
-import { decodeRecord } from '../../server/engine/redis/codec.js';
+import { decodeRecord } from '../../server/engine/state-text.js';
 import { loadScriptSources, SCRIPTS, type ScriptName } from '../../server/engine/redis/scripts.js';
 import { engineConformance } from './conformance.js';
 import { holdScript, waitReady } from './waits.js';

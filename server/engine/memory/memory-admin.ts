@@ -3,7 +3,7 @@ import { UNSEEN_EPOCH, type MemberTag } from '../engine.js';
 import { totalsOfRecords, type ConversationView, type DeleteStep, type EngineAdmin, type RawConversation, type RawUser, type ScanPage } from '../admin.js';
 import { sameRecord, toConvState, type StoredConv } from '../rules.js';
 import type { LocalNotifications } from './local-notifications.js';
-import { decodeEntries, encodeSnapshotText } from '../redis/codec.js';
+import { decodeEntries, encodeSnapshotText } from '../state-text.js';
 import { info, newEpoch, snapshotOf, type MemoryConversation, type MemoryUser } from './memory-engine.js';
 
 /** A deletion begun and not finished: the roster it removes, under its generation. */

@@ -21,7 +21,7 @@ import type { EngineAdmin } from '../admin.js';
 import { LocalNotifications } from './local-notifications.js';
 import { MemoryAdmin } from './memory-admin.js';
 import type { UserChange } from '../notifications.js';
-import { decodeEntries, decodeSnapshotText, encodeEntryText, encodeSnapshotText } from '../redis/codec.js';
+import { decodeEntries, decodeSnapshotText, encodeEntryText, encodeSnapshotText } from '../state-text.js';
 import {
   applyRule,
   contribution,
@@ -55,7 +55,7 @@ export interface MemoryUser {
   totals: { total: number; mentions: number; categories: Map<string, number> };
   /**
    * Entries after `base`, in version order: entry `i` is version `base + 1 + i`. Kept as the
-   * Redis engine's entry texts (redis/codec.ts), decoded when pulled: 100k users' streams are
+   * Redis engine's entry texts (../state-text.ts), decoded when pulled: 100k users' streams are
    * then strings, not object graphs that every major GC has to walk.
    */
   entries: string[];

@@ -2,11 +2,11 @@
  * Key layout. Every per-user key shares the `{u:<uid>}` hash tag and every conversation key the
  * `{c:<conv>}` tag, so each Lua script touches one Redis Cluster slot. Ids match `ID_PATTERN` (no
  * braces, no `|`, `,`, `;` or `#`), so an id can never break out of its tag or of the text
- * formats in codec.ts. Names are short on purpose: a key name is paid for once per user.
+ * formats in ../state-text.ts. Names are short on purpose: a key name is paid for once per user.
  *
  * - `<p>:{u:<uid>}:m` hash: the user's meta and stored totals (epoch, run id, version, base, member
  *   count, snapshot version, total, mentions, `k:<category>`), a small listpack;
- * - `<p>:{u:<uid>}:c` hash: conversation -> record (codec.ts);
+ * - `<p>:{u:<uid>}:c` hash: conversation -> record (../state-text.ts);
  * - `<p>:{u:<uid>}:s` list: the stream entries after `base`, one per version (index = v - base - 1);
  * - `<p>:{u:<uid>}:p` string: the newest snapshot;
  * - `<p>:{u:<uid>}:L` hash: the read-diffused conversations the user is a member of (only when any);

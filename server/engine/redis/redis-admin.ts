@@ -5,7 +5,8 @@ import { RedpointError } from '../../../protocol/errors.js';
 import type { MemberTag } from '../engine.js';
 import type { ConversationView, DeleteStep, EngineAdmin, RawConversation, RawMeta, RawUser, ScanPage } from '../admin.js';
 import type { StoredConv } from '../rules.js';
-import { asArray, asNumber, asStrings, decodeEntries, decodeRecord, decodeSnapshotText, encodeRecord, type Reply } from './codec.js';
+import { asArray, asNumber, asStrings, type Reply } from './codec.js';
+import { decodeEntries, decodeRecord, decodeSnapshotText, encodeRecord } from '../state-text.js';
 import { convKey, userChannel, userKeys, type UserKeys } from './keys.js';
 import { convInfo, parseTag } from './redis-engine.js';
 import type { RunTracker } from './runs.js';
@@ -103,7 +104,7 @@ export class RedisAdmin implements EngineAdmin {
       meta: rawMeta,
       records,
       largeIndex: asStrings(reply[5]),
-      stream: { length: asNumber(reply[2]), afterSnapshot: decodeEntries(asArray(reply[3]), sv + 1) },
+      stream: { length: asNumber(reply[2]), afterSnapshot: decodeEntries(asStrings(reply[3]), sv + 1) },
       snapshot: typeof snapshotText === 'string' ? { v: sv, convs: decodeSnapshotText(snapshotText) } : sv === 0 && rawMeta ? { v: 0, convs: [] } : null,
       ttl: { stream: asNumber(reply[6]), snapshot: asNumber(reply[7]) },
     };

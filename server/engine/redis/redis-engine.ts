@@ -23,7 +23,8 @@ import type {
 import type { EngineAdmin } from '../admin.js';
 import { toConvState } from '../rules.js';
 import { ofParts, OutcomeUnknownError, StoreUnavailableError } from '../store-errors.js';
-import { asArray, asNumber, asString, asStrings, decodeEntries, decodeRecord, decodeSnapshotText, decodeState, type Reply } from './codec.js';
+import { asArray, asNumber, asString, asStrings, type Reply } from './codec.js';
+import { decodeEntries, decodeRecord, decodeSnapshotText, decodeState } from '../state-text.js';
 import { CommandGuard, guardCommands } from './command-guard.js';
 import { convKey, userKeys, type UserKeys } from './keys.js';
 import { RedisAdmin } from './redis-admin.js';
@@ -328,7 +329,7 @@ export class RedisEngine implements Engine {
       ),
     );
     const version = asNumber(reply[1]);
-    const texts = asArray(reply[6]);
+    const texts = asStrings(reply[6]);
     const reset = asNumber(reply[3]) === 1;
     let snapshot: Snapshot | undefined;
     if (reset) snapshot = { v: asNumber(reply[4]), convs: decodeSnapshotText(asString(reply[5])) };

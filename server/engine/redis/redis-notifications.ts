@@ -3,7 +3,7 @@ import type { StoreHealth } from '../../ops/store-health.js';
 import { redisAddress, watchCluster, watchRedis } from '../../ops/watch-redis.js';
 import { connectionOptions, quitWithin, type RedisNodeAddress, type RedisTarget } from '../../redis-target.js';
 import { InterestCounter, type HeadChange, type NotificationHandler, type Notifications, type UserChange } from '../notifications.js';
-import { decodeEntryText } from './codec.js';
+import { decodeEntryText } from '../state-text.js';
 import { convChannel, userChannel } from './keys.js';
 
 /** How the engine's scripts publish: classic pub/sub on one Redis, sharded pub/sub on a cluster. */

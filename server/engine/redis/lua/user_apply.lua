@@ -7,7 +7,7 @@
 --   m  meta hash: e epoch, r run id, v version, b base, n member conversations, sv snapshot
 --      version, t total, x mentions, k:<category> per-category totals, ex when the idle expiry
 --      was last pushed back
---   c  records hash: conv -> record (codec.ts)
+--   c  records hash: conv -> record (server/engine/state-text.ts)
 --   s  list: the entries after b (state text, or the bare conv when the user left)
 --   p  string: the snapshot at sv
 --   L  hash: the read-diffused conversations the user is a member of

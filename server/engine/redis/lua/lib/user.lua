@@ -2,7 +2,7 @@
 -- to user_apply, pull, user_state and position when loading them (SCRIPTS[...].prelude), so the
 -- line numbers in a Redis error for those scripts are off by this file's length.
 --
--- The text formats are codec.ts's (record, state, snapshot); the rules are rules.ts's.
+-- The text formats are server/engine/state-text.ts's (record, state, snapshot); the rules are rules.ts's.
 
 -- Lua numbers are doubles and tostring() keeps only 14 digits: format integers explicitly.
 local function int(n) return string.format('%d', n) end
@@ -70,7 +70,7 @@ local function encodeRecord(r)
     .. categoryText(r.category) .. '|' .. table.concat(seqs, ',')
 end
 
--- The ConvState a client sees (codec.ts "state").
+-- The ConvState a client sees (state-text.ts "state").
 local function stateText(r)
   return r.conv .. '|' .. bit(r.muted) .. bit(r.marked) .. bit(r.large) .. '|' .. int(r.lastSeq) .. '|'
     .. int(r.readSeq) .. '|' .. int(#r.mentions) .. '|' .. int(r.deletedSeq) .. '|' .. categoryText(r.category)

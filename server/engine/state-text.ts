@@ -1,0 +1,126 @@
+import type { ConvEntry, ConvState } from '../../protocol/types.js';
+import type { StoredConv } from './rules.js';
+
+/**
+ * The stored state's text formats, shared by both engines: the Redis engine's Lua scripts store
+ * and return them (redis/lua/user_apply.lua writes them, the other scripts read them), and the
+ * memory engine keeps its streams and snapshots in them. Positional, `|`-separated: ids and categories never contain `|`, `,`, `;`
+ * or a newline (ID_PATTERN), numbers are decimal integers. Short values keep Redis hashes and
+ * lists in their compact listpack encoding, and cost Lua a `string.match` instead of a
+ * MessagePack map.
+ *
+ * - record (hash field = conv): `<member><muted><marked><large>|lastSeq|readSeq|deletedSeq|gen|joinGen|category|mentionSeq,...`
+ * - state (stream entry, snapshot line, notification line): `conv|<muted><marked><large>|lastSeq|readSeq|mentions|deletedSeq|category`;
+ *   an entry for a conversation the user left is the bare `conv`
+ * - snapshot: states joined by `\n`
+ * The default category is stored as '' (no category is empty).
+ *
+ * In the memory engine one string per entry is one object for V8's garbage collector to mark
+ * instead of three, and holds no pointers.
+ */
+
+const bit = (s: string, i: number): boolean => s.charCodeAt(i) === 49; // '1'
+
+const DEFAULT_CATEGORY = 'default';
+const categoryOf = (text: string | undefined): string => (text === undefined || text === '' ? DEFAULT_CATEGORY : text);
+
+function int(text: string | undefined): number {
+  const n = Number(text);
+  if (text === undefined || text === '' || !Number.isSafeInteger(n)) throw new Error(`malformed stored number: ${String(text)}`);
+  return n;
+}
+
+export function decodeRecord(conv: string, text: string): StoredConv {
+  const p = text.split('|');
+  if (p.length !== 8) throw new Error(`malformed stored record of ${conv}`);
+  const flags = p[0] ?? '';
+  const seqs = p[7] ?? '';
+  return {
+    conv,
+    member: bit(flags, 0),
+    muted: bit(flags, 1),
+    markedUnread: bit(flags, 2),
+    large: bit(flags, 3),
+    lastSeq: int(p[1]),
+    readSeq: int(p[2]),
+    deletedSeq: int(p[3]),
+    gen: int(p[4]),
+    joinGen: int(p[5]),
+    category: categoryOf(p[6]),
+    mentionSeqs: seqs === '' ? [] : seqs.split(',').map(int),
+  };
+}
+
+/** Inverse of decodeRecord (the tests write records by hand to corrupt a store). */
+export function encodeRecord(rec: StoredConv): string {
+  const f = (b: boolean): string => (b ? '1' : '0');
+  return `${f(rec.member)}${f(rec.muted)}${f(rec.markedUnread)}${f(rec.large)}|${rec.lastSeq}|${rec.readSeq}|${rec.deletedSeq}|${rec.gen}|${rec.joinGen}|${rec.category === DEFAULT_CATEGORY ? '' : rec.category}|${rec.mentionSeqs.join(',')}`;
+}
+
+/** `<muted><marked><large>` by the bits muted 4, marked 2, large 1. */
+const FLAG_TEXT = ['000', '001', '010', '011', '100', '101', '110', '111'];
+
+/** A stream entry's text (stateText in user_apply.lua): the conversation's state, or the bare `conv` when the user left it. */
+export function encodeEntryText(conv: string, state: ConvState | null): string {
+  if (!state) return conv;
+  const flags = (state.muted ? 4 : 0) + (state.markedUnread ? 2 : 0) + (state.large ? 1 : 0);
+  // join() makes one flat string; a template literal this long would be a tree of ConsStrings
+  // (several heap objects with pointers), which is what a kept entry must not be.
+  return [
+    conv,
+    FLAG_TEXT[flags],
+    state.lastSeq,
+    state.readSeq,
+    state.mentions,
+    state.deletedSeq,
+    state.category === DEFAULT_CATEGORY ? '' : state.category,
+  ].join('|');
+}
+
+/** A snapshot's text: the states, one per line (inverse of decodeSnapshotText). */
+export function encodeSnapshotText(states: readonly ConvState[]): string {
+  return states.map((s) => encodeEntryText(s.conv, s)).join('\n');
+}
+
+/** A stream entry's conversation and state (null: the user left it). */
+export function decodeEntryText(text: string): { conv: string; state: ConvState | null } {
+  const bar = text.indexOf('|');
+  if (bar < 0) return { conv: text, state: null };
+  const p = text.split('|');
+  if (p.length !== 7) throw new Error('malformed stored entry');
+  const conv = p[0] ?? '';
+  const flags = p[1] ?? '';
+  return {
+    conv,
+    state: {
+      conv,
+      lastSeq: int(p[2]),
+      readSeq: int(p[3]),
+      mentions: int(p[4]),
+      muted: bit(flags, 0),
+      markedUnread: bit(flags, 1),
+      category: categoryOf(p[6]),
+      large: bit(flags, 2),
+      deletedSeq: int(p[5]),
+    },
+  };
+}
+
+export function decodeState(text: string): ConvState | null {
+  return text === '' ? null : decodeEntryText(text).state;
+}
+
+export function decodeSnapshotText(text: string): ConvState[] {
+  if (text === '') return [];
+  const out: ConvState[] = [];
+  for (const line of text.split('\n')) {
+    const { state } = decodeEntryText(line);
+    if (state) out.push(state);
+  }
+  return out;
+}
+
+/** Entries stored at list positions `first`, `first + 1`, ...: their versions follow from the position. */
+export function decodeEntries(texts: readonly string[], firstVersion: number): ConvEntry[] {
+  return texts.map((t, i) => ({ v: firstVersion + i, ...decodeEntryText(t) }));
+}

@@ -45,7 +45,7 @@ export interface RunningServer {
 const REQUEST_GRACE_MS = 250;
 
 /** Shutting down, the connections close once no request arrived for this long (at most MAX_LINGER_MS). */
-const QUIET_MS = 100;
+const QUIET_MS = 250;
 const MAX_LINGER_MS = 1_000;
 
 /** How long shutdown may take before main.ts gives up on it: every step is bounded by the store timeout. */

@@ -123,18 +123,19 @@ export class HttpRouter {
   }
 
   /**
-   * Resolves once no request has arrived for `quietMs` (at most after `maxMs`), at once if none
-   * arrived since refuseNew(). Shutting down, a client whose keep-alive connection is idle may
-   * send on it at any moment; while the server still answers (503, closing that connection) the
-   * client moves to a new one, which is refused. Closing only once the requests stop leaves no
-   * request written into a connection being closed, but for one sent at that very instant
-   * (HTTP/1.1 keep-alive's own race).
+   * Resolves once no request has arrived for `quietMs`, counting from refuseNew() (at most after
+   * `maxMs`). Shutting down, a client whose keep-alive connection is idle may send on it at any
+   * moment; while the server still answers (503, closing that connection) the client moves to a
+   * new one, which is refused. Closing only once the requests stop leaves no request written into
+   * a connection being closed, but for one sent at that very instant (HTTP/1.1 keep-alive's own
+   * race). Even when no request came since refuseNew() the idle connections stay open `quietMs`:
+   * a busy client may not have run since, and its next request goes out on one of them.
    */
   async quiet(quietMs: number, maxMs: number): Promise<void> {
     const deadline = Date.now() + maxMs;
     for (;;) {
-      if (this.lastArrival < this.closingSince) return;
-      const wait = Math.min(this.lastArrival + quietMs - Date.now(), deadline - Date.now());
+      const since = Math.max(this.lastArrival, this.closingSince);
+      const wait = Math.min(since + quietMs - Date.now(), deadline - Date.now());
       if (wait <= 0) return;
       await new Promise((resolve) => setTimeout(resolve, wait));
     }

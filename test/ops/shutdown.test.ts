@@ -130,6 +130,25 @@ describe('shutdown', () => {
     }
   });
 
+  it('SIGTERM with nothing in flight: an idle keep-alive connection still takes a request sent a moment later (503 and a close, never a reset)', async () => {
+    const server: ServerProcess = await spawnServer({});
+    const idle = new Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      expect(await send(idle, server.port, 'GET', '/v1/users/alice/unread').answer).toMatchObject({ status: 200 });
+      const signalled = Date.now();
+      server.proc.kill('SIGTERM');
+      // A busy client does not run at once: its next request goes out on the idle connection
+      // a little later, with no other request having arrived since the signal.
+      await new Promise((resolve) => setTimeout(resolve, 100 - (Date.now() - signalled)));
+      const late = await send(idle, server.port, 'GET', '/v1/users/alice/unread').answer;
+      expect(late).toEqual({ status: 503, code: 'unavailable', retryAfter: '1', connection: 'close' });
+      expect(await server.exited).toEqual({ code: 0, signal: null });
+    } finally {
+      idle.destroy();
+      await server.stop();
+    }
+  });
+
   it('npm start: SIGTERM to the npm process reaches the server, which shuts down and exits 0', async () => {
     const npm = await spawnServer({}, { devMode: true, command: { file: 'npm', args: ['start', '--silent'] } });
     const started = npm.lines().find((l) => l.event === 'startup');

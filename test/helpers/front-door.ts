@@ -38,12 +38,17 @@ export class FrontDoor {
     this.server = server;
   }
 
-  /** Stops listening and cuts every forwarded connection. */
+  /**
+   * Stops listening and cuts every forwarded connection; resolves once they are closed, so a
+   * client's pooled connection has seen its end before anything (a restart) comes next.
+   */
   async close(): Promise<void> {
     const server = this.server;
     this.server = null;
+    const closed = [...this.sockets].map((s) => new Promise<void>((resolve) => (s.destroyed && s.closed ? resolve() : s.once('close', () => resolve()))));
     for (const s of this.sockets) s.destroy();
     this.sockets.clear();
+    await Promise.all(closed);
     if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
   }
 }

@@ -481,7 +481,7 @@ describe('redis engine scripts', () => {
       const shebang = spec.flags ? `#!lua flags=${spec.flags}\n` : '';
       if (userScripts.includes(name)) {
         expect(sources[name], name).toBe(shebang + prelude + body);
-        expect(body, name).toMatch(/(userMeta|currentEpoch)\((keys\.meta|KEYS\[1\]), /);
+        expect(body, name).toMatch(/(userMeta|currentEpoch)\((keys\.meta|metaKey|KEYS\[1\]), /);
       } else {
         expect(sources[name], name).toBe(shebang + body);
       }

@@ -36,8 +36,11 @@ local checkLocal = ARGV[10] == '1'
 local FIELDS = { m = 3, r = 1, g = 6, s = 3 }
 
 local function copy(r)
-  local seqs = {}
-  for i, s in ipairs(r.mentions) do seqs[i] = s end
+  local seqs = NO_MENTIONS
+  if #r.mentions > 0 then
+    seqs = {}
+    for i, s in ipairs(r.mentions) do seqs[i] = s end
+  end
   return {
     conv = r.conv, member = r.member, muted = r.muted, marked = r.marked, large = r.large, lastSeq = r.lastSeq,
     readSeq = r.readSeq, deletedSeq = r.deletedSeq, gen = r.gen, joinGen = r.joinGen, category = r.category, mentions = seqs,
@@ -47,11 +50,12 @@ end
 local function blank(conv)
   return {
     conv = conv, member = false, muted = false, marked = false, large = false, lastSeq = 0, readSeq = 0,
-    deletedSeq = -1, gen = 0, joinGen = 0, category = 'default', mentions = {},
+    deletedSeq = -1, gen = 0, joinGen = 0, category = 'default', mentions = NO_MENTIONS,
   }
 end
 
 local function keepAbove(seqs, readSeq)
+  if #seqs == 0 then return seqs end
   local kept = {}
   for _, m in ipairs(seqs) do
     if m > readSeq then kept[#kept + 1] = m end
@@ -123,7 +127,7 @@ local function apply(before, op, conv, i)
       r.category = ARGV[i + 7]
     elseif r.member then
       r.member = false
-      r.mentions = {}
+      r.mentions = NO_MENTIONS
       r.marked = false
     end
     return r
@@ -173,14 +177,19 @@ local function contribution(r)
 end
 
 -- One user's ops (ARGV[first..last]); appends this user's results to `out`.
--- The meta fields read up front (META_FIELDS order); the per-category totals are read when touched.
-local META_FIELDS = { 'e', 'r', 'v', 'b', 'n', 'sv', 't', 'x', 'ex' }
+-- The meta fields read up front (META_FIELDS order), the default category's total with them
+-- (most changes touch it); the other per-category totals are read when touched.
+local META_FIELDS = { 'e', 'r', 'v', 'b', 'n', 'sv', 't', 'x', 'ex', 'k:default' }
+
+local function addCategory(delta, category, amount)
+  if category and amount ~= 0 then delta[category] = (delta[category] or 0) + amount end
+end
 
 local function applyUser(uid, meta, first, last, out)
   local tag = prefix .. ':{u:' .. uid .. '}:'
-  local keys = { meta = tag .. 'm', records = tag .. 'c', stream = tag .. 's', snapshot = tag .. 'p', large = tag .. 'L' }
+  local metaKey, recordsKey = tag .. 'm', tag .. 'c'
   local exists = meta[1] ~= false
-  local epoch = currentEpoch(keys.meta, meta[1], meta[2], runId)
+  local epoch = currentEpoch(metaKey, meta[1], meta[2], runId)
   local version = tonumber(meta[3] or '0')
   local base = tonumber(meta[4] or '0')
   local members = tonumber(meta[5] or '0')
@@ -193,9 +202,6 @@ local function applyUser(uid, meta, first, last, out)
 
   local current = {} -- conv -> record as of the ops so far (false: none)
   local categoryDelta = {}
-  local function addCategory(category, delta)
-    if category and delta ~= 0 then categoryDelta[category] = (categoryDelta[category] or 0) + delta end
-  end
   local epochAt = #out + 1
   out[epochAt] = epoch
   local dirty, dirtyOrder = {}, {}
@@ -209,7 +215,7 @@ local function applyUser(uid, meta, first, last, out)
     if not width then error('unknown op type ' .. tostring(op)) end
     local before = current[conv]
     if before == nil then
-      local raw = redis.call('HGET', keys.records, conv)
+      local raw = redis.call('HGET', recordsKey, conv)
       before = raw and decodeRecord(conv, raw) or false
       current[conv] = before
     end
@@ -225,8 +231,8 @@ local function applyUser(uid, meta, first, last, out)
         local newUnread, newMentions, newCategory = contribution(after)
         total = total + newUnread - oldUnread
         mentionTotal = mentionTotal + newMentions - oldMentions
-        addCategory(oldCategory, -oldUnread)
-        addCategory(newCategory, newUnread)
+        addCategory(categoryDelta, oldCategory, -oldUnread)
+        addCategory(categoryDelta, newCategory, newUnread)
         local wasMember = before and before.member
         if after.member and not wasMember then members = members + 1 elseif wasMember and not after.member then members = members - 1 end
         if wasLargeMember[conv] == nil then wasLargeMember[conv] = (wasMember and before.large) == true end
@@ -237,8 +243,8 @@ local function applyUser(uid, meta, first, last, out)
         lines[#lines + 1] = int(version) .. '|' .. text
         local interval = snapshotInterval(snapshotEvery, streamMaxLen, members)
         if version - sv >= interval then
-          local snap = snapshotText(keys.records, current)
-          if idle > 0 then redis.call('SET', keys.snapshot, snap, 'EX', idle) else redis.call('SET', keys.snapshot, snap) end
+          local snap = snapshotText(recordsKey, current)
+          if idle > 0 then redis.call('SET', tag .. 'p', snap, 'EX', idle) else redis.call('SET', tag .. 'p', snap) end
           sv = version
         end
         base = trimmedBase(base, version, sv, interval)
@@ -259,19 +265,20 @@ local function applyUser(uid, meta, first, last, out)
       fields[#fields + 1] = conv
       fields[#fields + 1] = encodeRecord(current[conv])
     end
-    redis.call('HSET', keys.records, unpack(fields))
+    redis.call('HSET', recordsKey, unpack(fields))
   end
   if version == startVersion then return end
+  local streamKey = tag .. 's'
 
   -- The list held the versions after startBase; a list that holds fewer expired while idle.
-  local length = redis.call('RPUSH', keys.stream, unpack(entries))
+  local length = redis.call('RPUSH', streamKey, unpack(entries))
   local fresh = length == #entries
   if length ~= version - startBase then
     -- History restarts at the version just reached (these changes were pushed all the same).
-    restartStream(keys, current, idle)
+    restartStream({ records = recordsKey, stream = streamKey, snapshot = tag .. 'p' }, current, idle)
     base, sv = version, version
   elseif base > startBase then
-    redis.call('LTRIM', keys.stream, base - startBase, -1)
+    redis.call('LTRIM', streamKey, base - startBase, -1)
   end
   -- Only the meta fields that moved.
   local fields = { 'v', int(version) }
@@ -282,7 +289,7 @@ local function applyUser(uid, meta, first, last, out)
   if mentionTotal ~= startMentions then fields[#fields + 1] = 'x'; fields[#fields + 1] = int(mentionTotal) end
   if not exists then
     -- The user's first visible change: its stream (and epoch) begins.
-    epoch = newEpoch(keys.meta, runId)
+    epoch = newEpoch(metaKey, runId)
     out[epochAt] = epoch
     fields[#fields + 1] = 'e'; fields[#fields + 1] = epoch
     fields[#fields + 1] = 'r'; fields[#fields + 1] = runId
@@ -290,10 +297,10 @@ local function applyUser(uid, meta, first, last, out)
   if idle > 0 then
     -- Pushing the expiry back costs two commands: do it when the list is new, and otherwise
     -- at most every idle/8 seconds (the stream then lives between 7/8 and all of `idle`).
-    if fresh then redis.call('EXPIRE', keys.stream, idle) end
+    if fresh then redis.call('EXPIRE', streamKey, idle) end
     if now - expiredAt >= idle / 8 then
-      if not fresh then redis.call('EXPIRE', keys.stream, idle) end
-      redis.call('EXPIRE', keys.snapshot, idle)
+      if not fresh then redis.call('EXPIRE', streamKey, idle) end
+      redis.call('EXPIRE', tag .. 'p', idle)
       fields[#fields + 1] = 'ex'; fields[#fields + 1] = int(now)
     end
   end
@@ -301,17 +308,18 @@ local function applyUser(uid, meta, first, last, out)
   for category, delta in pairs(categoryDelta) do
     if delta ~= 0 then
       local field = 'k:' .. category
-      local value = tonumber(redis.call('HGET', keys.meta, field) or '0') + delta
+      local stored = category == 'default' and meta[10] or redis.call('HGET', metaKey, field)
+      local value = tonumber(stored or '0') + delta
       if value == 0 then gone[#gone + 1] = field else fields[#fields + 1] = field; fields[#fields + 1] = int(value) end
     end
   end
-  redis.call('HSET', keys.meta, unpack(fields))
-  if #gone > 0 then redis.call('HDEL', keys.meta, unpack(gone)) end
+  redis.call('HSET', metaKey, unpack(fields))
+  if #gone > 0 then redis.call('HDEL', metaKey, unpack(gone)) end
   -- The large hash holds exactly the conversations whose record is a member and large.
   for conv, was in pairs(wasLargeMember) do
     local r = current[conv]
     local is = (r and r.member and r.large) == true
-    if is and not was then redis.call('HSET', keys.large, conv, '1') elseif was and not is then redis.call('HDEL', keys.large, conv) end
+    if is and not was then redis.call('HSET', tag .. 'L', conv, '1') elseif was and not is then redis.call('HDEL', tag .. 'L', conv) end
   end
   if publishCmd ~= '' then
     redis.call(publishCmd, prefix .. ':bus:{u:' .. uid .. '}', epoch .. '|' .. at .. '\n' .. table.concat(lines, '\n'))

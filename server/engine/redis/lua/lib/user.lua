@@ -40,12 +40,18 @@ local function userMeta(metaKey, runId, ...)
   return meta[1] ~= false, epoch, tonumber(meta[3] or '0'), unpack(meta, 4)
 end
 
+-- The mention list of every record that has none. Mention lists are never changed in place
+-- (each change makes a new list), so one shared empty list saves a table per record decoded:
+-- a script's cost is mostly its allocations (Lua's collector runs as it allocates).
+local NO_MENTIONS = {}
+
 local function decodeRecord(conv, raw)
   local f, ls, rs, ds, g, jg, cat, ms =
     string.match(raw, '^([01][01][01][01])|(%d+)|(%d+)|(%-?%d+)|(%d+)|(%d+)|([^|]*)|([%d,]*)$')
   if not f then error('malformed record of ' .. conv) end
-  local seqs = {}
+  local seqs = NO_MENTIONS
   if ms ~= '' then
+    seqs = {}
     for s in string.gmatch(ms, '%d+') do seqs[#seqs + 1] = tonumber(s) end
   end
   return {
@@ -62,18 +68,23 @@ local function bit(b) if b then return '1' end return '0' end
 -- entry and snapshot line.
 local function categoryText(c) if c == 'default' then return '' end return c end
 
+local function mentionText(seqs)
+  if #seqs == 0 then return '' end
+  local texts = {}
+  for i, s in ipairs(seqs) do texts[i] = int(s) end
+  return table.concat(texts, ',')
+end
+
+-- One string.format per text: each piece concatenated apart is another string to allocate.
 local function encodeRecord(r)
-  local seqs = {}
-  for i, s in ipairs(r.mentions) do seqs[i] = int(s) end
-  return bit(r.member) .. bit(r.muted) .. bit(r.marked) .. bit(r.large) .. '|' .. int(r.lastSeq) .. '|'
-    .. int(r.readSeq) .. '|' .. int(r.deletedSeq) .. '|' .. int(r.gen) .. '|' .. int(r.joinGen) .. '|'
-    .. categoryText(r.category) .. '|' .. table.concat(seqs, ',')
+  return string.format('%s%s%s%s|%d|%d|%d|%d|%d|%s|%s', bit(r.member), bit(r.muted), bit(r.marked), bit(r.large),
+    r.lastSeq, r.readSeq, r.deletedSeq, r.gen, r.joinGen, categoryText(r.category), mentionText(r.mentions))
 end
 
 -- The ConvState a client sees (state-text.ts "state").
 local function stateText(r)
-  return r.conv .. '|' .. bit(r.muted) .. bit(r.marked) .. bit(r.large) .. '|' .. int(r.lastSeq) .. '|'
-    .. int(r.readSeq) .. '|' .. int(#r.mentions) .. '|' .. int(r.deletedSeq) .. '|' .. categoryText(r.category)
+  return string.format('%s|%s%s%s|%d|%d|%d|%d|%s', r.conv, bit(r.muted), bit(r.marked), bit(r.large), r.lastSeq,
+    r.readSeq, #r.mentions, r.deletedSeq, categoryText(r.category))
 end
 
 -- A stored record's state line (stateText) straight from its text, without decoding it; nil for

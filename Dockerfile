@@ -36,4 +36,4 @@ EXPOSE 8080
 HEALTHCHECK --interval=15s --timeout=3s --start-period=10s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.OPS_PORT || process.env.PORT || 8080) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # node itself is PID 1 (no npm or shell in between), so `docker stop`'s SIGTERM reaches the server.
-CMD ["node", "dist/server/main.js"]
+CMD ["node", "--no-memory-reducer", "dist/server/main.js"]

@@ -6,6 +6,7 @@ import { socketIoConnector } from './clients/socketio.js';
 import type { ConnectFn } from './clients/types.js';
 import { spawnServer, type ChildServer } from './lib/child-server.js';
 import { HttpTarget } from './lib/http.js';
+import { SERVER_V8_FLAGS } from '../server/v8-flags.js';
 
 export const SYSTEM_IDS = ['uws-raw', 'redis-raw', 'socketio-redis', 'redpoint-memory', 'redpoint-redis'] as const;
 export type SystemId = (typeof SYSTEM_IDS)[number];
@@ -114,7 +115,8 @@ export async function startSystem(spec: SystemSpec, options: StartOptions = {}):
       port,
       readyPath: spec.readyPath,
       env: { ...(spec.redpoint ? redpointEnv : {}), ...(redisUrl ? { REDIS_URL: redisUrl } : {}), ...options.env },
-      ...(options.nodeArgs ? { nodeArgs: options.nodeArgs } : {}),
+      // Redpoint runs with the V8 flags its Dockerfile and npm start give it.
+      nodeArgs: [...(spec.redpoint ? SERVER_V8_FLAGS : []), ...(options.nodeArgs ?? [])],
       ...(options.maxFiles !== undefined ? { maxFiles: options.maxFiles } : {}),
     });
   } catch (err) {

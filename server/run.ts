@@ -5,6 +5,7 @@ import { VERSION } from './ops/build-info.js';
 import { describeRedisTarget, redisTargetOf } from './redis-target.js';
 import { loadRouteHook } from './gateway/route-hook.js';
 import { runWorkers } from './workers/supervisor.js';
+import { missingFromCommandLine } from './v8-flags.js';
 
 export interface RunOptions {
   /**
@@ -28,6 +29,13 @@ export async function runRedpoint(options: RunOptions = {}): Promise<void> {
     { event: 'startup', version: VERSION, node: process.version, pid: process.pid, config: describeConfig(config) },
     `redpoint ${VERSION} starting (node ${process.version}, pid ${process.pid})`,
   );
+  const missingFlags = missingFromCommandLine();
+  if (missingFlags.length > 0) {
+    log.warn(
+      { event: 'v8_flags_missing', missing: missingFlags },
+      `node was started without ${missingFlags.join(' ')}: expect GC pauses of 100 ms and more under steady load (server/v8-flags.ts); start it as the Dockerfile and npm start do`,
+    );
+  }
   log.info(
     { engine: redis ? 'redis' : 'memory', redis: where },
     redis

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, describeConfig, loadConfig } from '../../server/config.js';
+import { SERVER_V8_FLAGS } from '../../server/v8-flags.js';
 import { spawnServer } from '../helpers/server-process.js';
 import { TEST_API_KEY, TEST_JWT_SECRET } from '../helpers/test-server.js';
 
@@ -40,8 +41,31 @@ describe('operations settings', () => {
         config: { storeTimeoutMs: 1500, port: 0, opsPort: null, apiKey: `*** (${TEST_API_KEY.length} chars)` },
       });
       expect(server.output()).not.toContain(TEST_JWT_SECRET);
+      // Started without the V8 flags the Dockerfile and npm start pass: said so, by name.
+      expect(server.lines().filter((l) => l.event === 'v8_flags_missing')).toMatchObject([{ level: 40, missing: ['--no-memory-reducer'] }]);
     } finally {
       await server.stop();
+    }
+  });
+
+  it('started as the Dockerfile and npm start do (with the V8 flags), there is no such warning', async () => {
+    const server = await spawnServer({}, { command: { file: process.execPath, args: [...SERVER_V8_FLAGS, '--import', 'tsx', 'server/main.ts'] } });
+    try {
+      expect(server.lines().find((l) => l.event === 'startup')).toBeDefined();
+      expect(server.lines().filter((l) => l.event === 'v8_flags_missing')).toEqual([]);
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it('the Dockerfile and the start scripts put the V8 flags on the node command line', () => {
+    const dockerfile = readFileSync(new URL('../../Dockerfile', import.meta.url), 'utf8');
+    const cmd = dockerfile.split('\n').find((line) => line.startsWith('CMD '));
+    const scripts = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { scripts: Record<string, string> }).scripts;
+    for (const flag of SERVER_V8_FLAGS) {
+      expect(cmd).toContain(`"${flag}"`);
+      expect(scripts.start).toContain(`node ${flag} `);
+      expect(scripts['start:prod']).toContain(`node ${flag} `);
     }
   });
 });

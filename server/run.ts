@@ -5,6 +5,7 @@ import { VERSION } from './ops/build-info.js';
 import { describeRedisTarget, redisTargetOf } from './redis-target.js';
 import { loadRouteHook } from './gateway/route-hook.js';
 import { runWorkers } from './workers/supervisor.js';
+import { StopSignals } from './stop-signals.js';
 import { missingFromCommandLine } from './v8-flags.js';
 
 export interface RunOptions {
@@ -21,6 +22,7 @@ export interface RunOptions {
  * threads, signals. server/main.ts (production) and client-demo/dev-server.ts (`npm start`) call it.
  */
 export async function runRedpoint(options: RunOptions = {}): Promise<void> {
+  const signals = new StopSignals();
   const config = configOrExit();
   const log = createLogger(config.logLevel);
   const redis = redisTargetOf(config); // loadConfig already refused REDIS_URL with REDIS_CLUSTER_NODES
@@ -58,7 +60,7 @@ export async function runRedpoint(options: RunOptions = {}): Promise<void> {
   }
   if (workers > 1) {
     // The supervisor owns the process from here (signals, exit).
-    await runWorkers(config, log, workers, options.routesModule);
+    await runWorkers(config, log, workers, signals, options.routesModule);
   } else {
     await serveAlone();
   }
@@ -98,8 +100,7 @@ export async function runRedpoint(options: RunOptions = {}): Promise<void> {
       log.info({ event: 'shutdown_done', ms: Date.now() - started }, 'bye');
       process.exit(0);
     };
-    process.on('SIGTERM', () => void stop('SIGTERM'));
-    process.on('SIGINT', () => void stop('SIGINT'));
+    signals.handle((signal) => void stop(signal));
   }
 }
 

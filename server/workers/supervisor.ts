@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import { AggregatorRegistry, type MetricObjectWithValues, type MetricValue } from 'prom-client';
 import { shutdownBoundMs } from '../app.js';
 import type { Config } from '../config.js';
+import type { StopSignals } from '../stop-signals.js';
 import type { FromWorker, ToWorker, WorkerStart } from './messages.js';
 import { claimPort, probePort } from './port-guard.js';
 
@@ -27,7 +28,7 @@ interface Slot {
  * guard (so no second Redpoint joins it by accident), starts the workers, starts again one that
  * dies, assembles /metrics from all of them, and on SIGTERM/SIGINT shuts them all down.
  */
-export async function runWorkers(config: Config, log: Logger, count: number, routesModule?: string): Promise<void> {
+export async function runWorkers(config: Config, log: Logger, count: number, signals: StopSignals, routesModule?: string): Promise<void> {
   let port: number;
   let guard: Server;
   try {
@@ -159,6 +160,5 @@ export async function runWorkers(config: Config, log: Logger, count: number, rou
     log.info({ event: 'shutdown_done', ms: Date.now() - started }, 'bye');
     process.exit(codes.every((c) => c === 0) ? 0 : 1);
   };
-  process.on('SIGTERM', () => void stop('SIGTERM'));
-  process.on('SIGINT', () => void stop('SIGINT'));
+  signals.handle((signal) => void stop(signal));
 }

@@ -149,6 +149,29 @@ describe('shutdown', () => {
     }
   });
 
+  it('SIGTERM while the server is still starting (Redis paused): it is kept, and once up the server shuts down and exits 0', async () => {
+    const admin = new Redis(redis().url);
+    try {
+      // Start-up waits on Redis (scripts, settings) for as long as the pause lasts.
+      await admin.call('CLIENT', 'PAUSE', '1500', 'ALL');
+      const server = await spawnServer({ REDIS_URL: redis().url, STORE_TIMEOUT_MS: String(STORE_TIMEOUT_MS) }, { waitListening: false });
+      try {
+        await server.waitLog((l) => l.event === 'startup');
+        server.proc.kill('SIGTERM');
+        expect(await server.exited).toEqual({ code: 0, signal: null });
+        const events = server.lines().map((l) => l.event);
+        expect(events).toContain('listening');
+        expect(events.indexOf('shutdown')).toBeGreaterThan(events.indexOf('listening'));
+        expect(events).toContain('shutdown_done');
+      } finally {
+        await server.stop();
+      }
+    } finally {
+      await admin.call('CLIENT', 'UNPAUSE').catch(() => undefined);
+      admin.disconnect();
+    }
+  });
+
   it('npm start: SIGTERM to the npm process reaches the server, which shuts down and exits 0', async () => {
     const npm = await spawnServer({}, { devMode: true, command: { file: 'npm', args: ['start', '--silent'] } });
     const started = npm.lines().find((l) => l.event === 'startup');

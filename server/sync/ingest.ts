@@ -33,8 +33,10 @@ export const FLUSH_LIMITS = { messages: 10_000, weight: 200_000 } as const;
  * Message ingest with group commit: up to `maxInFlight` flushes run at once (each is two store
  * round trips, so a few in flight keep the store busy); while all are busy, new submissions
  * queue up and the next flush merges them — per (user, conversation) into ONE op carrying the max
- * seqs. No timer: a lone message is flushed at once; under load each flush carries more. A
- * submission resolves only once its messages are applied in the store.
+ * seqs. No timer: a flush starts at the end of the event-loop turn the submission came in
+ * (setImmediate), so every request read in one turn goes into one flush rather than the first
+ * few each taking a flush of their own; under load each flush carries more. A submission
+ * resolves only once its messages are applied in the store.
  *
  * Stateless across processes: nothing here orders anything against another process. A flush is
  * a conversation step per conversation (raise the head, read who is a member, atomically) and
@@ -44,6 +46,7 @@ export const FLUSH_LIMITS = { messages: 10_000, weight: 200_000 } as const;
 export class Ingest {
   private pending: Submission[] = [];
   private inFlight = 0;
+  private pumpScheduled = false;
   private readonly drained: Array<() => void> = [];
   onFlush: ((stats: FlushStats) => void) | undefined;
 
@@ -56,7 +59,12 @@ export class Ingest {
     return new Promise<void>((resolve, reject) => {
       const weight = messages.reduce((n, m) => n + 1 + (m.mentions?.length ?? 0), 0);
       this.pending.push({ messages, weight, at: wallClockMs(), resolve, reject });
-      this.pump();
+      if (this.pumpScheduled) return;
+      this.pumpScheduled = true;
+      setImmediate(() => {
+        this.pumpScheduled = false;
+        this.pump();
+      });
     });
   }
 

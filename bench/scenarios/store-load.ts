@@ -56,9 +56,10 @@ export class OpSource {
 /** What a store workload applies: a chunk of ops, resolved once Redis answered them all. */
 export type ApplyChunk = (ops: readonly MessageOp[]) => Promise<void>;
 
+/** As ingest calls it: the ops applied, no results wanted (the pushes carry the states). */
 export function redpointApply(engine: RedisEngine): ApplyChunk {
   return async (ops) => {
-    await engine.applyUserOps(ops);
+    await engine.applyUserOps(ops, { results: false });
   };
 }
 

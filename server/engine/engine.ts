@@ -95,6 +95,12 @@ export interface EngineOptions {
 export interface ApplyOptions {
   /** When the message behind these ops reached the server (wall-clock ms), carried to pushes for the lag metric. */
   at?: number;
+  /**
+   * false: the caller does not read the results (ingest: the pushes carry the states), so the
+   * store need not build, send and decode them, and the returned array is empty. The ops are
+   * applied exactly the same. Default true.
+   */
+  results?: boolean;
 }
 
 export interface ConvInfo {

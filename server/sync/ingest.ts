@@ -152,7 +152,7 @@ export class Ingest {
     const ops = mergeOps(messages, byConv);
     const recordedAt = performance.now();
     // The heads moved already: a failure from here on leaves the messages half applied.
-    await this.engine.applyUserOps(ops, { at }).catch((err: unknown) => {
+    await this.engine.applyUserOps(ops, { at, results: false }).catch((err: unknown) => {
       throw afterPartOfIt(err);
     });
     const appliedAt = performance.now();

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { LIMITS } from '../../protocol/limits.js';
 import type { ConvState } from '../../protocol/types.js';
-import type { Engine, EngineOptions } from '../../server/engine/engine.js';
+import type { Engine, EngineOptions, UserOp } from '../../server/engine/engine.js';
 import { conversationConformance } from './conformance-conversations.js';
 import { convWith, del, expectTotalsConsistent, join, leave, message, mulberry32, one, plainTotals, read } from './conformance-helpers.js';
 import { notificationConformance } from './conformance-notify.js';
@@ -95,6 +95,27 @@ export function engineConformance(name: string, makeEngine: MakeEngine): void {
         await e.applyUserOps([message('a', 'c', 2), message('b', 'c', 2, 2)]);
         expect((await e.userState('a')).totals.total).toBe(1);
         expect((await e.userState('b')).totals.total).toBe(0);
+      });
+
+      it('results: false applies exactly the same (records, totals, versions, streams) and returns no results', async () => {
+        const e = await use();
+        const steps = (uid: string): UserOp[][] => [
+          [join(uid, 'c'), join(uid, 'd')],
+          [message(uid, 'c', 3, 1, [2, 3]), message(uid, 'd', 2), read(uid, 'c', 2)],
+          [message(uid, 'c', 5), read(uid, 'd', 2)],
+        ];
+        for (const [mine, quiet] of steps('loud').map((ops, i) => [ops, steps('quiet')[i] ?? []] as const)) {
+          expect((await e.applyUserOps(mine)).length).toBe(mine.length);
+          expect(await e.applyUserOps(quiet, { results: false })).toEqual([]);
+        }
+        const loud = await e.userState('loud');
+        const quiet = await e.userState('quiet');
+        expect(quiet.states).toEqual(loud.states);
+        expect(quiet.totals).toEqual(loud.totals);
+        expect(quiet.version).toBe(loud.version);
+        const pulled = await e.pull('quiet', null, 100);
+        expect(pulled.version).toBe(loud.version);
+        expect(pulled.snapshot?.convs ?? []).toEqual((await e.pull('loud', null, 100)).snapshot?.convs ?? []);
       });
 
       it('mentions count only above readSeq and are pruned by reads', async () => {

@@ -179,6 +179,7 @@ export class MemoryEngine implements Engine {
       });
     }
     for (const list of changes.values()) this.notifications.user(list);
+    if (options.results === false) return [];
     // One user's ops are one step: each result names the user's epoch after the step (a user's
     // first visible change gives it one), as the Redis engine's single reply per user does.
     ops.forEach((op, i) => {

@@ -254,7 +254,8 @@ export class RedisEngine implements Engine {
       if (list) list.push(i);
       else byUser.set(op.uid, [i]);
     });
-    const results = new Array<UserOpResult>(ops.length);
+    const withResults = options.results !== false;
+    const results = new Array<UserOpResult>(withResults ? ops.length : 0);
     const users = [...byUser];
     const at = options.at === undefined ? '' : options.at.toFixed(3);
     await this.perServer(
@@ -275,6 +276,7 @@ export class RedisEngine implements Engine {
               at,
               Math.floor(Date.now() / 1000),
               cluster ? '1' : '0',
+              withResults ? '1' : '0',
             ];
             for (const { index } of group) {
               const [uid, indexes] = users[index] as [string, number[]];
@@ -295,6 +297,10 @@ export class RedisEngine implements Engine {
             continue;
           }
           const epoch = asString(reply[r++]);
+          if (!withResults) {
+            done.push({ index, done: true });
+            continue;
+          }
           for (const opIndex of (users[index] as [string, number[]])[1]) {
             results[opIndex] = {
               changed: asNumber(reply[r]) === 1,

@@ -16,14 +16,16 @@
 -- ARGV[5] mention cap   ARGV[6] idle seconds (0: never)   ARGV[7] PUBLISH, SPUBLISH or '' (none)
 -- ARGV[8] arrival time ('' = none)   ARGV[9] now (Unix seconds, for the idle expiry)
 -- ARGV[10] 1 on a cluster (check that each user's keys are here before touching them), else 0
--- ARGV[11..] per user: uid, number of ops, then the ops, each its type, conversation and fields:
+-- ARGV[11] 1: reply with each op's result; 0: only each user's epoch (the caller reads no results)
+-- ARGV[12..] per user: uid, number of ops, then the ops, each its type, conversation and fields:
 --   m (message):    lastSeq, readSeq, mention seqs 'a,b,c'
 --   r (read):       seq
 --   g (membership): gen, flags <member><large>, joinGen, joinHead, head, category
 --   s (settings):   muted 1|0|-, markedUnread 1|0|-, deleteAt (or -)
 -- Publishes each user's changes on `<prefix>:bus:{u:<uid>}`, in version order: 'epoch|at', then
 -- a line 'v|state' per change.
--- Returns per user: epoch, then per op: changed 1|0, member 1|0, version after it, state text or ''.
+-- Returns per user: epoch, then (ARGV[11] = 1) per op: changed 1|0, member 1|0, version after it,
+-- state text or ''.
 -- On a cluster, a user whose keys are not on this master (a slot moved) stops the call before
 -- anything of theirs is touched: the reply then ends with the marker 'moved' and the users not
 -- applied are left for the caller to send again.
@@ -33,6 +35,7 @@ local snapshotEvery, streamMaxLen = tonumber(ARGV[3]), tonumber(ARGV[4])
 local mentionCap, idle = tonumber(ARGV[5]), tonumber(ARGV[6])
 local publishCmd, at, now = ARGV[7], ARGV[8], tonumber(ARGV[9])
 local checkLocal = ARGV[10] == '1'
+local withResults = ARGV[11] == '1'
 local FIELDS = { m = 3, r = 1, g = 6, s = 3 }
 
 local function copy(r)
@@ -250,11 +253,13 @@ local function applyUser(uid, meta, first, last, out)
         base = trimmedBase(base, version, sv, interval)
       end
     end
-    local shown = after and after.member
-    out[#out + 1] = changed and 1 or 0
-    out[#out + 1] = shown and 1 or 0
-    out[#out + 1] = version
-    out[#out + 1] = shown and (shownText or stateText(after)) or ''
+    if withResults then
+      local shown = after and after.member
+      out[#out + 1] = changed and 1 or 0
+      out[#out + 1] = shown and 1 or 0
+      out[#out + 1] = version
+      out[#out + 1] = shown and (shownText or stateText(after)) or ''
+    end
     i = i + 2 + width
   end
 
@@ -327,7 +332,7 @@ local function applyUser(uid, meta, first, last, out)
 end
 
 local out = {}
-local i = 11
+local i = 12
 while i <= #ARGV do
   local uid, count = ARGV[i], tonumber(ARGV[i + 1])
   local first = i + 2

@@ -17,7 +17,7 @@ import { randomizedOps } from './conformance-random.js';
 import { decodeRecord } from '../../server/engine/state-text.js';
 import { loadScriptSources, SCRIPTS, type ScriptName } from '../../server/engine/redis/scripts.js';
 import { engineConformance } from './conformance.js';
-import { holdScript, waitReady } from './waits.js';
+import { aofWritten, holdScript, waitReady } from './waits.js';
 
 const server = fileFixture('redis-server', () => startRedisServer());
 let prefixes = 0;
@@ -134,23 +134,6 @@ async function settledAofSize(dir: string): Promise<number> {
     last = size;
   }
   return last;
-}
-
-/**
- * Resolves once Redis has written every append to the AOF file (`aof_buffer_length:0`): with
- * everysec, Redis postpones the write while a background fsync is slow (a loaded machine), and a
- * SIGKILL then loses what is still in its buffer, while what is written survives in the page cache.
- */
-async function aofWritten(url: string): Promise<void> {
-  const admin = new Redis(url);
-  try {
-    for (const deadline = Date.now() + 10_000; Date.now() < deadline; await delay(20)) {
-      if (/^aof_buffer_length:0\r?$/m.test(await admin.info('persistence'))) return;
-    }
-    throw new Error('Redis did not write its AOF buffer within 10 s');
-  } finally {
-    admin.disconnect();
-  }
 }
 
 /** Everything the client ends up holding after pulling from `cursor` until `more` is false. */

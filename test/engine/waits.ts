@@ -1,5 +1,5 @@
 import { setTimeout as delay } from 'node:timers/promises';
-import type { Redis } from 'ioredis';
+import { Redis } from 'ioredis';
 import type { Engine } from '../../server/engine/engine.js';
 
 /**
@@ -19,6 +19,20 @@ async function poll(done: () => Promise<boolean>, timeoutMs: number, what: strin
 /** Until `engine.ready()` answers `ready`: its client reconnected after a restart, or noticed the server went away. */
 export function waitReady(engine: Engine, ready = true, timeoutMs = 15_000): Promise<void> {
   return poll(async () => (await engine.ready()) === ready, timeoutMs, ready ? 'engine did not become ready' : 'engine still ready after the server went away');
+}
+
+/**
+ * Until Redis has written every append to the AOF file (`aof_buffer_length:0`): with everysec,
+ * Redis postpones the write while a background fsync is slow (a loaded machine), and a SIGKILL
+ * then loses what is still in its buffer, while what is written survives in the page cache.
+ */
+export async function aofWritten(url: string, timeoutMs = 10_000): Promise<void> {
+  const admin = new Redis(url);
+  try {
+    await poll(async () => /^aof_buffer_length:0\r?$/m.test(await admin.info('persistence')), timeoutMs, 'Redis did not write its AOF buffer');
+  } finally {
+    admin.disconnect();
+  }
 }
 
 /**

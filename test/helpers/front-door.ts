@@ -45,7 +45,8 @@ export class FrontDoor {
   async close(): Promise<void> {
     const server = this.server;
     this.server = null;
-    const closed = [...this.sockets].map((s) => new Promise<void>((resolve) => (s.destroyed && s.closed ? resolve() : s.once('close', () => resolve()))));
+    // A socket leaves the set when it closes: those in it are still open.
+    const closed = [...this.sockets].map((s) => new Promise<void>((resolve) => s.once('close', () => resolve())));
     for (const s of this.sockets) s.destroy();
     this.sockets.clear();
     await Promise.all(closed);

@@ -3,8 +3,8 @@ import { UNSEEN_EPOCH, type MemberTag } from '../engine.js';
 import { totalsOfRecords, type ConversationView, type DeleteStep, type EngineAdmin, type RawConversation, type RawUser, type ScanPage } from '../admin.js';
 import { sameRecord, toConvState, type StoredConv } from '../rules.js';
 import type { LocalNotifications } from './local-notifications.js';
-import { decodeEntries, encodeSnapshotText } from '../state-text.js';
-import { info, newEpoch, snapshotOf, type MemoryConversation, type MemoryUser } from './memory-engine.js';
+import { encodeSnapshotText } from '../state-text.js';
+import { entriesAfter, info, newEpoch, snapshotOf, type MemoryConversation, type MemoryUser } from './memory-engine.js';
 
 /** A deletion begun and not finished: the roster it removes, under its generation. */
 interface MemoryDeletion {
@@ -61,7 +61,7 @@ export class MemoryAdmin implements EngineAdmin {
       records,
       // The memory engine keeps no separate index: it is derived from the records when read.
       largeIndex: records.filter((r) => r.member && r.large).map((r) => r.conv),
-      stream: { length: user.entries.length, afterSnapshot: decodeEntries(user.entries, user.base + 1).filter((e) => e.v > user.snapshot.v) },
+      stream: { length: user.entries.length, afterSnapshot: entriesAfter(user, user.snapshot.v) },
       snapshot: snapshotOf(user),
       ttl: { stream: -1, snapshot: -1 },
     };

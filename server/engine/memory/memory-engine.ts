@@ -1,5 +1,5 @@
 import { nanoid } from 'nanoid';
-import type { Cursor, Snapshot } from '../../../protocol/types.js';
+import type { ConvEntry, Cursor, Snapshot } from '../../../protocol/types.js';
 import {
   UNSEEN_EPOCH,
   type ApplyOptions,
@@ -202,8 +202,7 @@ export class MemoryEngine implements Engine {
     };
     const reset = needsReset(position, since);
     const from = reset ? user.snapshot.v : (since?.version ?? 0);
-    const start = from - user.base;
-    const entries = decodeEntries(user.entries.slice(start, start + Math.max(0, limit)), from + 1);
+    const entries = entriesAfter(user, from, Math.max(0, limit));
     const version = entries.at(-1)?.v ?? from;
     return { epoch: user.epoch, ...(reset ? { snapshot: snapshotOf(user) } : {}), entries, version, more: version < user.version, largeConvs };
   }
@@ -288,6 +287,13 @@ export class MemoryEngine implements Engine {
     this.users.set(uid, user);
     return user;
   }
+}
+
+/** Up to `limit` of the user's stream entries after version `v` (or after its base, if later), decoded. */
+export function entriesAfter(user: MemoryUser, v: number, limit = Number.POSITIVE_INFINITY): ConvEntry[] {
+  const from = Math.max(user.base, v);
+  const start = from - user.base;
+  return decodeEntries(user.entries.slice(start, start + limit), from + 1);
 }
 
 /** The user's newest snapshot, decoded. */

@@ -191,6 +191,8 @@ end
 local function applyUser(uid, meta, first, last, out)
   local tag = prefix .. ':{u:' .. uid .. '}:'
   local metaKey, recordsKey = tag .. 'm', tag .. 'c'
+  -- The other keys (stream s, snapshot p, large index L) are named where a change needs them:
+  -- most calls touch no snapshot, and each name is another string to allocate.
   local exists = meta[1] ~= false
   local epoch = currentEpoch(metaKey, meta[1], meta[2], runId)
   local version = tonumber(meta[3] or '0')

@@ -38,22 +38,10 @@ local checkLocal = ARGV[10] == '1'
 local withResults = ARGV[11] == '1'
 local FIELDS = { m = 3, r = 1, g = 6, s = 3 }
 
-local function copy(r)
-  local seqs = NO_MENTIONS
-  if #r.mentions > 0 then
-    seqs = {}
-    for i, s in ipairs(r.mentions) do seqs[i] = s end
-  end
-  return {
-    conv = r.conv, member = r.member, muted = r.muted, marked = r.marked, large = r.large, lastSeq = r.lastSeq,
-    readSeq = r.readSeq, deletedSeq = r.deletedSeq, gen = r.gen, joinGen = r.joinGen, category = r.category, mentions = seqs,
-  }
-end
-
 local function blank(conv)
   return {
     conv = conv, member = false, muted = false, marked = false, large = false, lastSeq = 0, readSeq = 0,
-    deletedSeq = -1, gen = 0, joinGen = 0, category = 'default', mentions = NO_MENTIONS,
+    deletedSeq = -1, gen = '0', joinGen = '0', category = 'default', mentions = NO_MENTIONS,
   }
 end
 
@@ -80,7 +68,7 @@ local function mergeMentions(seqs, added, readSeq)
   for _, s in ipairs(seqs) do
     if s > readSeq and not seen[s] then seen[s] = true; list[#list + 1] = s end
   end
-  for text in string.gmatch(added, '%d+') do
+  for text in gmatch(added, '%d+') do
     local s = tonumber(text)
     if s > readSeq and not seen[s] then seen[s] = true; list[#list + 1] = s end
   end
@@ -96,27 +84,26 @@ local function flag(arg)
   return nil
 end
 
-local function apply(before, op, conv, i)
-  -- ARGV[i] is the op type, ARGV[i + 1] its conversation, then its fields.
+-- The op at ARGV[i] (its type, conversation, then its fields) on `r`, the conversation's record
+-- (nil: none stored), changed in place (records are this script's own tables; mention lists are
+-- never changed in place, only replaced). Returns the record after the op (nil: still none).
+local function apply(r, op, conv, i)
   if op == 'm' then
-    local r = before and copy(before) or blank(conv)
-    r.lastSeq = math.max(r.lastSeq, tonumber(ARGV[i + 2]))
-    raiseRead(r, tonumber(ARGV[i + 3]))
+    r = r or blank(conv)
+    local lastSeq = tonumber(ARGV[i + 2])
+    if lastSeq > r.lastSeq then r.lastSeq = lastSeq end
+    raiseRead(r, num(ARGV[i + 3]))
     r.mentions = mergeMentions(r.mentions, ARGV[i + 4], r.readSeq)
-    return r
   elseif op == 'r' then
-    if not (before and before.member) then return before end
-    local r = copy(before)
-    raiseRead(r, tonumber(ARGV[i + 2]))
-    return r
+    if r and r.member then raiseRead(r, tonumber(ARGV[i + 2])) end
   elseif op == 'g' then
     local gen = tonumber(ARGV[i + 2])
-    if before and gen < before.gen then return before end
-    local r = before and copy(before) or blank(conv)
-    r.gen = gen
+    if r and gen < tonumber(r.gen) then return r end
+    r = r or blank(conv)
+    r.gen = int(gen)
     local flags = ARGV[i + 3]
-    if string.byte(flags, 1) == 49 then
-      local joinGen = tonumber(ARGV[i + 4])
+    if byte(flags, 1) == 49 then
+      local joinGen = int(tonumber(ARGV[i + 4]))
       if not r.member or r.joinGen ~= joinGen then
         r.member = true
         r.joinGen = joinGen
@@ -125,58 +112,35 @@ local function apply(before, op, conv, i)
         r.marked = false
         r.deletedSeq = -1
       end
-      r.lastSeq = math.max(r.lastSeq, tonumber(ARGV[i + 6]))
-      r.large = string.byte(flags, 2) == 49
+      r.lastSeq = max(r.lastSeq, tonumber(ARGV[i + 6]))
+      r.large = byte(flags, 2) == 49
       r.category = ARGV[i + 7]
     elseif r.member then
       r.member = false
       r.mentions = NO_MENTIONS
       r.marked = false
     end
-    return r
   elseif op == 's' then
-    if not (before and before.member) then return before end
-    local r = copy(before)
+    if not (r and r.member) then return r end
     if ARGV[i + 4] ~= '-' then
-      local head = math.max(tonumber(ARGV[i + 4]), r.lastSeq)
+      local head = max(tonumber(ARGV[i + 4]), r.lastSeq)
       raiseRead(r, head)
-      r.deletedSeq = math.max(r.deletedSeq, head)
+      r.deletedSeq = max(r.deletedSeq, head)
       r.marked = false
     end
     local muted, marked = flag(ARGV[i + 2]), flag(ARGV[i + 3])
     if muted ~= nil then r.muted = muted end
     if marked ~= nil then r.marked = marked end
-    return r
+  else
+    error('unknown op type ' .. tostring(op))
   end
-  error('unknown op type ' .. tostring(op))
-end
-
-local function sameVisible(a, b)
-  local am, bm = a and a.member, b and b.member
-  if not am and not bm then return true end
-  if not am or not bm then return false end
-  return a.lastSeq == b.lastSeq and a.readSeq == b.readSeq and #a.mentions == #b.mentions and a.muted == b.muted
-    and a.marked == b.marked and a.category == b.category and a.large == b.large and a.deletedSeq == b.deletedSeq
-end
-
-local function sameRecord(a, b)
-  if a == b then return true end
-  if not a or not b then return false end
-  if not sameVisible(a, b) or a.member ~= b.member or a.gen ~= b.gen or a.joinGen ~= b.joinGen
-    or a.lastSeq ~= b.lastSeq or a.readSeq ~= b.readSeq or a.muted ~= b.muted or a.marked ~= b.marked
-    or a.category ~= b.category or a.large ~= b.large or a.deletedSeq ~= b.deletedSeq or #a.mentions ~= #b.mentions then
-    return false
-  end
-  for i, s in ipairs(a.mentions) do
-    if b.mentions[i] ~= s then return false end
-  end
-  return true
+  return r
 end
 
 -- rules.ts contribution(): unread, mentions, category of what a record adds to the stored totals.
 local function contribution(r)
   if not r or not r.member or r.large or r.muted or r.lastSeq <= r.deletedSeq then return 0, 0, nil end
-  return math.max(0, r.lastSeq - r.readSeq), #r.mentions, r.category
+  return max(0, r.lastSeq - r.readSeq), #r.mentions, r.category
 end
 
 -- One user's ops (ARGV[first..last]); appends this user's results to `out`.
@@ -184,75 +148,116 @@ end
 -- (most changes touch it); the other per-category totals are read when touched.
 local META_FIELDS = { 'e', 'r', 'v', 'b', 'n', 'sv', 't', 'x', 'ex', 'k:default' }
 
-local function addCategory(delta, category, amount)
-  if category and amount ~= 0 then delta[category] = (delta[category] or 0) + amount end
+-- Per-category deltas of the stored totals: the default category's in a number, the others in a
+-- table made only when one is touched (most users have only the default category).
+local defaultDelta, otherDeltas
+
+local function addCategory(category, amount)
+  if not category or amount == 0 then return end
+  if category == 'default' then
+    defaultDelta = defaultDelta + amount
+  else
+    otherDeltas = otherDeltas or {}
+    otherDeltas[category] = (otherDeltas[category] or 0) + amount
+  end
 end
 
-local function applyUser(uid, meta, first, last, out)
+-- Appends `v` to the list `t`, made on first use with a constructor: Lua 5.1 rehashes an empty
+-- table on its first insert, and most users' lists here hold one element.
+local function push(t, v)
+  if not t then return { v } end
+  t[#t + 1] = v
+  return t
+end
+
+local function applyUser(uid, metaKey, meta, first, last, out)
   local tag = prefix .. ':{u:' .. uid .. '}:'
-  local metaKey, recordsKey = tag .. 'm', tag .. 'c'
+  local recordsKey = tag .. 'c'
   -- The other keys (stream s, snapshot p, large index L) are named where a change needs them:
   -- most calls touch no snapshot, and each name is another string to allocate.
   local exists = meta[1] ~= false
   local epoch = currentEpoch(metaKey, meta[1], meta[2], runId)
-  local version = tonumber(meta[3] or '0')
-  local base = tonumber(meta[4] or '0')
-  local members = tonumber(meta[5] or '0')
-  local sv = tonumber(meta[6] or '0')
-  local total = tonumber(meta[7] or '0')
-  local mentionTotal = tonumber(meta[8] or '0')
-  local expiredAt = tonumber(meta[9] or '0')
+  local version = num(meta[3])
+  local base = num(meta[4])
+  local members = num(meta[5])
+  local sv = num(meta[6])
+  local total = num(meta[7])
+  local mentionTotal = num(meta[8])
+  local expiredAt = num(meta[9])
   local startVersion, startBase, startMembers, startSv = version, base, members, sv
   local startTotal, startMentions = total, mentionTotal
 
   local current = {} -- conv -> record as of the ops so far (false: none)
-  local categoryDelta = {}
+  local texts = {} -- conv -> that record's text (as stored, or as it will be written)
+  defaultDelta, otherDeltas = 0, nil
   local epochAt = #out + 1
   out[epochAt] = epoch
-  local dirty, dirtyOrder = {}, {}
-  local entries, lines = {}, {}
-  local wasLargeMember = {} -- conv -> whether it was in the large hash before this script
+  local dirtyOrder -- the convs whose record changed, in order of first change
+  local entries, lines
+  local wasLargeMember -- conv -> whether it was in the large hash before this script
 
   local i = first
   while i <= last do
     local op, conv = ARGV[i], ARGV[i + 1]
     local width = FIELDS[op]
     if not width then error('unknown op type ' .. tostring(op)) end
-    local before = current[conv]
-    if before == nil then
-      local raw = redis.call('HGET', recordsKey, conv)
-      before = raw and decodeRecord(conv, raw) or false
-      current[conv] = before
+    local r = current[conv]
+    if r == nil then
+      local raw = call('HGET', recordsKey, conv)
+      r = raw and decodeRecord(conv, raw) or false
+      current[conv] = r
+      texts[conv] = raw
     end
-    local after = apply(before or nil, op, conv, i)
+    -- What the record shows before the op (the op changes it in place).
+    local wasMember = r and r.member or false
+    local wasLarge = wasMember and r.large
+    local oldUnread, oldMentions, oldCategory = contribution(r or nil)
+    local bLast, bRead, bMentions, bMuted, bMarked, bCategory, bDeleted
+    if wasMember then
+      bLast, bRead, bMentions, bMuted, bMarked = r.lastSeq, r.readSeq, #r.mentions, r.muted, r.marked
+      bCategory, bDeleted = r.category, r.deletedSeq
+    end
+    local after = apply(r or nil, op, conv, i)
     local changed = false
     local shownText
-    if after and not sameRecord(before or nil, after) then
-      current[conv] = after
-      if not dirty[conv] then dirty[conv] = true; dirtyOrder[#dirtyOrder + 1] = conv end
-      if not sameVisible(before or nil, after) then
-        changed = true
-        local oldUnread, oldMentions, oldCategory = contribution(before)
-        local newUnread, newMentions, newCategory = contribution(after)
-        total = total + newUnread - oldUnread
-        mentionTotal = mentionTotal + newMentions - oldMentions
-        addCategory(categoryDelta, oldCategory, -oldUnread)
-        addCategory(categoryDelta, newCategory, newUnread)
-        local wasMember = before and before.member
-        if after.member and not wasMember then members = members + 1 elseif wasMember and not after.member then members = members - 1 end
-        if wasLargeMember[conv] == nil then wasLargeMember[conv] = (wasMember and before.large) == true end
-        version = version + 1
-        shownText = after.member and stateText(after) or nil
-        local text = shownText or conv
-        entries[#entries + 1] = text
-        lines[#lines + 1] = int(version) .. '|' .. text
-        local interval = snapshotInterval(snapshotEvery, streamMaxLen, members)
-        if version - sv >= interval then
-          local snap = snapshotText(recordsKey, current)
-          if idle > 0 then redis.call('SET', tag .. 'p', snap, 'EX', idle) else redis.call('SET', tag .. 'p', snap) end
-          sv = version
+    if after then
+      local text, lsText, rsText, dsText = encodeRecord(after)
+      -- The text holds every field of the record: equal texts, equal records.
+      if text ~= texts[conv] then
+        if not (dirtyOrder and dirtyOrder[conv]) then
+          dirtyOrder = push(dirtyOrder, conv)
+          dirtyOrder[conv] = true
         end
-        base = trimmedBase(base, version, sv, interval)
+        current[conv] = after
+        texts[conv] = text
+        local isMember = after.member
+        if wasMember ~= isMember or (isMember and (after.lastSeq ~= bLast or after.readSeq ~= bRead
+          or #after.mentions ~= bMentions or after.muted ~= bMuted or after.marked ~= bMarked
+          or after.category ~= bCategory or after.large ~= wasLarge or after.deletedSeq ~= bDeleted)) then
+          changed = true
+          local newUnread, newMentions, newCategory = contribution(after)
+          total = total + newUnread - oldUnread
+          mentionTotal = mentionTotal + newMentions - oldMentions
+          addCategory(oldCategory, -oldUnread)
+          addCategory(newCategory, newUnread)
+          if isMember and not wasMember then members = members + 1 elseif wasMember and not isMember then members = members - 1 end
+          if (wasLarge or (isMember and after.large)) and not (wasLargeMember and wasLargeMember[conv] ~= nil) then
+            wasLargeMember = wasLargeMember or {}
+            wasLargeMember[conv] = wasLarge == true
+          end
+          version = version + 1
+          shownText = isMember and stateTextOf(after, lsText, rsText, dsText) or nil
+          local entry = shownText or conv
+          entries = push(entries, entry)
+          lines = push(lines, int(version) .. '|' .. entry)
+          local interval = snapshotInterval(snapshotEvery, streamMaxLen, members)
+          if version - sv >= interval then
+            local snap = snapshotText(recordsKey, current)
+            if idle > 0 then call('SET', tag .. 'p', snap, 'EX', idle) else call('SET', tag .. 'p', snap) end
+            sv = version
+          end
+          base = trimmedBase(base, version, sv, interval)
+        end
       end
     end
     if withResults then
@@ -266,26 +271,26 @@ local function applyUser(uid, meta, first, last, out)
   end
 
   -- Only what changed is written.
-  if #dirtyOrder > 0 then
+  if dirtyOrder then
     local fields = {}
-    for _, conv in ipairs(dirtyOrder) do
-      fields[#fields + 1] = conv
-      fields[#fields + 1] = encodeRecord(current[conv])
+    for k, conv in ipairs(dirtyOrder) do
+      fields[2 * k - 1] = conv
+      fields[2 * k] = texts[conv]
     end
-    redis.call('HSET', recordsKey, unpack(fields))
+    call('HSET', recordsKey, unpack(fields))
   end
   if version == startVersion then return end
   local streamKey = tag .. 's'
 
   -- The list held the versions after startBase; a list that holds fewer expired while idle.
-  local length = redis.call('RPUSH', streamKey, unpack(entries))
+  local length = call('RPUSH', streamKey, unpack(entries))
   local fresh = length == #entries
   if length ~= version - startBase then
     -- History restarts at the version just reached (these changes were pushed all the same).
     restartStream({ records = recordsKey, stream = streamKey, snapshot = tag .. 'p' }, current, idle)
     base, sv = version, version
   elseif base > startBase then
-    redis.call('LTRIM', streamKey, base - startBase, -1)
+    call('LTRIM', streamKey, base - startBase, -1)
   end
   -- Only the meta fields that moved.
   local fields = { 'v', int(version) }
@@ -304,54 +309,61 @@ local function applyUser(uid, meta, first, last, out)
   if idle > 0 then
     -- Pushing the expiry back costs two commands: do it when the list is new, and otherwise
     -- at most every idle/8 seconds (the stream then lives between 7/8 and all of `idle`).
-    if fresh then redis.call('EXPIRE', streamKey, idle) end
+    if fresh then call('EXPIRE', streamKey, idle) end
     if now - expiredAt >= idle / 8 then
-      if not fresh then redis.call('EXPIRE', streamKey, idle) end
-      redis.call('EXPIRE', tag .. 'p', idle)
+      if not fresh then call('EXPIRE', streamKey, idle) end
+      call('EXPIRE', tag .. 'p', idle)
       fields[#fields + 1] = 'ex'; fields[#fields + 1] = int(now)
     end
   end
-  local gone = {}
-  for category, delta in pairs(categoryDelta) do
-    if delta ~= 0 then
-      local field = 'k:' .. category
-      local stored = category == 'default' and meta[10] or redis.call('HGET', metaKey, field)
-      local value = tonumber(stored or '0') + delta
-      if value == 0 then gone[#gone + 1] = field else fields[#fields + 1] = field; fields[#fields + 1] = int(value) end
+  local gone
+  if defaultDelta ~= 0 then
+    local value = num(meta[10]) + defaultDelta
+    if value == 0 then gone = { 'k:default' } else fields[#fields + 1] = 'k:default'; fields[#fields + 1] = int(value) end
+  end
+  if otherDeltas then
+    for category, delta in pairs(otherDeltas) do
+      if delta ~= 0 then
+        local field = 'k:' .. category
+        local value = num(call('HGET', metaKey, field)) + delta
+        if value == 0 then gone = push(gone, field) else fields[#fields + 1] = field; fields[#fields + 1] = int(value) end
+      end
     end
   end
-  redis.call('HSET', metaKey, unpack(fields))
-  if #gone > 0 then redis.call('HDEL', metaKey, unpack(gone)) end
+  call('HSET', metaKey, unpack(fields))
+  if gone then call('HDEL', metaKey, unpack(gone)) end
   -- The large hash holds exactly the conversations whose record is a member and large.
-  for conv, was in pairs(wasLargeMember) do
-    local r = current[conv]
-    local is = (r and r.member and r.large) == true
-    if is and not was then redis.call('HSET', tag .. 'L', conv, '1') elseif was and not is then redis.call('HDEL', tag .. 'L', conv) end
+  if wasLargeMember then
+    for conv, was in pairs(wasLargeMember) do
+      local r = current[conv]
+      local is = (r and r.member and r.large) == true
+      if is and not was then call('HSET', tag .. 'L', conv, '1') elseif was and not is then call('HDEL', tag .. 'L', conv) end
+    end
   end
   if publishCmd ~= '' then
-    redis.call(publishCmd, prefix .. ':bus:{u:' .. uid .. '}', epoch .. '|' .. at .. '\n' .. table.concat(lines, '\n'))
+    call(publishCmd, prefix .. ':bus:{u:' .. uid .. '}', epoch .. '|' .. at .. '\n' .. concat(lines, '\n'))
   end
 end
 
 local out = {}
 local i = 12
 while i <= #ARGV do
-  local uid, count = ARGV[i], tonumber(ARGV[i + 1])
+  local uid, count = ARGV[i], num(ARGV[i + 1])
   local first = i + 2
   local last = first - 1
   for _ = 1, count do last = last + 2 + FIELDS[ARGV[last + 1]] end
   local metaKey = prefix .. ':{u:' .. uid .. '}:m'
   local meta
   if checkLocal then
-    meta = redis.pcall('HMGET', metaKey, unpack(META_FIELDS))
+    meta = rpcall('HMGET', metaKey, unpack(META_FIELDS))
     if meta.err then
       out[#out + 1] = 'moved'
       return out
     end
   else
-    meta = redis.call('HMGET', metaKey, unpack(META_FIELDS))
+    meta = call('HMGET', metaKey, unpack(META_FIELDS))
   end
-  applyUser(uid, meta, first, last, out)
+  applyUser(uid, metaKey, meta, first, last, out)
   i = last + 1
 end
 return out

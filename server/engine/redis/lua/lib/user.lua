@@ -4,8 +4,21 @@
 --
 -- The text formats are server/engine/state-text.ts's (record, state, snapshot); the rules are rules.ts's.
 
+-- Globals the hot paths use, as locals: a global is a table lookup at every use.
+local tonumber, unpack, ipairs, pairs, error = tonumber, unpack, ipairs, pairs, error
+local call, rpcall = redis.call, redis.pcall
+local format, match, gmatch, byte, sub = string.format, string.match, string.gmatch, string.byte, string.sub
+local max, min, floor, concat = math.max, math.min, math.floor, table.concat
+
 -- Lua numbers are doubles and tostring() keeps only 14 digits: format integers explicitly.
-local function int(n) return string.format('%d', n) end
+local function int(n) return format('%d', n) end
+
+-- A stored or argument number: tonumber is a strtod call (about 1,000 instructions, a large
+-- part of a script's cost), and the commonest texts (absent, 0, 1, -1) need none.
+local function num(s)
+  if not s or s == '0' then return 0 elseif s == '1' then return 1 elseif s == '-1' then return -1 end
+  return tonumber(s)
+end
 
 -- A user with no meta (never seen, or only pending records so far) has this epoch and version 0:
 -- engine.ts UNSEEN_EPOCH. Asking about such a user writes nothing.
@@ -14,8 +27,8 @@ local UNSEEN = '0'
 -- A new epoch: 12 hex characters, unique to this user, run and moment (an epoch only has to
 -- differ from every earlier one of the user; it is never UNSEEN, which is 1 character long).
 local function newEpoch(metaKey, runId)
-  local t = redis.call('TIME')
-  return string.sub(redis.sha1hex(runId .. '|' .. metaKey .. '|' .. t[1] .. '.' .. t[2]), 1, 12)
+  local t = call('TIME')
+  return sub(redis.sha1hex(runId .. '|' .. metaKey .. '|' .. t[1] .. '.' .. t[2]), 1, 12)
 end
 
 -- The epoch (redis-engine.ts "Epochs and the Redis run"): valid only under the Redis run it was
@@ -26,7 +39,7 @@ local function currentEpoch(metaKey, epoch, runIdThen, runId)
   if not epoch then return UNSEEN end
   if runIdThen ~= runId then
     epoch = newEpoch(metaKey, runId)
-    redis.call('HSET', metaKey, 'e', epoch, 'r', runId)
+    call('HSET', metaKey, 'e', epoch, 'r', runId)
   end
   return epoch
 end
@@ -35,9 +48,9 @@ end
 -- the extra fields named). Returns whether the user exists, the epoch (currentEpoch), the version
 -- (0 when none) and the extra fields' raw values (false when absent).
 local function userMeta(metaKey, runId, ...)
-  local meta = redis.call('HMGET', metaKey, 'e', 'r', 'v', ...)
+  local meta = call('HMGET', metaKey, 'e', 'r', 'v', ...)
   local epoch = currentEpoch(metaKey, meta[1], meta[2], runId)
-  return meta[1] ~= false, epoch, tonumber(meta[3] or '0'), unpack(meta, 4)
+  return meta[1] ~= false, epoch, num(meta[3]), unpack(meta, 4)
 end
 
 -- The mention list of every record that has none. Mention lists are never changed in place
@@ -45,24 +58,27 @@ end
 -- a script's cost is mostly its allocations (Lua's collector runs as it allocates).
 local NO_MENTIONS = {}
 
+-- gen and joinGen stay texts (canonical '%d' integers): only a membership op reads them as
+-- numbers, and each tonumber/format is a strtod/sprintf call, a large part of a script's cost.
 local function decodeRecord(conv, raw)
   local f, ls, rs, ds, g, jg, cat, ms =
-    string.match(raw, '^([01][01][01][01])|(%d+)|(%d+)|(%-?%d+)|(%d+)|(%d+)|([^|]*)|([%d,]*)$')
+    match(raw, '^([01][01][01][01])|(%d+)|(%d+)|(%-?%d+)|(%d+)|(%d+)|([^|]*)|([%d,]*)$')
   if not f then error('malformed record of ' .. conv) end
   local seqs = NO_MENTIONS
   if ms ~= '' then
     seqs = {}
-    for s in string.gmatch(ms, '%d+') do seqs[#seqs + 1] = tonumber(s) end
+    for s in gmatch(ms, '%d+') do seqs[#seqs + 1] = tonumber(s) end
   end
   return {
-    conv = conv, member = string.byte(f, 1) == 49, muted = string.byte(f, 2) == 49,
-    marked = string.byte(f, 3) == 49, large = string.byte(f, 4) == 49,
-    lastSeq = tonumber(ls), readSeq = tonumber(rs), deletedSeq = tonumber(ds),
-    gen = tonumber(g), joinGen = tonumber(jg), category = cat == '' and 'default' or cat, mentions = seqs,
+    conv = conv, member = byte(f, 1) == 49, muted = byte(f, 2) == 49,
+    marked = byte(f, 3) == 49, large = byte(f, 4) == 49,
+    lastSeq = num(ls), readSeq = num(rs), deletedSeq = num(ds),
+    gen = g, joinGen = jg, category = cat == '' and 'default' or cat, mentions = seqs,
   }
 end
 
-local function bit(b) if b then return '1' end return '0' end
+-- A flag's text: a table lookup, not a function call (record flags are always booleans).
+local BIT = { [true] = '1', [false] = '0' }
 
 -- The default category is stored as '' (no category is empty): a few bytes in every record,
 -- entry and snapshot line.
@@ -72,26 +88,34 @@ local function mentionText(seqs)
   if #seqs == 0 then return '' end
   local texts = {}
   for i, s in ipairs(seqs) do texts[i] = int(s) end
-  return table.concat(texts, ',')
+  return concat(texts, ',')
 end
 
--- One string.format per text: each piece concatenated apart is another string to allocate.
+-- The record text, and the texts of lastSeq, readSeq and deletedSeq, which the state text
+-- (stateTextOf) repeats: each number is formatted once. Concatenation, not string.format: one
+-- OP_CONCAT builds the whole text, where format parses its pattern and calls sprintf per %d.
 local function encodeRecord(r)
-  return string.format('%s%s%s%s|%d|%d|%d|%d|%d|%s|%s', bit(r.member), bit(r.muted), bit(r.marked), bit(r.large),
-    r.lastSeq, r.readSeq, r.deletedSeq, r.gen, r.joinGen, categoryText(r.category), mentionText(r.mentions))
+  local ls, rs, ds = int(r.lastSeq), int(r.readSeq), int(r.deletedSeq)
+  return BIT[r.member] .. BIT[r.muted] .. BIT[r.marked] .. BIT[r.large] .. '|' .. ls .. '|' .. rs .. '|' .. ds .. '|'
+    .. r.gen .. '|' .. r.joinGen .. '|' .. categoryText(r.category) .. '|' .. mentionText(r.mentions), ls, rs, ds
 end
 
--- The ConvState a client sees (state-text.ts "state").
+-- The ConvState a client sees (state-text.ts "state"), from the number texts encodeRecord made.
+local function stateTextOf(r, ls, rs, ds)
+  local mentions = #r.mentions
+  return r.conv .. '|' .. BIT[r.muted] .. BIT[r.marked] .. BIT[r.large] .. '|' .. ls .. '|' .. rs .. '|'
+    .. (mentions == 0 and '0' or int(mentions)) .. '|' .. ds .. '|' .. categoryText(r.category)
+end
+
 local function stateText(r)
-  return string.format('%s|%s%s%s|%d|%d|%d|%d|%s', r.conv, bit(r.muted), bit(r.marked), bit(r.large), r.lastSeq,
-    r.readSeq, #r.mentions, r.deletedSeq, categoryText(r.category))
+  return stateTextOf(r, int(r.lastSeq), int(r.readSeq), int(r.deletedSeq))
 end
 
 -- A stored record's state line (stateText) straight from its text, without decoding it; nil for
 -- a record that is not a member's.
 local function stateLine(conv, raw)
   local member, flags, ls, rs, ds, cat, ms =
-    string.match(raw, '^([01])([01][01][01])|(%d+)|(%d+)|(%-?%d+)|%d+|%d+|([^|]*)|([%d,]*)$')
+    match(raw, '^([01])([01][01][01])|(%d+)|(%d+)|(%-?%d+)|%d+|%d+|([^|]*)|([%d,]*)$')
   if member ~= '1' then return nil end
   local mentions = 0
   if ms ~= '' then mentions = select(2, string.gsub(ms, ',', ',')) + 1 end
@@ -101,7 +125,7 @@ end
 -- Every member conversation's state, one per line; `current` (conv -> record or false) holds
 -- records changed by this script and not yet written back.
 local function snapshotText(recordsKey, current)
-  local all = redis.call('HGETALL', recordsKey)
+  local all = call('HGETALL', recordsKey)
   local lines = {}
   local seen = {}
   for i = 1, #all, 2 do
@@ -115,18 +139,18 @@ local function snapshotText(recordsKey, current)
   for conv, r in pairs(current) do
     if not seen[conv] and r and r.member then lines[#lines + 1] = stateText(r) end
   end
-  return table.concat(lines, '\n')
+  return concat(lines, '\n')
 end
 
 -- rules.ts snapshotInterval.
 local function snapshotInterval(snapshotEvery, streamMaxLen, members)
-  return math.min(streamMaxLen, math.max(snapshotEvery, members))
+  return min(streamMaxLen, max(snapshotEvery, members))
 end
 
 -- rules.ts trimmedBase: history goes in steps of a quarter interval, never past the snapshot.
 local function trimmedBase(base, version, sv, interval)
-  if version - base <= interval + math.max(1, math.floor(interval / 4)) then return base end
-  return math.min(sv, math.max(base, version - interval))
+  if version - base <= interval + max(1, floor(interval / 4)) then return base end
+  return min(sv, max(base, version - interval))
 end
 
 -- The stream list and its snapshot expire after STREAM_IDLE_SECONDS without changes, while the
@@ -135,7 +159,7 @@ end
 -- and has not written), so a cursor at the current version continues and an older one gets that
 -- snapshot. The caller writes the new base and snapshot version ('b', 'sv') to the meta.
 local function restartStream(keys, current, idle)
-  redis.call('DEL', keys.stream)
+  call('DEL', keys.stream)
   local text = snapshotText(keys.records, current)
-  if idle > 0 then redis.call('SET', keys.snapshot, text, 'EX', idle) else redis.call('SET', keys.snapshot, text) end
+  if idle > 0 then call('SET', keys.snapshot, text, 'EX', idle) else call('SET', keys.snapshot, text) end
 end

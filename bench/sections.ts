@@ -1,6 +1,7 @@
 import type { Section } from './lib/section.js';
 import { memorySection } from './scenarios/memory.js';
 import { storeSection } from './scenarios/store.js';
+import { storeInstructionsSection } from './scenarios/store-instructions.js';
 import { clusterSection } from './scenarios/cluster.js';
 import { gcSection, ingestCostSection } from './scenarios/profile.js';
 import { saturationSection } from './scenarios/saturation.js';
@@ -14,6 +15,7 @@ import { workersSection } from './scenarios/workers.js';
 export const SECTIONS: readonly Section[] = [
   memorySection,
   storeSection,
+  storeInstructionsSection,
   clusterSection,
   ingestCostSection,
   gcSection,

@@ -27,9 +27,9 @@ export interface InProcessStore {
   close(): Promise<void>;
 }
 
-export async function openInProcessStore(target: RedisTarget): Promise<InProcessStore> {
+export async function openInProcessStore(target: RedisTarget, storeTimeoutMs?: number): Promise<InProcessStore> {
   const options = defaultEngineOptions();
-  const engine = await createRedisEngine({ ...target, ...options });
+  const engine = await createRedisEngine({ ...target, ...options, ...(storeTimeoutMs !== undefined ? { storeTimeoutMs } : {}) });
   const sync = new SyncService(engine, { largeGroupThreshold: options.largeGroupThreshold });
   return { engine, sync, close: () => engine.close() };
 }

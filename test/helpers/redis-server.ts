@@ -17,12 +17,18 @@ export interface RedisServerOptions {
   startTimeoutMs?: number;
   /** More redis.conf lines, appended (e.g. `cluster-enabled yes` for a cluster node). */
   extraConfig?: readonly string[];
+  /** Another redis-server binary than the one on PATH (e.g. a build with symbols, for profiling). */
+  binary?: string;
+  /** A command the server runs under, with its arguments (e.g. valgrind and its options). */
+  runUnder?: readonly string[];
 }
 
 export interface RedisServer {
   readonly url: string;
   readonly port: number;
   readonly dir: string;
+  /** The running server's process id (under `runUnder`: that command's). */
+  pid(): number | undefined;
   /** Graceful stop (SIGTERM: Redis flushes the AOF), then the temp dir is removed. */
   stop(): Promise<void>;
   /** SIGKILL: a crash. The dir is kept so that `restart()` can show what survived. */
@@ -37,8 +43,9 @@ const EXIT_TIMEOUT_MS = 10_000;
 const POLL_INTERVAL_MS = 20;
 
 export async function startRedisServer(options: RedisServerOptions = {}): Promise<RedisServer> {
-  const bin = findOnPath('redis-server');
+  const bin = options.binary ?? findOnPath('redis-server');
   if (!bin) throw new Error(REDIS_NOT_FOUND);
+  const [command, ...prefixArgs] = [...(options.runUnder ?? []), bin];
   const port = await freePort();
   const dir = await mkdtemp(join(tmpdir(), 'redpoint-redis-'));
   const confPath = join(dir, 'redis.conf');
@@ -47,7 +54,7 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
 
   let child: ChildProcess | null = null;
   const launch = async (): Promise<void> => {
-    const proc = spawn(bin, [confPath], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = spawn(command as string, [...prefixArgs, confPath], { stdio: ['ignore', 'pipe', 'pipe'] });
     const output = keepOutput(proc);
     killOnExit(proc);
     child = proc;
@@ -75,6 +82,7 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
     url: `redis://127.0.0.1:${port}`,
     port,
     dir,
+    pid: () => (child as ChildProcess | null)?.pid,
     async stop() {
       await halt('SIGTERM');
       await rm(dir, { recursive: true, force: true });

@@ -41,7 +41,7 @@ local FIELDS = { m = 3, r = 1, g = 6, s = 3 }
 local function blank(conv)
   return {
     conv = conv, member = false, muted = false, marked = false, large = false, lastSeq = 0, readSeq = 0,
-    deletedSeq = -1, gen = '0', joinGen = '0', category = 'default', mentions = NO_MENTIONS,
+    deletedSeq = -1, gen = '0', joinGen = '0', category = 'default', mentions = NO_MENTIONS, text = false, dirty = false,
   }
 end
 
@@ -187,8 +187,9 @@ local function applyUser(uid, metaKey, meta, first, last, out)
   local startVersion, startBase, startMembers, startSv = version, base, members, sv
   local startTotal, startMentions = total, mentionTotal
 
-  local current = {} -- conv -> record as of the ops so far (false: none)
-  local texts = {} -- conv -> that record's text (as stored, or as it will be written)
+  -- conv -> record as of the ops so far (false: none); made with its first key, as a constructor
+  -- sizes it (an empty table is rehashed at its first insert).
+  local current
   defaultDelta, otherDeltas = 0, nil
   local epochAt = #out + 1
   out[epochAt] = epoch
@@ -201,13 +202,13 @@ local function applyUser(uid, metaKey, meta, first, last, out)
     local op, conv = ARGV[i], ARGV[i + 1]
     local width = FIELDS[op]
     if not width then error('unknown op type ' .. tostring(op)) end
-    local r = current[conv]
+    local r = current and current[conv]
     if r == nil then
       local raw = call('HGET', recordsKey, conv)
       r = raw and decodeRecord(conv, raw) or false
-      current[conv] = r
-      texts[conv] = raw
+      if current then current[conv] = r else current = { [conv] = r } end
     end
+    local textBefore = r and r.text
     -- What the record shows before the op (the op changes it in place).
     local wasMember = r and r.member or false
     local wasLarge = wasMember and r.large
@@ -223,13 +224,13 @@ local function applyUser(uid, metaKey, meta, first, last, out)
     if after then
       local text, lsText, rsText, dsText = encodeRecord(after)
       -- The text holds every field of the record: equal texts, equal records.
-      if text ~= texts[conv] then
-        if not (dirtyOrder and dirtyOrder[conv]) then
+      if text ~= textBefore then
+        if not after.dirty then
+          after.dirty = true
           dirtyOrder = push(dirtyOrder, conv)
-          dirtyOrder[conv] = true
         end
         current[conv] = after
-        texts[conv] = text
+        after.text = text
         local isMember = after.member
         if wasMember ~= isMember or (isMember and (after.lastSeq ~= bLast or after.readSeq ~= bRead
           or #after.mentions ~= bMentions or after.muted ~= bMuted or after.marked ~= bMarked
@@ -275,7 +276,7 @@ local function applyUser(uid, metaKey, meta, first, last, out)
     local fields = {}
     for k, conv in ipairs(dirtyOrder) do
       fields[2 * k - 1] = conv
-      fields[2 * k] = texts[conv]
+      fields[2 * k] = current[conv].text
     end
     call('HSET', recordsKey, unpack(fields))
   end
@@ -292,19 +293,21 @@ local function applyUser(uid, metaKey, meta, first, last, out)
   elseif base > startBase then
     call('LTRIM', streamKey, base - startBase, -1)
   end
-  -- Only the meta fields that moved.
-  local fields = { 'v', int(version) }
-  if base ~= startBase then fields[#fields + 1] = 'b'; fields[#fields + 1] = int(base) end
-  if members ~= startMembers then fields[#fields + 1] = 'n'; fields[#fields + 1] = int(members) end
-  if sv ~= startSv then fields[#fields + 1] = 'sv'; fields[#fields + 1] = int(sv) end
-  if total ~= startTotal then fields[#fields + 1] = 't'; fields[#fields + 1] = int(total) end
-  if mentionTotal ~= startMentions then fields[#fields + 1] = 'x'; fields[#fields + 1] = int(mentionTotal) end
+  -- Only the meta fields that moved, in a list sized up front (appending to a short list
+  -- rehashes it at every power of two): `n` counts what is set.
+  local fields = { 'v', int(version), false, false, false, false, false, false, false, false, false, false, false, false }
+  local n = 2
+  if base ~= startBase then fields[n + 1], fields[n + 2], n = 'b', int(base), n + 2 end
+  if members ~= startMembers then fields[n + 1], fields[n + 2], n = 'n', int(members), n + 2 end
+  if sv ~= startSv then fields[n + 1], fields[n + 2], n = 'sv', int(sv), n + 2 end
+  if total ~= startTotal then fields[n + 1], fields[n + 2], n = 't', int(total), n + 2 end
+  if mentionTotal ~= startMentions then fields[n + 1], fields[n + 2], n = 'x', int(mentionTotal), n + 2 end
   if not exists then
     -- The user's first visible change: its stream (and epoch) begins.
     epoch = newEpoch(metaKey, runId)
     out[epochAt] = epoch
-    fields[#fields + 1] = 'e'; fields[#fields + 1] = epoch
-    fields[#fields + 1] = 'r'; fields[#fields + 1] = runId
+    fields[n + 1], fields[n + 2], n = 'e', epoch, n + 2
+    fields[n + 1], fields[n + 2], n = 'r', runId, n + 2
   end
   if idle > 0 then
     -- Pushing the expiry back costs two commands: do it when the list is new, and otherwise
@@ -313,24 +316,24 @@ local function applyUser(uid, metaKey, meta, first, last, out)
     if now - expiredAt >= idle / 8 then
       if not fresh then call('EXPIRE', streamKey, idle) end
       call('EXPIRE', tag .. 'p', idle)
-      fields[#fields + 1] = 'ex'; fields[#fields + 1] = int(now)
+      fields[n + 1], fields[n + 2], n = 'ex', int(now), n + 2
     end
   end
   local gone
   if defaultDelta ~= 0 then
     local value = num(meta[10]) + defaultDelta
-    if value == 0 then gone = { 'k:default' } else fields[#fields + 1] = 'k:default'; fields[#fields + 1] = int(value) end
+    if value == 0 then gone = { 'k:default' } else fields[n + 1], fields[n + 2], n = 'k:default', int(value), n + 2 end
   end
   if otherDeltas then
     for category, delta in pairs(otherDeltas) do
       if delta ~= 0 then
         local field = 'k:' .. category
         local value = num(call('HGET', metaKey, field)) + delta
-        if value == 0 then gone = push(gone, field) else fields[#fields + 1] = field; fields[#fields + 1] = int(value) end
+        if value == 0 then gone = push(gone, field) else fields[n + 1], fields[n + 2], n = field, int(value), n + 2 end
       end
     end
   end
-  call('HSET', metaKey, unpack(fields))
+  call('HSET', metaKey, unpack(fields, 1, n))
   if gone then call('HDEL', metaKey, unpack(gone)) end
   -- The large hash holds exactly the conversations whose record is a member and large.
   if wasLargeMember then

@@ -58,6 +58,8 @@ end
 -- a script's cost is mostly its allocations (Lua's collector runs as it allocates).
 local NO_MENTIONS = {}
 
+-- A record also carries its text as stored (`text`) and whether a script changed it since
+-- (`dirty`), in the same table: one table per record, made by one constructor.
 -- gen and joinGen stay texts (canonical '%d' integers): only a membership op reads them as
 -- numbers, and each tonumber/format is a strtod/sprintf call, a large part of a script's cost.
 local function decodeRecord(conv, raw)
@@ -73,7 +75,7 @@ local function decodeRecord(conv, raw)
     conv = conv, member = byte(f, 1) == 49, muted = byte(f, 2) == 49,
     marked = byte(f, 3) == 49, large = byte(f, 4) == 49,
     lastSeq = num(ls), readSeq = num(rs), deletedSeq = num(ds),
-    gen = g, joinGen = jg, category = cat == '' and 'default' or cat, mentions = seqs,
+    gen = g, joinGen = jg, category = cat == '' and 'default' or cat, mentions = seqs, text = raw, dirty = false,
   }
 end
 

@@ -156,9 +156,21 @@ describe('redis cluster engine', () => {
       await engine.close();
       await p1.del(...Object.values(k));
       await moveSlot(id0, [p0, p1, p2]);
-      for (const p of probes) {
+      // Every node takes SETSLOT at once, but gossip carrying the older assignment can still
+      // reach one and flip it back until the new owner's epoch wins: wait for agreement.
+      const owner = async (p: Redis): Promise<number | undefined> => {
         const ranges = await p.cluster('SLOTS');
-        expect(ranges.find(([from, to]) => from <= slot && slot <= to)?.[2]?.[1]).toBe(c.nodes[0]?.port);
+        return ranges.find(([from, to]) => from <= slot && slot <= to)?.[2]?.[1];
+      };
+      const deadline = Date.now() + 10_000;
+      for (const p of probes) {
+        while ((await owner(p)) !== c.nodes[0]?.port && Date.now() < deadline) {
+          await p.cluster('SETSLOT', slot, 'NODE', id0);
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+      }
+      for (const p of probes) {
+        expect(await owner(p)).toBe(c.nodes[0]?.port);
         p.disconnect();
       }
     }

@@ -198,8 +198,18 @@ export class RedisEngine implements Engine {
   }
 
   async missingConversations(convs: readonly string[]): Promise<string[]> {
-    const found = await Promise.all(convs.map((conv) => this.client.exists(convKey(this.prefix, conv))));
-    return convs.filter((_, i) => found[i] === 0);
+    const distinct = [...new Set(convs)];
+    // One Redis: one EXISTS over all the keys answers the common case (all known) with one
+    // command instead of one per conversation (a 16-message POST made 16 commands, each with its
+    // own Command, promise and reply). EXISTS only counts, so a shortfall asks key by key. On a
+    // cluster the keys span slots, which one EXISTS may not.
+    if (!(this.client instanceof Cluster) && distinct.length > 1) {
+      const found = await this.client.exists(...distinct.map((conv) => convKey(this.prefix, conv)));
+      if (found === distinct.length) return [];
+    }
+    const found = await Promise.all(distinct.map((conv) => this.client.exists(convKey(this.prefix, conv))));
+    const missing = new Set(distinct.filter((_, i) => found[i] === 0));
+    return convs.filter((conv) => missing.has(conv));
   }
 
   async recordMessages(items: readonly MessageRecord[], at?: number): Promise<(RecordedMessage | null)[]> {

@@ -66,7 +66,7 @@ export class Fanout {
 
   private publish(jsonTopic: string, binTopic: string, frame: ChangeFrame | HeadFrame, at: number | undefined): void {
     if (this.dropRatio > 0 && Math.random() < this.dropRatio) {
-      this.metrics.framesOut.inc({ type: 'dropped_by_test_switch' });
+      this.metrics.frameCounts.add('dropped_by_test_switch');
       return;
     }
     const jsonSubs = this.app.numSubscribers(jsonTopic);
@@ -76,7 +76,7 @@ export class Fanout {
     const reached = jsonSubs + binSubs;
     this.metrics.fanout.observe(reached);
     if (reached > 0) {
-      this.metrics.framesOut.inc({ type: frame.t });
+      this.metrics.frameCounts.add(frame.t);
       if (at !== undefined) this.metrics.notifyLatency.observe(Math.max(0, wallClockMs() - at) / 1000);
     }
   }

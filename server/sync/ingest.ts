@@ -118,10 +118,12 @@ export class Ingest {
       if (convs.size > 1) for (const c of convs) multi.add(c);
     }
     const missing = new Set(multi.size > 0 ? await this.engine.missingConversations([...multi]) : []);
-    const live: Submission[] = [];
-    for (const s of batch) {
-      if (s.messages.some((m) => missing.has(m.conv))) refuse(s, missing);
-      else live.push(s);
+    const live: Submission[] = missing.size === 0 ? batch : [];
+    if (missing.size > 0) {
+      for (const s of batch) {
+        if (s.messages.some((m) => missing.has(m.conv))) refuse(s, missing);
+        else live.push(s);
+      }
     }
     if (live.length === 0) return;
 
@@ -161,7 +163,7 @@ export class Ingest {
     for (const s of live) {
       // A conversation that vanished between the check and the record step (deleted, or lost by
       // the store) fails only the requests naming it.
-      if (s.messages.some((m) => lost.has(m.conv))) refuse(s, lost);
+      if (lost.size > 0 && s.messages.some((m) => lost.has(m.conv))) refuse(s, lost);
       else s.resolve();
     }
     this.onFlush?.({

@@ -99,7 +99,9 @@ export class HttpRouter {
     private readonly metrics: Metrics,
     private readonly log: Logger,
     private readonly options: RouterOptions,
-  ) {}
+  ) {
+    metrics.httpInFlightSources.add(() => this.inFlight.size);
+  }
 
   /**
    * After this every new request is answered 503 `unavailable` (graceful shutdown), and every
@@ -196,7 +198,11 @@ export class HttpRouter {
     body?.catch(() => undefined);
     let handed = false;
     const work = async (): Promise<Reply> => {
-      if (options.authorize) ctx.subject = await options.authorize(ctx);
+      if (options.authorize) {
+        // The API key check answers at once: no promise to wait on for it.
+        const subject = options.authorize(ctx);
+        ctx.subject = subject instanceof Promise ? await subject : subject;
+      }
       if (body) ctx.body = parseBody(await body, contentType);
       handed = true;
       return handler(ctx);
@@ -211,7 +217,6 @@ export class HttpRouter {
       answered = true;
       clearTimeout(timer);
       this.inFlight.delete(answerNow);
-      this.metrics.httpInFlight.set(this.inFlight.size);
       this.finish(res, state, ctx, name, started, reply);
       if (this.inFlight.size === 0) this.drained?.();
     };
@@ -231,7 +236,6 @@ export class HttpRouter {
     };
     timer = setTimeout(check, this.options.requestTimeoutMs);
     this.inFlight.add(answerNow);
-    this.metrics.httpInFlight.set(this.inFlight.size);
     work().then(answer, fail);
   }
 

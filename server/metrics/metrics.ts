@@ -40,6 +40,17 @@ function collecting<T extends string>(pending: PendingCounts<T>): { collect(this
   };
 }
 
+/** The collect option of a gauge that reads the sum of `sources` whenever it is read. */
+function summing(sources: ReadonlySet<() => number>): { collect(this: Gauge): void } {
+  return {
+    collect() {
+      let n = 0;
+      for (const read of sources) n += read();
+      this.set(n);
+    },
+  };
+}
+
 /** Key of an HTTP request's label set in `Metrics.httpRequestCounts`: status, a space, the route. */
 export const httpRequestKey = (route: string, status: number): string => `${status} ${route}`;
 
@@ -72,10 +83,16 @@ export class Metrics {
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
     registers: [this.registry],
   });
+  /**
+   * Requests in flight of each HTTP router (the API's; the ops port's, when it has one): the gauge
+   * is their sum, read when the gauge is, rather than set twice per request.
+   */
+  readonly httpInFlightSources = new Set<() => number>();
   readonly httpInFlight = new Gauge({
     name: 'redpoint_http_requests_in_flight',
     help: 'HTTP requests received and not yet answered',
     registers: [this.registry],
+    ...summing(this.httpInFlightSources),
   });
   readonly errors = new Counter({
     name: 'redpoint_errors_total',

@@ -461,32 +461,36 @@ export class RedisEngine implements Engine {
   ): Promise<void> {
     if (items.length === 0) return;
     const cluster = this.client instanceof Cluster;
-    const groups = new Map<string, Grouped[][]>();
-    const budget = new Map<string, number>();
+    // One lookup per item (a flush of a 100-member group has 100): the server's chunks and the
+    // arguments its last chunk holds, together.
+    const groups = new Map<string, { chunks: Grouped[][]; used: number }>();
     for (const item of items) {
       const server = cluster ? this.runs.serverOf(item.key) || `?${item.index}` : '';
       const w = weight(item.index);
-      let chunks = groups.get(server);
-      if (!chunks) groups.set(server, (chunks = [[]]));
-      let last = chunks[chunks.length - 1] as Grouped[];
-      if (last.length > 0 && (budget.get(server) ?? 0) + w > MAX_SCRIPT_ARGS) {
-        chunks.push((last = []));
-        budget.set(server, 0);
+      let g = groups.get(server);
+      if (!g) groups.set(server, (g = { chunks: [[]], used: 0 }));
+      let last = g.chunks[g.chunks.length - 1] as Grouped[];
+      if (last.length > 0 && g.used + w > MAX_SCRIPT_ARGS) {
+        g.chunks.push((last = []));
+        g.used = 0;
       }
       last.push(item);
-      budget.set(server, (budget.get(server) ?? 0) + w);
+      g.used += w;
     }
     const settled = await Promise.allSettled(
-      [...groups.values()].flat().map(async (group) => {
-        const outcome = await call(group, cluster);
-        const again = outcome.filter((o) => !o.done).map((o) => group.find((g) => g.index === o.index) as Grouped);
-        await Promise.all(
-          again.map(async (item) => {
-            const [retry] = await call([item], cluster);
-            if (!retry?.done) throw new OutcomeUnknownError('redirect', `Redis Cluster: the slot of ${item.key} keeps moving; outcome unknown`);
-          }),
-        );
-      }),
+      [...groups.values()]
+        .flatMap((g) => g.chunks)
+        .map(async (group) => {
+          const outcome = await call(group, cluster);
+          if (outcome.every((o) => o.done)) return;
+          const again = outcome.filter((o) => !o.done).map((o) => group.find((g) => g.index === o.index) as Grouped);
+          await Promise.all(
+            again.map(async (item) => {
+              const [retry] = await call([item], cluster);
+              if (!retry?.done) throw new OutcomeUnknownError('redirect', `Redis Cluster: the slot of ${item.key} keeps moving; outcome unknown`);
+            }),
+          );
+        }),
     );
     // Several calls (one per server, or chunks): if some landed, a failure of another is a half
     // made change, whatever that call reported.

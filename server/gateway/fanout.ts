@@ -3,6 +3,7 @@ import type { ChangeFrame, HeadFrame } from '../../protocol/frames.js';
 import type { HeadChange, Notifications, UserChange } from '../engine/notifications.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { wallClockMs } from '../sync/ingest.js';
+import { changeFrameJson } from './frame-json.js';
 import type { TemplatedApp } from './uws.js';
 
 /** uWS topic names: braces keep a user's and a conversation's topics apart whatever the ids. */
@@ -56,27 +57,27 @@ export class Fanout {
   private deliverUser(c: UserChange): void {
     this.delivery.onUserChange(c);
     const frame: ChangeFrame = { t: 'change', epoch: c.epoch, v: c.version, conv: c.conv, state: c.state };
-    this.publish(userTopic(c.uid, false), userTopic(c.uid, true), frame, c.at);
+    this.publish(userTopic(c.uid, false), userTopic(c.uid, true), frame, c.at, changeFrameJson);
   }
 
   private deliverHead(h: HeadChange): void {
     const frame: HeadFrame = { t: 'head', conv: h.conv, lastSeq: h.maxSeq };
-    this.publish(convTopic(h.conv, false), convTopic(h.conv, true), frame, h.at);
+    this.publish(convTopic(h.conv, false), convTopic(h.conv, true), frame, h.at, JSON.stringify);
   }
 
-  private publish(jsonTopic: string, binTopic: string, frame: ChangeFrame | HeadFrame, at: number | undefined): void {
+  private publish<F extends ChangeFrame | HeadFrame>(jsonTopic: string, binTopic: string, frame: F, at: number | undefined, json: (frame: F) => string): void {
     if (this.dropRatio > 0 && Math.random() < this.dropRatio) {
-      this.metrics.framesOut.inc({ type: 'dropped_by_test_switch' });
+      this.metrics.frameCounts.add('dropped_by_test_switch');
       return;
     }
     const jsonSubs = this.app.numSubscribers(jsonTopic);
     const binSubs = this.app.numSubscribers(binTopic);
-    if (jsonSubs > 0) this.app.publish(jsonTopic, JSON.stringify(frame), false);
+    if (jsonSubs > 0) this.app.publish(jsonTopic, json(frame), false);
     if (binSubs > 0) this.app.publish(binTopic, encodeMsgpack(frame), true);
     const reached = jsonSubs + binSubs;
     this.metrics.fanout.observe(reached);
     if (reached > 0) {
-      this.metrics.framesOut.inc({ type: frame.t });
+      this.metrics.frameCounts.add(frame.t);
       if (at !== undefined) this.metrics.notifyLatency.observe(Math.max(0, wallClockMs() - at) / 1000);
     }
   }

@@ -4,7 +4,7 @@ import { OutcomeUnknownError, StoreUnavailableError } from '../engine/store-erro
 import { decodeJson, decodeMsgpack, encodeMsgpack } from '../../protocol/codec.js';
 import { ENDPOINTS } from '../../protocol/http-api.js';
 import { LIMITS } from '../../protocol/limits.js';
-import type { Metrics } from '../metrics/metrics.js';
+import { httpRequestKey, type Metrics } from '../metrics/metrics.js';
 import { wireError } from './error-mapper.js';
 import type { HttpRequest, HttpResponse, TemplatedApp } from './uws.js';
 
@@ -99,7 +99,9 @@ export class HttpRouter {
     private readonly metrics: Metrics,
     private readonly log: Logger,
     private readonly options: RouterOptions,
-  ) {}
+  ) {
+    metrics.httpInFlightSources.add(() => this.inFlight.size);
+  }
 
   /**
    * After this every new request is answered 503 `unavailable` (graceful shutdown), and every
@@ -196,53 +198,60 @@ export class HttpRouter {
     body?.catch(() => undefined);
     let handed = false;
     const work = async (): Promise<Reply> => {
-      if (options.authorize) ctx.subject = await options.authorize(ctx);
+      if (options.authorize) {
+        // The API key check answers at once: no promise to wait on for it.
+        const subject = options.authorize(ctx);
+        ctx.subject = subject instanceof Promise ? await subject : subject;
+      }
       if (body) ctx.body = parseBody(await body, contentType);
       handed = true;
       return handler(ctx);
     };
-    const run = async (): Promise<void> => {
-      let reply: Reply;
-      let answerNow!: () => void;
-      // The bound of every request: whatever the handler still waits for, the client gets an
-      // answer that says what is known (nothing applied before the handler ran; unknown after).
-      const outOfTime = new Promise<never>((_, reject) => {
-        answerNow = () => {
-          const what = `no answer within ${this.options.requestTimeoutMs} ms`;
-          reject(handed ? new OutcomeUnknownError('deadline', what) : new StoreUnavailableError('deadline', what));
-        };
-      });
-      outOfTime.catch(() => undefined);
-      const arrived = Date.now();
-      let timer: NodeJS.Timeout;
-      const check = (): void => {
-        if (this.options.storeTroubledSince(arrived)) answerNow();
-        else timer = setTimeout(check, TROUBLE_RECHECK_MS);
-      };
-      timer = setTimeout(check, this.options.requestTimeoutMs);
-      this.inFlight.add(answerNow);
-      this.metrics.httpInFlight.set(this.inFlight.size);
-      try {
-        reply = await Promise.race([work(), outOfTime]);
-      } catch (err) {
-        reply = this.toErrorReply(err, ctx, write);
-      } finally {
-        clearTimeout(timer);
-        this.inFlight.delete(answerNow);
-        this.metrics.httpInFlight.set(this.inFlight.size);
-      }
+    // One answer per request, whichever comes first: the handler's reply (or error), or the bound
+    // below. Settled by plain callbacks rather than racing promises: no promise per request for
+    // the bound, nor for the race.
+    let answered = false;
+    let timer: NodeJS.Timeout | undefined;
+    const answer = (reply: Reply): void => {
+      if (answered) return;
+      answered = true;
+      clearTimeout(timer);
+      this.inFlight.delete(answerNow);
       this.finish(res, state, ctx, name, started, reply);
       if (this.inFlight.size === 0) this.drained?.();
     };
-    void run();
+    const fail = (err: unknown): void => {
+      if (!answered) answer(this.toErrorReply(err, ctx, write));
+    };
+    // The bound of every request: whatever the handler still waits for, the client gets an
+    // answer that says what is known (nothing applied before the handler ran; unknown after).
+    const answerNow = (): void => {
+      const what = `no answer within ${this.options.requestTimeoutMs} ms`;
+      fail(handed ? new OutcomeUnknownError('deadline', what) : new StoreUnavailableError('deadline', what));
+    };
+    const arrived = Date.now();
+    const check = (): void => {
+      if (this.options.storeTroubledSince(arrived)) answerNow();
+      else timer = setTimeout(check, TROUBLE_RECHECK_MS);
+    };
+    timer = setTimeout(check, this.options.requestTimeoutMs);
+    this.inFlight.add(answerNow);
+    work().then(answer, fail);
   }
 
   private context(req: HttpRequest, params: string[]): RequestContext {
+    // The query string is copied now (uWS' request is gone after the first await) but parsed only
+    // by the routes that read it: most requests (every POST /v1/messages) have none.
+    const rawQuery = req.getQuery();
+    let query: URLSearchParams | undefined;
     return {
       method: req.getMethod(),
       url: req.getUrl(),
       params,
-      query: new URLSearchParams(req.getQuery()),
+      get query(): URLSearchParams {
+        query ??= new URLSearchParams(rawQuery);
+        return query;
+      },
       authorization: req.getHeader('authorization'),
       wantsMsgpack: req.getHeader('accept').includes('application/msgpack'),
       body: undefined,
@@ -255,18 +264,21 @@ export class HttpRouter {
 
   private finish(res: HttpResponse, state: AbortState, ctx: RequestContext, name: string, started: number, reply: Reply): void {
     const status = reply.status ?? 200;
-    this.log.debug(
-      {
-        requestId: ctx.requestId,
-        method: ctx.method,
-        url: ctx.url,
-        status,
-        ms: performance.now() - started,
-        ...(ctx.apiKeyName ? { apiKey: ctx.apiKeyName } : {}),
-      },
-      'request',
-    );
-    this.metrics.httpRequests.inc({ route: name, status: String(status) });
+    // Built only when it is written: the object and its spread cost every request otherwise.
+    if (this.log.isLevelEnabled('debug')) {
+      this.log.debug(
+        {
+          requestId: ctx.requestId,
+          method: ctx.method,
+          url: ctx.url,
+          status,
+          ms: performance.now() - started,
+          ...(ctx.apiKeyName ? { apiKey: ctx.apiKeyName } : {}),
+        },
+        'request',
+      );
+    }
+    this.metrics.httpRequestCounts.add(httpRequestKey(name, status));
     this.metrics.httpDuration.observe({ route: name }, (performance.now() - started) / 1000);
     if (state.aborted) return;
     let contentType: string;
@@ -281,13 +293,15 @@ export class HttpRouter {
       contentType = 'application/json';
       payload = JSON.stringify(reply.body);
     }
-    const headers = { ...this.responseHeaders?.(ctx), ...reply.headers };
+    const own = this.responseHeaders?.(ctx);
+    // Merged (the reply's win) only when both have some: most replies have neither.
+    const headers = own && reply.headers ? { ...own, ...reply.headers } : (reply.headers ?? own);
     // Shutting down: this reply closes the connection (uWS adds `Connection: close`).
     const close = state.bodyPending === true || this.closing;
     res.cork(() => {
       res.writeStatus(statusLine(status)).writeHeader('content-type', contentType).writeHeader('x-request-id', ctx.requestId);
       if (status === 503) res.writeHeader('retry-after', String(RETRY_AFTER_SECONDS));
-      for (const [header, value] of Object.entries(headers)) res.writeHeader(header, value);
+      if (headers) for (const [header, value] of Object.entries(headers)) res.writeHeader(header, value);
       // A body may still be streaming in (oversize, or refused before it was read): close rather
       // than read the rest.
       res.end(payload, close);
@@ -344,7 +358,8 @@ function readBody(res: HttpResponse, state: AbortState): Promise<Buffer> {
       if (isLast) {
         done = true;
         state.bodyPending = false;
-        resolve(Buffer.concat(chunks, size));
+        // Most bodies come in one chunk, already a copy: no second one.
+        resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
       }
     });
     state.onAbort = () => reject(new Error('client aborted the request'));
@@ -376,6 +391,14 @@ const STATUS_TEXT: Record<number, string> = {
   503: 'Service Unavailable',
 };
 
+/** Each status line built once, not per reply. */
+const STATUS_LINES = new Map<number, string>();
+
 function statusLine(status: number): string {
-  return `${status} ${STATUS_TEXT[status] ?? ''}`.trim();
+  let line = STATUS_LINES.get(status);
+  if (line === undefined) {
+    line = `${status} ${STATUS_TEXT[status] ?? ''}`.trim();
+    STATUS_LINES.set(status, line);
+  }
+  return line;
 }

@@ -249,7 +249,7 @@ export class WsSession {
       return;
     }
     this.ws.send(data, this.binary);
-    this.host.metrics.framesOut.inc({ type: frame.t });
+    this.host.metrics.frameCounts.add(frame.t);
   }
 
   private async handle(frame: ClientFrame): Promise<void> {

@@ -1,16 +1,80 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
+type Labels<T extends string> = Partial<Record<T, string>>;
+
+/**
+ * Counts of a counter bumped on a hot path (every request, every push), kept as plain numbers per
+ * label set and handed to the prom-client counter whenever it is read (a scrape, the workers'
+ * aggregation, a test's get()), from its collect hook: what it reports is exact. prom-client's own
+ * inc() builds a hash string of the label values and checks them on every call, which at tens of
+ * thousands of pushes a second is measurable CPU and garbage. `key` names a label set; `labelsOf`
+ * turns a key into the labels, once per key.
+ */
+export class PendingCounts<T extends string> {
+  private readonly sets = new Map<string, { labels: Labels<T>; n: number }>();
+
+  constructor(private readonly labelsOf: (key: string) => Labels<T>) {}
+
+  add(key: string, n = 1): void {
+    const set = this.sets.get(key);
+    if (set) set.n += n;
+    else this.sets.set(key, { labels: this.labelsOf(key), n });
+  }
+
+  /** The collect hook of the counter these counts belong to. */
+  flushTo(counter: Counter<T>): void {
+    for (const set of this.sets.values()) {
+      if (set.n === 0) continue;
+      counter.inc(set.labels, set.n);
+      set.n = 0;
+    }
+  }
+}
+
+/** The collect option of a counter fed by `pending`. */
+function collecting<T extends string>(pending: PendingCounts<T>): { collect(this: Counter<T>): void } {
+  return {
+    collect() {
+      pending.flushTo(this);
+    },
+  };
+}
+
+/** The collect option of a gauge that reads the sum of `sources` whenever it is read. */
+function summing(sources: ReadonlySet<() => number>): { collect(this: Gauge): void } {
+  return {
+    collect() {
+      let n = 0;
+      for (const read of sources) n += read();
+      this.set(n);
+    },
+  };
+}
+
+/** Key of an HTTP request's label set in `Metrics.httpRequestCounts`: status, a space, the route. */
+export const httpRequestKey = (route: string, status: number): string => `${status} ${route}`;
+
 /**
  * One registry per server instance (tests run several servers in one process). Names follow
  * Prometheus conventions: `_total` counters, `_seconds` histograms.
  */
 export class Metrics {
   readonly registry = new Registry();
+  /** The hot counters' pending counts (PendingCounts): add here, read through the counter. */
+  readonly httpRequestCounts = new PendingCounts<'route' | 'status'>((key) => {
+    const space = key.indexOf(' ');
+    // In the order the counter declares them: the exposition prints labels in object order.
+    return { route: key.slice(space + 1), status: key.slice(0, space) };
+  });
+  readonly apiKeyRequestCounts = new PendingCounts<'key'>((key) => ({ key }));
+  readonly ingestMessageCounts = new PendingCounts<never>(() => ({}));
+  readonly frameCounts = new PendingCounts<'type'>((type) => ({ type }));
   readonly httpRequests = new Counter({
     name: 'redpoint_http_requests_total',
     help: 'HTTP requests by route and status',
     labelNames: ['route', 'status'] as const,
     registers: [this.registry],
+    ...collecting(this.httpRequestCounts),
   });
   readonly httpDuration = new Histogram({
     name: 'redpoint_http_request_duration_seconds',
@@ -19,10 +83,16 @@ export class Metrics {
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
     registers: [this.registry],
   });
+  /**
+   * Requests in flight of each HTTP router (the API's; the ops port's, when it has one): the gauge
+   * is their sum, read when the gauge is, rather than set twice per request.
+   */
+  readonly httpInFlightSources = new Set<() => number>();
   readonly httpInFlight = new Gauge({
     name: 'redpoint_http_requests_in_flight',
     help: 'HTTP requests received and not yet answered',
     registers: [this.registry],
+    ...summing(this.httpInFlightSources),
   });
   readonly errors = new Counter({
     name: 'redpoint_errors_total',
@@ -35,11 +105,13 @@ export class Metrics {
     help: 'Requests authenticated with an API key, by key name (shows when a rotated-out key is no longer used)',
     labelNames: ['key'] as const,
     registers: [this.registry],
+    ...collecting(this.apiKeyRequestCounts),
   });
   readonly ingestMessages = new Counter({
     name: 'redpoint_ingest_messages_total',
     help: 'Messages applied',
     registers: [this.registry],
+    ...collecting(this.ingestMessageCounts),
   });
   readonly groupCommitBatch = new Histogram({
     name: 'redpoint_group_commit_batch_messages',
@@ -75,6 +147,7 @@ export class Metrics {
     help: 'Frames sent to clients, by type (a topic publish counts once)',
     labelNames: ['type'] as const,
     registers: [this.registry],
+    ...collecting(this.frameCounts),
   });
   readonly fanout = new Histogram({
     name: 'redpoint_push_fanout_sockets',

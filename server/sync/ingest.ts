@@ -113,26 +113,30 @@ export class Ingest {
     // several need asking first, before any head moves.
     const multi = new Set<string>();
     for (const s of batch) {
+      if (s.messages.length < 2) continue; // one message names one conversation: no Set for it
       const convs = new Set(s.messages.map((m) => m.conv));
       if (convs.size > 1) for (const c of convs) multi.add(c);
     }
     const missing = new Set(multi.size > 0 ? await this.engine.missingConversations([...multi]) : []);
-    const live: Submission[] = [];
-    for (const s of batch) {
-      if (s.messages.some((m) => missing.has(m.conv))) refuse(s, missing);
-      else live.push(s);
+    const live: Submission[] = missing.size === 0 ? batch : [];
+    if (missing.size > 0) {
+      for (const s of batch) {
+        if (s.messages.some((m) => missing.has(m.conv))) refuse(s, missing);
+        else live.push(s);
+      }
     }
     if (live.length === 0) return;
 
-    const messages = live.flatMap((s) => s.messages);
-    const at = Math.min(...live.map((s) => s.at));
+    const messages = live.length === 1 ? (live[0] as Submission).messages : live.flatMap((s) => s.messages);
+    let at = Number.POSITIVE_INFINITY;
+    for (const s of live) at = Math.min(at, s.at);
     const heads = new Map<string, { seq: number; candidates: Set<string> }>();
     for (const m of messages) {
       let h = heads.get(m.conv);
       if (!h) heads.set(m.conv, (h = { seq: 0, candidates: new Set() }));
       h.seq = Math.max(h.seq, m.seq);
       h.candidates.add(m.sender);
-      for (const uid of m.mentions ?? []) h.candidates.add(uid);
+      if (m.mentions) for (const uid of m.mentions) h.candidates.add(uid);
     }
     const convs = [...heads.keys()];
     const recorded = await this.engine.recordMessages(
@@ -159,7 +163,7 @@ export class Ingest {
     for (const s of live) {
       // A conversation that vanished between the check and the record step (deleted, or lost by
       // the store) fails only the requests naming it.
-      if (s.messages.some((m) => lost.has(m.conv))) refuse(s, lost);
+      if (lost.size > 0 && s.messages.some((m) => lost.has(m.conv))) refuse(s, lost);
       else s.resolve();
     }
     this.onFlush?.({
@@ -215,7 +219,9 @@ export function mergeOps(messages: readonly MessageEvent[], byConv: ReadonlyMap<
       own.lastSeq = Math.max(own.lastSeq, m.seq);
       own.readSeq = Math.max(own.readSeq, m.seq);
     }
-    for (const uid of new Set(m.mentions ?? [])) {
+    // Most messages mention nobody: no Set for them.
+    if (m.mentions === undefined || m.mentions.length === 0) continue;
+    for (const uid of new Set(m.mentions)) {
       if (uid === m.sender || !members.has(uid)) continue;
       const op = opFor(uid, m.conv);
       op.lastSeq = Math.max(op.lastSeq, m.seq);

@@ -32,6 +32,9 @@ export function conversationConformance(use: UseEngine): void {
       expect(await e.missingConversations(['c1', 'c2'])).toEqual(['c2']);
       const fresh = await e.changeMembers('c3', { add: [], remove: [], category: 'system', threshold: T });
       expect(fresh).toMatchObject({ info: { category: 'system' }, rewrite: false });
+      // All known (one EXISTS answers it on Redis), and repeats answered per position.
+      expect(await e.missingConversations(['c1', 'c3', 'c1'])).toEqual([]);
+      expect(await e.missingConversations(['c2', 'c1', 'c4', 'c2'])).toEqual(['c2', 'c4', 'c2']);
     });
 
     it('a join is tagged with the generation and head of the change; a repeat reports the same tag', async () => {

@@ -19,7 +19,8 @@ import { retryNotSent, type ConnectionRef, type RunTracker, type RunWaits } from
  * later is covered as well.
  */
 export class CommandGuard {
-  private readonly watches = new Map<string, ReplyWatch>();
+  /** Per server address: its StoreHealth name (built once, not per command) and its reply watch. */
+  private readonly servers = new Map<string, { target: string; watch: ReplyWatch }>();
 
   constructor(
     private readonly runs: RunTracker,
@@ -47,12 +48,12 @@ export class CommandGuard {
   }
 
   private async issue<T>(key: string, conn: ConnectionRef, issue: () => Promise<T>): Promise<T> {
-    const target = this.targetOf(conn.target);
-    let watch = this.watches.get(target);
-    if (!watch) {
-      watch = new ReplyWatch(this.timeoutMs);
-      this.watches.set(target, watch);
+    let server = this.servers.get(conn.target);
+    if (!server) {
+      server = { target: this.targetOf(conn.target), watch: new ReplyWatch(this.timeoutMs) };
+      this.servers.set(conn.target, server);
     }
+    const { target, watch } = server;
     try {
       const reply = await watch.track(issue);
       this.health.answered(target);

@@ -136,32 +136,45 @@ export class RedisNotifications implements Notifications {
 
   private receive(channel: string, message: string): void {
     if (!channel.startsWith(this.channelPrefix)) return;
-    // `{u:<uid>}` or `{c:<conv>}`
-    const tag = channel.slice(this.channelPrefix.length);
-    const id = tag.slice(3, -1);
+    // `{u:<uid>}` or `{c:<conv>}`, read in place: one slice (the id) per message.
+    const at = this.channelPrefix.length;
+    if (channel.charCodeAt(at) !== OPEN_BRACE || channel.charCodeAt(at + 2) !== COLON) return;
+    const kind = channel.charCodeAt(at + 1);
+    const id = channel.slice(at + 3, -1);
     try {
-      if (tag.startsWith('{u:') && this.users.has(id)) this.handler?.userChanged(parseUserMessage(id, message));
-      else if (tag.startsWith('{c:') && this.convs.has(id)) this.handler?.headChanged(parseHeadMessage(id, message));
+      if (kind === LETTER_U && this.users.has(id)) this.handler?.userChanged(parseUserMessage(id, message));
+      else if (kind === LETTER_C && this.convs.has(id)) this.handler?.headChanged(parseHeadMessage(id, message));
     } catch {
       // Not one of ours (the prefix is shared with nothing else): never crash on input.
     }
   }
 }
 
+const OPEN_BRACE = 0x7b;
+const COLON = 0x3a;
+const LETTER_U = 0x75;
+const LETTER_C = 0x63;
+
 /** `epoch|at` then one `v|state` line per change (user_apply.lua). */
 export function parseUserMessage(uid: string, message: string): UserChange[] {
-  const lines = message.split('\n');
-  const head = lines[0] ?? '';
+  // Walked by index (every push of every online user comes through here): no array of lines,
+  // and `at` set on the change rather than spread from an object made for it.
+  let nl = message.indexOf('\n');
+  const head = nl < 0 ? message : message.slice(0, nl);
   const bar = head.indexOf('|');
   const epoch = head.slice(0, bar);
   const atText = head.slice(bar + 1);
   const at = atText === '' ? undefined : Number(atText);
   const out: UserChange[] = [];
-  for (let i = 1; i < lines.length; i++) {
-    const line = lines[i] ?? '';
+  while (nl >= 0) {
+    const start = nl + 1;
+    nl = message.indexOf('\n', start);
+    const line = nl < 0 ? message.slice(start) : message.slice(start, nl);
     const sep = line.indexOf('|');
     const { conv, state } = decodeEntryText(line.slice(sep + 1));
-    out.push({ uid, conv, epoch, version: Number(line.slice(0, sep)), state, ...(at !== undefined ? { at } : {}) });
+    const change: UserChange = { uid, conv, epoch, version: Number(line.slice(0, sep)), state };
+    if (at !== undefined) change.at = at;
+    out.push(change);
   }
   return out;
 }

@@ -15,7 +15,7 @@ import {
   tableValues,
   type TextTable,
 } from '../../server/engine/memory/text-table.js';
-import { decodeRecord, encodeRecord, encodeRecordText } from '../../server/engine/state-text.js';
+import { decodeRecord, decodeRecordFast, encodeRecord, encodeRecordText } from '../../server/engine/state-text.js';
 import type { StoredConv } from '../../server/engine/rules.js';
 
 /**
@@ -123,27 +123,56 @@ describe('EntryLog', () => {
   });
 });
 
-describe('encodeRecordText', () => {
-  it('is encodeRecord, as one flat string', async () => {
-    const recArb: fc.Arbitrary<StoredConv> = fc.record({
-      conv: fc.constant('c1'),
-      member: fc.boolean(),
-      lastSeq: fc.nat(),
-      readSeq: fc.nat(),
-      mentionSeqs: fc.array(fc.nat(), { maxLength: 5 }),
-      muted: fc.boolean(),
-      markedUnread: fc.boolean(),
-      category: fc.constantFrom('default', 'group', 'private'),
-      large: fc.boolean(),
-      deletedSeq: fc.integer({ min: -1, max: 1_000_000 }),
-      gen: fc.maxSafeNat(),
-      joinGen: fc.maxSafeNat(),
-    });
+const recArb: fc.Arbitrary<StoredConv> = fc.record({
+  conv: fc.constant('c1'),
+  member: fc.boolean(),
+  lastSeq: fc.nat(),
+  readSeq: fc.nat(),
+  mentionSeqs: fc.array(fc.nat(), { maxLength: 5 }),
+  muted: fc.boolean(),
+  markedUnread: fc.boolean(),
+  category: fc.constantFrom('default', 'group', 'private'),
+  large: fc.boolean(),
+  deletedSeq: fc.integer({ min: -1, max: 1_000_000 }),
+  gen: fc.maxSafeNat(),
+  joinGen: fc.maxSafeNat(),
+});
+
+/** What decoding gives: the record, or that it throws. */
+function outcome(decode: () => StoredConv): StoredConv | 'throws' {
+  try {
+    return decode();
+  } catch {
+    return 'throws';
+  }
+}
+
+describe('record texts', () => {
+  it('encodeRecordText is encodeRecord, as one flat string', async () => {
     await fc.assert(
       fc.property(recArb, (rec) => {
         expect(encodeRecordText(rec)).toBe(encodeRecord(rec));
         expect(decodeRecord(rec.conv, encodeRecordText(rec))).toEqual(rec);
       }),
+    );
+  });
+
+  it('decodeRecordFast decodes what decodeRecord decodes, and throws where it throws', async () => {
+    // Valid texts, valid texts with one character changed, and short junk made of the format's characters.
+    const junkArb = fc.string({ unit: fc.constantFrom('0', '1', '9', '|', ',', '-', '+', '.', 'e', 'x', ' '), maxLength: 40 });
+    const textArb = fc.oneof(
+      recArb.map(encodeRecordText),
+      fc.tuple(recArb.map(encodeRecordText), fc.nat(), fc.constantFrom('|', ',', '-', '', '0', 'a', '.')).map(([t, i, c]) => {
+        const at = i % (t.length + 1);
+        return t.slice(0, at) + c + t.slice(at + 1);
+      }),
+      junkArb,
+    );
+    await fc.assert(
+      fc.property(textArb, (text) => {
+        expect(outcome(() => decodeRecordFast('c1', text))).toEqual(outcome(() => decodeRecord('c1', text)));
+      }),
+      { numRuns: 2000 },
     );
   });
 });

@@ -16,7 +16,8 @@ export interface EntryLog {
   entryTail: number;
 }
 
-export const ENTRY_CHUNK = 32;
+/** Most users keep ~10–13 entries (SNAPSHOT_EVERY 10): one chunk; the chunk an append rebuilds stays short. */
+export const ENTRY_CHUNK = 16;
 
 function chunksOf(log: EntryLog): string[] {
   const c = log.entryChunks;

@@ -21,7 +21,7 @@ import type { EngineAdmin } from '../admin.js';
 import { LocalNotifications } from './local-notifications.js';
 import { MemoryAdmin } from './memory-admin.js';
 import type { UserChange } from '../notifications.js';
-import { decodeEntries, decodeRecord, decodeSnapshotText, encodeEntryText, encodeRecordText, encodeSnapshotText } from '../state-text.js';
+import { decodeEntries, decodeRecordFast, decodeSnapshotText, encodeEntryText, encodeRecordText, encodeSnapshotText } from '../state-text.js';
 import { appendEntry, entryTexts, trimEntries, type EntryLog } from './entry-log.js';
 import { EMPTY_TABLE, tableDelete, tableEntries, tableGet, tableHas, tableKeys, tableSet, tableSize, type TextTable } from './text-table.js';
 import {
@@ -352,7 +352,7 @@ export function snapshotOf(user: MemoryUser): Snapshot {
 
 export function recordOf(user: MemoryUser, conv: string): StoredConv | undefined {
   const text = tableGet(user.records, conv);
-  return text === undefined ? undefined : decodeRecord(conv, text);
+  return text === undefined ? undefined : decodeRecordFast(conv, text);
 }
 
 export function putRecord(user: MemoryUser, rec: StoredConv): void {
@@ -361,7 +361,7 @@ export function putRecord(user: MemoryUser, rec: StoredConv): void {
 
 /** Every record of the user (left and pending ones too), in the order they were created. */
 export function recordsOf(user: MemoryUser): StoredConv[] {
-  return tableEntries(user.records).map(([conv, text]) => decodeRecord(conv, text));
+  return tableEntries(user.records).map(([conv, text]) => decodeRecordFast(conv, text));
 }
 
 export function memberRecords(user: MemoryUser): StoredConv[] {

@@ -84,9 +84,12 @@ export function tableEntries(table: TextTable): Array<[string, string]> {
   return out;
 }
 
+/** The keys in order (every message to a write-diffused conversation lists its members: no pairs made). */
 export function tableKeys(table: TextTable): string[] {
   if (typeof table !== 'string') return [...table.keys()];
-  return tableEntries(table).map(([k]) => k);
+  const out: string[] = [];
+  for (let at = table.indexOf('\n'); at >= 0; at = table.indexOf('\n', at + 1)) out.push(table.slice(at + 1, table.indexOf(';', at)));
+  return out;
 }
 
 export function tableValues(table: TextTable): string[] {

@@ -7,6 +7,7 @@ import {
   tableCopy,
   tableDelete,
   tableEntries,
+  tableForEach,
   tableGet,
   tableHas,
   tableKeys,
@@ -38,6 +39,9 @@ const tableOpArb: fc.Arbitrary<TableOp> = fc.oneof(
 
 function expectSameAsMap(table: TextTable, model: Map<string, string>): void {
   expect(tableEntries(table)).toEqual([...model]);
+  const visited: Array<[string, string]> = [];
+  tableForEach(table, (value, key) => visited.push([key, value]));
+  expect(visited).toEqual([...model]);
   expect(tableKeys(table)).toEqual([...model.keys()]);
   expect(tableValues(table)).toEqual([...model.values()]);
   expect(tableSize(table)).toBe(model.size);

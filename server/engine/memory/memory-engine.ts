@@ -23,7 +23,7 @@ import { MemoryAdmin } from './memory-admin.js';
 import type { UserChange } from '../notifications.js';
 import { decodeEntries, decodeRecordFast, decodeSnapshotText, encodeEntryText, encodeRecordText, encodeSnapshotText } from '../state-text.js';
 import { appendEntry, entryTexts, trimEntries, type EntryLog } from './entry-log.js';
-import { EMPTY_TABLE, tableDelete, tableEntries, tableGet, tableHas, tableKeys, tableSet, tableSize, type TextTable } from './text-table.js';
+import { EMPTY_TABLE, tableDelete, tableEntries, tableForEach, tableGet, tableHas, tableKeys, tableSet, tableSize, type TextTable } from './text-table.js';
 import {
   applyRule,
   contribution,
@@ -373,7 +373,9 @@ const ONE = 49; // '1'
 /** The read-diffused conversations the user is a member of, from the records' flag characters alone (every pull asks). */
 export function largeMemberConvs(user: MemoryUser): string[] {
   const out: string[] = [];
-  for (const [conv, text] of tableEntries(user.records)) if (text.charCodeAt(0) === ONE && text.charCodeAt(3) === ONE) out.push(conv);
+  tableForEach(user.records, (text, conv) => {
+    if (text.charCodeAt(0) === ONE && text.charCodeAt(3) === ONE) out.push(conv);
+  });
   return out;
 }
 

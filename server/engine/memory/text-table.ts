@@ -70,6 +70,20 @@ export function tableDelete(table: TextTable, key: string): TextTable {
   return at === 0 ? flatCopy(table.slice(next)) : [table.slice(0, at), table.slice(next)].join('');
 }
 
+/** Calls `visit` with each entry in order, making no pair per entry (a pull visits all of a user's records). */
+export function tableForEach(table: TextTable, visit: (value: string, key: string) => void): void {
+  if (typeof table !== 'string') {
+    table.forEach(visit);
+    return;
+  }
+  for (let at = table.indexOf('\n'); at >= 0; ) {
+    const next = table.indexOf('\n', at + 1);
+    const semi = table.indexOf(';', at);
+    visit(table.slice(semi + 1, next < 0 ? table.length : next), table.slice(at + 1, semi));
+    at = next;
+  }
+}
+
 /** The entries in order, as fresh arrays (for the paths that visit a whole table). */
 export function tableEntries(table: TextTable): Array<[string, string]> {
   if (typeof table !== 'string') return [...table];

@@ -124,3 +124,93 @@ export function decodeSnapshotText(text: string): ConvState[] {
 export function decodeEntries(texts: readonly string[], firstVersion: number): ConvEntry[] {
   return texts.map((t, i) => ({ v: firstVersion + i, ...decodeEntryText(t) }));
 }
+
+/** `<member><muted><marked><large>` by the bits member 8, muted 4, marked 2, large 1. */
+const RECORD_FLAG_TEXT = Array.from({ length: 16 }, (_, n) => [8, 4, 2, 1].map((b) => ((n & b) !== 0 ? '1' : '0')).join(''));
+
+/**
+ * encodeRecord's text, made by join(): one flat string. The memory engine keeps records as these
+ * texts, and a template literal this long would be a tree of ConsStrings (see encodeEntryText).
+ */
+export function encodeRecordText(rec: StoredConv): string {
+  const flags = (rec.member ? 8 : 0) + (rec.muted ? 4 : 0) + (rec.markedUnread ? 2 : 0) + (rec.large ? 1 : 0);
+  return [
+    RECORD_FLAG_TEXT[flags],
+    rec.lastSeq,
+    rec.readSeq,
+    rec.deletedSeq,
+    rec.gen,
+    rec.joinGen,
+    rec.category === DEFAULT_CATEGORY ? '' : rec.category,
+    rec.mentionSeqs.join(','),
+  ].join('|');
+}
+
+const BAR = 124; // '|'
+const COMMA = 44; // ','
+const MINUS = 45; // '-'
+const ZERO = 48; // '0'
+
+/** Where readInt stopped: one past the separator after the number it read. */
+let cursor = 0;
+
+/**
+ * The decimal integer at `at` in `text`, ended by `stop` or the end of the text; NaN unless it is
+ * one (digits, an optional leading '-', a safe integer). No substring: nothing to allocate.
+ */
+function readInt(text: string, at: number, stop: number): number {
+  let i = at;
+  const negative = text.charCodeAt(i) === MINUS;
+  if (negative) i++;
+  const first = i;
+  let n = 0;
+  for (; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === stop) break;
+    const d = c - ZERO;
+    if (d < 0 || d > 9) return Number.NaN;
+    n = n * 10 + d;
+  }
+  cursor = i + 1;
+  // "-0" is decodeRecord's -0: left to it.
+  if (i === first || !Number.isSafeInteger(n) || (negative && n === 0)) return Number.NaN;
+  return negative ? 0 - n : n;
+}
+
+/**
+ * decodeRecord without split(): the memory engine decodes a record for every op it applies, and
+ * split's array and nine substrings per record were most of what an op allocated. The same result
+ * as decodeRecord for every text it accepts; anything else goes to decodeRecord, which throws.
+ */
+export function decodeRecordFast(conv: string, text: string): StoredConv {
+  const lastSeq = readInt(text, 5, BAR);
+  const readSeq = readInt(text, cursor, BAR);
+  const deletedSeq = readInt(text, cursor, BAR);
+  const gen = readInt(text, cursor, BAR);
+  const joinGen = readInt(text, cursor, BAR);
+  const categoryAt = cursor;
+  const categoryEnd = text.indexOf('|', categoryAt);
+  const mentionSeqs: number[] = [];
+  // Exactly 8 fields, 4 flag characters, no empty mention seq at the end ("5," is not one).
+  let ok = text.indexOf('|') === 4 && categoryEnd >= 0 && text.indexOf('|', categoryEnd + 1) < 0 && text.charCodeAt(text.length - 1) !== COMMA;
+  for (let at = categoryEnd + 1; ok && at < text.length; at = cursor) {
+    const seq = readInt(text, at, COMMA);
+    mentionSeqs.push(seq);
+    ok = !Number.isNaN(seq);
+  }
+  if (!ok || Number.isNaN(lastSeq + readSeq + deletedSeq + gen + joinGen)) return decodeRecord(conv, text);
+  return {
+    conv,
+    member: bit(text, 0),
+    muted: bit(text, 1),
+    markedUnread: bit(text, 2),
+    large: bit(text, 3),
+    lastSeq,
+    readSeq,
+    deletedSeq,
+    gen,
+    joinGen,
+    category: categoryEnd === categoryAt ? DEFAULT_CATEGORY : text.slice(categoryAt, categoryEnd),
+    mentionSeqs,
+  };
+}

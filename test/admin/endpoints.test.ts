@@ -89,7 +89,7 @@ describe('operator endpoints', () => {
     const users = (s.engine as unknown as { users: Map<string, MemoryUser> }).users;
     const ann = users.get('ann');
     if (!ann) throw new Error('no ann');
-    ann.totals.total = 42;
+    ann.total = 42;
     await job.walk();
     expect((await s.unread('ann')).total).toBe(1 + 1);
     expect(await metric(s, 'redpoint_reconcile_repaired_total{kind="totals"}')).toBe('redpoint_reconcile_repaired_total{kind="totals"} 1');

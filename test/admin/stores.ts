@@ -2,8 +2,9 @@ import { once } from 'node:events';
 import { Redis, Cluster } from 'ioredis';
 import { adminOf } from '../../server/engine/admin.js';
 import type { Engine, EngineOptions } from '../../server/engine/engine.js';
-import type { MemoryConversation, MemoryUser } from '../../server/engine/memory/memory-engine.js';
-import { MemoryEngine } from '../../server/engine/memory/memory-engine.js';
+import { dropNewestEntries } from '../../server/engine/memory/entry-log.js';
+import { MemoryEngine, putRecord, recordOf, type MemoryConversation, type MemoryUser } from '../../server/engine/memory/memory-engine.js';
+import { tableDelete, tableHas } from '../../server/engine/memory/text-table.js';
 import { decodeRecord, encodeRecord } from '../../server/engine/state-text.js';
 import { convKey, userKeys } from '../../server/engine/redis/keys.js';
 import { createRedisEngine } from '../../server/engine/redis/redis-engine.js';
@@ -49,29 +50,32 @@ export function memoryStore(): TestStore {
     toolbox: new LocalToolbox(engine, adminOf(engine), { ...STORE_OPTIONS, largeGroupThreshold: THRESHOLD }),
     corrupt: {
       async setStoredTotal(uid, total) {
-        user(uid).totals.total = total;
+        user(uid).total = total;
       },
       async removeRecord(uid, conv) {
-        user(uid).convs.delete(conv);
+        const u = user(uid);
+        u.records = tableDelete(u.records, conv);
       },
       async setRecord(uid, rec) {
-        user(uid).convs.set(rec.conv, rec);
+        putRecord(user(uid), rec);
       },
       async dropStreamTail(uid, n) {
-        user(uid).entries.splice(-n, n);
+        dropNewestEntries(user(uid), n);
       },
       async removeMember(conv, uid) {
-        inner.conversations.get(conv)?.members.delete(uid);
+        const c = inner.conversations.get(conv);
+        if (c) c.members = tableDelete(c.members, uid);
       },
     },
     async traces(uid) {
       const out: string[] = [];
       if (inner.users.has(uid)) out.push(`user ${uid}`);
-      for (const [conv, c] of inner.conversations) if (c.members.has(uid)) out.push(`member of ${conv}`);
+      for (const [conv, c] of inner.conversations) if (tableHas(c.members, uid)) out.push(`member of ${conv}`);
       return out;
     },
     async readRecord(uid, conv) {
-      return inner.users.get(uid)?.convs.get(conv) ?? null;
+      const u = inner.users.get(uid);
+      return (u && recordOf(u, conv)) ?? null;
     },
     async cleanup() {
       await engine.close();

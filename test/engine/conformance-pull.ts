@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ConvState, Cursor } from '../../protocol/types.js';
-import type { UserOp } from '../../server/engine/engine.js';
+import type { Engine, UserOp } from '../../server/engine/engine.js';
 import type { UseEngine } from './conformance.js';
 import { UNSEEN_EPOCH } from '../../server/engine/engine.js';
 import { expectTotalsConsistent, join, leave, message, mulberry32, one, read, rebuild, sorted } from './conformance-helpers.js';
@@ -118,46 +118,69 @@ export function pullConformance(use: UseEngine): void {
 
     it('after trimming, a pull from ANY cursor rebuilds exactly the current state', async () => {
       const e = await use({ snapshotEvery: 3, streamMaxLen: 5 });
-      // The state at every version, from the op results alone (independent of the stream).
-      const history: Map<string, ConvState>[] = [new Map()];
-      const track = async (op: UserOp): Promise<void> => {
-        const r = await one(e, op);
-        if (!r.changed) return;
-        expect(r.version).toBe(history.length);
-        const next = new Map(history.at(-1));
-        if (r.state) next.set(op.conv, r.state);
-        else next.delete(op.conv);
-        history.push(next);
-      };
-      const rand = mulberry32(7);
-      const convs = ['c1', 'c2'];
-      for (const c of convs) await track(join('u', c));
-      for (let i = 0; i < 40; i++) {
-        const conv = convs[Math.floor(rand() * convs.length)]!;
-        const kind = rand();
-        if (kind < 0.6) await track(message('u', conv, i + 1, 0, rand() < 0.3 ? [i + 1] : []));
-        else if (kind < 0.9) await track(read('u', conv, i));
-        else {
-          await track(leave('u', conv));
-          await track(join('u', conv, i));
-        }
-      }
-      const state = await e.userState('u');
-      const expected = sorted(state.states, (s) => s.conv);
-      expect(state.version).toBe(history.length - 1);
-      expect(sorted([...history.at(-1)!.values()], (s) => s.conv)).toEqual(expected);
-      expectTotalsConsistent(state);
-      // The stream was trimmed: a cursor older than the retained history gets a snapshot.
-      expect((await e.pull('u', { epoch: state.epoch, version: 1 }, 1000)).snapshot?.v).toBeGreaterThan(1);
-      for (let v = 0; v <= state.version; v++) {
-        const rebuilt = await rebuild(e, 'u', { epoch: state.epoch, version: v }, history[v]!, 4, history);
-        expect(
-          sorted([...rebuilt.values()], (s) => s.conv),
-          `cursor ${v}`,
-        ).toEqual(expected);
-      }
-      const fresh = await rebuild(e, 'u', null, new Map(), 2, history);
-      expect(sorted([...fresh.values()], (s) => s.conv)).toEqual(expected);
+      await trimmedHistoryCase(e, ['c1', 'c2'], 40, 7);
+    });
+
+    it('the same for a user in many conversations with a long stream (one of them read-diffused)', async () => {
+      // 20 conversations: an interval of 20, so 20–25 entries kept and snapshots of 20 states.
+      const e = await use({ snapshotEvery: 3, streamMaxLen: 60 });
+      await trimmedHistoryCase(
+        e,
+        Array.from({ length: 20 }, (_, i) => `conversation-${i}`),
+        300,
+        11,
+      );
     });
   });
+}
+
+/**
+ * Random messages, reads, leaves and rejoins of one user over `convs` (the last one read-diffused),
+ * then a pull from every version ever given rebuilds the current state, and every snapshot met
+ * equals the state at its version.
+ */
+async function trimmedHistoryCase(e: Engine, convs: readonly string[], steps: number, seed: number): Promise<void> {
+  // The state at every version, from the op results alone (independent of the stream).
+  const history: Map<string, ConvState>[] = [new Map()];
+  const track = async (op: UserOp): Promise<void> => {
+    const r = await one(e, op);
+    if (!r.changed) return;
+    expect(r.version).toBe(history.length);
+    const next = new Map(history.at(-1));
+    if (r.state) next.set(op.conv, r.state);
+    else next.delete(op.conv);
+    history.push(next);
+  };
+  const large = convs.length > 2 ? convs.at(-1) : undefined;
+  const joinOf = (conv: string, head = 0): UserOp => join('u', conv, head, 'private', conv === large);
+  const rand = mulberry32(seed);
+  for (const c of convs) await track(joinOf(c));
+  for (let i = 0; i < steps; i++) {
+    const conv = convs[Math.floor(rand() * convs.length)]!;
+    const kind = rand();
+    if (kind < 0.6) await track(message('u', conv, i + 1, 0, rand() < 0.3 ? [i + 1] : []));
+    else if (kind < 0.9) await track(read('u', conv, i));
+    else {
+      await track(leave('u', conv));
+      await track(joinOf(conv, i));
+    }
+  }
+  const state = await e.userState('u');
+  const expected = sorted(state.states, (s) => s.conv);
+  expect(state.version).toBe(history.length - 1);
+  expect(sorted([...history.at(-1)!.values()], (s) => s.conv)).toEqual(expected);
+  expectTotalsConsistent(state);
+  // The stream was trimmed: a cursor older than the retained history gets a snapshot.
+  expect((await e.pull('u', { epoch: state.epoch, version: 1 }, 1000)).snapshot?.v).toBeGreaterThan(1);
+  const largeConvs = (await e.pull('u', null, 1)).largeConvs;
+  expect(largeConvs).toEqual(large && history.at(-1)?.has(large) ? [large] : []);
+  for (let v = 0; v <= state.version; v++) {
+    const rebuilt = await rebuild(e, 'u', { epoch: state.epoch, version: v }, history[v]!, 4, history);
+    expect(
+      sorted([...rebuilt.values()], (s) => s.conv),
+      `cursor ${v}`,
+    ).toEqual(expected);
+  }
+  const fresh = await rebuild(e, 'u', null, new Map(), 2, history);
+  expect(sorted([...fresh.values()], (s) => s.conv)).toEqual(expected);
 }

@@ -164,7 +164,7 @@ function ok(spec: RequestSpec): () => Promise<void> {
 async function breakBobsTotals(): Promise<void> {
   const bob = (prod.memory as unknown as { users: Map<string, MemoryUser> }).users.get('bob');
   if (!bob) throw new Error('no bob in the store');
-  bob.totals.total += 42;
+  bob.total += 42;
 }
 
 function withFindings(body: unknown): void {

@@ -1,16 +1,33 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { UNSEEN_EPOCH, type MemberTag } from '../engine.js';
+import { UNSEEN_EPOCH } from '../engine.js';
 import { totalsOfRecords, type ConversationView, type DeleteStep, type EngineAdmin, type RawConversation, type RawUser, type ScanPage } from '../admin.js';
 import { sameRecord, toConvState, type StoredConv } from '../rules.js';
 import type { LocalNotifications } from './local-notifications.js';
 import { encodeSnapshotText } from '../state-text.js';
-import { entriesAfter, info, newEpoch, snapshotOf, type MemoryConversation, type MemoryUser } from './memory-engine.js';
+import { clearEntries } from './entry-log.js';
+import {
+  entriesAfter,
+  info,
+  largeMemberConvs,
+  memberTag,
+  memberTags,
+  newEpoch,
+  recordOf,
+  recordsOf,
+  setTotals,
+  snapshotOf,
+  totalsOf,
+  type MemoryConversation,
+  type MemoryUser,
+} from './memory-engine.js';
+import { EMPTY_TABLE, tableCopy, tableEntries, tableHas, tableKeys, tableSet, tableSize, type TextTable } from './text-table.js';
 
 /** A deletion begun and not finished: the roster it removes, under its generation. */
 interface MemoryDeletion {
   gen: number;
   maxSeq: number;
-  members: Map<string, { joinGen: number; joinHead: number }>;
+  /** uid → tag text, as a conversation's members (memberTagText). */
+  members: TextTable;
 }
 
 /** How long beginDelete waits for the clock to pass a conversation's generations (see RedisAdmin). */
@@ -43,25 +60,24 @@ export class MemoryAdmin implements EngineAdmin {
 
   async readUser(uid: string): Promise<RawUser> {
     const user = this.users.get(uid);
-    const records = user ? [...user.convs.values()].map(copyRecord) : [];
+    const records = user ? recordsOf(user) : [];
     if (!user || user.epoch === undefined) {
       return { uid, meta: null, records, largeIndex: [], stream: { length: 0, afterSnapshot: [] }, snapshot: null, ttl: { stream: -2, snapshot: -2 } };
     }
-    const categories = new Map([...user.totals.categories].filter(([, n]) => n !== 0));
     return {
       uid,
       meta: {
         epoch: user.epoch,
         version: user.version,
         base: user.base,
-        snapshotVersion: user.snapshot.v,
+        snapshotVersion: user.snapshotVersion,
         memberCount: user.memberCount,
-        totals: { total: user.totals.total, mentions: user.totals.mentions, categories },
+        totals: totalsOf(user),
       },
       records,
       // The memory engine keeps no separate index: it is derived from the records when read.
-      largeIndex: records.filter((r) => r.member && r.large).map((r) => r.conv),
-      stream: { length: user.entries.length, afterSnapshot: entriesAfter(user, user.snapshot.v) },
+      largeIndex: largeMemberConvs(user),
+      stream: { length: user.entryCount, afterSnapshot: entriesAfter(user, user.snapshotVersion) },
       snapshot: snapshotOf(user),
       ttl: { stream: -1, snapshot: -1 },
     };
@@ -69,14 +85,14 @@ export class MemoryAdmin implements EngineAdmin {
 
   async readConversation(conv: string): Promise<RawConversation | null> {
     const c = this.conversations.get(conv);
-    if (c) return { info: info(conv, c), rewrite: c.rewrite, storedCount: c.members.size, members: tags(c.members), deleting: false };
+    if (c) return { info: info(conv, c), rewrite: c.rewrite, storedCount: tableSize(c.members), members: memberTags(c.members), deleting: false };
     const d = this.deletions.get(conv);
     if (!d) return null;
     return {
-      info: { conv, maxSeq: d.maxSeq, large: false, category: 'default', memberCount: d.members.size, gen: d.gen },
+      info: { conv, maxSeq: d.maxSeq, large: false, category: 'default', memberCount: tableSize(d.members), gen: d.gen },
       rewrite: 0,
-      storedCount: d.members.size,
-      members: tags(d.members),
+      storedCount: tableSize(d.members),
+      members: memberTags(d.members),
       deleting: true,
     };
   }
@@ -85,35 +101,34 @@ export class MemoryAdmin implements EngineAdmin {
     const out = new Map<string, ConversationView>();
     for (const conv of convs) {
       const c = this.conversations.get(conv);
-      const tag = c?.members.get(uid);
-      out.set(
-        conv,
-        c ? { exists: true, info: info(conv, c), rewrite: c.rewrite, tag: tag ? { ...tag } : null } : { exists: false, info: null, rewrite: 0, tag: null },
-      );
+      const tag = c ? memberTag(c.members, uid) : undefined;
+      out.set(conv, c ? { exists: true, info: info(conv, c), rewrite: c.rewrite, tag: tag ?? null } : { exists: false, info: null, rewrite: 0, tag: null });
     }
     return out;
   }
 
   async records(pairs: readonly { uid: string; conv: string }[]): Promise<(StoredConv | null)[]> {
     return pairs.map(({ uid, conv }) => {
-      const rec = this.users.get(uid)?.convs.get(conv);
-      return rec ? copyRecord(rec) : null;
+      const user = this.users.get(uid);
+      return (user && recordOf(user, conv)) ?? null;
     });
   }
 
   async rebuildUser(uid: string, options: { restream: boolean }): Promise<void> {
     const user = this.users.get(uid);
     if (!user) return;
-    const members = [...user.convs.values()].filter((r) => r.member);
+    const records = recordsOf(user);
+    const members = records.filter((r) => r.member);
     if (user.epoch === undefined && members.length === 0) return;
-    user.totals = totalsOfRecords(user.convs.values());
+    setTotals(user, totalsOfRecords(records));
     user.memberCount = members.length;
     if (!options.restream && user.epoch !== undefined) return;
     user.epoch = newEpoch();
     user.version += 1;
     user.base = user.version;
-    user.entries = [];
-    user.snapshot = { v: user.version, text: encodeSnapshotText(members.map(toConvState)) };
+    clearEntries(user);
+    user.snapshotVersion = user.version;
+    user.snapshotText = encodeSnapshotText(members.map(toConvState));
     const first = members[0];
     // Another epoch in a push makes a client pull, and the pull brings this snapshot.
     if (first) this.notifications.user([{ uid, conv: first.conv, epoch: user.epoch, version: user.version, state: toConvState(first) }]);
@@ -129,7 +144,7 @@ export class MemoryAdmin implements EngineAdmin {
   async wipeUser(uid: string, expected: readonly StoredConv[]): Promise<boolean> {
     const user = this.users.get(uid);
     if (!user) return expected.length === 0;
-    if (user.convs.size !== expected.length || !expected.every((rec) => sameRecord(user.convs.get(rec.conv), rec))) return false;
+    if (tableSize(user.records) !== expected.length || !expected.every((rec) => sameRecord(recordOf(user, rec.conv), rec))) return false;
     this.users.delete(uid);
     const first = expected[0];
     if (user.epoch !== undefined && first) this.notifications.user([{ uid, conv: first.conv, epoch: UNSEEN_EPOCH, version: 0, state: null }]);
@@ -150,8 +165,9 @@ export class MemoryAdmin implements EngineAdmin {
         await sleep(gen - now + 1);
         continue;
       }
-      const deletion: MemoryDeletion = d ?? { gen, maxSeq: 0, members: new Map() };
-      for (const [uid, tag] of c.members) deletion.members.set(uid, { ...tag });
+      const deletion: MemoryDeletion = d ?? { gen, maxSeq: 0, members: EMPTY_TABLE };
+      if (d) for (const [uid, tag] of tableEntries(c.members)) deletion.members = tableSet(deletion.members, uid, tag);
+      else deletion.members = tableCopy(c.members);
       deletion.gen = Math.max(gen, now - 1);
       deletion.maxSeq = Math.max(deletion.maxSeq, c.maxSeq);
       this.deletions.set(conv, deletion);
@@ -165,20 +181,15 @@ export class MemoryAdmin implements EngineAdmin {
   }
 
   async convsListing(uid: string, convs: readonly string[]): Promise<string[]> {
-    return convs.filter((conv) => this.conversations.get(conv)?.members.has(uid) === true);
+    return convs.filter((conv) => {
+      const c = this.conversations.get(conv);
+      return c !== undefined && tableHas(c.members, uid);
+    });
   }
 }
 
 function step(d: MemoryDeletion): DeleteStep {
-  return { gen: d.gen, maxSeq: d.maxSeq, members: [...d.members.keys()] };
-}
-
-function tags(members: Map<string, { joinGen: number; joinHead: number }>): MemberTag[] {
-  return [...members].map(([uid, tag]) => ({ uid, ...tag }));
-}
-
-function copyRecord(rec: StoredConv): StoredConv {
-  return { ...rec, mentionSeqs: [...rec.mentionSeqs] };
+  return { gen: d.gen, maxSeq: d.maxSeq, members: tableKeys(d.members) };
 }
 
 /**

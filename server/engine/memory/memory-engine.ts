@@ -21,7 +21,9 @@ import type { EngineAdmin } from '../admin.js';
 import { LocalNotifications } from './local-notifications.js';
 import { MemoryAdmin } from './memory-admin.js';
 import type { UserChange } from '../notifications.js';
-import { decodeEntries, decodeSnapshotText, encodeEntryText, encodeSnapshotText } from '../state-text.js';
+import { decodeEntries, decodeRecordFast, decodeSnapshotText, encodeEntryText, encodeRecordText, encodeSnapshotText } from '../state-text.js';
+import { appendEntry, entryTexts, trimEntries, type EntryLog } from './entry-log.js';
+import { EMPTY_TABLE, tableDelete, tableEntries, tableForEach, tableGet, tableHas, tableKeys, tableSet, tableSize, type TextTable } from './text-table.js';
 import {
   applyRule,
   contribution,
@@ -35,32 +37,81 @@ import {
   type StoredConv,
 } from '../rules.js';
 
-export interface MemoryConversation {
-  maxSeq: number;
-  large: boolean;
-  category: string;
-  gen: number;
+/** 2^30: a generation (any safe integer) split in two parts below it, each a small integer V8 keeps unboxed. */
+const GEN_SPLIT = 2 ** 30;
+
+// `| 0`: arithmetic on a double yields a double even when it is integral; only an int32 is stored unboxed.
+const highPart = (value: number): number => Math.floor(value / GEN_SPLIT) | 0;
+const lowPart = (value: number): number => (value - Math.floor(value / GEN_SPLIT) * GEN_SPLIT) | 0;
+
+/**
+ * A conversation's state, in few heap objects. Generations are clock readings (~2^41), beyond
+ * V8's small integers: a field holding one is a boxed number, and once one conversation's field
+ * held one, V8 boxes that field in every conversation. So each is kept as two small integers.
+ */
+export class MemoryConversation {
+  maxSeq = 0;
+  large = false;
+  /** uid → the member's tag as `joinGen,joinHead` (memberTagText). */
+  members: TextTable = EMPTY_TABLE;
+  private genHigh = 0;
+  private genLow = 0;
+  private rewriteHigh = 0;
+  private rewriteLow = 0;
+
+  constructor(public category: string) {}
+
+  get gen(): number {
+    return this.genHigh * GEN_SPLIT + this.genLow;
+  }
+
+  set gen(value: number) {
+    this.genHigh = highPart(value);
+    this.genLow = lowPart(value);
+  }
+
   /** Generation of a mode/category change whose member rewrite is not finished (0: none). */
-  rewrite: number;
-  members: Map<string, { joinGen: number; joinHead: number }>;
+  get rewrite(): number {
+    return this.rewriteHigh * GEN_SPLIT + this.rewriteLow;
+  }
+
+  set rewrite(value: number) {
+    this.rewriteHigh = highPart(value);
+    this.rewriteLow = lowPart(value);
+  }
 }
 
-export interface MemoryUser {
+/**
+ * One user's state, kept in few heap objects: numbers as fields, records and stream as flat
+ * strings. With 100k users resident every full GC marks each object of every user, and one
+ * pause of a ~450 MB heap of per-user object graphs was the soak's 241 ms p99 (issue 11, target 7).
+ * A class: one shape for every user, no closure per user.
+ */
+export class MemoryUser implements EntryLog {
   /** Chosen at the user's first visible change; until then the user is unseen (UNSEEN_EPOCH). */
-  epoch: string | undefined;
-  version: number;
-  base: number;
-  convs: Map<string, StoredConv>;
-  memberCount: number;
-  totals: { total: number; mentions: number; categories: Map<string, number> };
+  epoch: string | undefined = undefined;
+  version = 0;
+  base = 0;
+  memberCount = 0;
+  total = 0;
+  mentions = 0;
+  /**
+   * Unread per category, in the order categories first counted: nothing yet, the default
+   * category's alone (most users have no other), or a Map once another one counts.
+   */
+  categories: number | Map<string, number> | undefined = undefined;
+  /** conv → the record's text (encodeRecordText), decoded when used. */
+  records: TextTable = EMPTY_TABLE;
   /**
    * Entries after `base`, in version order: entry `i` is version `base + 1 + i`. Kept as the
-   * Redis engine's entry texts (../state-text.ts), decoded when pulled: 100k users' streams are
-   * then strings, not object graphs that every major GC has to walk.
+   * Redis engine's entry texts (../state-text.ts), decoded when pulled.
    */
-  entries: string[];
+  entryChunks: string | string[] = '';
+  entryCount = 0;
+  entryTail = 0;
   /** The newest snapshot: its version and its text (decodeSnapshotText). */
-  snapshot: { v: number; text: string };
+  snapshotVersion = 0;
+  snapshotText = '';
 }
 
 /**
@@ -90,7 +141,7 @@ export class MemoryEngine implements Engine {
     let c = this.conversations.get(conv);
     let changed = false;
     if (!c) {
-      c = { maxSeq: 0, large: false, category: change.category ?? 'default', gen: 0, rewrite: 0, members: new Map() };
+      c = new MemoryConversation(change.category ?? 'default');
       this.conversations.set(conv, c);
       changed = true;
     }
@@ -99,17 +150,21 @@ export class MemoryEngine implements Engine {
     const gen = Math.max(c.gen + 1, Date.now());
     const joins: MemberTag[] = [];
     for (const uid of new Set(change.add)) {
-      let tag = c.members.get(uid);
+      let tag = memberTag(c.members, uid);
       if (!tag) {
         tag = { joinGen: gen, joinHead: c.maxSeq };
-        c.members.set(uid, tag);
+        c.members = tableSet(c.members, uid, memberTagText(tag));
         changed = true;
       }
       joins.push({ uid, ...tag });
     }
     const leaves = [...new Set(change.remove)];
-    for (const uid of leaves) if (c.members.delete(uid)) changed = true;
-    const large = c.members.size > change.threshold;
+    for (const uid of leaves) {
+      if (!tableHas(c.members, uid)) continue;
+      c.members = tableDelete(c.members, uid);
+      changed = true;
+    }
+    const large = tableSize(c.members) > change.threshold;
     const modeChanged = large !== c.large;
     c.large = large;
     if (changed || categoryChanged || modeChanged) c.gen = gen;
@@ -120,7 +175,7 @@ export class MemoryEngine implements Engine {
   async roster(conv: string): Promise<Roster | null> {
     const c = this.conversations.get(conv);
     if (!c) return null;
-    return { info: info(conv, c), members: [...c.members].map(([uid, tag]) => ({ uid, ...tag })) };
+    return { info: info(conv, c), members: memberTags(c.members) };
   }
 
   async finishRewrite(conv: string, gen: number): Promise<void> {
@@ -146,9 +201,9 @@ export class MemoryEngine implements Engine {
     if (!c) return null;
     const raised = seq > c.maxSeq;
     if (raised) c.maxSeq = seq;
-    if (!c.large) return { info: info(conv, c), members: [...c.members.keys()] };
+    if (!c.large) return { info: info(conv, c), members: tableKeys(c.members) };
     if (raised) this.notifications.head({ conv, maxSeq: c.maxSeq, ...(at !== undefined ? { at } : {}) });
-    return { info: info(conv, c), members: candidates.filter((uid) => c.members.has(uid)) };
+    return { info: info(conv, c), members: candidates.filter((uid) => tableHas(c.members, uid)) };
   }
 
   async heads(convs: readonly string[]): Promise<Map<string, number>> {
@@ -192,16 +247,16 @@ export class MemoryEngine implements Engine {
   async pull(uid: string, since: Cursor | null, limit: number): Promise<StoredPull> {
     const user = this.users.get(uid);
     if (user?.epoch === undefined) return { epoch: UNSEEN_EPOCH, snapshot: { v: 0, convs: [] }, entries: [], version: 0, more: false, largeConvs: [] };
-    const largeConvs = [...user.convs.values()].filter((r) => r.member && r.large).map((r) => r.conv);
+    const largeConvs = largeMemberConvs(user);
     const position = {
       epoch: user.epoch,
       version: user.version,
       base: user.base,
-      snapshotVersion: user.snapshot.v,
+      snapshotVersion: user.snapshotVersion,
       interval: this.interval(user),
     };
     const reset = needsReset(position, since);
-    const from = reset ? user.snapshot.v : (since?.version ?? 0);
+    const from = reset ? user.snapshotVersion : (since?.version ?? 0);
     const entries = entriesAfter(user, from, Math.max(0, limit));
     const version = entries.at(-1)?.v ?? from;
     return { epoch: user.epoch, ...(reset ? { snapshot: snapshotOf(user) } : {}), entries, version, more: version < user.version, largeConvs };
@@ -215,9 +270,8 @@ export class MemoryEngine implements Engine {
   async userState(uid: string): Promise<StoredUserState> {
     const user = this.users.get(uid);
     if (user?.epoch === undefined) return { epoch: UNSEEN_EPOCH, version: 0, states: [], totals: { total: 0, mentions: 0, categories: new Map() } };
-    const states = [...user.convs.values()].filter((r) => r.member).map(toConvState);
-    const categories = new Map([...user.totals.categories].filter(([, n]) => n !== 0));
-    return { epoch: user.epoch, version: user.version, states, totals: { total: user.totals.total, mentions: user.totals.mentions, categories } };
+    const states = memberRecords(user).map(toConvState);
+    return { epoch: user.epoch, version: user.version, states, totals: totalsOf(user) };
   }
 
   async ready(): Promise<boolean> {
@@ -230,7 +284,7 @@ export class MemoryEngine implements Engine {
 
   private applyUserOp(op: UserOp): UserOpResult {
     const existing = this.users.get(op.uid);
-    const before = existing?.convs.get(op.conv);
+    const before = existing ? recordOf(existing, op.conv) : undefined;
     const after = applyRule(before, op);
     const shownBefore = visibleState(before);
     const shown = visibleState(after);
@@ -241,21 +295,22 @@ export class MemoryEngine implements Engine {
     // A write that clients do not see (a pending record, a newer generation) keeps the record
     // silently; only a visible change moves the version (and gives a new user its epoch).
     const user = existing ?? this.createUser(op.uid);
-    user.convs.set(op.conv, after);
+    putRecord(user, after);
     if (!changed) return { changed: false, member: shown !== null, epoch: user.epoch ?? UNSEEN_EPOCH, version: user.version, state: shown };
     user.epoch ??= newEpoch();
     this.adjustTotals(user, before, -1);
     this.adjustTotals(user, after, +1);
     user.memberCount += (after.member ? 1 : 0) - (before?.member ? 1 : 0);
     user.version += 1;
-    user.entries.push(encodeEntryText(op.conv, shown));
+    appendEntry(user, encodeEntryText(op.conv, shown));
     const interval = this.interval(user);
-    if (user.version - user.snapshot.v >= interval) {
-      user.snapshot = { v: user.version, text: encodeSnapshotText([...user.convs.values()].filter((r) => r.member).map(toConvState)) };
+    if (user.version - user.snapshotVersion >= interval) {
+      user.snapshotVersion = user.version;
+      user.snapshotText = encodeSnapshotText(memberRecords(user).map(toConvState));
     }
-    const base = trimmedBase(user.base, user.version, user.snapshot.v, interval);
+    const base = trimmedBase(user.base, user.version, user.snapshotVersion, interval);
     if (base > user.base) {
-      user.entries.splice(0, base - user.base);
+      trimEntries(user, base - user.base);
       user.base = base;
     }
     return { changed: true, member: shown !== null, epoch: user.epoch, version: user.version, state: shown };
@@ -268,22 +323,17 @@ export class MemoryEngine implements Engine {
   private adjustTotals(user: MemoryUser, rec: StoredConv | undefined, sign: 1 | -1): void {
     const c = contribution(rec);
     if (c.unread === 0 && c.mentions === 0) return;
-    user.totals.total += sign * c.unread;
-    user.totals.mentions += sign * c.mentions;
-    user.totals.categories.set(c.category, (user.totals.categories.get(c.category) ?? 0) + sign * c.unread);
+    // `0 - n`, not `-1 * n`: -1 * 0 is -0, a double, and one double stored in a field makes V8
+    // keep that field of every user as a separate boxed number.
+    const unread = sign > 0 ? c.unread : 0 - c.unread;
+    const mentions = sign > 0 ? c.mentions : 0 - c.mentions;
+    user.total += unread;
+    user.mentions += mentions;
+    addToCategory(user, c.category, unread);
   }
 
   private createUser(uid: string): MemoryUser {
-    const user: MemoryUser = {
-      epoch: undefined,
-      version: 0,
-      base: 0,
-      convs: new Map(),
-      memberCount: 0,
-      totals: { total: 0, mentions: 0, categories: new Map() },
-      entries: [],
-      snapshot: { v: 0, text: '' },
-    };
+    const user = new MemoryUser();
     this.users.set(uid, user);
     return user;
   }
@@ -292,13 +342,94 @@ export class MemoryEngine implements Engine {
 /** Up to `limit` of the user's stream entries after version `v` (or after its base, if later), decoded. */
 export function entriesAfter(user: MemoryUser, v: number, limit = Number.POSITIVE_INFINITY): ConvEntry[] {
   const from = Math.max(user.base, v);
-  const start = from - user.base;
-  return decodeEntries(user.entries.slice(start, start + limit), from + 1);
+  return decodeEntries(entryTexts(user, from - user.base, limit), from + 1);
 }
 
 /** The user's newest snapshot, decoded. */
 export function snapshotOf(user: MemoryUser): Snapshot {
-  return { v: user.snapshot.v, convs: decodeSnapshotText(user.snapshot.text) };
+  return { v: user.snapshotVersion, convs: decodeSnapshotText(user.snapshotText) };
+}
+
+export function recordOf(user: MemoryUser, conv: string): StoredConv | undefined {
+  const text = tableGet(user.records, conv);
+  return text === undefined ? undefined : decodeRecordFast(conv, text);
+}
+
+export function putRecord(user: MemoryUser, rec: StoredConv): void {
+  user.records = tableSet(user.records, rec.conv, encodeRecordText(rec));
+}
+
+/** Every record of the user (left and pending ones too), in the order they were created. */
+export function recordsOf(user: MemoryUser): StoredConv[] {
+  return tableEntries(user.records).map(([conv, text]) => decodeRecordFast(conv, text));
+}
+
+export function memberRecords(user: MemoryUser): StoredConv[] {
+  return recordsOf(user).filter((r) => r.member);
+}
+
+const ONE = 49; // '1'
+
+/** The read-diffused conversations the user is a member of, from the records' flag characters alone (every pull asks). */
+export function largeMemberConvs(user: MemoryUser): string[] {
+  const out: string[] = [];
+  tableForEach(user.records, (text, conv) => {
+    if (text.charCodeAt(0) === ONE && text.charCodeAt(3) === ONE) out.push(conv);
+  });
+  return out;
+}
+
+/** The stored totals, categories with a count of 0 left out (as the Redis engine returns them). */
+export function totalsOf(user: MemoryUser): StoredUserState['totals'] {
+  const c = user.categories;
+  const categories = new Map<string, number>();
+  if (typeof c === 'number' && c !== 0) categories.set(DEFAULT_CATEGORY, c);
+  if (typeof c === 'object') for (const [k, n] of c) if (n !== 0) categories.set(k, n);
+  return { total: user.total, mentions: user.mentions, categories };
+}
+
+/** Replaces the stored totals (a rebuild from the records). */
+export function setTotals(user: MemoryUser, totals: StoredUserState['totals']): void {
+  user.total = totals.total;
+  user.mentions = totals.mentions;
+  user.categories = undefined;
+  for (const [k, n] of totals.categories) addToCategory(user, k, n);
+}
+
+const DEFAULT_CATEGORY = 'default';
+
+function addToCategory(user: MemoryUser, category: string, delta: number): void {
+  const c = user.categories;
+  if (typeof c === 'object') {
+    c.set(category, (c.get(category) ?? 0) + delta);
+  } else if (category === DEFAULT_CATEGORY) {
+    user.categories = (c ?? 0) + delta;
+  } else {
+    // The first other category: from now on a Map, the default category's count first if it had one.
+    const map = new Map<string, number>();
+    if (c !== undefined) map.set(DEFAULT_CATEGORY, c);
+    map.set(category, delta);
+    user.categories = map;
+  }
+}
+
+/** A member tag as stored: `joinGen,joinHead` (join(): one flat string). */
+export function memberTagText(tag: { joinGen: number; joinHead: number }): string {
+  return [tag.joinGen, tag.joinHead].join(',');
+}
+
+function decodeMemberTag(text: string): { joinGen: number; joinHead: number } {
+  const comma = text.indexOf(',');
+  return { joinGen: Number(text.slice(0, comma)), joinHead: Number(text.slice(comma + 1)) };
+}
+
+export function memberTag(members: TextTable, uid: string): { joinGen: number; joinHead: number } | undefined {
+  const text = tableGet(members, uid);
+  return text === undefined ? undefined : decodeMemberTag(text);
+}
+
+export function memberTags(members: TextTable): MemberTag[] {
+  return tableEntries(members).map(([uid, text]) => ({ uid, ...decodeMemberTag(text) }));
 }
 
 /** Same length as the Redis engine's epochs. */
@@ -307,5 +438,5 @@ export function newEpoch(): string {
 }
 
 export function info(conv: string, c: MemoryConversation): ConvInfo {
-  return { conv, maxSeq: c.maxSeq, large: c.large, category: c.category, memberCount: c.members.size, gen: c.gen };
+  return { conv, maxSeq: c.maxSeq, large: c.large, category: c.category, memberCount: tableSize(c.members), gen: c.gen };
 }

@@ -231,16 +231,7 @@ export class RedisEngine implements Engine {
           if (part === MOVED) return { index, done: false };
           const p = asArray(part);
           const conv = (items[index] as MessageRecord).conv;
-          // Read from the reply as it is (numbers stay numbers): what convInfo would make of
-          // the same values as text, without two arrays and five strings per conversation.
-          const info: ConvInfo = {
-            conv,
-            maxSeq: Number(p[0] ?? 0),
-            large: String(p[1]) === '1',
-            category: p[2] === null || p[2] === undefined ? 'default' : String(p[2]),
-            memberCount: Number(p[4] ?? 0),
-            gen: Number(p[3] ?? 0),
-          };
+          const info = convInfo(conv, p);
           const listed = asStrings(p[5]);
           out[index] = { info, members: info.large ? listed : listed.filter((f) => !f.startsWith(CONV_FIELD)) };
           return { index, done: true };
@@ -537,12 +528,13 @@ export function parseTag(uid: string, tag: string): MemberTag {
 }
 
 /** `#s #l #c #g #n` of a conversation hash, in that order. */
-export function convInfo(conv: string, parts: ReadonlyArray<string | null | undefined>): ConvInfo {
+export function convInfo(conv: string, parts: ReadonlyArray<unknown>): ConvInfo {
+  // Texts (HMGET, HGETALL) or a script's reply as it is (numbers stay numbers): no copy either way.
   return {
     conv,
     maxSeq: Number(parts[0] ?? 0),
-    large: parts[1] === '1',
-    category: parts[2] ?? 'default',
+    large: String(parts[1]) === '1',
+    category: parts[2] === null || parts[2] === undefined ? 'default' : String(parts[2]),
     memberCount: Number(parts[4] ?? 0),
     gen: Number(parts[3] ?? 0),
   };

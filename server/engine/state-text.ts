@@ -52,9 +52,23 @@ export function decodeRecord(conv: string, text: string): StoredConv {
 }
 
 /** Inverse of decodeRecord (the tests write records by hand to corrupt a store). */
+/** `<member><muted><marked><large>` by the bits member 8, muted 4, marked 2, large 1. */
+const RECORD_FLAG_TEXT = Array.from({ length: 16 }, (_, n) => [8, 4, 2, 1].map((b) => ((n & b) !== 0 ? '1' : '0')).join(''));
+
 export function encodeRecord(rec: StoredConv): string {
-  const f = (b: boolean): string => (b ? '1' : '0');
-  return `${f(rec.member)}${f(rec.muted)}${f(rec.markedUnread)}${f(rec.large)}|${rec.lastSeq}|${rec.readSeq}|${rec.deletedSeq}|${rec.gen}|${rec.joinGen}|${rec.category === DEFAULT_CATEGORY ? '' : rec.category}|${rec.mentionSeqs.join(',')}`;
+  const flags = (rec.member ? 8 : 0) + (rec.muted ? 4 : 0) + (rec.markedUnread ? 2 : 0) + (rec.large ? 1 : 0);
+  // join() makes one flat string (the memory engine keeps records as these texts); a template
+  // literal this long would be a tree of ConsStrings (see encodeEntryText).
+  return [
+    RECORD_FLAG_TEXT[flags],
+    rec.lastSeq,
+    rec.readSeq,
+    rec.deletedSeq,
+    rec.gen,
+    rec.joinGen,
+    rec.category === DEFAULT_CATEGORY ? '' : rec.category,
+    rec.mentionSeqs.join(','),
+  ].join('|');
 }
 
 /** `<muted><marked><large>` by the bits muted 4, marked 2, large 1. */
@@ -123,27 +137,6 @@ export function decodeSnapshotText(text: string): ConvState[] {
 /** Entries stored at list positions `first`, `first + 1`, ...: their versions follow from the position. */
 export function decodeEntries(texts: readonly string[], firstVersion: number): ConvEntry[] {
   return texts.map((t, i) => ({ v: firstVersion + i, ...decodeEntryText(t) }));
-}
-
-/** `<member><muted><marked><large>` by the bits member 8, muted 4, marked 2, large 1. */
-const RECORD_FLAG_TEXT = Array.from({ length: 16 }, (_, n) => [8, 4, 2, 1].map((b) => ((n & b) !== 0 ? '1' : '0')).join(''));
-
-/**
- * encodeRecord's text, made by join(): one flat string. The memory engine keeps records as these
- * texts, and a template literal this long would be a tree of ConsStrings (see encodeEntryText).
- */
-export function encodeRecordText(rec: StoredConv): string {
-  const flags = (rec.member ? 8 : 0) + (rec.muted ? 4 : 0) + (rec.markedUnread ? 2 : 0) + (rec.large ? 1 : 0);
-  return [
-    RECORD_FLAG_TEXT[flags],
-    rec.lastSeq,
-    rec.readSeq,
-    rec.deletedSeq,
-    rec.gen,
-    rec.joinGen,
-    rec.category === DEFAULT_CATEGORY ? '' : rec.category,
-    rec.mentionSeqs.join(','),
-  ].join('|');
 }
 
 const BAR = 124; // '|'

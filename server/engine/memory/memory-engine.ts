@@ -21,7 +21,7 @@ import type { EngineAdmin } from '../admin.js';
 import { LocalNotifications } from './local-notifications.js';
 import { MemoryAdmin } from './memory-admin.js';
 import type { UserChange } from '../notifications.js';
-import { decodeEntries, decodeRecordFast, decodeSnapshotText, encodeEntryText, encodeRecordText, encodeSnapshotText } from '../state-text.js';
+import { decodeEntries, decodeRecordFast, decodeSnapshotText, encodeEntryText, encodeRecord, encodeSnapshotText } from '../state-text.js';
 import { appendEntry, entryTexts, trimEntries, type EntryLog } from './entry-log.js';
 import { EMPTY_TABLE, tableDelete, tableEntries, tableForEach, tableGet, tableHas, tableKeys, tableSet, tableSize, type TextTable } from './text-table.js';
 import {
@@ -100,7 +100,7 @@ export class MemoryUser implements EntryLog {
    * category's alone (most users have no other), or a Map once another one counts.
    */
   categories: number | Map<string, number> | undefined = undefined;
-  /** conv → the record's text (encodeRecordText), decoded when used. */
+  /** conv → the record's text (encodeRecord), decoded when used. */
   records: TextTable = EMPTY_TABLE;
   /**
    * Entries after `base`, in version order: entry `i` is version `base + 1 + i`. Kept as the
@@ -356,7 +356,7 @@ export function recordOf(user: MemoryUser, conv: string): StoredConv | undefined
 }
 
 export function putRecord(user: MemoryUser, rec: StoredConv): void {
-  user.records = tableSet(user.records, rec.conv, encodeRecordText(rec));
+  user.records = tableSet(user.records, rec.conv, encodeRecord(rec));
 }
 
 /** Every record of the user (left and pending ones too), in the order they were created. */

@@ -42,7 +42,22 @@ export const REDIS_NOT_FOUND = 'redis-server not found on PATH: install it (apt-
 const EXIT_TIMEOUT_MS = 10_000;
 const POLL_INTERVAL_MS = 20;
 
+/**
+ * freePort() hands out a port that nothing holds right now; another test process may bind it
+ * before this redis-server does (or its cluster bus port, port + 10000). Such a start is tried
+ * again on a new port; any other failure is thrown as it is.
+ */
 export async function startRedisServer(options: RedisServerOptions = {}): Promise<RedisServer> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(options);
+    } catch (err) {
+      if (attempt >= 5 || !(err instanceof Error) || !err.message.includes('Address already in use')) throw err;
+    }
+  }
+}
+
+async function startOnce(options: RedisServerOptions): Promise<RedisServer> {
   const bin = options.binary ?? findOnPath('redis-server');
   if (!bin) throw new Error(REDIS_NOT_FOUND);
   const [command, ...prefixArgs] = [...(options.runUnder ?? []), bin];

@@ -6,7 +6,8 @@ import { promisify } from 'node:util';
 import { findOnPath, startRedisServer } from '../../test/helpers/redis-server.js';
 import { emptyReport, fmt, type Section } from '../lib/section.js';
 import { statsConnection } from '../lib/redis-info.js';
-import { createMesh, directMesh, openInProcessStore } from './engine-setup.js';
+import { snapshotInterval } from '../../server/engine/rules.js';
+import { createMesh, defaultEngineOptions, directMesh, openInProcessStore } from './engine-setup.js';
 import { CHUNK, OpSource, rawApply, redpointApply, type ApplyChunk } from './store-load.js';
 
 const run = promisify(execFile);
@@ -41,7 +42,7 @@ export const storeInstructionsSection: Section = {
   id: 'store-instructions',
   title: 'Store cost per user op in Redis instructions (callgrind) — applyUserOps vs raw',
   inDefaultPlan: true,
-  async run(ctx) {
+  async run() {
     const report = emptyReport(this.id, this.title);
     const tools = ['valgrind', 'callgrind_control', 'callgrind_annotate'].map((t) => [t, findOnPath(t)] as const);
     const missing = tools.filter(([, path]) => !path).map(([t]) => t);
@@ -55,9 +56,14 @@ export const storeInstructionsSection: Section = {
       return report;
     }
     const users = 500;
-    const chunks = ctx.options.quick ? 4 : 8;
+    // Every op of a chunk is one version of its user, and every user is in one chunk per cycle:
+    // one snapshot interval of chunks counts each user's snapshot exactly once (a window of
+    // fewer holds it once or not at all, and the average swings with where it falls).
+    const chunks = snapshotInterval(defaultEngineOptions().snapshotEvery, defaultEngineOptions().streamMaxLen, 4);
     const binary = process.env.BENCH_REDIS_SERVER;
-    const dumps = await mkdtemp(join(tmpdir(), 'redpoint-callgrind-'));
+    // BENCH_CALLGRIND_DIR keeps the dumps there (for callgrind_annotate); else a temp dir, removed.
+    const keep = process.env.BENCH_CALLGRIND_DIR;
+    const dumps = keep ?? (await mkdtemp(join(tmpdir(), 'redpoint-callgrind-')));
     const redis = await startRedisServer({
       ...(binary ? { binary } : {}),
       runUnder: ['valgrind', '--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${dumps}/callgrind.out.%p`],
@@ -91,7 +97,7 @@ export const storeInstructionsSection: Section = {
       if (!rp || !base) throw new Error('store-instructions: no result');
       report.method.push(
         `Scenario \`store\`'s workload (${users} users in four 1:1 conversations each; applyUserOps of ${CHUNK} users' message ops per call, as ingest calls it, against one EVALSHA of \`bench/baselines/store-raw.lua\` per op), ${(chunks * CHUNK).toLocaleString('en-US')} ops per system, one call at a time, with redis-server running under \`valgrind --tool=callgrind\`, instrumented only while each system's ops run. Instructions (Ir) do not depend on the machine's load: the ratio is repeatable where CPU time is not.`,
-        '`in scripts`: inside EVALSHA (evalGenericCommand); `data commands`: the commands the scripts run, their dispatch included (scriptCall); `replies → Lua`: turning those replies into Lua values (parseReply); `Lua`: the rest of the script (the interpreter, strings, tables, its collector, arguments to redis.call); `outside scripts`: reading and parsing the requests, writing the replies. Set `BENCH_REDIS_SERVER` to a redis-server built with symbols to profile further (`callgrind_annotate` on the dumps).',
+        '`in scripts`: inside EVALSHA (evalGenericCommand); `data commands`: the commands the scripts run, their dispatch included (scriptCall); `replies → Lua`: turning those replies into Lua values (parseReply); `Lua`: the rest of the script (the interpreter, strings, tables, its collector, arguments to redis.call); `outside scripts`: reading and parsing the requests, writing the replies. Set `BENCH_REDIS_SERVER` to a redis-server built with symbols to profile further, and `BENCH_CALLGRIND_DIR` to a directory to keep the dumps in (`callgrind_annotate` on them).',
       );
       const row = (name: string, p: ReturnType<typeof perOp>) => [
         name,
@@ -119,7 +125,7 @@ export const storeInstructionsSection: Section = {
       raw.disconnect();
       await store.close();
       await redis.stop();
-      await rm(dumps, { recursive: true, force: true });
+      if (!keep) await rm(dumps, { recursive: true, force: true });
     }
   },
 };

@@ -3,7 +3,7 @@ import type { PushClient } from '../clients/types.js';
 import { Deliveries } from '../lib/deliveries.js';
 import { eachLimited, type HttpTarget } from '../lib/http.js';
 import { CpuWindow } from '../lib/proc.js';
-import { redisStats, statsConnection } from '../lib/redis-info.js';
+import { redisStats, statsConnection, statsDelta } from '../lib/redis-info.js';
 import type { RunningSystem } from '../systems.js';
 import { connectAll, createDirectConversations, directConv, senderId, userId } from './setup.js';
 
@@ -52,6 +52,8 @@ export interface SaturationResult {
   redisCpuUsPerDelivery: number;
   /** The server's cores used over the measured windows. */
   serverCores: number;
+  /** Redis commands per message over the measured windows (systems on Redis), most time first. */
+  redisCommands: Array<{ command: string; callsPerMessage: number; usPerMessage: number }>;
   lost: number;
   postErrors: number;
   clientErrors: number;
@@ -76,6 +78,8 @@ export class SaturationSession {
   private readonly seqs = new Map<string, number>();
   private sent = 0;
   private t = { seconds: 0, messages: 0, delivered: 0, frames: 0, cpuMicros: 0, redisCpuSeconds: 0, postErrors: 0, lostBefore: 0 };
+  /** cmdstat calls and µs over the measured windows, by command. */
+  private readonly commands = new Map<string, { calls: number; usec: number }>();
 
   private constructor(
     readonly system: RunningSystem,
@@ -97,7 +101,7 @@ export class SaturationSession {
   async drive(seconds: number, measured: boolean): Promise<void> {
     const d = this.deliveries;
     const cpu = new CpuWindow(this.system.pid).start();
-    const redisBefore = measured && this.redis ? (await redisStats(this.redis)).cpuSeconds : 0;
+    const redisBefore = measured && this.redis ? await redisStats(this.redis) : undefined;
     const before = { delivered: d.delivered, frames: d.frames, messages: this.sent };
     const started = performance.now();
     const end = started + seconds * 1000;
@@ -117,7 +121,18 @@ export class SaturationSession {
     this.t.delivered += d.delivered - before.delivered;
     this.t.frames += d.frames - before.frames;
     this.t.cpuMicros += used.cpuMicros;
-    if (this.redis) this.t.redisCpuSeconds += (await redisStats(this.redis)).cpuSeconds - redisBefore;
+    if (this.redis && redisBefore) {
+      const after = await redisStats(this.redis);
+      this.t.redisCpuSeconds += after.cpuSeconds - redisBefore.cpuSeconds;
+      const delta = statsDelta(redisBefore, after);
+      for (const name of after.commands.keys()) {
+        // The bench's own INFO calls are not the system's.
+        if (name === 'info') continue;
+        const d = delta.command(name);
+        const sum = this.commands.get(name) ?? { calls: 0, usec: 0 };
+        this.commands.set(name, { calls: sum.calls + d.calls, usec: sum.usec + d.usec });
+      }
+    }
   }
 
   result(): SaturationResult {
@@ -132,6 +147,10 @@ export class SaturationSession {
       serverCpuUsPerDelivery: per(t.cpuMicros),
       redisCpuUsPerDelivery: this.redis ? per(t.redisCpuSeconds * 1e6) : NaN,
       serverCores: t.cpuMicros / 1e6 / Math.max(1e-3, t.seconds),
+      redisCommands: [...this.commands]
+        .filter(([, c]) => c.calls > 0)
+        .map(([command, c]) => ({ command, callsPerMessage: c.calls / Math.max(1, t.messages), usPerMessage: c.usec / Math.max(1, t.messages) }))
+        .sort((a, b) => b.usPerMessage - a.usPerMessage),
       lost: this.deliveries.lost,
       postErrors: t.postErrors,
       clientErrors: this.clients.reduce((n, c) => n + c.errors, 0),

@@ -147,6 +147,12 @@ function fill(report: SectionReport, list: Shape[], results: Map<string, Saturat
         );
     }
     for (const r of rs) {
+      if (r.redisCommands.length > 0) {
+        const top = r.redisCommands.slice(0, 5).map((c) => `${c.command} ${c.callsPerMessage.toFixed(2)} (${c.usPerMessage.toFixed(1)} µs)`);
+        report.notes.push(
+          `${shape.id} / ${r.system}: Redis commands per message (calls, and their time inside Redis from INFO commandstats): ${top.join(', ')}.`,
+        );
+      }
       if (r.lost > 0)
         report.notes.push(
           `${shape.id} / ${r.system}: ${r.lost} messages did not reach all their recipients within 3 s and were given up on (dropped pushes, or a backlog).`,

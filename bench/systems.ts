@@ -101,6 +101,10 @@ export interface StartOptions {
   name?: string;
 }
 
+function extraServerNodeArgs(): string[] {
+  return (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
+}
+
 /** Each system gets its own process and, when it needs one, its own private redis-server. */
 export async function startSystem(spec: SystemSpec, options: StartOptions = {}): Promise<RunningSystem> {
   let redis: RedisServer | undefined;
@@ -116,7 +120,8 @@ export async function startSystem(spec: SystemSpec, options: StartOptions = {}):
       readyPath: spec.readyPath,
       env: { ...(spec.redpoint ? redpointEnv : {}), ...(redisUrl ? { REDIS_URL: redisUrl } : {}), ...options.env },
       // Redpoint runs with the V8 flags its Dockerfile and npm start give it.
-      nodeArgs: [...(spec.redpoint ? SERVER_V8_FLAGS : []), ...(options.nodeArgs ?? [])],
+      // BENCH_SERVER_NODE_ARGS adds node flags to every Redpoint server (e.g. --trace-gc).
+      nodeArgs: [...(spec.redpoint ? [...SERVER_V8_FLAGS, ...extraServerNodeArgs()] : []), ...(options.nodeArgs ?? [])],
       ...(options.maxFiles !== undefined ? { maxFiles: options.maxFiles } : {}),
     });
   } catch (err) {

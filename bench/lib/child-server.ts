@@ -1,3 +1,4 @@
+import { createWriteStream } from 'node:fs';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -52,6 +53,15 @@ export async function spawnServer(options: SpawnOptions): Promise<ChildServer> {
   });
   killOnExit(proc);
   const output = keepOutput(proc);
+  // BENCH_SERVER_LOG=<prefix>: each server's whole output also goes to <prefix>.<name>.log (for
+  // a run with BENCH_SERVER_NODE_ARGS=--trace-gc, say); the bench itself keeps only the tail.
+  const logPrefix = process.env.BENCH_SERVER_LOG;
+  if (logPrefix) {
+    const file = createWriteStream(`${logPrefix}.${options.name}.log`, { flags: 'a' });
+    proc.stdout?.pipe(file, { end: false });
+    proc.stderr?.pipe(file, { end: false });
+    proc.once('exit', () => file.end());
+  }
   const pid = proc.pid;
   if (pid === undefined) throw new Error(`${options.name}: spawn failed`);
   // Before it is ready, so before any client can connect.

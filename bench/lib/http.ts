@@ -21,6 +21,10 @@ export class HttpTarget {
   send(method: string, path: string, body?: unknown): Promise<HttpReply> {
     const payload = body === undefined ? undefined : JSON.stringify(body);
     return new Promise((resolve, reject) => {
+      let replyStarted = false;
+      // Says where a request failed (for the bench's failure reasons): on a pooled socket or a new
+      // one, before or after the reply's head arrived.
+      const fail = (err: Error): void => reject(Object.assign(err, { reusedSocket: req.reusedSocket, replyStarted }));
       const req = request(
         {
           host: '127.0.0.1',
@@ -35,14 +39,15 @@ export class HttpTarget {
           timeout: this.timeoutMs,
         },
         (res) => {
+          replyStarted = true;
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));
           res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }));
-          res.on('error', reject);
+          res.on('error', fail);
         },
       );
       req.on('timeout', () => req.destroy(new Error(`${method} ${path}: no reply within ${this.timeoutMs} ms`)));
-      req.on('error', reject);
+      req.on('error', fail);
       req.end(payload);
     });
   }

@@ -1,3 +1,4 @@
+import { FailureReasons } from '../lib/failures.js';
 import { LatencyTracker } from '../lib/latency-tracker.js';
 import { pace } from '../lib/pacer.js';
 import { median, spikeNote, spikesFromStalls, Windows } from '../lib/per-second.js';
@@ -31,6 +32,8 @@ interface SoakResult {
   ingestFlatness: number;
   notifyFlatness: number;
   failed: number;
+  /** Why they failed, most frequent first. */
+  failures: Array<{ reason: string; count: number }>;
   maxLagMs: number;
 }
 
@@ -51,7 +54,11 @@ export const soakSection: Section = {
     const windowSeconds = seconds >= 120 ? 10 : 5;
     const report = emptyReport(this.id, this.title);
     const results: SoakResult[] = [];
-    for (const id of ['redpoint-memory', 'redpoint-redis'] as const) {
+    // `--only soak,redpoint-memory` soaks one engine.
+    const engines = (['redpoint-memory', 'redpoint-redis'] as const).filter(
+      (id, _, all) => !ctx.options.only.some((t) => all.includes(t as never)) || ctx.options.only.includes(id),
+    );
+    for (const id of engines) {
       const system = await startSystem(SYSTEMS[id]);
       try {
         results.push(await soak(system, directMesh('k', users, 2), { rate, seconds, windowSeconds }, ctx.log));
@@ -102,7 +109,9 @@ async function soak(
     // Online conversations: both members among the first ONLINE users.
     const online = mesh.convs.slice(0, ONLINE - 1);
     const offline = mesh.convs.slice(ONLINE);
+    const failures = new FailureReasons();
     const result = await pace({
+      failures,
       rate: load.rate,
       total: load.rate * (n * load.windowSeconds + warmupMs / 1000),
       maxInFlight: 1000,
@@ -118,9 +127,11 @@ async function soak(
         const reply = await system.http.send('POST', '/v1/messages', m);
         windows.record('ingest', performance.now() - sent, sent);
         windows.count('messages', sent);
+        if (reply.status !== 200) failures.reply(reply);
         return reply.status === 200;
       },
     });
+    if (result.failed > 0) log(`  soak ${system.spec.id}: ${result.failed} POSTs failed: ${failures.summary()}`);
     for (const t of samplers) clearTimeout(t);
     stopStalls();
     if (memory.length < n) await sample();
@@ -145,6 +156,7 @@ async function soak(
       ingestFlatness: flatness(figures.map((f) => f.ingestP99)),
       notifyFlatness: flatness(figures.map((f) => f.notifyP99)),
       failed: result.failed,
+      failures: failures.entries(),
       maxLagMs: result.maxLagMs,
     };
   } finally {
@@ -196,8 +208,12 @@ function fill(report: SectionReport, results: SoakResult[], run: { users: number
       const note = spikeNote(`${r.engine}, ${what}`, spikesFromStalls(p99s, stalls));
       if (note) report.notes.push(note);
     }
-    if (r.failed > 0 || r.maxLagMs > 100)
-      report.notes.push(`${r.engine}: ${r.failed} POSTs failed; the load generator fell up to ${r.maxLagMs.toFixed(0)} ms behind its schedule.`);
+    if (r.failed > 0 || r.maxLagMs > 100) {
+      const why = r.failures.map((f) => `${f.count} × ${f.reason}`).join(', ');
+      report.notes.push(
+        `${r.engine}: ${r.failed} POSTs failed${why ? ` (${why})` : ''}; the load generator fell up to ${r.maxLagMs.toFixed(0)} ms behind its schedule.`,
+      );
+    }
     report.charts.push({
       name: r.engine,
       title: `${r.engine}: p99 per window`,

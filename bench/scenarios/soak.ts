@@ -34,6 +34,8 @@ interface SoakResult {
   failed: number;
   /** Why they failed, most frequent first. */
   failures: Array<{ reason: string; count: number }>;
+  /** POSTs sent again after their reused connection was reset before the reply (see HttpTarget.send). */
+  resent: number;
   maxLagMs: number;
 }
 
@@ -110,6 +112,7 @@ async function soak(
     const online = mesh.convs.slice(0, ONLINE - 1);
     const offline = mesh.convs.slice(ONLINE);
     const failures = new FailureReasons();
+    const resentBefore = system.http.resent;
     const result = await pace({
       failures,
       rate: load.rate,
@@ -131,7 +134,9 @@ async function soak(
         return reply.status === 200;
       },
     });
-    if (result.failed > 0) log(`  soak ${system.spec.id}: ${result.failed} POSTs failed: ${failures.summary()}`);
+    const resent = system.http.resent - resentBefore;
+    if (result.failed > 0 || resent > 0)
+      log(`  soak ${system.spec.id}: ${result.failed} POSTs failed${result.failed > 0 ? `: ${failures.summary()}` : ''}; ${resent} resent`);
     for (const t of samplers) clearTimeout(t);
     stopStalls();
     if (memory.length < n) await sample();
@@ -157,6 +162,7 @@ async function soak(
       notifyFlatness: flatness(figures.map((f) => f.notifyP99)),
       failed: result.failed,
       failures: failures.entries(),
+      resent,
       maxLagMs: result.maxLagMs,
     };
   } finally {
@@ -214,6 +220,10 @@ function fill(report: SectionReport, results: SoakResult[], run: { users: number
         `${r.engine}: ${r.failed} POSTs failed${why ? ` (${why})` : ''}; the load generator fell up to ${r.maxLagMs.toFixed(0)} ms behind its schedule.`,
       );
     }
+    if (r.resent > 0)
+      report.notes.push(
+        `${r.engine}: ${r.resent} POSTs were sent a second time (and count once): their pooled connection was reset before any reply, HTTP/1.1 keep-alive's race with the server's idle close.`,
+      );
     report.charts.push({
       name: r.engine,
       title: `${r.engine}: p99 per window`,

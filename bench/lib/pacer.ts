@@ -1,4 +1,5 @@
 import { setTimeout as delay } from 'node:timers/promises';
+import type { FailureReasons } from './failures.js';
 
 export interface PaceOptions {
   /** Operations per second. */
@@ -11,6 +12,11 @@ export interface PaceOptions {
   deadlineMs: number;
   /** Starts operation `i` (0-based); resolves true on success. */
   start(i: number): Promise<boolean>;
+  /**
+   * Where to count why operations failed: a rejection's error, and those still unfinished when
+   * the settle timeout ends. (`start` adds its own reason when it resolves false.)
+   */
+  failures?: FailureReasons;
 }
 
 export interface PaceResult {
@@ -52,12 +58,16 @@ export async function pace(options: PaceOptions): Promise<PaceResult> {
     while (started < due && inFlight < maxInFlight) {
       maxLagMs = Math.max(maxLagMs, now - t0 - (started * 1000) / rate);
       inFlight += 1;
-      options.start(started++).then(finish, () => finish(false));
+      options.start(started++).then(finish, (err: unknown) => {
+        options.failures?.error(err);
+        finish(false);
+      });
     }
     await delay(TICK_MS);
   }
   const settleBy = performance.now() + SETTLE_TIMEOUT_MS;
   while (inFlight > 0 && performance.now() < settleBy) await delay(TICK_MS);
   failed += inFlight;
+  options.failures?.add(`still in flight when the ${SETTLE_TIMEOUT_MS / 1000} s settle timeout ended`, inFlight);
   return { started, ok, failed, lastDoneAt: lastDone, maxLagMs };
 }

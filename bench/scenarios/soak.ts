@@ -1,3 +1,4 @@
+import { FailureReasons } from '../lib/failures.js';
 import { LatencyTracker } from '../lib/latency-tracker.js';
 import { pace } from '../lib/pacer.js';
 import { median, spikeNote, spikesFromStalls, Windows } from '../lib/per-second.js';
@@ -31,6 +32,10 @@ interface SoakResult {
   ingestFlatness: number;
   notifyFlatness: number;
   failed: number;
+  /** Why they failed, most frequent first. */
+  failures: Array<{ reason: string; count: number }>;
+  /** POSTs sent again after their reused connection was reset before the reply (see HttpTarget.send). */
+  resent: number;
   maxLagMs: number;
 }
 
@@ -51,7 +56,11 @@ export const soakSection: Section = {
     const windowSeconds = seconds >= 120 ? 10 : 5;
     const report = emptyReport(this.id, this.title);
     const results: SoakResult[] = [];
-    for (const id of ['redpoint-memory', 'redpoint-redis'] as const) {
+    // `--only soak,redpoint-memory` soaks one engine.
+    const engines = (['redpoint-memory', 'redpoint-redis'] as const).filter(
+      (id, _, all) => !ctx.options.only.some((t) => all.includes(t as never)) || ctx.options.only.includes(id),
+    );
+    for (const id of engines) {
       const system = await startSystem(SYSTEMS[id]);
       try {
         results.push(await soak(system, directMesh('k', users, 2), { rate, seconds, windowSeconds }, ctx.log));
@@ -102,7 +111,10 @@ async function soak(
     // Online conversations: both members among the first ONLINE users.
     const online = mesh.convs.slice(0, ONLINE - 1);
     const offline = mesh.convs.slice(ONLINE);
+    const failures = new FailureReasons();
+    const resentBefore = system.http.resent;
     const result = await pace({
+      failures,
       rate: load.rate,
       total: load.rate * (n * load.windowSeconds + warmupMs / 1000),
       maxInFlight: 1000,
@@ -118,9 +130,13 @@ async function soak(
         const reply = await system.http.send('POST', '/v1/messages', m);
         windows.record('ingest', performance.now() - sent, sent);
         windows.count('messages', sent);
+        if (reply.status !== 200) failures.reply(reply);
         return reply.status === 200;
       },
     });
+    const resent = system.http.resent - resentBefore;
+    if (result.failed > 0 || resent > 0)
+      log(`  soak ${system.spec.id}: ${result.failed} POSTs failed${result.failed > 0 ? `: ${failures.summary()}` : ''}; ${resent} resent`);
     for (const t of samplers) clearTimeout(t);
     stopStalls();
     if (memory.length < n) await sample();
@@ -145,6 +161,8 @@ async function soak(
       ingestFlatness: flatness(figures.map((f) => f.ingestP99)),
       notifyFlatness: flatness(figures.map((f) => f.notifyP99)),
       failed: result.failed,
+      failures: failures.entries(),
+      resent,
       maxLagMs: result.maxLagMs,
     };
   } finally {
@@ -196,8 +214,16 @@ function fill(report: SectionReport, results: SoakResult[], run: { users: number
       const note = spikeNote(`${r.engine}, ${what}`, spikesFromStalls(p99s, stalls));
       if (note) report.notes.push(note);
     }
-    if (r.failed > 0 || r.maxLagMs > 100)
-      report.notes.push(`${r.engine}: ${r.failed} POSTs failed; the load generator fell up to ${r.maxLagMs.toFixed(0)} ms behind its schedule.`);
+    if (r.failed > 0 || r.maxLagMs > 100) {
+      const why = r.failures.map((f) => `${f.count} × ${f.reason}`).join(', ');
+      report.notes.push(
+        `${r.engine}: ${r.failed} POSTs failed${why ? ` (${why})` : ''}; the load generator fell up to ${r.maxLagMs.toFixed(0)} ms behind its schedule.`,
+      );
+    }
+    if (r.resent > 0)
+      report.notes.push(
+        `${r.engine}: ${r.resent} POSTs were sent a second time (and count once): their pooled connection was reset before any reply, HTTP/1.1 keep-alive's race with the server's idle close.`,
+      );
     report.charts.push({
       name: r.engine,
       title: `${r.engine}: p99 per window`,

@@ -74,6 +74,17 @@ const TROUBLE_RECHECK_MS = 250;
 /** Seconds a client should wait before retrying a 503 (sent as Retry-After on every one). */
 export const RETRY_AFTER_SECONDS = 1;
 
+/**
+ * Every reply that keeps its connection says `Keep-Alive: timeout=5`: uWebSockets.js closes an
+ * HTTP connection 8 to 12 s after its last request (HTTP_IDLE_TIMEOUT_S = 10 in its
+ * HttpContext.h, checked in uSockets' 4 s ticks), and a client that reuses one just as it closes
+ * gets ECONNRESET for a request the server never read. Clients that read the hint (undici, so
+ * fetch; Node's http.Agent from v24.5) close a pooled connection before it runs out, and stop
+ * racing the close without any setting (PROTOCOL.md, "Idle connections").
+ */
+export const KEEP_ALIVE_HINT_SECONDS = 5;
+const KEEP_ALIVE_HINT = `timeout=${KEEP_ALIVE_HINT_SECONDS}`;
+
 export type Method = 'get' | 'post' | 'put' | 'del' | 'options';
 
 let requestCounter = 0;
@@ -301,6 +312,7 @@ export class HttpRouter {
     res.cork(() => {
       res.writeStatus(statusLine(status)).writeHeader('content-type', contentType).writeHeader('x-request-id', ctx.requestId);
       if (status === 503) res.writeHeader('retry-after', String(RETRY_AFTER_SECONDS));
+      if (!close) res.writeHeader('keep-alive', KEEP_ALIVE_HINT);
       if (headers) for (const [header, value] of Object.entries(headers)) res.writeHeader(header, value);
       // A body may still be streaming in (oversize, or refused before it was read): close rather
       // than read the rest.

@@ -139,6 +139,14 @@ function fill(report: SectionReport, list: Shape[], results: Map<string, Saturat
       if (shape.id === '1to1' && engine === 'redpoint-redis') {
         verdicts.push(atLeast(`one-to-one deliveries/s, ${engine} vs socketio-redis`, rp.deliveriesPerSec / (sio?.deliveriesPerSec ?? NaN), 2, fmt.ratio));
       }
+      if (engine === 'redpoint-redis' && (shape.id === '1to1' || shape.id === 'group100')) {
+        // What one Redis alone allows: its CPU per delivery, on a core of its own.
+        const ceiling = 1e6 / rp.redisCpuUsPerDelivery;
+        const goal = shape.id === '1to1' ? 2 * (sio?.deliveriesPerSec ?? NaN) : 0.5 * (uws?.deliveriesPerSec ?? NaN);
+        report.notes.push(
+          `${shape.id} / ${engine}: at ${fmt.us(rp.redisCpuUsPerDelivery)} of Redis CPU per delivery, one redis-server on a core of its own tops out near ${fmtRate(ceiling)} deliveries/s, with the server and the clients costing nothing; the target here is ${fmtRate(goal)}/s${ceiling < goal ? ', beyond what one Redis can do at this cost per delivery' : ''}.`,
+        );
+      }
       if (shape.id === 'group100')
         verdicts.push(atLeast(`100-member groups deliveries/s, ${engine} vs uws-raw`, rp.deliveriesPerSec / (uws?.deliveriesPerSec ?? NaN), 0.5, fmt.ratio));
       if (shape.id === 'large')

@@ -100,7 +100,13 @@ export async function runRedpoint(options: RunOptions = {}): Promise<void> {
       log.info({ event: 'shutdown_done', ms: Date.now() - started }, 'bye');
       process.exit(0);
     };
-    signals.handle((signal) => void stop(signal));
+    signals.handle(
+      (signal) => void stop(signal),
+      (signal) => {
+        log.error({ event: 'shutdown_forced', signal }, `${signal} again: exiting now, without finishing the shutdown`);
+        process.exit(1);
+      },
+    );
   }
 }
 

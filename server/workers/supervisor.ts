@@ -160,5 +160,11 @@ export async function runWorkers(config: Config, log: Logger, count: number, sig
     log.info({ event: 'shutdown_done', ms: Date.now() - started }, 'bye');
     process.exit(codes.every((c) => c === 0) ? 0 : 1);
   };
-  signals.handle((signal) => void stop(signal));
+  signals.handle(
+    (signal) => void stop(signal),
+    (signal) => {
+      log.error({ event: 'shutdown_forced', signal, workers: count }, `${signal} again: exiting now, without finishing the shutdown`);
+      process.exit(1);
+    },
+  );
 }

@@ -1,0 +1,63 @@
+import { Redis } from 'ioredis';
+import { describe, expect, it } from 'vitest';
+import { FORCE_AFTER_MS } from '../../server/stop-signals.js';
+import { freePort } from '../helpers/processes.js';
+import { chaosFixture } from './fixture.js';
+import { conversations, createConversations, IngestLoad } from './ingest-load.js';
+
+/**
+ * A second stop signal, a while after the first, ends a shutdown that is taking long (Redis
+ * stuck): exit 1 at once, logged. The one key press that arrives twice (terminal and npm) does not.
+ */
+const STORE_TIMEOUT_MS = 2_500;
+
+describe('chaos: a second stop signal', () => {
+  const chaos = chaosFixture();
+
+  async function stuckShutdown(tag: string, second: { signal: NodeJS.Signals; afterMs: number }): Promise<{ exit: unknown; ms: number; events: string[] }> {
+    const port = await freePort();
+    const env = { PORT: String(port), STORE_TIMEOUT_MS: String(STORE_TIMEOUT_MS) };
+    const server = await chaos.spawn(env);
+    const url = `http://127.0.0.1:${port}`;
+    const convs = conversations(8, tag);
+    await createConversations(url, convs);
+    const load = new IngestLoad(() => url, convs, 4);
+    const admin = new Redis(chaos.redis().url);
+    try {
+      load.start();
+      await load.ackedAtLeast(50);
+      await admin.call('CLIENT', 'PAUSE', '30000', 'WRITE');
+      await load.failuresAtLeast(1);
+      const signalled = Date.now();
+      server.proc.kill('SIGINT');
+      setTimeout(() => server.proc.kill(second.signal), second.afterMs);
+      const exit = await server.exited;
+      const ms = Date.now() - signalled;
+      await admin.call('CLIENT', 'UNPAUSE');
+      // The load's workers retry until acknowledged: a new process on the port lets them finish.
+      await chaos.spawn(env);
+      await load.ackedAtLeast(load.ackedSoFar + 20);
+      await load.stop();
+      return { exit, ms, events: server.lines().map((l) => String(l.event)) };
+    } finally {
+      await admin.call('CLIENT', 'UNPAUSE').catch(() => undefined);
+      admin.disconnect();
+    }
+  }
+
+  it('SIGINT again after a second: exit 1 now, not after the shutdown bound', async () => {
+    const r = await stuckShutdown('f', { signal: 'SIGINT', afterMs: FORCE_AFTER_MS + 300 });
+    expect(r.exit).toEqual({ code: 1, signal: null });
+    expect(r.events).toContain('shutdown_forced');
+    // The graceful path would take a store timeout at least.
+    expect(r.ms).toBeLessThan(FORCE_AFTER_MS + 300 + 1_500);
+    expect(r.ms).toBeLessThan(STORE_TIMEOUT_MS);
+  });
+
+  it('the same signal twice in a few ms is one graceful shutdown: exit 0', async () => {
+    const r = await stuckShutdown('g', { signal: 'SIGINT', afterMs: 5 });
+    expect(r.exit).toEqual({ code: 0, signal: null });
+    expect(r.events).not.toContain('shutdown_forced');
+    expect(r.events).toContain('shutdown_done');
+  });
+});

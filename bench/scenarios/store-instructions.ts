@@ -117,7 +117,7 @@ export const storeInstructionsSection: Section = {
         },
       });
       report.notes.push(
-        `Redpoint's Lua costs ${fmt.ratio(rp.lua / Math.max(1, rp.commands))} its data commands; raw's ${fmt.ratio(base.lua / Math.max(1, base.commands))}. Redpoint reads before it writes (the meta hash's ten fields, the record), decides (max-merge, totals, snapshot interval, trim) and formats the record, entry and notification texts: that is the Lua column.`,
+        `Redpoint's Lua costs ${fmt.ratio(rp.lua / Math.max(1, rp.commands))} its data commands; raw's ${fmt.ratio(base.lua / Math.max(1, base.commands))}. Redpoint reads before it writes (the meta hash's ten fields, the record), decides (max-merge, totals, snapshot interval, trim) and formats the record, entry and notification texts. A symbol build's profile puts most of the Lua column in the interpreter's general costs (bytecode, tables, allocation, number conversions, each redis.call's own handling) rather than in the decisions: deciding in Node and only writing in Lua was measured at more instructions, not fewer (README, "Why the Redis path is where it is").`,
       );
       report.data = { users, ops: chunks * CHUNK, systems: counted };
       return report;

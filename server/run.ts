@@ -5,7 +5,7 @@ import { VERSION } from './ops/build-info.js';
 import { describeRedisTarget, redisTargetOf } from './redis-target.js';
 import { loadRouteHook } from './gateway/route-hook.js';
 import { runWorkers } from './workers/supervisor.js';
-import { StopSignals } from './stop-signals.js';
+import { exitAtOnce, StopSignals } from './stop-signals.js';
 import { missingFromCommandLine } from './v8-flags.js';
 
 export interface RunOptions {
@@ -100,13 +100,7 @@ export async function runRedpoint(options: RunOptions = {}): Promise<void> {
       log.info({ event: 'shutdown_done', ms: Date.now() - started }, 'bye');
       process.exit(0);
     };
-    signals.handle(
-      (signal) => void stop(signal),
-      (signal) => {
-        log.error({ event: 'shutdown_forced', signal }, `${signal} again: exiting now, without finishing the shutdown`);
-        process.exit(1);
-      },
-    );
+    signals.handle((signal) => void stop(signal), exitAtOnce(log));
   }
 }
 

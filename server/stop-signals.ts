@@ -1,3 +1,5 @@
+import type { Logger } from 'pino';
+
 /** The signals that stop the server: each leads to a graceful shutdown and exit 0. */
 const STOP_SIGNALS = ['SIGTERM', 'SIGINT'] as const;
 
@@ -45,4 +47,12 @@ export class StopSignals {
     }
     if (this.stop && this.now() - this.firstAt >= FORCE_AFTER_MS) this.force?.(signal);
   }
+}
+
+/** What a later stop signal does, for the server and the WORKERS supervisor alike: log it, exit 1 now. */
+export function exitAtOnce(log: Logger, fields: Record<string, unknown> = {}): (signal: string) => void {
+  return (signal) => {
+    log.error({ event: 'shutdown_forced', signal, ...fields }, `${signal} again: exiting now, without finishing the shutdown`);
+    process.exit(1);
+  };
 }

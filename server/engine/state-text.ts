@@ -1,4 +1,5 @@
 import type { ConvEntry, ConvState } from '../../protocol/types.js';
+import type { MemberTag } from './engine.js';
 import type { StoredConv } from './rules.js';
 
 /**
@@ -13,6 +14,7 @@ import type { StoredConv } from './rules.js';
  * - state (stream entry, snapshot line, notification line): `conv|<muted><marked><large>|lastSeq|readSeq|mentions|deletedSeq|category`;
  *   an entry for a conversation the user left is the bare `conv`
  * - snapshot: states joined by `\n`
+ * - member tag (conversation hash field = uid, conv_members.lua): `joinGen|joinHead`
  * The default category is stored as '' (no category is empty).
  *
  * In the memory engine one string per entry is one object for V8's garbage collector to mark
@@ -51,10 +53,10 @@ export function decodeRecord(conv: string, text: string): StoredConv {
   };
 }
 
-/** Inverse of decodeRecord (the tests write records by hand to corrupt a store). */
 /** `<member><muted><marked><large>` by the bits member 8, muted 4, marked 2, large 1. */
 const RECORD_FLAG_TEXT = Array.from({ length: 16 }, (_, n) => [8, 4, 2, 1].map((b) => ((n & b) !== 0 ? '1' : '0')).join(''));
 
+/** Inverse of decodeRecord (the tests write records by hand to corrupt a store). */
 export function encodeRecord(rec: StoredConv): string {
   const flags = (rec.member ? 8 : 0) + (rec.muted ? 4 : 0) + (rec.markedUnread ? 2 : 0) + (rec.large ? 1 : 0);
   // join() makes one flat string (the memory engine keeps records as these texts); a template
@@ -89,6 +91,16 @@ export function encodeEntryText(conv: string, state: ConvState | null): string {
     state.deletedSeq,
     state.category === DEFAULT_CATEGORY ? '' : state.category,
   ].join('|');
+}
+
+/** A member tag's text (join(): one flat string, as the memory engine keeps it). */
+export function encodeMemberTag(tag: { joinGen: number; joinHead: number }): string {
+  return [tag.joinGen, tag.joinHead].join('|');
+}
+
+export function decodeMemberTag(uid: string, text: string): MemberTag {
+  const bar = text.indexOf('|');
+  return { uid, joinGen: Number(text.slice(0, bar)), joinHead: Number(text.slice(bar + 1)) };
 }
 
 /** A snapshot's text: the states, one per line (inverse of decodeSnapshotText). */

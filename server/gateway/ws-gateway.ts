@@ -120,8 +120,7 @@ export class WsGateway implements SessionHost {
     const mine = this.users.get(change.uid);
     if (!mine) return;
     const follow = change.state?.large === true;
-    // Checked here: almost every change leaves it as it is, and the async call would cost a promise per push.
-    for (const session of mine) if (session.convs.has(change.conv) !== follow) void session.followConversation(change.conv, follow);
+    for (const session of mine) void session.followConversation(change.conv, follow);
   }
 
   /** The safety net for one online user: every socket of the user hears the server's cursor. */

@@ -51,6 +51,8 @@ export const MAX_REQUESTS_IN_FLIGHT = 16;
 const DRAIN_CHECK_DELAY_MS = 100;
 /** A close decided while the buffer is still over the limit waits this long for it to drain. */
 const CLOSE_WAIT_MS = 10_000;
+/** What a call with nothing to wait for returns: one settled promise, not a new one per call. */
+const SETTLED: Promise<void> = Promise.resolve();
 
 type Request = PullFrame | ReadFrame | SettingsFrame;
 
@@ -222,18 +224,22 @@ export class WsSession {
   }
 
   /** Follows or leaves a large group's topic (joins, leaves and mode switches arrive as user changes). */
-  async followConversation(conv: string, follow: boolean): Promise<void> {
-    if (this.closed || follow === this.convs.has(conv)) return;
+  /**
+   * Not async: almost every push leaves the follow as it is (the gateway asks on each one), and an
+   * async function would make a promise each time. Only a new follow has something to wait for.
+   */
+  followConversation(conv: string, follow: boolean): Promise<void> {
+    if (this.closed || follow === this.convs.has(conv)) return SETTLED;
     const topic = convTopic(conv, this.binary);
     if (follow) {
       this.convs.add(conv);
       this.ws.subscribe(topic);
-      await this.host.fanout.followConversation(conv);
-    } else {
-      this.convs.delete(conv);
-      this.ws.unsubscribe(topic);
-      this.host.fanout.unfollowConversation(conv);
+      return this.host.fanout.followConversation(conv);
     }
+    this.convs.delete(conv);
+    this.ws.unsubscribe(topic);
+    this.host.fanout.unfollowConversation(conv);
+    return SETTLED;
   }
 
   private write(frame: ServerFrame, required: boolean): void {

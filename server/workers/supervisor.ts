@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { AggregatorRegistry, type MetricObjectWithValues, type MetricValue } from 'prom-client';
 import { shutdownBoundMs } from '../app.js';
 import type { Config } from '../config.js';
-import type { StopSignals } from '../stop-signals.js';
+import { exitAtOnce, type StopSignals } from '../stop-signals.js';
 import type { FromWorker, ToWorker, WorkerStart } from './messages.js';
 import { claimPort, probePort } from './port-guard.js';
 
@@ -160,11 +160,5 @@ export async function runWorkers(config: Config, log: Logger, count: number, sig
     log.info({ event: 'shutdown_done', ms: Date.now() - started }, 'bye');
     process.exit(codes.every((c) => c === 0) ? 0 : 1);
   };
-  signals.handle(
-    (signal) => void stop(signal),
-    (signal) => {
-      log.error({ event: 'shutdown_forced', signal, workers: count }, `${signal} again: exiting now, without finishing the shutdown`);
-      process.exit(1);
-    },
-  );
+  signals.handle((signal) => void stop(signal), exitAtOnce(log, { workers: count }));
 }

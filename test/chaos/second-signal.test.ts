@@ -1,9 +1,7 @@
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { FORCE_AFTER_MS } from '../../server/stop-signals.js';
-import { freePort } from '../helpers/processes.js';
 import { chaosFixture } from './fixture.js';
-import { conversations, createConversations, IngestLoad } from './ingest-load.js';
 
 /**
  * A second stop signal, a while after the first, ends a shutdown that is taking long (Redis
@@ -15,13 +13,7 @@ describe('chaos: a second stop signal', () => {
   const chaos = chaosFixture();
 
   async function stuckShutdown(tag: string, second: { signal: NodeJS.Signals; afterMs: number }): Promise<{ exit: unknown; ms: number; events: string[] }> {
-    const port = await freePort();
-    const env = { PORT: String(port), STORE_TIMEOUT_MS: String(STORE_TIMEOUT_MS) };
-    const server = await chaos.spawn(env);
-    const url = `http://127.0.0.1:${port}`;
-    const convs = conversations(8, tag);
-    await createConversations(url, convs);
-    const load = new IngestLoad(() => url, convs, 4);
+    const { server, env, load } = await chaos.takeoverSetup({ tag, count: 8, workers: 4, env: { STORE_TIMEOUT_MS: String(STORE_TIMEOUT_MS) } });
     const admin = new Redis(chaos.redis().url);
     try {
       load.start();

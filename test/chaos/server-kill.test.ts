@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { freePort } from '../helpers/processes.js';
 import { chaosFixture } from './fixture.js';
-import { conversations, createConversations, IngestLoad, missingAcked, printFigures } from './ingest-load.js';
+import { missingAcked, printFigures } from './ingest-load.js';
 
 /**
  * Chaos: the server process is killed (-9) under ingest and started again on the same port and
@@ -11,13 +10,7 @@ describe('chaos: kill -9 of the server under ingest', () => {
   const chaos = chaosFixture();
 
   it('every acknowledged message is present after the restart', async () => {
-    const port = await freePort();
-    const env = { PORT: String(port), STORE_TIMEOUT_MS: '1000' };
-    const first = await chaos.spawn(env);
-    const url = `http://127.0.0.1:${port}`;
-    const convs = conversations(24, 'k');
-    await createConversations(url, convs);
-    const load = new IngestLoad(() => url, convs, 8);
+    const { server: first, env, url, convs, load } = await chaos.takeoverSetup({ tag: 'k', count: 24, workers: 8, env: { STORE_TIMEOUT_MS: '1000' } });
     load.start();
     await load.ackedAtLeast(400);
     const killedAt = Date.now();

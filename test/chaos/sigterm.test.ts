@@ -1,9 +1,8 @@
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { shutdownBoundMs } from '../../server/app.js';
-import { freePort } from '../helpers/processes.js';
 import { chaosFixture } from './fixture.js';
-import { conversations, createConversations, DROPPED, IngestLoad, missingAcked, printFigures } from './ingest-load.js';
+import { DROPPED, missingAcked, printFigures } from './ingest-load.js';
 
 /**
  * Chaos: SIGTERM under load, and under load while Redis is stuck. Every request the server
@@ -16,13 +15,13 @@ describe('chaos: SIGTERM', () => {
   const chaos = chaosFixture();
 
   async function scenario(name: string, tag: string, stuck: boolean): Promise<void> {
-    const port = await freePort();
-    const env = { PORT: String(port), STORE_TIMEOUT_MS: String(STORE_TIMEOUT_MS) };
-    const first = await chaos.spawn(env);
-    const url = `http://127.0.0.1:${port}`;
-    const convs = conversations(24, tag);
-    await createConversations(url, convs);
-    const load = new IngestLoad(() => url, convs, 8);
+    const {
+      server: first,
+      env,
+      url,
+      convs,
+      load,
+    } = await chaos.takeoverSetup({ tag, count: 24, workers: 8, env: { STORE_TIMEOUT_MS: String(STORE_TIMEOUT_MS) } });
     const admin = new Redis(chaos.redis().url);
     try {
       load.start();

@@ -26,7 +26,7 @@ import { EMPTY_TABLE, tableCopy, tableEntries, tableHas, tableKeys, tableSet, ta
 interface MemoryDeletion {
   gen: number;
   maxSeq: number;
-  /** uid → tag text, as a conversation's members (memberTagText). */
+  /** uid → tag text, as a conversation's members (state-text.ts encodeMemberTag). */
   members: TextTable;
 }
 

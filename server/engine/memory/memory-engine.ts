@@ -21,7 +21,16 @@ import type { EngineAdmin } from '../admin.js';
 import { LocalNotifications } from './local-notifications.js';
 import { MemoryAdmin } from './memory-admin.js';
 import type { UserChange } from '../notifications.js';
-import { decodeEntries, decodeRecordFast, decodeSnapshotText, encodeEntryText, encodeRecord, encodeSnapshotText } from '../state-text.js';
+import {
+  decodeEntries,
+  decodeMemberTag,
+  decodeRecordFast,
+  decodeSnapshotText,
+  encodeEntryText,
+  encodeMemberTag,
+  encodeRecord,
+  encodeSnapshotText,
+} from '../state-text.js';
 import { appendEntry, entryTexts, trimEntries, type EntryLog } from './entry-log.js';
 import { EMPTY_TABLE, tableDelete, tableEntries, tableForEach, tableGet, tableHas, tableKeys, tableSet, tableSize, type TextTable } from './text-table.js';
 import {
@@ -52,7 +61,7 @@ const lowPart = (value: number): number => (value - Math.floor(value / GEN_SPLIT
 export class MemoryConversation {
   maxSeq = 0;
   large = false;
-  /** uid → the member's tag as `joinGen,joinHead` (memberTagText). */
+  /** uid → the member's tag text (state-text.ts encodeMemberTag, as the Redis engine stores it). */
   members: TextTable = EMPTY_TABLE;
   private genHigh = 0;
   private genLow = 0;
@@ -152,11 +161,11 @@ export class MemoryEngine implements Engine {
     for (const uid of new Set(change.add)) {
       let tag = memberTag(c.members, uid);
       if (!tag) {
-        tag = { joinGen: gen, joinHead: c.maxSeq };
-        c.members = tableSet(c.members, uid, memberTagText(tag));
+        tag = { uid, joinGen: gen, joinHead: c.maxSeq };
+        c.members = tableSet(c.members, uid, encodeMemberTag(tag));
         changed = true;
       }
-      joins.push({ uid, ...tag });
+      joins.push(tag);
     }
     const leaves = [...new Set(change.remove)];
     for (const uid of leaves) {
@@ -413,23 +422,13 @@ function addToCategory(user: MemoryUser, category: string, delta: number): void 
   }
 }
 
-/** A member tag as stored: `joinGen,joinHead` (join(): one flat string). */
-export function memberTagText(tag: { joinGen: number; joinHead: number }): string {
-  return [tag.joinGen, tag.joinHead].join(',');
-}
-
-function decodeMemberTag(text: string): { joinGen: number; joinHead: number } {
-  const comma = text.indexOf(',');
-  return { joinGen: Number(text.slice(0, comma)), joinHead: Number(text.slice(comma + 1)) };
-}
-
-export function memberTag(members: TextTable, uid: string): { joinGen: number; joinHead: number } | undefined {
+export function memberTag(members: TextTable, uid: string): MemberTag | undefined {
   const text = tableGet(members, uid);
-  return text === undefined ? undefined : decodeMemberTag(text);
+  return text === undefined ? undefined : decodeMemberTag(uid, text);
 }
 
 export function memberTags(members: TextTable): MemberTag[] {
-  return tableEntries(members).map(([uid, text]) => ({ uid, ...decodeMemberTag(text) }));
+  return tableEntries(members).map(([uid, text]) => decodeMemberTag(uid, text));
 }
 
 /** Same length as the Redis engine's epochs. */

@@ -8,7 +8,8 @@ import type { StoredConv } from '../rules.js';
 import { asArray, asNumber, asStrings, type Reply } from './codec.js';
 import { decodeEntries, decodeRecord, decodeSnapshotText, encodeRecord } from '../state-text.js';
 import { convKey, userChannel, userKeys, type UserKeys } from './keys.js';
-import { convInfo, parseTag } from './redis-engine.js';
+import { decodeMemberTag } from '../state-text.js';
+import { convInfo } from './redis-engine.js';
 import type { RunTracker } from './runs.js';
 import { luaDir, readLua } from './scripts.js';
 
@@ -129,7 +130,7 @@ export class RedisAdmin implements EngineAdmin {
         return;
       }
       const tag = r[6];
-      out.set(conv, { exists: true, info: convInfo(conv, r), rewrite: Number(r[5] ?? 0), tag: tag == null ? null : parseTag(uid, tag) });
+      out.set(conv, { exists: true, info: convInfo(conv, r), rewrite: Number(r[5] ?? 0), tag: tag == null ? null : decodeMemberTag(uid, tag) });
     });
     return out;
   }
@@ -287,7 +288,7 @@ function parseMeta(meta: Map<string, string>, currentRunId: string): RawMeta | n
 
 function rawConversation(conv: string, all: Record<string, string>, deleting: boolean): RawConversation {
   const members: MemberTag[] = [];
-  for (const [field, value] of Object.entries(all)) if (!field.startsWith(CONV_FIELD)) members.push(parseTag(field, value));
+  for (const [field, value] of Object.entries(all)) if (!field.startsWith(CONV_FIELD)) members.push(decodeMemberTag(field, value));
   const info = convInfo(conv, [all['#s'], all['#l'], all['#c'], all['#g'], deleting ? String(members.length) : all['#n']]);
   return { info, rewrite: Number(all['#r'] ?? 0), storedCount: deleting ? members.length : Number(all['#n'] ?? 0), members, deleting };
 }

@@ -24,7 +24,7 @@ import type { EngineAdmin } from '../admin.js';
 import { toConvState } from '../rules.js';
 import { ofParts, OutcomeUnknownError, StoreUnavailableError } from '../store-errors.js';
 import { asArray, asNumber, asString, asStrings, type Reply } from './codec.js';
-import { decodeEntries, decodeRecord, decodeSnapshotText, decodeState } from '../state-text.js';
+import { decodeEntries, decodeMemberTag, decodeRecord, decodeSnapshotText, decodeState } from '../state-text.js';
 import { CommandGuard, guardCommands } from './command-guard.js';
 import { convKey, userKeys, type UserKeys } from './keys.js';
 import { RedisAdmin } from './redis-admin.js';
@@ -176,7 +176,7 @@ export class RedisEngine implements Engine {
     };
     const flat = asStrings(reply[6]);
     const joins: MemberTag[] = [];
-    for (let i = 0; i + 1 < flat.length; i += 2) joins.push(parseTag(flat[i] ?? '', flat[i + 1] ?? ''));
+    for (let i = 0; i + 1 < flat.length; i += 2) joins.push(decodeMemberTag(flat[i] ?? '', flat[i + 1] ?? ''));
     return { info, joins, leaves: remove, rewrite: asNumber(reply[5]) === 1 };
   }
 
@@ -184,7 +184,7 @@ export class RedisEngine implements Engine {
     const all = await this.client.hgetall(convKey(this.prefix, conv));
     if (all[`${CONV_FIELD}s`] === undefined) return null;
     const members: MemberTag[] = [];
-    for (const [field, value] of Object.entries(all)) if (!field.startsWith(CONV_FIELD)) members.push(parseTag(field, value));
+    for (const [field, value] of Object.entries(all)) if (!field.startsWith(CONV_FIELD)) members.push(decodeMemberTag(field, value));
     return { info: convInfo(conv, [all['#s'], all['#l'], all['#c'], all['#g'], all['#n']]), members };
   }
 
@@ -520,11 +520,6 @@ const MOVED = 'moved';
 
 function userApplyKeys(k: UserKeys): string[] {
   return [k.meta, k.records, k.stream, k.snapshot, k.large];
-}
-
-export function parseTag(uid: string, tag: string): MemberTag {
-  const bar = tag.indexOf('|');
-  return { uid, joinGen: Number(tag.slice(0, bar)), joinHead: Number(tag.slice(bar + 1)) };
 }
 
 /** `#s #l #c #g #n` of a conversation hash, in that order. */

@@ -96,6 +96,21 @@ const Env = Type.Object({
   WS_FRAMES_PER_SECOND: Type.Integer({ minimum: 1, maximum: 10_000, default: 20 }),
   /** Seconds without traffic before a connection is dropped (uWS pings automatically before). */
   WS_IDLE_TIMEOUT_SECONDS: Type.Integer({ minimum: 8, maximum: 960, default: 60 }),
+  /**
+   * postgres://user:pass@host:port/db: turns the durable tier on (PostgreSQL 15+ behind Redis,
+   * docs/durable.md). Needs a Redis engine (REDIS_URL or REDIS_CLUSTER_NODES). Unset → off.
+   */
+  DATABASE_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://' })),
+  /** How often (ms) each process drains what PostgreSQL does not have yet, at least (a full batch drains again at once). */
+  PERSIST_INTERVAL_MS: Type.Integer({ minimum: 10, maximum: 60_000, default: 200 }),
+  /** Dirty marks one drain takes per shard (records and conversations), i.e. the rows of one upsert at most. */
+  PERSIST_BATCH: Type.Integer({ minimum: 1, maximum: 50_000, default: 2_000 }),
+  /** Marks waiting for PostgreSQL above which a warning is logged (they wait in Redis memory). */
+  PERSIST_BACKLOG_WARN: Type.Integer({ minimum: 1, maximum: 1_000_000_000, default: 1_000_000 }),
+  /** Seconds without activity after which a user PostgreSQL holds is removed from Redis (restored on its next touch); 0: never. Default 30 days. */
+  COLD_AFTER_SECONDS: Type.Integer({ minimum: 0, maximum: 315_360_000, default: 2_592_000 }),
+  /** Seconds between two passes of the cold sweep, at most. */
+  COLD_SWEEP_SECONDS: Type.Integer({ minimum: 1, maximum: 86_400, default: 60 }),
   /** Seconds between two runs of the in-server reconcile job (which repairs what it finds); 0: off. */
   RECONCILE_EVERY: Type.Integer({ minimum: 0, maximum: 31_536_000, default: 0 }),
   /** Users and conversations the reconcile job checks per second, so production traffic is not hurt. */
@@ -165,13 +180,25 @@ export interface Config {
   seqJumpAction?: 'refuse' | 'warn';
   /** WebSocket tuning; anything left out takes the default of `defaultWsOptions`. */
   ws?: Partial<WsOptions>;
+  /** The durable tier (DATABASE_URL); absent: off. */
+  durable?: DurableConfig | undefined;
+}
+
+export interface DurableConfig {
+  databaseUrl: string;
+  persistIntervalMs: number;
+  persistBatch: number;
+  backlogWarn: number;
+  /** 0: users never leave Redis. */
+  coldAfterSeconds: number;
+  coldSweepSeconds: number;
 }
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
-const SECRET = new Set(['REDPOINT_API_KEY', 'REDPOINT_API_KEYS', 'REDPOINT_JWT_SECRET', 'REDIS_URL']);
+const SECRET = new Set(['REDPOINT_API_KEY', 'REDPOINT_API_KEYS', 'REDPOINT_JWT_SECRET', 'REDIS_URL', 'DATABASE_URL']);
 const NUMERIC = new Set([
   'PORT',
   'OPS_PORT',
@@ -190,6 +217,11 @@ const NUMERIC = new Set([
   'RECONCILE_RATE',
   'MAX_SEQ_JUMP',
   'WORKERS',
+  'PERSIST_INTERVAL_MS',
+  'PERSIST_BATCH',
+  'PERSIST_BACKLOG_WARN',
+  'COLD_AFTER_SECONDS',
+  'COLD_SWEEP_SECONDS',
 ]);
 
 /** Reads and validates the environment; throws ConfigError naming every bad variable. */
@@ -233,6 +265,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (problems.length > 0) throw new ConfigError(`invalid configuration:\n  ${problems.join('\n  ')}`);
   const values = raw as EnvValues;
   if (redisClusterNodes && values.REDIS_URL !== undefined) throw new ConfigError(BOTH_TARGETS);
+  if (values.DATABASE_URL !== undefined && values.REDIS_URL === undefined && !redisClusterNodes) {
+    throw new ConfigError(
+      'DATABASE_URL needs a Redis engine (REDIS_URL or REDIS_CLUSTER_NODES): the durable tier sits behind Redis; the memory engine keeps everything in one process and has nothing to restore from',
+    );
+  }
   if (values.OPS_PORT !== undefined && values.OPS_PORT !== 0 && values.OPS_PORT === values.PORT) {
     throw new ConfigError(`OPS_PORT must differ from PORT (both ${values.PORT}); leave OPS_PORT unset to serve the operations endpoints on PORT`);
   }
@@ -264,6 +301,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     reconcileRate: values.RECONCILE_RATE,
     maxSeqJump: values.MAX_SEQ_JUMP,
     seqJumpAction: values.SEQ_JUMP_ACTION,
+    durable:
+      values.DATABASE_URL === undefined
+        ? undefined
+        : {
+            databaseUrl: values.DATABASE_URL,
+            persistIntervalMs: values.PERSIST_INTERVAL_MS,
+            persistBatch: values.PERSIST_BATCH,
+            backlogWarn: values.PERSIST_BACKLOG_WARN,
+            coldAfterSeconds: values.COLD_AFTER_SECONDS,
+            coldSweepSeconds: values.COLD_SWEEP_SECONDS,
+          },
     ws: {
       versionEverySeconds: values.WS_VERSION_EVERY_SECONDS,
       helloTimeoutMs: values.WS_HELLO_TIMEOUT_MS,
@@ -289,6 +337,15 @@ export function describeConfig(config: Config): Record<string, unknown> {
     opsPort: config.opsPort ?? null,
     workers: workerCount(config),
     redis: redisTargetDescription(config),
+    durable: config.durable
+      ? {
+          database: withoutPassword(config.durable.databaseUrl),
+          persistIntervalMs: config.durable.persistIntervalMs,
+          persistBatch: config.durable.persistBatch,
+          coldAfterSeconds: config.durable.coldAfterSeconds,
+          coldSweepSeconds: config.durable.coldSweepSeconds,
+        }
+      : null,
     devMode: config.devMode,
     apiKey: mask(config.apiKey, DEV_API_KEY),
     apiKeys: (config.apiKeys ?? []).map((k) => `${k.name}: *** (${k.key.length} chars)`),
@@ -334,4 +391,14 @@ export function workerCount(config: Pick<Config, 'workers' | 'devMode' | 'redisU
   const wanted = config.workers ?? 0;
   if (wanted > 0) return wanted;
   return config.devMode ? 1 : Math.max(1, cores);
+}
+
+function withoutPassword(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return '(unparsable URL)';
+  }
 }

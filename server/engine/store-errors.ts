@@ -22,6 +22,8 @@ export type StoreErrorKind =
   | 'untrusted_reply'
   /** Redis Cluster: redirected (MOVED/ASK/TRYAGAIN) until the client gave up. */
   | 'redirect'
+  /** The durable tier could not put back a user or conversation Redis lacks (PostgreSQL down, or it vanished again). */
+  | 'restore'
   /** Refusals, named after the Redis error code. */
   | 'cluster_down'
   | 'loading'

@@ -58,6 +58,7 @@ const STORE_ERROR_KINDS = everyMember<StoreErrorKind>()([
   'masterdown',
   'noreplicas',
   'deadline',
+  'restore',
 ]);
 const STORE_OUTCOMES = everyMember<StoreError['outcome']>()(['not_applied', 'unknown']);
 const TRANSPORTS = everyMember<FailedCall['transport']>()(['http', 'ws']);

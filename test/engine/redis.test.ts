@@ -462,7 +462,12 @@ describe('redis engine scripts', () => {
       expect(body, name).not.toMatch(/'e',\s*\w+,\s*'r'/);
       const spec = SCRIPTS[name] as { flags?: string };
       const shebang = spec.flags ? `#!lua flags=${spec.flags}\n` : '';
-      if (userScripts.includes(name)) {
+      if (name === 'userRestore') {
+        // The durable tier's restore starts the user's new epoch through lib/rebuild.lua.
+        const rebuild = await readFile(new URL('lib/rebuild.lua', dir), 'utf8');
+        expect(sources[name], name).toBe(shebang + prelude + rebuild + body);
+        expect(body, name).toMatch(/rebuildUser\(keys, ARGV\[1\], ARGV\[2\], true/);
+      } else if (userScripts.includes(name)) {
         expect(sources[name], name).toBe(shebang + prelude + body);
         expect(body, name).toMatch(/(userMeta|currentEpoch)\((keys\.meta|metaKey|KEYS\[1\]), /);
       } else {

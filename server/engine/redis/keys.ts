@@ -66,3 +66,55 @@ export function keySlot(key: string): number {
   for (const byte of bytes) crc = ((crc << 8) & 0xffff) ^ (CRC16_TABLE[((crc >> 8) ^ byte) & 0xff] ?? 0);
   return crc & 0x3fff;
 }
+
+/**
+ * The durable tier's sets (server/durable/) are sharded by slot, so a user step can change them
+ * in the same atomic step as the user's keys: on a cluster each slot has its own sets, named
+ * with a hash tag that lands in that slot; on one Redis there is one of each.
+ *
+ * - `<p>:d<shard>` sorted set: 'uid|conv' of every record not yet in PostgreSQL, scored with when
+ *   it was first marked (ms);
+ * - `<p>:dc<shard>` sorted set: 'h|conv' (head) and 'm|conv' (membership) of conversations not yet
+ *   in PostgreSQL;
+ * - `<p>:a<shard>` sorted set: uid scored with its last activity (ms), for the cold sweep.
+ */
+export function shardOf(key: string, cluster: boolean): string {
+  return cluster ? slotShard(keySlot(key)) : '';
+}
+
+export function slotShard(slot: number): string {
+  return `:{${slotTags()[slot]}}`;
+}
+
+export function dirtyUsersKey(prefix: string, shard: string): string {
+  return `${prefix}:d${shard}`;
+}
+
+export function dirtyConvsKey(prefix: string, shard: string): string {
+  return `${prefix}:dc${shard}`;
+}
+
+export function activityKey(prefix: string, shard: string): string {
+  return `${prefix}:a${shard}`;
+}
+
+export const SLOTS = 16_384;
+
+let tags: string[] | undefined;
+
+/** For each slot, the shortest base-36 tag found whose CRC16 lands in it (built once, ~160k hashes). */
+function slotTags(): string[] {
+  if (tags) return tags;
+  const found = new Array<string>(SLOTS);
+  let left = SLOTS;
+  for (let n = 0; left > 0; n++) {
+    const tag = n.toString(36);
+    const slot = keySlot(tag);
+    if (found[slot] === undefined) {
+      found[slot] = tag;
+      left--;
+    }
+  }
+  tags = found;
+  return found;
+}

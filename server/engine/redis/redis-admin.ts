@@ -199,7 +199,7 @@ export class RedisAdmin implements EngineAdmin {
   private load(): Promise<void> {
     this.loaded ??= (async () => {
       const dir = luaDir();
-      const prelude = readLua(dir, 'lib/user.lua');
+      const prelude = readLua(dir, 'lib/user.lua') + readLua(dir, 'lib/rebuild.lua');
       for (const [name, spec] of Object.entries(ADMIN_SCRIPTS)) {
         const lua = (spec.prelude ? prelude : '') + readLua(dir, spec.file);
         this.deps.client.defineCommand(name, { lua, numberOfKeys: spec.keys });

@@ -20,13 +20,17 @@ import type {
   UserOp,
   UserOpResult,
 } from '../engine.js';
+import { UNSEEN_EPOCH } from '../engine.js';
 import type { EngineAdmin } from '../admin.js';
+import type { DurableBacking, DurableStore } from '../durable-backing.js';
+import { nanoid } from 'nanoid';
 import { toConvState } from '../rules.js';
-import { ofParts, OutcomeUnknownError, StoreUnavailableError } from '../store-errors.js';
+import { ofParts, OutcomeUnknownError, type StoreError, StoreUnavailableError } from '../store-errors.js';
 import { asArray, asNumber, asString, asStrings, type Reply } from './codec.js';
-import { decodeEntries, decodeMemberTag, decodeRecord, decodeSnapshotText, decodeState } from '../state-text.js';
+import { decodeEntries, decodeMemberTag, decodeRecord, decodeSnapshotText, decodeState, encodeMemberTag, encodeRecord } from '../state-text.js';
 import { CommandGuard, guardCommands } from './command-guard.js';
-import { convKey, userKeys, type UserKeys } from './keys.js';
+import { activityKey, convKey, dirtyConvsKey, shardOf, userChannel, userKeys, type UserKeys } from './keys.js';
+import { RedisDurableStore } from './redis-durable.js';
 import { RedisAdmin } from './redis-admin.js';
 import { publishCommand, RedisNotifications } from './redis-notifications.js';
 import { ClusterRuns, SingleRun, type RunTracker, type RunWaits } from './runs.js';
@@ -39,7 +43,21 @@ import { appendUserOps, opArgs } from './user-ops.js';
  * e.g. in tests. `storeTimeoutMs` bounds every store call (STORE_TIMEOUT_MS); `health` hears of
  * each connection's state changes and of failed calls.
  */
-export type RedisEngineOptions = EngineOptions & RedisTarget & { prefix?: string; storeTimeoutMs?: number; health?: StoreHealth };
+export type RedisEngineOptions = EngineOptions &
+  RedisTarget & { prefix?: string; storeTimeoutMs?: number; health?: StoreHealth; durable?: RedisDurableOptions };
+
+/**
+ * The durable tier behind this engine (DESIGN.md §10): every change marks what it changed dirty
+ * in the same step, and a user or conversation missing from Redis is restored from `backing`
+ * before the request that touched it applies.
+ */
+export interface RedisDurableOptions {
+  backing: DurableBacking;
+  /** How often (ms) a user's activity is told to the cold sweep's set, at most. */
+  activityEveryMs: number;
+  /** Hears of every user and conversation put back from the backing. */
+  onRestore?: (kind: 'user' | 'conversation', count: number) => void;
+}
 
 const READY_TIMEOUT_MS = 1_000;
 /** Conversations' `#`-fields; every other field of a conversation hash is a member. */
@@ -76,6 +94,8 @@ export class RedisEngine implements Engine {
   private readonly publish: 'PUBLISH' | 'SPUBLISH';
   private readonly idleSeconds: number;
   private toolbox: RedisAdmin | undefined;
+  private durableSide: RedisDurableStore | undefined;
+  private readonly cluster: boolean;
 
   private constructor(
     private readonly client: ScriptedRedis | ScriptedCluster,
@@ -87,6 +107,7 @@ export class RedisEngine implements Engine {
     this.prefix = options.prefix ?? 'rp';
     this.publish = publishCommand(options);
     this.idleSeconds = options.streamIdleSeconds ?? DEFAULT_IDLE_SECONDS;
+    this.cluster = client instanceof Cluster;
     this.notifications = new RedisNotifications(options, this.prefix, {
       health: options.health ?? new StoreHealth(),
       storeTimeoutMs: options.storeTimeoutMs ?? DEFAULT_STORE_TIMEOUT_MS,
@@ -155,17 +176,27 @@ export class RedisEngine implements Engine {
     const addSet = new Set(add);
     const remove = [...new Set(change.remove)].filter((uid) => !addSet.has(uid));
     const given = change.category !== undefined;
-    const reply = asArray(
-      await this.client.convMembers(
-        convKey(this.prefix, conv),
+    const key = convKey(this.prefix, conv);
+    const call = (check: boolean): Promise<Reply> =>
+      this.client.convMembers(
+        key,
+        dirtyConvsKey(this.prefix, shardOf(key, this.cluster)),
         change.threshold,
         given ? '1' : '0',
         change.category ?? 'default',
         add.length,
+        this.durable ? Date.now() : '',
+        check ? '1' : '0',
+        conv,
         ...add,
         ...remove,
-      ),
-    );
+      );
+    // Durable: a conversation Redis lacks is put back before the change, or its generation would
+    // start over below what its members' records already hold.
+    let answer = await call(this.durable !== undefined);
+    if (answer === ABSENT) answer = await call((await this.restoreConversations([conv])).has(conv));
+    if (answer === ABSENT) throw new StoreUnavailableError('restore', `conversation ${conv} vanished while it was being restored; retry`);
+    const reply = asArray(answer);
     const info: ConvInfo = {
       conv,
       maxSeq: asNumber(reply[0]),
@@ -181,7 +212,8 @@ export class RedisEngine implements Engine {
   }
 
   async roster(conv: string): Promise<Roster | null> {
-    const all = await this.client.hgetall(convKey(this.prefix, conv));
+    let all = await this.client.hgetall(convKey(this.prefix, conv));
+    if (all[`${CONV_FIELD}s`] === undefined && (await this.restoreConversations([conv])).has(conv)) all = await this.client.hgetall(convKey(this.prefix, conv));
     if (all[`${CONV_FIELD}s`] === undefined) return null;
     const members: MemberTag[] = [];
     for (const [field, value] of Object.entries(all)) if (!field.startsWith(CONV_FIELD)) members.push(decodeMemberTag(field, value));
@@ -193,7 +225,9 @@ export class RedisEngine implements Engine {
   }
 
   async getConversation(conv: string): Promise<ConvInfo | null> {
-    const meta = await this.client.hmget(convKey(this.prefix, conv), '#s', '#l', '#c', '#g', '#n');
+    const read = (): Promise<(string | null)[]> => this.client.hmget(convKey(this.prefix, conv), '#s', '#l', '#c', '#g', '#n');
+    let meta = await read();
+    if (meta[0] == null && (await this.restoreConversations([conv])).has(conv)) meta = await read();
     return meta[0] == null ? null : convInfo(conv, meta);
   }
 
@@ -209,20 +243,41 @@ export class RedisEngine implements Engine {
     }
     const found = await Promise.all(distinct.map((conv) => this.client.exists(convKey(this.prefix, conv))));
     const missing = new Set(distinct.filter((_, i) => found[i] === 0));
+    if (missing.size > 0 && this.durable) for (const conv of await this.restoreConversations([...missing])) missing.delete(conv);
     return convs.filter((conv) => missing.has(conv));
   }
 
   async recordMessages(items: readonly MessageRecord[], at?: number): Promise<(RecordedMessage | null)[]> {
     const out = new Array<RecordedMessage | null>(items.length).fill(null);
+    await this.recordSome(items, [...items.keys()], at, out);
+    if (this.durable) {
+      // Conversations Redis lacks but PostgreSQL knows are put back, then recorded.
+      const unknown = [...items.keys()].filter((i) => out[i] === null);
+      if (unknown.length > 0) {
+        const restored = await this.restoreConversations(unknown.map((i) => (items[i] as MessageRecord).conv));
+        const again = unknown.filter((i) => restored.has((items[i] as MessageRecord).conv));
+        if (again.length > 0) await this.recordSome(items, again, at, out);
+      }
+    }
+    return out;
+  }
+
+  private async recordSome(
+    items: readonly MessageRecord[],
+    indexes: readonly number[],
+    at: number | undefined,
+    out: (RecordedMessage | null)[],
+  ): Promise<void> {
     const atArg = at === undefined ? '' : at.toFixed(3);
+    const durableNow = this.durable ? String(Date.now()) : '';
     await this.perServer(
-      items.map((item, i) => ({ key: convKey(this.prefix, item.conv), index: i })),
-      (i) => 3 + (items[i] as MessageRecord).candidates.length,
+      indexes.map((i) => ({ key: convKey(this.prefix, (items[i] as MessageRecord).conv), index: i })),
+      (i) => 4 + (items[i] as MessageRecord).candidates.length,
       async (group, cluster) => {
-        const args: (string | number)[] = [this.prefix, atArg, this.publish, cluster ? '1' : '0'];
-        for (const { index } of group) {
+        const args: (string | number)[] = [this.prefix, atArg, this.publish, cluster ? '1' : '0', durableNow];
+        for (const { index, key } of group) {
           const item = items[index] as MessageRecord;
-          args.push(item.conv, item.seq, item.candidates.length, ...item.candidates);
+          args.push(item.conv, shardOf(key, cluster), item.seq, item.candidates.length, ...item.candidates);
         }
         const reply = asArray(await this.client.convRecord((group[0] as Grouped).key, ...args));
         return reply.map((part, j) => {
@@ -238,12 +293,19 @@ export class RedisEngine implements Engine {
         });
       },
     );
-    return out;
   }
 
   async heads(convs: readonly string[]): Promise<Map<string, number>> {
     // One HGET per conversation (each its own hash tag), pipelined by auto-pipelining.
     const replies = await Promise.all(convs.map((conv) => this.client.hget(convKey(this.prefix, conv), '#s')));
+    if (this.durable && replies.some((r) => r == null)) {
+      const restored = await this.restoreConversations(convs.filter((_, i) => replies[i] == null));
+      await Promise.all(
+        convs.map(async (conv, i) => {
+          if (replies[i] == null && restored.has(conv)) replies[i] = await this.client.hget(convKey(this.prefix, conv), '#s');
+        }),
+      );
+    }
     const out = new Map<string, number>();
     replies.forEach((maxSeq, i) => {
       const conv = convs[i];
@@ -263,11 +325,41 @@ export class RedisEngine implements Engine {
     });
     const withResults = options.results !== false;
     const results = new Array<UserOpResult>(withResults ? ops.length : 0);
-    const users = [...byUser];
+    // Durable: users Redis lacks come back 'absent' with nothing applied; they are restored from
+    // PostgreSQL and their ops sent again. `fresh`: users PostgreSQL does not know either, whose
+    // ops then apply to an empty state.
+    const fresh = new Set<string>();
+    let users = [...byUser];
+    for (let round = 0; users.length > 0; round++) {
+      const absent = await this.applyRound(ops, users, options, results, fresh);
+      if (absent.size === 0) break;
+      // Other users of this call may have been applied already: a failure now leaves a half-made change.
+      const partial = users.length > absent.size;
+      const fail = (message: string, cause?: unknown): StoreError =>
+        partial ? new OutcomeUnknownError('restore', message, { cause }) : new StoreUnavailableError('restore', message, { cause });
+      if (round >= 2) throw fail(`users vanished again while being restored (${[...absent].slice(0, 3).join(', ')}); retry`);
+      await this.restoreUsers([...absent], fresh).catch((err: unknown) => {
+        throw fail(err instanceof Error ? err.message : String(err), err);
+      });
+      users = users.filter(([uid]) => absent.has(uid));
+    }
+    return results;
+  }
+
+  /** One call per server for `users`' ops; returns the users reported absent (nothing of theirs applied). */
+  private async applyRound(
+    ops: readonly UserOp[],
+    users: ReadonlyArray<[string, number[]]>,
+    options: ApplyOptions,
+    results: UserOpResult[],
+    fresh: ReadonlySet<string>,
+  ): Promise<Set<string>> {
+    const withResults = options.results !== false;
     const at = options.at === undefined ? '' : options.at.toFixed(3);
+    const absent = new Set<string>();
     await this.perServer(
       users.map(([uid], i) => ({ key: userKeys(this.prefix, uid).meta, index: i })),
-      (i) => 2 + (users[i] as [string, number[]])[1].reduce((n, opIndex) => n + opArgs(ops[opIndex] as UserOp), 0),
+      (i) => 4 + (users[i] as [string, number[]])[1].reduce((n, opIndex) => n + opArgs(ops[opIndex] as UserOp), 0),
       async (group, cluster) => {
         const first = group[0] as Grouped;
         const reply = asArray(
@@ -284,10 +376,12 @@ export class RedisEngine implements Engine {
               Math.floor(Date.now() / 1000),
               cluster ? '1' : '0',
               withResults ? '1' : '0',
+              this.durable ? Date.now() : '',
+              this.durable?.activityEveryMs ?? 0,
             ];
-            for (const { index } of group) {
+            for (const { index, key } of group) {
               const [uid, indexes] = users[index] as [string, number[]];
-              args.push(uid, indexes.length);
+              args.push(uid, indexes.length, shardOf(key, cluster), this.durable && !fresh.has(uid) ? '1' : '0');
               appendUserOps(
                 args,
                 indexes.map((i) => ops[i] as UserOp),
@@ -304,6 +398,11 @@ export class RedisEngine implements Engine {
             continue;
           }
           const epoch = asString(reply[r++]);
+          if (epoch === ABSENT) {
+            absent.add((users[index] as [string, number[]])[0]);
+            done.push({ index, done: true });
+            continue;
+          }
           if (!withResults) {
             done.push({ index, done: true });
             continue;
@@ -323,10 +422,100 @@ export class RedisEngine implements Engine {
         return done;
       },
     );
-    return results;
+    return absent;
   }
 
-  async pull(uid: string, since: Cursor | null, limit: number): Promise<StoredPull> {
+  /**
+   * Puts back users Redis lacks from the durable backing (each atomically, under a new epoch;
+   * one that another process restored or created meanwhile is left as Redis holds it). Users the
+   * backing does not know, or knows only as non-members, are added to `fresh`.
+   */
+  private async restoreUsers(uids: readonly string[], fresh: Set<string>): Promise<void> {
+    const durable = this.durable;
+    if (!durable) return;
+    const loaded = await this.loadFromBacking(() => durable.backing.loadUsers(uids));
+    let restored = 0;
+    await Promise.all(
+      uids.map(async (uid) => {
+        const persisted = loaded.get(uid);
+        if (!persisted || persisted.records.length === 0) {
+          fresh.add(uid);
+          return;
+        }
+        const k = userKeys(this.prefix, uid);
+        const reply = await this.runs.userScript(k.meta, (runId) =>
+          this.client.userRestore(
+            ...userApplyKeys(k),
+            nanoid(12),
+            runId,
+            this.idleSeconds,
+            userChannel(this.prefix, uid),
+            this.publish,
+            persisted.w,
+            Date.now(),
+            activityKey(this.prefix, shardOf(k.meta, this.cluster)),
+            uid,
+            ...persisted.records.flatMap((rec) => [rec.conv, encodeRecord(rec)]),
+          ),
+        );
+        if (asNumber(reply) === 2) fresh.add(uid);
+        if (asNumber(reply) === 1) restored++;
+      }),
+    );
+    if (restored > 0) durable.onRestore?.('user', restored);
+  }
+
+  /** Puts back conversations Redis lacks from the backing; returns those Redis holds now. */
+  private async restoreConversations(convs: readonly string[]): Promise<Set<string>> {
+    const durable = this.durable;
+    const present = new Set<string>();
+    if (!durable) return present;
+    const distinct = [...new Set(convs)];
+    const loaded = await this.loadFromBacking(() => durable.backing.loadConversations(distinct));
+    let restored = 0;
+    await Promise.all(
+      [...loaded].map(async ([conv, c]) => {
+        const reply = await this.client.convRestore(
+          convKey(this.prefix, conv),
+          c.maxSeq,
+          c.large ? '1' : '0',
+          c.category,
+          c.gen,
+          c.rewriteGen ?? '',
+          ...c.members.flatMap((m) => [m.uid, encodeMemberTag(m)]),
+        );
+        if (asNumber(reply) === 1) restored++;
+        present.add(conv);
+      }),
+    );
+    if (restored > 0) durable.onRestore?.('conversation', restored);
+    return present;
+  }
+
+  /** A backing that cannot answer makes the request fail as unavailable: serving an empty state instead would lose what it holds. */
+  private async loadFromBacking<T>(load: () => Promise<T>): Promise<T> {
+    try {
+      return await load();
+    } catch (err) {
+      const reason = err instanceof Error ? err.message : String(err);
+      throw new StoreUnavailableError('restore', `cannot restore from the durable tier: ${reason}`, { cause: err });
+    }
+  }
+
+  /** Durable: a read of a user Redis lacks restores it first, then reads again. */
+  private async readUser<T extends { epoch: string }>(uid: string, read: () => Promise<T>): Promise<T> {
+    const first = await read();
+    if (!this.durable || first.epoch !== UNSEEN_EPOCH) return first;
+    const fresh = new Set<string>();
+    await this.restoreUsers([uid], fresh);
+    return fresh.has(uid) ? first : read();
+  }
+
+  pull(uid: string, since: Cursor | null, limit: number): Promise<StoredPull> {
+    return this.readUser(uid, () => this.pullOnce(uid, since, limit));
+  }
+
+  private async pullOnce(uid: string, since: Cursor | null, limit: number): Promise<StoredPull> {
     const reply = asArray(
       await this.userScript(uid, (runId, k) =>
         this.client.pull(
@@ -338,6 +527,10 @@ export class RedisEngine implements Engine {
           this.options.snapshotEvery,
           this.options.streamMaxLen,
           this.idleSeconds,
+          this.durable ? activityKey(this.prefix, shardOf(k.meta, this.cluster)) : '',
+          uid,
+          Date.now(),
+          this.durable?.activityEveryMs ?? 0,
         ),
       ),
     );
@@ -357,12 +550,18 @@ export class RedisEngine implements Engine {
     };
   }
 
-  async position(uid: string): Promise<Cursor> {
-    const reply = asArray(await this.userScript(uid, (runId, k) => this.client.position(k.meta, runId)));
-    return { epoch: asString(reply[0]), version: asNumber(reply[1]) };
+  position(uid: string): Promise<Cursor> {
+    return this.readUser(uid, async () => {
+      const reply = asArray(await this.userScript(uid, (runId, k) => this.client.position(k.meta, runId)));
+      return { epoch: asString(reply[0]), version: asNumber(reply[1]) };
+    });
   }
 
-  async userState(uid: string): Promise<StoredUserState> {
+  userState(uid: string): Promise<StoredUserState> {
+    return this.readUser(uid, () => this.userStateOnce(uid));
+  }
+
+  private async userStateOnce(uid: string): Promise<StoredUserState> {
     const reply = asArray(await this.userScript(uid, (runId, k) => this.client.userState(k.meta, k.records, runId)));
     const records = asStrings(reply[2]);
     const states = [];
@@ -382,6 +581,16 @@ export class RedisEngine implements Engine {
       states,
       totals: { total: Number(t[0] ?? 0), mentions: Number(t[1] ?? 0), categories },
     };
+  }
+
+  /** The durable tier's side of this store (the drainer and the cold sweep), over this engine's connection. */
+  durableStore(): DurableStore {
+    this.durableSide ??= new RedisDurableStore({ client: this.client, runs: this.runs, prefix: this.prefix, cluster: this.cluster });
+    return this.durableSide;
+  }
+
+  private get durable(): RedisDurableOptions | undefined {
+    return this.options.durable;
   }
 
   /** The operator's view of this store (server/engine/admin.ts), over this engine's connection. */
@@ -517,6 +726,8 @@ const MAX_SCRIPT_ARGS = 1_024;
 
 /** What a script puts in its reply where an item's keys turned out not to be on its server. */
 const MOVED = 'moved';
+/** What a durable script answers for a user or conversation Redis lacks (nothing of it was applied). */
+const ABSENT = 'absent';
 
 function userApplyKeys(k: UserKeys): string[] {
   return [k.meta, k.records, k.stream, k.snapshot, k.large];

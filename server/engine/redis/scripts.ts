@@ -23,6 +23,7 @@ interface ScriptSpec {
  */
 export const USER_PRELUDE = 'lib/user.lua';
 const USER = [USER_PRELUDE] as const;
+const USER_REBUILD = [USER_PRELUDE, 'lib/rebuild.lua'] as const;
 
 /** Every Lua script, by the name ioredis defines it under, and its number of KEYS. */
 export const SCRIPTS = {
@@ -30,9 +31,16 @@ export const SCRIPTS = {
   pull: { file: 'pull.lua', keys: 5, prelude: USER },
   userState: { file: 'user_state.lua', keys: 2, prelude: USER },
   position: { file: 'position.lua', keys: 1, prelude: USER },
-  convMembers: { file: 'conv_members.lua', keys: 1 },
+  convMembers: { file: 'conv_members.lua', keys: 2 },
   convRecord: { file: 'conv_record.lua', keys: 1, flags: 'allow-cross-slot-keys' },
   convFinishRewrite: { file: 'conv_finish_rewrite.lua', keys: 1 },
+  // The durable tier (server/durable/).
+  userRestore: { file: 'durable/user_restore.lua', keys: 5, prelude: USER_REBUILD },
+  convRestore: { file: 'durable/conv_restore.lua', keys: 1 },
+  persistRead: { file: 'durable/persist_read.lua', keys: 2 },
+  persistClear: { file: 'durable/persist_clear.lua', keys: 2 },
+  persistClearConv: { file: 'durable/persist_clear_conv.lua', keys: 2 },
+  coldEvict: { file: 'durable/cold_evict.lua', keys: 7 },
 } as const satisfies Record<string, ScriptSpec>;
 
 export type ScriptName = keyof typeof SCRIPTS;

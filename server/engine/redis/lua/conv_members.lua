@@ -5,8 +5,13 @@
 -- KEYS[1] the conversation hash: '#s' maxSeq, '#l' large 1|0, '#c' category, '#g' generation,
 --         '#n' member count, '#r' generation of an unfinished member rewrite; and uid -> join tag
 --         'joinGen|joinHead' per member (uids never start with '#')
+-- KEYS[2] the dirty set of the conversation's slot (durable tier, server/durable/)
 -- ARGV[1] threshold (more members -> read diffusion)   ARGV[2] 1 when a category is given, else 0
--- ARGV[3] category   ARGV[4] number of uids to add   ARGV[5..] distinct uids to add, then to remove
+-- ARGV[3] category   ARGV[4] number of uids to add
+-- ARGV[5] durable tier: now in ms ('' = off): a change is marked 'm|<conv>' in KEYS[2]
+-- ARGV[6] 1: a conversation that does not exist is not created and the reply is 'absent' (the
+--         caller restores it from PostgreSQL first); 0: create it
+-- ARGV[7] the conversation id   ARGV[8..] distinct uids to add, then to remove
 -- Returns {maxSeq, large 1|0, category, member count, gen, rewrite pending 1|0,
 --          {uid, join tag, ...} for every uid added (an existing member keeps its tag)}
 
@@ -15,6 +20,7 @@ local K = KEYS[1]
 local threshold = tonumber(ARGV[1])
 local meta = redis.call('HMGET', K, '#s', '#l', '#c', '#g', '#n', '#r')
 local created = not meta[1]
+if created and ARGV[6] == '1' then return 'absent' end
 if created then meta = { '0', '0', ARGV[2] == '1' and ARGV[3] or 'default', '0', '0', false } end
 local changed = created
 local maxSeq, wasLarge, category = tonumber(meta[1]), meta[2] == '1', meta[3]
@@ -31,8 +37,8 @@ local newTag = int(nextGen) .. '|' .. int(maxSeq)
 -- unpack() is bounded by the Lua C stack (LUAI_MAXCSTACK 8000): work in chunks.
 local CHUNK = 1000
 local joins = {}
-local lastAdd = 4 + tonumber(ARGV[4])
-local i = 5
+local lastAdd = 7 + tonumber(ARGV[4])
+local i = 8
 while i <= lastAdd do
   local j = math.min(i + CHUNK - 1, lastAdd)
   local tags = redis.call('HMGET', K, unpack(ARGV, i, j))
@@ -75,5 +81,6 @@ if changed or categoryChanged or modeChanged then
     fields[#fields + 1] = rewrite
   end
   redis.call('HSET', K, unpack(fields))
+  if ARGV[5] ~= '' then redis.call('ZADD', KEYS[2], 'NX', ARGV[5], 'm|' .. ARGV[7]) end
 end
 return { maxSeq, large and 1 or 0, category, count, gen, rewrite and 1 or 0, joins }

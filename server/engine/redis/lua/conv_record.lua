@@ -8,7 +8,10 @@
 -- KEYS[1] the first conversation's hash (it routes the call; the others are on the same master)
 -- ARGV[1] key prefix   ARGV[2] arrival time ('' = none)   ARGV[3] PUBLISH, SPUBLISH or '' (none)
 -- ARGV[4] 1 on a cluster (check that each conversation is here before touching it), else 0
--- ARGV[5..] per conversation: conv, seq, number of candidates, the candidates
+-- ARGV[5] durable tier: now in ms ('' = off): a raised head is marked 'h|<conv>' in the dirty
+--         set of the conversation's slot (server/durable/)
+-- ARGV[6..] per conversation: conv, shard (keys.ts: the key suffix of its slot's dirty set),
+--         seq, number of candidates, the candidates
 -- Returns per conversation: 0 when it does not exist (nothing is created), else
 -- {maxSeq, large 1|0, category, gen, member count, {uid, ...}}; for a write-diffused one the list
 -- is HKEYS: the members plus the '#' fields, which the caller drops. On a cluster, a conversation
@@ -16,14 +19,15 @@
 
 local function int(n) return string.format('%d', n) end
 local prefix, at, publishCmd, checkLocal = ARGV[1], ARGV[2], ARGV[3], ARGV[4] == '1'
+local durableNow = ARGV[5]
 -- unpack() is bounded by the Lua C stack (LUAI_MAXCSTACK 8000): work in chunks.
 local CHUNK = 1000
 
 local out = {}
-local i = 5
+local i = 6
 while i <= #ARGV do
-  local conv, seq, count = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
-  local first, last = i + 3, i + 2 + count
+  local conv, shard, seq, count = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3])
+  local first, last = i + 4, i + 3 + count
   i = last + 1
   local K = prefix .. ':{c:' .. conv .. '}'
   local meta
@@ -44,6 +48,7 @@ while i <= #ARGV do
     if raised then
       maxSeq = seq
       redis.call('HSET', K, '#s', int(seq))
+      if durableNow ~= '' then redis.call('ZADD', prefix .. ':dc' .. shard, 'NX', durableNow, 'h|' .. conv) end
     end
     local large = meta[2] == '1'
     local members

@@ -6,12 +6,21 @@
 -- ARGV[1] the Redis run id   ARGV[2] cursor epoch ('-' = no cursor, '' = wildcard: trust the
 -- current epoch)   ARGV[3] cursor version   ARGV[4] limit   ARGV[5] snapshotEvery
 -- ARGV[6] streamMaxLen   ARGV[7] idle seconds
+-- ARGV[8] the activity set of the user's slot ('' = none; durable tier)   ARGV[9] uid
+-- ARGV[10] now in ms   ARGV[11] activity interval in ms (lib/user.lua touchDue)
 -- Returns {epoch, version reached, more 1|0, snapshot 1|0, snapshot v, snapshot text,
 --          {entry text, ...} (versions from+1, from+2, ...), {large conv, ...}}
 
 local keys = { meta = KEYS[1], records = KEYS[2], stream = KEYS[3], snapshot = KEYS[4] }
-local exists, epoch, version, base, members, sv = userMeta(keys.meta, ARGV[1], 'b', 'n', 'sv')
+local exists, epoch, version, base, members, sv, lastActive = userMeta(keys.meta, ARGV[1], 'b', 'n', 'sv', 'a')
 if not exists then return { epoch, 0, 0, 1, 0, '', {}, {} } end
+if ARGV[8] ~= '' then
+  local nowMs = tonumber(ARGV[10])
+  if touchDue(num(lastActive), nowMs, tonumber(ARGV[11])) then
+    redis.call('ZADD', ARGV[8], nowMs, ARGV[9])
+    redis.call('HSET', keys.meta, 'a', int(nowMs))
+  end
+end
 base = tonumber(base or '0')
 members = tonumber(members or '0')
 sv = tonumber(sv or '0')

@@ -17,14 +17,19 @@
 -- ARGV[8] arrival time ('' = none)   ARGV[9] now (Unix seconds, for the idle expiry)
 -- ARGV[10] 1 on a cluster (check that each user's keys are here before touching them), else 0
 -- ARGV[11] 1: reply with each op's result; 0: only each user's epoch (the caller reads no results)
--- ARGV[12..] per user: uid, number of ops, then the ops, each its type, conversation and fields:
+-- ARGV[12] durable tier: now in ms ('' = off): changed records are marked dirty, `w` raised
+-- ARGV[13] activity interval in ms (0: no activity tracking): how often the activity set is told
+-- ARGV[14..] per user: uid, number of ops, shard (the key suffix of the user slot's dirty and
+--   activity sets, keys.ts), check (1: a user without meta is reported 'absent' and nothing of
+--   theirs is applied, so the caller can restore them first), then the ops, each its type,
+--   conversation and fields:
 --   m (message):    lastSeq, readSeq, mention seqs 'a,b,c'
 --   r (read):       seq
 --   g (membership): gen, flags <member><large>, joinGen, joinHead, head, category
 --   s (settings):   muted 1|0|-, markedUnread 1|0|-, deleteAt (or -)
 -- Publishes each user's changes on `<prefix>:bus:{u:<uid>}`, in version order: 'epoch|at', then
 -- a line 'v|state' per change.
--- Returns per user: epoch, then (ARGV[11] = 1) per op: changed 1|0, member 1|0, version after it,
+-- Returns per user: epoch (or 'absent', see check), then (ARGV[11] = 1) per op: changed 1|0, member 1|0, version after it,
 -- state text or ''.
 -- On a cluster, a user whose keys are not on this master (a slot moved) stops the call before
 -- anything of theirs is touched: the reply then ends with the marker 'moved' and the users not
@@ -36,6 +41,8 @@ local mentionCap, idle = tonumber(ARGV[5]), tonumber(ARGV[6])
 local publishCmd, at, now = ARGV[7], ARGV[8], tonumber(ARGV[9])
 local checkLocal = ARGV[10] == '1'
 local withResults = ARGV[11] == '1'
+local durableNow = ARGV[12] ~= '' and tonumber(ARGV[12]) or nil
+local activityEvery = tonumber(ARGV[13])
 local FIELDS = { m = 3, r = 1, g = 6, s = 3 }
 
 local function blank(conv)
@@ -146,7 +153,7 @@ end
 -- One user's ops (ARGV[first..last]); appends this user's results to `out`.
 -- The meta fields read up front (META_FIELDS order), the default category's total with them
 -- (most changes touch it); the other per-category totals are read when touched.
-local META_FIELDS = { 'e', 'r', 'v', 'b', 'n', 'sv', 't', 'x', 'ex', 'k:default' }
+local META_FIELDS = { 'e', 'r', 'v', 'b', 'n', 'sv', 't', 'x', 'ex', 'k:default', 'w', 'a' }
 
 -- Per-category deltas of the stored totals: the default category's in a number, the others in a
 -- table made only when one is touched (most users have only the default category).
@@ -170,7 +177,7 @@ local function push(t, v)
   return t
 end
 
-local function applyUser(uid, metaKey, meta, first, last, out)
+local function applyUser(uid, metaKey, meta, first, last, out, shard)
   local tag = prefix .. ':{u:' .. uid .. '}:'
   local recordsKey = tag .. 'c'
   -- The other keys (stream s, snapshot p, large index L) are named where a change needs them:
@@ -280,7 +287,22 @@ local function applyUser(uid, metaKey, meta, first, last, out)
     end
     call('HSET', recordsKey, unpack(fields))
   end
-  if version == startVersion then return end
+  local w, lastActive = num(meta[11]), num(meta[12])
+  local startW = w
+  if durableNow then
+    if dirtyOrder then
+      markDirty(prefix .. ':d' .. shard, durableNow, uid, dirtyOrder)
+      w = nextWrite(w, durableNow)
+    end
+    if (exists or version ~= startVersion) and touchDue(lastActive, durableNow, activityEvery) then
+      call('ZADD', prefix .. ':a' .. shard, durableNow, uid)
+      lastActive = durableNow
+    end
+  end
+  if version == startVersion then
+    if w ~= startW or lastActive ~= num(meta[12]) then call('HSET', metaKey, 'w', int(w), 'a', int(lastActive)) end
+    return
+  end
   local streamKey = tag .. 's'
 
   -- The list held the versions after startBase; a list that holds fewer expired while idle.
@@ -302,6 +324,8 @@ local function applyUser(uid, metaKey, meta, first, last, out)
   if sv ~= startSv then fields[n + 1], fields[n + 2], n = 'sv', int(sv), n + 2 end
   if total ~= startTotal then fields[n + 1], fields[n + 2], n = 't', int(total), n + 2 end
   if mentionTotal ~= startMentions then fields[n + 1], fields[n + 2], n = 'x', int(mentionTotal), n + 2 end
+  if w ~= startW then fields[n + 1], fields[n + 2], n = 'w', int(w), n + 2 end
+  if lastActive ~= num(meta[12]) then fields[n + 1], fields[n + 2], n = 'a', int(lastActive), n + 2 end
   if not exists then
     -- The user's first visible change: its stream (and epoch) begins.
     epoch = newEpoch(metaKey, runId)
@@ -349,10 +373,10 @@ local function applyUser(uid, metaKey, meta, first, last, out)
 end
 
 local out = {}
-local i = 12
+local i = 14
 while i <= #ARGV do
-  local uid, count = ARGV[i], num(ARGV[i + 1])
-  local first = i + 2
+  local uid, count, shard, check = ARGV[i], num(ARGV[i + 1]), ARGV[i + 2], ARGV[i + 3]
+  local first = i + 4
   local last = first - 1
   for _ = 1, count do last = last + 2 + FIELDS[ARGV[last + 1]] end
   local metaKey = prefix .. ':{u:' .. uid .. '}:m'
@@ -366,7 +390,11 @@ while i <= #ARGV do
   else
     meta = call('HMGET', metaKey, unpack(META_FIELDS))
   end
-  applyUser(uid, metaKey, meta, first, last, out)
+  if check == '1' and meta[1] == false then
+    out[#out + 1] = 'absent'
+  else
+    applyUser(uid, metaKey, meta, first, last, out, shard)
+  end
   i = last + 1
 end
 return out

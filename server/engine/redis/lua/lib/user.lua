@@ -165,3 +165,27 @@ local function restartStream(keys, current, idle)
   local text = snapshotText(keys.records, current)
   if idle > 0 then call('SET', keys.snapshot, text, 'EX', idle) else call('SET', keys.snapshot, text) end
 end
+
+-- The durable tier (server/durable/): every record a user step changes is marked in the dirty
+-- sorted set of the user's slot (member 'uid|conv', scored with when it was first marked), in
+-- the same step, so a drainer in any process can write it to PostgreSQL and a crash in between
+-- loses nothing. `w` (meta) is the user's write clock: raised by every change, never below the
+-- wall clock, so a state read later always carries a larger w, also after Redis lost the user.
+local function markDirty(dirtyKey, nowMs, uid, convs)
+  local args = { 'NX' }
+  for _, conv in ipairs(convs) do
+    args[#args + 1] = nowMs
+    args[#args + 1] = uid .. '|' .. conv
+  end
+  call('ZADD', dirtyKey, unpack(args))
+end
+
+local function nextWrite(w, nowMs)
+  return max(w + 1, nowMs)
+end
+
+-- Whether the user's last activity (meta 'a', ms) is older than `every` ms: then the activity
+-- set of the user's slot is told (the cold sweep reads it), at most once per `every`.
+local function touchDue(lastActive, nowMs, every)
+  return every > 0 and nowMs - lastActive >= every
+end

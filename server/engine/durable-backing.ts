@@ -1,0 +1,72 @@
+import type { MemberTag } from './engine.js';
+import type { StoredConv } from './rules.js';
+
+/**
+ * What an engine needs of the system of record behind it (server/durable/, PostgreSQL) to put
+ * back what it no longer holds: a user or a conversation missing from the store is loaded from
+ * here and max-merged in before the request that touched it applies (DESIGN.md §10). The engine
+ * owns the atomic restore; this port only reads.
+ */
+export interface DurableBacking {
+  /** The persisted records of each user found (users with no row are left out). */
+  loadUsers(uids: readonly string[]): Promise<Map<string, PersistedUser>>;
+  /** The persisted state of each conversation found (with every member's join tag). */
+  loadConversations(convs: readonly string[]): Promise<Map<string, PersistedConversation>>;
+}
+
+export interface PersistedUser {
+  /** The largest write clock among the rows: the restored user's clock starts above it. */
+  w: number;
+  records: StoredConv[];
+}
+
+export interface PersistedConversation {
+  maxSeq: number;
+  large: boolean;
+  category: string;
+  gen: number;
+  /** Generation of a member rewrite that was not finished (null: none). */
+  rewriteGen: number | null;
+  members: MemberTag[];
+}
+
+/** The engine side of the durable tier: what the drainer and the cold sweep call (server/durable/). */
+export interface DurableStore {
+  /** How many shards the marks are spread over: 1 on one Redis, one per slot on a cluster. */
+  readonly shardCount: number;
+  /** The shards among `start..start+count-1` that hold any mark or activity. */
+  busyShards(start: number, count: number): Promise<DirtyShard[]>;
+  /** The dirty marks of one shard, oldest first: users' records and conversations not yet in PostgreSQL. */
+  dirty(shard: DirtyShard, limit: number): Promise<{ users: DirtyMark[]; convs: DirtyMark[] }>;
+  /** Marks in the whole store (for the backlog gauge; a cluster sums its busy shards). */
+  backlog(shards: readonly DirtyShard[]): Promise<{ marks: number; oldest: number | null }>;
+  /** Each user's write clock and the named records (null: gone), each user read atomically. */
+  readUsers(pairs: ReadonlyArray<{ uid: string; convs: readonly string[] }>): Promise<UserSnapshot[]>;
+  /** After PostgreSQL committed `snapshot`, clears the marks of records that are still as read. */
+  clearUser(snapshot: UserSnapshot): Promise<number>;
+  /** A conversation as the drainer writes it, with the texts of its head and generation (for the clear). */
+  readConversation(conv: string): Promise<{ state: PersistedConversation; head: string; gen: string } | null>;
+  /** The conversation's head alone (null: gone). */
+  readHead(conv: string): Promise<string | null>;
+  /** Clears a conversation's mark if the field it was read with (`h`: head, `m`: generation) is still `value`. */
+  clearConversation(mark: 'h' | 'm', conv: string, value: string): Promise<boolean>;
+  /** Users of `shard` whose last activity is older than `before` (ms), oldest first. */
+  coldUsers(shard: DirtyShard, before: number, limit: number): Promise<string[]>;
+  /** Removes a cold user from the store if still cold and fully persisted: 1 evicted, 0 active, -1 not yet persisted. */
+  evict(uid: string, before: number): Promise<number>;
+}
+
+export type DirtyShard = string;
+
+export interface DirtyMark {
+  /** 'uid|conv' for a record; 'h|conv' or 'm|conv' for a conversation. */
+  member: string;
+  since: number;
+}
+
+export interface UserSnapshot {
+  uid: string;
+  w: number;
+  /** conv -> the record text as read (null: the record is gone); texts are state-text.ts records. */
+  records: Map<string, string | null>;
+}

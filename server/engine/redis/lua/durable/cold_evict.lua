@@ -1,0 +1,28 @@
+-- durable/cold_evict.lua: remove a cold user from Redis entirely, once PostgreSQL has all of it:
+-- not active since the cutoff, and no record still marked dirty. Atomic with every user step
+-- (which would have moved the activity or marked a record), so a message racing the eviction
+-- either lands first and keeps the user, or finds the user gone and restores it.
+--
+-- KEYS[1] m  KEYS[2] c  KEYS[3] s  KEYS[4] p  KEYS[5] L  (layouts: user_apply.lua)
+-- KEYS[6] the activity set of the user's slot   KEYS[7] its dirty set
+-- ARGV[1] uid   ARGV[2] cutoff (ms): active after it means not cold
+-- Returns 1 when evicted, 0 when active again, -1 when something is not yet in PostgreSQL.
+
+local uid, cutoff = ARGV[1], tonumber(ARGV[2])
+local score = redis.call('ZSCORE', KEYS[6], uid)
+local active = redis.call('HGET', KEYS[1], 'a')
+if (score and tonumber(score) > cutoff) or (active and tonumber(active) > cutoff) then
+  if not score and active then redis.call('ZADD', KEYS[6], active, uid) end
+  return 0
+end
+local convs = redis.call('HKEYS', KEYS[2])
+for i = 1, #convs, 1000 do
+  local marks = {}
+  for j = i, math.min(i + 999, #convs) do marks[#marks + 1] = uid .. '|' .. convs[j] end
+  for _, s in ipairs(redis.call('ZMSCORE', KEYS[7], unpack(marks))) do
+    if s then return -1 end
+  end
+end
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5])
+redis.call('ZREM', KEYS[6], uid)
+return 1

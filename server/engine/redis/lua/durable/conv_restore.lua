@@ -1,0 +1,28 @@
+-- durable/conv_restore.lua: put back a conversation that Redis no longer has from its PostgreSQL
+-- rows, atomically. One that exists again (restored by another process first) keeps what Redis
+-- holds, which is newer; only its head is max-merged.
+--
+-- KEYS[1] the conversation hash (conv_members.lua)
+-- ARGV[1] maxSeq   ARGV[2] large 1|0   ARGV[3] category   ARGV[4] generation
+-- ARGV[5] generation of an unfinished member rewrite ('' = none)   ARGV[6..] uid, join tag, ...
+-- Returns 1 when restored, 0 when it existed.
+
+local K = KEYS[1]
+local current = redis.call('HGET', K, '#s')
+if current then
+  if tonumber(ARGV[1]) > tonumber(current) then redis.call('HSET', K, '#s', ARGV[1]) end
+  return 0
+end
+local count = 0
+for i = 6, #ARGV, 1000 do
+  local j = math.min(i + 999, #ARGV)
+  redis.call('HSET', K, unpack(ARGV, i, j))
+  count = count + (j - i + 1) / 2
+end
+local fields = { '#s', ARGV[1], '#l', ARGV[2], '#c', ARGV[3], '#g', ARGV[4], '#n', string.format('%d', count) }
+if ARGV[5] ~= '' then
+  fields[#fields + 1] = '#r'
+  fields[#fields + 1] = ARGV[5]
+end
+redis.call('HSET', K, unpack(fields))
+return 1

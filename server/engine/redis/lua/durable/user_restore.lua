@@ -1,0 +1,51 @@
+-- durable/user_restore.lua: put back a user that Redis no longer has (wiped, replaced, failed
+-- over, or evicted as cold) from its PostgreSQL rows, atomically, under a new epoch. A user that
+-- has meta again (another process restored it first, or created it) is left alone: what Redis
+-- holds then is newer than the rows. lib/user.lua and lib/rebuild.lua are prepended.
+--
+-- KEYS[1] m  KEYS[2] c  KEYS[3] s  KEYS[4] p  KEYS[5] L  (layouts: user_apply.lua)
+-- ARGV[1] the new epoch   ARGV[2] the Redis run id   ARGV[3] idle seconds (0: never)
+-- ARGV[4] notification channel ('' = none)   ARGV[5] PUBLISH or SPUBLISH
+-- ARGV[6] the largest write clock w among the rows   ARGV[7] now in ms
+-- ARGV[8] the activity set of the user's slot ('' = none)   ARGV[9] uid
+-- ARGV[10..] conv, record text (state-text.ts), ...
+-- Returns 1 when restored, 2 when the rows hold no membership (records written, the user stays
+-- unseen), 0 when Redis has the user already.
+
+if redis.call('HEXISTS', KEYS[1], 'e') == 1 then return 0 end
+
+-- A record Redis kept without the user's meta (a message that reached a member before its join)
+-- is merged: the registers are max-registers, and the newer membership generation decides the rest.
+local function merged(conv, kept, restored)
+  local a, b = decodeRecord(conv, kept), decodeRecord(conv, restored)
+  local base = tonumber(a.gen) > tonumber(b.gen) and a or b
+  base.lastSeq = max(a.lastSeq, b.lastSeq)
+  base.readSeq = max(a.readSeq, b.readSeq)
+  base.deletedSeq = max(a.deletedSeq, b.deletedSeq)
+  local kept_ = {}
+  for _, s in ipairs(base.mentions) do
+    if s > base.readSeq then kept_[#kept_ + 1] = s end
+  end
+  base.mentions = kept_
+  return (encodeRecord(base))
+end
+
+local fields = {}
+for i = 10, #ARGV, 2 do
+  local conv, text = ARGV[i], ARGV[i + 1]
+  local kept = call('HGET', KEYS[2], conv)
+  fields[#fields + 1] = conv
+  fields[#fields + 1] = kept and merged(conv, kept, text) or text
+  if #fields >= 1000 then
+    call('HSET', KEYS[2], unpack(fields))
+    fields = {}
+  end
+end
+if #fields > 0 then call('HSET', KEYS[2], unpack(fields)) end
+
+local keys = { meta = KEYS[1], records = KEYS[2], stream = KEYS[3], snapshot = KEYS[4], large = KEYS[5] }
+local nowMs = tonumber(ARGV[7])
+local restored = rebuildUser(keys, ARGV[1], ARGV[2], true, tonumber(ARGV[3]), ARGV[4], ARGV[5])
+call('HSET', KEYS[1], 'w', int(nextWrite(tonumber(ARGV[6]), nowMs)), 'a', int(nowMs))
+if restored == 1 and ARGV[8] ~= '' then call('ZADD', ARGV[8], nowMs, ARGV[9]) end
+return restored == 1 and 1 or 2

@@ -1,0 +1,66 @@
+-- lib/rebuild.lua: rebuild what one user's records determine, atomically: the stored totals
+-- (t, x, k:<category>), the member count (n) and the large hash (L); with `restream` (or for a
+-- user without meta but with member records) the stream also starts over under `epoch`: the
+-- version goes up by one and base, snapshot version and a snapshot built from the records are
+-- put at it, with no entries, and one change is published under the new epoch so connected
+-- clients pull that snapshot (rules.ts contribution). Used by admin/user_rebuild.lua and by the
+-- durable tier's user_restore.lua; lib/user.lua comes before it.
+-- Returns 1 when something was written, 0 for a user with nothing to rebuild.
+local function rebuildUser(keys, epoch, runId, restream, idle, channel, publishCmd)
+  local all = redis.call('HGETALL', keys.records)
+  local total, mentions, members = 0, 0, 0
+  local categories, large = {}, {}
+  local firstState
+  for i = 1, #all, 2 do
+    local r = decodeRecord(all[i], all[i + 1])
+    if r.member then
+      members = members + 1
+      if not firstState then firstState = stateText(r) end
+      if r.large then
+        large[#large + 1] = r.conv
+        large[#large + 1] = '1'
+      elseif not r.muted and r.lastSeq > r.deletedSeq then
+        local unread = math.max(0, r.lastSeq - r.readSeq)
+        total = total + unread
+        mentions = mentions + #r.mentions
+        if unread ~= 0 then categories[r.category] = (categories[r.category] or 0) + unread end
+      end
+    end
+  end
+
+  local meta = redis.call('HMGET', keys.meta, 'e', 'v')
+  local exists = meta[1] ~= false
+  if not exists and members == 0 then return 0 end
+
+  local fields = { 'n', int(members), 't', int(total), 'x', int(mentions) }
+  local gone = {}
+  for _, field in ipairs(redis.call('HKEYS', keys.meta)) do
+    if string.sub(field, 1, 2) == 'k:' and not categories[string.sub(field, 3)] then gone[#gone + 1] = field end
+  end
+  for category, n in pairs(categories) do
+    fields[#fields + 1] = 'k:' .. category
+    fields[#fields + 1] = int(n)
+  end
+
+  redis.call('DEL', keys.large)
+  local CHUNK = 1000
+  for i = 1, #large, CHUNK do
+    redis.call('HSET', keys.large, unpack(large, i, math.min(i + CHUNK - 1, #large)))
+  end
+
+  restream = restream or not exists
+  local version
+  if restream then
+    version = tonumber(meta[2] or '0') + 1
+    for _, v in ipairs({ 'e', epoch, 'r', runId, 'v', int(version), 'b', int(version), 'sv', int(version) }) do
+      fields[#fields + 1] = v
+    end
+    restartStream(keys, {}, idle)
+  end
+  redis.call('HSET', keys.meta, unpack(fields))
+  if #gone > 0 then redis.call('HDEL', keys.meta, unpack(gone)) end
+  if restream and firstState and channel ~= '' then
+    redis.call(publishCmd, channel, epoch .. '|\n' .. int(version) .. '|' .. firstState)
+  end
+  return 1
+end

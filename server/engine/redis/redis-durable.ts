@@ -1,0 +1,153 @@
+import { Cluster, type Redis } from 'ioredis';
+import type { DirtyMark, DirtyShard, DurableStore, PersistedConversation, UserSnapshot } from '../durable-backing.js';
+import type { MemberTag } from '../engine.js';
+import { decodeMemberTag } from '../state-text.js';
+import { asArray, asNumber, type Reply } from './codec.js';
+import { activityKey, convKey, dirtyConvsKey, dirtyUsersKey, SLOTS, shardOf, slotShard, userKeys } from './keys.js';
+import type { RunTracker } from './runs.js';
+import type { ScriptCommands } from './scripts.js';
+
+export interface RedisDurableDeps {
+  client: (Redis | Cluster) & ScriptCommands;
+  runs: RunTracker;
+  prefix: string;
+  cluster: boolean;
+}
+
+/**
+ * The Redis engine's side of the durable tier (server/durable/ drives it): the dirty marks the
+ * user and conversation steps leave (keys.ts), the reads the drainer persists, the
+ * compare-and-clear after PostgreSQL committed, and the cold sweep's eviction — each one atomic
+ * step over keys of one slot.
+ */
+export class RedisDurableStore implements DurableStore {
+  readonly shardCount: number;
+
+  constructor(private readonly deps: RedisDurableDeps) {
+    this.shardCount = deps.cluster ? SLOTS : 1;
+  }
+
+  async busyShards(start: number, count: number): Promise<DirtyShard[]> {
+    if (!this.deps.cluster) return [''];
+    const shards: string[] = [];
+    for (let slot = start; slot < Math.min(SLOTS, start + count); slot++) shards.push(slotShard(slot));
+    const { prefix, client } = this.deps;
+    const found = await Promise.all(
+      shards.map((shard) => client.exists(dirtyUsersKey(prefix, shard), dirtyConvsKey(prefix, shard), activityKey(prefix, shard))),
+    );
+    return shards.filter((_, i) => (found[i] ?? 0) > 0);
+  }
+
+  async dirty(shard: DirtyShard, limit: number): Promise<{ users: DirtyMark[]; convs: DirtyMark[] }> {
+    const { prefix, client } = this.deps;
+    const [users, convs] = await Promise.all([
+      client.zrange(dirtyUsersKey(prefix, shard), '0', String(limit - 1), 'WITHSCORES'),
+      client.zrange(dirtyConvsKey(prefix, shard), '0', String(limit - 1), 'WITHSCORES'),
+    ]);
+    return { users: marks(users), convs: marks(convs) };
+  }
+
+  async backlog(shards: readonly DirtyShard[]): Promise<{ marks: number; oldest: number | null }> {
+    const { prefix, client } = this.deps;
+    let total = 0;
+    let oldest: number | null = null;
+    await Promise.all(
+      shards.flatMap((shard) =>
+        [dirtyUsersKey(prefix, shard), dirtyConvsKey(prefix, shard)].map(async (key) => {
+          const [count, first] = await Promise.all([client.zcard(key), client.zrange(key, '0', '0', 'WITHSCORES')]);
+          total += count;
+          const since = first[1] === undefined ? null : Number(first[1]);
+          if (since !== null && (oldest === null || since < oldest)) oldest = since;
+        }),
+      ),
+    );
+    return { marks: total, oldest };
+  }
+
+  async readUsers(pairs: ReadonlyArray<{ uid: string; convs: readonly string[] }>): Promise<UserSnapshot[]> {
+    return Promise.all(
+      pairs.map(async ({ uid, convs }) => {
+        const k = userKeys(this.deps.prefix, uid);
+        const reply = asArray(await this.deps.client.persistRead(k.meta, k.records, ...convs));
+        const texts = asArray(reply[1]);
+        const records = new Map<string, string | null>();
+        convs.forEach((conv, i) => {
+          const text = texts[i];
+          records.set(conv, typeof text === 'string' ? text : null);
+        });
+        return { uid, w: Number(reply[0]), records };
+      }),
+    );
+  }
+
+  async clearUser(snapshot: UserSnapshot): Promise<number> {
+    const k = userKeys(this.deps.prefix, snapshot.uid);
+    const args: string[] = [snapshot.uid];
+    for (const [conv, text] of snapshot.records) args.push(conv, text ?? '');
+    const dirty = dirtyUsersKey(this.deps.prefix, shardOf(k.meta, this.deps.cluster));
+    return asNumber(await this.deps.client.persistClear(dirty, k.records, ...args));
+  }
+
+  async readConversation(conv: string): Promise<{ state: PersistedConversation; head: string; gen: string } | null> {
+    const all = await this.deps.client.hgetall(convKey(this.deps.prefix, conv));
+    const head = all['#s'];
+    if (head === undefined) return null;
+    const members: MemberTag[] = [];
+    for (const [field, value] of Object.entries(all)) if (!field.startsWith('#')) members.push(decodeMemberTag(field, value));
+    const rewrite = all['#r'];
+    return {
+      head,
+      gen: all['#g'] ?? '',
+      state: {
+        maxSeq: Number(head),
+        large: all['#l'] === '1',
+        category: all['#c'] ?? 'default',
+        gen: Number(all['#g'] ?? 0),
+        rewriteGen: rewrite === undefined ? null : Number(rewrite),
+        members,
+      },
+    };
+  }
+
+  readHead(conv: string): Promise<string | null> {
+    return this.deps.client.hget(convKey(this.deps.prefix, conv), '#s');
+  }
+
+  async clearConversation(mark: 'h' | 'm', conv: string, value: string): Promise<boolean> {
+    const key = convKey(this.deps.prefix, conv);
+    const dirty = dirtyConvsKey(this.deps.prefix, shardOf(key, this.deps.cluster));
+    const reply: Reply = await this.deps.client.persistClearConv(dirty, key, `${mark}|${conv}`, mark === 'h' ? '#s' : '#g', value);
+    return asNumber(reply) === 1;
+  }
+
+  coldUsers(shard: DirtyShard, before: number, limit: number): Promise<string[]> {
+    return this.deps.client.zrangebyscore(activityKey(this.deps.prefix, shard), '-inf', before, 'LIMIT', 0, limit);
+  }
+
+  async evict(uid: string, before: number): Promise<number> {
+    const k = userKeys(this.deps.prefix, uid);
+    const shard = shardOf(k.meta, this.deps.cluster);
+    const reply = await this.deps.client.coldEvict(
+      k.meta,
+      k.records,
+      k.stream,
+      k.snapshot,
+      k.large,
+      activityKey(this.deps.prefix, shard),
+      dirtyUsersKey(this.deps.prefix, shard),
+      uid,
+      before,
+    );
+    return asNumber(reply);
+  }
+}
+
+function marks(flat: string[]): DirtyMark[] {
+  const out: DirtyMark[] = [];
+  for (let i = 0; i + 1 < flat.length; i += 2) out.push({ member: flat[i] as string, since: Number(flat[i + 1]) });
+  return out;
+}
+
+export function isCluster(client: Redis | Cluster): boolean {
+  return client instanceof Cluster;
+}

@@ -24,6 +24,16 @@ import { DEFAULT_STORE_TIMEOUT_MS, redisTargetOf } from './redis-target.js';
 import { WsGateway } from './gateway/ws-gateway.js';
 import { SeqGuard } from './sync/seq-guard.js';
 import { SyncService } from './sync/sync-service.js';
+import { DurableTier } from './durable/durable-tier.js';
+import type { ColdSweep } from './durable/cold-sweep.js';
+import type { Persister } from './durable/persister.js';
+
+/** The durable tier of a running server; the drainer and sweep run in the first worker only. */
+export interface DurableRuntime {
+  tier: DurableTier;
+  persister: Persister | undefined;
+  sweep: ColdSweep | undefined;
+}
 
 export interface RunningServer {
   readonly port: number;
@@ -37,6 +47,8 @@ export interface RunningServer {
   readonly routes: ReadonlyArray<{ method: Method; pattern: string }>;
   /** The periodic reconcile (RECONCILE_EVERY), when on. */
   readonly reconcileJob: ReconcileJob | undefined;
+  /** PostgreSQL behind Redis (DATABASE_URL), when on; its drainer runs in the first worker. */
+  readonly durable: DurableRuntime | undefined;
   /** Stop accepting, answer everything in flight, let in-flight writes finish, close the store. Idempotent. */
   close(): Promise<void>;
 }
@@ -79,6 +91,8 @@ export async function startServer(config: Config, log: Logger, engine?: Engine, 
   };
   // One Redis or a Redis Cluster (never both: that throws here, before anything starts).
   redisTargetOf(config);
+  // The durable tier first: the engine restores from it from its first request on.
+  const tier = config.durable && !engine ? await DurableTier.open(config.durable, log) : undefined;
   const store =
     engine ??
     (await createEngine({
@@ -91,6 +105,14 @@ export async function startServer(config: Config, log: Logger, engine?: Engine, 
       health,
       allowEviction: config.redisAllowEviction,
       log,
+      durable: tier && {
+        backing: tier.pg,
+        activityEveryMs: tier.activityEveryMs,
+        onRestore: (kind, n) => metrics.restored.inc({ kind }, n),
+      },
+    }).catch(async (err: unknown) => {
+      await tier?.close();
+      throw err;
     }));
   const sync = new SyncService(store, { largeGroupThreshold: config.largeGroupThreshold });
   sync.ingest.onFlush = (stats) => {
@@ -109,11 +131,12 @@ export async function startServer(config: Config, log: Logger, engine?: Engine, 
     log.warn(jump, `seq ${jump.seq} of conversation ${jump.conv} jumps ${jump.seq - jump.head} above its head ${jump.head}${jump.refused ? ': refused' : ''}`);
   });
   const admin = adminOf(store);
-  const toolbox = new LocalToolbox(store, admin, { ...config, largeGroupThreshold: config.largeGroupThreshold });
+  const toolbox = new LocalToolbox(store, admin, { ...config, largeGroupThreshold: config.largeGroupThreshold, durableErase: tier?.pg });
   const apiPaths = registerApiRoutes(router, { sync, auth, metrics, seqGuard });
   const adminPaths = registerAdminRoutes(router, { toolbox, auth, metrics, seqGuard });
   // With OPS_PORT the operations endpoints live only there; the main port answers them 404.
-  const opsPaths = config.opsPort === undefined ? registerOpsRoutes(router, { engine: store, metrics }) : [];
+  const database = tier ? () => tier.databaseReady() : undefined;
+  const opsPaths = config.opsPort === undefined ? registerOpsRoutes(router, { engine: store, metrics, database }) : [];
   const docPaths = registerOpenApiRoute(router);
   // Token minting exists only with the published dev credentials (loopback).
   const devPaths = config.devMode ? registerDevTokenRoute(router, auth) : [];
@@ -134,7 +157,7 @@ export async function startServer(config: Config, log: Logger, engine?: Engine, 
   try {
     listenSocket = await (worker ? listenShared : listenExclusive)(app, config.host, config.port);
     if (config.opsPort !== undefined && first) {
-      ops = await startOpsListener(config.host, config.opsPort, { engine: store, metrics, log, router: routerOptions }).catch((err: unknown) => {
+      ops = await startOpsListener(config.host, config.opsPort, { engine: store, metrics, log, router: routerOptions, database }).catch((err: unknown) => {
         uws.us_listen_socket_close(listenSocket);
         throw err;
       });
@@ -144,12 +167,15 @@ export async function startServer(config: Config, log: Logger, engine?: Engine, 
     health.close();
     gateway.shutdown();
     if (!engine) await store.close();
+    await tier?.close();
     closeApp(app);
     throw err;
   }
   const port = uws.us_socket_local_port(listenSocket);
   metrics.ready.set(1);
   reconcileJob?.start();
+  const durableStore = tier && first ? store.durableStore?.() : undefined;
+  const durable = tier && (durableStore ? { tier, ...tier.run(durableStore, log, metrics) } : { tier, persister: undefined, sweep: undefined });
 
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> => {
@@ -168,6 +194,8 @@ export async function startServer(config: Config, log: Logger, engine?: Engine, 
       // requests are answered either way (200 once applied, or 503 with the outcome stated).
       const answered = routerOptions.requestTimeoutMs + REQUEST_GRACE_MS;
       await Promise.all([router.drain(answered), ops?.router.drain(answered), within(sync.idle(), storeTimeoutMs)]);
+      // The drainer's pass in flight finishes (its marks are cleared or stay in Redis for the next process).
+      await tier?.close();
       await store.close();
       // Clients still sending on keep-alive connections get their 503 (and a close) first.
       await Promise.all([router.quiet(QUIET_MS, MAX_LINGER_MS), ops?.router.quiet(QUIET_MS, MAX_LINGER_MS)]);
@@ -176,7 +204,7 @@ export async function startServer(config: Config, log: Logger, engine?: Engine, 
     })();
     return closing;
   };
-  return { port, opsPort: ops?.port, engine: store, sync, metrics, gateway, routes: router.routes, reconcileJob, close };
+  return { port, opsPort: ops?.port, engine: store, sync, metrics, gateway, routes: router.routes, reconcileJob, durable, close };
 }
 
 /** Waits for `work`, but no longer than `ms` (it goes on; its outcome no longer matters here). */

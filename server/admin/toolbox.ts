@@ -18,6 +18,11 @@ export type { ReconcileRequest };
  * admin endpoints), and the CLI's HTTP client of those endpoints (a memory engine lives only in
  * its server's process). Replies are plain JSON-able objects, the same either way.
  */
+/** The durable tier's part of an erase (server/durable/). */
+export interface DurableErase {
+  eraseUser(uid: string): Promise<void>;
+}
+
 export interface Toolbox {
   reconcile(request: ReconcileRequest): Promise<ReconcilePage>;
   /** How many users or conversations a walk will meet (for progress bars; a walk of its own). */
@@ -42,7 +47,7 @@ export class LocalToolbox implements Toolbox {
   constructor(
     private readonly engine: Engine,
     private readonly admin: EngineAdmin,
-    private readonly settings: EngineOptions & { largeGroupThreshold: number },
+    private readonly settings: EngineOptions & { largeGroupThreshold: number; durableErase?: DurableErase | undefined },
     /** Closes the engine when the toolbox closes (the CLI's own engine; not a server's). */
     private readonly owned = false,
   ) {}
@@ -76,8 +81,13 @@ export class LocalToolbox implements Toolbox {
     return inspectConversation(this.admin, conv);
   }
 
-  eraseUser(uid: string, options: { scan: boolean }): Promise<EraseResult> {
-    return eraseUser(this.engine, this.admin, this.settings.largeGroupThreshold, uid, options);
+  async eraseUser(uid: string, options: { scan: boolean }): Promise<EraseResult> {
+    // A user that left Redis (cold, or Redis lost) is put back first, so its conversations are
+    // left as for any other; then its rows go from the durable tier too.
+    if (this.settings.durableErase) await this.engine.position(uid);
+    const result = await eraseUser(this.engine, this.admin, this.settings.largeGroupThreshold, uid, options);
+    await this.settings.durableErase?.eraseUser(uid);
+    return result;
   }
 
   traces(uid: string): Promise<UserTraces> {

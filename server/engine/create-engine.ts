@@ -2,6 +2,7 @@ import { pino, type Logger } from 'pino';
 import type { StoreHealth } from '../ops/store-health.js';
 import { redisTargetOf, type RedisNodeAddress } from '../redis-target.js';
 import type { Engine, EngineOptions } from './engine.js';
+import type { RedisDurableOptions } from './redis/redis-engine.js';
 import { MemoryEngine } from './memory/memory-engine.js';
 
 export interface EngineSelection extends EngineOptions {
@@ -16,6 +17,8 @@ export interface EngineSelection extends EngineOptions {
   allowEviction?: boolean | undefined;
   /** Where the start-up check of Redis's settings reports. */
   log?: Logger | undefined;
+  /** The durable tier behind the Redis engine (DATABASE_URL); the memory engine takes none. */
+  durable?: RedisDurableOptions | undefined;
 }
 
 /**
@@ -30,13 +33,17 @@ export async function createEngine(selection: EngineSelection): Promise<Engine> 
     ...(selection.streamIdleSeconds !== undefined ? { streamIdleSeconds: selection.streamIdleSeconds } : {}),
   };
   const target = redisTargetOf(selection);
-  if (!target) return new MemoryEngine(options);
+  if (!target) {
+    if (selection.durable) throw new Error('the durable tier needs a Redis engine (REDIS_URL or REDIS_CLUSTER_NODES)');
+    return new MemoryEngine(options);
+  }
   const [{ createRedisEngine }, { enforceRedisSettings }] = await Promise.all([import('./redis/redis-engine.js'), import('./redis/settings-check.js')]);
   const engine = await createRedisEngine({
     ...target,
     ...options,
     ...(selection.storeTimeoutMs !== undefined ? { storeTimeoutMs: selection.storeTimeoutMs } : {}),
     ...(selection.health ? { health: selection.health } : {}),
+    ...(selection.durable ? { durable: selection.durable } : {}),
   });
   try {
     await enforceRedisSettings(engine.masters(), selection.allowEviction ?? false, selection.log ?? pino({ level: 'silent' }));

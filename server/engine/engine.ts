@@ -1,4 +1,5 @@
 import type { ConvState, Cursor, ConvEntry, Snapshot } from '../../protocol/types.js';
+import type { DurableStore } from './durable-backing.js';
 import type { Notifications } from './notifications.js';
 
 /**
@@ -75,6 +76,9 @@ export interface Engine {
   position(uid: string): Promise<Cursor>;
   /** Every conversation the user is a member of, with the stored totals (write-diffused part). */
   userState(uid: string): Promise<StoredUserState>;
+
+  /** The durable tier's side of this store (the drainer and the cold sweep call it); only stores with a durable tier behind them (Redis). */
+  durableStore?(): DurableStore;
 
   /** True when the store answers and is ready to take writes. */
   ready(): Promise<boolean>;

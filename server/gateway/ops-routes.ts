@@ -3,7 +3,10 @@ import type { Metrics } from '../metrics/metrics.js';
 import type { HttpRouter } from './http.js';
 
 /** Liveness, readiness and Prometheus metrics; unauthenticated by design (bind them privately). */
-export function registerOpsRoutes(router: HttpRouter, { engine, metrics }: { engine: Engine; metrics: Metrics }): string[] {
+export function registerOpsRoutes(
+  router: HttpRouter,
+  { engine, metrics, database }: { engine: Engine; metrics: Metrics; database?: (() => Promise<boolean>) | undefined },
+): string[] {
   router.route('get', '/healthz', async () => ({ body: { ok: true } }));
   // The gauge follows the store at every probe and scrape, not just start and shutdown.
   const checkReady = async (): Promise<boolean> => {
@@ -13,6 +16,8 @@ export function registerOpsRoutes(router: HttpRouter, { engine, metrics }: { eng
   };
   router.route('get', '/readyz', async () => {
     const ready = await checkReady();
+    // PostgreSQL is reported, not required: Redis keeps serving while the durable tier waits.
+    if (database) return { status: ready ? 200 : 503, body: { ready, engine: engine.kind, database: await database() } };
     return { status: ready ? 200 : 503, body: { ready, engine: engine.kind } };
   });
   router.route('get', '/metrics', async () => {

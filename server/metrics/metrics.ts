@@ -253,6 +253,53 @@ export class Metrics {
     labelNames: ['code', 'transport'] as const,
     registers: [this.registry],
   });
+  // The durable tier (server/durable/), when DATABASE_URL is set.
+  readonly persistBacklog = new Gauge({
+    name: 'redpoint_persist_backlog',
+    help: 'Changes acknowledged but not yet in PostgreSQL (dirty record and conversation marks), for the whole store as this process last read it; 0 when caught up',
+    registers: [this.registry],
+    aggregator: 'max',
+  });
+  readonly persistOldest = new Gauge({
+    name: 'redpoint_persist_oldest_seconds',
+    help: 'Age of the oldest change not yet in PostgreSQL (0 when caught up)',
+    registers: [this.registry],
+    aggregator: 'max',
+  });
+  readonly persistLag = new Histogram({
+    name: 'redpoint_persist_lag_seconds',
+    help: 'From a change being marked in Redis to its mark being cleared after PostgreSQL committed it',
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300],
+    registers: [this.registry],
+  });
+  readonly persistRows = new Counter({
+    name: 'redpoint_persist_rows_total',
+    help: 'Rows written to PostgreSQL by the drainer, by kind (record, head, conversation)',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+  readonly persistErrors = new Counter({
+    name: 'redpoint_persist_errors_total',
+    help: 'Drain passes that failed (PostgreSQL or Redis unavailable); the marks stay and are retried',
+    registers: [this.registry],
+  });
+  readonly databaseUp = new Gauge({
+    name: 'redpoint_database_up',
+    help: '1 while the last PostgreSQL call of the durable tier succeeded',
+    registers: [this.registry],
+    aggregator: 'min',
+  });
+  readonly restored = new Counter({
+    name: 'redpoint_restored_total',
+    help: 'Users and conversations put back into Redis from PostgreSQL (restore on touch), by kind',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+  readonly coldEvicted = new Counter({
+    name: 'redpoint_cold_evicted_total',
+    help: 'Users removed from Redis as cold (idle past COLD_AFTER_SECONDS, all of their state in PostgreSQL)',
+    registers: [this.registry],
+  });
   readonly buildInfo = new Gauge({
     name: 'redpoint_build_info',
     help: 'Always 1; the labels say which build runs',

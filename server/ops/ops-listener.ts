@@ -22,11 +22,11 @@ export interface OpsListener {
 export async function startOpsListener(
   host: string,
   port: number,
-  deps: { engine: Engine; metrics: Metrics; log: Logger; router: RouterOptions },
+  deps: { engine: Engine; metrics: Metrics; log: Logger; router: RouterOptions; database?: (() => Promise<boolean>) | undefined },
 ): Promise<OpsListener> {
   const app = uws.App();
   const router = new HttpRouter(app, deps.metrics, deps.log, deps.router);
-  router.fallback(registerOpsRoutes(router, { engine: deps.engine, metrics: deps.metrics }));
+  router.fallback(registerOpsRoutes(router, { engine: deps.engine, metrics: deps.metrics, database: deps.database }));
   let socket: us_listen_socket;
   try {
     socket = await listenExclusive(app, host, port);

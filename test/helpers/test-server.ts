@@ -8,6 +8,10 @@ import type { Engine, EngineKind } from '../../server/engine/engine.js';
 import { MemoryEngine } from '../../server/engine/memory/memory-engine.js';
 import { createRedisEngine } from '../../server/engine/redis/redis-engine.js';
 import { FrontDoor } from './front-door.js';
+import { DurableTier } from '../../server/durable/durable-tier.js';
+import type { ColdSweep } from '../../server/durable/cold-sweep.js';
+import { Persister } from '../../server/durable/persister.js';
+import type { DurableConfig } from '../../server/config.js';
 import type { RedisCluster } from './redis-cluster.js';
 import { startRedisServer, type RedisServer } from './redis-server.js';
 import { WsClient, type WsClientOptions } from './ws-client.js';
@@ -47,6 +51,20 @@ export interface TestServerOptions {
   restartable?: boolean;
   /** Extra routes, as an entry point adds them (the dev entry's demo page: client-demo/page-routes.ts). */
   routes?: RouteHook;
+  /** Redis engine with the durable tier on this PostgreSQL: restore on touch, and (unless `run: false`) the drainer and the cold sweep. */
+  durable?: DurableTestOptions;
+}
+
+export interface DurableTestOptions {
+  databaseUrl: string;
+  /** Default 0: users never go cold. */
+  coldAfterSeconds?: number;
+  coldSweepSeconds?: number;
+  /** Default 50 ms. */
+  persistIntervalMs?: number;
+  persistBatch?: number;
+  /** false: no drainer or sweep runs on its own (the test calls drainOnce/sweepOnce). Default true. */
+  run?: boolean;
 }
 
 export const TEST_API_KEY = 'test-api-key-0123456789abcdef';
@@ -92,6 +110,8 @@ export interface TestServer {
   readonly running: boolean;
   /** The current engine: after `up({ freshEngine: true })`, the new one. */
   readonly engine: Engine;
+  /** The durable tier (`durable` option): its PostgreSQL store, drainer and cold sweep. */
+  readonly durable: TestDurable | undefined;
   /** The redis-server behind a Redis engine. */
   readonly redis: RedisServer | undefined;
   readonly auth: Authenticator;
@@ -169,12 +189,14 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   let redis: RedisServer | undefined;
   let ownsRedis = false;
   let engine: Engine;
+  const tier = options.durable ? await DurableTier.open(durableConfig(options.durable), silentLogger) : undefined;
+  const durableEngine = tier && { durable: { backing: tier.pg, activityEveryMs: tier.activityEveryMs } };
   if (kind === 'memory') {
     engine = new MemoryEngine(engineOptions);
   } else if (options.redisCluster) {
     config.redisClusterNodes = options.redisCluster.addresses;
     const prefix = options.redisPrefix ?? `t${process.pid}x${++prefixCounter}`;
-    engine = await createRedisEngine({ cluster: options.redisCluster.addresses, prefix, ...engineOptions });
+    engine = await createRedisEngine({ cluster: options.redisCluster.addresses, prefix, ...engineOptions, ...durableEngine });
   } else {
     redis = options.redis;
     if (!redis) {
@@ -185,7 +207,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     config.redisUrl = redis.url;
     const prefix = options.redisPrefix ?? `t${process.pid}x${++prefixCounter}`;
     try {
-      engine = await createRedisEngine({ url: redis.url, prefix, ...engineOptions });
+      engine = await createRedisEngine({ url: redis.url, prefix, ...engineOptions, ...durableEngine });
     } catch (err) {
       if (ownsRedis) await redis.stop();
       throw err;
@@ -215,8 +237,30 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   } catch (err) {
     await down().catch(() => undefined);
     await engine.close();
+    await tier?.close();
     if (ownsRedis) await redis?.stop();
     throw err;
+  }
+  let durable: TestDurable | undefined;
+  if (tier && options.durable) {
+    const store = engine.durableStore?.();
+    if (!store) throw new Error('the durable tier needs the Redis engine');
+    const metrics = (server as RunningServer | null)?.metrics;
+    if (!metrics) throw new Error('the server is down');
+    if (options.durable.run === false) {
+      const config = durableConfig(options.durable);
+      const persister = new Persister(
+        store,
+        tier.pg,
+        { intervalMs: config.persistIntervalMs, batch: config.persistBatch, backlogWarn: 1e9 },
+        silentLogger,
+        metrics,
+      );
+      durable = { tier, persister, sweep: undefined };
+    } else {
+      const { persister, sweep } = tier.run(store, silentLogger, metrics);
+      durable = { tier, persister, sweep };
+    }
   }
   const running = (): RunningServer => {
     if (!server) throw new Error('the server is down');
@@ -328,9 +372,13 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
       }
       await up();
     },
+    get durable() {
+      return durable;
+    },
     close() {
       closed ??= (async () => {
         await Promise.all([...clients].map((c) => c.close()));
+        await tier?.close();
         await down();
         if (door) await engine.close();
         if (ownsRedis) await redis?.stop();
@@ -345,4 +393,22 @@ function keptOpen(engine: Engine): Engine {
   return new Proxy(engine, {
     get: (target, prop, receiver) => (prop === 'close' ? async () => undefined : Reflect.get(target, prop, receiver)),
   });
+}
+
+export interface TestDurable {
+  tier: DurableTier;
+  /** Drains on its own unless `run: false`; drainOnce()/drainAll() work either way. */
+  persister: Persister;
+  sweep: ColdSweep | undefined;
+}
+
+function durableConfig(o: DurableTestOptions): DurableConfig {
+  return {
+    databaseUrl: o.databaseUrl,
+    persistIntervalMs: o.persistIntervalMs ?? 50,
+    persistBatch: o.persistBatch ?? 2_000,
+    backlogWarn: 1_000_000,
+    coldAfterSeconds: o.coldAfterSeconds ?? 0,
+    coldSweepSeconds: o.coldSweepSeconds ?? 1,
+  };
 }

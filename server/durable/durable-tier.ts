@@ -1,0 +1,78 @@
+import type { Logger } from 'pino';
+import type { DurableConfig } from '../config.js';
+import type { DurableStore } from '../engine/durable-backing.js';
+import type { Metrics } from '../metrics/metrics.js';
+import { ColdSweep } from './cold-sweep.js';
+import { Persister } from './persister.js';
+import { PgStore } from './pg-store.js';
+import { migrate } from './schema.js';
+
+/** How often (ms) a user's activity reaches the cold sweep's set at most: a fraction of the idle time, so a user seen at all is never close to cold. */
+export function activityEveryMs(coldAfterSeconds: number): number {
+  if (coldAfterSeconds === 0) return 60_000;
+  return Math.max(1, Math.min(60_000, Math.floor((coldAfterSeconds * 1000) / 8)));
+}
+
+/**
+ * PostgreSQL behind Redis (DATABASE_URL; DESIGN.md §10, docs/durable.md): the schema migrated at
+ * start, the backing the engine restores from, the write-behind drainer and the cold sweep.
+ * The drainer and the sweep start once the engine is up (`run`).
+ */
+export class DurableTier {
+  private persister: Persister | undefined;
+  private sweep: ColdSweep | undefined;
+
+  private constructor(
+    readonly pg: PgStore,
+    private readonly config: DurableConfig,
+  ) {}
+
+  /** Connects and migrates; fails when PostgreSQL does not answer or its schema is newer than this build. */
+  static async open(config: DurableConfig, log: Logger): Promise<DurableTier> {
+    const pg = PgStore.connect(config.databaseUrl);
+    try {
+      const before = await migrate(pg.pool);
+      log.info({ event: 'database_ready', schemaBefore: before }, 'durable tier: PostgreSQL schema ready');
+      return new DurableTier(pg, config);
+    } catch (err) {
+      await pg.close().catch(() => undefined);
+      throw err;
+    }
+  }
+
+  get activityEveryMs(): number {
+    return activityEveryMs(this.config.coldAfterSeconds);
+  }
+
+  run(store: DurableStore, log: Logger, metrics: Metrics): { persister: Persister; sweep: ColdSweep | undefined } {
+    this.persister = new Persister(
+      store,
+      this.pg,
+      { intervalMs: this.config.persistIntervalMs, batch: this.config.persistBatch, backlogWarn: this.config.backlogWarn },
+      log,
+      metrics,
+    );
+    this.persister.start();
+    if (this.config.coldAfterSeconds > 0) {
+      this.sweep = new ColdSweep(store, { coldAfterSeconds: this.config.coldAfterSeconds, sweepSeconds: this.config.coldSweepSeconds }, log, metrics);
+      this.sweep.start();
+    }
+    return { persister: this.persister, sweep: this.sweep };
+  }
+
+  /** For /readyz: PostgreSQL answers (reported, never failing readiness: Redis keeps serving without it). */
+  async databaseReady(): Promise<boolean> {
+    try {
+      await this.pg.ping();
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Stops the drainer and the sweep after their passes in flight, then closes the pool. */
+  async close(): Promise<void> {
+    await Promise.all([this.persister?.stop(), this.sweep?.stop()]);
+    await this.pg.close().catch(() => undefined);
+  }
+}

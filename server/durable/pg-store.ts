@@ -1,0 +1,297 @@
+import pg from 'pg';
+import type { DurableBacking, PersistedConversation, PersistedUser, UserSnapshot } from '../engine/durable-backing.js';
+import type { StoredConv } from '../engine/rules.js';
+import { decodeRecord } from '../engine/state-text.js';
+
+/**
+ * PostgreSQL, the system of record behind Redis (schema.ts). Writes are idempotent and
+ * order-insensitive: registers merge with GREATEST, and every other column of a user's record is
+ * taken from the row read at the larger write clock `w`, so a replay or two drainers racing can
+ * never put an older state over a newer one. Conversations order by their membership generation.
+ */
+export class PgStore implements DurableBacking {
+  constructor(readonly pool: pg.Pool) {}
+
+  static connect(url: string, options: { max?: number; statementTimeoutMs?: number } = {}): PgStore {
+    const pool = new pg.Pool({
+      connectionString: url,
+      max: options.max ?? 4,
+      connectionTimeoutMillis: 2_000,
+      statement_timeout: options.statementTimeoutMs ?? 10_000,
+      idleTimeoutMillis: 30_000,
+    });
+    // A pooled client that dies while idle (PostgreSQL restarted) emits 'error' on the pool: the
+    // next query finds out and the drainer logs the state change; unhandled, it would crash.
+    pool.on('error', () => undefined);
+    return new PgStore(pool);
+  }
+
+  /**
+   * Writes users' records as read from Redis in one transaction: the present ones upserted, the
+   * gone ones deleted (only where the stored row is not newer). Returns rows written.
+   */
+  async writeUsers(snapshots: readonly UserSnapshot[]): Promise<number> {
+    const up: Columns = emptyColumns();
+    const gone = { uid: [] as string[], conv: [] as string[], w: [] as string[] };
+    for (const s of snapshots) {
+      for (const [conv, text] of s.records) {
+        if (text === null) {
+          gone.uid.push(s.uid);
+          gone.conv.push(conv);
+          gone.w.push(String(s.w));
+        } else pushRecord(up, s.uid, decodeRecord(conv, text), s.w);
+      }
+    }
+    if (up.uid.length === 0 && gone.uid.length === 0) return 0;
+    const client = await this.pool.connect();
+    try {
+      await client.query('BEGIN');
+      if (up.uid.length > 0) await client.query(UPSERT_RECORDS, columnArrays(up));
+      if (gone.uid.length > 0) await client.query(DELETE_RECORDS, [gone.uid, gone.conv, gone.w]);
+      await client.query('COMMIT');
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    } finally {
+      client.release();
+    }
+    return up.uid.length + gone.uid.length;
+  }
+
+  /** Raises conversations' heads (a row not there yet gets one, completed by its membership's drain). */
+  async writeHeads(heads: ReadonlyArray<{ conv: string; maxSeq: number }>): Promise<void> {
+    if (heads.length === 0) return;
+    await this.pool.query(UPSERT_HEADS, [heads.map((h) => h.conv), heads.map((h) => String(h.maxSeq))]);
+  }
+
+  /** A conversation's whole state: replaces its roster unless the stored generation is newer. */
+  async writeConversation(conv: string, state: PersistedConversation): Promise<void> {
+    const client = await this.pool.connect();
+    try {
+      await client.query('BEGIN');
+      const { rows } = await client.query<{ gen: string }>('SELECT gen FROM redpoint_conversations WHERE conv = $1 FOR UPDATE', [conv]);
+      const stored = rows[0] === undefined ? null : Number(rows[0].gen);
+      if (stored !== null && stored > state.gen) {
+        await client.query('UPDATE redpoint_conversations SET max_seq = GREATEST(max_seq, $2), updated_at = now() WHERE conv = $1', [conv, state.maxSeq]);
+      } else {
+        await client.query(UPSERT_CONVERSATION, [conv, state.maxSeq, state.large, state.category, state.gen, state.rewriteGen]);
+        const uids = state.members.map((m) => m.uid);
+        await client.query('DELETE FROM redpoint_conv_members WHERE conv = $1 AND NOT (uid = ANY($2::text[]))', [conv, uids]);
+        for (let i = 0; i < state.members.length; i += MEMBER_ROWS_PER_STATEMENT) {
+          const part = state.members.slice(i, i + MEMBER_ROWS_PER_STATEMENT);
+          await client.query(UPSERT_MEMBERS, [conv, part.map((m) => m.uid), part.map((m) => String(m.joinGen)), part.map((m) => String(m.joinHead))]);
+        }
+      }
+      await client.query('COMMIT');
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    } finally {
+      client.release();
+    }
+  }
+
+  async deleteConversation(conv: string): Promise<void> {
+    await this.pool.query('DELETE FROM redpoint_conv_members WHERE conv = $1', [conv]);
+    await this.pool.query('DELETE FROM redpoint_conversations WHERE conv = $1', [conv]);
+  }
+
+  async loadUsers(uids: readonly string[]): Promise<Map<string, PersistedUser>> {
+    const out = new Map<string, PersistedUser>();
+    if (uids.length === 0) return out;
+    const { rows } = await this.pool.query<RecordRow>(`SELECT ${RECORD_COLUMNS} FROM redpoint_user_conv WHERE uid = ANY($1::text[])`, [uids]);
+    for (const row of rows) {
+      let user = out.get(row.uid);
+      if (!user) out.set(row.uid, (user = { w: 0, records: [] }));
+      user.w = Math.max(user.w, Number(row.w));
+      user.records.push(recordOf(row));
+    }
+    return out;
+  }
+
+  async loadConversations(convs: readonly string[]): Promise<Map<string, PersistedConversation>> {
+    const out = new Map<string, PersistedConversation>();
+    if (convs.length === 0) return out;
+    const [head, members] = await Promise.all([
+      this.pool.query<{ conv: string; max_seq: string; large: boolean; category: string; gen: string; rewrite_gen: string | null }>(
+        'SELECT conv, max_seq, large, category, gen, rewrite_gen FROM redpoint_conversations WHERE conv = ANY($1::text[])',
+        [convs],
+      ),
+      this.pool.query<{ conv: string; uid: string; join_gen: string; join_head: string }>(
+        'SELECT conv, uid, join_gen, join_head FROM redpoint_conv_members WHERE conv = ANY($1::text[])',
+        [convs],
+      ),
+    ]);
+    for (const row of head.rows) {
+      out.set(row.conv, {
+        maxSeq: Number(row.max_seq),
+        large: row.large,
+        category: row.category,
+        gen: Number(row.gen),
+        rewriteGen: row.rewrite_gen === null ? null : Number(row.rewrite_gen),
+        members: [],
+      });
+    }
+    for (const row of members.rows) out.get(row.conv)?.members.push({ uid: row.uid, joinGen: Number(row.join_gen), joinHead: Number(row.join_head) });
+    return out;
+  }
+
+  /** Erasing a user (DELETE /v1/users/:uid, `redpoint erase`) removes their rows and memberships here too. */
+  async eraseUser(uid: string): Promise<void> {
+    await this.pool.query('DELETE FROM redpoint_user_conv WHERE uid = $1', [uid]);
+    await this.pool.query('DELETE FROM redpoint_conv_members WHERE uid = $1', [uid]);
+  }
+
+  /** Every user id with a row, in pages (for `redpoint restore` and the reconcile against the database). */
+  async userIds(after: string, limit: number): Promise<string[]> {
+    const { rows } = await this.pool.query<{ uid: string }>('SELECT DISTINCT uid FROM redpoint_user_conv WHERE uid > $1 ORDER BY uid LIMIT $2', [after, limit]);
+    return rows.map((r) => r.uid);
+  }
+
+  async ping(): Promise<void> {
+    await this.pool.query('SELECT 1');
+  }
+
+  close(): Promise<void> {
+    return this.pool.end();
+  }
+}
+
+/** Rows of one members statement (each its 4 arrays): bounded, so a 100k-member roster is many statements in one transaction. */
+const MEMBER_ROWS_PER_STATEMENT = 5_000;
+
+const RECORD_COLUMNS = 'uid, conv, member, muted, marked_unread, large, last_seq, read_seq, deleted_seq, gen, join_gen, category, mention_seqs, w';
+
+interface RecordRow {
+  uid: string;
+  conv: string;
+  member: boolean;
+  muted: boolean;
+  marked_unread: boolean;
+  large: boolean;
+  last_seq: string;
+  read_seq: string;
+  deleted_seq: string;
+  gen: string;
+  join_gen: string;
+  category: string;
+  mention_seqs: string[];
+  w: string;
+}
+
+function recordOf(row: RecordRow): StoredConv {
+  return {
+    conv: row.conv,
+    member: row.member,
+    muted: row.muted,
+    markedUnread: row.marked_unread,
+    large: row.large,
+    lastSeq: Number(row.last_seq),
+    readSeq: Number(row.read_seq),
+    deletedSeq: Number(row.deleted_seq),
+    gen: Number(row.gen),
+    joinGen: Number(row.join_gen),
+    category: row.category,
+    mentionSeqs: row.mention_seqs.map(Number),
+  };
+}
+
+interface Columns {
+  uid: string[];
+  conv: string[];
+  member: boolean[];
+  muted: boolean[];
+  marked: boolean[];
+  large: boolean[];
+  lastSeq: string[];
+  readSeq: string[];
+  deletedSeq: string[];
+  gen: string[];
+  joinGen: string[];
+  category: string[];
+  mentions: string[];
+  w: string[];
+}
+
+function emptyColumns(): Columns {
+  return {
+    uid: [],
+    conv: [],
+    member: [],
+    muted: [],
+    marked: [],
+    large: [],
+    lastSeq: [],
+    readSeq: [],
+    deletedSeq: [],
+    gen: [],
+    joinGen: [],
+    category: [],
+    mentions: [],
+    w: [],
+  };
+}
+
+function pushRecord(c: Columns, uid: string, r: StoredConv, w: number): void {
+  c.uid.push(uid);
+  c.conv.push(r.conv);
+  c.member.push(r.member);
+  c.muted.push(r.muted);
+  c.marked.push(r.markedUnread);
+  c.large.push(r.large);
+  c.lastSeq.push(String(r.lastSeq));
+  c.readSeq.push(String(r.readSeq));
+  c.deletedSeq.push(String(r.deletedSeq));
+  c.gen.push(String(r.gen));
+  c.joinGen.push(String(r.joinGen));
+  c.category.push(r.category);
+  c.mentions.push(`{${r.mentionSeqs.join(',')}}`);
+  c.w.push(String(w));
+}
+
+function columnArrays(c: Columns): unknown[] {
+  return [c.uid, c.conv, c.member, c.muted, c.marked, c.large, c.lastSeq, c.readSeq, c.deletedSeq, c.gen, c.joinGen, c.category, c.mentions, c.w];
+}
+
+/** Whole-row columns come from the row read at the larger write clock; registers always merge. */
+const newer = (column: string): string => `${column} = CASE WHEN EXCLUDED.w >= t.w THEN EXCLUDED.${column} ELSE t.${column} END`;
+
+// One statement for a whole batch: arrays unnested into rows (one round trip, one plan).
+const UPSERT_RECORDS = `
+  INSERT INTO redpoint_user_conv AS t (${RECORD_COLUMNS})
+  -- mention seqs travel as array literals, one text per row (unnest would flatten a 2-D array)
+  SELECT u.uid, u.conv, u.member, u.muted, u.marked_unread, u.large, u.last_seq, u.read_seq, u.deleted_seq, u.gen, u.join_gen,
+         u.category, u.mentions::bigint[], u.w
+  FROM unnest($1::text[], $2::text[], $3::bool[], $4::bool[], $5::bool[], $6::bool[], $7::bigint[], $8::bigint[],
+              $9::bigint[], $10::bigint[], $11::bigint[], $12::text[], $13::text[], $14::bigint[])
+    AS u(uid, conv, member, muted, marked_unread, large, last_seq, read_seq, deleted_seq, gen, join_gen, category, mentions, w)
+  ON CONFLICT (uid, conv) DO UPDATE SET
+    last_seq = GREATEST(t.last_seq, EXCLUDED.last_seq),
+    read_seq = GREATEST(t.read_seq, EXCLUDED.read_seq),
+    deleted_seq = GREATEST(t.deleted_seq, EXCLUDED.deleted_seq),
+    gen = GREATEST(t.gen, EXCLUDED.gen),
+    ${['member', 'muted', 'marked_unread', 'large', 'join_gen', 'category', 'mention_seqs'].map(newer).join(',\n    ')},
+    w = GREATEST(t.w, EXCLUDED.w),
+    updated_at = now()`;
+
+const DELETE_RECORDS = `
+  DELETE FROM redpoint_user_conv t
+  USING unnest($1::text[], $2::text[], $3::bigint[]) AS d(uid, conv, w)
+  WHERE t.uid = d.uid AND t.conv = d.conv AND t.w <= d.w`;
+
+const UPSERT_HEADS = `
+  INSERT INTO redpoint_conversations AS t (conv, max_seq, large, category, gen)
+  SELECT conv, max_seq, false, 'default', 0 FROM unnest($1::text[], $2::bigint[]) AS h(conv, max_seq)
+  ON CONFLICT (conv) DO UPDATE SET max_seq = GREATEST(t.max_seq, EXCLUDED.max_seq), updated_at = now()`;
+
+const UPSERT_CONVERSATION = `
+  INSERT INTO redpoint_conversations AS t (conv, max_seq, large, category, gen, rewrite_gen)
+  VALUES ($1, $2, $3, $4, $5, $6)
+  ON CONFLICT (conv) DO UPDATE SET
+    max_seq = GREATEST(t.max_seq, EXCLUDED.max_seq), large = EXCLUDED.large, category = EXCLUDED.category,
+    gen = EXCLUDED.gen, rewrite_gen = EXCLUDED.rewrite_gen, updated_at = now()`;
+
+const UPSERT_MEMBERS = `
+  INSERT INTO redpoint_conv_members AS t (conv, uid, join_gen, join_head)
+  SELECT $1, uid, join_gen, join_head FROM unnest($2::text[], $3::bigint[], $4::bigint[]) AS m(uid, join_gen, join_head)
+  ON CONFLICT (conv, uid) DO UPDATE SET join_gen = EXCLUDED.join_gen, join_head = EXCLUDED.join_head`;

@@ -1,0 +1,90 @@
+import type pg from 'pg';
+
+/**
+ * The durable tier's schema, as versioned migrations applied in order at start (each in its own
+ * transaction, under an advisory lock so several processes starting at once apply it once).
+ * A database whose schema is newer than this code knows is refused: an older binary must not
+ * write rows a newer one laid out differently.
+ *
+ * Registers, not counts: every row holds the max-registers and flags Redis holds, so an upsert
+ * can merge (GREATEST) and a replayed or late write cannot move anything back. Tables are keyed
+ * by their distribution column first: `uid` for per-user rows, `conv` for per-conversation rows
+ * (Citus: `create_distributed_table('redpoint_user_conv', 'uid')`, and the two conversation
+ * tables by `conv`, colocated with each other).
+ */
+export const MIGRATIONS: readonly string[] = [
+  `CREATE TABLE redpoint_user_conv (
+     uid text NOT NULL,
+     conv text NOT NULL,
+     member boolean NOT NULL,
+     muted boolean NOT NULL,
+     marked_unread boolean NOT NULL,
+     large boolean NOT NULL,
+     last_seq bigint NOT NULL,
+     read_seq bigint NOT NULL,
+     deleted_seq bigint NOT NULL,
+     gen bigint NOT NULL,
+     join_gen bigint NOT NULL,
+     category text NOT NULL,
+     mention_seqs bigint[] NOT NULL,
+     w bigint NOT NULL,
+     updated_at timestamptz NOT NULL DEFAULT now(),
+     PRIMARY KEY (uid, conv)
+   );
+   CREATE TABLE redpoint_conversations (
+     conv text PRIMARY KEY,
+     max_seq bigint NOT NULL,
+     large boolean NOT NULL,
+     category text NOT NULL,
+     gen bigint NOT NULL,
+     rewrite_gen bigint,
+     updated_at timestamptz NOT NULL DEFAULT now()
+   );
+   CREATE TABLE redpoint_conv_members (
+     conv text NOT NULL,
+     uid text NOT NULL,
+     join_gen bigint NOT NULL,
+     join_head bigint NOT NULL,
+     PRIMARY KEY (conv, uid)
+   );`,
+];
+
+export const SCHEMA_VERSION = MIGRATIONS.length;
+
+/** An arbitrary constant: the advisory lock key of Redpoint's migrations. */
+const MIGRATION_LOCK = 7_270_415_001;
+
+export class SchemaTooNewError extends Error {
+  override name = 'SchemaTooNewError';
+}
+
+/** Creates or migrates the schema; returns the version found before. */
+export async function migrate(pool: pg.Pool): Promise<number> {
+  const client = await pool.connect();
+  try {
+    await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
+    await client.query('CREATE TABLE IF NOT EXISTS redpoint_schema (id int PRIMARY KEY CHECK (id = 1), version int NOT NULL)');
+    const { rows } = await client.query<{ version: number }>('SELECT version FROM redpoint_schema WHERE id = 1');
+    const found = rows[0]?.version ?? 0;
+    if (found > SCHEMA_VERSION) {
+      throw new SchemaTooNewError(
+        `the database's Redpoint schema is version ${found}, newer than this build knows (${SCHEMA_VERSION}): run a Redpoint at least as new as the one that migrated it`,
+      );
+    }
+    for (let version = found + 1; version <= SCHEMA_VERSION; version++) {
+      await client.query('BEGIN');
+      try {
+        await client.query(MIGRATIONS[version - 1] as string);
+        await client.query('INSERT INTO redpoint_schema (id, version) VALUES (1, $1) ON CONFLICT (id) DO UPDATE SET version = EXCLUDED.version', [version]);
+        await client.query('COMMIT');
+      } catch (err) {
+        await client.query('ROLLBACK');
+        throw err;
+      }
+    }
+    return found;
+  } finally {
+    await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => undefined);
+    client.release();
+  }
+}

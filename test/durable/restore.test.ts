@@ -1,0 +1,85 @@
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { UnreadSummary } from '../../protocol/types.js';
+import { startPostgres, type PostgresServer } from '../helpers/postgres-server.js';
+import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
+import { startTestServer, type TestServer } from '../helpers/test-server.js';
+
+/** What a user sees, without the cursor (a restore starts a new epoch). */
+function counts(s: UnreadSummary): unknown {
+  return { total: s.total, mentions: s.mentions, categories: s.categories, conversations: s.conversations };
+}
+
+describe('durable tier: Redis may lose everything, no read position is lost', () => {
+  let postgres: PostgresServer;
+  let redis: RedisServer;
+  let server: TestServer;
+  let flush: Redis;
+  let databaseUrl: string;
+
+  beforeAll(async () => {
+    [postgres, redis] = await Promise.all([startPostgres(), startRedisServer()]);
+    databaseUrl = await postgres.createDatabase('restore');
+    server = await startTestServer({ engine: 'redis', redis, durable: { databaseUrl, run: false } });
+    flush = new Redis(redis.url);
+  });
+  afterAll(async () => {
+    flush.disconnect();
+    await server?.close();
+    await Promise.all([redis?.stop(), postgres?.stop()]);
+  });
+
+  it('after FLUSHALL every count, mute, mark, deletion and membership comes back from PostgreSQL', async () => {
+    await server.members('dm-ab', { add: ['alice', 'bob'] });
+    await server.members('team', { add: ['alice', 'bob', 'carol'], category: 'work' });
+    await server.post([
+      { conv: 'dm-ab', seq: 1, sender: 'bob' },
+      { conv: 'dm-ab', seq: 2, sender: 'bob' },
+      { conv: 'team', seq: 1, sender: 'carol', mentions: ['alice'] },
+      { conv: 'team', seq: 2, sender: 'bob' },
+      { conv: 'team', seq: 3, sender: 'carol' },
+    ]);
+    await server.ok('POST', '/v1/users/alice/read', { conv: 'dm-ab', seq: 1 });
+    await server.ok('PUT', '/v1/users/bob/conversations/team', { muted: true });
+    await server.ok('PUT', '/v1/users/bob/conversations/dm-ab', { markedUnread: true });
+    await server.ok('DELETE', '/v1/users/carol/conversations/team');
+    const before = await Promise.all(['alice', 'bob', 'carol'].map((uid) => server.unread(uid)));
+    const durable = server.durable;
+    if (!durable) throw new Error('no durable tier');
+    await durable.persister.drainAll(Date.now() + 20_000);
+
+    await flush.flushall();
+    const after = await Promise.all(['alice', 'bob', 'carol'].map((uid) => server.unread(uid)));
+    expect(after.map(counts)).toEqual(before.map(counts));
+    // A new epoch: clients re-snapshot instead of continuing a cursor of the lost history.
+    for (let i = 0; i < 3; i++) expect(after[i]?.epoch).not.toBe(before[i]?.epoch);
+  });
+
+  it('a message to a conversation Redis lost is applied, not refused', async () => {
+    await flush.flushall();
+    await server.post({ conv: 'team', seq: 4, sender: 'bob' });
+    const alice = await server.unread('alice');
+    const team = alice.conversations.find((c) => c.conv === 'team');
+    // alice had read nothing of team: seqs 1..4, one mention (seq 1).
+    expect(team).toMatchObject({ unread: 4, mentions: 1 });
+    const bob = await server.unread('bob');
+    expect(bob.conversations.find((c) => c.conv === 'team')).toMatchObject({ unread: 0, muted: true });
+  });
+
+  it('PostgreSQL holds registers, not counts, keyed by uid and conv', async () => {
+    await server.durable?.persister.drainAll(Date.now() + 20_000);
+    const client = new pg.Client({ connectionString: databaseUrl });
+    await client.connect();
+    try {
+      const { rows } = await client.query<{ last_seq: string; read_seq: string; muted: boolean }>(
+        "SELECT last_seq, read_seq, muted FROM redpoint_user_conv WHERE uid = 'bob' AND conv = 'team'",
+      );
+      expect(rows).toEqual([{ last_seq: '4', read_seq: '4', muted: true }]);
+      const members = await client.query<{ uid: string }>("SELECT uid FROM redpoint_conv_members WHERE conv = 'team' ORDER BY uid");
+      expect(members.rows.map((r) => r.uid)).toEqual(['alice', 'bob', 'carol']);
+    } finally {
+      await client.end();
+    }
+  });
+});

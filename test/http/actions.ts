@@ -30,7 +30,13 @@ export type Action =
   | { t: 'settings'; user: number; conv: number; pick: boolean; muted?: boolean; markedUnread?: boolean; jwt: boolean }
   /** Sync the user's long-lived client copy (optionally from scratch) and keep its cursor for later. */
   | { t: 'sync'; user: number; limit: number; fresh: boolean }
-  | { t: 'check'; limit: number };
+  | { t: 'check'; limit: number }
+  /**
+   * The store loses everything (durable tier runs only, test/durable/): once PostgreSQL has every
+   * change, Redis is flushed (`flushall`) or replaced by an empty server (`empty`); nothing the
+   * model holds may be lost.
+   */
+  | { t: 'wipe'; how: 'flushall' | 'empty' };
 
 const userIdx = fc.integer({ min: 0, max: USERS - 1 });
 const convIdx = fc.integer({ min: 0, max: CONVS - 1 });

@@ -26,6 +26,7 @@ export const coverage = {
   savedCursorSyncs: 0,
   maxVersion: 0,
   protoNameRuns: 0,
+  wipes: 0,
 };
 
 /** Returns what was exercised since the last call, and starts counting afresh. */
@@ -50,8 +51,13 @@ function count(key: string): void {
 }
 
 /** Runs one scenario on `server` and checks it against the model; throws on the first mismatch. */
-export async function runScenario(server: TestServer, scenario: Scenario): Promise<void> {
-  const run = new Run(server, `r${++runCounter}${server.kind[0]}`, scenario.protoNames === true);
+/** What a run cannot do through the API: lose the store (`wipe` actions; test/durable/). */
+export interface ScenarioHooks {
+  wipe?(how: 'flushall' | 'empty'): Promise<void>;
+}
+
+export async function runScenario(server: TestServer, scenario: Scenario, hooks: ScenarioHooks = {}): Promise<void> {
+  const run = new Run(server, `r${++runCounter}${server.kind[0]}`, scenario.protoNames === true, hooks);
   if (scenario.protoNames) coverage.protoNameRuns++;
   coverage.runs++;
   for (const [i, action] of scenario.actions.entries()) {
@@ -82,6 +88,7 @@ class Run {
     private readonly server: TestServer,
     private readonly ns: string,
     private readonly protoNames: boolean,
+    private readonly hooks: ScenarioHooks = {},
   ) {
     this.model = new Model(server.config.largeGroupThreshold);
   }
@@ -182,6 +189,12 @@ class Run {
       case 'check':
         await this.checkAll(() => a.limit, false);
         return;
+      case 'wipe': {
+        if (!this.hooks.wipe) throw new Error('a wipe action needs a store that can be wiped (ScenarioHooks.wipe)');
+        await this.hooks.wipe(a.how);
+        coverage.wipes++;
+        return;
+      }
     }
   }
 

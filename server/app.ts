@@ -175,6 +175,7 @@ export async function startServer(config: Config, log: Logger, engine?: Engine, 
   metrics.ready.set(1);
   reconcileJob?.start();
   const durableStore = tier && first ? store.durableStore?.() : undefined;
+  if (tier && durableStore) await tier.prepare(durableStore, log);
   const durable = tier && (durableStore ? { tier, ...tier.run(durableStore, log, metrics) } : { tier, persister: undefined, sweep: undefined });
 
   let closing: Promise<void> | undefined;

@@ -44,6 +44,23 @@ export class DurableTier {
     return activityEveryMs(this.config.coldAfterSeconds);
   }
 
+  /**
+   * Before serving: a store the tier begins over with an empty PostgreSQL is marked intact (a
+   * miss there is a new user while PostgreSQL is down); a store that lacks marks over a database
+   * that has rows lost data (a flush, an empty replacement, a failover), and misses are restored
+   * from PostgreSQL — and refused while it is down — until `redpoint restore` marks it whole.
+   */
+  async prepare(store: DurableStore, log: Logger): Promise<void> {
+    const empty = await this.pg.isEmpty();
+    const missing = await store.markIntact(empty);
+    if (missing > 0 && !empty) {
+      log.warn(
+        { event: 'store_not_intact', shards: missing },
+        'durable tier: Redis lacks its intact mark while PostgreSQL holds state (Redis lost data): users and conversations are restored from PostgreSQL on first touch; run `redpoint restore` to warm them all',
+      );
+    }
+  }
+
   run(store: DurableStore, log: Logger, metrics: Metrics): { persister: Persister; sweep: ColdSweep | undefined } {
     this.persister = new Persister(
       store,

@@ -43,18 +43,10 @@ export class PgStore implements DurableBacking {
       }
     }
     if (up.uid.length === 0 && gone.uid.length === 0) return 0;
-    const client = await this.pool.connect();
-    try {
-      await client.query('BEGIN');
+    await this.transaction(async (client) => {
       if (up.uid.length > 0) await client.query(UPSERT_RECORDS, columnArrays(up));
       if (gone.uid.length > 0) await client.query(DELETE_RECORDS, [gone.uid, gone.conv, gone.w]);
-      await client.query('COMMIT');
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw err;
-    } finally {
-      client.release();
-    }
+    });
     return up.uid.length + gone.uid.length;
   }
 
@@ -66,9 +58,7 @@ export class PgStore implements DurableBacking {
 
   /** A conversation's whole state: replaces its roster unless the stored generation is newer. */
   async writeConversation(conv: string, state: PersistedConversation): Promise<void> {
-    const client = await this.pool.connect();
-    try {
-      await client.query('BEGIN');
+    await this.transaction(async (client) => {
       const { rows } = await client.query<{ gen: string }>('SELECT gen FROM redpoint_conversations WHERE conv = $1 FOR UPDATE', [conv]);
       const stored = rows[0] === undefined ? null : Number(rows[0].gen);
       if (stored !== null && stored > state.gen) {
@@ -82,12 +72,29 @@ export class PgStore implements DurableBacking {
           await client.query(UPSERT_MEMBERS, [conv, part.map((m) => m.uid), part.map((m) => String(m.joinGen)), part.map((m) => String(m.joinHead))]);
         }
       }
+    });
+  }
+
+  /** `work` in one transaction on a pooled client (rolled back on any error). */
+  private async transaction(work: (client: pg.PoolClient) => Promise<void>): Promise<void> {
+    const client = await this.pool.connect();
+    // A checked-out client that loses its server emits 'error' (the query in flight rejects too):
+    // unheard, it would crash the process.
+    const ignore = (): void => undefined;
+    client.on('error', ignore);
+    let failed = false;
+    try {
+      await client.query('BEGIN');
+      await work(client);
       await client.query('COMMIT');
     } catch (err) {
+      failed = true;
       await client.query('ROLLBACK').catch(() => undefined);
       throw err;
     } finally {
-      client.release();
+      client.off('error', ignore);
+      // A client whose transaction failed may have lost its connection: it does not go back to the pool.
+      client.release(failed);
     }
   }
 
@@ -146,6 +153,12 @@ export class PgStore implements DurableBacking {
   async userIds(after: string, limit: number): Promise<string[]> {
     const { rows } = await this.pool.query<{ uid: string }>('SELECT DISTINCT uid FROM redpoint_user_conv WHERE uid > $1 ORDER BY uid LIMIT $2', [after, limit]);
     return rows.map((r) => r.uid);
+  }
+
+  /** True when no user row exists yet (a tier starting over an empty database). */
+  async isEmpty(): Promise<boolean> {
+    const { rows } = await this.pool.query('SELECT 1 FROM redpoint_user_conv LIMIT 1');
+    return rows.length === 0;
   }
 
   async ping(): Promise<void> {

@@ -50,6 +50,11 @@ export interface DurableStore {
   readHead(conv: string): Promise<string | null>;
   /** Clears a conversation's mark if the field it was read with (`h`: head, `m`: generation) is still `value`. */
   clearConversation(mark: 'h' | 'm', conv: string, value: string): Promise<boolean>;
+  /**
+   * The store's intact marks (keys.ts): how many shards lack theirs (they may have lost data);
+   * with `force` they are set (a tier starting over an empty PostgreSQL, or after a full restore).
+   */
+  markIntact(force: boolean): Promise<number>;
   /** Users of `shard` whose last activity is older than `before` (ms), oldest first. */
   coldUsers(shard: DirtyShard, before: number, limit: number): Promise<string[]>;
   /** Removes a cold user from the store if still cold and fully persisted: 1 evicted, 0 active, -1 not yet persisted. */

@@ -20,6 +20,12 @@ const CONFIG_KEYS = new Set([
   'STREAM_MAX_LEN',
   'LOG_LEVEL',
   'UWS_USE_FALLBACK',
+  'DATABASE_URL',
+  'PERSIST_INTERVAL_MS',
+  'PERSIST_BATCH',
+  'PERSIST_BACKLOG_WARN',
+  'COLD_AFTER_SECONDS',
+  'COLD_SWEEP_SECONDS',
 ]);
 
 export interface ServerProcess {

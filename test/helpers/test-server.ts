@@ -245,6 +245,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   if (tier && options.durable) {
     const store = engine.durableStore?.();
     if (!store) throw new Error('the durable tier needs the Redis engine');
+    await tier.prepare(store, silentLogger);
     const metrics = (server as RunningServer | null)?.metrics;
     if (!metrics) throw new Error('the server is down');
     if (options.durable.run === false) {

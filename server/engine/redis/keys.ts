@@ -76,7 +76,11 @@ export function keySlot(key: string): number {
  *   it was first marked (ms);
  * - `<p>:dc<shard>` sorted set: 'h|conv' (head) and 'm|conv' (membership) of conversations not yet
  *   in PostgreSQL;
- * - `<p>:a<shard>` sorted set: uid scored with its last activity (ms), for the cold sweep.
+ * - `<p>:a<shard>` sorted set: uid scored with its last activity (ms), for the cold sweep;
+ * - `<p>:ev<shard>` set: the users the cold sweep removed (restored ones leave it);
+ * - `<p>:ok<shard>` string: present while this Redis has lost nothing since the tier began over
+ *   it (or since the last full `redpoint restore`): while PostgreSQL is down, a user or
+ *   conversation missing here and not evicted is then new, not lost.
  */
 export function shardOf(key: string, cluster: boolean): string {
   return cluster ? slotShard(keySlot(key)) : '';
@@ -96,6 +100,14 @@ export function dirtyConvsKey(prefix: string, shard: string): string {
 
 export function activityKey(prefix: string, shard: string): string {
   return `${prefix}:a${shard}`;
+}
+
+export function evictedKey(prefix: string, shard: string): string {
+  return `${prefix}:ev${shard}`;
+}
+
+export function intactKey(prefix: string, shard: string): string {
+  return `${prefix}:ok${shard}`;
 }
 
 export const SLOTS = 16_384;

@@ -3,7 +3,7 @@ import type { DirtyMark, DirtyShard, DurableStore, PersistedConversation, UserSn
 import type { MemberTag } from '../engine.js';
 import { decodeMemberTag } from '../state-text.js';
 import { asArray, asNumber, type Reply } from './codec.js';
-import { activityKey, convKey, dirtyConvsKey, dirtyUsersKey, SLOTS, shardOf, slotShard, userKeys } from './keys.js';
+import { activityKey, convKey, dirtyConvsKey, dirtyUsersKey, evictedKey, intactKey, SLOTS, shardOf, slotShard, userKeys } from './keys.js';
 import type { RunTracker } from './runs.js';
 import type { ScriptCommands } from './scripts.js';
 
@@ -25,6 +25,17 @@ export class RedisDurableStore implements DurableStore {
 
   constructor(private readonly deps: RedisDurableDeps) {
     this.shardCount = deps.cluster ? SLOTS : 1;
+  }
+
+  /** See DurableStore.markIntact: sets the missing marks only with `force`; returns how many were missing. */
+  async markIntact(force: boolean): Promise<number> {
+    const { prefix, client } = this.deps;
+    const shards = this.deps.cluster ? Array.from({ length: SLOTS }, (_, slot) => slotShard(slot)) : [''];
+    const present = await Promise.all(shards.map((shard) => client.exists(intactKey(prefix, shard))));
+    const missing = shards.filter((_, i) => present[i] === 0);
+    if (missing.length === 0) return 0;
+    if (force) await Promise.all(missing.map((shard) => client.set(intactKey(prefix, shard), String(Date.now()), 'NX')));
+    return missing.length;
   }
 
   async busyShards(start: number, count: number): Promise<DirtyShard[]> {
@@ -135,6 +146,7 @@ export class RedisDurableStore implements DurableStore {
       k.large,
       activityKey(this.deps.prefix, shard),
       dirtyUsersKey(this.deps.prefix, shard),
+      evictedKey(this.deps.prefix, shard),
       uid,
       before,
     );

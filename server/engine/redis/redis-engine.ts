@@ -22,14 +22,14 @@ import type {
 } from '../engine.js';
 import { UNSEEN_EPOCH } from '../engine.js';
 import type { EngineAdmin } from '../admin.js';
-import type { DurableBacking, DurableStore } from '../durable-backing.js';
+import type { DurableBacking, DurableStore, PersistedConversation, PersistedUser } from '../durable-backing.js';
 import { nanoid } from 'nanoid';
 import { toConvState } from '../rules.js';
 import { ofParts, OutcomeUnknownError, type StoreError, StoreUnavailableError } from '../store-errors.js';
 import { asArray, asNumber, asString, asStrings, type Reply } from './codec.js';
 import { decodeEntries, decodeMemberTag, decodeRecord, decodeSnapshotText, decodeState, encodeMemberTag, encodeRecord } from '../state-text.js';
 import { CommandGuard, guardCommands } from './command-guard.js';
-import { activityKey, convKey, dirtyConvsKey, shardOf, userChannel, userKeys, type UserKeys } from './keys.js';
+import { activityKey, convKey, dirtyConvsKey, evictedKey, intactKey, shardOf, userChannel, userKeys, type UserKeys } from './keys.js';
 import { RedisDurableStore } from './redis-durable.js';
 import { RedisAdmin } from './redis-admin.js';
 import { publishCommand, RedisNotifications } from './redis-notifications.js';
@@ -433,7 +433,16 @@ export class RedisEngine implements Engine {
   private async restoreUsers(uids: readonly string[], fresh: Set<string>): Promise<void> {
     const durable = this.durable;
     if (!durable) return;
-    const loaded = await this.loadFromBacking(() => durable.backing.loadUsers(uids));
+    const loaded = await durable.backing.loadUsers(uids).catch(async (err: unknown) => {
+      // PostgreSQL down: a user missing from an intact Redis that the cold sweep did not evict
+      // is new (nothing to restore); any other would lose what PostgreSQL holds, so it waits.
+      const unknown = await this.newWhileBackingDown(
+        uids.map((uid) => userKeys(this.prefix, uid).meta),
+        uids,
+      );
+      if (unknown.length < uids.length) throw backingDown(err);
+      return new Map<string, PersistedUser>();
+    });
     let restored = 0;
     await Promise.all(
       uids.map(async (uid) => {
@@ -455,6 +464,7 @@ export class RedisEngine implements Engine {
             Date.now(),
             activityKey(this.prefix, shardOf(k.meta, this.cluster)),
             uid,
+            evictedKey(this.prefix, shardOf(k.meta, this.cluster)),
             ...persisted.records.flatMap((rec) => [rec.conv, encodeRecord(rec)]),
           ),
         );
@@ -471,7 +481,14 @@ export class RedisEngine implements Engine {
     const present = new Set<string>();
     if (!durable) return present;
     const distinct = [...new Set(convs)];
-    const loaded = await this.loadFromBacking(() => durable.backing.loadConversations(distinct));
+    const loaded = await durable.backing.loadConversations(distinct).catch(async (err: unknown) => {
+      const unknown = await this.newWhileBackingDown(
+        distinct.map((conv) => convKey(this.prefix, conv)),
+        distinct.map(() => ''),
+      );
+      if (unknown.length < distinct.length) throw backingDown(err);
+      return new Map<string, PersistedConversation>();
+    });
     let restored = 0;
     await Promise.all(
       [...loaded].map(async ([conv, c]) => {
@@ -491,17 +508,21 @@ export class RedisEngine implements Engine {
     if (restored > 0) durable.onRestore?.('conversation', restored);
     return present;
   }
-
-  /** A backing that cannot answer makes the request fail as unavailable: serving an empty state instead would lose what it holds. */
-  private async loadFromBacking<T>(load: () => Promise<T>): Promise<T> {
-    try {
-      return await load();
-    } catch (err) {
-      const reason = err instanceof Error ? err.message : String(err);
-      throw new StoreUnavailableError('restore', `cannot restore from the durable tier: ${reason}`, { cause: err });
-    }
+  /** Which of `keys` (each with its uid, '' for a conversation) are new: their shard is intact and they were not evicted. */
+  private async newWhileBackingDown(keys: readonly string[], uids: readonly string[]): Promise<string[]> {
+    const answers = await Promise.all(
+      keys.map(async (key, i) => {
+        const shard = shardOf(key, this.cluster);
+        const uid = uids[i] ?? '';
+        const [intact, evicted] = await Promise.all([
+          this.client.exists(intactKey(this.prefix, shard)),
+          uid === '' ? 0 : this.client.sismember(evictedKey(this.prefix, shard), uid),
+        ]);
+        return intact === 1 && evicted === 0;
+      }),
+    );
+    return keys.filter((_, i) => answers[i]);
   }
-
   /** Durable: a read of a user Redis lacks restores it first, then reads again. */
   private async readUser<T extends { epoch: string }>(uid: string, read: () => Promise<T>): Promise<T> {
     const first = await read();
@@ -723,6 +744,12 @@ interface Grouped {
  * and the cost per call measured no different at 7 ops per call than at 1,000.
  */
 const MAX_SCRIPT_ARGS = 1_024;
+
+/** A backing that cannot answer for what may be lost makes the request fail as unavailable: serving an empty state would lose what it holds. */
+function backingDown(err: unknown): StoreUnavailableError {
+  const reason = err instanceof Error ? err.message : String(err);
+  return new StoreUnavailableError('restore', `cannot restore from the durable tier: ${reason}`, { cause: err });
+}
 
 /** What a script puts in its reply where an item's keys turned out not to be on its server. */
 const MOVED = 'moved';

@@ -40,7 +40,7 @@ export const SCRIPTS = {
   persistRead: { file: 'durable/persist_read.lua', keys: 2 },
   persistClear: { file: 'durable/persist_clear.lua', keys: 2 },
   persistClearConv: { file: 'durable/persist_clear_conv.lua', keys: 2 },
-  coldEvict: { file: 'durable/cold_evict.lua', keys: 7 },
+  coldEvict: { file: 'durable/cold_evict.lua', keys: 8 },
 } as const satisfies Record<string, ScriptSpec>;
 
 export type ScriptName = keyof typeof SCRIPTS;

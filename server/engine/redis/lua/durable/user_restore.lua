@@ -8,7 +8,8 @@
 -- ARGV[4] notification channel ('' = none)   ARGV[5] PUBLISH or SPUBLISH
 -- ARGV[6] the largest write clock w among the rows   ARGV[7] now in ms
 -- ARGV[8] the activity set of the user's slot ('' = none)   ARGV[9] uid
--- ARGV[10..] conv, record text (state-text.ts), ...
+-- ARGV[10] the evicted set of the user's slot (the user leaves it)
+-- ARGV[11..] conv, record text (state-text.ts), ...
 -- Returns 1 when restored, 2 when the rows hold no membership (records written, the user stays
 -- unseen), 0 when Redis has the user already.
 
@@ -31,7 +32,7 @@ local function merged(conv, kept, restored)
 end
 
 local fields = {}
-for i = 10, #ARGV, 2 do
+for i = 11, #ARGV, 2 do
   local conv, text = ARGV[i], ARGV[i + 1]
   local kept = call('HGET', KEYS[2], conv)
   fields[#fields + 1] = conv
@@ -48,4 +49,5 @@ local nowMs = tonumber(ARGV[7])
 local restored = rebuildUser(keys, ARGV[1], ARGV[2], true, tonumber(ARGV[3]), ARGV[4], ARGV[5])
 call('HSET', KEYS[1], 'w', int(nextWrite(tonumber(ARGV[6]), nowMs)), 'a', int(nowMs))
 if restored == 1 and ARGV[8] ~= '' then call('ZADD', ARGV[8], nowMs, ARGV[9]) end
+call('SREM', ARGV[10], ARGV[9])
 return restored == 1 and 1 or 2

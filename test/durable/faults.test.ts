@@ -1,0 +1,211 @@
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { UnreadSummary } from '../../protocol/types.js';
+import { startPostgres, type PostgresServer } from '../helpers/postgres-server.js';
+import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
+import { startTestServer, type TestServer } from '../helpers/test-server.js';
+
+/**
+ * The durable tier under faults, with two server instances on one Redis and one PostgreSQL (two
+ * processes of one deployment, in one test process): PostgreSQL crashed under traffic, two
+ * drainers at once, a restore racing a write from the other instance, a cold eviction racing a
+ * message. Afterwards Redis is flushed and every count must come back from PostgreSQL as it was.
+ */
+function counts(s: UnreadSummary): unknown {
+  return { total: s.total, mentions: s.mentions, categories: s.categories, conversations: s.conversations };
+}
+
+describe('durable tier under faults', () => {
+  let postgres: PostgresServer;
+  let redis: RedisServer;
+  let a: TestServer;
+  let b: TestServer;
+  let admin: Redis;
+  let databaseUrl: string;
+  let n = 0;
+
+  beforeAll(async () => {
+    [postgres, redis] = await Promise.all([startPostgres(), startRedisServer()]);
+    databaseUrl = await postgres.createDatabase('faults');
+    const shared = { engine: 'redis' as const, redis, redisPrefix: 'f', largeGroupThreshold: 3 };
+    a = await startTestServer({ ...shared, durable: { databaseUrl, persistIntervalMs: 30 } });
+    b = await startTestServer({ ...shared, durable: { databaseUrl, persistIntervalMs: 30 } });
+    admin = new Redis(redis.url);
+  });
+  afterAll(async () => {
+    admin?.disconnect();
+    await a?.close();
+    await b?.close();
+    await Promise.all([redis?.stop(), postgres?.stop()]);
+  });
+
+  const drained = async (): Promise<void> => {
+    await a.durable?.persister.drainAll(Date.now() + 30_000);
+    await b.durable?.persister.drainAll(Date.now() + 30_000);
+  };
+
+  /** A conversation of `members` with `messages` from its first member, on alternating servers. */
+  const traffic = async (tag: string, members: string[], messages: number): Promise<string> => {
+    const conv = `${tag}-${++n}`;
+    await a.members(conv, { add: members });
+    for (let seq = 1; seq <= messages; seq++) {
+      const server = seq % 2 === 0 ? a : b;
+      await server.post({ conv, seq, sender: members[seq % members.length] as string, ...(seq % 5 === 0 ? { mentions: [members[0] as string] } : {}) });
+      if (seq % 3 === 0) await server.ok('POST', `/v1/users/${members[1]}/read`, { conv, seq: seq - 1 });
+    }
+    return conv;
+  };
+
+  it('PostgreSQL crashed under traffic: every API keeps working on Redis, the backlog drains once it is back, nothing is lost', async () => {
+    const users = ['pa', 'pb', 'pc', 'pd'];
+    await traffic('pg', users, 6);
+    await postgres.kill();
+    // Served from Redis meanwhile: messages, reads, settings, pulls.
+    const conv = await traffic('pg-down', users, 12);
+    await b.ok('PUT', `/v1/users/pc/conversations/${conv}`, { muted: true });
+    const client = await a.client('pd');
+    await client.sync();
+    await client.close();
+    const backlog = await a.engine.durableStore?.().backlog(['']);
+    expect(backlog?.marks).toBeGreaterThan(0);
+    const before = await Promise.all(users.map((uid) => a.unread(uid)));
+    await postgres.start();
+    await drained();
+    expect((await a.engine.durableStore?.().backlog(['']))?.marks).toBe(0);
+    await admin.flushall();
+    const after = await Promise.all(users.map((uid) => b.unread(uid)));
+    expect(after.map(counts)).toEqual(before.map(counts));
+  });
+
+  it('two drainers at once never write an older state over a newer one', async () => {
+    const users = ['da', 'db', 'dc'];
+    const conv = `dd-${++n}`;
+    await a.members(conv, { add: users });
+    // Both instances drain on their own (30 ms) while both take traffic for the same users.
+    await Promise.all(
+      Array.from({ length: 40 }, async (_, i) => {
+        const server = i % 2 === 0 ? a : b;
+        await server.post({ conv, seq: i + 1, sender: 'da' });
+        await server.ok('POST', '/v1/users/db/read', { conv, seq: i + 1 });
+        await server.ok('PUT', `/v1/users/dc/conversations/${conv}`, { muted: i % 2 === 0 });
+      }),
+    );
+    const before = await Promise.all(users.map((uid) => a.unread(uid)));
+    await drained();
+    await admin.flushall();
+    const after = await Promise.all(users.map((uid) => b.unread(uid)));
+    expect(after.map(counts)).toEqual(before.map(counts));
+  });
+
+  it('a restore racing writes from the other instance on the same user: exact', async () => {
+    const users = ['ra', 'rb'];
+    const conv = await traffic('race', users, 10);
+    await drained();
+    await admin.flushall();
+    // Both instances find rb missing at once and restore it while applying their own writes.
+    await Promise.all([
+      a.ok('POST', '/v1/users/rb/read', { conv, seq: 4 }),
+      b.post({ conv, seq: 11, sender: 'ra' }),
+      b.ok('POST', '/v1/users/rb/read', { conv, seq: 10 }),
+      a.post({ conv, seq: 12, sender: 'ra', mentions: ['rb'] }),
+    ]);
+    const rb = await a.unread('rb');
+    const row = rb.conversations.find((c) => c.conv === conv);
+    // Head 12, read 10 (the max of its own message 9 and every read, whatever the order), one mention above it (12).
+    expect(row).toMatchObject({ unread: 2, mentions: 1 });
+    expect(rb.total).toBe(2);
+  });
+
+  it('PostgreSQL holds what Redis holds once drained (no row older than Redis)', async () => {
+    await drained();
+    const client = new pg.Client({ connectionString: databaseUrl });
+    await client.connect();
+    try {
+      // Write-diffused conversations: their records hold the head (read-diffused ones read it from the conversation).
+      const { rows } = await client.query<{ uid: string; conv: string; last_seq: string; read_seq: string }>(
+        'SELECT uid, conv, last_seq, read_seq FROM redpoint_user_conv WHERE NOT large AND member ORDER BY uid, conv',
+      );
+      for (const row of rows) {
+        const summary = await a.unread(row.uid);
+        const view = summary.conversations.find((c) => c.conv === row.conv);
+        if (view) expect({ conv: row.conv, unread: view.unread }).toEqual({ conv: row.conv, unread: Math.max(0, Number(row.last_seq) - Number(row.read_seq)) });
+      }
+      expect(rows.length).toBeGreaterThan(3);
+    } finally {
+      await client.end();
+    }
+  });
+});
+
+describe('durable tier: cold users leave Redis', () => {
+  let postgres: PostgresServer;
+  let redis: RedisServer;
+  let server: TestServer;
+  let admin: Redis;
+
+  beforeAll(async () => {
+    [postgres, redis] = await Promise.all([startPostgres(), startRedisServer()]);
+    const databaseUrl = await postgres.createDatabase('cold');
+    server = await startTestServer({
+      engine: 'redis',
+      redis,
+      redisPrefix: 'c',
+      durable: { databaseUrl, persistIntervalMs: 20, coldAfterSeconds: 1, run: false },
+    });
+    admin = new Redis(redis.url);
+  });
+  afterAll(async () => {
+    admin?.disconnect();
+    await server?.close();
+    await Promise.all([redis?.stop(), postgres?.stop()]);
+  });
+
+  const keysOf = async (uid: string): Promise<string[]> => (await admin.keys('c:*')).filter((k) => k.includes(`{u:${uid}}`));
+
+  it('an idle user whose state PostgreSQL holds is removed entirely, and comes back whole on its next touch', async () => {
+    await server.members('cold-1', { add: ['ca', 'cb'] });
+    await server.post([
+      { conv: 'cold-1', seq: 1, sender: 'cb' },
+      { conv: 'cold-1', seq: 2, sender: 'cb', mentions: ['ca'] },
+    ]);
+    const before = await server.unread('ca');
+    const durable = server.durable;
+    if (!durable) throw new Error('no durable tier');
+    const store = server.engine.durableStore?.();
+    if (!store) throw new Error('no durable store');
+    // Not yet persisted: not evicted, even when long idle.
+    const sweepNow = (at: number) =>
+      import('../../server/durable/cold-sweep.js').then(({ ColdSweep }) =>
+        new ColdSweep(store, { coldAfterSeconds: 1, sweepSeconds: 1 }, silent, server.server.metrics).sweepOnce(at),
+      );
+    expect(await sweepNow(Date.now() + 60_000)).toBe(0);
+    expect(await keysOf('ca')).not.toEqual([]);
+    await durable.persister.drainAll(Date.now() + 20_000);
+    expect(await sweepNow(Date.now() + 60_000)).toBeGreaterThanOrEqual(2);
+    expect(await keysOf('ca')).toEqual([]);
+    expect(await keysOf('cb')).toEqual([]);
+    const after = await server.unread('ca');
+    expect(counts(after)).toEqual(counts(before));
+    expect(after.epoch).not.toBe(before.epoch);
+    expect(await keysOf('ca')).not.toEqual([]);
+  });
+
+  it('an eviction racing a message to that user: the message counts, once', async () => {
+    await server.members('cold-2', { add: ['ra', 'rb'] });
+    await server.post({ conv: 'cold-2', seq: 1, sender: 'rb' });
+    await server.durable?.persister.drainAll(Date.now() + 20_000);
+    const store = server.engine.durableStore?.();
+    if (!store) throw new Error('no durable store');
+    const { ColdSweep } = await import('../../server/durable/cold-sweep.js');
+    const sweep = new ColdSweep(store, { coldAfterSeconds: 1, sweepSeconds: 1 }, silent, server.server.metrics);
+    for (let seq = 2; seq <= 6; seq++) await Promise.all([sweep.sweepOnce(Date.now() + 60_000), server.post({ conv: 'cold-2', seq, sender: 'rb' })]);
+    await server.durable?.persister.drainAll(Date.now() + 20_000);
+    await sweep.sweepOnce(Date.now() + 60_000);
+    const ra = await server.unread('ra');
+    expect(ra.conversations.find((c) => c.conv === 'cold-2')).toMatchObject({ unread: 6 });
+    expect(ra.total).toBe(6);
+  });
+});
+
+const silent = (await import('pino')).pino({ level: 'silent' });

@@ -146,4 +146,3 @@ describe('ingest from a PostgreSQL outbox', () => {
     expect(age).toBeLessThan(60);
   });
 });
-});

@@ -28,7 +28,7 @@ export interface JetStreamOptions {
 /** The durable consumer every Redpoint process shares: each record goes to one of them. */
 export const DURABLE_NAME = 'redpoint';
 /** Unacknowledged this long, a record is redelivered (to any process); a held batch is kept alive sooner. */
-const ACK_WAIT_MS = 30_000;
+const ACK_WAIT_MS = 10_000;
 
 /** The dead-letter stream and subject of an ingest stream and subject. */
 export function deadLetterOf(stream: string, subject: string): { stream: string; subject: string } {
@@ -40,7 +40,7 @@ export function deadLetterOf(stream: string, subject: string): { stream: string;
  * by every process (created when missing). A record is acked once the store applied it, nak'ed
  * with its backoff delay for a retry, and for the dead letter published to `<subject>.dead`
  * (stream `<stream>_DEAD`, the reason in the `Redpoint-Dead-Reason` header) before it is
- * terminated. A process that dies leaves its records unacked: JetStream redelivers them after the
+ * acked. A process that dies leaves its records unacked: JetStream redelivers them after the
  * ack wait.
  */
 export class JetStreamSource implements QueueSource {
@@ -161,7 +161,9 @@ export class JetStreamSource implements QueueSource {
               try {
                 // msgID: a redelivered record dead-lettered twice is stored once.
                 await js?.publish(dead.subject, m.data, { headers: h, msgID: `${this.options.stream}:${m.seq}` });
-                m.term(o.reason.slice(0, 256));
+                // Acked, not terminated: nats-server 2.9 keeps a terminated record of a work-queue
+                // stream pending for ever. It is in the dead letter now; acking it is what we mean.
+                m.ack();
               } catch (err) {
                 // Not in the dead letter yet: it comes back and is dead-lettered then.
                 m.nak(1_000);

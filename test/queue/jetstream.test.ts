@@ -133,6 +133,30 @@ describe('ingest from NATS JetStream', () => {
     expect(await writer.dead(`${stream}_DEAD`)).toEqual([]);
   });
 
+  it('gives held records back at once on shutdown', async () => {
+    const { server, writer, stream, subject } = await setup();
+    await writer.publish([{ type: 'members', conv: 's1', add: ['a', 'b'] }], subject);
+    await eventually('s1 made', async () => ((await writer.waiting(stream)) === 0 ? true : undefined));
+    await redis.kill();
+    await writer.publish([1, 2].map((seq) => ({ type: 'message', conv: 's1', seq, sender: 'a' })), subject);
+    const registry = server.server.metrics.registry;
+    await eventually('held for the store', async () =>
+      (await counterValue(registry, 'redpoint_ingest_retries_total', { source: 'jetstream', cause: 'store' })) > 0 ? true : undefined,
+    );
+    await server.close();
+    const jsm = await writer.nc.jetstreamManager();
+    // Nak'ed, not left to the 10 s ack wait: both are up for delivery again right away.
+    const info = await eventually('released', async () => {
+      const i = await jsm.consumers.info(stream, 'redpoint');
+      return i.num_ack_pending === 0 ? i : undefined;
+    }, 5_000);
+    expect(info.num_pending + info.num_redelivered).toBeGreaterThanOrEqual(2);
+    await redis.restart();
+    const again = await startTestServer({ engine: 'redis', redis, config: { queue: { nats: { url: nats.url, stream, subject }, batch: 50, retrySeconds: 2 } } });
+    cleanup.push(() => again.close());
+    await eventually('b sees 2 unread', async () => ((await again.unread('b')).total === 2 ? true : undefined), 60_000);
+  });
+
   it('reports the records waiting and the age of the oldest', async () => {
     const { server, writer, subject } = await setup({ retrySeconds: 600 });
     await writer.publish([1, 2].map((seq) => ({ type: 'message', conv: 'nowhere', seq, sender: 'a' })), subject);

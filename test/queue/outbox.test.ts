@@ -134,6 +134,34 @@ describe('ingest from a PostgreSQL outbox', () => {
     expect(await outbox.dead()).toEqual([]);
   });
 
+  it('releases held rows on shutdown', async () => {
+    const { server, outbox, url } = await setup({}, 'stop');
+    await outbox.insert([{ type: 'members', conv: 's1', add: ['a', 'b'] }]);
+    await eventually('s1 made', async () => ((await outbox.count()) === 0 ? true : undefined));
+    await redis.kill();
+    await outbox.insert([1, 2].map((seq) => ({ type: 'message', conv: 's1', seq, sender: 'a' })));
+    const registry = server.server.metrics.registry;
+    await eventually('held for the store', async () =>
+      (await counterValue(registry, 'redpoint_ingest_retries_total', { source: 'outbox', cause: 'store' })) > 0 ? true : undefined,
+    );
+    await server.close();
+    // Not locked by anyone any more: NOWAIT would fail on a row another transaction holds.
+    await outbox.client.query('BEGIN');
+    const { rows } = await outbox.client.query('SELECT id FROM redpoint_outbox FOR UPDATE NOWAIT');
+    await outbox.client.query('ROLLBACK');
+    expect(rows.length).toBe(2);
+    await redis.restart();
+    const again = await startTestServer({
+      engine: 'redis',
+      redis,
+      redisPrefix: 'stop',
+      config: { queue: { outbox: { url, table: 'redpoint_outbox' }, batch: 50, retrySeconds: 2, outboxPollMs: 200 } },
+    });
+    cleanup.push(() => again.close());
+    await eventually('b sees 2 unread', async () => ((await again.unread('b')).total === 2 ? true : undefined), 60_000);
+    await eventually('the rows are gone', async () => ((await outbox.count()) === 0 ? true : undefined));
+  });
+
   it('reports the rows waiting and the age of the oldest', async () => {
     const { server, outbox } = await setup({ retrySeconds: 600 });
     // Waiting for conversations that do not exist: they stay, retried now and then.

@@ -16,6 +16,12 @@ export interface ConsumerOptions {
 /** Waiting on a store that does not answer, or a queue that cannot be read: doubling up to this. */
 const FIRST_PAUSE_MS = 100;
 const MAX_PAUSE_MS = 5_000;
+/**
+ * While a batch is in hand it is kept alive this often: one store call may take up to the store
+ * timeout, longer than a queue's ack wait, and a record redelivered meanwhile would be applied
+ * twice at once (harmless) and leave its first delivery unanswerable.
+ */
+const KEEP_ALIVE_MS = 3_000;
 
 /**
  * Pulls batches from one source and applies them through the ingest path HTTP uses, one batch at
@@ -66,6 +72,19 @@ export class QueueConsumer {
   }
 
   private async process(batch: DeliveryBatch): Promise<void> {
+    let lost: unknown;
+    const ticker = setInterval(() => {
+      batch.keepAlive().catch((err: unknown) => (lost = err));
+    }, KEEP_ALIVE_MS);
+    try {
+      await this.work(batch);
+    } finally {
+      clearInterval(ticker);
+    }
+    if (lost !== undefined) this.log.warn({ event: 'ingest_hold_lost', source: this.source.name, err: reasonOf(lost) }, `queue ${this.source.name}: lost the hold on a batch: ${reasonOf(lost)}`);
+  }
+
+  private async work(batch: DeliveryBatch): Promise<void> {
     const { signal } = this.abort;
     const source = this.source.name;
     const outcomes: (Outcome | undefined)[] = new Array(batch.deliveries.length);
@@ -110,6 +129,10 @@ export class QueueConsumer {
       }
       await pauseFor(pause, signal);
       pause = Math.min(pause * 2, MAX_PAUSE_MS);
+      if (signal.aborted) {
+        await batch.release();
+        return;
+      }
       await batch.keepAlive();
     }
     const final = outcomes.map((o) => o ?? { kind: 'dead' as const, reason: 'internal: no outcome' });

@@ -12,6 +12,7 @@ import {
   type JsMsg,
   type NatsConnection,
 } from 'nats';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { Outcome } from './outcome.js';
 import { parseRecordBytes } from './record.js';
@@ -29,6 +30,12 @@ export interface JetStreamOptions {
 export const DURABLE_NAME = 'redpoint';
 /** Unacknowledged this long, a record is redelivered (to any process); a held batch is kept alive sooner. */
 const ACK_WAIT_MS = 10_000;
+/**
+ * Lifetime of one pull request at the server. Closing the client's pull does not cancel the
+ * request the server holds: a record nak'ed before it expires is delivered into it, unread, and
+ * waits out the ack wait. Shutdown waits this long (plus a margin) before it gives records back.
+ */
+const PULL_EXPIRES_MS = 1_000;
 
 /** The dead-letter stream and subject of an ingest stream and subject. */
 export function deadLetterOf(stream: string, subject: string): { stream: string; subject: string } {
@@ -83,7 +90,7 @@ export class JetStreamSource implements QueueSource {
     });
     this.js = nc.jetstream();
     const consumer = await this.js.consumers.get(stream, DURABLE_NAME);
-    this.messages = await consumer.consume({ max_messages: this.options.batch });
+    this.messages = await consumer.consume({ max_messages: this.options.batch, expires: PULL_EXPIRES_MS });
     this.pumping = this.pump(this.messages);
   }
 
@@ -116,15 +123,23 @@ export class JetStreamSource implements QueueSource {
   }
 
   async close(): Promise<void> {
+    await this.stopPulling();
+    await this.nc?.drain().catch(() => undefined);
+  }
+
+  /**
+   * Ends the client's pull and gives back what it prefetched, once the server's last pull request
+   * has expired (see PULL_EXPIRES_MS): a record nak'ed before would be delivered into it.
+   */
+  private async stopPulling(): Promise<void> {
     const messages = this.messages;
     this.messages = undefined;
     this.arrived?.();
     this.room?.();
     await messages?.close().catch(() => undefined);
     await this.pumping;
-    // Prefetched and never handed out: back to the stream at once rather than after the ack wait.
+    if (messages) await sleep(PULL_EXPIRES_MS + 250);
     for (const m of this.buffer.splice(0)) m.nak();
-    await this.nc?.drain().catch(() => undefined);
   }
 
   /** The client's prefetch into a buffer of at most one batch: it stops taking while the consumer is busy. */
@@ -173,8 +188,11 @@ export class JetStreamSource implements QueueSource {
           }),
         );
       },
+      // Only at shutdown: the pull stops first (see stopPulling), then every record is given back.
       release: async () => {
+        await this.stopPulling();
         for (const m of taken) m.nak();
+        await this.nc?.flush().catch(() => undefined);
       },
     };
   }

@@ -41,6 +41,6 @@ export interface DeliveryBatch {
   keepAlive(): Promise<void>;
   /** One final outcome per delivery, in order: applied ones deleted or acked, dead ones moved to the dead letter, retries offered again later. */
   settle(outcomes: readonly Outcome[]): Promise<void>;
-  /** Gives every record back untouched (shutdown while holding them). */
+  /** Gives every record back untouched: only at shutdown, while holding them (a source may stop taking records first). */
   release(): Promise<void>;
 }

@@ -162,12 +162,7 @@ export async function startServer(config: Config, log: Logger, engine?: Engine, 
     // Records go through the same ingest (and group commit) as POST /v1/messages. One worker
     // consumes: the sources are shared by processes anyway, and its batches already merge.
     if (first && config.queue) {
-      queues = await startQueues(
-        config.queue,
-        { sync, seqGuard, onMessages: (n) => metrics.ingestMessageCounts.add('', n) },
-        metrics.registry,
-        log,
-      );
+      queues = await startQueues(config.queue, { sync, seqGuard, onMessages: (n) => metrics.ingestMessageCounts.add('', n) }, metrics.registry, log);
     }
     listenSocket = await (worker ? listenShared : listenExclusive)(app, config.host, config.port);
     if (config.opsPort !== undefined && first) {

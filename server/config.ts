@@ -338,7 +338,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     queue: {
       outbox: values.INGEST_OUTBOX_URL !== undefined ? { url: values.INGEST_OUTBOX_URL, table: values.INGEST_OUTBOX_TABLE } : undefined,
       nats:
-        values.INGEST_NATS_URL !== undefined ? { url: values.INGEST_NATS_URL, stream: values.INGEST_NATS_STREAM, subject: values.INGEST_NATS_SUBJECT } : undefined,
+        values.INGEST_NATS_URL !== undefined
+          ? { url: values.INGEST_NATS_URL, stream: values.INGEST_NATS_STREAM, subject: values.INGEST_NATS_SUBJECT }
+          : undefined,
       batch: values.INGEST_BATCH,
       retrySeconds: values.INGEST_RETRY_SECONDS,
     },

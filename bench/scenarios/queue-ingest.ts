@@ -2,8 +2,8 @@ import { connect, RetentionPolicy, StorageType } from 'nats';
 import pg from 'pg';
 import { outboxDdl } from '../../server/queue/outbox-sql.js';
 import { startNats, type NatsServer } from '../../test/helpers/nats-server.js';
-import { startPostgres, type PostgresServer } from '../../test/helpers/postgres-server.js';
-import { startRedisServer, type RedisServer } from '../../test/helpers/redis-server.js';
+import { startPostgres } from '../../test/helpers/postgres-server.js';
+import { startRedisServer } from '../../test/helpers/redis-server.js';
 import { LatencyHistogram } from '../lib/histogram.js';
 import { CpuWindow } from '../lib/proc.js';
 import { labelledSum } from '../lib/prom.js';
@@ -40,10 +40,10 @@ export const queueIngestSection: Section = {
   async run(ctx) {
     const quick = ctx.options.quick;
     const convs = 1000;
-    const backlog = quick ? 10_000 : 40_000;
+    const backlog = quick ? 10_000 : 20_000;
     const seconds = quick ? 3 : 8;
     const clients = 200;
-    const latencyRecords = quick ? 400 : 1500;
+    const latencyRecords = quick ? 400 : 1000;
     const report = emptyReport(this.id, this.title);
     const [redis, postgres, nats] = await Promise.all([startRedisServer(), startPostgres(), startNats()]);
     const seqs = new Int32Array(convs);
@@ -189,7 +189,8 @@ async function fillStream(nats: NatsServer, records: readonly object[]): Promise
 }
 
 async function measureDrain(system: RunningSystem, source: Source, records: number): Promise<Drain> {
-  const applied = async (): Promise<number> => labelledSum(await system.http.expectOk('GET', '/metrics'), 'redpoint_ingest_records_total', { source, outcome: 'applied' });
+  const applied = async (): Promise<number> =>
+    labelledSum(await system.http.expectOk('GET', '/metrics'), 'redpoint_ingest_records_total', { source, outcome: 'applied' });
   const deadline = Date.now() + 120_000;
   let first = 0;
   while ((first = await applied()) === 0) {

@@ -64,7 +64,10 @@ export class QueueConsumer {
       } catch (err) {
         // The queue itself is in trouble (connection lost, settle refused): whatever was not
         // settled is redelivered; applying it again is harmless.
-        this.log.warn({ event: 'ingest_queue_error', source: this.source.name, err: reasonOf(err) }, `queue ${this.source.name}: ${reasonOf(err)}; trying again`);
+        this.log.warn(
+          { event: 'ingest_queue_error', source: this.source.name, err: reasonOf(err) },
+          `queue ${this.source.name}: ${reasonOf(err)}; trying again`,
+        );
         await pauseFor(pause, signal);
         pause = Math.min(pause * 2, MAX_PAUSE_MS);
       }
@@ -81,7 +84,11 @@ export class QueueConsumer {
     } finally {
       clearInterval(ticker);
     }
-    if (lost !== undefined) this.log.warn({ event: 'ingest_hold_lost', source: this.source.name, err: reasonOf(lost) }, `queue ${this.source.name}: lost the hold on a batch: ${reasonOf(lost)}`);
+    if (lost !== undefined)
+      this.log.warn(
+        { event: 'ingest_hold_lost', source: this.source.name, err: reasonOf(lost) },
+        `queue ${this.source.name}: lost the hold on a batch: ${reasonOf(lost)}`,
+      );
   }
 
   private async work(batch: DeliveryBatch): Promise<void> {
@@ -146,7 +153,8 @@ export class QueueConsumer {
     const causes = new Map<RetryCause, number>();
     for (const o of outcomes) {
       n[o.kind] += 1;
-      if (o.kind === 'dead') this.log.warn({ event: 'ingest_dead_letter', source, reason: o.reason }, `queue ${source}: record to the dead letter: ${o.reason}`);
+      if (o.kind === 'dead')
+        this.log.warn({ event: 'ingest_dead_letter', source, reason: o.reason }, `queue ${source}: record to the dead letter: ${o.reason}`);
       if (o.kind === 'retry') {
         const cause: RetryCause = o.reason.startsWith('unknown_conversation') ? 'unknown_conversation' : 'error';
         causes.set(cause, (causes.get(cause) ?? 0) + 1);

@@ -72,7 +72,8 @@ export class JetStreamSource implements QueueSource {
     this.nc = nc;
     void (async () => {
       for await (const s of nc.status()) {
-        if (s.type === 'disconnect' || s.type === 'reconnect') this.log.warn({ event: `ingest_nats_${s.type}`, data: String(s.data) }, `jetstream: ${s.type} (${String(s.data)})`);
+        if (s.type === 'disconnect' || s.type === 'reconnect')
+          this.log.warn({ event: `ingest_nats_${s.type}`, data: String(s.data) }, `jetstream: ${s.type} (${String(s.data)})`);
       }
     })();
     const jsm = await nc.jetstreamManager();

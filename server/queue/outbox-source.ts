@@ -1,7 +1,7 @@
 import pg from 'pg';
 import type { Logger } from 'pino';
 import type { Outcome } from './outcome.js';
-import { backlogSql, channelOf, outboxDdl, settleSql, takeSql } from './outbox-sql.js';
+import { backlogSql, channelOf, OUTBOX_PARTS, settleSql, takeSql } from './outbox-sql.js';
 import type { Delivery, DeliveryBatch, QueueSource } from './source.js';
 
 export interface OutboxOptions {
@@ -50,7 +50,11 @@ export class OutboxSource implements QueueSource {
       await client.query('BEGIN');
       // Two processes starting at once must not race CREATE ... IF NOT EXISTS (it is not atomic).
       await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`${this.lockKey}:ddl`]);
-      for (const statement of outboxDdl(this.options.table)) await client.query(statement);
+      for (const part of OUTBOX_PARTS) {
+        const found = await client.query<{ ok: boolean }>(part.exists(this.options.table));
+        if (found.rows[0]?.ok) continue;
+        for (const statement of part.create(this.options.table)) await client.query(statement);
+      }
       await client.query('COMMIT');
     } catch (err) {
       await client.query('ROLLBACK').catch(() => undefined);
@@ -181,7 +185,11 @@ export class OutboxSource implements QueueSource {
   /** LISTEN on its own connection, again after it is lost: polling covers the gap meanwhile. */
   private async listen(): Promise<void> {
     if (this.closed) return;
-    const client = new pg.Client({ connectionString: this.options.url, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, application_name: 'redpoint-outbox-listen' });
+    const client = new pg.Client({
+      connectionString: this.options.url,
+      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+      application_name: 'redpoint-outbox-listen',
+    });
     const again = (): void => {
       if (this.listener !== client || this.closed) return;
       this.listener = undefined;

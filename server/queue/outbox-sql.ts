@@ -8,16 +8,41 @@
  * - a statement trigger NOTIFYs channel `<table>` on insert, so a waiting consumer wakes at once.
  */
 export function outboxDdl(table: string): string[] {
-  const channel = channelOf(table);
-  const fn = `${table}_notify`;
-  return [
-    `CREATE TABLE IF NOT EXISTS ${table} (id bigserial PRIMARY KEY, payload jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now())`,
-    `CREATE TABLE IF NOT EXISTS ${table}_retry (id bigint PRIMARY KEY, attempts integer NOT NULL, next_at timestamptz NOT NULL, reason text NOT NULL)`,
-    `CREATE TABLE IF NOT EXISTS ${table}_dead (id bigint PRIMARY KEY, payload jsonb NOT NULL, created_at timestamptz NOT NULL, failed_at timestamptz NOT NULL DEFAULT now(), reason text NOT NULL)`,
-    `CREATE OR REPLACE FUNCTION ${fn}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_notify('${channel}', ''); RETURN NULL; END $$`,
-    `CREATE OR REPLACE TRIGGER ${lastPart(table)}_notify AFTER INSERT ON ${table} FOR EACH STATEMENT EXECUTE FUNCTION ${fn}()`,
-  ];
+  return [...OUTBOX_PARTS.flatMap((part) => part.create(table))];
 }
+
+/**
+ * Each object of the outbox, how to tell it exists and how to create it: Redpoint creates only
+ * what is missing, so a message service that owns the tables need grant it no more than
+ * SELECT, INSERT, UPDATE and DELETE on them.
+ */
+export const OUTBOX_PARTS: ReadonlyArray<{ exists: (table: string) => string; create: (table: string) => string[] }> = [
+  {
+    exists: (table) => `SELECT to_regclass('${table}') IS NOT NULL AS ok`,
+    create: (table) => [
+      `CREATE TABLE IF NOT EXISTS ${table} (id bigserial PRIMARY KEY, payload jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now())`,
+    ],
+  },
+  {
+    exists: (table) => `SELECT to_regclass('${table}_retry') IS NOT NULL AS ok`,
+    create: (table) => [
+      `CREATE TABLE IF NOT EXISTS ${table}_retry (id bigint PRIMARY KEY, attempts integer NOT NULL, next_at timestamptz NOT NULL, reason text NOT NULL)`,
+    ],
+  },
+  {
+    exists: (table) => `SELECT to_regclass('${table}_dead') IS NOT NULL AS ok`,
+    create: (table) => [
+      `CREATE TABLE IF NOT EXISTS ${table}_dead (id bigint PRIMARY KEY, payload jsonb NOT NULL, created_at timestamptz NOT NULL, failed_at timestamptz NOT NULL DEFAULT now(), reason text NOT NULL)`,
+    ],
+  },
+  {
+    exists: (table) => `SELECT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = to_regclass('${table}') AND tgname = '${lastPart(table)}_notify') AS ok`,
+    create: (table) => [
+      `CREATE OR REPLACE FUNCTION ${table}_notify() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_notify('${channelOf(table)}', ''); RETURN NULL; END $$`,
+      `CREATE OR REPLACE TRIGGER ${lastPart(table)}_notify AFTER INSERT ON ${table} FOR EACH STATEMENT EXECUTE FUNCTION ${table}_notify()`,
+    ],
+  },
+];
 
 /** A table name, optionally schema-qualified, that needs no quoting: lower case letters, digits, `_`. */
 export const OUTBOX_TABLE_PATTERN = '^([a-z_][a-z0-9_]{0,40}\\.)?[a-z_][a-z0-9_]{0,40}$';

@@ -26,7 +26,10 @@ describe('ingest from NATS JetStream', () => {
   });
 
   /** Each test its own stream and subject on the one nats-server. */
-  async function setup(queue: Partial<QueueConfig> = {}, prefix?: string): Promise<{ server: TestServer; writer: NatsWriter; stream: string; subject: string }> {
+  async function setup(
+    queue: Partial<QueueConfig> = {},
+    prefix?: string,
+  ): Promise<{ server: TestServer; writer: NatsWriter; stream: string; subject: string }> {
     n += 1;
     const stream = `S${n}`;
     const subject = `ingest${n}`;
@@ -70,7 +73,13 @@ describe('ingest from NATS JetStream', () => {
     await writer.publish([{ type: 'members', conv: 'p1', add: ['u1', 'u2'] }], subject);
     await eventually('p1 made', async () => ((await writer.waiting(stream)) === 0 ? true : undefined));
     // Published one by one: their order in the stream is the order here.
-    for (const r of ['{not json', { type: 'message', conv: 'p1', seq: 1, sender: 'u1' }, '[1,2]', { type: 'members', conv: 'p1', add: 'u3' }, { type: 'message', conv: 'p1', seq: 2, sender: 'u1' }]) {
+    for (const r of [
+      '{not json',
+      { type: 'message', conv: 'p1', seq: 1, sender: 'u1' },
+      '[1,2]',
+      { type: 'members', conv: 'p1', add: 'u3' },
+      { type: 'message', conv: 'p1', seq: 2, sender: 'u1' },
+    ]) {
       await writer.publish([r], subject);
     }
     await eventually('u2 sees 2 unread', async () => ((await server.unread('u2')).total === 2 ? true : undefined));
@@ -128,7 +137,10 @@ describe('ingest from NATS JetStream', () => {
 
     await nats.kill();
     await nats.start();
-    await writer.publish([4, 5].map((seq) => ({ type: 'message', conv: 'd1', seq, sender: 'a' })), subject);
+    await writer.publish(
+      [4, 5].map((seq) => ({ type: 'message', conv: 'd1', seq, sender: 'a' })),
+      subject,
+    );
     await eventually('b sees 5 unread', async () => ((await server.unread('b')).total === 5 ? true : undefined), 60_000);
     await eventually('nothing waiting', async () => ((await writer.waiting(stream)) === 0 ? true : undefined));
     expect(await writer.dead(`${stream}_DEAD`)).toEqual([]);
@@ -139,7 +151,10 @@ describe('ingest from NATS JetStream', () => {
     await writer.publish([{ type: 'members', conv: 's1', add: ['a', 'b'] }], subject);
     await eventually('s1 made', async () => ((await writer.waiting(stream)) === 0 ? true : undefined));
     await redis.kill();
-    await writer.publish([1, 2].map((seq) => ({ type: 'message', conv: 's1', seq, sender: 'a' })), subject);
+    await writer.publish(
+      [1, 2].map((seq) => ({ type: 'message', conv: 's1', seq, sender: 'a' })),
+      subject,
+    );
     const registry = server.server.metrics.registry;
     await eventually('held for the store', async () =>
       (await counterValue(registry, 'redpoint_ingest_retries_total', { source: 'jetstream', cause: 'store' })) > 0 ? true : undefined,
@@ -160,7 +175,10 @@ describe('ingest from NATS JetStream', () => {
 
   it('reports the records waiting and the age of the oldest', async () => {
     const { server, writer, subject } = await setup({ retrySeconds: 600 });
-    await writer.publish([1, 2].map((seq) => ({ type: 'message', conv: 'nowhere', seq, sender: 'a' })), subject);
+    await writer.publish(
+      [1, 2].map((seq) => ({ type: 'message', conv: 'nowhere', seq, sender: 'a' })),
+      subject,
+    );
     const registry = server.server.metrics.registry;
     await eventually('both retried', async () =>
       (await counterValue(registry, 'redpoint_ingest_retries_total', { source: 'jetstream', cause: 'unknown_conversation' })) >= 2 ? true : undefined,

@@ -105,7 +105,7 @@ async function unread(server: ServerProcess, uid: string): Promise<UnreadSummary
 
 async function metric(server: ServerProcess, pattern: RegExp): Promise<number> {
   const res = await fetch(`${server.url}/metrics`).catch(() => undefined);
-  if (!res || res.status !== 200) return 0;
+  if (res?.status !== 200) return 0;
   const text = await res.text();
   let n = 0;
   for (const line of text.split('\n')) {
@@ -197,7 +197,10 @@ describe('queue ingest against the model, two processes, kill -9 and Redis down'
       await send(all.slice(2 * third));
       await eventually(
         'a process held records for the store',
-        async () => ((await metric(a, /^redpoint_ingest_retries_total\{.*cause="store"/)) + (await metric(b, /^redpoint_ingest_retries_total\{.*cause="store"/)) > 0 ? true : undefined),
+        async () =>
+          (await metric(a, /^redpoint_ingest_retries_total\{.*cause="store"/)) + (await metric(b, /^redpoint_ingest_retries_total\{.*cause="store"/)) > 0
+            ? true
+            : undefined,
         60_000,
       );
       await redis.restart();
@@ -223,7 +226,8 @@ describe('queue ingest against the model, two processes, kill -9 and Redis down'
         const summary = await unread(b, uid);
         for (const [conv, want] of convs) {
           const got = summary.conversations.find((c) => c.conv === conv);
-          if (!got || got.unread !== want.unread || got.mentions !== want.mentions) wrong.push(`${uid}/${conv}: want ${JSON.stringify(want)}, got ${JSON.stringify(got && { unread: got.unread, mentions: got.mentions })}`);
+          if (!got || got.unread !== want.unread || got.mentions !== want.mentions)
+            wrong.push(`${uid}/${conv}: want ${JSON.stringify(want)}, got ${JSON.stringify(got && { unread: got.unread, mentions: got.mentions })}`);
         }
         const total = [...convs.values()].reduce((n, c) => n + c.unread, 0);
         if (summary.total !== total) wrong.push(`${uid}: total ${summary.total}, want ${total}`);

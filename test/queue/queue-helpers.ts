@@ -70,7 +70,9 @@ export class NatsWriter {
   /** Publishes each record, retrying (as a message service would) while NATS is restarting. */
   async publish(records: readonly unknown[], subject = 'redpoint.ingest'): Promise<void> {
     const encode = (r: unknown): Uint8Array => new TextEncoder().encode(typeof r === 'string' ? r : JSON.stringify(r));
-    await Promise.all(records.map((r) => eventually(`published to ${subject}`, async () => (await this.js.publish(subject, encode(r), { timeout: 2_000 })) && true)));
+    await Promise.all(
+      records.map((r) => eventually(`published to ${subject}`, async () => (await this.js.publish(subject, encode(r), { timeout: 2_000 })) && true)),
+    );
   }
 
   /** Pending and unacked records of the shared consumer. */

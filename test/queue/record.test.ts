@@ -19,7 +19,13 @@ describe('queue records', () => {
       type: 'message',
       message: { conv: 'c', seq: 3, sender: 'a', mentions: ['b'] },
     });
-    expect(decodeRecord({ type: 'members', conv: 'c', add: ['a'], category: 'group' })).toEqual({ type: 'members', conv: 'c', add: ['a'], remove: [], category: 'group' });
+    expect(decodeRecord({ type: 'members', conv: 'c', add: ['a'], category: 'group' })).toEqual({
+      type: 'members',
+      conv: 'c',
+      add: ['a'],
+      remove: [],
+      category: 'group',
+    });
     expect(decodeRecord({ type: 'read', uid: 'a', conv: 'c', seq: 0 })).toEqual({ type: 'read', uid: 'a', conv: 'c', seq: 0 });
     expect(decodeRecord({ type: 'settings', uid: 'a', conv: 'c', muted: true })).toEqual({ type: 'settings', uid: 'a', conv: 'c', muted: true });
     expect(decodeRecord({ type: 'delete', uid: 'a', conv: 'c' })).toEqual({ type: 'delete', uid: 'a', conv: 'c' });

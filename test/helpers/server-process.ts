@@ -44,6 +44,8 @@ export interface ServerProcess {
 export interface SpawnOptions {
   /** Wait for the `listening` log line (default true). */
   waitListening?: boolean;
+  /** How long to wait for it (default 20 s; a file that starts several servers under load needs more). */
+  listenTimeoutMs?: number;
   /** Production credentials (the default) or dev mode. */
   devMode?: boolean;
   /** Run a command other than `node --import tsx server/main.ts` (e.g. `npm start`). */
@@ -116,7 +118,7 @@ export async function spawnServer(env: Record<string, string>, options: SpawnOpt
   let port = 0;
   let opsPort: number | undefined;
   if (options.waitListening !== false) {
-    const listening = await waitLog((l) => l.event === 'listening');
+    const listening = await waitLog((l) => l.event === 'listening', options.listenTimeoutMs);
     port = Number(listening.port);
     opsPort = listening.opsPort === undefined ? undefined : Number(listening.opsPort);
   }

@@ -145,12 +145,12 @@ describe('queue ingest against the model, two processes, kill -9 and Redis down'
         STORE_TIMEOUT_MS: '1000',
         INGEST_BATCH: '25',
         INGEST_RETRY_SECONDS: '120',
-        LOG_LEVEL: 'warn',
         ...(mode !== 'jetstream' ? { INGEST_OUTBOX_URL: dbUrl } : {}),
         ...(mode !== 'outbox' ? { INGEST_NATS_URL: nats.url, INGEST_NATS_STREAM: stream, INGEST_NATS_SUBJECT: subject } : {}),
       };
       const spawn = async (): Promise<ServerProcess> => {
-        const s = await spawnServer({ ...env, LOG_LEVEL: 'info' });
+        // Two servers and their sources starting while the machine runs other suites: give them time.
+        const s = await spawnServer({ ...env, LOG_LEVEL: 'info' }, { listenTimeoutMs: 90_000 });
         servers.push(s);
         return s;
       };

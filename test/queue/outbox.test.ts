@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { outboxDdl } from '../../server/queue/outbox-sql.js';
 import type { QueueConfig } from '../../server/queue/start-queue.js';
 import { startPostgres, type PostgresServer } from '../helpers/postgres-server.js';
 import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
@@ -160,6 +161,28 @@ describe('ingest from a PostgreSQL outbox', () => {
     cleanup.push(() => again.close());
     await eventually('b sees 2 unread', async () => ((await again.unread('b')).total === 2 ? true : undefined), 60_000);
     await eventually('the rows are gone', async () => ((await outbox.count()) === 0 ? true : undefined));
+  });
+
+  it('starts on tables the message service owns, with no more than DML granted', async () => {
+    const url = await postgres.createDatabase(`outbox${++dbCount}`);
+    const owner = await OutboxWriter.open(url);
+    cleanup.push(() => owner.close());
+    for (const statement of outboxDdl('redpoint_outbox')) await owner.client.query(statement);
+    await owner.client.query(`CREATE ROLE rp_dml${dbCount} LOGIN`);
+    await owner.client.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON redpoint_outbox, redpoint_outbox_retry, redpoint_outbox_dead TO rp_dml${dbCount}`);
+    const limited = url.replace('postgres://postgres@', `postgres://rp_dml${dbCount}@`);
+    const server = await startTestServer({
+      engine: 'redis',
+      redis,
+      config: { queue: { outbox: { url: limited, table: 'redpoint_outbox' }, batch: 50, retrySeconds: 2, outboxPollMs: 200 } },
+    });
+    cleanup.push(() => server.close());
+    await owner.insert([
+      { type: 'members', conv: 'own', add: ['a', 'b'] },
+      { type: 'message', conv: 'own', seq: 1, sender: 'a' },
+    ]);
+    await eventually('b sees the message', async () => ((await server.unread('b')).total === 1 ? true : undefined));
+    await eventually('the rows are gone', async () => ((await owner.count()) === 0 ? true : undefined));
   });
 
   it('reports the rows waiting and the age of the oldest', async () => {

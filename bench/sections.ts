@@ -10,6 +10,7 @@ import { sweepSection } from './scenarios/sweep.js';
 import { orderSection } from './scenarios/order.js';
 import { soakSection } from './scenarios/soak.js';
 import { workersSection } from './scenarios/workers.js';
+import { queueIngestSection } from './scenarios/queue-ingest.js';
 
 /** Every scenario beyond the notify and ingest tables, in the order a full run takes them. */
 export const SECTIONS: readonly Section[] = [
@@ -25,6 +26,7 @@ export const SECTIONS: readonly Section[] = [
   orderSection,
   soakSection,
   workersSection,
+  queueIngestSection,
 ];
 
 /** Sections that `--only ingest` runs along with the ingest table (they explain it). */

@@ -22,6 +22,7 @@ import { startOpsListener, type OpsListener } from './ops/ops-listener.js';
 import { StoreHealth } from './ops/store-health.js';
 import { DEFAULT_STORE_TIMEOUT_MS, redisTargetOf } from './redis-target.js';
 import { WsGateway } from './gateway/ws-gateway.js';
+import { startQueues, type RunningQueues } from './queue/start-queue.js';
 import { SeqGuard } from './sync/seq-guard.js';
 import { SyncService } from './sync/sync-service.js';
 import { DurableTier } from './durable/durable-tier.js';
@@ -49,6 +50,8 @@ export interface RunningServer {
   readonly reconcileJob: ReconcileJob | undefined;
   /** PostgreSQL behind Redis (DATABASE_URL), when on; its drainer runs in the first worker. */
   readonly durable: DurableRuntime | undefined;
+  /** The queue ingest (INGEST_OUTBOX_URL, INGEST_NATS_URL), when configured. */
+  readonly queues: RunningQueues | undefined;
   /** Stop accepting, answer everything in flight, let in-flight writes finish, close the store. Idempotent. */
   close(): Promise<void>;
 }
@@ -154,7 +157,13 @@ export async function startServer(config: Config, log: Logger, engine?: Engine, 
 
   let listenSocket: us_listen_socket;
   let ops: OpsListener | undefined;
+  let queues: RunningQueues | undefined;
   try {
+    // Records go through the same ingest (and group commit) as POST /v1/messages. One worker
+    // consumes: the sources are shared by processes anyway, and its batches already merge.
+    if (first && config.queue) {
+      queues = await startQueues(config.queue, { sync, seqGuard, onMessages: (n) => metrics.ingestMessageCounts.add('', n) }, metrics.registry, log);
+    }
     listenSocket = await (worker ? listenShared : listenExclusive)(app, config.host, config.port);
     if (config.opsPort !== undefined && first) {
       ops = await startOpsListener(config.host, config.opsPort, { engine: store, metrics, log, router: routerOptions, database }).catch((err: unknown) => {
@@ -164,6 +173,7 @@ export async function startServer(config: Config, log: Logger, engine?: Engine, 
     }
   } catch (err) {
     // Nothing was served yet: release the store connections this call opened.
+    await queues?.close();
     health.close();
     gateway.shutdown();
     if (!engine) await store.close();
@@ -194,7 +204,9 @@ export async function startServer(config: Config, log: Logger, engine?: Engine, 
       // answers any left after it). Flushes in flight get a store timeout to finish: their
       // requests are answered either way (200 once applied, or 503 with the outcome stated).
       const answered = routerOptions.requestTimeoutMs + REQUEST_GRACE_MS;
-      await Promise.all([router.drain(answered), ops?.router.drain(answered), within(sync.idle(), storeTimeoutMs)]);
+      // The queue batch in hand is finished (settled) or released before the store closes.
+      await Promise.all([router.drain(answered), ops?.router.drain(answered), queues ? within(queues.close(), storeTimeoutMs + REQUEST_GRACE_MS) : undefined]);
+      await within(sync.idle(), storeTimeoutMs);
       // The drainer's pass in flight finishes (its marks are cleared or stay in Redis for the next process).
       await tier?.close();
       await store.close();
@@ -205,7 +217,7 @@ export async function startServer(config: Config, log: Logger, engine?: Engine, 
     })();
     return closing;
   };
-  return { port, opsPort: ops?.port, engine: store, sync, metrics, gateway, routes: router.routes, reconcileJob, durable, close };
+  return { port, opsPort: ops?.port, engine: store, sync, metrics, gateway, routes: router.routes, reconcileJob, durable, queues, close };
 }
 
 /** Waits for `work`, but no longer than `ms` (it goes on; its outcome no longer matters here). */

@@ -6,6 +6,8 @@ import { DEV_API_KEY, DEV_JWT_SECRET, resolveCredentials, type CredentialEnv } f
 import type { JwksSource, KeySetTiming } from './auth/jwks.js';
 import { DEFAULT_MAX_TTL_SECONDS } from './auth/user-tokens.js';
 import { parseCorsOrigins, type CorsOrigins } from './gateway/cors.js';
+import { DEFAULT_QUEUE_BATCH, DEFAULT_RETRY_SECONDS, type QueueConfig } from './queue/start-queue.js';
+import { OUTBOX_TABLE_PATTERN } from './queue/outbox-sql.js';
 import { BOTH_TARGETS, DEFAULT_STORE_TIMEOUT_MS, describeRedisTarget, parseClusterNodes, redisTargetOf, type RedisNodeAddress } from './redis-target.js';
 
 export interface WsOptions {
@@ -124,6 +126,23 @@ const Env = Type.Object({
    * and 1 in dev mode. The memory engine always runs one (its state lives in one thread).
    */
   WORKERS: Type.Integer({ minimum: 0, maximum: 64, default: 0 }),
+  /**
+   * Ingest from a transactional outbox in PostgreSQL (docs/queue-ingest.md): postgres://... of the
+   * database holding the table; unset: no outbox.
+   */
+  INGEST_OUTBOX_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://' })),
+  /** The outbox table (optionally `schema.table`, lower case); created with its `_retry` and `_dead` tables when missing. */
+  INGEST_OUTBOX_TABLE: Type.String({ pattern: OUTBOX_TABLE_PATTERN, default: 'redpoint_outbox' }),
+  /** Ingest from NATS JetStream: nats://host:port[,nats://...]; unset: no JetStream. */
+  INGEST_NATS_URL: Type.Optional(Type.String({ pattern: '^(nats|tls)://' })),
+  /** The stream (created when missing, work-queue retention) and its dead-letter stream `<stream>_DEAD`. */
+  INGEST_NATS_STREAM: Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$', default: 'REDPOINT_INGEST' }),
+  /** The subject records are published on; dead letters go to `<subject>.dead`. */
+  INGEST_NATS_SUBJECT: Type.String({ pattern: '^[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+)*$', default: 'redpoint.ingest' }),
+  /** Queue records taken and applied per batch, per source. */
+  INGEST_BATCH: Type.Integer({ minimum: 1, maximum: 10_000, default: DEFAULT_QUEUE_BATCH }),
+  /** Seconds a queue record naming an unknown conversation (its membership may be behind it) is retried before the dead letter. */
+  INGEST_RETRY_SECONDS: Type.Integer({ minimum: 0, maximum: 604_800, default: DEFAULT_RETRY_SECONDS }),
   /** pino level. */
   LOG_LEVEL: Type.Union(
     ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
@@ -178,6 +197,8 @@ export interface Config {
   /** Seq sanity (0 or absent: off), and what a jump gets. */
   maxSeqJump?: number;
   seqJumpAction?: 'refuse' | 'warn';
+  /** Queue ingest (INGEST_*): the outbox and JetStream sources, when set. */
+  queue?: QueueConfig;
   /** WebSocket tuning; anything left out takes the default of `defaultWsOptions`. */
   ws?: Partial<WsOptions>;
   /** The durable tier (DATABASE_URL); absent: off. */
@@ -198,7 +219,7 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
-const SECRET = new Set(['REDPOINT_API_KEY', 'REDPOINT_API_KEYS', 'REDPOINT_JWT_SECRET', 'REDIS_URL', 'DATABASE_URL']);
+const SECRET = new Set(['REDPOINT_API_KEY', 'REDPOINT_API_KEYS', 'REDPOINT_JWT_SECRET', 'REDIS_URL', 'DATABASE_URL', 'INGEST_OUTBOX_URL', 'INGEST_NATS_URL']);
 const NUMERIC = new Set([
   'PORT',
   'OPS_PORT',
@@ -222,6 +243,8 @@ const NUMERIC = new Set([
   'PERSIST_BACKLOG_WARN',
   'COLD_AFTER_SECONDS',
   'COLD_SWEEP_SECONDS',
+  'INGEST_BATCH',
+  'INGEST_RETRY_SECONDS',
 ]);
 
 /** Reads and validates the environment; throws ConfigError naming every bad variable. */
@@ -312,6 +335,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
             coldAfterSeconds: values.COLD_AFTER_SECONDS,
             coldSweepSeconds: values.COLD_SWEEP_SECONDS,
           },
+    queue: {
+      outbox: values.INGEST_OUTBOX_URL !== undefined ? { url: values.INGEST_OUTBOX_URL, table: values.INGEST_OUTBOX_TABLE } : undefined,
+      nats:
+        values.INGEST_NATS_URL !== undefined
+          ? { url: values.INGEST_NATS_URL, stream: values.INGEST_NATS_STREAM, subject: values.INGEST_NATS_SUBJECT }
+          : undefined,
+      batch: values.INGEST_BATCH,
+      retrySeconds: values.INGEST_RETRY_SECONDS,
+    },
     ws: {
       versionEverySeconds: values.WS_VERSION_EVERY_SECONDS,
       helloTimeoutMs: values.WS_HELLO_TIMEOUT_MS,
@@ -362,6 +394,12 @@ export function describeConfig(config: Config): Record<string, unknown> {
     streamMaxLen: config.streamMaxLen,
     streamIdleSeconds: config.streamIdleSeconds ?? null,
     logLevel: config.logLevel,
+    queue: {
+      outbox: config.queue?.outbox ? { url: withoutQuery(config.queue.outbox.url), table: config.queue.outbox.table } : null,
+      nats: config.queue?.nats ? { url: withoutQuery(config.queue.nats.url), stream: config.queue.nats.stream, subject: config.queue.nats.subject } : null,
+      batch: config.queue?.batch ?? DEFAULT_QUEUE_BATCH,
+      retrySeconds: config.queue?.retrySeconds ?? DEFAULT_RETRY_SECONDS,
+    },
     ws: { ...defaultWsOptions, ...config.ws },
   };
 }

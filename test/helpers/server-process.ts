@@ -8,7 +8,7 @@ import { TEST_API_KEY, TEST_JWT_SECRET } from './test-server.js';
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 
 /** Variables of the machine's environment that would change the server's configuration: never passed on. */
-const CONFIG_PREFIXES = ['REDPOINT_', 'REDIS_', 'WS_'];
+const CONFIG_PREFIXES = ['REDPOINT_', 'REDIS_', 'WS_', 'INGEST_'];
 const CONFIG_KEYS = new Set([
   'PORT',
   'HOST',
@@ -50,6 +50,8 @@ export interface ServerProcess {
 export interface SpawnOptions {
   /** Wait for the `listening` log line (default true). */
   waitListening?: boolean;
+  /** How long to wait for it (default 20 s; a file that starts several servers under load needs more). */
+  listenTimeoutMs?: number;
   /** Production credentials (the default) or dev mode. */
   devMode?: boolean;
   /** Run a command other than `node --import tsx server/main.ts` (e.g. `npm start`). */
@@ -122,7 +124,7 @@ export async function spawnServer(env: Record<string, string>, options: SpawnOpt
   let port = 0;
   let opsPort: number | undefined;
   if (options.waitListening !== false) {
-    const listening = await waitLog((l) => l.event === 'listening');
+    const listening = await waitLog((l) => l.event === 'listening', options.listenTimeoutMs);
     port = Number(listening.port);
     opsPort = listening.opsPort === undefined ? undefined : Number(listening.opsPort);
   }

@@ -18,9 +18,10 @@ export type { ReconcileRequest };
  * admin endpoints), and the CLI's HTTP client of those endpoints (a memory engine lives only in
  * its server's process). Replies are plain JSON-able objects, the same either way.
  */
-/** The durable tier's part of an erase (server/durable/). */
+/** The durable tier's part of an erase or a conversation delete (server/durable/): the rows go too. */
 export interface DurableErase {
   eraseUser(uid: string): Promise<void>;
+  deleteConversation(conv: string): Promise<void>;
 }
 
 export interface Toolbox {
@@ -94,8 +95,10 @@ export class LocalToolbox implements Toolbox {
     return userTraces(this.admin, uid);
   }
 
-  deleteConversation(conv: string): Promise<DeleteResult | null> {
-    return deleteConversation(this.engine, this.admin, conv);
+  async deleteConversation(conv: string): Promise<DeleteResult | null> {
+    const result = await deleteConversation(this.engine, this.admin, conv);
+    if (result) await this.settings.durableErase?.deleteConversation(conv);
+    return result;
   }
 
   reassertHeads(heads: readonly HeadAssertion[]): Promise<HeadsResult> {

@@ -11,6 +11,7 @@ import { orderSection } from './scenarios/order.js';
 import { soakSection } from './scenarios/soak.js';
 import { workersSection } from './scenarios/workers.js';
 import { queueIngestSection } from './scenarios/queue-ingest.js';
+import { durableSection } from './scenarios/durable.js';
 
 /** Every scenario beyond the notify and ingest tables, in the order a full run takes them. */
 export const SECTIONS: readonly Section[] = [
@@ -27,6 +28,7 @@ export const SECTIONS: readonly Section[] = [
   soakSection,
   workersSection,
   queueIngestSection,
+  durableSection,
 ];
 
 /** Sections that `--only ingest` runs along with the ingest table (they explain it). */

@@ -48,7 +48,7 @@ const USAGE = `npm run bench -- [options]
   --soak-seconds <s>     soak: measured seconds per engine       (default 600, quick 20)
 
 Other scenarios (select with --only): memory, store, cluster, ingest-cost, gc, notify-saturation,
-reconnect, sweep, order, soak, workers, queue-ingest.`;
+reconnect, sweep, order, soak, workers, queue-ingest, durable.`;
 
 export function parseBenchArgs(argv: string[]): BenchOptions {
   const { values } = parseArgs({

@@ -5,6 +5,7 @@ import { deleteCommand, eraseCommand, headCommand } from './cli/erase-command.js
 import { importCommand } from './cli/import-command.js';
 import { inspectCommand } from './cli/inspect-command.js';
 import { reconcileCommand } from './cli/reconcile-command.js';
+import { restoreCommand } from './cli/restore-command.js';
 
 const USAGE = `redpoint: the operator's toolbox (README "Operating Redpoint")
 
@@ -14,6 +15,7 @@ const USAGE = `redpoint: the operator's toolbox (README "Operating Redpoint")
   redpoint erase user U [--no-scan]
   redpoint delete conv C
   redpoint head C MAXSEQ
+  redpoint restore [--rate N]   (durable tier: warm every user from PostgreSQL into Redis)
 
 The store: REDIS_URL or REDIS_CLUSTER_NODES (and the server's other variables), as for the
 server; or --url http://host:port of a running server (REDPOINT_API_KEY), which a memory engine
@@ -128,6 +130,13 @@ async function main(argv: string[]): Promise<number> {
       const maxSeq = positiveInt('MAXSEQ', rest[1] ?? '');
       run = (toolbox) => headCommand(toolbox, conv, maxSeq, out);
       break;
+    }
+    case 'restore': {
+      exact(0);
+      if (values.url !== undefined) throw new UsageError('restore reaches Redis and PostgreSQL directly (REDIS_URL, DATABASE_URL), not through --url');
+      let interrupted = false;
+      process.once('SIGINT', () => (interrupted = true));
+      return restoreCommand({ rate: positiveInt('rate', values.rate), json: values.json, progress }, out, () => interrupted);
     }
     default:
       throw new UsageError(`unknown command ${command}\n\n${USAGE}`);

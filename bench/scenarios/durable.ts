@@ -57,7 +57,11 @@ export const durableSection: Section = {
       const ingest = async (engine: RedisEngine, tag: string): Promise<number> => {
         const sync = new SyncService(engine, { largeGroupThreshold: 500 });
         for (let i = 0; i < convs; i += 200) {
-          await Promise.all(Array.from({ length: Math.min(200, convs - i) }, (_, k) => sync.changeMembers(`${tag}${i + k}`, { add: [`${tag}a${i + k}`, `${tag}b${i + k}`], remove: [] })));
+          await Promise.all(
+            Array.from({ length: Math.min(200, convs - i) }, (_, k) =>
+              sync.changeMembers(`${tag}${i + k}`, { add: [`${tag}a${i + k}`, `${tag}b${i + k}`], remove: [] }),
+            ),
+          );
         }
         const started = performance.now();
         for (let seq = 1; seq <= rounds; seq++) {

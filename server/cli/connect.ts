@@ -4,6 +4,8 @@ import { adminOf } from '../engine/admin.js';
 import { createEngine } from '../engine/create-engine.js';
 import { describeRedisTarget, redisTargetOf } from '../redis-target.js';
 import { HttpToolbox } from './http-toolbox.js';
+import { DurableTier } from '../durable/durable-tier.js';
+import { pino } from 'pino';
 
 export class UsageError extends Error {
   override name = 'UsageError';
@@ -38,9 +40,24 @@ export async function connect(url: string | undefined, env: NodeJS.ProcessEnv = 
     streamMaxLen: config.streamMaxLen,
     ...(config.streamIdleSeconds !== undefined ? { streamIdleSeconds: config.streamIdleSeconds } : {}),
   };
-  const engine = await createEngine({ redisUrl: config.redisUrl, redisClusterNodes: config.redisClusterNodes, ...options });
-  return {
-    toolbox: new LocalToolbox(engine, adminOf(engine), { ...options, largeGroupThreshold: config.largeGroupThreshold }, true),
-    where: describeRedisTarget(target),
-  };
+  // With the durable tier, the commands restore what Redis lacks and erase from PostgreSQL too.
+  const tier = config.durable ? await DurableTier.open(config.durable, pino({ level: 'silent' })) : undefined;
+  const engine = await createEngine({
+    redisUrl: config.redisUrl,
+    redisClusterNodes: config.redisClusterNodes,
+    ...options,
+    durable: tier && { backing: tier.pg, activityEveryMs: tier.activityEveryMs },
+  }).catch(async (err: unknown) => {
+    await tier?.close();
+    throw err;
+  });
+  const toolbox = new LocalToolbox(engine, adminOf(engine), { ...options, largeGroupThreshold: config.largeGroupThreshold, durableErase: tier?.pg }, true);
+  if (tier) {
+    const close = toolbox.close.bind(toolbox);
+    toolbox.close = async () => {
+      await close();
+      await tier.close();
+    };
+  }
+  return { toolbox, where: describeRedisTarget(target) };
 }

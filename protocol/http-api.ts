@@ -11,7 +11,7 @@ import {
   UserInspectionSchema,
   UserTracesSchema,
 } from './admin-replies.js';
-import { CountQuery, EraseQuery, Head, HeadBody, HeadsBody, HeadsQueryBody, ImportBody, ReconcileBody } from './admin-schemas.js';
+import { CountQuery, EraseQuery, Head, HeadBody, HeadsBody, HeadsQueryBody, ImportBody, ReconcileBody, ResetReadBody } from './admin-schemas.js';
 import { ERROR_CODES, type ErrorCode } from './errors.js';
 import {
   ChangeReplySchema,
@@ -114,6 +114,18 @@ const OPERATOR_ENDPOINTS: readonly Endpoint[] = [
     description:
       'From its first step the conversation does not exist (a message gets 404, a membership change creates a new one); every member loses it, with its share of every total. A retry finishes a call that failed halfway; `404` after a lost reply means done.',
     replies: [{ status: 200, description: 'How many members the deletion removed, and its generation.', schema: DeleteConversationReplySchema }],
+    errors: ['unknown_conversation'],
+  },
+  {
+    ...OPERATOR,
+    method: 'put',
+    path: '/v1/users/:uid/conversations/:conv/read',
+    operationId: 'resetRead',
+    summary: "Lower a user's read position (undo a read that went too far)",
+    description:
+      "Lowers the user's readSeq in the conversation to `seq` (absent: the conversation's head now), never below where it was deleted; never raises it. The user's devices get it as an ordinary change. Mentions the earlier read dropped are not restored. Logged and counted (`redpoint_read_resets_total`). Retry-safe.",
+    body: ResetReadBody,
+    replies: [{ status: 200, description: "The change reply: the user's position after, and the conversation's state.", schema: ChangeReplySchema }],
     errors: ['unknown_conversation'],
   },
   {

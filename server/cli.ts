@@ -5,6 +5,7 @@ import { deleteCommand, eraseCommand, headCommand } from './cli/erase-command.js
 import { importCommand } from './cli/import-command.js';
 import { inspectCommand } from './cli/inspect-command.js';
 import { reconcileCommand } from './cli/reconcile-command.js';
+import { resetReadCommand } from './cli/reset-read-command.js';
 
 const USAGE = `redpoint: the operator's toolbox (README "Operating Redpoint")
 
@@ -14,6 +15,7 @@ const USAGE = `redpoint: the operator's toolbox (README "Operating Redpoint")
   redpoint erase user U [--no-scan]
   redpoint delete conv C
   redpoint head C MAXSEQ
+  redpoint reset-read U C [SEQ]   (lower U's read position in C to SEQ, default C's head)
 
 The store: REDIS_URL or REDIS_CLUSTER_NODES (and the server's other variables), as for the
 server; or --url http://host:port of a running server (REDPOINT_API_KEY), which a memory engine
@@ -127,6 +129,13 @@ async function main(argv: string[]): Promise<number> {
       const conv = rest[0] ?? '';
       const maxSeq = positiveInt('MAXSEQ', rest[1] ?? '');
       run = (toolbox) => headCommand(toolbox, conv, maxSeq, out);
+      break;
+    }
+    case 'reset-read': {
+      if (rest.length !== 2 && rest.length !== 3) throw new UsageError(`reset-read takes U C [SEQ]\n\n${USAGE}`);
+      const [uid = '', conv = '', seqText] = rest;
+      const seq = seqText === undefined ? undefined : positiveInt('SEQ', seqText, 0);
+      run = (toolbox) => resetReadCommand(toolbox, uid, conv, seq, out);
       break;
     }
     default:

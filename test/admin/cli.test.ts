@@ -87,6 +87,27 @@ describe('the redpoint CLI on a Redis store (REDIS_URL)', () => {
     expect(conv.stdout).toContain('read diffusion');
     expect(conv.stdout).toMatch(/members: +5/);
     expect((await redpoint(['inspect', 'conv', 'nope'], env)).code).toBe(1);
+    // Exit 1 means not found, as --help says, for a user as for a conversation.
+    const nobody = await redpoint(['inspect', 'user', 'nobody'], env);
+    expect(nobody.code).toBe(1);
+    expect(nobody.stdout).toContain('user nobody: not found');
+  });
+
+  it('reset-read lowers a read that went too far (to the head by default); a non-member is exit 1', async () => {
+    await server.members('oops', { add: ['ann', 'ben'] });
+    await server.post({ conv: 'oops', seq: 2, sender: 'ben' });
+    await server.ok('POST', '/v1/users/ann/read', { conv: 'oops', seq: 900 });
+    const reset = await redpoint(['reset-read', 'ann', 'oops'], env);
+    expect(reset.code, reset.stderr).toBe(0);
+    expect(reset.stdout).toContain('ann in oops: read position lowered to 2 (the head)');
+    await server.post({ conv: 'oops', seq: 3, sender: 'ben' });
+    expect((await server.unread('ann')).conversations.find((c) => c.conv === 'oops')).toMatchObject({ readSeq: 2, unread: 1 });
+    expect((await redpoint(['reset-read', 'ann', 'oops', '5'], env)).stdout).toContain('unchanged, read position already at 2');
+    const stranger = await redpoint(['reset-read', 'zoe', 'oops'], env);
+    expect(stranger.code).toBe(1);
+    expect(stranger.stdout).toContain('not found');
+    expect((await redpoint(['reset-read', 'ann'], env)).code).toBe(2);
+    expect((await redpoint(['reset-read', 'ann', 'oops', '-1'], env)).code).toBe(2);
   });
 
   it('head re-asserts a head; delete conv removes it for all; erase user leaves no key (a SCAN proves it)', async () => {
@@ -151,6 +172,8 @@ describe('the redpoint CLI on a memory engine, through the server (--url)', () =
     const clean = await redpoint(['reconcile', '--all', '--json', '--url', server.url], env);
     expect(clean.code, clean.stderr).toBe(0);
     expect(JSON.parse(clean.stdout)).toMatchObject({ users: 5, conversations: 2, findings: [] });
+    const plain = await redpoint(['reconcile', '--conv', 'team', '--url', server.url], env);
+    expect(plain.stdout).toContain('checked 0 users and 1 conversation in');
 
     const file = join(dir, 'import.jsonl');
     await writeFile(
@@ -176,6 +199,13 @@ describe('the redpoint CLI on a memory engine, through the server (--url)', () =
     expect(erased.code, erased.stdout + erased.stderr).toBe(0);
     expect(erased.stdout).toContain('removed from 3 conversation(s) (big, imp, team)');
     expect((await server.ok<{ members: number }>('PUT', '/v1/conversations/team/members', {})).members).toBe(2);
+
+    // Through the server, a reset-read is logged and counted there.
+    await server.ok('POST', '/v1/users/zed/read', { conv: 'imp', seq: 500 });
+    const reset = await redpoint(['reset-read', 'zed', 'imp', '8', '--url', server.url], env);
+    expect(reset.stdout).toContain('zed in imp: read position lowered to 8 (seq 8); unread 2');
+    const metrics = (await server.request('GET', '/metrics', { auth: 'none' })).text;
+    expect(metrics).toContain('redpoint_read_resets_total{outcome="lowered"} 1');
 
     const wrongKey = await redpoint(['inspect', 'user', 'zed', '--url', server.url], { REDPOINT_API_KEY: 'wrong-key-0123456789' });
     expect(wrongKey.code).toBe(3);

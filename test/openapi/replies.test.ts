@@ -274,6 +274,26 @@ const CASES: Case[] = [
   { op: 'sync', status: 401, name: 'an expired token', request: () => req('GET', '/v1/sync', { auth: 'expired' }), code: 'token_expired' },
   ...storeFailures('sync', () => req('GET', '/v1/sync', { auth: 'alice' })),
 
+  { op: 'resetRead', status: 200, name: 'lower a read position', request: () => req('PUT', '/v1/users/dave/conversations/side/read', { body: { seq: 0 } }) },
+  { op: 'resetRead', status: 200, name: 'to the head', request: () => req('PUT', '/v1/users/dave/conversations/side/read', { body: {} }) },
+  ...bodyErrors('resetRead', 'PUT', '/v1/users/dave/conversations/side/read'),
+  {
+    op: 'resetRead',
+    status: 400,
+    name: 'a malformed :uid',
+    request: () => req('PUT', `/v1/users/${BAD_ID}/conversations/side/read`, { body: {} }),
+    code: 'invalid_request',
+  },
+  ...operatorAuthErrors('resetRead', 'PUT', '/v1/users/dave/conversations/side/read', {}),
+  {
+    op: 'resetRead',
+    status: 404,
+    name: 'not a member',
+    request: () => req('PUT', '/v1/users/alice/conversations/side/read', { body: {} }),
+    code: 'unknown_conversation',
+  },
+  ...storeFailures('resetRead', () => req('PUT', '/v1/users/dave/conversations/side/read', { body: { seq: 0 } })),
+
   { op: 'reassertHead', status: 200, name: 'raise a head', request: () => req('PUT', '/v1/conversations/side/head', { body: { maxSeq: 3 } }) },
   ...bodyErrors('reassertHead', 'PUT', '/v1/conversations/side/head'),
   {

@@ -114,3 +114,26 @@ describe.each(['memory', 'redis'] as const)('reads that overshoot (%s)', (engine
     expect(await opsOf(s, 'alice')).toMatchObject({ unread: 1 });
   });
 });
+
+describe('reset-read across server processes on one Redis', () => {
+  const redis = fileFixture('redis-server', () => startRedisServer());
+  const servers: TestServer[] = [];
+  afterEach(async () => {
+    for (const s of servers.splice(0)) await s.close();
+  });
+
+  it('a reset on one process reaches a device connected to another as the next change', async () => {
+    const one = await startTestServer({ engine: 'redis', redis: redis(), redisPrefix: 'shared' });
+    const two = await startTestServer({ engine: 'redis', redis: redis(), redisPrefix: 'shared' });
+    servers.push(one, two);
+    await one.members('ops', { add: ['alice', 'bob'] });
+    await one.post({ conv: 'ops', seq: 2, sender: 'bob' });
+    await two.ok('POST', '/v1/users/alice/read', { conv: 'ops', seq: 900 });
+    const device = await two.client('alice');
+    await device.sync();
+    const mark = device.mark();
+    const reset = await one.ok<ChangeReply>('PUT', '/v1/users/alice/conversations/ops/read', {});
+    const change = await device.waitFrame((f) => f.t === 'change' && f.conv === 'ops', { since: mark, label: 'the reset from the other process' });
+    expect(change).toMatchObject({ v: reset.version, epoch: reset.epoch, state: { readSeq: 2 } });
+  });
+});

@@ -148,7 +148,7 @@ export async function startServer(config: Config, log: Logger, engine?: Engine, 
   // With OPS_PORT the operations endpoints live only there; the main port answers them 404.
   const database = tier ? () => tier.databaseReady() : undefined;
   const opsPaths = config.opsPort === undefined ? registerOpsRoutes(router, { engine: store, metrics, database }) : [];
-  const docPaths = registerOpenApiRoute(router);
+  const docPaths = registerOpenApiRoute(router, config.devMode);
   // Token minting exists only with the published dev credentials (loopback).
   const devPaths = config.devMode ? registerDevTokenRoute(router, auth) : [];
   const hookPaths = routes ? routes(router, { auth, apiKey: config.apiKey ?? DEV_API_KEY, devMode: config.devMode, log }) : [];

@@ -50,7 +50,8 @@ beforeAll(async () => {
   dev = await start({ ...BASE, devMode: true, apiKey: DEV_API_KEY, jwtSecret: DEV_JWT_SECRET }, registerDemoPage);
   alice = await prod.auth.mintUserToken('alice');
   expired = await prod.auth.mintUserToken('alice', -60);
-  const served = await send(prod.running.port, { method: 'GET', path: '/openapi.json' });
+  // The dev-mode server's document: the production one plus the dev-mode endpoints (see document.test.ts).
+  const served = await send(dev.running.port, { method: 'GET', path: '/openapi.json' });
   contract = await Contract.load(JSON.parse(served.body.toString('utf8')) as object);
   const setup = async (spec: RequestSpec) => expect((await send(prod.running.port, spec)).status).toBe(200);
   await setup(req('PUT', '/v1/conversations/team/members', { body: { add: ['alice', 'bob'], category: 'group' } }));

@@ -27,10 +27,13 @@ export async function runRedpoint(options: RunOptions = {}): Promise<void> {
   const log = createLogger(config.logLevel);
   const redis = redisTargetOf(config); // loadConfig already refused REDIS_URL with REDIS_CLUSTER_NODES
   const where = redis ? describeRedisTarget(redis) : undefined;
+  // The first line a person sees stays short and says how to read the rest; the configuration
+  // (a long object) comes on a line of its own.
   log.info(
-    { event: 'startup', version: VERSION, node: process.version, pid: process.pid, config: describeConfig(config) },
-    `redpoint ${VERSION} starting (node ${process.version}, pid ${process.pid})`,
+    { event: 'startup', version: VERSION, node: process.version, pid: process.pid },
+    `redpoint ${VERSION} starting (node ${process.version}, pid ${process.pid}); logs are JSON lines: pipe them through \`npx pino-pretty\` to read them`,
   );
+  log.info({ event: 'config', config: describeConfig(config) }, 'configuration (secrets masked)');
   const missingFlags = missingFromCommandLine();
   if (missingFlags.length > 0) {
     log.warn(

@@ -368,7 +368,8 @@ for (const kind of ENGINES) {
           code: c.code,
         });
         expect(res.contentType).toMatch(/^application\/json/);
-        if (c.message) expect((res.body as { error: { message: string } }).error.message).toMatch(new RegExp(`^${c.message.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
+        const message = (res.body as { error: { message: string } }).error.message;
+        if (c.message) expect(message.startsWith(c.message), message).toBe(true);
         for (const [uid, before] of summaries) expect(await summary(uid), `${uid} after "${c.name}"`).toEqual(before);
       });
     }

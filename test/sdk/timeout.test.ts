@@ -116,3 +116,51 @@ describe('request timeout', () => {
     expect(tap.sockets).toHaveLength(1);
   });
 });
+
+describe('heartbeat', () => {
+  it('a socket that stops delivering is found by the heartbeat (a pull after heartbeatMs quiet, unanswered): dropped (4000) and SYNCED again', async () => {
+    await dm('hb1', 1);
+    let deaf = false;
+    let deafAt = 0;
+    const tap = newTap((_frame, deliver) => {
+      // The first socket goes deaf once synced: everything the server sends on it is lost.
+      if (!deaf || tap.sockets.length > 1) deliver();
+    });
+    const c = client('hb1-me', { WebSocket: tapped(tap), requestTimeoutMs: TIMEOUT_MS, heartbeatMs: 300, backoff: { baseMs: 20, maxMs: 100 } });
+    const closes: Array<number | undefined> = [];
+    c.on('status', (e: StatusEvent) => {
+      if (e.connection === 'offline') closes.push(e.closeCode);
+    });
+    await c.start();
+    await until(c, synced, 'first sync');
+    deaf = true;
+    deafAt = performance.now();
+    await until(c, () => closes.length > 0, 'the dead socket dropped');
+    expect(closes[0]).toBe(REQUEST_TIMEOUT_CLOSE);
+    // heartbeatMs + requestTimeoutMs, with room for a loaded machine.
+    expect(performance.now() - deafAt).toBeLessThan(300 + TIMEOUT_MS + 3000);
+    const pulls = tap.sent.filter((x) => x.frame.t === 'pull' && x.at > deafAt);
+    expect(pulls.length).toBeGreaterThan(0);
+    await h.post({ conv: 'hb1', seq: 2, sender: 'hb1-peer' });
+    const s = await convergedTo(h, c, 'hb1-me');
+    expect(unreadOf(s, 'hb1')).toBe(2);
+  });
+
+  it('a healthy quiet connection only pulls (empty pages) and stays open', async () => {
+    await dm('hb2', 1);
+    const tap = newTap();
+    const c = client('hb2-me', { WebSocket: tapped(tap), requestTimeoutMs: TIMEOUT_MS, heartbeatMs: 200 });
+    const closes: Array<number | undefined> = [];
+    c.on('status', (e: StatusEvent) => {
+      if (e.connection === 'offline') closes.push(e.closeCode);
+    });
+    await c.start();
+    await until(c, synced, 'first sync');
+    const since = tap.sent.length;
+    await until(c, () => tap.sent.slice(since).filter((x) => x.frame.t === 'pull').length >= 2, 'two heartbeat pulls');
+    expect(closes).toEqual([]);
+    expect(tap.sockets).toHaveLength(1);
+    await until(c, synced, 'SYNCED after the heartbeat pulls');
+    expect(closes).toEqual([]);
+  });
+});

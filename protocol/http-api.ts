@@ -15,6 +15,7 @@ import { CountQuery, EraseQuery, Head, HeadBody, HeadsBody, HeadsQueryBody, Impo
 import { ERROR_CODES, type ErrorCode } from './errors.js';
 import {
   ChangeReplySchema,
+  DemoActivityReplySchema,
   DevTokenReplySchema,
   HealthReplySchema,
   MembersReplySchema,
@@ -24,7 +25,7 @@ import {
   ReadyReplySchema,
   UnreadSummarySchema,
 } from './replies.js';
-import { DevTokenBody, MembersBody, MessagesBody, ReadBody, SettingsBody, SyncQuery } from './schemas.js';
+import { DemoActivityBody, DevTokenBody, MembersBody, MessagesBody, ReadBody, SettingsBody, SyncQuery } from './schemas.js';
 
 /**
  * Every HTTP endpoint as data: the OpenAPI document (`/openapi.json`, `protocol/openapi.json`)
@@ -332,6 +333,30 @@ export const ENDPOINTS: readonly Endpoint[] = [
     auth: [],
     body: DevTokenBody,
     replies: [{ status: 200, description: 'A 24 h user JWT.', schema: DevTokenReplySchema }],
+    devModeOnly: true,
+  },
+  {
+    method: 'get',
+    path: '/demo/activity',
+    operationId: 'demoActivity',
+    tag: 'dev mode',
+    summary: "The demo page's chat-list order: when each conversation was last active",
+    description:
+      "Served by the dev entry in dev mode only. Redpoint keeps counts, not message times; the demo's devices share this record so that every device lists conversations in one order (by last activity, then id).",
+    auth: [],
+    replies: [{ status: 200, description: 'Every conversation some device reported.', schema: DemoActivityReplySchema }],
+    devModeOnly: true,
+  },
+  {
+    method: 'post',
+    path: '/demo/activity',
+    operationId: 'reportDemoActivity',
+    tag: 'dev mode',
+    summary: "A device of the demo saw a conversation's newest message",
+    description: 'Dev entry, dev mode only. The first report of a higher seq stamps the conversation with the time now; later ones change nothing.',
+    auth: [],
+    body: DemoActivityBody,
+    replies: [{ status: 200, description: 'The record after the report.', schema: DemoActivityReplySchema }],
     devModeOnly: true,
   },
   ...(

@@ -506,6 +506,15 @@ const CASES: Case[] = [
 
   { op: 'devToken', status: 200, name: 'a dev token', request: () => req('POST', '/dev/token', { auth: 'none', body: { uid: 'alice' } }), on: 'dev' },
   ...bodyErrors('devToken', 'POST', '/dev/token', 'none').map((c): Case => ({ ...c, on: 'dev' })),
+  {
+    op: 'reportDemoActivity',
+    status: 200,
+    name: 'a device saw a message',
+    request: () => req('POST', '/demo/activity', { auth: 'none', body: { conv: 'team', seq: 1 } }),
+    on: 'dev',
+  },
+  ...bodyErrors('reportDemoActivity', 'POST', '/demo/activity', 'none').map((c): Case => ({ ...c, on: 'dev' })),
+  { op: 'demoActivity', status: 200, name: 'the record', request: () => req('GET', '/demo/activity', { auth: 'none' }), on: 'dev' },
   ...(
     [
       ['demoPage', '/'],
@@ -520,7 +529,7 @@ const CASES: Case[] = [
  * with 500: their 500 reply is the shared error body, checked on every store-backed endpoint.
  * The demo assets' text 500 needs esbuild to be missing.
  */
-const NEVER_500 = ['healthz', 'readyz', 'metrics', 'openapi', 'devToken', 'demoPage', 'demoScript', 'demoStyles'];
+const NEVER_500 = ['healthz', 'readyz', 'metrics', 'openapi', 'devToken', 'demoPage', 'demoScript', 'demoStyles', 'demoActivity', 'reportDemoActivity'];
 
 /** An agent holding `count` idle keep-alive connections to the server. */
 async function openConnections(port: number, count: number): Promise<Agent> {

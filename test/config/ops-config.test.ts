@@ -40,6 +40,8 @@ describe('operations settings', () => {
       expect(server.lines()[0]).toBe(startup[0]);
       expect(JSON.stringify(startup[0]).length).toBeLessThan(300);
       expect(String(startup[0]?.msg)).toContain('pino-pretty');
+      // Which native uWebSockets.js build loaded, and from where.
+      expect(server.lines().find((l) => l.event === 'uws')).toMatchObject({ build: expect.any(String), path: expect.stringMatching(/uws_.*\.node$/) });
       const config = server.lines().filter((l) => l.event === 'config');
       expect(config).toHaveLength(1);
       expect(config[0]).toMatchObject({

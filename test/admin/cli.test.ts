@@ -172,8 +172,6 @@ describe('the redpoint CLI on a memory engine, through the server (--url)', () =
     const clean = await redpoint(['reconcile', '--all', '--json', '--url', server.url], env);
     expect(clean.code, clean.stderr).toBe(0);
     expect(JSON.parse(clean.stdout)).toMatchObject({ users: 5, conversations: 2, findings: [] });
-    const plain = await redpoint(['reconcile', '--conv', 'team', '--url', server.url], env);
-    expect(plain.stdout).toContain('checked 0 users and 1 conversation in');
 
     const file = join(dir, 'import.jsonl');
     await writeFile(
@@ -200,15 +198,20 @@ describe('the redpoint CLI on a memory engine, through the server (--url)', () =
     expect(erased.stdout).toContain('removed from 3 conversation(s) (big, imp, team)');
     expect((await server.ok<{ members: number }>('PUT', '/v1/conversations/team/members', {})).members).toBe(2);
 
-    // Through the server, a reset-read is logged and counted there.
-    await server.ok('POST', '/v1/users/zed/read', { conv: 'imp', seq: 500 });
-    const reset = await redpoint(['reset-read', 'zed', 'imp', '8', '--url', server.url], env);
-    expect(reset.stdout).toContain('zed in imp: read position lowered to 8 (seq 8); unread 2');
-    const metrics = (await server.request('GET', '/metrics', { auth: 'none' })).text;
-    expect(metrics).toContain('redpoint_read_resets_total{outcome="lowered"} 1');
-
     const wrongKey = await redpoint(['inspect', 'user', 'zed', '--url', server.url], { REDPOINT_API_KEY: 'wrong-key-0123456789' });
     expect(wrongKey.code).toBe(3);
     expect(wrongKey.stderr).toContain('401 unauthorized');
+  });
+
+  it('reset-read through the server is logged and counted there; reconcile says "1 conversation"', async () => {
+    await server.members('fix', { add: ['yul', 'xan'] });
+    await server.post({ conv: 'fix', seq: 10, sender: 'xan' });
+    await server.ok('POST', '/v1/users/yul/read', { conv: 'fix', seq: 500 });
+    const reset = await redpoint(['reset-read', 'yul', 'fix', '8', '--url', server.url], env);
+    expect(reset.stdout).toContain('yul in fix: read position lowered to 8 (seq 8); unread 2');
+    const metrics = (await server.request('GET', '/metrics', { auth: 'none' })).text;
+    expect(metrics).toContain('redpoint_read_resets_total{outcome="lowered"} 1');
+    const plain = await redpoint(['reconcile', '--conv', 'fix', '--url', server.url], env);
+    expect(plain.stdout).toContain('checked 0 users and 1 conversation in');
   });
 });

@@ -5,8 +5,11 @@
 # Without both secrets the server runs in dev mode and binds 127.0.0.1 inside the container,
 # where a published port cannot reach it.
 
+# Node 24 (LTS) on Debian 13 "trixie" (glibc 2.41): the maintained uWebSockets.js build, the one
+# with Node 22/24 binaries, needs glibc >= 2.38, which Debian 12 (2.36) does not have.
+
 # ---- build: compile TypeScript to dist/ -------------------------------------------------------
-FROM node:20-bookworm-slim AS build
+FROM node:24-trixie-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 # Install scripts are not needed: every native dependency ships prebuilt binaries.
@@ -18,18 +21,20 @@ COPY server ./server
 RUN npm run build
 
 # ---- runtime ------------------------------------------------------------------------------------
-FROM node:20-bookworm-slim AS runtime
+FROM node:24-trixie-slim AS runtime
 ENV NODE_ENV=production HOST=0.0.0.0
 WORKDIR /app
 COPY package.json package-lock.json ./
-# Production dependencies only. uWebSockets.js ships binaries for every platform and Node ABI
-# (~90 MB); keep only the one this image loads (server/gateway/uws.ts picks it by name).
+# Production dependencies only (the maintained uWebSockets.js build is an optional one: kept).
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
- && npm cache clean --force \
- && keep="uws_$(node -p 'process.platform + "_" + process.arch + "_" + process.versions.modules').node" \
- && test -f "node_modules/uWebSockets.js/binaries/$keep" \
- && find node_modules/uWebSockets.js/binaries -name 'uws_*.node' ! -name "$keep" -delete
+ && npm cache clean --force
 COPY --from=build /app/dist ./dist
+# Both uWebSockets.js builds ship a binary for every platform and Node ABI (~90 MB each): keep only
+# the one this image loads, as server/gateway/uws.ts picks it. The build fails here when none loads.
+RUN keep="$(node -e "import('./dist/server/gateway/uws.js').then((m) => console.log(m.loadedUws.path))")" \
+ && test -f "$keep" \
+ && echo "uWebSockets.js binary: $keep" \
+ && find node_modules/uWebSockets.js node_modules/@btc-vision/uwebsockets.js -name 'uws_*.node' ! -path "$keep" -delete
 USER node
 EXPOSE 8080
 # No curl in the slim image: probe with node's fetch (on OPS_PORT when the operations endpoints have their own port).

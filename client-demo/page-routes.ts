@@ -2,6 +2,7 @@ import { RedpointError } from '../protocol/errors.js';
 import type { HttpRouter, Reply } from '../server/gateway/http.js';
 import type { RouteHookDeps } from '../server/gateway/route-hook.js';
 import type { DemoBundle } from './build.js';
+import { registerDemoActivity } from './demo-activity.js';
 
 const PAGE_PATHS = ['/', '/demo/app.js', '/demo/app.css'];
 
@@ -38,5 +39,5 @@ export function registerRoutes(router: HttpRouter, { apiKey, devMode, log }: Rou
   };
 
   for (const path of PAGE_PATHS) router.route('get', path, () => asset(path), { name: 'demo' });
-  return PAGE_PATHS;
+  return [...PAGE_PATHS, ...registerDemoActivity(router)];
 }

@@ -16,6 +16,12 @@ export const HeadBody = Type.Object({ maxSeq: Seq }, { additionalProperties: fal
 
 export const HeadsBody = Type.Object({ heads: Type.Array(Head, { minItems: 1, maxItems: LIMITS.messagesPerBatch }) }, { additionalProperties: false });
 
+/** `PUT /v1/users/:uid/conversations/:conv/read`: the read position to lower to (absent: the conversation's head now). */
+export const ResetReadBody = Type.Object(
+  { seq: Type.Optional({ ...ReadSeq, description: "The read position to lower to; absent: the conversation's head now." }) },
+  { additionalProperties: false },
+);
+
 /** `DELETE /v1/users/:uid?scan=1`: also walk every conversation for the user. */
 export const EraseQuery = Type.Object({
   scan: Type.Optional(

@@ -11,10 +11,11 @@ import {
   UserInspectionSchema,
   UserTracesSchema,
 } from './admin-replies.js';
-import { CountQuery, EraseQuery, Head, HeadBody, HeadsBody, HeadsQueryBody, ImportBody, ReconcileBody } from './admin-schemas.js';
+import { CountQuery, EraseQuery, Head, HeadBody, HeadsBody, HeadsQueryBody, ImportBody, ReconcileBody, ResetReadBody } from './admin-schemas.js';
 import { ERROR_CODES, type ErrorCode } from './errors.js';
 import {
   ChangeReplySchema,
+  DemoActivityReplySchema,
   DevTokenReplySchema,
   HealthReplySchema,
   MembersReplySchema,
@@ -24,7 +25,7 @@ import {
   ReadyReplySchema,
   UnreadSummarySchema,
 } from './replies.js';
-import { DevTokenBody, MembersBody, MessagesBody, ReadBody, SettingsBody, SyncQuery } from './schemas.js';
+import { DemoActivityBody, DevTokenBody, MembersBody, MessagesBody, ReadBody, SettingsBody, SyncQuery } from './schemas.js';
 
 /**
  * Every HTTP endpoint as data: the OpenAPI document (`/openapi.json`, `protocol/openapi.json`)
@@ -114,6 +115,18 @@ const OPERATOR_ENDPOINTS: readonly Endpoint[] = [
     description:
       'From its first step the conversation does not exist (a message gets 404, a membership change creates a new one); every member loses it, with its share of every total. A retry finishes a call that failed halfway; `404` after a lost reply means done.',
     replies: [{ status: 200, description: 'How many members the deletion removed, and its generation.', schema: DeleteConversationReplySchema }],
+    errors: ['unknown_conversation'],
+  },
+  {
+    ...OPERATOR,
+    method: 'put',
+    path: '/v1/users/:uid/conversations/:conv/read',
+    operationId: 'resetRead',
+    summary: "Lower a user's read position (undo a read that went too far)",
+    description:
+      "Lowers the user's readSeq in the conversation to `seq` (absent: the conversation's head now), never below where it was deleted; never raises it. The user's devices get it as an ordinary change. Mentions the earlier read dropped are not restored. Logged and counted (`redpoint_read_resets_total`). Retry-safe.",
+    body: ResetReadBody,
+    replies: [{ status: 200, description: "The change reply: the user's position after, and the conversation's state.", schema: ChangeReplySchema }],
     errors: ['unknown_conversation'],
   },
   {
@@ -320,6 +333,30 @@ export const ENDPOINTS: readonly Endpoint[] = [
     auth: [],
     body: DevTokenBody,
     replies: [{ status: 200, description: 'A 24 h user JWT.', schema: DevTokenReplySchema }],
+    devModeOnly: true,
+  },
+  {
+    method: 'get',
+    path: '/demo/activity',
+    operationId: 'demoActivity',
+    tag: 'dev mode',
+    summary: "The demo page's chat-list order: when each conversation was last active",
+    description:
+      "Served by the dev entry in dev mode only. Redpoint keeps counts, not message times; the demo's devices share this record so that every device lists conversations in one order (by last activity, then id).",
+    auth: [],
+    replies: [{ status: 200, description: 'Every conversation some device reported.', schema: DemoActivityReplySchema }],
+    devModeOnly: true,
+  },
+  {
+    method: 'post',
+    path: '/demo/activity',
+    operationId: 'reportDemoActivity',
+    tag: 'dev mode',
+    summary: "A device of the demo saw a conversation's newest message",
+    description: 'Dev entry, dev mode only. The first report of a higher seq stamps the conversation with the time now; later ones change nothing.',
+    auth: [],
+    body: DemoActivityBody,
+    replies: [{ status: 200, description: 'The record after the report.', schema: DemoActivityReplySchema }],
     devModeOnly: true,
   },
   ...(

@@ -134,6 +134,15 @@ export const DevTokenReplySchema = Type.Object(
   { $id: 'DevTokenReply', additionalProperties: false },
 );
 
+export const DemoActivityReplySchema = Type.Object(
+  {
+    activity: Type.Record(Type.String(), Type.Integer({ minimum: 0 }), {
+      description: 'Conversation id → when a device of the demo first saw its newest message (ms since the Unix epoch).',
+    }),
+  },
+  { $id: 'DemoActivityReply', additionalProperties: false },
+);
+
 /** `/openapi.json` is the document itself; its own schema is the OpenAPI 3.1 specification. */
 export const OpenApiReplySchema = Type.Object(
   { openapi: Type.Literal('3.1.0'), info: Type.Object({}), paths: Type.Object({}) },

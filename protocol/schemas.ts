@@ -64,6 +64,9 @@ export const SyncQuery = Type.Object({
 /** `POST /dev/token` (dev mode only). */
 export const DevTokenBody = Type.Object({ uid: Id }, { additionalProperties: false });
 
+/** The demo page (dev entry only): a device saw `conv`'s newest message become `seq`. */
+export const DemoActivityBody = Type.Object({ conv: Id, seq: Seq }, { additionalProperties: false });
+
 const compiled = new WeakMap<TSchema, TypeCheck<TSchema>>();
 
 function checker<T extends TSchema>(schema: T): TypeCheck<T> {

@@ -23,6 +23,7 @@ import { StoreHealth } from './ops/store-health.js';
 import { DEFAULT_STORE_TIMEOUT_MS, redisTargetOf } from './redis-target.js';
 import { WsGateway } from './gateway/ws-gateway.js';
 import { startQueues, type RunningQueues } from './queue/start-queue.js';
+import { DEFAULT_MAX_READ_AHEAD, ReadCap } from './sync/read-cap.js';
 import { SeqGuard } from './sync/seq-guard.js';
 import { SyncService } from './sync/sync-service.js';
 import { DurableTier } from './durable/durable-tier.js';
@@ -117,7 +118,14 @@ export async function startServer(config: Config, log: Logger, engine?: Engine, 
       await tier?.close();
       throw err;
     }));
-  const sync = new SyncService(store, { largeGroupThreshold: config.largeGroupThreshold });
+  const readCap = new ReadCap(store, config.maxReadAhead ?? DEFAULT_MAX_READ_AHEAD, (capped) => {
+    metrics.readsCapped.inc();
+    log.warn(
+      capped,
+      `read of seq ${capped.seq} in conversation ${capped.conv} is above its head ${capped.head} by more than MAX_READ_AHEAD: applied as ${capped.applied}`,
+    );
+  });
+  const sync = new SyncService(store, { largeGroupThreshold: config.largeGroupThreshold, readCap });
   sync.ingest.onFlush = (stats) => {
     metrics.groupCommitBatch.observe(stats.messages);
     metrics.groupCommitOps.observe(stats.userOps);
@@ -136,11 +144,11 @@ export async function startServer(config: Config, log: Logger, engine?: Engine, 
   const admin = adminOf(store);
   const toolbox = new LocalToolbox(store, admin, { ...config, largeGroupThreshold: config.largeGroupThreshold, durableErase: tier?.pg });
   const apiPaths = registerApiRoutes(router, { sync, auth, metrics, seqGuard });
-  const adminPaths = registerAdminRoutes(router, { toolbox, auth, metrics, seqGuard });
+  const adminPaths = registerAdminRoutes(router, { toolbox, auth, metrics, seqGuard, log });
   // With OPS_PORT the operations endpoints live only there; the main port answers them 404.
   const database = tier ? () => tier.databaseReady() : undefined;
   const opsPaths = config.opsPort === undefined ? registerOpsRoutes(router, { engine: store, metrics, database }) : [];
-  const docPaths = registerOpenApiRoute(router);
+  const docPaths = registerOpenApiRoute(router, config.devMode);
   // Token minting exists only with the published dev credentials (loopback).
   const devPaths = config.devMode ? registerDevTokenRoute(router, auth) : [];
   const hookPaths = routes ? routes(router, { auth, apiKey: config.apiKey ?? DEV_API_KEY, devMode: config.devMode, log }) : [];

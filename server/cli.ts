@@ -6,6 +6,7 @@ import { importCommand } from './cli/import-command.js';
 import { inspectCommand } from './cli/inspect-command.js';
 import { reconcileCommand } from './cli/reconcile-command.js';
 import { restoreCommand } from './cli/restore-command.js';
+import { resetReadCommand } from './cli/reset-read-command.js';
 
 const USAGE = `redpoint: the operator's toolbox (README "Operating Redpoint")
 
@@ -16,6 +17,7 @@ const USAGE = `redpoint: the operator's toolbox (README "Operating Redpoint")
   redpoint delete conv C
   redpoint head C MAXSEQ
   redpoint restore [--rate N]   (durable tier: warm every user from PostgreSQL into Redis)
+  redpoint reset-read U C [SEQ]   (lower U's read position in C to SEQ, default C's head)
 
 The store: REDIS_URL or REDIS_CLUSTER_NODES (and the server's other variables), as for the
 server; or --url http://host:port of a running server (REDPOINT_API_KEY), which a memory engine
@@ -137,6 +139,13 @@ async function main(argv: string[]): Promise<number> {
       let interrupted = false;
       process.once('SIGINT', () => (interrupted = true));
       return restoreCommand({ rate: positiveInt('rate', values.rate), json: values.json, progress }, out, () => interrupted);
+    }
+    case 'reset-read': {
+      if (rest.length !== 2 && rest.length !== 3) throw new UsageError(`reset-read takes U C [SEQ]\n\n${USAGE}`);
+      const [uid = '', conv = '', seqText] = rest;
+      const seq = seqText === undefined ? undefined : positiveInt('SEQ', seqText, 0);
+      run = (toolbox) => resetReadCommand(toolbox, uid, conv, seq, out);
+      break;
     }
     default:
       throw new UsageError(`unknown command ${command}\n\n${USAGE}`);

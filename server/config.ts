@@ -122,6 +122,13 @@ const Env = Type.Object({
   /** What a jump gets: `refuse` (422 seq_jump, nothing applied) or `warn` (counted and logged, applied). */
   SEQ_JUMP_ACTION: Type.Union([Type.Literal('refuse'), Type.Literal('warn')], { default: 'refuse' }),
   /**
+   * A read more than this above its conversation's head is capped at head + MAX_READ_AHEAD
+   * (counted in redpoint_reads_capped_total, logged); 0: no cap. Not 0 by default: a read may
+   * overtake the ingest of what it reads, but a buggy client's read of seq 999 at head 2 would
+   * otherwise silence every message up to 999 for good.
+   */
+  MAX_READ_AHEAD: Type.Integer({ minimum: 0, maximum: 281_474_976_710_656, default: 1000 }),
+  /**
    * Server threads serving the one port (Redis engines only): 0 picks one per core in production
    * and 1 in dev mode. The memory engine always runs one (its state lives in one thread).
    */
@@ -199,6 +206,8 @@ export interface Config {
   seqJumpAction?: 'refuse' | 'warn';
   /** Queue ingest (INGEST_*): the outbox and JetStream sources, when set. */
   queue?: QueueConfig;
+  /** Reads above head + this are capped there (MAX_READ_AHEAD; 0: no cap; absent: 1000). */
+  maxReadAhead?: number;
   /** WebSocket tuning; anything left out takes the default of `defaultWsOptions`. */
   ws?: Partial<WsOptions>;
   /** The durable tier (DATABASE_URL); absent: off. */
@@ -237,6 +246,7 @@ const NUMERIC = new Set([
   'RECONCILE_EVERY',
   'RECONCILE_RATE',
   'MAX_SEQ_JUMP',
+  'MAX_READ_AHEAD',
   'WORKERS',
   'PERSIST_INTERVAL_MS',
   'PERSIST_BATCH',
@@ -344,6 +354,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       batch: values.INGEST_BATCH,
       retrySeconds: values.INGEST_RETRY_SECONDS,
     },
+    maxReadAhead: values.MAX_READ_AHEAD,
     ws: {
       versionEverySeconds: values.WS_VERSION_EVERY_SECONDS,
       helloTimeoutMs: values.WS_HELLO_TIMEOUT_MS,

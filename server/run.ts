@@ -4,6 +4,7 @@ import { createLogger } from './logger.js';
 import { VERSION } from './ops/build-info.js';
 import { describeRedisTarget, redisTargetOf } from './redis-target.js';
 import { loadRouteHook } from './gateway/route-hook.js';
+import { loadedUws } from './gateway/uws.js';
 import { runWorkers } from './workers/supervisor.js';
 import { exitAtOnce, StopSignals } from './stop-signals.js';
 import { missingFromCommandLine } from './v8-flags.js';
@@ -27,9 +28,16 @@ export async function runRedpoint(options: RunOptions = {}): Promise<void> {
   const log = createLogger(config.logLevel);
   const redis = redisTargetOf(config); // loadConfig already refused REDIS_URL with REDIS_CLUSTER_NODES
   const where = redis ? describeRedisTarget(redis) : undefined;
+  // The first line a person sees stays short and says how to read the rest; the configuration
+  // (a long object) comes on a line of its own.
   log.info(
-    { event: 'startup', version: VERSION, node: process.version, pid: process.pid, config: describeConfig(config) },
-    `redpoint ${VERSION} starting (node ${process.version}, pid ${process.pid})`,
+    { event: 'startup', version: VERSION, node: process.version, pid: process.pid },
+    `redpoint ${VERSION} starting (node ${process.version}, pid ${process.pid}); logs are JSON lines: pipe them through \`npx pino-pretty\` to read them`,
+  );
+  log.info({ event: 'config', config: describeConfig(config) }, 'configuration (secrets masked)');
+  log.info(
+    { event: 'uws', build: loadedUws.build, version: loadedUws.version, path: loadedUws.path },
+    `uWebSockets.js: ${loadedUws.build} ${loadedUws.version} (${loadedUws.path})`,
   );
   const missingFlags = missingFromCommandLine();
   if (missingFlags.length > 0) {

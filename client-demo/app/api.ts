@@ -33,3 +33,18 @@ export function sendMessages(messages: MessageInput[]): Promise<unknown> {
 export function setServerSettings(uid: string, conv: string, settings: { muted?: boolean; markedUnread?: boolean }): Promise<unknown> {
   return call('PUT', `/v1/users/${encodeURIComponent(uid)}/conversations/${encodeURIComponent(conv)}`, settings);
 }
+
+/** The demo's shared chat-list order (dev entry only): conversation → when it was last active. */
+export async function getActivity(): Promise<Record<string, number>> {
+  return ((await call('GET', '/demo/activity')) as { activity: Record<string, number> }).activity;
+}
+
+export async function reportActivity(conv: string, seq: number): Promise<Record<string, number>> {
+  return ((await call('POST', '/demo/activity', { conv, seq })) as { activity: Record<string, number> }).activity;
+}
+
+/** Up to 100 members of a conversation (the operator's inspection; the page holds the dev API key). */
+export async function membersOf(conv: string): Promise<string[]> {
+  const found = (await call('GET', `/v1/admin/conversations/${encodeURIComponent(conv)}`)) as { members: Array<{ uid: string }> };
+  return found.members.map((m) => m.uid);
+}

@@ -1,5 +1,6 @@
 import type { RedpointClient } from '@redpoint/client';
-import { createConversation, sendMessages, setServerSettings } from './api.js';
+import { createConversation, membersOf, sendMessages, setServerSettings } from './api.js';
+import { displayName } from './view.js';
 import type { StatusLine } from './status-line.js';
 
 /** The right-hand panel: make conversations and send test messages through the HTTP API. */
@@ -13,6 +14,22 @@ function form(id: string): HTMLFormElement {
 export function setupDevPanel(client: RedpointClient, uid: string, log: StatusLine): () => void {
   const known = new Set<string>();
   const select = document.getElementById('send-conv') as HTMLSelectElement;
+  const sender = document.querySelector<HTMLInputElement>('#send-form input[name="sender"]');
+  /** Someone other than this user: a message from yourself is never unread, so Send would show nothing. */
+  const someoneElse = (candidates: readonly string[]): string => candidates.find((m) => m !== uid) ?? (uid === 'bob' ? 'alice' : 'bob');
+  /** "From" follows the chosen conversation: its first member who is not this user. */
+  const pickSender = (): void => {
+    const conv = select.value;
+    if (!sender || !conv) return;
+    sender.value = someoneElse([]);
+    membersOf(conv).then(
+      (members) => {
+        if (select.value === conv) sender.value = someoneElse(members);
+      },
+      (err: unknown) => log.error(`Failed: ${err instanceof Error ? err.message : String(err)}`),
+    );
+  };
+  select.addEventListener('change', pickSender);
 
   /** Next seq per conversation: the client's newest known, or what this page sent last. */
   const sent = new Map<string, number>();
@@ -32,8 +49,9 @@ export function setupDevPanel(client: RedpointClient, uid: string, log: StatusLi
     const current = select.value;
     const names = [...known].sort();
     if (names.join('\n') === [...select.options].map((o) => o.value).join('\n')) return;
-    select.replaceChildren(...names.map((name) => new Option(name, name)));
+    select.replaceChildren(...names.map((name) => new Option(displayName(name, uid), name)));
     if (names.includes(current)) select.value = current;
+    if (select.value !== current) pickSender();
   };
 
   const run = (what: string, job: () => Promise<void>): void => {
@@ -56,6 +74,7 @@ export function setupDevPanel(client: RedpointClient, uid: string, log: StatusLi
       known.add(conv);
       refreshOptions();
       select.value = conv;
+      pickSender();
     });
   });
 
@@ -64,24 +83,29 @@ export function setupDevPanel(client: RedpointClient, uid: string, log: StatusLi
     const data = new FormData(event.currentTarget as HTMLFormElement);
     const conv = String(data.get('conv'));
     const count = Math.min(50, Math.max(1, Number(data.get('count')) || 1));
-    run(`Sent ${count} message(s) to ${conv}`, () => send(conv, String(data.get('sender')).trim() || 'bob', count, data.get('mention') === 'on'));
+    run(`Sent ${count} message(s) to ${conv}`, () => send(conv, String(data.get('sender')).trim() || someoneElse([]), count, data.get('mention') === 'on'));
   });
 
   document.getElementById('seed')?.addEventListener('click', () => {
     run('Seeded demo conversations', async () => {
-      await createConversation('bob', [uid, 'bob'], 'private');
-      await createConversation('design-team', [uid, 'bob', 'carol', 'dave'], 'group');
-      await createConversation('release-train', [uid, 'carol', 'erin'], 'group');
+      // The cast never includes this user: on bob's page, "bob" is alice.
+      const cast = (name: string): string => (name === uid ? 'alice' : name);
+      const friend = cast('bob');
+      // A private chat is named by both members (sorted), and each side shows the other's name.
+      const dm = `dm:${[uid, friend].sort().join(':')}`;
+      await createConversation(dm, [uid, friend], 'private');
+      await createConversation('design-team', [uid, friend, cast('carol'), cast('dave')], 'group');
+      await createConversation('release-train', [uid, cast('carol'), cast('erin')], 'group');
       await createConversation('announcements', [uid, 'redpoint-bot'], 'system');
-      await createConversation('random', [uid, 'dave', 'erin'], 'group');
-      await send('bob', 'bob', 2, false);
-      await send('design-team', 'carol', 5, false);
-      await send('design-team', 'dave', 1, true);
-      await send('release-train', 'erin', 3, false);
+      await createConversation('random', [uid, cast('dave'), cast('erin')], 'group');
+      await send(dm, friend, 2, false);
+      await send('design-team', cast('carol'), 5, false);
+      await send('design-team', cast('dave'), 1, true);
+      await send('release-train', cast('erin'), 3, false);
       await send('announcements', 'redpoint-bot', 1, false);
-      await send('random', 'dave', 12, false);
+      await send('random', cast('dave'), 12, false);
       await setServerSettings(uid, 'random', { muted: true });
-      for (const conv of ['bob', 'design-team', 'release-train', 'announcements', 'random']) known.add(conv);
+      for (const conv of [dm, 'design-team', 'release-train', 'announcements', 'random']) known.add(conv);
       refreshOptions();
     });
   });

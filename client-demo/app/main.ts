@@ -2,11 +2,11 @@ import { RedpointClient, type ConversationView, type RedpointState } from '@redp
 import { IndexedDbCache } from '@redpoint/client/idb';
 import { msgpack } from '@redpoint/client/msgpack';
 import { shareTabs } from '@redpoint/client/tabs';
-import { devToken } from './api.js';
+import { devToken, getActivity, reportActivity } from './api.js';
 import { setupDevPanel } from './dev-panel.js';
 import { setupResetNotice } from './reset-notice.js';
 import { StatusLine } from './status-line.js';
-import { render, type Action } from './view.js';
+import { render, setMenu, type Action } from './view.js';
 
 /**
  * The demo page: one user (`?uid=`, default alice) on one device (`?device=`). Counts come from
@@ -26,6 +26,8 @@ const client = new RedpointClient({
   ...(params.get('share') !== '0' ? { transport: shareTabs({ key: `user:${uid}` }) } : {}),
   device,
   backoff: { baseMs: 300, maxMs: 5000 },
+  // The demo wants a dead socket shown soon (the SDK's default waits past the server's 120 s version frame).
+  heartbeatMs: 20_000,
 });
 
 const logEl = document.getElementById('log');
@@ -33,11 +35,24 @@ if (!logEl) throw new Error('#log missing from index.html');
 const log = new StatusLine(logEl);
 setupResetNotice(client);
 
-/** Most recently active first: a conversation moves up when its newest message changes. */
-const activity = new Map<string, number>();
+/**
+ * One order on every device: most recently active first, then by id. The times come from the
+ * dev server's shared record (client-demo/demo-activity.ts): each device reports the newest
+ * message it sees arrive, and all of them sort by the same stamps.
+ */
+let activity: Record<string, number> = Object.create(null) as Record<string, number>;
 const lastSeen = new Map<string, number>();
-let tick = 0;
-const order = (a: ConversationView, b: ConversationView): number => (activity.get(b.conv) ?? 0) - (activity.get(a.conv) ?? 0) || (a.conv < b.conv ? -1 : 1);
+const order = (a: ConversationView, b: ConversationView): number => (activity[b.conv] ?? 0) - (activity[a.conv] ?? 0) || (a.conv < b.conv ? -1 : 1);
+const adopt = (record: Record<string, number>): void => {
+  activity = Object.assign(Object.create(null) as Record<string, number>, record);
+  if (!scheduled) {
+    scheduled = true;
+    requestAnimationFrame(paint);
+  }
+};
+const fetchActivity = (): void => {
+  getActivity().then(adopt, (err: unknown) => console.warn('[demo] activity', err));
+};
 
 /**
  * When each conversation's shown count last changed (ms since epoch): read by the browser test.
@@ -52,10 +67,11 @@ function paint(): void {
   scheduled = false;
   const state: RedpointState = client.state;
   for (const c of state.conversations) {
-    if (lastSeen.get(c.conv) !== c.lastSeq) {
-      if (lastSeen.has(c.conv)) activity.set(c.conv, ++tick);
-      lastSeen.set(c.conv, c.lastSeq);
-    }
+    const before = lastSeen.get(c.conv);
+    if (before === c.lastSeq) continue;
+    // A newer message arrived while this page watched: report it (the reply is the shared record).
+    if (before !== undefined && c.lastSeq > before) reportActivity(c.conv, c.lastSeq).then(adopt, (err: unknown) => console.warn('[demo] activity', err));
+    lastSeen.set(c.conv, c.lastSeq);
   }
   staleSince = state.stale ? (staleSince ?? Date.now()) : null;
   render(state, order, uid, device, staleSince);
@@ -74,11 +90,15 @@ client.on('change', () => {
 });
 client.on('error', (err) => console.warn('[redpoint]', err.message));
 
-document.getElementById('conversations')?.addEventListener('click', (event) => {
+const list = document.getElementById('conversations');
+list?.addEventListener('click', (event) => {
   const button = (event.target as HTMLElement).closest<HTMLButtonElement>('button[data-action]');
   const conv = button?.dataset.conv;
   if (!button || !conv) return;
   const action = button.dataset.action as Action;
+  // On a phone the row's actions sit behind one control; any action closes it again.
+  if (list) setMenu(list, conv, action === 'menu' && !button.closest('li')?.classList.contains('open'));
+  if (action === 'menu') return;
   const done = (p: Promise<void>, what: string): void => {
     p.then(
       () => log.info(`${what} ${conv}`),
@@ -92,6 +112,19 @@ document.getElementById('conversations')?.addEventListener('click', (event) => {
   else if (action === 'delete') done(client.deleteConversation(conv), 'Deleted');
 });
 
-Object.assign(window, { redpoint: { client, shownAt, uid, device } });
+Object.assign(window, {
+  redpoint: {
+    client,
+    shownAt,
+    uid,
+    device,
+    order: () =>
+      client.state.conversations
+        .slice()
+        .sort(order)
+        .map((c) => c.conv),
+  },
+});
 paint();
+fetchActivity();
 void client.start();

@@ -49,35 +49,73 @@ function marks(c: ConversationView): HTMLElement {
   return box;
 }
 
-export type Action = 'read' | 'mute' | 'unmute' | 'mark-unread' | 'delete';
+export type Action = 'read' | 'mute' | 'unmute' | 'mark-unread' | 'delete' | 'menu';
 
-function row(c: ConversationView): HTMLElement {
+/**
+ * The name a chat list shows: a private chat `dm:<a>:<b>` is named after the other person (the
+ * same conversation is "bob" on alice's devices and "alice" on bob's), anything else by its id.
+ */
+export function displayName(conv: string, uid: string): string {
+  const dm = /^dm:([^:]+):([^:]+)$/.exec(conv);
+  if (!dm) return conv;
+  const [, a = '', b = ''] = dm;
+  return a === uid ? b : a;
+}
+
+const CATEGORY_LABELS: Record<string, string> = { private: 'Private chat', group: 'Group', system: 'System' };
+
+/** The line under the name, as a chat list reads: what is new, or that nothing is. */
+export function subtitle(c: ConversationView): string {
+  const kind = CATEGORY_LABELS[c.category] ?? c.category;
+  let news: string;
+  if (c.mentions > 0) news = `${c.mentions === 1 ? 'You were mentioned' : `${c.mentions} mentions of you`} · ${c.unread} new`;
+  else if (c.unread > 0) news = `${c.unread} new message${c.unread === 1 ? '' : 's'}`;
+  else if (c.markedUnread) news = 'Marked as unread';
+  else news = 'No new messages';
+  return `${kind} · ${news}`;
+}
+
+function row(c: ConversationView, uid: string): HTMLElement {
   const action = (name: Action, label: string, extra = ''): HTMLElement =>
     h('button', { class: `btn small ${extra}`.trim(), 'data-action': name, 'data-conv': c.conv, type: 'button' }, label);
   const classes = ['conv', c.muted ? 'is-muted' : '', c.pending ? 'is-pending' : ''].filter(Boolean).join(' ');
-  // Four grid cells (avatar, text, marks, actions): styles.css places them per screen width.
+  const name = displayName(c.conv, uid);
+  // One toggle: what is unread (or marked) can be marked read, what is read can be marked unread.
+  const unreadish = c.unread > 0 || c.markedUnread;
+  // Five grid cells (avatar, text, marks, the phone's menu button, actions): styles.css places them per screen width.
   return h(
     'li',
     { class: classes, 'data-conv': c.conv, 'data-unread': String(c.unread) },
-    h('div', { class: 'avatar', 'aria-hidden': 'true', style: `background:${colorOf(c.conv)}` }, initials(c.conv)),
+    h('div', { class: 'avatar', 'aria-hidden': 'true', style: `background:${colorOf(name)}` }, initials(name)),
     h(
       'div',
       { class: 'conv-main' },
       h(
         'div',
         { class: 'conv-title' },
-        h('span', { class: 'conv-name', 'data-role': 'name', title: c.conv }, c.conv),
+        h('span', { class: 'conv-name', 'data-role': 'name', title: c.conv }, name),
         c.muted ? h('span', { class: 'tag', 'data-role': 'muted' }, 'muted') : null,
       ),
-      h('div', { class: 'conv-sub', 'data-role': 'sub' }, `${c.category} · message #${c.lastSeq}`),
+      h('div', { class: 'conv-sub', 'data-role': 'sub' }, subtitle(c)),
     ),
     marks(c),
     h(
+      'button',
+      {
+        class: 'btn small menu-btn',
+        'data-action': 'menu',
+        'data-conv': c.conv,
+        type: 'button',
+        'aria-label': `Actions for ${name}`,
+        'aria-expanded': 'false',
+      },
+      '⋯',
+    ),
+    h(
       'div',
-      { class: 'actions' },
-      action('read', 'Read'),
+      { class: 'actions', 'data-role': 'actions' },
+      unreadish ? action('read', 'Mark as read') : action('mark-unread', 'Mark as unread'),
       c.muted ? action('unmute', 'Unmute') : action('mute', 'Mute'),
-      action('mark-unread', 'Unread'),
       action('delete', 'Delete', 'danger'),
     ),
   );
@@ -152,6 +190,18 @@ export function render(
     return;
   }
   const sorted = [...state.conversations].sort(order);
-  list.replaceChildren(...sorted.map(row));
+  // The row whose menu is open on a phone stays open across repaints.
+  const open = list.querySelector<HTMLElement>('li.conv.open')?.dataset.conv;
+  list.replaceChildren(...sorted.map((c) => row(c, uid)));
+  if (open !== undefined) setMenu(list, open, true);
   empty.hidden = sorted.length > 0;
+}
+
+/** Opens (or closes) the actions of one row on a phone; at most one is open. */
+export function setMenu(list: HTMLElement, conv: string, open: boolean): void {
+  for (const li of list.querySelectorAll<HTMLElement>('li.conv')) {
+    const mine = li.dataset.conv === conv && open;
+    li.classList.toggle('open', mine);
+    li.querySelector('.menu-btn')?.setAttribute('aria-expanded', String(mine));
+  }
 }

@@ -1,13 +1,14 @@
 import { RedpointError } from '../../protocol/errors.js';
 import type { ReconcileRequest } from '../../protocol/admin-schemas.js';
 import type { EngineAdmin } from '../engine/admin.js';
-import type { Engine, EngineOptions } from '../engine/engine.js';
+import type { Engine, EngineOptions, UserOpResult } from '../engine/engine.js';
 import { deleteConversation, type DeleteResult } from './delete-conversation.js';
 import { eraseUser, userTraces, type EraseResult, type UserTraces } from './erase.js';
 import { reassertHeads, type HeadAssertion, type HeadsResult } from './heads.js';
 import { importBatch, type ImportBatch, type ImportBatchResult } from './import.js';
 import { inspectConversation, inspectUser, type ConversationInspection, type UserInspection } from './inspect.js';
 import { Reconciler, type ReconcilePage } from './reconcile.js';
+import { resetRead } from './reset-read.js';
 
 /** Walk from `cursor` ('' starts; ignored when `users` or `conversations` is given), `count` ids per page. */
 export type { ReconcileRequest };
@@ -38,8 +39,13 @@ export interface Toolbox {
   importBatch(batch: ImportBatch, dryRun: boolean): Promise<ImportBatchResult>;
   /** Current heads (missing conversations left out). */
   heads(convs: readonly string[]): Promise<Record<string, number>>;
+  /** Lowers the user's read position in `conv` to `seq` (absent: the head now); reset-read.ts. */
+  resetRead(uid: string, conv: string, seq?: number): Promise<ResetReadResult>;
   close(): Promise<void>;
 }
+
+/** The change reply (PROTOCOL.md), as `POST /v1/users/:uid/read` answers. */
+export type ResetReadResult = Pick<UserOpResult, 'changed' | 'epoch' | 'version' | 'state'>;
 
 export const DEFAULT_WALK_PAGE = 200;
 const COUNT_PAGE = 1_000;
@@ -111,6 +117,11 @@ export class LocalToolbox implements Toolbox {
 
   async heads(convs: readonly string[]): Promise<Record<string, number>> {
     return Object.fromEntries(await this.engine.heads(convs));
+  }
+
+  async resetRead(uid: string, conv: string, seq?: number): Promise<ResetReadResult> {
+    const { changed, epoch, version, state } = await resetRead(this.engine, uid, conv, seq);
+    return { changed, epoch, version, state };
   }
 
   async close(): Promise<void> {

@@ -4,7 +4,7 @@ import type { HeadAssertion, HeadsResult } from '../admin/heads.js';
 import type { ImportBatch, ImportBatchResult } from '../admin/import.js';
 import type { ConversationInspection, UserInspection } from '../admin/inspect.js';
 import type { ReconcilePage } from '../admin/reconcile.js';
-import type { ReconcileRequest, Toolbox } from '../admin/toolbox.js';
+import type { ReconcileRequest, ResetReadResult, Toolbox } from '../admin/toolbox.js';
 
 /**
  * The Toolbox of a running server, through its operator endpoints (PROTOCOL.md "Operator
@@ -58,6 +58,10 @@ export class HttpToolbox implements Toolbox {
 
   async heads(convs: readonly string[]): Promise<Record<string, number>> {
     return (await this.call<{ heads: Record<string, number> }>('POST', '/v1/admin/heads', { convs })).heads;
+  }
+
+  resetRead(uid: string, conv: string, seq?: number): Promise<ResetReadResult> {
+    return this.call('PUT', `/v1/users/${encodeURIComponent(uid)}/conversations/${encodeURIComponent(conv)}/read`, seq === undefined ? {} : { seq });
   }
 
   async close(): Promise<void> {}

@@ -44,8 +44,10 @@ export function describeConversation(c: ConversationInspection): string {
 export async function inspectCommand(toolbox: Toolbox, what: string, id: string, json: boolean, out: (text: string) => void): Promise<number> {
   if (what === 'user') {
     const u = await toolbox.inspectUser(id);
-    out(json ? `${JSON.stringify(u, null, 2)}\n` : describeUser(u));
-    return 0;
+    // Not found, as `--help` says of exit 1: no stream and no record names the user.
+    const found = u.seen || u.conversations.length > 0;
+    out(json ? `${JSON.stringify(u, null, 2)}\n` : found ? describeUser(u) : `user ${id}: not found (never seen, or erased)\n`);
+    return found ? 0 : 1;
   }
   const c = await toolbox.inspectConversation(id);
   if (!c) {

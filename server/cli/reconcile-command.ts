@@ -50,7 +50,7 @@ export async function reconcileCommand(toolbox: Toolbox, args: ReconcileArgs, ou
   if (args.json) {
     out(`${JSON.stringify({ ...total, cursor, seconds }, null, 2)}\n`);
   } else {
-    let text = `checked ${total.users} users and ${total.conversations} conversations in ${seconds.toFixed(1)} s (${Math.round((total.users + total.conversations) / Math.max(seconds, 0.001))}/s)\n`;
+    let text = `checked ${plural(total.users, 'user')} and ${plural(total.conversations, 'conversation')} in ${seconds.toFixed(1)} s (${Math.round((total.users + total.conversations) / Math.max(seconds, 0.001))}/s)\n`;
     if (total.midRewrite > 0) text += `conversations seen mid-rewrite that finished within the grace period (not findings): ${total.midRewrite}\n`;
     text += findingsReport(total.findings, 'findings');
     if (args.repair) {
@@ -61,4 +61,8 @@ export async function reconcileCommand(toolbox: Toolbox, args: ReconcileArgs, ou
     out(text);
   }
   return total.unrepaired.length > 0 ? 1 : 0;
+}
+
+function plural(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? '' : 's'}`;
 }

@@ -174,12 +174,16 @@ export interface RecordedMessage {
  *   not, mode, category, the join tag and the conversation's head); an op of an older generation
  *   than the record's is ignored.
  * - `settings`: flags, and `deleteAt` (hide the conversation up to the larger of it and lastSeq).
+ * - `reset-read`: the operator's undo of a read that went too far: LOWER readSeq to `seq` (never
+ *   below deletedSeq: what was deleted stays read). Not a max-merge, but idempotent; mentions
+ *   dropped by the read are not restored, and markedUnread is left as is.
  */
 export type UserOp =
   | { type: 'message'; uid: string; conv: string; lastSeq: number; readSeq: number; mentionSeqs: readonly number[] }
   | { type: 'read'; uid: string; conv: string; seq: number }
   | MembershipOp
-  | { type: 'settings'; uid: string; conv: string; muted?: boolean; markedUnread?: boolean; deleteAt?: number };
+  | { type: 'settings'; uid: string; conv: string; muted?: boolean; markedUnread?: boolean; deleteAt?: number }
+  | { type: 'reset-read'; uid: string; conv: string; seq: number };
 
 export type MembershipOp =
   | {

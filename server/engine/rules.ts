@@ -168,6 +168,11 @@ export function applyRule(before: StoredConv | undefined, op: UserOp): StoredCon
       if (op.markedUnread !== undefined) rec.markedUnread = op.markedUnread;
       return rec;
     }
+    case 'reset-read': {
+      const target = Math.max(op.seq, before?.deletedSeq ?? 0);
+      if (!before?.member || target >= before.readSeq) return before;
+      return { ...copy(before), readSeq: target };
+    }
   }
 }
 

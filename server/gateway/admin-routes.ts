@@ -1,4 +1,5 @@
-import { CountQuery, EraseQuery, HeadBody, HeadsBody, HeadsQueryBody, ImportBody, ReconcileBody } from '../../protocol/admin-schemas.js';
+import type { Logger } from 'pino';
+import { CountQuery, EraseQuery, HeadBody, HeadsBody, HeadsQueryBody, ImportBody, ReconcileBody, ResetReadBody } from '../../protocol/admin-schemas.js';
 import { RedpointError } from '../../protocol/errors.js';
 import { decode } from '../../protocol/schemas.js';
 import type { Toolbox } from '../admin/toolbox.js';
@@ -13,6 +14,7 @@ interface AdminDeps {
   auth: Authenticator;
   metrics: Metrics;
   seqGuard: SeqGuard;
+  log: Logger;
 }
 
 /**
@@ -20,7 +22,7 @@ interface AdminDeps {
  * erasing a user, deleting a conversation for everyone, and what the `redpoint` CLI needs to
  * reconcile, inspect and import into a store it cannot reach itself (the memory engine's).
  */
-export function registerAdminRoutes(router: HttpRouter, { toolbox, auth, metrics, seqGuard }: AdminDeps): string[] {
+export function registerAdminRoutes(router: HttpRouter, { toolbox, auth, metrics, seqGuard, log }: AdminDeps): string[] {
   const apiKey = apiKeyAuthorization(auth, metrics).service;
   const body = { body: true, authorize: apiKey } as const;
 
@@ -73,6 +75,25 @@ export function registerAdminRoutes(router: HttpRouter, { toolbox, auth, metrics
     { authorize: apiKey },
   );
 
+  router.route(
+    'put',
+    '/v1/users/:uid/conversations/:conv/read',
+    async (ctx) => {
+      const uid = param(ctx, 0);
+      const conv = param(ctx, 1);
+      const { seq } = decode(ResetReadBody, ctx.body);
+      const result = await toolbox.resetRead(uid, conv, seq);
+      metrics.readResets.inc({ outcome: result.changed ? 'lowered' : 'unchanged' });
+      // The audit trail of an operator action: who (the API key's name), whom, and to where.
+      log.info(
+        { uid, conv, seq: seq ?? 'head', readSeq: result.state?.readSeq, changed: result.changed, apiKey: ctx.apiKeyName },
+        `reset-read: ${uid} in ${conv} ${result.changed ? `lowered to ${result.state?.readSeq}` : `unchanged at ${result.state?.readSeq}`}`,
+      );
+      return { body: result };
+    },
+    body,
+  );
+
   router.route('post', '/v1/admin/reconcile', async (ctx) => ({ body: await toolbox.reconcile(decode(ReconcileBody, ctx.body)) }), body);
 
   router.route('get', '/v1/admin/count', async (ctx) => ({ body: { count: await toolbox.count(decode(CountQuery, Object.fromEntries(ctx.query)).kind) } }), {
@@ -114,6 +135,7 @@ export function registerAdminRoutes(router: HttpRouter, { toolbox, auth, metrics
     '/v1/heads',
     '/v1/users/:uid',
     '/v1/conversations/:conv',
+    '/v1/users/:uid/conversations/:conv/read',
     '/v1/admin/reconcile',
     '/v1/admin/count',
     '/v1/admin/users/:uid',

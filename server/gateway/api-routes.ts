@@ -1,4 +1,4 @@
-import { Type } from '@sinclair/typebox';
+import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { RedpointError } from '../../protocol/errors.js';
 import { LIMITS } from '../../protocol/limits.js';
 import { Id, MembersBody, ReadBody, decodeMessages, SettingsBody, SyncQuery, decode } from '../../protocol/schemas.js';
@@ -58,6 +58,10 @@ export function registerApiRoutes(router: HttpRouter, { sync, auth, metrics, seq
   const user: Authorize = async (ctx) => {
     const credential = bearer(ctx.authorization);
     if (!credential) throw new RedpointError('unauthorized', 'missing Authorization: Bearer <jwt>');
+    // The message service's key is not a user: say what the endpoint wants rather than "invalid token".
+    if (auth.apiKeyName(credential) !== null) {
+      throw new RedpointError('unauthorized', `${ctx.method.toUpperCase()} ${ctx.url} needs a user token (JWT), not the API key: the stream is per user`);
+    }
     return auth.verifyUserToken(credential);
   };
 
@@ -151,16 +155,20 @@ export function registerApiRoutes(router: HttpRouter, { sync, auth, metrics, seq
   return ['/v1/messages', '/v1/conversations/:conv/members', '/v1/users/:uid/read', '/v1/users/:uid/conversations/:conv', '/v1/users/:uid/unread', '/v1/sync'];
 }
 
-const PathId = Type.Object({ id: Id });
+const checkPathId = TypeCompiler.Compile(Id);
 
 export function param(ctx: RequestContext, index: number): string {
+  // Named as the route writes it (`:uid`), so a bad id says which part of the path is wrong.
+  const name = `:${ctx.paramNames[index] ?? `parameter ${index + 1}`}`;
   let raw = ctx.params[index] ?? '';
   try {
     raw = decodeURIComponent(raw);
   } catch {
-    throw new RedpointError('invalid_request', `path parameter ${index + 1} is not valid percent-encoding`);
+    throw new RedpointError('invalid_request', `${name}: not valid percent-encoding`);
   }
-  return decode(PathId, { id: raw }).id;
+  if (checkPathId.Check(raw)) return raw;
+  const first = checkPathId.Errors(raw).First();
+  throw new RedpointError('invalid_request', `${name}: ${first?.message ?? 'invalid id'}`);
 }
 
 /**

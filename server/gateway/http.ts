@@ -13,6 +13,8 @@ export interface RequestContext {
   method: string;
   url: string;
   params: string[];
+  /** The names of `params` in the route's pattern (`uid`, `conv`), for errors that name them. */
+  paramNames: readonly string[];
   query: URLSearchParams;
   authorization: string;
   wantsMsgpack: boolean;
@@ -155,12 +157,12 @@ export class HttpRouter {
   }
 
   route(method: Method, pattern: string, handler: Handler, options: RouteOptions = {}): void {
-    const paramCount = (pattern.match(/\/:/g) ?? []).length;
+    const paramNames = [...pattern.matchAll(/\/:([^/]+)/g)].map((m) => m[1] ?? '');
     const name = options.name ?? pattern;
     this.routes.push({ method, pattern });
     const documented = ENDPOINTS.find((e) => e.method === (method === 'del' ? 'delete' : method) && e.path === pattern);
     const write = options.write ?? documented?.write ?? (method !== 'get' && method !== 'options');
-    this.app[method](pattern, (res, req) => this.handle(res, req, handler, paramCount, name, { ...options, write }));
+    this.app[method](pattern, (res, req) => this.handle(res, req, handler, paramNames, name, { ...options, write }));
   }
 
   /** Any method on a known path other than the registered ones → 405; unknown path → 404. */
@@ -171,12 +173,12 @@ export class HttpRouter {
     this.app.any('/*', (res, req) => this.sendError(res, req, new RedpointError('not_found', 'no such endpoint')));
   }
 
-  private handle(res: HttpResponse, req: HttpRequest, handler: Handler, paramCount: number, name: string, options: RouteOptions): void {
+  private handle(res: HttpResponse, req: HttpRequest, handler: Handler, paramNames: readonly string[], name: string, options: RouteOptions): void {
     const started = performance.now();
     const params: string[] = [];
-    for (let i = 0; i < paramCount; i++) params.push(req.getParameter(i));
+    for (let i = 0; i < paramNames.length; i++) params.push(req.getParameter(i));
     const contentType = req.getHeader('content-type');
-    const ctx = this.context(req, params);
+    const ctx = this.context(req, params, paramNames);
     const state: AbortState = { aborted: false };
     res.onAborted(() => {
       state.aborted = true;
@@ -250,7 +252,7 @@ export class HttpRouter {
     work().then(answer, fail);
   }
 
-  private context(req: HttpRequest, params: string[]): RequestContext {
+  private context(req: HttpRequest, params: string[], paramNames: readonly string[]): RequestContext {
     // The query string is copied now (uWS' request is gone after the first await) but parsed only
     // by the routes that read it: most requests (every POST /v1/messages) have none.
     const rawQuery = req.getQuery();
@@ -259,6 +261,7 @@ export class HttpRouter {
       method: req.getMethod(),
       url: req.getUrl(),
       params,
+      paramNames,
       get query(): URLSearchParams {
         query ??= new URLSearchParams(rawQuery);
         return query;
@@ -333,7 +336,7 @@ export class HttpRouter {
 
   /** Answers at once (404/405), in the format the client asked for. */
   private sendError(res: HttpResponse, req: HttpRequest, err: RedpointError): void {
-    const ctx = this.context(req, []);
+    const ctx = this.context(req, [], []);
     this.finish(res, { aborted: false }, ctx, 'fallback', performance.now(), this.toErrorReply(err, ctx, false));
   }
 }

@@ -114,7 +114,7 @@ export class WsSession {
     if (verdict === 'refuse') {
       metrics.errors.inc({ code: 'rate_limited' });
       const id = parsed instanceof RedpointError || parsed.t === 'hello' ? undefined : parsed.id;
-      return this.reply({ t: 'error', ...(id !== undefined ? { id } : {}), code: 'rate_limited', message: 'too many frames; slow down' });
+      return this.replyAfterHello({ t: 'error', ...(id !== undefined ? { id } : {}), code: 'rate_limited', message: 'too many frames; slow down' });
     }
     if (parsed instanceof RedpointError) {
       metrics.errors.inc({ code: parsed.code });
@@ -123,10 +123,23 @@ export class WsSession {
       if (parsed.code === 'unauthorized') return this.close(this.hello ? 'protocol_error' : 'unauthorized');
       this.malformed += 1;
       if (this.malformed >= MAX_MALFORMED) return this.close('protocol_error');
-      return this.reply({ t: 'error', code: parsed.code, message: parsed.message });
+      return this.replyAfterHello({ t: 'error', code: parsed.code, message: parsed.message });
     }
     metrics.framesIn.inc({ type: parsed.t });
     void this.handle(parsed);
+  }
+
+  /**
+   * An error for a frame sent after hello but before the welcome waits for the hello to settle,
+   * as a request in that spot does: a client reads `welcome` first, then the replies in order.
+   * A hello that fails closes the connection, and the error is not sent.
+   */
+  private replyAfterHello(frame: ServerFrame): void {
+    if (!this.hello || this.uid) return this.reply(frame);
+    const send = (): void => {
+      if (this.uid && !this.closed) this.reply(frame);
+    };
+    this.hello.then(send, send);
   }
 
   /**

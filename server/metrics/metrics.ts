@@ -186,6 +186,17 @@ export class Metrics {
     labelNames: ['action'] as const,
     registers: [this.registry],
   });
+  readonly readsCapped = new Counter({
+    name: 'redpoint_reads_capped_total',
+    help: 'Reads further above their conversation head than MAX_READ_AHEAD, applied as a read of head + MAX_READ_AHEAD',
+    registers: [this.registry],
+  });
+  readonly readResets = new Counter({
+    name: 'redpoint_read_resets_total',
+    help: "Operator resets of a user's read position (reset-read), by whether they lowered it",
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
   readonly reconcileRuns = new Counter({
     name: 'redpoint_reconcile_runs_total',
     help: 'Completed walks of the periodic reconcile job',

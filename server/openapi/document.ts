@@ -51,12 +51,19 @@ specifies the WebSocket \`/v1/ws\`, which this document does not describe.
 - Every reply carries \`x-request-id\`: the request's \`X-Request-Id\`, or one the server made.
 - Browsers on other origins: see \`CORS_ORIGINS\` in the README (off by default).`;
 
-export function buildOpenApiDocument(): JsonObject {
+/**
+ * The document for a server in production (the committed `protocol/openapi.json`), or with
+ * `devMode` for one in dev mode: only then does it list the dev-mode endpoints, which a
+ * production server answers 404.
+ */
+export function buildOpenApiDocument(options: { devMode?: boolean } = {}): JsonObject {
+  const devMode = options.devMode === true;
   const components = new Components();
   // Referenced by every error response (through an allOf), so registered up front.
   components.schema(ErrorBodySchema);
   const paths: JsonObject = {};
   for (const endpoint of ENDPOINTS) {
+    if (endpoint.devModeOnly && !devMode) continue;
     const path = endpoint.path.replace(/:([A-Za-z]+)/g, '{$1}');
     const item = (paths[path] ??= {}) as JsonObject;
     item[endpoint.method] = operation(endpoint, components);
@@ -73,7 +80,7 @@ export function buildOpenApiDocument(): JsonObject {
           'API key only: re-asserting heads, deleting a conversation for all, erasing a user, and what the `redpoint` CLI needs against a server (`/v1/admin/...`).',
       },
       { name: 'operations', description: 'Unauthenticated: bind or route them privately.' },
-      { name: 'dev mode', description: 'Served only in dev mode (no credentials configured; loopback only).' },
+      ...(devMode ? [{ name: 'dev mode', description: 'Served only in dev mode (no credentials configured; loopback only).' }] : []),
     ],
     paths,
     components: {

@@ -5,6 +5,7 @@ import { summarize, toView } from '../../protocol/view.js';
 import type { Engine, UserOp, UserOpResult } from '../engine/engine.js';
 import { Ingest } from './ingest.js';
 import { changeMembership, type MembershipChange, type MembershipResult } from './membership.js';
+import type { ReadCap } from './read-cap.js';
 
 export interface BatchResult {
   epoch: string;
@@ -26,6 +27,8 @@ export interface SyncOptions {
   largeGroupThreshold: number;
   /** Message flushes allowed in flight at once (group commit merges the rest). */
   maxFlushesInFlight?: number;
+  /** MAX_READ_AHEAD: reads far above the head are capped before they are applied (absent: none). */
+  readCap?: ReadCap;
 }
 
 /**
@@ -58,14 +61,16 @@ export class SyncService {
   }
 
   async read(uid: string, conv: string, seq: number): Promise<UserOpResult> {
-    return this.applyMemberOp({ type: 'read', uid, conv, seq });
+    const [capped = [conv, seq]] = this.options.readCap ? await this.options.readCap.apply([[conv, seq]]) : [];
+    return this.applyMemberOp({ type: 'read', uid, conv, seq: capped[1] });
   }
 
   /**
    * A batch of reads from one device, applied in one user step. Conversations the user is not a
    * member of are reported back, not applied.
    */
-  async readBatch(uid: string, reads: ReadonlyArray<readonly [string, number]>): Promise<BatchResult> {
+  async readBatch(uid: string, asked: ReadonlyArray<readonly [string, number]>): Promise<BatchResult> {
+    const reads = this.options.readCap ? await this.options.readCap.apply(asked) : asked;
     const ops: UserOp[] = reads.map(([conv, seq]) => ({ type: 'read', uid, conv, seq }));
     const started = performance.now();
     const results = await this.engine.applyUserOps(ops);

@@ -87,6 +87,27 @@ describe('the redpoint CLI on a Redis store (REDIS_URL)', () => {
     expect(conv.stdout).toContain('read diffusion');
     expect(conv.stdout).toMatch(/members: +5/);
     expect((await redpoint(['inspect', 'conv', 'nope'], env)).code).toBe(1);
+    // Exit 1 means not found, as --help says, for a user as for a conversation.
+    const nobody = await redpoint(['inspect', 'user', 'nobody'], env);
+    expect(nobody.code).toBe(1);
+    expect(nobody.stdout).toContain('user nobody: not found');
+  });
+
+  it('reset-read lowers a read that went too far (to the head by default); a non-member is exit 1', async () => {
+    await server.members('oops', { add: ['ann', 'ben'] });
+    await server.post({ conv: 'oops', seq: 2, sender: 'ben' });
+    await server.ok('POST', '/v1/users/ann/read', { conv: 'oops', seq: 900 });
+    const reset = await redpoint(['reset-read', 'ann', 'oops'], env);
+    expect(reset.code, reset.stderr).toBe(0);
+    expect(reset.stdout).toContain('ann in oops: read position lowered to 2 (the head)');
+    await server.post({ conv: 'oops', seq: 3, sender: 'ben' });
+    expect((await server.unread('ann')).conversations.find((c) => c.conv === 'oops')).toMatchObject({ readSeq: 2, unread: 1 });
+    expect((await redpoint(['reset-read', 'ann', 'oops', '5'], env)).stdout).toContain('unchanged, read position already at 2');
+    const stranger = await redpoint(['reset-read', 'zoe', 'oops'], env);
+    expect(stranger.code).toBe(1);
+    expect(stranger.stdout).toContain('not found');
+    expect((await redpoint(['reset-read', 'ann'], env)).code).toBe(2);
+    expect((await redpoint(['reset-read', 'ann', 'oops', '-1'], env)).code).toBe(2);
   });
 
   it('head re-asserts a head; delete conv removes it for all; erase user leaves no key (a SCAN proves it)', async () => {
@@ -180,5 +201,17 @@ describe('the redpoint CLI on a memory engine, through the server (--url)', () =
     const wrongKey = await redpoint(['inspect', 'user', 'zed', '--url', server.url], { REDPOINT_API_KEY: 'wrong-key-0123456789' });
     expect(wrongKey.code).toBe(3);
     expect(wrongKey.stderr).toContain('401 unauthorized');
+  });
+
+  it('reset-read through the server is logged and counted there; reconcile says "1 conversation"', async () => {
+    await server.members('fix', { add: ['yul', 'xan'] });
+    await server.post({ conv: 'fix', seq: 10, sender: 'xan' });
+    await server.ok('POST', '/v1/users/yul/read', { conv: 'fix', seq: 500 });
+    const reset = await redpoint(['reset-read', 'yul', 'fix', '8', '--url', server.url], env);
+    expect(reset.stdout).toContain('yul in fix: read position lowered to 8 (seq 8); unread 2');
+    const metrics = (await server.request('GET', '/metrics', { auth: 'none' })).text;
+    expect(metrics).toContain('redpoint_read_resets_total{outcome="lowered"} 1');
+    const plain = await redpoint(['reconcile', '--conv', 'fix', '--url', server.url], env);
+    expect(plain.stdout).toContain('checked 0 users and 1 conversation in');
   });
 });

@@ -31,13 +31,20 @@ describe('operations settings', () => {
     expect(shown).toMatchObject({ apiKey: `*** (${TEST_API_KEY.length} chars)`, redis: 'redis://***@redis.internal:6380/1', storeTimeoutMs: 2000 });
   });
 
-  it('the process logs one startup line with its version and that configuration', async () => {
+  it('the process logs one short startup line first (version, how to read the logs), then that configuration', async () => {
     const server = await spawnServer({ STORE_TIMEOUT_MS: '1500' });
     try {
       const startup = server.lines().filter((l) => l.event === 'startup');
       expect(startup).toHaveLength(1);
-      expect(startup[0]).toMatchObject({
-        version: pkg.version,
+      expect(startup[0]).toMatchObject({ version: pkg.version });
+      expect(server.lines()[0]).toBe(startup[0]);
+      expect(JSON.stringify(startup[0]).length).toBeLessThan(300);
+      expect(String(startup[0]?.msg)).toContain('pino-pretty');
+      // Which native uWebSockets.js build loaded, and from where.
+      expect(server.lines().find((l) => l.event === 'uws')).toMatchObject({ build: expect.any(String), path: expect.stringMatching(/uws_.*\.node$/) });
+      const config = server.lines().filter((l) => l.event === 'config');
+      expect(config).toHaveLength(1);
+      expect(config[0]).toMatchObject({
         config: { storeTimeoutMs: 1500, port: 0, opsPort: null, apiKey: `*** (${TEST_API_KEY.length} chars)` },
       });
       expect(server.output()).not.toContain(TEST_JWT_SECRET);

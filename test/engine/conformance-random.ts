@@ -37,7 +37,9 @@ export async function randomizedOps(e: Engine, rand: () => number, count: number
       const mentionSeqs = rand() < 0.3 ? [lastSeq, int(lastSeq)] : [];
       return { type: 'message', uid, conv, lastSeq, readSeq: rand() < 0.2 ? lastSeq : 0, mentionSeqs };
     }
-    if (r < 0.55) return { type: 'read', uid, conv, seq: int(40) };
+    if (r < 0.5) return { type: 'read', uid, conv, seq: int(40) };
+    // The operator's reset-read: the one op that lowers readSeq (to any seq, below deletedSeq too).
+    if (r < 0.55) return { type: 'reset-read', uid, conv, seq: int(40) };
     if (r < 0.75) {
       // A new membership, a restatement of the current one (mode or category change), or a stale op.
       const gen = rand() < 0.15 && rec ? Math.max(1, rec.gen - 1 - int(2)) : nextGen();

@@ -175,6 +175,25 @@ export function engineConformance(name: string, makeEngine: MakeEngine): void {
         expect((await e.userState('u')).totals.total).toBe(4);
       });
 
+      it('reset-read lowers readSeq (never below deletedSeq, never raising it): totals and the stream follow', async () => {
+        const e = await use();
+        await e.applyUserOps([join('u', 'c', 0, 'group'), message('u', 'c', 2), read('u', 'c', 999), message('u', 'c', 3)]);
+        expect(await totals(e, 'u')).toEqual(NO_TOTALS);
+        const reset: UserOp = { type: 'reset-read', uid: 'u', conv: 'c', seq: 1 };
+        const lowered = await one(e, reset);
+        expect(lowered).toMatchObject({ changed: true, version: 5 });
+        expect(lowered.state).toMatchObject({ lastSeq: 3, readSeq: 1 });
+        expect(await totals(e, 'u')).toEqual({ total: 2, mentions: 0, categories: { group: 2 } });
+        expect(await one(e, reset)).toMatchObject({ changed: false, version: 5 });
+        expect(await one(e, { ...reset, seq: 7 })).toMatchObject({ changed: false, state: { readSeq: 1 } });
+        const page = await e.pull('u', { epoch: lowered.epoch, version: 4 }, 10);
+        expect(page.entries.map((x) => [x.v, x.state?.readSeq])).toEqual([[5, 1]]);
+        await one(e, del('u', 'c', 3));
+        expect(await one(e, { ...reset, seq: 0 })).toMatchObject({ changed: false, state: { readSeq: 3, deletedSeq: 3 } });
+        expect(await one(e, { type: 'reset-read', uid: 'u', conv: 'other', seq: 0 })).toMatchObject({ changed: false, member: false });
+        expectTotalsConsistent(await e.userState('u'));
+      });
+
       it('a read clears markedUnread only when it advances', async () => {
         const e = await use();
         await e.applyUserOps([join('u', 'c'), message('u', 'c', 4), read('u', 'c', 2)]);

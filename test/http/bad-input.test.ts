@@ -23,6 +23,8 @@ interface Case {
   send(s: TestServer): Promise<ApiResponse>;
   status: number;
   code: ErrorCode;
+  /** Text the error message must start with (what a person reads first). */
+  message?: string;
 }
 
 const json = (s: TestServer, method: string, path: string, raw: string | Uint8Array, contentType = 'application/json') =>
@@ -147,8 +149,22 @@ const CASES: Case[] = [
     send: (s) => s.api('PUT', '/v1/conversations/bad%20id/members', { add: [ALICE] }),
     status: 400,
     code: 'invalid_request',
+    message: ':conv: Expected string to match',
   },
-  { name: 'path: bad percent-encoding', send: (s) => s.api('GET', '/v1/users/%E0%A4%A/unread'), status: 400, code: 'invalid_request' },
+  {
+    name: 'path: a bad user id is named as :uid',
+    send: (s) => s.api('DELETE', `/v1/users/bad%20id/conversations/${CONV}`),
+    status: 400,
+    code: 'invalid_request',
+    message: ':uid: Expected string to match',
+  },
+  {
+    name: 'path: bad percent-encoding',
+    send: (s) => s.api('GET', '/v1/users/%E0%A4%A/unread'),
+    status: 400,
+    code: 'invalid_request',
+    message: ':uid: not valid percent-encoding',
+  },
   { name: 'path: encoded slash in a user id', send: (s) => s.api('GET', '/v1/users/a%2Fb/unread'), status: 400, code: 'invalid_request' },
   { name: 'settings: no field', send: (s) => s.api('PUT', `/v1/users/${ALICE}/conversations/${CONV}`, {}), status: 400, code: 'invalid_request' },
   {
@@ -228,7 +244,13 @@ const CASES: Case[] = [
     code: 'unauthorized',
   },
   { name: 'sync without a JWT', send: (s) => s.request('GET', '/v1/sync', { auth: 'none' }), status: 401, code: 'unauthorized' },
-  { name: 'sync with the API key (no user)', send: (s) => s.request('GET', '/v1/sync', { auth: 'api' }), status: 401, code: 'unauthorized' },
+  {
+    name: 'sync with the API key (no user)',
+    send: (s) => s.request('GET', '/v1/sync', { auth: 'api' }),
+    status: 401,
+    code: 'unauthorized',
+    message: 'GET /v1/sync needs a user token (JWT), not the API key',
+  },
   { name: 'sync with a garbage token', send: (s) => s.request('GET', '/v1/sync', { auth: { bearer: 'abc.def.ghi' } }), status: 401, code: 'unauthorized' },
   {
     name: 'sync with a forged JWT (other secret)',
@@ -346,6 +368,8 @@ for (const kind of ENGINES) {
           code: c.code,
         });
         expect(res.contentType).toMatch(/^application\/json/);
+        const message = (res.body as { error: { message: string } }).error.message;
+        if (c.message) expect(message.startsWith(c.message), message).toBe(true);
         for (const [uid, before] of summaries) expect(await summary(uid), `${uid} after "${c.name}"`).toEqual(before);
       });
     }

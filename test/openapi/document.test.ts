@@ -63,10 +63,16 @@ describe('the OpenAPI document', () => {
     await expect(SwaggerParser.validate(broken as never)).rejects.toThrow();
   });
 
-  it('is served at /openapi.json, identical to the generated one', async () => {
+  it('is served at /openapi.json, identical to the generated one; dev-mode endpoints are listed only in dev mode', async () => {
     const res = await prod.request('GET', '/openapi.json', { auth: 'none' });
     expect(res.status).toBe(200);
     expect(res.body).toEqual(buildOpenApiDocument());
+    const paths = (doc: unknown): string[] => Object.keys((doc as { paths: Record<string, unknown> }).paths);
+    expect(paths(res.body).filter((p) => p === '/' || p.startsWith('/dev/') || p.startsWith('/demo/'))).toEqual([]);
+    const devDoc = (await dev.request('GET', '/openapi.json', { auth: 'none' })).body;
+    expect(devDoc).toEqual(buildOpenApiDocument({ devMode: true }));
+    expect(paths(devDoc)).toEqual(expect.arrayContaining(['/dev/token', '/', '/demo/app.js']));
+    await SwaggerParser.validate(structuredClone(devDoc) as never);
   });
 
   it('documents exactly the routes the server serves, in production and in dev mode', () => {

@@ -50,7 +50,8 @@ beforeAll(async () => {
   dev = await start({ ...BASE, devMode: true, apiKey: DEV_API_KEY, jwtSecret: DEV_JWT_SECRET }, registerDemoPage);
   alice = await prod.auth.mintUserToken('alice');
   expired = await prod.auth.mintUserToken('alice', -60);
-  const served = await send(prod.running.port, { method: 'GET', path: '/openapi.json' });
+  // The dev-mode server's document: the production one plus the dev-mode endpoints (see document.test.ts).
+  const served = await send(dev.running.port, { method: 'GET', path: '/openapi.json' });
   contract = await Contract.load(JSON.parse(served.body.toString('utf8')) as object);
   const setup = async (spec: RequestSpec) => expect((await send(prod.running.port, spec)).status).toBe(200);
   await setup(req('PUT', '/v1/conversations/team/members', { body: { add: ['alice', 'bob'], category: 'group' } }));
@@ -274,6 +275,26 @@ const CASES: Case[] = [
   { op: 'sync', status: 401, name: 'an expired token', request: () => req('GET', '/v1/sync', { auth: 'expired' }), code: 'token_expired' },
   ...storeFailures('sync', () => req('GET', '/v1/sync', { auth: 'alice' })),
 
+  { op: 'resetRead', status: 200, name: 'lower a read position', request: () => req('PUT', '/v1/users/dave/conversations/side/read', { body: { seq: 0 } }) },
+  { op: 'resetRead', status: 200, name: 'to the head', request: () => req('PUT', '/v1/users/dave/conversations/side/read', { body: {} }) },
+  ...bodyErrors('resetRead', 'PUT', '/v1/users/dave/conversations/side/read'),
+  {
+    op: 'resetRead',
+    status: 400,
+    name: 'a malformed :uid',
+    request: () => req('PUT', `/v1/users/${BAD_ID}/conversations/side/read`, { body: {} }),
+    code: 'invalid_request',
+  },
+  ...operatorAuthErrors('resetRead', 'PUT', '/v1/users/dave/conversations/side/read', {}),
+  {
+    op: 'resetRead',
+    status: 404,
+    name: 'not a member',
+    request: () => req('PUT', '/v1/users/alice/conversations/side/read', { body: {} }),
+    code: 'unknown_conversation',
+  },
+  ...storeFailures('resetRead', () => req('PUT', '/v1/users/dave/conversations/side/read', { body: { seq: 0 } })),
+
   { op: 'reassertHead', status: 200, name: 'raise a head', request: () => req('PUT', '/v1/conversations/side/head', { body: { maxSeq: 3 } }) },
   ...bodyErrors('reassertHead', 'PUT', '/v1/conversations/side/head'),
   {
@@ -485,6 +506,15 @@ const CASES: Case[] = [
 
   { op: 'devToken', status: 200, name: 'a dev token', request: () => req('POST', '/dev/token', { auth: 'none', body: { uid: 'alice' } }), on: 'dev' },
   ...bodyErrors('devToken', 'POST', '/dev/token', 'none').map((c): Case => ({ ...c, on: 'dev' })),
+  {
+    op: 'reportDemoActivity',
+    status: 200,
+    name: 'a device saw a message',
+    request: () => req('POST', '/demo/activity', { auth: 'none', body: { conv: 'team', seq: 1 } }),
+    on: 'dev',
+  },
+  ...bodyErrors('reportDemoActivity', 'POST', '/demo/activity', 'none').map((c): Case => ({ ...c, on: 'dev' })),
+  { op: 'demoActivity', status: 200, name: 'the record', request: () => req('GET', '/demo/activity', { auth: 'none' }), on: 'dev' },
   ...(
     [
       ['demoPage', '/'],
@@ -499,7 +529,7 @@ const CASES: Case[] = [
  * with 500: their 500 reply is the shared error body, checked on every store-backed endpoint.
  * The demo assets' text 500 needs esbuild to be missing.
  */
-const NEVER_500 = ['healthz', 'readyz', 'metrics', 'openapi', 'devToken', 'demoPage', 'demoScript', 'demoStyles'];
+const NEVER_500 = ['healthz', 'readyz', 'metrics', 'openapi', 'devToken', 'demoPage', 'demoScript', 'demoStyles', 'demoActivity', 'reportDemoActivity'];
 
 /** An agent holding `count` idle keep-alive connections to the server. */
 async function openConnections(port: number, count: number): Promise<Agent> {

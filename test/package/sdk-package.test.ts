@@ -38,6 +38,9 @@ describe('the packed tarball', () => {
       if (typeof target === 'string') continue;
       for (const file of [target.types, target.default]) expect(sdk.files, `${entry}: ${file}`).toContain(file.replace(/^\.\//, ''));
     }
+    // Relative links that leave the package break once it is installed (or shown by a registry).
+    const readme = await readFile(join(installed, 'README.md'), 'utf8');
+    expect(readme.match(/\]\((?!https?:|#)[^)]*\)/g) ?? [], 'relative links in README.md').toEqual([]);
     for (const file of sdk.files.filter((f) => f.startsWith('dist/'))) {
       const text = await readFile(join(installed, file), 'utf8');
       // No import leaves the package (esbuild's `// ../../protocol/x.ts` markers are comments).

@@ -53,7 +53,11 @@ describe('request timeout', () => {
     c.refresh();
     await until(c, () => closes.length > 0, 'the connection dropped');
     expect(closes[0]?.code).toBe(REQUEST_TIMEOUT_CLOSE);
-    const waited = (closes[0]?.at ?? 0) - (swallowed[0] ?? 0);
+    // The deadline runs from the send, not from the reply the tap swallowed (a loaded server
+    // takes a while to answer: measured from the reply, the wait looks shorter than the timeout).
+    const sentAt = tap.sent.filter((x) => x.frame.t === 'pull' && x.at <= (swallowed[0] ?? 0)).at(-1)?.at ?? 0;
+    expect(sentAt).toBeGreaterThan(0);
+    const waited = (closes[0]?.at ?? 0) - sentAt;
     expect(waited).toBeGreaterThan(TIMEOUT_MS - 50);
     expect(waited).toBeLessThan(TIMEOUT_MS + 1000);
     const s = await convergedTo(h, c, 't1-me');
@@ -114,5 +118,53 @@ describe('request timeout', () => {
     await new Promise((resolve) => setTimeout(resolve, 2000));
     expect(closes).toEqual([]);
     expect(tap.sockets).toHaveLength(1);
+  });
+});
+
+describe('heartbeat', () => {
+  it('a socket that stops delivering is found by the heartbeat (a pull after heartbeatMs quiet, unanswered): dropped (4000) and SYNCED again', async () => {
+    await dm('hb1', 1);
+    let deaf = false;
+    let deafAt = 0;
+    const tap = newTap((_frame, deliver) => {
+      // The first socket goes deaf once synced: everything the server sends on it is lost.
+      if (!deaf || tap.sockets.length > 1) deliver();
+    });
+    const c = client('hb1-me', { WebSocket: tapped(tap), requestTimeoutMs: TIMEOUT_MS, heartbeatMs: 300, backoff: { baseMs: 20, maxMs: 100 } });
+    const closes: Array<number | undefined> = [];
+    c.on('status', (e: StatusEvent) => {
+      if (e.connection === 'offline') closes.push(e.closeCode);
+    });
+    await c.start();
+    await until(c, synced, 'first sync');
+    deaf = true;
+    deafAt = performance.now();
+    await until(c, () => closes.length > 0, 'the dead socket dropped');
+    expect(closes[0]).toBe(REQUEST_TIMEOUT_CLOSE);
+    // heartbeatMs + requestTimeoutMs, with room for a loaded machine.
+    expect(performance.now() - deafAt).toBeLessThan(300 + TIMEOUT_MS + 3000);
+    const pulls = tap.sent.filter((x) => x.frame.t === 'pull' && x.at > deafAt);
+    expect(pulls.length).toBeGreaterThan(0);
+    await h.post({ conv: 'hb1', seq: 2, sender: 'hb1-peer' });
+    const s = await convergedTo(h, c, 'hb1-me');
+    expect(unreadOf(s, 'hb1')).toBe(2);
+  });
+
+  it('a healthy quiet connection only pulls (empty pages) and stays open', async () => {
+    await dm('hb2', 1);
+    const tap = newTap();
+    const c = client('hb2-me', { WebSocket: tapped(tap), requestTimeoutMs: TIMEOUT_MS, heartbeatMs: 200 });
+    const closes: Array<number | undefined> = [];
+    c.on('status', (e: StatusEvent) => {
+      if (e.connection === 'offline') closes.push(e.closeCode);
+    });
+    await c.start();
+    await until(c, synced, 'first sync');
+    const since = tap.sent.length;
+    await until(c, () => tap.sent.slice(since).filter((x) => x.frame.t === 'pull').length >= 2, 'two heartbeat pulls');
+    expect(closes).toEqual([]);
+    expect(tap.sockets).toHaveLength(1);
+    await until(c, synced, 'SYNCED after the heartbeat pulls');
+    expect(closes).toEqual([]);
   });
 });

@@ -210,6 +210,19 @@ describe('hello', () => {
     await unharmed();
   });
 
+  it('a malformed frame right after hello is answered after the welcome, not before it', async () => {
+    const c = await raw();
+    c.hello();
+    c.sendRaw('{not json', false);
+    await c.waitFrame(isError('bad_json'));
+    const kinds = c.frames.map((r) => r.frame.t);
+    expect(kinds[0]).toBe('welcome');
+    expect(kinds.indexOf('error')).toBeGreaterThan(0);
+    await c.ready();
+    expect(c.isOpen).toBe(true);
+    await unharmed();
+  });
+
   it('forged, garbage, expired, missing or empty tokens: 4002 / 4003', async () => {
     const forged = await new SignJWT({})
       .setProtectedHeader({ alg: 'HS256' })

@@ -18,6 +18,13 @@ import { webSocketTransport, type WebSocketConstructor } from './transport.js';
 import type { ClientOptions, ConversationView, RedpointEvents, RedpointState } from './types.js';
 
 /**
+ * The server sends a `version` frame about every WS_VERSION_EVERY_SECONDS (120 s by default) on
+ * every connection: a heartbeat a little longer than that costs a healthy connection nothing,
+ * and only a socket that stopped delivering gets the extra pull.
+ */
+const DEFAULT_HEARTBEAT_MS = 150_000;
+
+/**
  * Red dots that are never wrong: applies pushes strictly in version order, pulls on any gap, on
  * reconnect and when the page comes back, shows this device's reads at once (and never lets an
  * older server state bring a cleared dot back), and keeps the last known counts in a cache.
@@ -54,7 +61,14 @@ export class RedpointClient {
     const direct = webSocketTransport(options.url, WebSocketClass, codec);
     const transport = options.transport ? options.transport({ url: options.url, WebSocket: WebSocketClass, codec, direct }) : direct;
     this.connection = new Connection(
-      { transport, token: options.token, timers, backoff: this.backoff, requestTimeoutMs: options.requestTimeoutMs ?? 15_000 },
+      {
+        transport,
+        token: options.token,
+        timers,
+        backoff: this.backoff,
+        requestTimeoutMs: options.requestTimeoutMs ?? 15_000,
+        heartbeatMs: options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS,
+      },
       {
         hello: () => ({ ...(this.store.cursor ? { cursor: this.store.cursor } : {}), ...(options.device ? { device: options.device } : {}) }),
         welcomed: (welcome) => this.session.welcomed(welcome.uid),
@@ -68,6 +82,8 @@ export class RedpointClient {
           this.changed();
         },
         error: (err) => this.events.emit('error', err),
+        // A pull from the cursor: an empty page when nothing changed, and a missed reply is a dead socket.
+        idle: () => this.session.pull(),
       },
     );
     this.reads = new ReadBatcher({
@@ -166,6 +182,7 @@ export class RedpointClient {
       this.stopLifecycle = watchLifecycle(
         () => this.refresh(),
         () => this.connection.reconnectNow(),
+        () => this.connection.wentOffline(),
       );
     this.connection.start();
     this.changed();

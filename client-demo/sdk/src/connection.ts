@@ -14,6 +14,8 @@ export interface ConnectionOptions {
   backoff: Backoff;
   /** A request (or the hello) unanswered this long: the connection is broken; drop it and reconnect. */
   requestTimeoutMs: number;
+  /** Nothing received this long on a welcomed socket: ask `idle` for a request (0: never). */
+  heartbeatMs: number;
 }
 
 export interface ConnectionHooks {
@@ -25,6 +27,8 @@ export interface ConnectionHooks {
   down(code: number, reconnect: boolean): void;
   state(state: ConnectionState, closeCode: number | undefined): void;
   error(err: Error): void;
+  /** The socket has been quiet for `heartbeatMs`: send a request (its deadline tells if the socket is dead). */
+  idle(): void;
 }
 
 /**
@@ -53,6 +57,7 @@ export class Connection {
   private generation = 0;
   private stopped = false;
   private readonly retryTimer: Timer;
+  private readonly heartbeat: Timer;
   private readonly deadlines: Deadlines;
 
   constructor(
@@ -60,6 +65,9 @@ export class Connection {
     private readonly hooks: ConnectionHooks,
   ) {
     this.retryTimer = new Timer(options.timers, () => void this.connect());
+    this.heartbeat = new Timer(options.timers, () => {
+      if (this.open) this.hooks.idle();
+    });
     this.deadlines = new Deadlines(options.timers, options.requestTimeoutMs, (key) => this.broken(key));
   }
 
@@ -75,6 +83,7 @@ export class Connection {
   stop(): void {
     this.stopped = true;
     this.retryTimer.cancel();
+    this.heartbeat.cancel();
     this.deadlines.clear();
     this.generation += 1;
     const socket = this.socket;
@@ -89,6 +98,17 @@ export class Connection {
     if (this.stopped || this.state !== 'offline') return;
     this.retryTimer.cancel();
     void this.connect();
+  }
+
+  /**
+   * The browser says the network is gone: drop the socket now and wait for it to come back (the
+   * `online` event, or the backoff), instead of trusting a socket that may look open for minutes.
+   */
+  wentOffline(): void {
+    if (this.stopped || this.socket === null) return;
+    this.generation += 1;
+    this.socket.close(REQUEST_TIMEOUT_CLOSE, 'browser offline');
+    this.onClose(REQUEST_TIMEOUT_CLOSE, false);
   }
 
   /** Sends on the welcomed socket; false when there is none (the caller keeps the work for later). */
@@ -138,6 +158,7 @@ export class Connection {
 
   private onFrame(wire: WireFrame): void {
     const frame = wire as unknown as ServerFrame;
+    if (this.options.heartbeatMs > 0) this.heartbeat.rearm(this.options.heartbeatMs);
     if (frame.t === 'welcome') {
       this.welcomed = true;
       this.setState('open', undefined);
@@ -167,6 +188,7 @@ export class Connection {
   private onClose(code: number, retryNow: boolean): void {
     this.socket = null;
     this.welcomed = false;
+    this.heartbeat.cancel();
     this.deadlines.clear();
     if (code === TOKEN_EXPIRED) this.token = null;
     const reconnect = RECONNECT_BY_CODE.get(code) ?? true;

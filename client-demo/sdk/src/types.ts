@@ -126,9 +126,20 @@ export interface ClientOptions {
    * carries the cursor, so reconnecting is a pull. Default 15 s (the server answers within a few).
    */
   requestTimeoutMs?: number;
+  /**
+   * The heartbeat: when nothing arrived for this long on an open connection, the client pulls
+   * from its cursor (an empty page when nothing changed). A dead socket, which a browser may show
+   * as open for minutes, is then found within heartbeatMs + requestTimeoutMs. Default 150 s: the
+   * server's own `version` frame (every WS_VERSION_EVERY_SECONDS, 120 s by default) keeps a
+   * healthy connection from ever needing it. Lower it with that setting in mind; 0: off.
+   */
+  heartbeatMs?: number;
   /** Debounce of cache writes. Default 200 ms. */
   cacheDebounceMs?: number;
-  /** Pull when the page becomes visible and reconnect at once when the browser goes online. Default true. */
+  /**
+   * Pull when the page becomes visible, reconnect at once when the browser goes online, and drop
+   * the connection at once (state `offline`) when it goes offline. Default true.
+   */
   lifecycle?: boolean;
   /** Injected for tests; `Math.random` by default. */
   random?: () => number;

@@ -20,7 +20,7 @@ export function mentionArg(seqs: readonly number[]): string {
 
 /** How many arguments an op takes in user_apply.lua (its type, conversation and fields). */
 export function opArgs(op: UserOp): number {
-  return op.type === 'read' ? 3 : op.type === 'membership' ? 8 : 5;
+  return op.type === 'read' || op.type === 'reset-read' ? 3 : op.type === 'membership' ? 8 : 5;
 }
 
 /** Appends one user's ops as user_apply.lua reads them: type, conversation, then the type's fields. */
@@ -39,6 +39,9 @@ export function appendUserOps(args: (string | number)[], ops: readonly UserOp[])
         break;
       case 'settings':
         args.push('s', op.conv, flag(op.muted), flag(op.markedUnread), op.deleteAt ?? '-');
+        break;
+      case 'reset-read':
+        args.push('R', op.conv, op.seq);
         break;
     }
   }

@@ -95,7 +95,7 @@ function layout(minName: number): string[] {
       ],
       ['avatar', 'name', 'subtitle'],
     );
-    const buttons = [...row.querySelectorAll('button')].map((b): [string, Element] => [`button ${b.textContent}`, b]);
+    const buttons = [...row.querySelectorAll('button')].filter(rendered).map((b): [string, Element] => [`button ${b.textContent}`, b]);
     if (buttons.length === 0) problems.push(`${what}: no buttons`);
     region(problems, what, row, [...found, ...buttons]);
     for (const [name, el] of [...found, ...buttons]) if (name !== 'avatar' && name !== 'marked dot') fits(problems, what, name, el);
@@ -188,7 +188,7 @@ function behind(el: Element): Rgba {
  */
 function buttons(): string[] {
   const problems: string[] = [];
-  const all = [...document.querySelectorAll('#conversations button[data-action]')];
+  const all = [...document.querySelectorAll('#conversations button[data-action]')].filter(rendered);
   if (all.length === 0) problems.push('no conversation buttons');
   for (const button of all) {
     const what = `${button.closest('li')?.getAttribute('data-conv')} / ${button.textContent}`;
@@ -225,9 +225,14 @@ function whole(selector: string): boolean {
   return el !== null && el.scrollWidth <= el.clientWidth;
 }
 
-/** Heights of the elements `selector` matches. */
+/** Heights of the elements `selector` matches that are rendered (not display: none). */
 function heights(selector: string): number[] {
-  return [...document.querySelectorAll(selector)].map((el) => el.getBoundingClientRect().height);
+  return [...document.querySelectorAll(selector)].filter(rendered).map((el) => el.getBoundingClientRect().height);
+}
+
+/** Laid out at all: an element under display: none (a phone row's closed actions) has no boxes. */
+function rendered(el: Element): boolean {
+  return el.getClientRects().length > 0;
 }
 
 Object.assign(globalThis, { layoutProbe: { layout, cover, buttons, scrollToY, whole, heights } });

@@ -27,6 +27,7 @@
 --   r (read):       seq
 --   g (membership): gen, flags <member><large>, joinGen, joinHead, head, category
 --   s (settings):   muted 1|0|-, markedUnread 1|0|-, deleteAt (or -)
+--   R (reset-read): seq (readSeq lowered to it, never below deletedSeq)
 -- Publishes each user's changes on `<prefix>:bus:{u:<uid>}`, in version order: 'epoch|at', then
 -- a line 'v|state' per change.
 -- Returns per user: epoch (or 'absent', see check), then (ARGV[11] = 1) per op: changed 1|0, member 1|0, version after it,
@@ -43,7 +44,7 @@ local checkLocal = ARGV[10] == '1'
 local withResults = ARGV[11] == '1'
 local durableNow = ARGV[12] ~= '' and tonumber(ARGV[12]) or nil
 local activityEvery = tonumber(ARGV[13])
-local FIELDS = { m = 3, r = 1, g = 6, s = 3 }
+local FIELDS = { m = 3, r = 1, g = 6, s = 3, R = 1 }
 
 local function blank(conv)
   return {
@@ -138,6 +139,10 @@ local function apply(r, op, conv, i)
     local muted, marked = flag(ARGV[i + 2]), flag(ARGV[i + 3])
     if muted ~= nil then r.muted = muted end
     if marked ~= nil then r.marked = marked end
+  elseif op == 'R' then
+    if not (r and r.member) then return r end
+    local target = max(tonumber(ARGV[i + 2]), r.deletedSeq, 0)
+    if target < r.readSeq then r.readSeq = target end
   else
     error('unknown op type ' .. tostring(op))
   end

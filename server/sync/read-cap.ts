@@ -1,0 +1,46 @@
+import type { Engine } from '../engine/engine.js';
+
+export interface CappedRead {
+  conv: string;
+  /** What the client asked for. */
+  seq: number;
+  /** The head it was measured from, and what was applied instead. */
+  head: number;
+  applied: number;
+}
+
+/** The default of MAX_READ_AHEAD (config.ts). */
+export const DEFAULT_MAX_READ_AHEAD = 1000;
+
+/**
+ * MAX_READ_AHEAD. A read may overtake the ingest of the message it reads (the client saw the
+ * message before the message service reported it), so a read above the head is legitimate; but
+ * readSeq only ever rises, and a read of seq 999 at head 2 would silence every message up to 999
+ * for good. A read more than `maxAhead` above its conversation's head is applied as a read of
+ * head + maxAhead, and reported.
+ *
+ * The heads are read just before the reads are applied (one round trip). Heads only rise, so a
+ * head that moved in between caps at most a little lower than it would have; a conversation
+ * deleted and re-created in between is measured from its old head. An unknown conversation is
+ * passed through for the engine to refuse.
+ */
+export class ReadCap {
+  constructor(
+    private readonly engine: Engine,
+    private readonly maxAhead: number,
+    private readonly onCapped: (capped: CappedRead) => void,
+  ) {}
+
+  async apply(reads: ReadonlyArray<readonly [string, number]>): Promise<Array<readonly [string, number]>> {
+    // A seq within the bound of head 0 is within it of every head: most reads need no round trip.
+    if (this.maxAhead <= 0 || reads.every(([, seq]) => seq <= this.maxAhead)) return [...reads];
+    const heads = await this.engine.heads([...new Set(reads.map(([conv]) => conv))]);
+    return reads.map(([conv, seq]) => {
+      const head = heads.get(conv);
+      if (head === undefined || seq - head <= this.maxAhead) return [conv, seq] as const;
+      const applied = head + this.maxAhead;
+      this.onCapped({ conv, seq, head, applied });
+      return [conv, applied] as const;
+    });
+  }
+}

@@ -30,7 +30,7 @@ export async function connect(url: string | undefined, env: NodeJS.ProcessEnv = 
   const target = redisTargetOf(config);
   if (!target) {
     throw new UsageError(
-      "no store: set REDIS_URL or REDIS_CLUSTER_NODES (as for the server), or pass --url http://host:port of a running server (a memory engine's store lives only in its process)",
+      "no store: set REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS (as for the server), or pass --url http://host:port of a running server (a memory engine's store lives only in its process)",
     );
   }
   const options = {
@@ -38,7 +38,14 @@ export async function connect(url: string | undefined, env: NodeJS.ProcessEnv = 
     streamMaxLen: config.streamMaxLen,
     ...(config.streamIdleSeconds !== undefined ? { streamIdleSeconds: config.streamIdleSeconds } : {}),
   };
-  const engine = await createEngine({ redisUrl: config.redisUrl, redisClusterNodes: config.redisClusterNodes, ...options });
+  const engine = await createEngine({
+    redisUrl: config.redisUrl,
+    redisClusterNodes: config.redisClusterNodes,
+    redisSentinels: config.redisSentinels,
+    redisSentinelMaster: config.redisSentinelMaster,
+    redisAccess: config.redisAccess,
+    ...options,
+  });
   return {
     toolbox: new LocalToolbox(engine, adminOf(engine), { ...options, largeGroupThreshold: config.largeGroupThreshold }, true),
     where: describeRedisTarget(target),

@@ -52,7 +52,9 @@ export async function startSentinel(options: SentinelOptions = {}): Promise<Sent
   const replicas = options.replicas ?? 1;
   const downAfterMs = options.downAfterMs ?? 1_000;
   const { password, username, tls } = options;
-  const auth: string[] = [];
+  // A replica that (re)joins is synced at once, not after diskless sync's default 5 s wait for
+  // more replicas: with REDIS_WAIT_REPLICAS its master takes no write until then.
+  const auth: string[] = ['repl-diskless-sync-delay 0'];
   if (password !== undefined) {
     if (username !== undefined) {
       // The replicas and Sentinels log in as the same user; `default` is switched off.

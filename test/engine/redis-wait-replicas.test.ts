@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { EngineOptions } from '../../server/engine/engine.js';
 import { createRedisEngine } from '../../server/engine/redis/redis-engine.js';
-import { OutcomeUnknownError } from '../../server/engine/store-errors.js';
+import { OutcomeUnknownError, StoreUnavailableError } from '../../server/engine/store-errors.js';
 import { fileFixture } from '../helpers/file-fixture.js';
 import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
 import { join, message } from './conformance-helpers.js';
@@ -104,6 +104,23 @@ describe('REDIS_WAIT_REPLICAS', () => {
       expect((await engine.userState('u')).states.find((s) => s.conv === 'c')?.lastSeq).toBe(3);
     } finally {
       await engine.close();
+    }
+  });
+
+  it('min-replicas-to-write on a master without its replicas: writes are refused (not applied), never acknowledged', async () => {
+    const lonely = await startRedisServer({ extraConfig: ['min-replicas-to-write 1', 'min-replicas-max-lag 10'] });
+    const engine = await createRedisEngine({ url: lonely.url, ...OPTS, prefix: 'mr' });
+    try {
+      const err = await engine.applyUserOps([join('u', 'c', 0, 'group'), message('u', 'c', 1)]).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(StoreUnavailableError);
+      expect((err as StoreUnavailableError).kind).toBe('noreplicas');
+      expect((await engine.userState('u')).version).toBe(0);
+    } finally {
+      await engine.close();
+      await lonely.stop();
     }
   });
 });

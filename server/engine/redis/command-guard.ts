@@ -123,8 +123,14 @@ export class CommandGuard {
   }
 }
 
-/** Scripts that read (and keep a user's epoch): their replies acknowledge no change, so they never WAIT. */
-const READ_SCRIPTS = new Set(['pull', 'userState', 'position', 'adminUserRead']);
+/**
+ * Scripts whose replies acknowledge no change to anyone, so they never WAIT: reads (which may
+ * keep a user's epoch), and the durable tier's own bookkeeping, where a step a failover loses is
+ * only done again (a dirty mark that comes back is upserted again; a cold user whose eviction is
+ * lost stays in Redis). A restore does WAIT, and is in any case covered by the WAIT of the
+ * request's own write on the same connection after it.
+ */
+const READ_SCRIPTS = new Set(['pull', 'userState', 'position', 'adminUserRead', 'persistRead', 'persistClear', 'persistClearConv', 'coldEvict']);
 
 /** Redis commands that only read. */
 const READ_COMMANDS = new Set(

@@ -160,13 +160,26 @@ describe('chaos: Sentinel failover (kill -9 of the master) under ingest, two Red
     for (const step of cleanup.reverse()) await step().catch(() => undefined);
   });
 
+  /** Each scenario's processes and Redis stopped as soon as it ends: the next starts on a machine without them. */
+  const run = async (waitReplicas: number): Promise<Record<string, unknown>> => {
+    const own: Array<() => Promise<void>> = [];
+    cleanup.push(async () => {
+      for (const step of own.reverse()) await step().catch(() => undefined);
+    });
+    try {
+      return await scenario(waitReplicas, own);
+    } finally {
+      for (const step of own.splice(0).reverse()) await step().catch(() => undefined);
+    }
+  };
+
   it('REDIS_WAIT_REPLICAS=1: nothing acknowledged is lost, not even what the master took while its replicas slept', async () => {
-    const figures = await scenario(1, cleanup);
+    const figures = await run(1);
     expect(figures.burstAckedLost).toBe(0);
   });
 
   it('REDIS_WAIT_REPLICAS=0: what the master acknowledged but never shipped is lost, counted; clients re-snapshot and converge', async () => {
-    const figures = await scenario(0, cleanup);
+    const figures = await run(0);
     // The loss the WAIT prevents is real: without it, the burst's acknowledged messages are gone.
     expect(figures.burstAcked).toBeGreaterThan(0);
     expect(figures.burstAckedLost).toBeGreaterThan(0);

@@ -45,7 +45,7 @@ export type RedisTarget = (
 ) & { access?: RedisAccess | undefined };
 
 /** REDIS_SENTINEL_MASTER's default, Sentinel's own example name. */
-export const DEFAULT_SENTINEL_MASTER = 'mymaster';
+const DEFAULT_SENTINEL_MASTER = 'mymaster';
 
 /**
  * Parses `host:port,host:port` (IPv6 hosts in brackets: `[::1]:7000`). Throws a message naming

@@ -23,14 +23,14 @@ import { connectionOptions, formatNode, type RedisAccess, type RedisTarget, type
  */
 
 /** How a connection of the engine or the bus behaves. */
-export interface ClientSettings {
+interface ClientSettings {
   storeTimeoutMs: number;
   /** Options of this use (auto-pipelining, offline queue, lazy connect...). */
   extra?: RedisOptions;
 }
 
 /** A reply that says the server is a replica now: reconnect (to what the Sentinels name), never resend. */
-export function reconnectOnReadonly(err: Error): boolean | 1 | 2 {
+function reconnectOnReadonly(err: Error): boolean | 1 | 2 {
   return err.message.startsWith('READONLY') ? 1 : false;
 }
 
@@ -40,7 +40,7 @@ function tlsOptions(access: RedisAccess | undefined): ConnectionOptions | undefi
 }
 
 /** Options of every connection to a data node (one Redis, the master Sentinel names, each cluster node). */
-export function nodeOptions(target: RedisTarget, { storeTimeoutMs, extra }: ClientSettings): RedisOptions {
+function nodeOptions(target: RedisTarget, { storeTimeoutMs, extra }: ClientSettings): RedisOptions {
   const access = target.access;
   const base: RedisOptions = { ...connectionOptions(storeTimeoutMs), reconnectOnError: reconnectOnReadonly, ...extra };
   if (target.url !== undefined) {

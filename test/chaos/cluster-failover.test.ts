@@ -19,6 +19,8 @@ import { conversations, createConversations, IngestLoad, missingAcked, printFigu
  * the users of that master get a new epoch and every client converges. Then a manual CLUSTER FAILOVER
  * of another master under ingest: no loss either.
  */
+/** A loaded 2-core CI machine can take over 20 s to start a server (tsx compiles the sources). */
+const LOADED = { listenTimeoutMs: 90_000 };
 const STORE_TIMEOUT_MS = 2_000;
 const WAIT_TIMEOUT_MS = 500;
 const RECOVERY_BOUND_MS = 6_000;
@@ -49,7 +51,7 @@ describe('chaos: Redis Cluster with replicas, failover under ingest, two Redpoin
       STORE_TIMEOUT_MS: String(STORE_TIMEOUT_MS),
       WS_VERSION_EVERY_SECONDS: '1',
     };
-    [ingest, sockets] = await Promise.all([spawnServer(env), spawnServer(env)]);
+    [ingest, sockets] = await Promise.all([spawnServer(env, LOADED), spawnServer(env, LOADED)]);
     cleanup.push(async () => {
       await Promise.all([ingest.stop(), sockets.stop()]);
     });

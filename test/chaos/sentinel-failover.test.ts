@@ -22,6 +22,8 @@ import { conversations, createConversations, IngestLoad, missingAcked, printFigu
  * it, what was acknowledged and lost is counted and reported. Either way ingest is back within
  * 6 s of the kill, failures are bounded 503s, the clients see a new epoch and converge.
  */
+/** A loaded 2-core CI machine can take over 20 s to start a server (tsx compiles the sources). */
+const LOADED = { listenTimeoutMs: 90_000 };
 const STORE_TIMEOUT_MS = 1_000;
 const WAIT_TIMEOUT_MS = 500;
 const RECOVERY_BOUND_MS = 6_000;
@@ -37,7 +39,7 @@ async function scenario(waitReplicas: number, cleanup: Array<() => Promise<void>
     STORE_TIMEOUT_MS: String(STORE_TIMEOUT_MS),
     WS_VERSION_EVERY_SECONDS: '1',
   };
-  const servers: ServerProcess[] = await Promise.all([spawnServer(env), spawnServer(env)]);
+  const servers: ServerProcess[] = await Promise.all([spawnServer(env, LOADED), spawnServer(env, LOADED)]);
   cleanup.push(async () => {
     await Promise.all(servers.map((s) => s.stop()));
   });

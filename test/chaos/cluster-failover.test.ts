@@ -1,4 +1,4 @@
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { UnreadSummary } from '../../protocol/types.js';
 import { Authenticator } from '../../server/auth/tokens.js';
 import { userKeys } from '../../server/engine/redis/keys.js';
@@ -104,8 +104,10 @@ describe('chaos: Redis Cluster with replicas, failover under ingest, two Redpoin
     return figures;
   }
 
+  // Six redis-servers and two Redpoint processes: on a loaded machine starting them takes a while.
+  beforeAll(() => setup(), 120_000);
+
   it('kill -9 of a master: its replica is promoted, Redpoint follows within 6 s, nothing acknowledged is lost, its users re-snapshot', async () => {
-    await setup();
     const tag = 'ck';
     // The master holding the first client's user: its clients must see a new epoch.
     const firstUser = `${tag}0b`;
@@ -128,7 +130,7 @@ describe('chaos: Redis Cluster with replicas, failover under ingest, two Redpoin
     expect(figures.firstAckAfterFaultMs).toBeLessThan(RECOVERY_BOUND_MS);
     // At least the first client's user lives on the replaced master.
     expect(Number(String(figures.clientsWithNewEpoch).split('/')[0])).toBeGreaterThanOrEqual(1);
-  });
+  }, 120_000);
 
   it('manual CLUSTER FAILOVER of another master under ingest: no loss', async () => {
     const tag = 'cm';
@@ -159,7 +161,7 @@ describe('chaos: Redis Cluster with replicas, failover under ingest, two Redpoin
       return { at, extra: { failoverMs: Date.now() - at } };
     });
     printFigures('Cluster manual CLUSTER FAILOVER, REDIS_WAIT_REPLICAS=1', figures);
-  });
+  }, 120_000);
 });
 
 /** A key whose slot `node` serves now. */

@@ -178,12 +178,12 @@ describe('chaos: Sentinel failover (kill -9 of the master) under ingest, two Red
   it('REDIS_WAIT_REPLICAS=1: nothing acknowledged is lost, not even what the master took while its replicas slept', async () => {
     const figures = await run(1);
     expect(figures.burstAckedLost).toBe(0);
-  });
+  }, 120_000);
 
   it('REDIS_WAIT_REPLICAS=0: what the master acknowledged but never shipped is lost, counted; clients re-snapshot and converge', async () => {
     const figures = await run(0);
     // The loss the WAIT prevents is real: without it, the burst's acknowledged messages are gone.
     expect(figures.burstAcked).toBeGreaterThan(0);
     expect(figures.burstAckedLost).toBeGreaterThan(0);
-  });
+  }, 120_000);
 });

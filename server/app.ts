@@ -90,10 +90,11 @@ export async function startServer(config: Config, log: Logger, engine?: Engine, 
   metrics.buildInfo.set({ version: VERSION, node: process.version }, 1);
   const health = new StoreHealth(log, metrics, storeTimeoutMs);
   const routerOptions: RouterOptions = {
-    requestTimeoutMs: storeTimeoutMs + REQUEST_GRACE_MS,
+    // A write acknowledged only once replicas have it may take a WAIT on top of its store call.
+    requestTimeoutMs: storeTimeoutMs + (config.redisWaitReplicas ? (config.redisWaitTimeoutMs ?? 0) : 0) + REQUEST_GRACE_MS,
     storeTroubledSince: (since) => health.troubledSince(since),
   };
-  // One Redis or a Redis Cluster (never both: that throws here, before anything starts).
+  // One Redis, a Redis Cluster or Sentinels (never two: that throws here, before anything starts).
   redisTargetOf(config);
   // The durable tier first: the engine restores from it from its first request on.
   const tier = config.durable && !engine ? await DurableTier.open(config.durable, log) : undefined;
@@ -102,6 +103,11 @@ export async function startServer(config: Config, log: Logger, engine?: Engine, 
     (await createEngine({
       redisUrl: config.redisUrl,
       redisClusterNodes: config.redisClusterNodes,
+      redisSentinels: config.redisSentinels,
+      redisSentinelMaster: config.redisSentinelMaster,
+      redisAccess: config.redisAccess,
+      redisWaitReplicas: config.redisWaitReplicas,
+      redisWaitTimeoutMs: config.redisWaitTimeoutMs,
       snapshotEvery: config.snapshotEvery,
       streamMaxLen: config.streamMaxLen,
       ...(config.streamIdleSeconds !== undefined ? { streamIdleSeconds: config.streamIdleSeconds } : {}),

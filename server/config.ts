@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { Type, type Static } from '@sinclair/typebox';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
@@ -8,7 +9,15 @@ import { DEFAULT_MAX_TTL_SECONDS } from './auth/user-tokens.js';
 import { parseCorsOrigins, type CorsOrigins } from './gateway/cors.js';
 import { DEFAULT_QUEUE_BATCH, DEFAULT_RETRY_SECONDS, type QueueConfig } from './queue/start-queue.js';
 import { OUTBOX_TABLE_PATTERN } from './queue/outbox-sql.js';
-import { BOTH_TARGETS, DEFAULT_STORE_TIMEOUT_MS, describeRedisTarget, parseClusterNodes, redisTargetOf, type RedisNodeAddress } from './redis-target.js';
+import {
+  BOTH_TARGETS,
+  DEFAULT_STORE_TIMEOUT_MS,
+  describeRedisTarget,
+  parseClusterNodes,
+  redisTargetOf,
+  type RedisAccess,
+  type RedisNodeAddress,
+} from './redis-target.js';
 
 export interface WsOptions {
   helloTimeoutMs: number;
@@ -62,6 +71,36 @@ const Env = Type.Object({
    * the rest). Mutually exclusive with REDIS_URL. Unset → no cluster.
    */
   REDIS_CLUSTER_NODES: Type.Optional(Type.String({ minLength: 1 })),
+  /**
+   * Sentinels of the master to use, `host:port,host:port`: Redpoint asks them for the master and
+   * follows it across failovers (docs/failover.md). Mutually exclusive with REDIS_URL and
+   * REDIS_CLUSTER_NODES.
+   */
+  REDIS_SENTINELS: Type.Optional(Type.String({ minLength: 1 })),
+  /** The master's name in the Sentinels' configuration (`sentinel monitor <name> ...`). */
+  REDIS_SENTINEL_MASTER: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9._-]{1,128}$' })),
+  /** ACL user of the data nodes (Sentinel's master and replicas, or the cluster nodes); REDIS_URL carries its own. */
+  REDIS_USERNAME: Type.Optional(Type.String({ minLength: 1 })),
+  /** Password of the data nodes (`requirepass`, or the ACL user's); REDIS_URL carries its own. */
+  REDIS_PASSWORD: Type.Optional(Type.String({ minLength: 1 })),
+  /** The Sentinels' own ACL user and password, when they require one. */
+  REDIS_SENTINEL_USERNAME: Type.Optional(Type.String({ minLength: 1 })),
+  REDIS_SENTINEL_PASSWORD: Type.Optional(Type.String({ minLength: 1 })),
+  /** TLS to the data nodes and the Sentinels (REDIS_URL says it with `rediss://`). */
+  REDIS_TLS: Type.Union(
+    ['true', 'false', '1', '0'].map((v) => Type.Literal(v)),
+    { default: 'false' },
+  ),
+  /** PEM file of the certificates to trust for Redis TLS instead of the system's (also for a `rediss://` REDIS_URL). */
+  REDIS_TLS_CA_FILE: Type.Optional(Type.String({ minLength: 1 })),
+  /**
+   * A write is acknowledged only once this many replicas have it (`WAIT` on the connection that
+   * wrote, its reply checked); a shortfall answers 503 outcome_unknown. 0: acknowledged once the
+   * master has it (a failover may lose it).
+   */
+  REDIS_WAIT_REPLICAS: Type.Integer({ minimum: 0, maximum: 64, default: 0 }),
+  /** How long a write waits for REDIS_WAIT_REPLICAS replicas; below STORE_TIMEOUT_MS (the WAIT holds its connection). */
+  REDIS_WAIT_TIMEOUT_MS: Type.Integer({ minimum: 10, maximum: 59_000, default: 1_000 }),
   /** Bearer key the message service presents on server-to-server endpoints. */
   REDPOINT_API_KEY: Type.Optional(Type.String({ minLength: 16 })),
   /** More API keys, `name:key,name:key`; the name shows in logs (rotate one without downtime). */
@@ -176,6 +215,14 @@ export interface Config {
   redisUrl: string | undefined;
   /** Redis Cluster seed nodes (REDIS_CLUSTER_NODES); never set together with `redisUrl`. */
   redisClusterNodes?: readonly RedisNodeAddress[] | undefined;
+  /** Sentinels (REDIS_SENTINELS) and the master they watch (REDIS_SENTINEL_MASTER); never with the two above. */
+  redisSentinels?: readonly RedisNodeAddress[] | undefined;
+  redisSentinelMaster?: string | undefined;
+  /** Credentials and TLS of the Sentinel or cluster connections (REDIS_USERNAME, _PASSWORD, _TLS, _TLS_CA_FILE, REDIS_SENTINEL_*). */
+  redisAccess?: RedisAccess | undefined;
+  /** Replicas a write must reach before it is acknowledged (REDIS_WAIT_REPLICAS; 0 or absent: none), and how long to wait for them. */
+  redisWaitReplicas?: number;
+  redisWaitTimeoutMs?: number;
   /** The API key named `default`: REDPOINT_API_KEY, or the published dev key in dev mode. */
   apiKey?: string | undefined;
   /** More API keys by name (REDPOINT_API_KEYS), accepted like `apiKey`; the name is logged. */
@@ -228,7 +275,17 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
-const SECRET = new Set(['REDPOINT_API_KEY', 'REDPOINT_API_KEYS', 'REDPOINT_JWT_SECRET', 'REDIS_URL', 'DATABASE_URL', 'INGEST_OUTBOX_URL', 'INGEST_NATS_URL']);
+const SECRET = new Set([
+  'REDPOINT_API_KEY',
+  'REDPOINT_API_KEYS',
+  'REDPOINT_JWT_SECRET',
+  'REDIS_URL',
+  'DATABASE_URL',
+  'INGEST_OUTBOX_URL',
+  'INGEST_NATS_URL',
+  'REDIS_PASSWORD',
+  'REDIS_SENTINEL_PASSWORD',
+]);
 const NUMERIC = new Set([
   'PORT',
   'OPS_PORT',
@@ -255,6 +312,8 @@ const NUMERIC = new Set([
   'COLD_SWEEP_SECONDS',
   'INGEST_BATCH',
   'INGEST_RETRY_SECONDS',
+  'REDIS_WAIT_REPLICAS',
+  'REDIS_WAIT_TIMEOUT_MS',
 ]);
 
 /** Reads and validates the environment; throws ConfigError naming every bad variable. */
@@ -285,6 +344,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       problems.push(`REDIS_CLUSTER_NODES: ${(err as Error).message}`);
     }
   }
+  let redisSentinels: RedisNodeAddress[] | undefined;
+  if (typeof raw.REDIS_SENTINELS === 'string') {
+    try {
+      redisSentinels = parseClusterNodes(raw.REDIS_SENTINELS);
+    } catch (err) {
+      problems.push(`REDIS_SENTINELS: ${(err as Error).message}`);
+    }
+  }
+  const redisAccess = redisAccessOf(raw, problems);
   let corsOrigins: CorsOrigins | undefined;
   if (typeof raw.CORS_ORIGINS === 'string') {
     try {
@@ -297,10 +365,30 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const credentials = resolveCredentials(raw as CredentialEnv, problems);
   if (problems.length > 0) throw new ConfigError(`invalid configuration:\n  ${problems.join('\n  ')}`);
   const values = raw as EnvValues;
-  if (redisClusterNodes && values.REDIS_URL !== undefined) throw new ConfigError(BOTH_TARGETS);
-  if (values.DATABASE_URL !== undefined && values.REDIS_URL === undefined && !redisClusterNodes) {
+  if ([redisClusterNodes, redisSentinels, values.REDIS_URL].filter((t) => t !== undefined).length > 1) throw new ConfigError(BOTH_TARGETS);
+  const redisConfigured = redisClusterNodes !== undefined || redisSentinels !== undefined || values.REDIS_URL !== undefined;
+  const misplaced = [
+    ...(values.REDIS_URL !== undefined
+      ? (['REDIS_USERNAME', 'REDIS_PASSWORD', 'REDIS_TLS'] as const).filter((k) => raw[k] !== undefined && raw[k] !== 'false' && raw[k] !== '0')
+      : []),
+    ...(redisSentinels === undefined
+      ? (['REDIS_SENTINEL_MASTER', 'REDIS_SENTINEL_USERNAME', 'REDIS_SENTINEL_PASSWORD'] as const).filter((k) => raw[k] !== undefined)
+      : []),
+    ...(!redisConfigured && values.REDIS_WAIT_REPLICAS > 0 ? ['REDIS_WAIT_REPLICAS'] : []),
+  ];
+  if (misplaced.length > 0) {
     throw new ConfigError(
-      'DATABASE_URL needs a Redis engine (REDIS_URL or REDIS_CLUSTER_NODES): the durable tier sits behind Redis; the memory engine keeps everything in one process and has nothing to restore from',
+      `${misplaced.join(', ')}: not used with this Redis target (REDIS_URL carries its own user, password and rediss://; the REDIS_SENTINEL_* settings need REDIS_SENTINELS; REDIS_WAIT_REPLICAS needs Redis)`,
+    );
+  }
+  if (values.REDIS_WAIT_REPLICAS > 0 && values.REDIS_WAIT_TIMEOUT_MS >= values.STORE_TIMEOUT_MS) {
+    throw new ConfigError(
+      `REDIS_WAIT_TIMEOUT_MS (${values.REDIS_WAIT_TIMEOUT_MS}) must be below STORE_TIMEOUT_MS (${values.STORE_TIMEOUT_MS}): a WAIT holds its connection, and the commands queued behind it must still answer within the store timeout`,
+    );
+  }
+  if (values.DATABASE_URL !== undefined && values.REDIS_URL === undefined && !redisClusterNodes && !redisSentinels) {
+    throw new ConfigError(
+      'DATABASE_URL needs a Redis engine (REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS): the durable tier sits behind Redis; the memory engine keeps everything in one process and has nothing to restore from',
     );
   }
   if (values.OPS_PORT !== undefined && values.OPS_PORT !== 0 && values.OPS_PORT === values.PORT) {
@@ -316,6 +404,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     redisAllowEviction: values.REDIS_ALLOW_EVICTION === 'true' || values.REDIS_ALLOW_EVICTION === '1',
     redisUrl: values.REDIS_URL,
     redisClusterNodes,
+    redisSentinels,
+    redisSentinelMaster: values.REDIS_SENTINEL_MASTER,
+    redisAccess,
+    redisWaitReplicas: values.REDIS_WAIT_REPLICAS,
+    redisWaitTimeoutMs: values.REDIS_WAIT_TIMEOUT_MS,
     apiKey: credentials.apiKey,
     apiKeys: credentials.apiKeys,
     jwtSecret: credentials.jwtSecret,
@@ -400,6 +493,9 @@ export function describeConfig(config: Config): Record<string, unknown> {
     corsOrigins: config.corsOrigins ?? null,
     storeTimeoutMs: config.storeTimeoutMs ?? DEFAULT_STORE_TIMEOUT_MS,
     redisAllowEviction: config.redisAllowEviction ?? false,
+    redisAccess: describeAccess(config.redisAccess),
+    redisWaitReplicas: config.redisWaitReplicas ?? 0,
+    redisWaitTimeoutMs: config.redisWaitTimeoutMs ?? null,
     largeGroupThreshold: config.largeGroupThreshold,
     snapshotEvery: config.snapshotEvery,
     streamMaxLen: config.streamMaxLen,
@@ -412,6 +508,43 @@ export function describeConfig(config: Config): Record<string, unknown> {
       retrySeconds: config.queue?.retrySeconds ?? DEFAULT_RETRY_SECONDS,
     },
     ws: { ...defaultWsOptions, ...config.ws },
+  };
+}
+
+/** REDIS_USERNAME, _PASSWORD, _TLS, _TLS_CA_FILE and REDIS_SENTINEL_USERNAME/_PASSWORD; a CA file that cannot be read is a problem. */
+function redisAccessOf(raw: Record<string, unknown>, problems: string[]): RedisAccess | undefined {
+  const text = (key: string): string | undefined => (typeof raw[key] === 'string' ? (raw[key] as string) : undefined);
+  let ca: string | undefined;
+  const caFile = text('REDIS_TLS_CA_FILE');
+  if (caFile !== undefined) {
+    try {
+      ca = readFileSync(caFile, 'utf8');
+      if (!ca.includes('-----BEGIN CERTIFICATE-----')) problems.push(`REDIS_TLS_CA_FILE: ${caFile} holds no PEM certificate`);
+    } catch (err) {
+      problems.push(`REDIS_TLS_CA_FILE: cannot read ${caFile} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+    }
+  }
+  const access: RedisAccess = {
+    username: text('REDIS_USERNAME'),
+    password: text('REDIS_PASSWORD'),
+    tls: raw.REDIS_TLS === 'true' || raw.REDIS_TLS === '1',
+    ca,
+    sentinelUsername: text('REDIS_SENTINEL_USERNAME'),
+    sentinelPassword: text('REDIS_SENTINEL_PASSWORD'),
+  };
+  const set = Object.fromEntries(Object.entries(access).filter(([, v]) => v !== undefined && v !== false)) as RedisAccess;
+  return Object.keys(set).length > 0 ? set : undefined;
+}
+
+function describeAccess(access: RedisAccess | undefined): Record<string, unknown> | null {
+  if (!access) return null;
+  return {
+    username: access.username ?? null,
+    password: access.password !== undefined ? '***' : null,
+    tls: access.tls ?? false,
+    ca: access.ca !== undefined ? 'from REDIS_TLS_CA_FILE' : null,
+    sentinelUsername: access.sentinelUsername ?? null,
+    sentinelPassword: access.sentinelPassword !== undefined ? '***' : null,
   };
 }
 
@@ -434,8 +567,11 @@ function redisTargetDescription(config: Config): string | null {
  * How many server threads run: WORKERS, or one per core in production and one in dev mode. The
  * memory engine always runs one: its state lives in the thread that holds it.
  */
-export function workerCount(config: Pick<Config, 'workers' | 'devMode' | 'redisUrl' | 'redisClusterNodes'>, cores: number = availableParallelism()): number {
-  const redis = config.redisUrl !== undefined || (config.redisClusterNodes?.length ?? 0) > 0;
+export function workerCount(
+  config: Pick<Config, 'workers' | 'devMode' | 'redisUrl' | 'redisClusterNodes' | 'redisSentinels'>,
+  cores: number = availableParallelism(),
+): number {
+  const redis = config.redisUrl !== undefined || (config.redisClusterNodes?.length ?? 0) > 0 || (config.redisSentinels?.length ?? 0) > 0;
   if (!redis) return 1;
   const wanted = config.workers ?? 0;
   if (wanted > 0) return wanted;

@@ -1,20 +1,51 @@
 import type { Cluster, Redis, RedisOptions } from 'ioredis';
 
 /**
- * Where the Redis engine and the Redis bus connect: one Redis (`REDIS_URL`) or a Redis Cluster
- * given by seed nodes (`REDIS_CLUSTER_NODES`), and how their connections behave when Redis is in
- * trouble. Shared by the config, the engine and the bus so that all three agree on what a
- * deployment points at.
+ * Where the Redis engine and the Redis bus connect: one Redis (`REDIS_URL`), a Redis Cluster
+ * given by seed nodes (`REDIS_CLUSTER_NODES`) or the master a set of Sentinels names
+ * (`REDIS_SENTINELS`), with the credentials and TLS settings of those connections, and how they
+ * behave when Redis is in trouble. Shared by the config, the engine and the bus so that all three
+ * agree on what a deployment points at.
  */
 export interface RedisNodeAddress {
   host: string;
   port: number;
 }
 
-export type RedisTarget =
-  | { url: string; cluster?: undefined }
+/**
+ * Credentials and TLS of the data connections (cluster nodes, or the master Sentinel names) and
+ * of the Sentinels. A `REDIS_URL` carries its own (`redis://user:pass@`, `rediss://`); only `ca`
+ * applies to it as well.
+ */
+export interface RedisAccess {
+  /** ACL user (Redis 6+); unset: `default`. */
+  username?: string | undefined;
+  password?: string | undefined;
+  /** TLS to the data nodes and the Sentinels. */
+  tls?: boolean | undefined;
+  /** PEM certificates to trust instead of the system's (REDIS_TLS_CA_FILE's contents). */
+  ca?: string | undefined;
+  /** The Sentinels' own ACL user and password (Sentinel's `requirepass` / `user`), if they have one. */
+  sentinelUsername?: string | undefined;
+  sentinelPassword?: string | undefined;
+}
+
+/** The Sentinels to ask, and the name of the master they watch (`sentinel monitor <name> ...`). */
+export interface SentinelTarget {
+  sentinels: readonly RedisNodeAddress[];
+  name: string;
+}
+
+export type RedisTarget = (
+  | { url: string; cluster?: undefined; sentinel?: undefined }
   /** Seed nodes: the client asks them for the slot map and then talks to every master. */
-  | { cluster: readonly RedisNodeAddress[]; url?: undefined };
+  | { cluster: readonly RedisNodeAddress[]; url?: undefined; sentinel?: undefined }
+  /** The master that the Sentinels name; followed across failovers. */
+  | { sentinel: SentinelTarget; url?: undefined; cluster?: undefined }
+) & { access?: RedisAccess | undefined };
+
+/** REDIS_SENTINEL_MASTER's default, Sentinel's own example name. */
+const DEFAULT_SENTINEL_MASTER = 'mymaster';
 
 /**
  * Parses `host:port,host:port` (IPv6 hosts in brackets: `[::1]:7000`). Throws a message naming
@@ -37,6 +68,7 @@ export function parseClusterNodes(value: string): RedisNodeAddress[] {
 /** For logs: the URL with its password masked, or the seed nodes. */
 export function describeRedisTarget(target: RedisTarget): string {
   if (target.url !== undefined) return target.url.replace(/\/\/[^@]*@/, '//***@');
+  if (target.sentinel !== undefined) return `sentinel ${target.sentinel.name}@${target.sentinel.sentinels.map(formatNode).join(',')}`;
   return `cluster ${target.cluster.map(formatNode).join(',')}`;
 }
 
@@ -44,14 +76,27 @@ export function formatNode(node: RedisNodeAddress): string {
   return node.host.includes(':') ? `[${node.host}]:${node.port}` : `${node.host}:${node.port}`;
 }
 
-export const BOTH_TARGETS = 'set REDIS_URL (one Redis) or REDIS_CLUSTER_NODES (Redis Cluster seed nodes), not both';
+export const BOTH_TARGETS =
+  'set one of REDIS_URL (one Redis), REDIS_CLUSTER_NODES (Redis Cluster seed nodes) or REDIS_SENTINELS (Sentinels of a master), not two';
 
-/** The target of a config: one Redis, a cluster, or none (the memory engine). Never both. */
-export function redisTargetOf(config: { redisUrl: string | undefined; redisClusterNodes?: readonly RedisNodeAddress[] | undefined }): RedisTarget | undefined {
+/** What a config says about Redis (server/config.ts's fields of the same names). */
+export interface RedisSelection {
+  redisUrl: string | undefined;
+  redisClusterNodes?: readonly RedisNodeAddress[] | undefined;
+  redisSentinels?: readonly RedisNodeAddress[] | undefined;
+  redisSentinelMaster?: string | undefined;
+  redisAccess?: RedisAccess | undefined;
+}
+
+/** The target of a config: one Redis, a cluster, a Sentinel-watched master, or none (the memory engine). Never two. */
+export function redisTargetOf(config: RedisSelection): RedisTarget | undefined {
   const cluster = config.redisClusterNodes && config.redisClusterNodes.length > 0 ? config.redisClusterNodes : undefined;
-  if (cluster && config.redisUrl) throw new Error(BOTH_TARGETS);
-  if (cluster) return { cluster };
-  if (config.redisUrl) return { url: config.redisUrl };
+  const sentinels = config.redisSentinels && config.redisSentinels.length > 0 ? config.redisSentinels : undefined;
+  if ([cluster, sentinels, config.redisUrl].filter((t) => t !== undefined && t !== '').length > 1) throw new Error(BOTH_TARGETS);
+  const access = config.redisAccess ? { access: config.redisAccess } : {};
+  if (cluster) return { cluster, ...access };
+  if (sentinels) return { sentinel: { sentinels, name: config.redisSentinelMaster ?? DEFAULT_SENTINEL_MASTER }, ...access };
+  if (config.redisUrl) return { url: config.redisUrl, ...access };
   return undefined;
 }
 

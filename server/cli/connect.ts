@@ -32,7 +32,7 @@ export async function connect(url: string | undefined, env: NodeJS.ProcessEnv = 
   const target = redisTargetOf(config);
   if (!target) {
     throw new UsageError(
-      "no store: set REDIS_URL or REDIS_CLUSTER_NODES (as for the server), or pass --url http://host:port of a running server (a memory engine's store lives only in its process)",
+      "no store: set REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS (as for the server), or pass --url http://host:port of a running server (a memory engine's store lives only in its process)",
     );
   }
   const options = {
@@ -45,6 +45,9 @@ export async function connect(url: string | undefined, env: NodeJS.ProcessEnv = 
   const engine = await createEngine({
     redisUrl: config.redisUrl,
     redisClusterNodes: config.redisClusterNodes,
+    redisSentinels: config.redisSentinels,
+    redisSentinelMaster: config.redisSentinelMaster,
+    redisAccess: config.redisAccess,
     ...options,
     durable: tier && { backing: tier.pg, activityEveryMs: tier.activityEveryMs },
   }).catch(async (err: unknown) => {

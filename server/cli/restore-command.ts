@@ -29,6 +29,9 @@ export async function restoreCommand(
     const engine = await createEngine({
       redisUrl: config.redisUrl,
       redisClusterNodes: config.redisClusterNodes,
+      redisSentinels: config.redisSentinels,
+      redisSentinelMaster: config.redisSentinelMaster,
+      redisAccess: config.redisAccess,
       snapshotEvery: config.snapshotEvery,
       streamMaxLen: config.streamMaxLen,
       durable: { backing: tier.pg, activityEveryMs: tier.activityEveryMs, onRestore: (kind, n) => void (kind === 'user' && (restored += n)) },

@@ -1,14 +1,15 @@
 import { pino, type Logger } from 'pino';
 import type { StoreHealth } from '../ops/store-health.js';
-import { redisTargetOf, type RedisNodeAddress } from '../redis-target.js';
+import { redisTargetOf, type RedisSelection } from '../redis-target.js';
 import type { Engine, EngineOptions } from './engine.js';
 import type { RedisDurableOptions } from './redis/redis-engine.js';
 import { MemoryEngine } from './memory/memory-engine.js';
 
-export interface EngineSelection extends EngineOptions {
-  redisUrl: string | undefined;
-  /** Redis Cluster seed nodes; never together with `redisUrl`. */
-  redisClusterNodes?: readonly RedisNodeAddress[] | undefined;
+/** One Redis, a Redis Cluster or Sentinels (never two; see redis-target.ts), or none: memory. */
+export interface EngineSelection extends EngineOptions, RedisSelection {
+  /** Replicas each acknowledged write must reach (REDIS_WAIT_REPLICAS; 0: none), and how long it waits for them. */
+  redisWaitReplicas?: number | undefined;
+  redisWaitTimeoutMs?: number | undefined;
   /** Bound of one store call (STORE_TIMEOUT_MS). */
   storeTimeoutMs?: number | undefined;
   /** Hears of every store connection's state changes and failed calls. */
@@ -22,7 +23,7 @@ export interface EngineSelection extends EngineOptions {
 }
 
 /**
- * Redis (one server, or a Cluster given by seed nodes) when configured, memory otherwise. The
+ * Redis (one server, a Cluster given by seed nodes, or the master Sentinels name) when configured, memory otherwise. The
  * Redis module is loaded only when used. On Redis, the servers' settings are checked before the
  * engine is handed out: no persistence is a warning, a policy that evicts keys a refusal.
  */
@@ -44,6 +45,7 @@ export async function createEngine(selection: EngineSelection): Promise<Engine> 
     ...(selection.storeTimeoutMs !== undefined ? { storeTimeoutMs: selection.storeTimeoutMs } : {}),
     ...(selection.health ? { health: selection.health } : {}),
     ...(selection.durable ? { durable: selection.durable } : {}),
+    ...(selection.redisWaitReplicas ? { waitReplicas: { count: selection.redisWaitReplicas, timeoutMs: selection.redisWaitTimeoutMs ?? 1_000 } } : {}),
   });
   try {
     await enforceRedisSettings(engine.masters(), selection.allowEviction ?? false, selection.log ?? pino({ level: 'silent' }));

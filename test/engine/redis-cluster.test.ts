@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import type { EngineOptions, UserOp } from '../../server/engine/engine.js';
 import { keySlot, userKeys } from '../../server/engine/redis/keys.js';
 import { createRedisEngine, type RedisEngine } from '../../server/engine/redis/redis-engine.js';
+import { runOf } from '../../server/engine/redis/runs.js';
 import { loadScriptSources } from '../../server/engine/redis/scripts.js';
 import { fileFixture } from '../helpers/file-fixture.js';
 import { freePort } from '../helpers/processes.js';
@@ -79,7 +80,7 @@ describe('redis cluster engine', () => {
       await engine.applyUserOps(users.flat().flatMap((uid) => conversation(uid, 'c', 2)));
       for (const [i, uids] of users.entries()) {
         const probe = probes[i]!;
-        const runId = /run_id:([0-9a-f]+)/.exec(await probe.info('server'))?.[1];
+        const runId = runOf(`${await probe.info('server')}\n${await probe.info('replication')}`);
         expect(runId).toMatch(/^[0-9a-f]{40}$/);
         for (const uid of uids) expect(await probe.hget(userKeys(prefix, uid).meta, 'r'), uid).toBe(runId);
       }
@@ -130,7 +131,7 @@ describe('redis cluster engine', () => {
     const k = userKeys(prefix, uid);
     const slot = keySlot(k.meta);
     const [id0, id1, _id2] = (await Promise.all(probes.map((p) => p.cluster('MYID')))) as [string, string, string];
-    const [run0, run1] = await Promise.all([p0, p1].map(async (p) => /run_id:(\w+)/.exec(await p.info('server'))?.[1]));
+    const [run0, run1] = await Promise.all([p0, p1].map(async (p) => runOf(`${await p.info('server')}\n${await p.info('replication')}`)));
     /** Hands the (empty) slot to `to`: the new owner first, then the others. */
     const moveSlot = async (to: string, order: Redis[]): Promise<void> => {
       for (const p of order) await p.cluster('SETSLOT', slot, 'NODE', to);

@@ -1,9 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { accessSync, constants as fsConstants } from 'node:fs';
+import { accessSync, constants as fsConstants, readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
+import { connect as tlsConnect } from 'node:tls';
 import { freePort, keepOutput, killOnExit, stopProcess, waitUntilReady } from './processes.js';
 
 /**
@@ -21,6 +22,19 @@ export interface RedisServerOptions {
   binary?: string;
   /** A command the server runs under, with its arguments (e.g. valgrind and its options). */
   runUnder?: readonly string[];
+  /** More arguments after the config file (e.g. `--sentinel`). */
+  args?: readonly string[];
+  /** Serve TLS only (no plain port), with these PEM files; `url` is then `rediss://`. */
+  tls?: TlsFiles;
+  /** The password PING must present to tell that the server is up (`requirepass`). */
+  password?: string;
+}
+
+/** PEM files of a TLS server (test/helpers/tls-certs.ts makes them). */
+export interface TlsFiles {
+  cert: string;
+  key: string;
+  ca: string;
 }
 
 export interface RedisServer {
@@ -64,17 +78,17 @@ async function startOnce(options: RedisServerOptions): Promise<RedisServer> {
   const port = await freePort();
   const dir = await mkdtemp(join(tmpdir(), 'redpoint-redis-'));
   const confPath = join(dir, 'redis.conf');
-  await writeFile(confPath, config(port, dir, options.aof ?? false) + (options.extraConfig ?? []).map((line) => `${line}\n`).join(''));
+  await writeFile(confPath, config(port, dir, options.aof ?? false, options.tls) + (options.extraConfig ?? []).map((line) => `${line}\n`).join(''));
   const startTimeout = options.startTimeoutMs ?? 15_000;
 
   let child: ChildProcess | null = null;
   const launch = async (): Promise<void> => {
-    const proc = spawn(command as string, [...prefixArgs, confPath], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = spawn(command as string, [...prefixArgs, confPath, ...(options.args ?? [])], { stdio: ['ignore', 'pipe', 'pipe'] });
     const output = keepOutput(proc);
     killOnExit(proc);
     child = proc;
     // A Redis loading its AOF answers -LOADING; only +PONG means it takes commands.
-    await waitUntilReady(proc, () => pingOnce(port), {
+    await waitUntilReady(proc, () => pingOnce(port, options.tls, options.password), {
       timeoutMs: startTimeout,
       intervalMs: POLL_INTERVAL_MS,
       exited: () => new Error(`redis-server exited during start (port ${port}):\n${output()}`),
@@ -94,7 +108,7 @@ async function startOnce(options: RedisServerOptions): Promise<RedisServer> {
   });
 
   return {
-    url: `redis://127.0.0.1:${port}`,
+    url: `${options.tls ? 'rediss' : 'redis'}://127.0.0.1:${port}`,
     port,
     dir,
     pid: () => (child as ChildProcess | null)?.pid,
@@ -112,9 +126,19 @@ async function startOnce(options: RedisServerOptions): Promise<RedisServer> {
   };
 }
 
-function config(port: number, dir: string, aof: false | 'everysec' | 'always'): string {
+function config(port: number, dir: string, aof: false | 'everysec' | 'always', tls: TlsFiles | undefined): string {
   const lines = [
-    `port ${port}`,
+    ...(tls
+      ? [
+          'port 0',
+          `tls-port ${port}`,
+          `tls-cert-file ${tls.cert}`,
+          `tls-key-file ${tls.key}`,
+          `tls-ca-cert-file ${tls.ca}`,
+          'tls-auth-clients no',
+          'tls-replication yes',
+        ]
+      : [`port ${port}`]),
     'bind 127.0.0.1',
     `dir ${dir}`,
     'save ""',
@@ -141,20 +165,23 @@ export function findOnPath(name: string): string | null {
   return null;
 }
 
-function pingOnce(port: number): Promise<boolean> {
+function pingOnce(port: number, tls: TlsFiles | undefined, password: string | undefined): Promise<boolean> {
   return new Promise((resolve) => {
     let reply = '';
-    const socket = createConnection({ host: '127.0.0.1', port });
+    const socket = tls ? tlsConnect({ host: '127.0.0.1', port, ca: readFileSync(tls.ca) }) : createConnection({ host: '127.0.0.1', port });
+    const ping = password === undefined ? 'PING\r\n' : `AUTH ${password}\r\nPING\r\n`;
     const done = (ok: boolean): void => {
       socket.destroy();
       resolve(ok);
     };
     socket.setTimeout(500, () => done(false));
     socket.once('error', () => done(false));
-    socket.once('connect', () => socket.write('PING\r\n'));
+    socket.once(tls ? 'secureConnect' : 'connect', () => socket.write(ping));
     socket.on('data', (chunk) => {
       reply += chunk.toString();
-      if (reply.includes('\r\n')) done(reply.startsWith('+PONG'));
+      const lines = reply.split('\r\n');
+      const last = lines[password === undefined ? 0 : 1];
+      if (lines.length > (password === undefined ? 1 : 2)) done(last === '+PONG');
     });
   });
 }

@@ -1,9 +1,9 @@
-import { Cluster, Redis } from 'ioredis';
+import { Cluster, type Redis } from 'ioredis';
 import { LIMITS } from '../../../protocol/limits.js';
 import type { Cursor, Snapshot } from '../../../protocol/types.js';
 import { StoreHealth } from '../../ops/store-health.js';
-import { redisAddress, watchCluster, watchRedis } from '../../ops/watch-redis.js';
-import { connectionOptions, DEFAULT_STORE_TIMEOUT_MS, quitWithin, type RedisTarget } from '../../redis-target.js';
+import { watchCluster, watchRedis } from '../../ops/watch-redis.js';
+import { DEFAULT_STORE_TIMEOUT_MS, quitWithin, type RedisTarget } from '../../redis-target.js';
 import type {
   ApplyOptions,
   ConvInfo,
@@ -28,6 +28,7 @@ import { toConvState } from '../rules.js';
 import { ofParts, OutcomeUnknownError, type StoreError, StoreUnavailableError } from '../store-errors.js';
 import { asArray, asNumber, asString, asStrings, type Reply } from './codec.js';
 import { decodeEntries, decodeMemberTag, decodeRecord, decodeSnapshotText, decodeState, encodeMemberTag, encodeRecord } from '../state-text.js';
+import { clientAddress, clusterClient, singleClient } from './clients.js';
 import { CommandGuard, guardCommands } from './command-guard.js';
 import { activityKey, convKey, dirtyConvsKey, evictedKey, intactKey, shardOf, userChannel, userKeys, type UserKeys } from './keys.js';
 import { RedisDurableStore } from './redis-durable.js';
@@ -38,13 +39,21 @@ import { defineScripts, ensureScriptsLoaded, loadScriptSources, scriptShas, type
 import { appendUserOps, opArgs } from './user-ops.js';
 
 /**
- * One Redis (`url`) or a Redis Cluster (`cluster`: seed nodes), plus the engine options.
+ * One Redis (`url`), a Redis Cluster (`cluster`: seed nodes) or the master Sentinels name
+ * (`sentinel`), plus the engine options.
  * `prefix` (default `rp`) starts every key and channel; it lets several engines share one Redis,
  * e.g. in tests. `storeTimeoutMs` bounds every store call (STORE_TIMEOUT_MS); `health` hears of
  * each connection's state changes and of failed calls.
  */
 export type RedisEngineOptions = EngineOptions &
-  RedisTarget & { prefix?: string; storeTimeoutMs?: number; health?: StoreHealth; durable?: RedisDurableOptions };
+  RedisTarget & {
+    prefix?: string;
+    storeTimeoutMs?: number;
+    health?: StoreHealth;
+    durable?: RedisDurableOptions;
+    /** REDIS_WAIT_REPLICAS: every write waits for `count` replicas, up to `timeoutMs` (command-guard.ts). */
+    waitReplicas?: { count: number; timeoutMs: number };
+  };
 
 /**
  * The durable tier behind this engine (DESIGN.md §10): every change marks what it changed dirty
@@ -126,19 +135,23 @@ export class RedisEngine implements Engine {
     // ready connection (CommandGuard waits for one, bounded) or fails as not sent, never queued to
     // be sent after its caller was told it failed. (A Cluster's node connections always queue.)
     const client =
-      options.url !== undefined
-        ? new Redis(options.url, { ...connectionOptions(timeoutMs), enableAutoPipelining: true, lazyConnect: true, enableOfflineQueue: false })
-        : new Cluster([...options.cluster], {
-            enableAutoPipelining: true,
-            lazyConnect: true,
-            redisOptions: connectionOptions(timeoutMs),
-            // A restarted master answers CLUSTERDOWN for its first 2 s (Redis lets the cluster
-            // reconfigure it before it takes writes): retry for 16 x 200 ms rather than the
-            // default 1.6 s, so a quick restart delays commands (up to the store timeout) instead
-            // of failing them.
-            retryDelayOnClusterDown: 200,
-          });
-    const whole = client instanceof Cluster ? 'engine@cluster' : `engine@${redisAddress(client)}`;
+      options.cluster === undefined
+        ? singleClient(options, { storeTimeoutMs: timeoutMs, extra: { enableAutoPipelining: true, lazyConnect: true, enableOfflineQueue: false } })
+        : clusterClient(
+            options,
+            { storeTimeoutMs: timeoutMs },
+            {
+              enableAutoPipelining: true,
+              lazyConnect: true,
+              // A restarted master answers CLUSTERDOWN for its first 2 s (Redis lets the cluster
+              // reconfigure it before it takes writes): retry for 16 x 200 ms rather than the
+              // default 1.6 s, so a quick restart delays commands (up to the store timeout) instead
+              // of failing them.
+              retryDelayOnClusterDown: 200,
+            },
+          );
+    const address = client instanceof Cluster ? 'cluster' : clientAddress(options, client);
+    const whole = `engine@${address}`;
     if (client instanceof Cluster) watchCluster(health, 'engine', client);
     else watchRedis(health, whole, client);
     const swallow = (): void => {}; // connect() rejects with the same error
@@ -153,12 +166,10 @@ export class RedisEngine implements Engine {
       const waits: RunWaits = { deadline: () => health.waitDeadline(whole, timeoutMs), failed: (err) => health.failed(err) };
       // On a cluster, scripts are loaded on each new master connection before user scripts use it.
       const runs =
-        client instanceof Cluster
-          ? new ClusterRuns(client, (node) => ensureScriptsLoaded(node, sources, shas), waits)
-          : new SingleRun(client, redisAddress(client), waits);
+        client instanceof Cluster ? new ClusterRuns(client, (node) => ensureScriptsLoaded(node, sources, shas), waits) : new SingleRun(client, address, waits);
       await defineScripts(client, runs.masters(), sources);
       // Every data command goes through one guard: bounded waits, typed errors, health.
-      const guard = new CommandGuard(runs, waits, health, (address) => `engine@${address}`, timeoutMs);
+      const guard = new CommandGuard(runs, waits, health, (address) => `engine@${address}`, timeoutMs, options.waitReplicas);
       const engine = new RedisEngine(guardCommands(client as ScriptedRedis | ScriptedCluster, guard), runs, { ...options, health }, sources, shas);
       // Fails fast when INFO is not allowed (renamed, or denied by an ACL).
       await runs.learnAll(Date.now() + READY_TIMEOUT_MS * 10);

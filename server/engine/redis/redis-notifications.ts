@@ -1,14 +1,14 @@
-import { Cluster, Redis } from 'ioredis';
 import type { StoreHealth } from '../../ops/store-health.js';
-import { redisAddress, watchCluster, watchRedis } from '../../ops/watch-redis.js';
-import { connectionOptions, quitWithin, type RedisNodeAddress, type RedisTarget } from '../../redis-target.js';
+import { watchCluster, watchRedis } from '../../ops/watch-redis.js';
+import { quitWithin, type RedisTarget } from '../../redis-target.js';
+import { clientAddress, clusterClient, singleClient } from './clients.js';
 import { InterestCounter, type HeadChange, type NotificationHandler, type Notifications, type UserChange } from '../notifications.js';
 import { decodeEntryText } from '../state-text.js';
 import { convChannel, userChannel } from './keys.js';
 
-/** How the engine's scripts publish: classic pub/sub on one Redis, sharded pub/sub on a cluster. */
+/** How the engine's scripts publish: classic pub/sub on one Redis (or behind Sentinel), sharded pub/sub on a cluster. */
 export function publishCommand(target: RedisTarget): 'PUBLISH' | 'SPUBLISH' {
-  return target.url !== undefined ? 'PUBLISH' : 'SPUBLISH';
+  return target.cluster === undefined ? 'PUBLISH' : 'SPUBLISH';
 }
 
 /** The subscribing half of a transport (the scripts publish; see user_apply.lua and conv_record.lua). */
@@ -26,12 +26,17 @@ export interface SubscriberOptions {
   storeTimeoutMs: number;
 }
 
-function singleSubscriber(url: string, receive: Receive, { health, storeTimeoutMs }: SubscriberOptions): Subscriber {
-  const sub = new Redis(url, { ...connectionOptions(storeTimeoutMs), lazyConnect: false });
+/**
+ * One Redis, or the master the Sentinels name: the scripts publish on the master, so the
+ * subscriber follows it across a failover like the engine does (clients.ts), and ioredis
+ * subscribes its channels again on the new connection.
+ */
+function singleSubscriber(target: RedisTarget & { cluster?: undefined }, receive: Receive, { health, storeTimeoutMs }: SubscriberOptions): Subscriber {
+  const sub = singleClient(target, { storeTimeoutMs, extra: { lazyConnect: false } });
   // Lost notifications are repaired by pulls; StoreHealth reports the connection's state (and its
   // 'error' listener keeps ioredis from printing every failed reconnect).
   sub.on('error', () => undefined);
-  watchRedis(health, `bus-subscribe@${redisAddress(sub)}`, sub);
+  watchRedis(health, `bus-subscribe@${clientAddress(target, sub)}`, sub);
   sub.on('message', receive);
   return {
     subscribe: (channel) => sub.subscribe(channel),
@@ -46,8 +51,12 @@ function singleSubscriber(url: string, receive: Receive, { health, storeTimeoutM
  * `shardedSubscribers` keeps one subscriber connection per master, sends each SSUBSCRIBE to the
  * master of its slot and subscribes again after a failover, restart or resharding.
  */
-function clusterSubscriber(nodes: readonly RedisNodeAddress[], receive: Receive, { health, storeTimeoutMs }: SubscriberOptions): Subscriber {
-  const cluster = new Cluster([...nodes], { shardedSubscribers: true, lazyConnect: false, redisOptions: connectionOptions(storeTimeoutMs) });
+function clusterSubscriber(
+  target: RedisTarget & { cluster: RedisTarget['cluster'] & object },
+  receive: Receive,
+  { health, storeTimeoutMs }: SubscriberOptions,
+): Subscriber {
+  const cluster = clusterClient(target, { storeTimeoutMs }, { shardedSubscribers: true, lazyConnect: false });
   // An unheard 'error' event of a Cluster throws.
   cluster.on('error', () => undefined);
   watchCluster(health, 'bus', cluster);
@@ -81,7 +90,7 @@ export class RedisNotifications implements Notifications {
   ) {
     this.channelPrefix = `${prefix}:bus:`;
     const receive: Receive = (channel, message) => this.receive(channel, message);
-    this.subscriber = target.url !== undefined ? singleSubscriber(target.url, receive, options) : clusterSubscriber(target.cluster, receive, options);
+    this.subscriber = target.cluster === undefined ? singleSubscriber(target, receive, options) : clusterSubscriber(target, receive, options);
   }
 
   followUser(uid: string): Promise<void> {

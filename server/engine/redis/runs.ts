@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
 import { OutcomeUnknownError, StoreUnavailableError, type StoreError } from '../store-errors.js';
 import type { Reply } from './codec.js';
@@ -31,10 +32,15 @@ export interface RunTracker {
   close(): void;
 }
 
-/** One connection to the server holding a key: `id` changes with every reconnect; `target` names the server. */
+/**
+ * One connection to the server holding a key: `id` changes with every reconnect; `target` names
+ * the server; `client` is the driver's connection itself (unguarded), for a command that must go
+ * over this very connection (WAIT).
+ */
 export interface ConnectionRef {
   id: unknown;
   target: string;
+  client: Redis;
 }
 
 /** How long the tracker waits, and where it reports the typed errors it raises itself. */
@@ -95,6 +101,31 @@ export function parseRunId(info: string): string {
 }
 
 /**
+ * The run a user's epoch is tied to: the server's `run_id` AND its replication id
+ * (`master_replid`), hashed to 40 hex characters (the size of a run id: it is stored in every
+ * user's meta). A run id alone changes on a restart but not on a failover BACK: a master demoted
+ * without a restart (SENTINEL FAILOVER, CLUSTER FAILOVER) drops its unreplicated writes when it
+ * resyncs as a replica, and when it is promoted again it has its old run id, so users whose meta
+ * still carried it would continue their versions over a history that lost writes. Every
+ * promotion gives a server a new replication id. (A master left without replicas for
+ * `repl-backlog-ttl` also takes a new one: seen at its next reconnect, it costs one snapshot per
+ * client, never a wrong delta.)
+ */
+/** INFO server and INFO replication (several sections in one INFO only from Redis 7), pipelined. */
+async function readRunInfo(client: Redis): Promise<string> {
+  const [server, replication] = await Promise.all([client.info('server'), client.info('replication')]);
+  return `${server}\n${replication}`;
+}
+
+export function runOf(info: string): string {
+  const replid = /^master_replid:([0-9a-f]+)\r?$/m.exec(info)?.[1];
+  if (!replid) throw new Error('INFO did not report a master_replid');
+  return createHash('sha1')
+    .update(`${parseRunId(info)}:${replid}`)
+    .digest('hex');
+}
+
+/**
  * One Redis. The run id is learned (INFO server) on connect and again on every reconnect; a user
  * script goes out only once the run id of the connection it goes out on is known. A reply is
  * trusted only if it came back over that connection or over one that reaches the same run:
@@ -152,7 +183,7 @@ export class SingleRun implements RunTracker {
   }
 
   connection(_key: string): ConnectionRef | undefined {
-    return this.client.status === 'ready' ? { id: this.client.stream, target: this.target } : undefined;
+    return this.client.status === 'ready' ? { id: this.client.stream, target: this.target, client: this.client } : undefined;
   }
 
   async waitConnection(key: string, deadline: number): Promise<ConnectionRef> {
@@ -219,11 +250,11 @@ export class SingleRun implements RunTracker {
     if (this.run?.conn === conn) return Promise.resolve(this.run);
     if (this.learning?.conn === conn) return this.learning.promise;
     const promise = (async (): Promise<Run> => {
-      const info = await this.client.info('server');
+      const info = await readRunInfo(this.client);
       // A reply that came back over another connection (INFO resent after a reconnect) says
       // nothing about this one.
       if (this.client.stream !== conn) throw new Error('Redis reconnected while reading its run id');
-      const run = { id: parseRunId(info), conn };
+      const run = { id: runOf(info), conn };
       this.run = run;
       return run;
     })();
@@ -290,6 +321,13 @@ export class ClusterRuns implements RunTracker {
     cluster.on('ready', () => {
       this.learnAll(this.waits.deadline()).catch(() => {}); // a caller that needs one retries and sees the error
     });
+    // A master demoted to a replica keeps its pool connection: its run, learned as a master, must
+    // not be used again should it be promoted back over that same connection (its replication id
+    // changes with the promotion: runOf). Learned again, lazily, once it serves slots.
+    cluster.on('refresh', () => {
+      const owners = new Set(this.cluster.slots.map((nodes) => nodes?.[0]));
+      for (const node of [...this.runs.keys()]) if (!owners.has(node)) this.runs.delete(node);
+    });
   }
 
   userScript(key: string, script: (runId: string) => Promise<Reply>): Promise<Reply> {
@@ -316,12 +354,12 @@ export class ClusterRuns implements RunTracker {
   connection(key: string): ConnectionRef | undefined {
     if (this.cluster.status !== 'ready') return undefined;
     const owner = this.owner(keySlot(key));
-    return owner && owner.client.status === 'ready' ? { id: owner.client.stream, target: owner.node } : undefined;
+    return owner && owner.client.status === 'ready' ? { id: owner.client.stream, target: owner.node, client: owner.client } : undefined;
   }
 
   async waitConnection(key: string, deadline: number): Promise<ConnectionRef> {
     const run = await this.runFor(keySlot(key), deadline);
-    return { id: run.conn, target: run.node };
+    return { id: run.conn, target: run.node, client: run.client };
   }
 
   serverOf(key: string): string {
@@ -423,10 +461,10 @@ export class ClusterRuns implements RunTracker {
     const promise = (async (): Promise<NodeRun> => {
       await whenReady(client); // pool connections are lazy: this may be the first command
       const conn = client.stream;
-      const info = await client.info('server');
+      const info = await readRunInfo(client);
       await this.prepare(client);
       if (client.stream !== conn || client.status !== 'ready') throw new Error(`Redis Cluster node ${node} reconnected while reading its run id`);
-      const run: NodeRun = { node, id: parseRunId(info), conn, client };
+      const run: NodeRun = { node, id: runOf(info), conn, client };
       this.runs.set(node, run);
       return run;
     })();

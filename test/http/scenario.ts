@@ -15,6 +15,9 @@ import { cloneCopy, copyViews, emptyCopy, syncCopy, type ClientCopy } from './sy
 
 let runCounter = 0;
 
+/** The epoch of a user Redpoint has never seen (PROTOCOL.md). */
+const NEVER_SEEN = '0';
+
 /** What the runs exercised, so a green run can show it was not vacuous. */
 export const coverage = {
   runs: 0,
@@ -82,6 +85,8 @@ class Run {
   private readonly clients = new Map<number, ClientCopy>();
   private readonly saved: SavedCopy[] = [];
   private readonly versions = new Map<number, { epoch: string; version: number }>();
+  /** The epoch each user's stream was first seen with, over GET unread and sync alike. */
+  private readonly epochs = new Map<string, string>();
   private readonly large = new Set<number>();
 
   constructor(
@@ -227,6 +232,7 @@ class Run {
 
   private async sync(uid: string, copy: ClientCopy, limit: number): Promise<void> {
     const stats = await syncCopy(this.server, uid, copy, limit);
+    if (copy.cursor) this.sameEpoch(uid, copy.cursor.epoch, `${this.at()} sync of ${uid}`);
     coverage.syncPages += stats.pages;
     coverage.syncSnapshots += stats.snapshots;
   }
@@ -243,9 +249,25 @@ class Run {
     expect({ total: got.total, mentions: got.mentions, categories: nonZero(got.categories) }, `${where}: totals vs their conversations`).toEqual(sum);
     expect(sum, `${where}: totals vs model`).toEqual({ total: expected.total, mentions: expected.mentions, categories: expected.categories });
     const before = this.versions.get(u);
-    if (before && before.epoch === got.epoch) expect(got.version, `${where}: version went back`).toBeGreaterThanOrEqual(before.version);
+    this.sameEpoch(uid, got.epoch, where);
+    if (before) expect(got.version, `${where}: version went back`).toBeGreaterThanOrEqual(before.version);
     this.versions.set(u, { epoch: got.epoch, version: got.version });
     coverage.maxVersion = Math.max(coverage.maxVersion, got.version);
+  }
+
+  /**
+   * This server never restarts and loses nothing: once a user has a real epoch it must never
+   * change in a run (only the never-seen user's `"0"` gives way to the first real one, PROTOCOL.md
+   * *When the reply starts over*). A spurious rotation would pass every other check: clients
+   * re-snapshot and still converge.
+   */
+  private sameEpoch(uid: string, epoch: string, where: string): void {
+    const first = this.epochs.get(uid);
+    if (first === undefined || first === NEVER_SEEN) {
+      this.epochs.set(uid, epoch);
+      return;
+    }
+    expect(epoch, `${where}: epoch changed on a server that never restarted`).toBe(first);
   }
 
   private async post(messages: ModelMessage[], single: boolean, a: Action): Promise<void> {

@@ -7,6 +7,7 @@ import { WsClient } from '../helpers/ws-client.js';
 import { waitMatchesServer } from '../helpers/ws-expect.js';
 import { chaosFixture } from './fixture.js';
 import { conversations, createConversations, IngestLoad, missingAcked, printFigures } from './ingest-load.js';
+import { expectWithin } from '../helpers/bound.js';
 
 /**
  * Chaos: Redis is killed (SIGKILL) under ingest and comes back from its AOF (`always`). While it
@@ -46,9 +47,12 @@ describe('chaos: Redis SIGKILL and restart from AOF', () => {
     const restartedAt = Date.now();
     await redis.restart();
     const redisUpAfterMs = Date.now() - killedAt;
+    // Bounded by its own deadline, so a server that never recovers fails with a reason.
+    const readyBy = Date.now() + 30_000;
     for (;;) {
       const res = await fetch(`${server.url}/readyz`).catch(() => undefined);
       if (res?.status === 200) break;
+      if (Date.now() > readyBy) throw new Error(`not ready 30 s after the Redis restart:\n${server.output()}`);
       await delay(20);
     }
     const readyAfterRestartMs = Date.now() - restartedAt;
@@ -80,7 +84,8 @@ describe('chaos: Redis SIGKILL and restart from AOF', () => {
       failures.every((s) => s === '503 unavailable' || s === '503 outcome_unknown'),
       `failures: ${failures.join(', ')}`,
     ).toBe(true);
-    expect(f.slowestFailureMs).toBeLessThan(STORE_TIMEOUT_MS + 1_500);
+    // PROTOCOL.md: answered within STORE_TIMEOUT_MS plus 250 ms.
+    expectWithin('slowest failed request while Redis was down', f.slowestFailureMs, STORE_TIMEOUT_MS + 250);
     expect(up).toBeDefined();
   });
 });

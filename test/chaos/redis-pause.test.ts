@@ -2,6 +2,7 @@ import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { chaosFixture } from './fixture.js';
 import { conversations, createConversations, IngestLoad, missingAcked, printFigures } from './ingest-load.js';
+import { expectWithin } from '../helpers/bound.js';
 
 /**
  * Chaos: Redis stops answering (CLIENT PAUSE ... WRITE: every script waits) under ingest. Each
@@ -48,7 +49,8 @@ describe('chaos: Redis stuck (CLIENT PAUSE)', () => {
       ).toBe(true);
       // Ingest that reached a stuck Redis cannot know whether it landed: it says so.
       expect(f.byStatus['503 outcome_unknown'] ?? 0).toBeGreaterThan(0);
-      expect(f.slowestFailureMs).toBeLessThan(STORE_TIMEOUT_MS + 1_500);
+      // PROTOCOL.md: answered within STORE_TIMEOUT_MS plus 250 ms.
+      expectWithin('slowest failed request while Redis was stuck', f.slowestFailureMs, STORE_TIMEOUT_MS + 250);
       expect(String(down?.cause)).toMatch(/no reply within/);
     } finally {
       await admin.call('CLIENT', 'UNPAUSE').catch(() => undefined);

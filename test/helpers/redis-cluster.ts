@@ -27,6 +27,8 @@ export interface RedisCluster {
    * about 2 s more it refuses keyed commands with CLUSTERDOWN while the cluster takes it back).
    */
   restartNode(index: number, options?: { crash?: boolean; untilOk?: boolean }): Promise<void>;
+  /** Resolves once every node reports `cluster_state:ok` (after a `restartNode` with `untilOk: false`). */
+  waitOk(): Promise<void>;
   /** Stops every node and removes their temp dirs. */
   stop(): Promise<void>;
 }
@@ -81,6 +83,7 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
       await settle(node.port);
       if (opts.untilOk !== false) await waitClusterOk(nodes, timeoutMs);
     },
+    waitOk: () => waitClusterOk(nodes, timeoutMs),
     stop,
   };
 }

@@ -56,7 +56,7 @@ export interface ServerProcess {
 export interface SpawnOptions {
   /** Wait for the `listening` log line (default true). */
   waitListening?: boolean;
-  /** How long to wait for it (default 20 s; a file that starts several servers under load needs more). */
+  /** How long to wait for it (default STARTUP_MS, 60 s; a file that starts several servers under load may need more). */
   listenTimeoutMs?: number;
   /** Production credentials (the default) or dev mode. */
   devMode?: boolean;

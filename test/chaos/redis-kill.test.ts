@@ -6,7 +6,7 @@ import { TEST_API_KEY, TEST_JWT_SECRET } from '../helpers/test-server.js';
 import { WsClient } from '../helpers/ws-client.js';
 import { waitMatchesServer } from '../helpers/ws-expect.js';
 import { chaosFixture } from './fixture.js';
-import { conversations, createConversations, IngestLoad, missingAcked, printFigures } from './ingest-load.js';
+import { conversations, createConversations, IngestLoad, missingAcked, modelMismatches, printFigures } from './ingest-load.js';
 import { expectWithin } from '../helpers/bound.js';
 
 /**
@@ -60,6 +60,7 @@ describe('chaos: Redis SIGKILL and restart from AOF', () => {
     await load.stop();
 
     const missing = await missingAcked(server.url, load, convs);
+    const unmodelled = await modelMismatches(server.url, load, convs);
     const unread = async (uid: string): Promise<UnreadSummary> => {
       const res = await fetch(`${server.url}/v1/users/${uid}/unread`, { headers: { authorization: `Bearer ${TEST_API_KEY}` } });
       return (await res.json()) as UnreadSummary;
@@ -71,6 +72,7 @@ describe('chaos: Redis SIGKILL and restart from AOF', () => {
     printFigures('Redis SIGKILL + AOF restart', {
       ...f,
       missing: missing.length,
+      unmodelled: unmodelled.length,
       redisDownMs: redisUpAfterMs,
       serverSawDownMs: up?.downMs,
       readyAfterRestartMs,
@@ -78,6 +80,7 @@ describe('chaos: Redis SIGKILL and restart from AOF', () => {
       clientsConvergedMs: Date.now() - convergeStarted,
     });
     expect(missing).toEqual([]);
+    expect(unmodelled, 'unread, mentions and totals after the fault equal the model').toEqual([]);
     // While Redis was down the server answered, 503 and within the store timeout.
     const failures = Object.keys(f.byStatus).filter((s) => s !== '200');
     expect(

@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { chaosFixture } from './fixture.js';
-import { conversations, createConversations, IngestLoad, missingAcked, printFigures } from './ingest-load.js';
+import { conversations, createConversations, IngestLoad, missingAcked, modelMismatches, printFigures } from './ingest-load.js';
 import { expectWithin } from '../helpers/bound.js';
 
 /**
@@ -32,16 +32,19 @@ describe('chaos: Redis stuck (CLIENT PAUSE)', () => {
       await load.ackedAtLeast(load.ackedSoFar + 300);
       await load.stop();
       const missing = await missingAcked(server.url, load, convs);
+      const unmodelled = await modelMismatches(server.url, load, convs);
       const down = server.lines().find((l) => l.event === 'store_down' && String(l.target).startsWith('engine@'));
       const f = load.figures();
       printFigures('Redis CLIENT PAUSE', {
         ...f,
         missing: missing.length,
+        unmodelled: unmodelled.length,
         pausedMs: unpausedAt - pausedAt,
         firstAckAfterUnpauseMs: (load.recovered ?? Number.NaN) - unpausedAt,
         serverSaw: down?.cause,
       });
       expect(missing).toEqual([]);
+      expect(unmodelled, 'unread, mentions and totals after the fault equal the model').toEqual([]);
       const failures = Object.keys(f.byStatus).filter((s) => s !== '200');
       expect(
         failures.every((s) => s === '503 unavailable' || s === '503 outcome_unknown'),

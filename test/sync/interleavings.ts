@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ConvState, Cursor, MessageEvent, UnreadSummary } from '../../protocol/types.js';
-import { summarize } from '../../protocol/view.js';
+import { clientSummary } from '../helpers/client-view.js';
 import type { Engine } from '../../server/engine/engine.js';
 import { SyncService } from '../../server/sync/sync-service.js';
 import { isEqual } from '../helpers/equal.js';
@@ -157,7 +157,7 @@ export async function shown(sync: SyncService, uid: string): Promise<{ summary: 
     since = { epoch: p.epoch, version: p.version };
     if (!p.more) break;
   }
-  const { uid: _u2, epoch: _e2, version: _v2, ...pulled }: UnreadSummary = summarize(uid, '', 0, held.values(), heads);
+  const { uid: _u2, epoch: _e2, version: _v2, ...pulled }: UnreadSummary = clientSummary(uid, '', 0, held.values(), heads);
   return { summary, pulled };
 }
 

@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { shutdownBoundMs } from '../../server/app.js';
-import { chaosFixture } from './fixture.js';
+import { CHAOS_TEST_MS, chaosFixture } from './fixture.js';
 import { DROPPED, missingAcked, modelMismatches, printFigures } from './ingest-load.js';
 
 /**
@@ -62,11 +62,19 @@ describe('chaos: SIGTERM', () => {
     }
   }
 
-  it('under load: every accepted request answered, exit 0, nothing acknowledged lost', async () => {
-    await scenario('SIGTERM under load', 's', false);
-  });
+  it(
+    'under load: every accepted request answered, exit 0, nothing acknowledged lost',
+    async () => {
+      await scenario('SIGTERM under load', 's', false);
+    },
+    CHAOS_TEST_MS,
+  );
 
-  it('under load while Redis is stuck: every accepted request answered (503 with its outcome), exit 0', async () => {
-    await scenario('SIGTERM under load, Redis stuck', 't', true);
-  });
+  it(
+    'under load while Redis is stuck: every accepted request answered (503 with its outcome), exit 0',
+    async () => {
+      await scenario('SIGTERM under load, Redis stuck', 't', true);
+    },
+    CHAOS_TEST_MS,
+  );
 });

@@ -17,6 +17,7 @@ TOOLS=(
   "promtool%command -v promtool%prometheus%--no-install-recommends"
   "postgresql (initdb)%compgen -G '/usr/lib/postgresql/*/bin/initdb'%postgresql%"
   "nats-server%command -v nats-server || test -x /usr/sbin/nats-server || test -x /usr/bin/nats-server%nats-server%"
+  "openssl (the Redis TLS tests make their certificates)%command -v openssl%openssl%"
 )
 
 found() {

@@ -174,19 +174,23 @@ export const SCENARIOS: Scenario[] = [
 export function adminInterleavingSuite(name: string, fresh: () => Promise<{ engine: Engine; cleanup(): Promise<void> }>): void {
   describe(`operator writes against another process, every await point and fault: ${name}`, () => {
     for (const s of SCENARIOS) {
+      // The conversation this scenario's A or B deletes: only messages to it may be refused.
+      const deleted = [s.change, s.concurrent].flatMap((step) => ('deleteConv' in step ? [step.deleteConv] : []));
       async function run(toolbox: LocalToolbox, sync: SyncService, step: Step): Promise<void> {
         if ('members' in step) await sync.changeMembers(step.members, { add: step.add ?? [], remove: step.remove ?? [] });
         else if ('messages' in step) {
-          // A message for a conversation deleted first is refused: that is one of the orders.
+          // A message for a conversation deleted first is refused: that is one of the orders. Any
+          // other step refused is a failure, not an order.
+          const refusable = step.messages.every((msg) => deleted.includes(msg.conv));
           await sync.postMessages(step.messages).catch((err: unknown) => {
-            if ((err as { code?: string }).code !== 'unknown_conversation') throw err;
+            if (!refusable || (err as { code?: string }).code !== 'unknown_conversation') throw err;
           });
         } else if ('deleteConv' in step) await toolbox.deleteConversation(step.deleteConv);
         else if ('erase' in step) await toolbox.eraseUser(step.erase, { scan: false });
         else await toolbox.reassertHeads([{ conv: step.head, maxSeq: step.seq }]);
       }
 
-      async function runCase(control: (p: CallPoint) => Control, hold?: CallPoint): Promise<{ calls: CallPoint[]; ok: boolean; label: string }> {
+      async function runCase(control: (p: CallPoint) => Control, hold?: CallPoint): Promise<{ calls: CallPoint[]; held: boolean; ok: boolean; label: string }> {
         const store = await fresh();
         try {
           const settings = { snapshotEvery: 4, streamMaxLen: 100, largeGroupThreshold: THRESHOLD };
@@ -195,11 +199,13 @@ export function adminInterleavingSuite(name: string, fresh: () => Promise<{ engi
           for (const step of s.setup) await run(plainToolbox, plain, step);
           const reached = deferred();
           const release = deferred();
+          let held = false;
           const controller: Controller = {
             calls: [],
             next: 0,
             control: (p) => {
               if (hold && p.index === hold.index && p.phase === hold.phase) {
+                held = true;
                 reached.resolve();
                 return { kind: 'hold', release: release.promise };
               }
@@ -225,7 +231,7 @@ export function adminInterleavingSuite(name: string, fresh: () => Promise<{ engi
           const seen = await Promise.all(s.users.map(async (uid) => ({ uid, ...(await shown(plain, uid)) })));
           const clean = (await walk(plainToolbox, false)).findings;
           const ok = (await s.accept(seen, (uid) => plainToolbox.traces(uid))) && clean.length === 0;
-          return { calls: controller.calls, ok, label: JSON.stringify({ seen, findings: clean }) };
+          return { calls: controller.calls, held, ok, label: JSON.stringify({ seen, findings: clean }) };
         } finally {
           await store.cleanup();
         }
@@ -238,6 +244,8 @@ export function adminInterleavingSuite(name: string, fresh: () => Promise<{ engi
         expect(points.length).toBeGreaterThan(1);
         for (const point of points) {
           const r = await runCase(() => ({ kind: 'pass' }), point);
+          // Else the calls shifted since the probe and this case silently ran A and B one after the other.
+          expect(r.held, `A was held ${point.phase} ${point.method} #${point.index} while B ran`).toBe(true);
           expect(r.ok, `B ran with A held ${point.phase} ${point.method} #${point.index}: ${r.label}`).toBe(true);
         }
       });

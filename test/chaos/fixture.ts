@@ -4,6 +4,12 @@ import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
 import { spawnServer, type ServerProcess } from '../helpers/server-process.js';
 import { conversations, createConversations, IngestLoad, type LoadConversation } from './ingest-load.js';
 
+/**
+ * A chaos test's own bound: it starts one or two servers (each took up to 21 s to listen at load
+ * average 13: tsx compiles first) and waits out a fault; 60 s was exceeded there.
+ */
+export const CHAOS_TEST_MS = 180_000;
+
 /** A server that a later one can take over (same port, same env), with conversations and a load ready. */
 export interface TakeoverSetup {
   server: ServerProcess;

@@ -1,4 +1,7 @@
+import type { UnreadSummary } from '../../protocol/types.js';
+import { isEqual } from '../helpers/equal.js';
 import { TEST_API_KEY } from '../helpers/test-server.js';
+import { Model } from '../http/model.js';
 
 /** One write-diffused conversation of the load: two members taking turns as sender. */
 export interface LoadConversation {
@@ -43,6 +46,7 @@ export class IngestLoad {
   private lastFailure: number | undefined;
   private recoveredAt: number | undefined;
   private stopping = false;
+  private inFlightCount = 0;
   private running: Promise<void>[] = [];
   private readonly waiters = new Set<() => void>();
 
@@ -69,6 +73,11 @@ export class IngestLoad {
 
   get ackedSoFar(): number {
     return this.ackedCount;
+  }
+
+  /** Requests sent and not answered yet (a fault that strikes now strikes these). */
+  get inFlight(): number {
+    return this.inFlightCount;
   }
 
   /** When the first 200 after the last failure came (undefined: no failure, or none since). */
@@ -117,7 +126,7 @@ export class IngestLoad {
       for (const c of mine) {
         if (this.stopping) return;
         const seq = (this.acked.get(c.conv) ?? 0) + 1;
-        const sender = c.members[seq % 2] ?? c.members[0];
+        const sender = senderOf(c, seq);
         // The same message until it is acknowledged.
         while (!(await this.post(c.conv, seq, sender))) await new Promise((r) => setTimeout(r, this.retryDelayMs));
       }
@@ -131,6 +140,7 @@ export class IngestLoad {
     const started = performance.now();
     const startedAt = Date.now();
     let status: string;
+    this.inFlightCount += 1;
     try {
       const res = await fetch(`${this.url()}/v1/messages`, {
         method: 'POST',
@@ -142,6 +152,8 @@ export class IngestLoad {
       status = res.status === 200 ? '200' : `${res.status} ${errorCode(text)}`;
     } catch (err) {
       status = networkError(err);
+    } finally {
+      this.inFlightCount -= 1;
     }
     this.count(status, startedAt, performance.now() - started);
     if (status !== '200') return false;
@@ -200,6 +212,43 @@ export async function missingAcked(url: string, load: IngestLoad, convs: readonl
     }),
   );
   return missing;
+}
+
+/**
+ * Every user's whole unread summary (counts, mentions, totals, categories, each conversation's
+ * seqs) equals the reference model (test/http/model.ts, written from the specification) fed what
+ * the load was told: per conversation the messages 1..acked, each from the member whose turn it
+ * was. A message sent but never acknowledged (only before `stop()`) may or may not have landed:
+ * either model is accepted. Returns the users that match neither.
+ */
+export async function modelMismatches(url: string, load: IngestLoad, convs: readonly LoadConversation[]): Promise<string[]> {
+  const modelUpTo = (c: LoadConversation, last: number): Model => {
+    const model = new Model(Number.POSITIVE_INFINITY);
+    model.changeMembers(c.conv, c.members, []);
+    for (let seq = 1; seq <= last; seq++) model.postMessages([{ conv: c.conv, seq, sender: senderOf(c, seq) }]);
+    return model;
+  };
+  const mismatches: string[] = [];
+  await Promise.all(
+    convs.map(async (c) => {
+      const acked = load.acked.get(c.conv) ?? 0;
+      const sent = load.sent.get(c.conv) ?? 0;
+      const models = [...new Set([acked, sent])].map((last) => modelUpTo(c, last));
+      for (const uid of c.members) {
+        const res = await fetch(`${url}/v1/users/${uid}/unread`, { headers: { authorization: `Bearer ${TEST_API_KEY}` } });
+        const { uid: _u, epoch: _e, version: _v, ...seen } = (await res.json()) as UnreadSummary;
+        if (!models.some((m) => isEqual(seen, m.unread(uid)))) {
+          mismatches.push(`${uid} (acked ${acked}, sent ${sent}): ${JSON.stringify(seen)} vs model ${JSON.stringify(models[0]?.unread(uid))}`);
+        }
+      }
+    }),
+  );
+  return mismatches;
+}
+
+/** Who sends `seq` of a load conversation: the members take turns. */
+function senderOf(c: LoadConversation, seq: number): string {
+  return c.members[seq % 2] ?? c.members[0];
 }
 
 /** Creates the conversations (PUT members), retrying until each is acknowledged. */

@@ -1,8 +1,8 @@
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { shutdownBoundMs } from '../../server/app.js';
-import { chaosFixture } from './fixture.js';
-import { DROPPED, missingAcked, printFigures } from './ingest-load.js';
+import { CHAOS_TEST_MS, chaosFixture } from './fixture.js';
+import { DROPPED, missingAcked, modelMismatches, printFigures } from './ingest-load.js';
 
 /**
  * Chaos: SIGTERM under load, and under load while Redis is stuck. Every request the server
@@ -40,14 +40,16 @@ describe('chaos: SIGTERM', () => {
       await load.ackedAtLeast(load.ackedSoFar + 300);
       await load.stop();
       const missing = await missingAcked(url, load, convs);
+      const unmodelled = await modelMismatches(url, load, convs);
       const f = load.figures();
       const dropped = DROPPED.reduce((n, s) => n + (f.byStatus[s] ?? 0), 0);
-      printFigures(name, { ...f, missing: missing.length, dropped, exit, shutdownMs });
+      printFigures(name, { ...f, missing: missing.length, unmodelled: unmodelled.length, dropped, exit, shutdownMs });
       expect(exit).toEqual({ code: 0, signal: null });
       expect(shutdownMs).toBeLessThan(shutdownBoundMs(STORE_TIMEOUT_MS));
       expect(first.lines().find((l) => l.event === 'shutdown_done')).toBeDefined();
       expect(dropped, 'requests accepted and then dropped').toBe(0);
       expect(missing).toEqual([]);
+      expect(unmodelled, 'unread, mentions and totals after the fault equal the model').toEqual([]);
       const failures = Object.keys(f.byStatus).filter((s) => s !== '200');
       // 503s from the draining server, then refused connections until the new one listens.
       expect(
@@ -60,11 +62,19 @@ describe('chaos: SIGTERM', () => {
     }
   }
 
-  it('under load: every accepted request answered, exit 0, nothing acknowledged lost', async () => {
-    await scenario('SIGTERM under load', 's', false);
-  });
+  it(
+    'under load: every accepted request answered, exit 0, nothing acknowledged lost',
+    async () => {
+      await scenario('SIGTERM under load', 's', false);
+    },
+    CHAOS_TEST_MS,
+  );
 
-  it('under load while Redis is stuck: every accepted request answered (503 with its outcome), exit 0', async () => {
-    await scenario('SIGTERM under load, Redis stuck', 't', true);
-  });
+  it(
+    'under load while Redis is stuck: every accepted request answered (503 with its outcome), exit 0',
+    async () => {
+      await scenario('SIGTERM under load, Redis stuck', 't', true);
+    },
+    CHAOS_TEST_MS,
+  );
 });

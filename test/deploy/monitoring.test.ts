@@ -1,8 +1,10 @@
 import { execFile } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { stringify } from 'yaml';
 import { CLOSE_CODES } from '../../protocol/close-codes.js';
 import { ERROR_CODES } from '../../protocol/errors.js';
 import { ENDPOINTS } from '../../protocol/http-api.js';
@@ -226,10 +228,46 @@ describe('deploy kit: dashboard and alert rules', () => {
     expect(problems).toEqual([]);
   });
 
-  it('the unread-summary alert fires above 0.5% non-2xx on its route', async () => {
-    const rule = (await rules()).find((r) => r.alert === 'RedpointUnreadSummaryFailures');
-    expect(rule?.expr).toMatch(/route="\/v1\/users\/:uid\/unread", status!~"2\.\."/);
-    expect(rule?.expr).toMatch(/> 0\.005\s*$/);
+  it('the unread-summary alert fires at 0.55% non-2xx on its route and stays quiet at 0.45% (promtool, on the real rule)', async () => {
+    // promtool evaluates the rule itself: a regex over its text would pass a threshold that never
+    // fires (a wrong label, `<` for `>`, a ratio turned upside down).
+    const dir = await mkdtemp(join(tmpdir(), 'redpoint-rule-'));
+    try {
+      const route = 'route="/v1/users/:uid/unread"';
+      const at = (perMille: string, failing: number) => ({
+        interval: '1m',
+        input_series: [
+          { series: `redpoint_http_requests_total{job="redpoint",instance="a:8080",${route},status="200"}`, values: `0+${2000 - failing}x20` },
+          { series: `redpoint_http_requests_total{job="redpoint",instance="a:8080",${route},status="503"}`, values: `0+${failing}x20` },
+        ],
+        alert_rule_test: [
+          {
+            eval_time: '15m',
+            alertname: 'RedpointUnreadSummaryFailures',
+            exp_alerts:
+              perMille === 'quiet'
+                ? []
+                : [
+                    {
+                      exp_labels: { severity: 'warning', job: 'redpoint' },
+                      exp_annotations: {
+                        summary: 'More than 0.5% of unread summaries fail',
+                        description: `${perMille} of GET /v1/users/:uid/unread answered non-2xx over 5 minutes.`,
+                      },
+                    },
+                  ],
+          },
+        ],
+      });
+      const file = join(dir, 'threshold.test.yml');
+      await writeFile(
+        file,
+        stringify({ rule_files: [join(DEPLOY, 'prometheus', 'alerts.yml')], evaluation_interval: '1m', tests: [at('0.55%', 11), at('quiet', 9)] }),
+      );
+      expect(await promtool('test', 'rules', file)).toMatch(/SUCCESS/);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it("deploy/README.md lists every rule with its severity, and the README's alert table names only rules that exist", async () => {

@@ -124,3 +124,18 @@ export async function recordOne(e: Engine, conv: string, seq: number, candidates
   const [r] = await e.recordMessages([{ conv, seq, candidates }], at);
   return r ?? null;
 }
+
+/**
+ * What one pull reply that starts over holds: its snapshot, then its entries applied, sorted by
+ * conversation (as `userState` lists them). Throws when the reply carries no snapshot: a caller
+ * checking a snapshot's contents must not pass on a delta.
+ */
+export function pageStates(reply: { snapshot?: { convs: readonly ConvState[] }; entries: readonly { conv: string; state: ConvState | null }[] }): ConvState[] {
+  if (!reply.snapshot) throw new Error('expected a reply that starts over from a snapshot, got a delta');
+  const held = new Map(reply.snapshot.convs.map((s) => [s.conv, s]));
+  for (const e of reply.entries) {
+    if (e.state) held.set(e.conv, e.state);
+    else held.delete(e.conv);
+  }
+  return sorted([...held.values()], (s) => s.conv);
+}

@@ -6,6 +6,7 @@ import { conversationConformance } from './conformance-conversations.js';
 import { convWith, del, expectTotalsConsistent, join, leave, message, mulberry32, one, plainTotals, read } from './conformance-helpers.js';
 import { notificationConformance } from './conformance-notify.js';
 import { pullConformance } from './conformance-pull.js';
+import { modelRandomRun } from './conformance-model.js';
 import { randomizedOps } from './conformance-random.js';
 
 export interface EngineHandle {
@@ -371,6 +372,17 @@ export function engineConformance(name: string, makeEngine: MakeEngine): void {
       it('stored totals always equal the sum of contributions (randomized)', async () => {
         const e = await use({ snapshotEvery: 7, streamMaxLen: 10 });
         await randomizedOps(e, mulberry32(20240601), 400);
+      });
+
+      it('random API calls through SyncService equal the independent reference model: pulled states, stored totals, summaries', async () => {
+        const totals = { checks: 0, switches: 0, notFound: 0 };
+        for (const seed of [7, 1999, 20260101]) {
+          const stats = await modelRandomRun(await use({ snapshotEvery: 4, streamMaxLen: 8 }), mulberry32(seed), 150);
+          for (const key of Object.keys(totals) as (keyof typeof totals)[]) totals[key] += stats[key];
+        }
+        // Not vacuous: the runs crossed the threshold and met the 404 paths.
+        expect(totals.switches).toBeGreaterThan(0);
+        expect(totals.notFound).toBeGreaterThan(0);
       });
 
       it('expectTotalsConsistent sees a wrong stored total (the check can fail)', async () => {

@@ -34,6 +34,8 @@ export interface RedisCluster {
   waitFailover(key: string, old: RedisServer, timeoutMs?: number): Promise<RedisServer>;
   /** A plain connection to a node (with the cluster's credentials and TLS), for probes. */
   probe(node: RedisServer): Redis;
+  /** Resolves once every node reports `cluster_state:ok` (after a `restartNode` with `untilOk: false`). */
+  waitOk(): Promise<void>;
   /** Stops every node and removes their temp dirs. */
   stop(): Promise<void>;
 }
@@ -154,6 +156,7 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
       r.on('error', () => undefined);
       return r;
     },
+    waitOk: () => waitClusterOk(nodes, timeoutMs),
     stop,
   };
   return cluster;

@@ -28,6 +28,12 @@ const CONFIG_KEYS = new Set([
   'COLD_SWEEP_SECONDS',
 ]);
 
+/**
+ * How long a server may take to print `listening`: tsx compiles the sources first, once per worker
+ * thread with WORKERS. Measured over 20 s for WORKERS=2 at load average 15 (nothing printed yet).
+ */
+const STARTUP_MS = 60_000;
+
 export interface ServerProcess {
   readonly proc: ChildProcess;
   readonly pid: number;
@@ -50,7 +56,7 @@ export interface ServerProcess {
 export interface SpawnOptions {
   /** Wait for the `listening` log line (default true). */
   waitListening?: boolean;
-  /** How long to wait for it (default 20 s; a file that starts several servers under load needs more). */
+  /** How long to wait for it (default STARTUP_MS, 60 s; a file that starts several servers under load may need more). */
   listenTimeoutMs?: number;
   /** Production credentials (the default) or dev mode. */
   devMode?: boolean;
@@ -124,7 +130,7 @@ export async function spawnServer(env: Record<string, string>, options: SpawnOpt
   let port = 0;
   let opsPort: number | undefined;
   if (options.waitListening !== false) {
-    const listening = await waitLog((l) => l.event === 'listening', options.listenTimeoutMs);
+    const listening = await waitLog((l) => l.event === 'listening', options.listenTimeoutMs ?? STARTUP_MS);
     port = Number(listening.port);
     opsPort = listening.opsPort === undefined ? undefined : Number(listening.opsPort);
   }

@@ -1,6 +1,7 @@
 import type { ChangeFrame, HeadFrame, SyncFrame, VersionFrame } from '../../protocol/frames.js';
 import type { ConvState, ConvView, Cursor } from '../../protocol/types.js';
-import { headOf, toView } from '../../protocol/view.js';
+import { headOf } from '../../protocol/view.js';
+import { clientViews } from './client-view.js';
 
 /** What a client keeps across connections: cursor, conversation states, heads. */
 export interface SavedState {
@@ -25,14 +26,13 @@ export interface ClientStats {
   pushesDropped: number;
 }
 
-/** What a client shows of `states`: the visible conversations, sorted by id, derived as the server does (protocol/view.ts). */
+/**
+ * What a client shows of `states`: the visible conversations, sorted by id, derived from
+ * PROTOCOL.md by helpers/client-view.ts (not by protocol/view.ts, which the server uses: a bug
+ * there would otherwise be on both sides of every comparison).
+ */
 export function viewsOf(states: Iterable<ConvState>, heads: Readonly<Record<string, number>>): ConvView[] {
-  const out: ConvView[] = [];
-  for (const s of states) {
-    const v = toView(s, heads);
-    if (v) out.push(v);
-  }
-  return out.sort((a, b) => (a.conv < b.conv ? -1 : a.conv > b.conv ? 1 : 0));
+  return clientViews(states, heads);
 }
 
 /** The frames that move a client's state. */

@@ -2,8 +2,8 @@ import WebSocket from 'ws';
 import { decodeMsgpack, encodeMsgpack } from '../../protocol/codec.js';
 import type { AckFrame, ErrorFrame, ServerFrame, SyncFrame, WelcomeFrame } from '../../protocol/frames.js';
 import type { Cursor, UnreadSummary } from '../../protocol/types.js';
-import { summarize } from '../../protocol/view.js';
 import { SyncReplica, type SavedState } from './sync-replica.js';
+import { clientSummary } from './client-view.js';
 
 export interface WsClientOptions {
   token: string;
@@ -236,7 +236,8 @@ export class WsClient extends SyncReplica {
 
   summary(): UnreadSummary {
     if (!this.cursor) throw new Error('no cursor yet');
-    return summarize(this.welcome?.uid ?? '', this.cursor.epoch, this.cursor.version, this.states.values(), this.heads);
+    // Derived from PROTOCOL.md, not with protocol/view.ts (the server's derivation): helpers/client-view.ts.
+    return clientSummary(this.welcome?.uid ?? '', this.cursor.epoch, this.cursor.version, this.states.values(), this.heads);
   }
 
   describe(): string {

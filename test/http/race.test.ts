@@ -182,10 +182,15 @@ describe('two real server processes on one Redis: racing requests stay lineariza
             const seen = await shown(run % 2);
             const hit = orders.find((o, i) => matches(o.mdl, seen) && sameStatuses(i === 0 ? o.statuses : [...o.statuses].reverse(), [s1, s2]));
             if (!hit) {
-              expect({ step, seen }, 'the race ended in neither order').toEqual({ step, seen: USERS.map((_, u) => orders[0]?.mdl.unread(uid(u))) });
-            } else {
-              model = hit.mdl;
+              // State and replies together: right state with wrong replies (a 500 on an applied
+              // request, one order's state with the other order's statuses) is a failure too.
+              const wanted = orders.map((o, i) => ({
+                statuses: i === 0 ? o.statuses : [...o.statuses].reverse(),
+                seen: USERS.map((_, u) => o.mdl.unread(uid(u))),
+              }));
+              expect.fail(`the race ended in neither order: ${JSON.stringify({ step, got: { statuses: [s1, s2], seen }, wanted })}`);
             }
+            model = hit.mdl;
           }
           // The end state, from both processes, equals the model.
           for (const via of [0, 1]) {

@@ -15,6 +15,9 @@ import { cloneCopy, copyViews, emptyCopy, syncCopy, type ClientCopy } from './sy
 
 let runCounter = 0;
 
+/** The epoch of a user Redpoint has never seen (PROTOCOL.md). */
+const NEVER_SEEN = '0';
+
 /** What the runs exercised, so a green run can show it was not vacuous. */
 export const coverage = {
   runs: 0,
@@ -82,6 +85,8 @@ class Run {
   private readonly clients = new Map<number, ClientCopy>();
   private readonly saved: SavedCopy[] = [];
   private readonly versions = new Map<number, { epoch: string; version: number }>();
+  /** The epoch each user's stream was first seen with, over GET unread and sync alike. */
+  private readonly epochs = new Map<string, string>();
   private readonly large = new Set<number>();
 
   constructor(
@@ -192,6 +197,8 @@ class Run {
       case 'wipe': {
         if (!this.hooks.wipe) throw new Error('a wipe action needs a store that can be wiped (ScenarioHooks.wipe)');
         await this.hooks.wipe(a.how);
+        // A lost store restores every user under a new epoch: each may change once more.
+        this.epochs.clear();
         coverage.wipes++;
         return;
       }
@@ -227,6 +234,7 @@ class Run {
 
   private async sync(uid: string, copy: ClientCopy, limit: number): Promise<void> {
     const stats = await syncCopy(this.server, uid, copy, limit);
+    if (copy.cursor) this.sameEpoch(uid, copy.cursor.epoch, `${this.at()} sync of ${uid}`);
     coverage.syncPages += stats.pages;
     coverage.syncSnapshots += stats.snapshots;
   }
@@ -243,9 +251,25 @@ class Run {
     expect({ total: got.total, mentions: got.mentions, categories: nonZero(got.categories) }, `${where}: totals vs their conversations`).toEqual(sum);
     expect(sum, `${where}: totals vs model`).toEqual({ total: expected.total, mentions: expected.mentions, categories: expected.categories });
     const before = this.versions.get(u);
+    this.sameEpoch(uid, got.epoch, where);
     if (before && before.epoch === got.epoch) expect(got.version, `${where}: version went back`).toBeGreaterThanOrEqual(before.version);
     this.versions.set(u, { epoch: got.epoch, version: got.version });
     coverage.maxVersion = Math.max(coverage.maxVersion, got.version);
+  }
+
+  /**
+   * This server never restarts and, but for a `wipe`, loses nothing: once a user has a real epoch
+   * it must not change (only the never-seen user's `"0"` gives way to the first real one,
+   * PROTOCOL.md *When the reply starts over*; a wipe allows one new epoch per user). A spurious rotation would pass every other check: clients
+   * re-snapshot and still converge.
+   */
+  private sameEpoch(uid: string, epoch: string, where: string): void {
+    const first = this.epochs.get(uid);
+    if (first === undefined || first === NEVER_SEEN) {
+      this.epochs.set(uid, epoch);
+      return;
+    }
+    expect(epoch, `${where}: epoch changed on a server that never restarted`).toBe(first);
   }
 
   private async post(messages: ModelMessage[], single: boolean, a: Action): Promise<void> {

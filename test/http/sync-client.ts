@@ -6,7 +6,7 @@ import type { ModelView } from './model.js';
 /**
  * A client's local copy, rebuilt the way PROTOCOL.md says a client does it: a snapshot replaces
  * everything, entries are absolute states (null → drop), `more` → pull again from the version
- * reached, and views come from `toView(state, heads)`.
+ * reached, and views come from helpers/client-view.ts (PROTOCOL.md, not protocol/view.ts).
  */
 export interface ClientCopy {
   cursor: Cursor | null;

@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registerRoutes as registerDemoPage } from '../../client-demo/page-routes.js';
-import { ERROR_CODES } from '../../protocol/errors.js';
+import { ERROR_CODES, type ErrorCode } from '../../protocol/errors.js';
 import { ENDPOINTS } from '../../protocol/http-api.js';
 import { DEV_API_KEY, DEV_JWT_SECRET } from '../../server/config.js';
 import { buildOpenApiDocument } from '../../server/openapi/document.js';
@@ -89,8 +89,61 @@ describe('the OpenAPI document', () => {
     expect(listed.filter((endpoint) => !documented(true).includes(endpoint))).toEqual([]);
   });
 
-  it('names every error code, with its status', () => {
-    const doc = buildOpenApiDocument() as { components: { schemas: { Error: { properties: { error: { properties: { code: { enum: string[] } } } } } } } };
-    expect(doc.components.schemas.Error.properties.error.properties.code.enum).toEqual(Object.keys(ERROR_CODES));
+  it("names every error code of PROTOCOL.md's Errors table, each under its status there", async () => {
+    // The reference is the written contract, not ERROR_CODES: the document and the server both
+    // derive from ERROR_CODES, so comparing the document with it would compare the code with itself.
+    const table = await protocolErrorTable();
+    expect(Object.keys(table).length).toBeGreaterThan(10);
+    const doc = buildOpenApiDocument() as unknown as OpenApiDoc;
+    expect([...doc.components.schemas.Error.properties.error.properties.code.enum].sort()).toEqual(Object.keys(table).sort());
+    // Every error response, per path, method and status, names only codes of that status.
+    const misfiled: string[] = [];
+    let checked = 0;
+    for (const [path, methods] of Object.entries(doc.paths)) {
+      for (const [method, operation] of Object.entries(methods)) {
+        for (const [status, response] of Object.entries(operation.responses)) {
+          for (const code of codesIn(resolve(doc, response))) {
+            checked++;
+            if (String(table[code]) !== status) misfiled.push(`${method.toUpperCase()} ${path} ${status}: ${code} (PROTOCOL.md: ${table[code]})`);
+          }
+        }
+      }
+    }
+    expect(checked).toBeGreaterThan(50);
+    expect(misfiled).toEqual([]);
+  });
+
+  it('the server answers each code with the status PROTOCOL.md gives it', async () => {
+    const table = await protocolErrorTable();
+    for (const [code, status] of Object.entries(table)) expect([code, ERROR_CODES[code as ErrorCode]?.status]).toEqual([code, status]);
   });
 });
+
+type OpenApiDoc = {
+  paths: Record<string, Record<string, { responses: Record<string, unknown> }>>;
+  components: { responses: Record<string, unknown>; schemas: { Error: { properties: { error: { properties: { code: { enum: string[] } } } } } } };
+};
+
+/** `code -> HTTP status` as PROTOCOL.md's *Errors* table writes it. */
+async function protocolErrorTable(): Promise<Record<string, number>> {
+  const protocol = await readFile(new URL('../../protocol/PROTOCOL.md', import.meta.url), 'utf8');
+  const section = protocol.slice(protocol.indexOf('\n## Errors'), protocol.indexOf('\n## HTTP endpoints'));
+  return Object.fromEntries([...section.matchAll(/^\| `([a-z_]+)` \| (\d{3}) \|/gm)].map(([, code, status]) => [code, Number(status)]));
+}
+
+function resolve(doc: OpenApiDoc, response: unknown): unknown {
+  const ref = (response as { $ref?: unknown }).$ref;
+  if (typeof ref !== 'string') return response;
+  const name = ref.replace('#/components/responses/', '');
+  const target = doc.components.responses[name];
+  if (target === undefined) throw new Error(`dangling ${ref}`);
+  return target;
+}
+
+/** Every error code an error schema in this response names (`error.properties.code.enum`). */
+function codesIn(node: unknown): string[] {
+  if (node === null || typeof node !== 'object') return [];
+  const here = (node as { properties?: { error?: { properties?: { code?: { enum?: unknown } } } } }).properties?.error?.properties?.code?.enum;
+  const own = Array.isArray(here) ? here.map(String) : [];
+  return [...new Set([...own, ...Object.values(node).flatMap(codesIn)])];
+}

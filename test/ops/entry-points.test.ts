@@ -16,6 +16,12 @@ import { spawnServer, type ServerProcess } from '../helpers/server-process.js';
  */
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const run = promisify(execFile);
+/** The worker of each logged request for the demo stylesheet. */
+const servedBy = (server: ServerProcess): unknown[] =>
+  server
+    .lines()
+    .filter((l) => l.msg === 'request' && l.url === '/demo/app.css')
+    .map((l) => l.worker);
 const DEV_ENTRY = { file: process.execPath, args: ['--import', 'tsx', 'client-demo/dev-server.ts'] };
 
 /** Every module file (relative to the repo) and every package the bundle of `entries` reaches, dynamic imports included. */
@@ -87,7 +93,7 @@ describe('entry points: production without the demo, dev with it', () => {
       const server = await spawn({});
       expect(await devToken(server.url)).toBe(200);
       for (const path of ['/', '/demo/app.js', '/demo/app.css']) expect((await get(`${server.url}${path}`)).status).toBe(404);
-    }, 30_000);
+    }, 120_000);
 
     it('the dev entry serves the demo page and /dev/token', async () => {
       const server = await spawn({}, DEV_ENTRY);
@@ -97,10 +103,11 @@ describe('entry points: production without the demo, dev with it', () => {
       expect(page.text).toContain('/demo/app.js');
       expect((await get(`${server.url}/demo/app.js`)).status).toBe(200);
       expect(await devToken(server.url)).toBe(200);
-    }, 30_000);
+    }, 120_000);
 
     it('the dev entry with WORKERS=2 on Redis: every worker serves the demo page', async () => {
-      const server = await spawn({ REDIS_URL: redis.url, WORKERS: '2', LOG_LEVEL: 'info' }, DEV_ENTRY);
+      // debug: each request is logged with the worker that served it.
+      const server = await spawn({ REDIS_URL: redis.url, WORKERS: '2', LOG_LEVEL: 'debug' }, DEV_ENTRY);
       // Each request on a new connection: the kernel spreads connections over the workers'
       // sockets, so a worker without the page would answer some of them 404.
       const statuses: number[] = [];
@@ -110,6 +117,9 @@ describe('entry points: production without the demo, dev with it', () => {
         statuses.push(res.status);
       }
       expect(statuses).toEqual(Array(16).fill(200));
-    }, 60_000);
+      // Else one worker served them all and the other's page went untested.
+      await server.waitLog((l) => l.msg === 'request' && l.url === '/demo/app.css' && servedBy(server).length === 16);
+      expect(new Set(servedBy(server))).toEqual(new Set([0, 1]));
+    }, 120_000);
   });
 });

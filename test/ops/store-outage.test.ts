@@ -3,6 +3,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import type { ErrorFrame } from '../../protocol/frames.js';
 import { metricSample, startLoggedServer, type LoggedServer, type TimedResponse } from '../helpers/logged-server.js';
 import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
+import { expectWithin, LOADED_SLACK_MS } from '../helpers/bound.js';
 
 /**
  * Issue 8, item 1 and 2: with Redis down or stuck, every call that needs the store is answered
@@ -11,12 +12,12 @@ import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
  * operator hears of it once per state change, with metrics to alert on.
  */
 const STORE_TIMEOUT_MS = 1_000;
-/** The store timeout plus the router's grace and scheduling on a loaded machine (before: 10 s for reads, up to 73 s for ingest). */
-const BOUND_MS = STORE_TIMEOUT_MS + 1_000;
+/** PROTOCOL.md: the store timeout plus 250 ms (before the fix: 10 s for reads, up to 73 s for ingest). */
+const BOUND_MS = STORE_TIMEOUT_MS + 250;
 
 function expect503(res: TimedResponse, code: 'unavailable' | 'outcome_unknown', what: string): void {
   expect({ what, status: res.status, code: res.body.error?.code, retryAfter: res.retryAfter }).toEqual({ what, status: 503, code, retryAfter: '1' });
-  expect(res.ms, `${what} answered within the bound`).toBeLessThan(BOUND_MS);
+  expectWithin(`${what} answered`, res.ms, BOUND_MS);
 }
 
 describe('store outage', () => {
@@ -66,9 +67,9 @@ describe('store outage', () => {
       { t: 'read', id: 2, reads: [['c1', 1]] },
     ]) {
       const started = performance.now();
-      const reply = (await ws.request(frame, BOUND_MS * 2)) as ErrorFrame;
+      const reply = (await ws.request(frame, BOUND_MS + LOADED_SLACK_MS * 2)) as ErrorFrame;
       expect({ t: reply.t, code: reply.code }).toEqual({ t: 'error', code: 'unavailable' });
-      expect(performance.now() - started).toBeLessThan(BOUND_MS);
+      expectWithin(`ws ${frame.t} answered`, performance.now() - started, BOUND_MS);
     }
 
     const during = await s.metrics();
@@ -91,16 +92,19 @@ describe('store outage', () => {
   });
 
   it('Redis stuck (CLIENT PAUSE): ingest 503 outcome_unknown, reads 503 unavailable, within the bound; the retried ingest lands once', async () => {
-    const ws = await s.client('alice');
+    // Its own users and conversation (two messages, none read), so it holds alone or after the test above.
+    expect((await s.call('PUT', '/v1/conversations/c2/members', { add: ['dora', 'bob'] })).status).toBe(200);
+    expect((await s.call('POST', '/v1/messages', { messages: [1, 2].map((seq) => ({ conv: 'c2', seq, sender: 'bob' })) })).status).toBe(200);
+    const ws = await s.client('dora');
     const admin = new Redis(redis.url);
     const mark = s.lines.length;
     try {
       // Every script waits while writes are paused (a Lua script counts as a write).
       await admin.call('CLIENT', 'PAUSE', '30000', 'WRITE');
       const [ingest, unread, read] = await Promise.all([
-        s.call('POST', '/v1/messages', { conv: 'c1', seq: 3, sender: 'bob', mentions: ['alice'] }),
-        s.call('GET', '/v1/users/alice/unread'),
-        ws.request({ t: 'read', id: 7, reads: [['c1', 1]] }, BOUND_MS * 2) as Promise<ErrorFrame>,
+        s.call('POST', '/v1/messages', { conv: 'c2', seq: 3, sender: 'bob', mentions: ['dora'] }),
+        s.call('GET', '/v1/users/dora/unread'),
+        ws.request({ t: 'read', id: 7, reads: [['c2', 1]] }, BOUND_MS + LOADED_SLACK_MS * 2) as Promise<ErrorFrame>,
       ]);
       expect503(ingest, 'outcome_unknown', 'ingest');
       expect503(unread, 'unavailable', 'unread');
@@ -113,14 +117,14 @@ describe('store outage', () => {
       admin.disconnect();
     }
     // The message service retries: the message lands once (max-merge), whatever the first attempt did.
-    expect((await s.call('POST', '/v1/messages', { conv: 'c1', seq: 3, sender: 'bob', mentions: ['alice'] })).status).toBe(200);
+    expect((await s.call('POST', '/v1/messages', { conv: 'c2', seq: 3, sender: 'bob', mentions: ['dora'] })).status).toBe(200);
     // The read of seq 1 was reported outcome_unknown and did land once Redis went on: 3 - 1 unread.
-    expect((await s.call('GET', '/v1/users/alice/unread')).body).toMatchObject({ total: 2, mentions: 1 });
+    expect((await s.call('GET', '/v1/users/dora/unread')).body).toMatchObject({ total: 2, mentions: 1 });
     // Recovery is reported once replies come back and no command timed out for a store timeout:
     // traffic (here, reads) brings it.
     const upAgain = (): boolean => s.lines.slice(mark).some((l) => l.event === 'store_up' && String(l.target).startsWith('engine@'));
     const deadline = Date.now() + 10_000;
-    while (!upAgain() && Date.now() < deadline) await s.call('GET', '/v1/users/alice/unread');
+    while (!upAgain() && Date.now() < deadline) await s.call('GET', '/v1/users/dora/unread');
     expect(upAgain(), 'store_up logged after the pause').toBe(true);
   });
 });

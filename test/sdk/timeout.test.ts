@@ -1,9 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import type { ServerFrame } from '../../protocol/frames.js';
-import { REQUEST_TIMEOUT_CLOSE, type StatusEvent } from '../../client-demo/sdk/src/index.js';
+import { REQUEST_TIMEOUT_CLOSE, type StatusEvent, type Timers } from '../../client-demo/sdk/src/index.js';
 import { sdkSuite } from './harness.js';
 import { newTap, tapped } from './tap.js';
 import { convergedTo, synced, unreadOf, until } from './wait.js';
+import { expectWithin } from '../helpers/bound.js';
+import { recordingTimers } from './recording-timers.js';
 
 /**
  * The second line of defence behind the server's "every request gets exactly one reply": a
@@ -33,8 +35,8 @@ async function dm(name: string, unread: number): Promise<void> {
   for (let seq = 1; seq <= unread; seq++) await h.post({ conv: name, seq, sender: `${name}-peer` });
 }
 
-function timedClient(uid: string, tap: ReturnType<typeof swallowing>['tap'], requestTimeoutMs = TIMEOUT_MS) {
-  const c = client(uid, { WebSocket: tapped(tap), requestTimeoutMs, backoff: { baseMs: 20, maxMs: 100 }, readBatchMs: 10 });
+function timedClient(uid: string, tap: ReturnType<typeof swallowing>['tap'], requestTimeoutMs = TIMEOUT_MS, timers?: Timers) {
+  const c = client(uid, { WebSocket: tapped(tap), requestTimeoutMs, backoff: { baseMs: 20, maxMs: 100 }, readBatchMs: 10, ...(timers ? { timers } : {}) });
   const closes: Array<{ code: number | undefined; at: number }> = [];
   c.on('status', (e: StatusEvent) => {
     if (e.connection === 'offline') closes.push({ code: e.closeCode, at: performance.now() });
@@ -59,7 +61,7 @@ describe('request timeout', () => {
     expect(sentAt).toBeGreaterThan(0);
     const waited = (closes[0]?.at ?? 0) - sentAt;
     expect(waited).toBeGreaterThan(TIMEOUT_MS - 50);
-    expect(waited).toBeLessThan(TIMEOUT_MS + 1000);
+    expectWithin('connection dropped after the unanswered pull', waited, TIMEOUT_MS);
     const s = await convergedTo(h, c, 't1-me');
     expect(unreadOf(s, 't1')).toBe(3);
     expect(tap.sockets).toHaveLength(2);
@@ -105,7 +107,8 @@ describe('request timeout', () => {
   it('answered requests never trip it', async () => {
     await dm('t5', 1);
     const tap = newTap();
-    const { c, closes } = timedClient('t5-me', tap, 1000);
+    const timers = recordingTimers();
+    const { c, closes } = timedClient('t5-me', tap, 1000, timers);
     await c.start();
     await until(c, synced, 'first sync');
     for (let i = 0; i < 5; i++) {
@@ -114,8 +117,16 @@ describe('request timeout', () => {
     }
     c.markRead('t5');
     await convergedTo(h, c, 't5-me');
-    // Twice the timeout after the last request (nothing to wait for but time): still the first socket.
-    await new Promise((resolve) => setTimeout(resolve, 2000));
+    // Every request deadline (1000 ms timers) was cleared by its reply and none is left to fire
+    // later: no waiting out the clock needed.
+    const settledBy = Date.now() + 10_000;
+    while (timers.withDelay(1000).some((t) => t.state === 'pending')) {
+      if (Date.now() > settledBy) throw new Error('a request deadline still pending 10 s after convergence');
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    const deadlines = timers.withDelay(1000);
+    expect(deadlines.length).toBeGreaterThanOrEqual(7); // hello, 5 pulls, the read
+    expect(deadlines.filter((t) => t.state === 'fired')).toEqual([]);
     expect(closes).toEqual([]);
     expect(tap.sockets).toHaveLength(1);
   });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ConvState, Cursor, MessageEvent, UnreadSummary } from '../../protocol/types.js';
-import { summarize } from '../../protocol/view.js';
+import { clientSummary } from '../helpers/client-view.js';
 import type { Engine } from '../../server/engine/engine.js';
 import { SyncService } from '../../server/sync/sync-service.js';
 import { isEqual } from '../helpers/equal.js';
@@ -157,7 +157,7 @@ export async function shown(sync: SyncService, uid: string): Promise<{ summary: 
     since = { epoch: p.epoch, version: p.version };
     if (!p.more) break;
   }
-  const { uid: _u2, epoch: _e2, version: _v2, ...pulled }: UnreadSummary = summarize(uid, '', 0, held.values(), heads);
+  const { uid: _u2, epoch: _e2, version: _v2, ...pulled }: UnreadSummary = clientSummary(uid, '', 0, held.values(), heads);
   return { summary, pulled };
 }
 
@@ -186,15 +186,17 @@ export function interleavingSuite(name: string, fresh: () => Promise<{ engine: E
       async function runCase(
         control: (p: CallPoint) => Control,
         hold?: CallPoint,
-      ): Promise<{ calls: CallPoint[]; seen: { summary: ModelSummary; pulled: ModelSummary }[] }> {
+      ): Promise<{ calls: CallPoint[]; held: boolean; seen: { summary: ModelSummary; pulled: ModelSummary }[] }> {
         const store = await fresh();
         try {
           const plain = service(store.engine);
           for (const step of s.setup) await run(plain, step);
           const reached = deferred();
           const release = deferred();
+          let held = false;
           const { engine, calls } = controlledEngine(store.engine, (p) => {
             if (hold && p.index === hold.index && p.phase === hold.phase) {
+              held = true;
               reached.resolve();
               return { kind: 'hold', release: release.promise };
             }
@@ -213,7 +215,7 @@ export function interleavingSuite(name: string, fresh: () => Promise<{ engine: E
             await run(plain, s.change);
           }
           for (const step of s.after) await run(plain, step);
-          return { calls, seen: await Promise.all(s.users.map((uid) => shown(plain, uid))) };
+          return { calls, held, seen: await Promise.all(s.users.map((uid) => shown(plain, uid))) };
         } finally {
           await store.cleanup();
         }
@@ -237,7 +239,9 @@ export function interleavingSuite(name: string, fresh: () => Promise<{ engine: E
         const points = await probe();
         expect(points.length).toBeGreaterThan(1);
         for (const point of points) {
-          const { seen } = await runCase(() => ({ kind: 'pass' }), point);
+          const { seen, held } = await runCase(() => ({ kind: 'pass' }), point);
+          // Else the calls shifted since the probe and this case silently ran A and B one after the other.
+          expect(held, `A was held ${point.phase} ${point.method} #${point.index} while B ran`).toBe(true);
           expectLinearizable(seen, `B ran with A held ${point.phase} ${point.method} #${point.index}`);
         }
       });

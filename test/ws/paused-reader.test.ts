@@ -60,10 +60,13 @@ describe('a client that stops reading while it sends requests', () => {
     for (let wave = 0; wave < MAX_WAVES && !decided; wave++) {
       const answeredBefore = await counter(s, 'framesOut', { type: 'sync' });
       for (let i = 0; i < WAVE; i++) ws.send(JSON.stringify({ t: 'pull', id: ++sent }));
-      // The server answered the wave (into its buffers), or decided to close the connection.
+      // The server answered the wave (into its buffers), or decided to close the connection;
+      // bounded by its own deadline, so a server that does neither fails with a reason.
+      const waveBy = Date.now() + 15_000;
       for (;;) {
         decided = (await counter(s, 'closes', { reason: 'slow_consumer' })) > 0;
         if (decided || (await counter(s, 'framesOut', { type: 'sync' })) >= answeredBefore + WAVE) break;
+        if (Date.now() > waveBy) throw new Error(`wave ${wave}: neither answered nor closed within 15 s`);
         await delay(5);
       }
     }

@@ -1,0 +1,190 @@
+import { expect } from 'vitest';
+import { RedpointError } from '../../protocol/errors.js';
+import type { ConvState, Cursor, MessageEvent } from '../../protocol/types.js';
+import type { Engine } from '../../server/engine/engine.js';
+import { SyncService } from '../../server/sync/sync-service.js';
+import { clientViews } from '../helpers/client-view.js';
+import { Model, type ModelSummary, type Outcome } from '../http/model.js';
+
+/**
+ * The engine checked against an INDEPENDENT model: random API calls (membership crossing the
+ * large-group threshold both ways, messages with mentions, redeliveries, reads, deletes,
+ * settings) go through SyncService onto the engine, and the reference model of the HTTP property
+ * test (test/http/model.ts, written from the specification, importing nothing of the server)
+ * says what every user must show. conformance-random.ts checks the engine against rules.ts, which
+ * the memory engine runs itself and user_apply.lua ports line by line: that is the code compared
+ * with itself. Here three things are compared with the model after every few calls:
+ *
+ * - the raw states a pull from scratch brings (snapshot, entries, heads), turned into views by
+ *   helpers/client-view.ts (PROTOCOL.md, not protocol/view.ts);
+ * - the engine's STORED totals, which must equal the model's sum over the write-diffused,
+ *   visible, unmuted conversations (read-diffused ones are summed at read time);
+ * - the server's own summary (SyncService.unread, with protocol/view.ts).
+ */
+const USERS = ['u0', 'u1', 'u2', 'u3', '__proto__'];
+const CONVS = ['g0', 'g1', 'constructor'];
+const CATEGORIES = ['private', 'group', '__proto__'];
+const THRESHOLD = 2;
+
+type Step =
+  | { t: 'members'; conv: string; add: string[]; remove: string[]; category?: string }
+  | { t: 'message'; message: MessageEvent }
+  | { t: 'redeliver'; messages: MessageEvent[] }
+  | { t: 'read'; uid: string; conv: string; seq: number }
+  | { t: 'delete'; uid: string; conv: string }
+  | { t: 'settings'; uid: string; conv: string; muted?: boolean; markedUnread?: boolean };
+
+export async function modelRandomRun(engine: Engine, rand: () => number, steps: number): Promise<{ checks: number; switches: number; notFound: number }> {
+  const pick = <T>(list: readonly T[]): T => list[Math.floor(rand() * list.length)] as T;
+  const subset = <T>(list: readonly T[], p: number): T[] => list.filter(() => rand() < p);
+  const sync = new SyncService(engine, { largeGroupThreshold: THRESHOLD });
+  const model = new Model(THRESHOLD);
+  const nextSeq = new Map<string, number>();
+  const sent: MessageEvent[] = [];
+  const stats = { checks: 0, switches: 0, notFound: 0 };
+
+  const members = (conv: string): string[] => USERS.filter((u) => model.isMember(u, conv));
+  /** Mostly a member of `conv` (the paths that apply), sometimes anyone (the 404 paths). */
+  const actor = (conv: string): string => {
+    const m = members(conv);
+    return m.length > 0 && rand() < 0.85 ? pick(m) : pick(USERS);
+  };
+
+  const randomStep = (): Step => {
+    const conv = pick(CONVS);
+    const r = rand();
+    if (r < 0.2) {
+      const add = subset(USERS, 0.4);
+      const remove = subset(USERS, 0.25).filter((u) => !add.includes(u));
+      return { t: 'members', conv, add, remove, ...(rand() < 0.3 ? { category: pick(CATEGORIES) } : {}) };
+    }
+    if (r < 0.55) {
+      const seq = (nextSeq.get(conv) ?? 0) + 1 + (rand() < 0.1 ? 2 : 0);
+      nextSeq.set(conv, seq);
+      const mentions = subset(USERS, 0.25);
+      return { t: 'message', message: { conv, seq, sender: actor(conv), ...(mentions.length > 0 ? { mentions } : {}) } };
+    }
+    if (r < 0.62 && sent.length > 0) return { t: 'redeliver', messages: Array.from({ length: 1 + Math.floor(rand() * 3) }, () => pick(sent)) };
+    if (r < 0.82) return { t: 'read', uid: actor(conv), conv, seq: Math.floor(rand() * ((nextSeq.get(conv) ?? 0) + 2)) };
+    if (r < 0.88) return { t: 'delete', uid: actor(conv), conv };
+    return {
+      t: 'settings',
+      uid: actor(conv),
+      conv,
+      ...(rand() < 0.6 ? { muted: rand() < 0.5 } : {}),
+      ...(rand() < 0.6 ? { markedUnread: rand() < 0.5 } : {}),
+    };
+  };
+
+  /** What the engine answered, as the model's outcome (404 unknown_conversation, else ok). */
+  const outcomeOf = async (run: () => Promise<unknown>): Promise<Outcome> => {
+    try {
+      await run();
+      return 'ok';
+    } catch (err) {
+      if (err instanceof RedpointError && err.code === 'unknown_conversation') return 'unknown_conversation';
+      throw err;
+    }
+  };
+
+  const apply = async (step: Step): Promise<{ expected: Outcome; got: Outcome }> => {
+    switch (step.t) {
+      case 'members': {
+        const wasLarge = members(step.conv).length > THRESHOLD;
+        const expected = model.changeMembers(step.conv, step.add, step.remove, step.category);
+        if (wasLarge !== expected.large && model.conversations.get(step.conv)) stats.switches++;
+        const got = await sync.changeMembers(step.conv, { add: step.add, remove: step.remove, ...(step.category ? { category: step.category } : {}) });
+        expect({ members: got.members, large: got.large }).toEqual(expected);
+        return { expected: 'ok', got: 'ok' };
+      }
+      case 'message': {
+        const expected = model.postMessages([step.message]);
+        if (expected === 'ok') sent.push(step.message);
+        return { expected, got: await outcomeOf(() => sync.postMessages([step.message])) };
+      }
+      case 'redeliver':
+        return { expected: model.postMessages(step.messages), got: await outcomeOf(() => sync.postMessages(step.messages)) };
+      case 'read':
+        return { expected: model.read(step.uid, step.conv, step.seq), got: await outcomeOf(() => sync.read(step.uid, step.conv, step.seq)) };
+      case 'delete':
+        return { expected: model.deleteConversation(step.uid, step.conv), got: await outcomeOf(() => sync.deleteConversation(step.uid, step.conv)) };
+      case 'settings': {
+        const change = {
+          ...(step.muted !== undefined ? { muted: step.muted } : {}),
+          ...(step.markedUnread !== undefined ? { markedUnread: step.markedUnread } : {}),
+        };
+        return { expected: model.updateSettings(step.uid, step.conv, change), got: await outcomeOf(() => sync.updateSettings(step.uid, step.conv, change)) };
+      }
+    }
+  };
+
+  const check = async (label: string): Promise<void> => {
+    stats.checks++;
+    for (const uid of USERS) {
+      const want = model.unread(uid);
+      const where = `${label}, user ${uid}`;
+      // 1. A pull from scratch, raw states turned into views from PROTOCOL.md.
+      const { states, heads } = await pullAll(sync, uid);
+      expect(clientViews(states.values(), heads), `${where}: pulled from scratch`).toEqual(want.conversations);
+      // 2. The stored totals: the write-diffused share of the model's totals.
+      const stored = await engine.userState(uid);
+      expect(
+        {
+          total: stored.totals.total,
+          mentions: stored.totals.mentions,
+          categories: Object.fromEntries([...stored.totals.categories].filter(([, n]) => n !== 0)),
+        },
+        `${where}: stored totals`,
+      ).toEqual(writeDiffusedTotals(model, want, uid));
+      // 3. The server's summary.
+      const { uid: _u, epoch: _e, version: _v, ...summary } = await sync.unread(uid);
+      expect(summary, `${where}: unread summary`).toEqual(want);
+    }
+  };
+
+  for (let i = 0; i < steps; i++) {
+    const step = randomStep();
+    const { expected, got } = await apply(step);
+    if (expected !== 'ok') stats.notFound++;
+    expect(got, `step ${i}: ${JSON.stringify(step)}`).toBe(expected);
+    if (i % 10 === 9) await check(`after step ${i}`);
+  }
+  await check('at the end');
+  return stats;
+}
+
+async function pullAll(sync: SyncService, uid: string): Promise<{ states: Map<string, ConvState>; heads: Record<string, number> }> {
+  const states = new Map<string, ConvState>();
+  let heads: Record<string, number> = {};
+  let since: Cursor | null = null;
+  for (let page = 0; page < 1000; page++) {
+    const reply = await sync.pull(uid, since, 3);
+    if (reply.snapshot) {
+      states.clear();
+      for (const s of reply.snapshot.convs) states.set(s.conv, s);
+    }
+    for (const e of reply.entries) {
+      if (e.state) states.set(e.conv, e.state);
+      else states.delete(e.conv);
+    }
+    heads = reply.heads;
+    since = { epoch: reply.epoch, version: reply.version };
+    if (!reply.more) return { states, heads };
+  }
+  throw new Error(`pull of ${uid} did not finish in 1000 pages`);
+}
+
+/** The model's totals over the conversations at or below the threshold (write-diffused), visible and unmuted. */
+function writeDiffusedTotals(model: Model, summary: ModelSummary, uid: string): Pick<ModelSummary, 'total' | 'mentions' | 'categories'> {
+  const categories = new Map<string, number>();
+  let total = 0;
+  let mentions = 0;
+  for (const v of summary.conversations) {
+    const size = model.conversations.get(v.conv)?.members.size ?? 0;
+    if (v.muted || size > THRESHOLD || !model.isMember(uid, v.conv)) continue;
+    total += v.unread;
+    mentions += v.mentions;
+    if (v.unread > 0) categories.set(v.category, (categories.get(v.category) ?? 0) + v.unread);
+  }
+  return { total, mentions, categories: Object.fromEntries(categories) };
+}

@@ -21,7 +21,7 @@ import type { SyncService } from '../sync/sync-service.js';
 import { wireError } from './error-mapper.js';
 import { convTopic, userTopic, type Fanout } from './fanout.js';
 import { TokenBucket } from './rate-limiter.js';
-import { parseClientFrame } from './ws-frames.js';
+import { FrameError, parseClientFrame } from './ws-frames.js';
 import type { WebSocket } from './uws.js';
 
 /** What uWS keeps per socket: the session, set when the socket opens. */
@@ -113,14 +113,20 @@ export class WsSession {
     if (verdict === 'close') return this.close('rate_limited');
     if (verdict === 'refuse') {
       metrics.errors.inc({ code: 'rate_limited' });
-      const id = parsed instanceof RedpointError || parsed.t === 'hello' ? undefined : parsed.id;
+      const id = parsed instanceof FrameError ? parsed.id : parsed.t === 'hello' ? undefined : parsed.id;
       return this.reply({ t: 'error', ...(id !== undefined ? { id } : {}), code: 'rate_limited', message: 'too many frames; slow down' });
     }
-    if (parsed instanceof RedpointError) {
+    if (parsed instanceof FrameError) {
       metrics.errors.inc({ code: parsed.code });
       metrics.framesIn.inc({ type: 'invalid' });
       // A hello without a token is an authentication failure (4002), not a malformed frame.
       if (parsed.code === 'unauthorized') return this.close(this.hello ? 'protocol_error' : 'unauthorized');
+      // A request with a usable id is a bad request, answered like any other: its client waits
+      // on that id, and it is no sign of a broken framing (only frames without one count).
+      if (parsed.id !== undefined) {
+        if (!this.hello) return this.close('protocol_error');
+        return this.reply({ t: 'error', id: parsed.id, code: parsed.code, message: parsed.message });
+      }
       this.malformed += 1;
       if (this.malformed >= MAX_MALFORMED) return this.close('protocol_error');
       return this.reply({ t: 'error', code: parsed.code, message: parsed.message });

@@ -4,7 +4,7 @@ import { TypeCompiler } from '@sinclair/typebox/compiler';
 import type { NamedApiKey } from './auth/api-keys.js';
 import { DEV_API_KEY, DEV_JWT_SECRET, resolveCredentials, type CredentialEnv } from './auth/auth-config.js';
 import type { JwksSource, KeySetTiming } from './auth/jwks.js';
-import { DEFAULT_MAX_TTL_SECONDS } from './auth/user-tokens.js';
+import { DEFAULT_CLOCK_TOLERANCE_SECONDS, DEFAULT_MAX_TTL_SECONDS } from './auth/user-tokens.js';
 import { parseCorsOrigins, type CorsOrigins } from './gateway/cors.js';
 import { DEFAULT_QUEUE_BATCH, DEFAULT_RETRY_SECONDS, type QueueConfig } from './queue/start-queue.js';
 import { OUTBOX_TABLE_PATTERN } from './queue/outbox-sql.js';
@@ -78,6 +78,8 @@ const Env = Type.Object({
   REDPOINT_JWT_AUDIENCE: Type.Optional(Type.String({ minLength: 1 })),
   /** Client JWTs valid for longer than this (exp − iat) are refused. */
   REDPOINT_JWT_MAX_TTL_SECONDS: Type.Integer({ minimum: 60, maximum: 366 * 24 * 3600, default: DEFAULT_MAX_TTL_SECONDS }),
+  /** Clock difference allowed on a client JWT's `exp`, `nbf` and `iat` (an identity provider's clock a little ahead). */
+  REDPOINT_JWT_CLOCK_TOLERANCE_SECONDS: Type.Integer({ minimum: 0, maximum: 300, default: DEFAULT_CLOCK_TOLERANCE_SECONDS }),
   /** Origins whose browser pages may call the HTTP API: exact origins, comma-separated, or `*`. */
   CORS_ORIGINS: Type.Optional(Type.String({ minLength: 1 })),
   /** Conversations with more members than this use read diffusion. */
@@ -181,6 +183,8 @@ export interface Config {
   jwtAudience?: string | undefined;
   /** Default 7 days. */
   jwtMaxTtlSeconds?: number | undefined;
+  /** Default 5 s; a live socket is closed 4003 this long after its token's `exp`. */
+  jwtClockToleranceSeconds?: number | undefined;
   /** Browser origins allowed to call the HTTP API (CORS); unset: none (no CORS headers). */
   corsOrigins?: CorsOrigins | undefined;
   /** No credentials configured: published dev credentials, loopback only. */
@@ -234,6 +238,7 @@ const NUMERIC = new Set([
   'WS_FRAMES_PER_SECOND',
   'WS_IDLE_TIMEOUT_SECONDS',
   'REDPOINT_JWT_MAX_TTL_SECONDS',
+  'REDPOINT_JWT_CLOCK_TOLERANCE_SECONDS',
   'RECONCILE_EVERY',
   'RECONCILE_RATE',
   'MAX_SEQ_JUMP',
@@ -313,6 +318,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     jwtIssuer: values.REDPOINT_JWT_ISSUER,
     jwtAudience: values.REDPOINT_JWT_AUDIENCE,
     jwtMaxTtlSeconds: values.REDPOINT_JWT_MAX_TTL_SECONDS,
+    jwtClockToleranceSeconds: values.REDPOINT_JWT_CLOCK_TOLERANCE_SECONDS,
     corsOrigins,
     devMode,
     largeGroupThreshold: values.LARGE_GROUP_THRESHOLD,
@@ -386,6 +392,7 @@ export function describeConfig(config: Config): Record<string, unknown> {
     jwtIssuer: config.jwtIssuer ?? null,
     jwtAudience: config.jwtAudience ?? null,
     jwtMaxTtlSeconds: config.jwtMaxTtlSeconds ?? null,
+    jwtClockToleranceSeconds: config.jwtClockToleranceSeconds ?? null,
     corsOrigins: config.corsOrigins ?? null,
     storeTimeoutMs: config.storeTimeoutMs ?? DEFAULT_STORE_TIMEOUT_MS,
     redisAllowEviction: config.redisAllowEviction ?? false,

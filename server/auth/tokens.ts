@@ -3,7 +3,14 @@ import { RedpointError } from '../../protocol/errors.js';
 import type { Config } from '../config.js';
 import { ApiKeys, DEFAULT_KEY_NAME, type NamedApiKey } from './api-keys.js';
 import { DEFAULT_KEY_SET_TIMING, KeySet } from './jwks.js';
-import { DEFAULT_CLOCK_TOLERANCE_SECONDS, DEFAULT_MAX_TTL_SECONDS, SECRET_ALGORITHM, UserTokenVerifier, type TokenPolicy, type VerifiedToken } from './user-tokens.js';
+import {
+  DEFAULT_CLOCK_TOLERANCE_SECONDS,
+  DEFAULT_MAX_TTL_SECONDS,
+  SECRET_ALGORITHM,
+  UserTokenVerifier,
+  type TokenPolicy,
+  type VerifiedToken,
+} from './user-tokens.js';
 
 export type { VerifiedToken } from './user-tokens.js';
 

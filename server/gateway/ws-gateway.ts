@@ -27,6 +27,7 @@ export class WsGateway implements SessionHost {
   private readonly sessions = new Set<WsSession>();
   private readonly sweep: RollingSweep<string>;
   private closing = false;
+  private readonly stopKeyWatch: () => void;
 
   constructor(
     app: TemplatedApp,
@@ -41,6 +42,11 @@ export class WsGateway implements SessionHost {
       this.checkVersion(uid),
     );
     this.sweep.start();
+    // A key dropped from the JWK Set (retired, or compromised) no longer vouches for anyone: the
+    // sockets it opened fetch a new token (4003), as if theirs had expired.
+    this.stopKeyWatch = auth.onKeysRemoved((kids) => {
+      for (const session of this.sessions) if (session.kid !== undefined && kids.has(session.kid)) session.close('token_expired');
+    });
     app.ws<SocketData>('/v1/ws', {
       maxPayloadLength: options.maxPayloadBytes,
       idleTimeout: options.idleTimeoutSeconds,
@@ -95,6 +101,7 @@ export class WsGateway implements SessionHost {
   shutdown(): void {
     this.closing = true;
     this.sweep.stop();
+    this.stopKeyWatch();
     for (const session of [...this.sessions]) session.close('going_away');
   }
 

@@ -9,6 +9,7 @@ import {
   type HelloFrame,
   type PullFrame,
   type ReadFrame,
+  type RefreshFrame,
   type ServerFrame,
   type SettingsFrame,
 } from '../../protocol/frames.js';
@@ -54,7 +55,10 @@ const CLOSE_WAIT_MS = 10_000;
 /** What a call with nothing to wait for returns: one settled promise, not a new one per call. */
 const SETTLED: Promise<void> = Promise.resolve();
 
-type Request = PullFrame | ReadFrame | SettingsFrame;
+type Request = PullFrame | ReadFrame | SettingsFrame | RefreshFrame;
+
+/** setTimeout's longest delay; a token living longer is re-checked when it fires. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /**
  * One WebSocket connection: its state, its handlers and its timers. Every request frame gets
@@ -81,6 +85,14 @@ export class WsSession {
   private readonly bucket: TokenBucket;
   private malformed = 0;
   private inFlight = 0;
+  /** When the socket's token stops being valid (`exp` plus the clock tolerance), in Date.now() ms. */
+  private expiresAt = Number.POSITIVE_INFINITY;
+  /** The JWK Set key that verified the current token (undefined: the shared secret). */
+  private tokenKid: string | undefined;
+  private expiryTimer: NodeJS.Timeout | undefined;
+  /** Refreshes are numbered as they arrive: one that finishes late never replaces a newer token. */
+  private refreshesSeen = 0;
+  private refreshApplied = 0;
 
   constructor(
     private readonly ws: Socket,
@@ -95,6 +107,11 @@ export class WsSession {
     return this.closed;
   }
 
+  /** The key that verified this socket's current token: a reload that drops it closes the socket. */
+  get kid(): string | undefined {
+    return this.tokenKid;
+  }
+
   opened(closing: boolean): void {
     if (closing) return this.close('going_away');
     this.helloTimer = setTimeout(() => {
@@ -104,6 +121,8 @@ export class WsSession {
 
   message(message: ArrayBuffer, isBinary: boolean): void {
     if (this.closed || this.pendingClose) return;
+    // The timer may run late on a busy process: nothing is served on an expired token meanwhile.
+    if (this.uid && Date.now() >= this.expiresAt) return this.close('token_expired');
     const { metrics } = this.host;
     // The format is the hello's: frames pipelined after it (auth still pending) must not change it.
     if (!this.hello) this.binary = isBinary;
@@ -161,6 +180,7 @@ export class WsSession {
     clearTimeout(this.helloTimer);
     clearTimeout(this.drainCheck);
     clearTimeout(this.pendingClose?.timer);
+    clearTimeout(this.expiryTimer);
     for (const conv of this.convs) this.host.fanout.unfollowConversation(conv);
     this.convs.clear();
     if (this.uid) {
@@ -286,7 +306,7 @@ export class WsSession {
       if (!uid || this.closed) return;
       await this.answer(uid, frame);
     } catch (err) {
-      this.failed(err, frame.id, frame.t !== 'pull');
+      this.failed(err, frame.id, frame.t === 'read' || frame.t === 'settings');
     } finally {
       this.inFlight -= 1;
     }
@@ -306,6 +326,8 @@ export class WsSession {
           ...(result.rejected.length > 0 ? { rejected: result.rejected.map((conv) => ({ conv, code: 'unknown_conversation' as const })) } : {}),
         });
       }
+      case 'refresh':
+        return this.refresh(uid, frame);
       case 'settings': {
         if (frame.deleted === undefined && frame.muted === undefined && frame.markedUnread === undefined) {
           throw new RedpointError('invalid_request', 'settings: nothing to change');
@@ -320,6 +342,40 @@ export class WsSession {
     }
   }
 
+  /**
+   * The socket moves to the new token (its expiry and key) if it verifies and names the same
+   * user; otherwise the error goes back with the id and the socket stays on its current token.
+   */
+  private async refresh(uid: string, frame: RefreshFrame): Promise<void> {
+    const seen = ++this.refreshesSeen;
+    const verified = await this.host.auth.verifyUser(frame.token);
+    if (verified.uid !== uid) throw new RedpointError('forbidden', 'a refresh token must be for the user of the connection');
+    if (this.closed) return;
+    if (seen > this.refreshApplied) {
+      this.refreshApplied = seen;
+      this.holdToken(verified.exp, verified.kid);
+    }
+    this.reply({ t: 'refreshed', id: frame.id, expiresInMs: this.expiresInMs() });
+  }
+
+  /** From now on the socket is served until `exp` (plus the clock tolerance), then closed 4003. */
+  private holdToken(exp: number, kid: string | undefined): void {
+    this.expiresAt = (exp + this.host.auth.clockToleranceSeconds) * 1000;
+    this.tokenKid = kid;
+    this.armExpiry();
+  }
+
+  private armExpiry(): void {
+    clearTimeout(this.expiryTimer);
+    const left = this.expiresAt - Date.now();
+    if (left <= 0) return this.close('token_expired');
+    this.expiryTimer = setTimeout(() => this.armExpiry(), Math.min(left, MAX_TIMER_MS));
+  }
+
+  private expiresInMs(): number {
+    return Math.max(0, Math.floor(this.expiresAt - Date.now()));
+  }
+
   private failed(err: unknown, id: number | undefined, write: boolean): void {
     const e = wireError(err, { write, transport: 'ws', log: this.host.log, metrics: this.host.metrics, fields: { conn: this.id } });
     this.reply({ t: 'error', ...(id !== undefined ? { id } : {}), code: e.code, message: e.message });
@@ -329,7 +385,9 @@ export class WsSession {
     const { auth, metrics, options, fanout, log } = this.host;
     let uid: string;
     try {
-      uid = await auth.verifyUserToken(frame.token);
+      const verified = await auth.verifyUser(frame.token);
+      uid = verified.uid;
+      if (!this.closed) this.holdToken(verified.exp, verified.kid);
     } catch (err) {
       const code = err instanceof RedpointError ? err.code : 'unauthorized';
       // The token is not wrong when the server cannot check it now (a JWK Set not loaded yet).
@@ -347,7 +405,7 @@ export class WsSession {
     this.ws.subscribe(userTopic(uid, this.binary));
     await fanout.followUser(uid);
     if (this.closed) return;
-    this.reply({ t: 'welcome', uid, connId: this.id, versionEvery: options.versionEverySeconds });
+    this.reply({ t: 'welcome', uid, connId: this.id, versionEvery: options.versionEverySeconds, expiresInMs: this.expiresInMs() });
     try {
       await this.sendPage(uid, frame.cursor ?? null, undefined, undefined);
     } catch (err) {

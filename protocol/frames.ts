@@ -149,6 +149,8 @@ export interface ErrorFrame {
   id?: number;
   code: string;
   message: string;
+  /** With `rate_limited`: milliseconds to wait before sending the request again. */
+  retryAfterMs?: number;
 }
 
 export type ServerFrame = WelcomeFrame | SyncFrame | ChangeFrame | HeadFrame | VersionFrame | AckFrame | RefreshedFrame | ErrorFrame;

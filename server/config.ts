@@ -4,6 +4,7 @@ import { TypeCompiler } from '@sinclair/typebox/compiler';
 import type { NamedApiKey } from './auth/api-keys.js';
 import { DEV_API_KEY, DEV_JWT_SECRET, resolveCredentials, type CredentialEnv } from './auth/auth-config.js';
 import type { JwksSource, KeySetTiming } from './auth/jwks.js';
+import { defaultUserBudgetOptions, type UserBudgetOptions } from './gateway/user-budget.js';
 import { DEFAULT_CLOCK_TOLERANCE_SECONDS, DEFAULT_MAX_TTL_SECONDS } from './auth/user-tokens.js';
 import { parseCorsOrigins, type CorsOrigins } from './gateway/cors.js';
 import { DEFAULT_QUEUE_BATCH, DEFAULT_RETRY_SECONDS, type QueueConfig } from './queue/start-queue.js';
@@ -100,6 +101,15 @@ const Env = Type.Object({
   WS_FRAMES_PER_SECOND: Type.Integer({ minimum: 1, maximum: 10_000, default: 20 }),
   /** Seconds without traffic before a connection is dropped (uWS pings automatically before). */
   WS_IDLE_TIMEOUT_SECONDS: Type.Integer({ minimum: 8, maximum: 960, default: 60 }),
+  /**
+   * Cost units (conversation states carried: snapshot conversations, entries, heads, /unread
+   * rows) a user earns back per second, across their sockets and HTTP requests, per process.
+   */
+  USER_COST_PER_SECOND: Type.Integer({ minimum: 1, maximum: 10_000_000, default: defaultUserBudgetOptions.costPerSecond }),
+  /** The most cost units a user spends at once: about the largest snapshot served without waiting. */
+  USER_COST_BURST: Type.Integer({ minimum: 1, maximum: 100_000_000, default: defaultUserBudgetOptions.costBurst }),
+  /** Client (user token) HTTP requests per second per user, per process; burst 3x. Over it: 429. */
+  HTTP_USER_REQUESTS_PER_SECOND: Type.Integer({ minimum: 1, maximum: 10_000, default: defaultUserBudgetOptions.httpRequestsPerSecond }),
   /**
    * postgres://user:pass@host:port/db: turns the durable tier on (PostgreSQL 15+ behind Redis,
    * docs/durable.md). Needs a Redis engine (REDIS_URL or REDIS_CLUSTER_NODES). Unset → off.
@@ -205,6 +215,8 @@ export interface Config {
   queue?: QueueConfig;
   /** WebSocket tuning; anything left out takes the default of `defaultWsOptions`. */
   ws?: Partial<WsOptions>;
+  /** Per-user cost budget and client HTTP rate; anything left out takes `defaultUserBudgetOptions`. */
+  userBudget?: Partial<UserBudgetOptions>;
   /** The durable tier (DATABASE_URL); absent: off. */
   durable?: DurableConfig | undefined;
 }
@@ -237,6 +249,9 @@ const NUMERIC = new Set([
   'WS_MAX_CONNECTIONS_PER_USER',
   'WS_FRAMES_PER_SECOND',
   'WS_IDLE_TIMEOUT_SECONDS',
+  'USER_COST_PER_SECOND',
+  'USER_COST_BURST',
+  'HTTP_USER_REQUESTS_PER_SECOND',
   'REDPOINT_JWT_MAX_TTL_SECONDS',
   'REDPOINT_JWT_CLOCK_TOLERANCE_SECONDS',
   'RECONCILE_EVERY',
@@ -358,6 +373,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       framesBurst: values.WS_FRAMES_PER_SECOND * 3,
       idleTimeoutSeconds: values.WS_IDLE_TIMEOUT_SECONDS,
     },
+    userBudget: {
+      costPerSecond: values.USER_COST_PER_SECOND,
+      costBurst: values.USER_COST_BURST,
+      httpRequestsPerSecond: values.HTTP_USER_REQUESTS_PER_SECOND,
+    },
   };
 }
 
@@ -408,6 +428,7 @@ export function describeConfig(config: Config): Record<string, unknown> {
       retrySeconds: config.queue?.retrySeconds ?? DEFAULT_RETRY_SECONDS,
     },
     ws: { ...defaultWsOptions, ...config.ws },
+    userBudget: { ...defaultUserBudgetOptions, ...config.userBudget },
   };
 }
 

@@ -7,6 +7,7 @@ import type { Metrics } from '../metrics/metrics.js';
 import type { SyncService } from '../sync/sync-service.js';
 import { Fanout } from './fanout.js';
 import { RollingSweep } from './rolling-sweep.js';
+import type { UserBudgets } from './user-budget.js';
 import { WsSession, type SessionHost, type Socket, type SocketData } from './ws-session.js';
 import { uws, type TemplatedApp } from './uws.js';
 
@@ -36,6 +37,7 @@ export class WsGateway implements SessionHost {
     readonly metrics: Metrics,
     readonly log: Logger,
     readonly options: WsOptions,
+    readonly budgets: UserBudgets,
   ) {
     this.fanout = new Fanout(app, sync.engine.notifications, metrics, { onUserChange: (c) => this.followMembership(c) }, options.testDropPushRatio ?? 0);
     this.sweep = new RollingSweep(options.versionEverySeconds * 1000, Math.min(SWEEP_TICK_MS, options.versionEverySeconds * 1000), SWEEP_CONCURRENCY, (uid) =>
@@ -102,6 +104,7 @@ export class WsGateway implements SessionHost {
     this.closing = true;
     this.sweep.stop();
     this.stopKeyWatch();
+    this.budgets.close();
     for (const session of [...this.sessions]) session.close('going_away');
   }
 

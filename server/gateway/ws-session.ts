@@ -22,6 +22,7 @@ import type { SyncService } from '../sync/sync-service.js';
 import { wireError } from './error-mapper.js';
 import { convTopic, userTopic, type Fanout } from './fanout.js';
 import { TokenBucket } from './rate-limiter.js';
+import { pullCost, RetryLaterError, type UserBudgets } from './user-budget.js';
 import { FrameError, parseClientFrame } from './ws-frames.js';
 import type { WebSocket } from './uws.js';
 
@@ -41,6 +42,8 @@ export interface SessionHost {
   readonly log: Logger;
   readonly options: WsOptions;
   readonly fanout: Fanout;
+  /** Per-user cost budgets, shared with the HTTP routes. */
+  readonly budgets: UserBudgets;
   /** The session authenticated: register it under its user (may close an older one of the user). */
   register(session: WsSession): void;
   unregister(session: WsSession): void;
@@ -56,6 +59,11 @@ const CLOSE_WAIT_MS = 10_000;
 const SETTLED: Promise<void> = Promise.resolve();
 
 type Request = PullFrame | ReadFrame | SettingsFrame | RefreshFrame;
+
+/** The retry hint of a refusal for cost or rate, for the error frame. */
+function retryAfter(e: Error): { retryAfterMs?: number } {
+  return e instanceof RetryLaterError ? { retryAfterMs: e.retryAfterMs } : {};
+}
 
 /** setTimeout's longest delay; a token living longer is re-checked when it fires. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
@@ -133,7 +141,13 @@ export class WsSession {
     if (verdict === 'refuse') {
       metrics.errors.inc({ code: 'rate_limited' });
       const id = parsed instanceof FrameError ? parsed.id : parsed.t === 'hello' ? undefined : parsed.id;
-      return this.reply({ t: 'error', ...(id !== undefined ? { id } : {}), code: 'rate_limited', message: 'too many frames; slow down' });
+      return this.reply({
+        t: 'error',
+        ...(id !== undefined ? { id } : {}),
+        code: 'rate_limited',
+        message: 'too many frames; slow down',
+        retryAfterMs: this.bucket.retryAfterMs(),
+      });
     }
     if (parsed instanceof FrameError) {
       metrics.errors.inc({ code: parsed.code });
@@ -378,7 +392,7 @@ export class WsSession {
 
   private failed(err: unknown, id: number | undefined, write: boolean): void {
     const e = wireError(err, { write, transport: 'ws', log: this.host.log, metrics: this.host.metrics, fields: { conn: this.id } });
-    this.reply({ t: 'error', ...(id !== undefined ? { id } : {}), code: e.code, message: e.message });
+    this.reply({ t: 'error', ...(id !== undefined ? { id } : {}), code: e.code, message: e.message, ...retryAfter(e) });
   }
 
   private async authenticate(frame: HelloFrame): Promise<void> {
@@ -411,14 +425,23 @@ export class WsSession {
     } catch (err) {
       // The one request without an id: an error without id before the first sync says the
       // hello's sync failed, and the client pulls.
-      const { code } = wireError(err, { write: false, transport: 'ws', log, metrics, fields: { conn: this.id, frame: 'hello' } });
-      this.reply({ t: 'error', code, message: 'initial sync failed; pull to retry' });
+      const e = wireError(err, { write: false, transport: 'ws', log, metrics, fields: { conn: this.id, frame: 'hello' } });
+      this.reply({ t: 'error', code: e.code, message: 'initial sync failed; pull to retry', ...retryAfter(e) });
     }
   }
 
   private async sendPage(uid: string, since: Cursor | null, limit: number | undefined, id: number | undefined): Promise<void> {
-    const { sync, metrics } = this.host;
-    const reply = await sync.pull(uid, since, limit);
+    const { sync, metrics, budgets } = this.host;
+    // Charged to the user before the store is asked: a user over budget costs nothing more.
+    const ticket = budgets.admit(uid, since ? 'delta' : 'snapshot');
+    let cost: number | undefined;
+    let reply: Awaited<ReturnType<SyncService['pull']>>;
+    try {
+      reply = await sync.pull(uid, since, limit);
+      cost = pullCost(reply);
+    } finally {
+      budgets.settle(ticket, cost);
+    }
     metrics.pulls.inc({ kind: reply.snapshot ? 'snapshot' : 'delta', transport: 'ws' });
     metrics.streamLength.observe(reply.entries.length);
     // Follow before sending, so no head published after this reply can be missed.

@@ -12,6 +12,7 @@ import { soakSection } from './scenarios/soak.js';
 import { workersSection } from './scenarios/workers.js';
 import { queueIngestSection } from './scenarios/queue-ingest.js';
 import { durableSection } from './scenarios/durable.js';
+import { heavyUserSection } from './scenarios/heavy-user.js';
 
 /** Every scenario beyond the notify and ingest tables, in the order a full run takes them. */
 export const SECTIONS: readonly Section[] = [
@@ -29,6 +30,7 @@ export const SECTIONS: readonly Section[] = [
   workersSection,
   queueIngestSection,
   durableSection,
+  heavyUserSection,
 ];
 
 /** Sections that `--only ingest` runs along with the ingest table (they explain it). */

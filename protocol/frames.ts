@@ -58,11 +58,22 @@ export const SettingsFrame = Type.Object(
   { additionalProperties: false, minProperties: 4 },
 );
 
+/** A new token for the socket's user, sent before the current one expires (the socket is closed 4003 at its expiry). */
+export const RefreshFrame = Type.Object(
+  {
+    t: Type.Literal('refresh'),
+    id: RequestId,
+    token: Type.String({ minLength: 1, maxLength: 4096 }),
+  },
+  { additionalProperties: false },
+);
+
 export type HelloFrame = Static<typeof HelloFrame>;
 export type PullFrame = Static<typeof PullFrame>;
 export type ReadFrame = Static<typeof ReadFrame>;
 export type SettingsFrame = Static<typeof SettingsFrame>;
-export type ClientFrame = HelloFrame | PullFrame | ReadFrame | SettingsFrame;
+export type RefreshFrame = Static<typeof RefreshFrame>;
+export type ClientFrame = HelloFrame | PullFrame | ReadFrame | SettingsFrame | RefreshFrame;
 
 /** Schemas by tag, so an error names the field of the frame the client meant to send. */
 export const CLIENT_FRAME_SCHEMAS = {
@@ -70,6 +81,7 @@ export const CLIENT_FRAME_SCHEMAS = {
   pull: PullFrame,
   read: ReadFrame,
   settings: SettingsFrame,
+  refresh: RefreshFrame,
 } as const;
 
 export interface WelcomeFrame {
@@ -78,6 +90,18 @@ export interface WelcomeFrame {
   connId: string;
   /** Seconds between the server's `version` frames (the safety net). */
   versionEvery: number;
+  /**
+   * Milliseconds, counted from when the server sent this frame, until the socket is closed 4003
+   * because its token expired (`exp` plus the server's clock tolerance): refresh before then.
+   */
+  expiresInMs: number;
+}
+
+/** The reply to `refresh`: the socket now runs on the new token, until `expiresInMs` from now. */
+export interface RefreshedFrame {
+  t: 'refreshed';
+  id: number;
+  expiresInMs: number;
 }
 
 /** A page of the user's stream (reply to hello or pull). */
@@ -125,9 +149,11 @@ export interface ErrorFrame {
   id?: number;
   code: string;
   message: string;
+  /** With `rate_limited`: milliseconds to wait before sending the request again. */
+  retryAfterMs?: number;
 }
 
-export type ServerFrame = WelcomeFrame | SyncFrame | ChangeFrame | HeadFrame | VersionFrame | AckFrame | ErrorFrame;
+export type ServerFrame = WelcomeFrame | SyncFrame | ChangeFrame | HeadFrame | VersionFrame | AckFrame | RefreshedFrame | ErrorFrame;
 
 /** Close codes live in their own module so clients can import them without the schema library. */
 export { CLOSE_CODES, type CloseReason } from './close-codes.js';

@@ -399,6 +399,8 @@ export function errorCodesOf(endpoint: Endpoint): ErrorCode[] {
   if (endpoint.body) for (const code of ['bad_json', 'invalid_request', 'payload_too_large', 'unsupported_media_type'] as const) codes.add(code);
   if (endpoint.auth.length > 0) codes.add('unauthorized');
   if (endpoint.auth.includes('userToken')) codes.add('token_expired');
+  // Client requests are rate limited and charged to the user's cost budget (429 with Retry-After).
+  if (endpoint.auth.includes('userToken')) codes.add('rate_limited');
   // A user's token acting for another user (`:uid` paths that also take the API key).
   if (endpoint.auth.includes('userToken') && pathParameters(endpoint.path).includes('uid')) codes.add('forbidden');
   for (const code of endpoint.errors ?? []) codes.add(code);

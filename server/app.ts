@@ -24,6 +24,7 @@ import { DEFAULT_STORE_TIMEOUT_MS, redisTargetOf } from './redis-target.js';
 import { WsGateway } from './gateway/ws-gateway.js';
 import { startQueues, type RunningQueues } from './queue/start-queue.js';
 import { DEFAULT_MAX_READ_AHEAD, ReadCap } from './sync/read-cap.js';
+import { defaultUserBudgetOptions, UserBudgets } from './gateway/user-budget.js';
 import { SeqGuard } from './sync/seq-guard.js';
 import { SyncService } from './sync/sync-service.js';
 import { DurableTier } from './durable/durable-tier.js';
@@ -142,14 +143,16 @@ export async function startServer(config: Config, log: Logger, engine?: Engine, 
   const auth = Authenticator.fromConfig(config, (err) => log.warn({ err: err.message }, 'cannot load the JWK Set of user tokens'));
   const app = uws.App();
   const router = new HttpRouter(app, metrics, log, routerOptions);
-  const gateway = new WsGateway(app, sync, auth, metrics, log, { ...defaultWsOptions, ...config.ws });
+  // One budget per user for their sockets and their HTTP requests alike.
+  const budgets = new UserBudgets({ ...defaultUserBudgetOptions, ...config.userBudget });
+  const gateway = new WsGateway(app, sync, auth, metrics, log, { ...defaultWsOptions, ...config.ws }, budgets);
   const seqGuard = new SeqGuard(store, { maxJump: config.maxSeqJump ?? 0, action: config.seqJumpAction ?? 'refuse' }, (jump) => {
     metrics.seqJumps.inc({ action: jump.refused ? 'refused' : 'warned' });
     log.warn(jump, `seq ${jump.seq} of conversation ${jump.conv} jumps ${jump.seq - jump.head} above its head ${jump.head}${jump.refused ? ': refused' : ''}`);
   });
   const admin = adminOf(store);
   const toolbox = new LocalToolbox(store, admin, { ...config, largeGroupThreshold: config.largeGroupThreshold, durableErase: tier?.pg });
-  const apiPaths = registerApiRoutes(router, { sync, auth, metrics, seqGuard });
+  const apiPaths = registerApiRoutes(router, { sync, auth, metrics, seqGuard, budgets });
   const adminPaths = registerAdminRoutes(router, { toolbox, auth, metrics, seqGuard, log });
   // With OPS_PORT the operations endpoints live only there; the main port answers them 404.
   const database = tier ? () => tier.databaseReady() : undefined;

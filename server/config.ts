@@ -5,7 +5,8 @@ import { TypeCompiler } from '@sinclair/typebox/compiler';
 import type { NamedApiKey } from './auth/api-keys.js';
 import { DEV_API_KEY, DEV_JWT_SECRET, resolveCredentials, type CredentialEnv } from './auth/auth-config.js';
 import type { JwksSource, KeySetTiming } from './auth/jwks.js';
-import { DEFAULT_MAX_TTL_SECONDS } from './auth/user-tokens.js';
+import { defaultUserBudgetOptions, type UserBudgetOptions } from './gateway/user-budget.js';
+import { DEFAULT_CLOCK_TOLERANCE_SECONDS, DEFAULT_MAX_TTL_SECONDS } from './auth/user-tokens.js';
 import { parseCorsOrigins, type CorsOrigins } from './gateway/cors.js';
 import { DEFAULT_QUEUE_BATCH, DEFAULT_RETRY_SECONDS, type QueueConfig } from './queue/start-queue.js';
 import { OUTBOX_TABLE_PATTERN } from './queue/outbox-sql.js';
@@ -117,6 +118,8 @@ const Env = Type.Object({
   REDPOINT_JWT_AUDIENCE: Type.Optional(Type.String({ minLength: 1 })),
   /** Client JWTs valid for longer than this (exp − iat) are refused. */
   REDPOINT_JWT_MAX_TTL_SECONDS: Type.Integer({ minimum: 60, maximum: 366 * 24 * 3600, default: DEFAULT_MAX_TTL_SECONDS }),
+  /** Clock difference allowed on a client JWT's `exp`, `nbf` and `iat` (an identity provider's clock a little ahead). */
+  REDPOINT_JWT_CLOCK_TOLERANCE_SECONDS: Type.Integer({ minimum: 0, maximum: 300, default: DEFAULT_CLOCK_TOLERANCE_SECONDS }),
   /** Origins whose browser pages may call the HTTP API: exact origins, comma-separated, or `*`. */
   CORS_ORIGINS: Type.Optional(Type.String({ minLength: 1 })),
   /** Conversations with more members than this use read diffusion. */
@@ -137,6 +140,15 @@ const Env = Type.Object({
   WS_FRAMES_PER_SECOND: Type.Integer({ minimum: 1, maximum: 10_000, default: 20 }),
   /** Seconds without traffic before a connection is dropped (uWS pings automatically before). */
   WS_IDLE_TIMEOUT_SECONDS: Type.Integer({ minimum: 8, maximum: 960, default: 60 }),
+  /**
+   * Cost units (conversation states carried: snapshot conversations, entries, heads, /unread
+   * rows) a user earns back per second, across their sockets and HTTP requests, per process.
+   */
+  USER_COST_PER_SECOND: Type.Integer({ minimum: 1, maximum: 10_000_000, default: defaultUserBudgetOptions.costPerSecond }),
+  /** The most cost units a user spends at once: about the largest snapshot served without waiting. */
+  USER_COST_BURST: Type.Integer({ minimum: 1, maximum: 100_000_000, default: defaultUserBudgetOptions.costBurst }),
+  /** Client (user token) HTTP requests per second per user, per process; burst 3x. Over it: 429. */
+  HTTP_USER_REQUESTS_PER_SECOND: Type.Integer({ minimum: 1, maximum: 10_000, default: defaultUserBudgetOptions.httpRequestsPerSecond }),
   /**
    * postgres://user:pass@host:port/db: turns the durable tier on (PostgreSQL 15+ behind Redis,
    * docs/durable.md). Needs a Redis engine (REDIS_URL or REDIS_CLUSTER_NODES). Unset → off.
@@ -235,6 +247,8 @@ export interface Config {
   jwtAudience?: string | undefined;
   /** Default 7 days. */
   jwtMaxTtlSeconds?: number | undefined;
+  /** Default 5 s; a live socket is closed 4003 this long after its token's `exp`. */
+  jwtClockToleranceSeconds?: number | undefined;
   /** Browser origins allowed to call the HTTP API (CORS); unset: none (no CORS headers). */
   corsOrigins?: CorsOrigins | undefined;
   /** No credentials configured: published dev credentials, loopback only. */
@@ -257,6 +271,8 @@ export interface Config {
   maxReadAhead?: number;
   /** WebSocket tuning; anything left out takes the default of `defaultWsOptions`. */
   ws?: Partial<WsOptions>;
+  /** Per-user cost budget and client HTTP rate; anything left out takes `defaultUserBudgetOptions`. */
+  userBudget?: Partial<UserBudgetOptions>;
   /** The durable tier (DATABASE_URL); absent: off. */
   durable?: DurableConfig | undefined;
 }
@@ -299,7 +315,11 @@ const NUMERIC = new Set([
   'WS_MAX_CONNECTIONS_PER_USER',
   'WS_FRAMES_PER_SECOND',
   'WS_IDLE_TIMEOUT_SECONDS',
+  'USER_COST_PER_SECOND',
+  'USER_COST_BURST',
+  'HTTP_USER_REQUESTS_PER_SECOND',
   'REDPOINT_JWT_MAX_TTL_SECONDS',
+  'REDPOINT_JWT_CLOCK_TOLERANCE_SECONDS',
   'RECONCILE_EVERY',
   'RECONCILE_RATE',
   'MAX_SEQ_JUMP',
@@ -416,6 +436,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     jwtIssuer: values.REDPOINT_JWT_ISSUER,
     jwtAudience: values.REDPOINT_JWT_AUDIENCE,
     jwtMaxTtlSeconds: values.REDPOINT_JWT_MAX_TTL_SECONDS,
+    jwtClockToleranceSeconds: values.REDPOINT_JWT_CLOCK_TOLERANCE_SECONDS,
     corsOrigins,
     devMode,
     largeGroupThreshold: values.LARGE_GROUP_THRESHOLD,
@@ -456,6 +477,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       framesBurst: values.WS_FRAMES_PER_SECOND * 3,
       idleTimeoutSeconds: values.WS_IDLE_TIMEOUT_SECONDS,
     },
+    userBudget: {
+      costPerSecond: values.USER_COST_PER_SECOND,
+      costBurst: values.USER_COST_BURST,
+      httpRequestsPerSecond: values.HTTP_USER_REQUESTS_PER_SECOND,
+    },
   };
 }
 
@@ -490,6 +516,7 @@ export function describeConfig(config: Config): Record<string, unknown> {
     jwtIssuer: config.jwtIssuer ?? null,
     jwtAudience: config.jwtAudience ?? null,
     jwtMaxTtlSeconds: config.jwtMaxTtlSeconds ?? null,
+    jwtClockToleranceSeconds: config.jwtClockToleranceSeconds ?? null,
     corsOrigins: config.corsOrigins ?? null,
     storeTimeoutMs: config.storeTimeoutMs ?? DEFAULT_STORE_TIMEOUT_MS,
     redisAllowEviction: config.redisAllowEviction ?? false,
@@ -508,6 +535,7 @@ export function describeConfig(config: Config): Record<string, unknown> {
       retrySeconds: config.queue?.retrySeconds ?? DEFAULT_RETRY_SECONDS,
     },
     ws: { ...defaultWsOptions, ...config.ws },
+    userBudget: { ...defaultUserBudgetOptions, ...config.userBudget },
   };
 }
 

@@ -3,6 +3,8 @@ import { Agent, request, type ClientRequest } from 'node:http';
 export interface HttpReply {
   status: number;
   body: string;
+  /** The Retry-After header, when the reply had one. */
+  retryAfter?: string;
 }
 
 /**
@@ -87,7 +89,10 @@ export class HttpTarget {
           replyStarted = true;
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }));
+          const retryAfter = res.headers['retry-after'];
+          res.on('end', () =>
+            resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString(), ...(retryAfter !== undefined ? { retryAfter } : {}) }),
+          );
           res.on('error', fail);
         },
       );

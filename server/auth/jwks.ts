@@ -75,6 +75,8 @@ export class KeySet {
   private failedAt = Number.NEGATIVE_INFINITY;
   private lastError: string | undefined;
   private loading: Promise<void> | undefined;
+  private kids: ReadonlySet<string> = new Set();
+  private readonly removedListeners = new Set<(kids: ReadonlySet<string>) => void>();
 
   constructor(
     private readonly load: () => Promise<JSONWebKeySet>,
@@ -102,7 +104,13 @@ export class KeySet {
     try {
       return await keys(header, token);
     } catch (err) {
-      if (!(err instanceof joseErrors.JWKSNoMatchingKey) || Date.now() - this.loadedAt < this.timing.cooldownMs || this.retryTooSoon(Date.now())) throw err;
+      if (!(err instanceof joseErrors.JWKSNoMatchingKey)) throw err;
+      // The last reload failed and the next may not be tried yet: the kid may be a new key the
+      // server cannot fetch now, so it cannot tell (503), rather than "no such key" (401).
+      if (this.retryTooSoon(Date.now())) {
+        throw new KeySetUnavailable(`cannot reload the token signing keys from ${this.origin}: ${this.lastError ?? 'unknown error'}`);
+      }
+      if (Date.now() - this.loadedAt < this.timing.cooldownMs) throw err;
       await this.reload();
       if (!this.keys || this.keys === keys)
         throw new KeySetUnavailable(`cannot reload the token signing keys from ${this.origin}: ${this.lastError ?? 'unknown error'}`);
@@ -110,8 +118,14 @@ export class KeySet {
     }
   };
 
+  /** Only while the last load failed: a success since clears the back-off. */
   private retryTooSoon(now: number): boolean {
-    return now - this.failedAt < this.timing.retryMs;
+    return this.failedAt > this.loadedAt && now - this.failedAt < this.timing.retryMs;
+  }
+
+  onKeysRemoved(listener: (kids: ReadonlySet<string>) => void): () => void {
+    this.removedListeners.add(listener);
+    return () => this.removedListeners.delete(listener);
   }
 
   /** One load at a time; concurrent callers share it. Never rejects: failures are recorded. */
@@ -122,6 +136,10 @@ export class KeySet {
         this.keys = createLocalJWKSet(jwks);
         this.loadedAt = Date.now();
         this.lastError = undefined;
+        const kids = new Set(jwks.keys.flatMap((k) => (typeof k.kid === 'string' ? [k.kid] : [])));
+        const removed = new Set([...this.kids].filter((kid) => !kids.has(kid)));
+        this.kids = kids;
+        if (removed.size > 0) for (const listener of this.removedListeners) listener(removed);
       } catch (err) {
         this.failedAt = Date.now();
         const error = err instanceof Error ? err : new Error(String(err));

@@ -3,7 +3,16 @@ import { RedpointError } from '../../protocol/errors.js';
 import type { Config } from '../config.js';
 import { ApiKeys, DEFAULT_KEY_NAME, type NamedApiKey } from './api-keys.js';
 import { DEFAULT_KEY_SET_TIMING, KeySet } from './jwks.js';
-import { DEFAULT_MAX_TTL_SECONDS, SECRET_ALGORITHM, UserTokenVerifier, type TokenPolicy } from './user-tokens.js';
+import {
+  DEFAULT_CLOCK_TOLERANCE_SECONDS,
+  DEFAULT_MAX_TTL_SECONDS,
+  SECRET_ALGORITHM,
+  UserTokenVerifier,
+  type TokenPolicy,
+  type VerifiedToken,
+} from './user-tokens.js';
+
+export type { VerifiedToken } from './user-tokens.js';
 
 export interface AuthOptions extends Partial<TokenPolicy> {
   /** Public keys of ES256/RS256 user tokens. */
@@ -20,6 +29,7 @@ export class Authenticator {
   private readonly secret: Uint8Array | undefined;
   private readonly verifier: UserTokenVerifier;
   private readonly policy: TokenPolicy;
+  private readonly keySet: KeySet | undefined;
 
   /** `apiKeys` as one string: that key, named `default`. `jwtSecret` undefined: HS256 tokens are refused. */
   constructor(jwtSecret: string | undefined, apiKeys: string | readonly NamedApiKey[], options: AuthOptions = {}) {
@@ -27,9 +37,11 @@ export class Authenticator {
     this.secret = jwtSecret === undefined ? undefined : new TextEncoder().encode(jwtSecret);
     this.policy = {
       maxTtlSeconds: options.maxTtlSeconds ?? DEFAULT_MAX_TTL_SECONDS,
+      clockToleranceSeconds: options.clockToleranceSeconds ?? DEFAULT_CLOCK_TOLERANCE_SECONDS,
       ...(options.issuer !== undefined ? { issuer: options.issuer } : {}),
       ...(options.audience !== undefined ? { audience: options.audience } : {}),
     };
+    this.keySet = options.keySet;
     this.verifier = new UserTokenVerifier(this.secret, options.keySet, this.policy);
   }
 
@@ -40,6 +52,7 @@ export class Authenticator {
     return new Authenticator(config.jwtSecret, keys, {
       ...(jwks ? { keySet: KeySet.from(jwks, { ...DEFAULT_KEY_SET_TIMING, ...jwks.timing }, onKeySetError) } : {}),
       ...(config.jwtMaxTtlSeconds !== undefined ? { maxTtlSeconds: config.jwtMaxTtlSeconds } : {}),
+      ...(config.jwtClockToleranceSeconds !== undefined ? { clockToleranceSeconds: config.jwtClockToleranceSeconds } : {}),
       ...(config.jwtIssuer !== undefined ? { issuer: config.jwtIssuer } : {}),
       ...(config.jwtAudience !== undefined ? { audience: config.jwtAudience } : {}),
     });
@@ -49,9 +62,26 @@ export class Authenticator {
     return this.policy.maxTtlSeconds;
   }
 
+  get clockToleranceSeconds(): number {
+    return this.policy.clockToleranceSeconds;
+  }
+
   /** Returns the user id; throws `unauthorized` / `token_expired` (or `unavailable` when the JWK Set cannot be loaded). */
-  verifyUserToken(token: string): Promise<string> {
+  async verifyUserToken(token: string): Promise<string> {
+    return (await this.verifier.verify(token)).uid;
+  }
+
+  /** As `verifyUserToken`, with the token's `exp` and the key that verified it (what a live socket is held to). */
+  verifyUser(token: string): Promise<VerifiedToken> {
     return this.verifier.verify(token);
+  }
+
+  /**
+   * Hears the kids a JWK Set reload dropped (a retired or compromised key), so that sockets
+   * authenticated with them can be closed. Returns the unsubscribe.
+   */
+  onKeysRemoved(listener: (kids: ReadonlySet<string>) => void): () => void {
+    return this.keySet?.onKeysRemoved(listener) ?? (() => undefined);
   }
 
   /** The name of the API key `candidate` is, or null (constant time; see `ApiKeys.match`). */

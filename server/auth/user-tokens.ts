@@ -11,9 +11,24 @@ export interface TokenPolicy {
   audience?: string;
   /** The longest lifetime accepted: `exp` minus `iat` (or minus now, whichever is earlier). */
   maxTtlSeconds: number;
+  /**
+   * Seconds of clock difference allowed on `exp`, `nbf` and `iat`: an identity provider whose
+   * clock runs a little ahead must not get its fresh tokens refused as "not yet valid".
+   */
+  clockToleranceSeconds: number;
+}
+
+/** What a verified user token says: whose it is, until when, and which key signed it. */
+export interface VerifiedToken {
+  uid: string;
+  /** `exp`, in seconds since the epoch. */
+  exp: number;
+  /** The `kid` of the JWK Set key that verified it; undefined for HS256 (the shared secret). */
+  kid: string | undefined;
 }
 
 export const DEFAULT_MAX_TTL_SECONDS = 7 * 24 * 3600;
+export const DEFAULT_CLOCK_TOLERANCE_SECONDS = 5;
 /** The algorithms verified with the public keys of a JWK Set. */
 export const PUBLIC_KEY_ALGORITHMS = ['ES256', 'RS256'] as const;
 export const SECRET_ALGORITHM = 'HS256';
@@ -33,9 +48,9 @@ export class UserTokenVerifier {
     private readonly policy: TokenPolicy,
   ) {}
 
-  /** Returns the user id (`sub`); throws `unauthorized`, `token_expired` or `unavailable` (keys not loadable). */
-  async verify(token: string): Promise<string> {
-    const payload = await this.verifySignatureAndClaims(token);
+  /** Returns the user id (`sub`) and more; throws `unauthorized`, `token_expired` or `unavailable` (keys not loadable). */
+  async verify(token: string): Promise<VerifiedToken> {
+    const { payload, kid } = await this.verifySignatureAndClaims(token);
     const sub = payload.sub;
     if (typeof sub !== 'string' || sub.length > LIMITS.idMaxLength || !UID_RE.test(sub)) {
       throw new RedpointError('unauthorized', 'token subject is not a valid user id');
@@ -46,24 +61,27 @@ export class UserTokenVerifier {
     if (exp - start > this.policy.maxTtlSeconds) {
       throw new RedpointError('unauthorized', `token lifetime exceeds the maximum of ${this.policy.maxTtlSeconds} s`);
     }
-    return sub;
+    return { uid: sub, exp, kid };
   }
 
-  private async verifySignatureAndClaims(token: string): Promise<JWTPayload> {
+  private async verifySignatureAndClaims(token: string): Promise<{ payload: JWTPayload; kid: string | undefined }> {
     let alg: string | undefined;
+    let kid: string | undefined;
     try {
-      alg = decodeProtectedHeader(token).alg;
+      const header = decodeProtectedHeader(token);
+      alg = header.alg;
+      kid = header.kid;
     } catch {
       throw new RedpointError('unauthorized', 'invalid token');
     }
     try {
       if (alg === SECRET_ALGORITHM) {
         if (!this.secret) throw new RedpointError('unauthorized', `${alg} tokens are not accepted (no shared secret configured)`);
-        return (await jwtVerify(token, this.secret, this.options([SECRET_ALGORITHM]))).payload;
+        return { payload: (await jwtVerify(token, this.secret, this.options([SECRET_ALGORITHM]))).payload, kid: undefined };
       }
       if ((PUBLIC_KEY_ALGORITHMS as readonly string[]).includes(alg ?? '')) {
         if (!this.keySet) throw new RedpointError('unauthorized', `${alg} tokens are not accepted (no JWK Set configured)`);
-        return (await jwtVerify(token, this.keySet.getKey, this.options(PUBLIC_KEY_ALGORITHMS))).payload;
+        return { payload: (await jwtVerify(token, this.keySet.getKey, this.options(PUBLIC_KEY_ALGORITHMS))).payload, kid };
       }
       throw new RedpointError('unauthorized', `unsupported token algorithm ${JSON.stringify(alg ?? null)}`);
     } catch (err) {
@@ -75,6 +93,7 @@ export class UserTokenVerifier {
     return {
       algorithms: [...algorithms],
       requiredClaims: ['exp', 'sub'],
+      clockTolerance: this.policy.clockToleranceSeconds,
       ...(this.policy.issuer !== undefined ? { issuer: this.policy.issuer } : {}),
       ...(this.policy.audience !== undefined ? { audience: this.policy.audience } : {}),
     };

@@ -9,6 +9,7 @@ import type { Metrics } from '../metrics/metrics.js';
 import type { SeqGuard } from '../sync/seq-guard.js';
 import type { SyncService } from '../sync/sync-service.js';
 import type { Authorize, HttpRouter, Reply, RequestContext } from './http.js';
+import { pullCost, type UserBudgets } from './user-budget.js';
 
 interface ApiDeps {
   sync: SyncService;
@@ -16,6 +17,8 @@ interface ApiDeps {
   metrics: Metrics;
   /** Seq sanity (MAX_SEQ_JUMP), checked before a message batch is applied. */
   seqGuard?: SeqGuard;
+  /** Per-user request rate and cost budget of client (user token) requests, shared with the sockets. */
+  budgets: UserBudgets;
 }
 
 /**
@@ -41,7 +44,7 @@ export function apiKeyAuthorization(
 }
 
 /** The HTTP API of PROTOCOL.md: message service endpoints (API key) and client endpoints (JWT). */
-export function registerApiRoutes(router: HttpRouter, { sync, auth, metrics, seqGuard }: ApiDeps): string[] {
+export function registerApiRoutes(router: HttpRouter, { sync, auth, metrics, seqGuard, budgets }: ApiDeps): string[] {
   const { isApiKey, service } = apiKeyAuthorization(auth, metrics);
 
   /** For `/v1/users/:uid/...`: the API key may act for any user; a user's JWT only for that user. */
@@ -52,6 +55,8 @@ export function registerApiRoutes(router: HttpRouter, { sync, auth, metrics, seq
     if (isApiKey(ctx, credential)) return null;
     const subject = await auth.verifyUserToken(credential);
     if (subject !== uid) throw new RedpointError('forbidden', 'a user token may only act for its own user');
+    // Client requests are rate limited per user (429 with Retry-After); the message service's are not.
+    budgets.request(subject);
     return subject;
   };
 
@@ -62,8 +67,24 @@ export function registerApiRoutes(router: HttpRouter, { sync, auth, metrics, seq
     if (auth.apiKeyName(credential) !== null) {
       throw new RedpointError('unauthorized', `${ctx.method.toUpperCase()} ${ctx.url} needs a user token (JWT), not the API key: the stream is per user`);
     }
-    return auth.verifyUserToken(credential);
+    const subject = await auth.verifyUserToken(credential);
+    budgets.request(subject);
+    return subject;
   };
+
+  /** A costly read for a user token: charged to the user's budget (shared with their sockets). */
+  async function charged<T>(subject: string | null, kind: string, read: () => Promise<T>, cost: (result: T) => number): Promise<T> {
+    if (subject === null) return read();
+    const ticket = budgets.admit(subject, kind);
+    let spent: number | undefined;
+    try {
+      const result = await read();
+      spent = cost(result);
+      return result;
+    } finally {
+      budgets.settle(ticket, spent);
+    }
+  }
 
   router.route(
     'post',
@@ -132,7 +153,14 @@ export function registerApiRoutes(router: HttpRouter, { sync, auth, metrics, seq
     '/v1/users/:uid/unread',
     async (ctx) => {
       const uid = param(ctx, 0);
-      return { body: await sync.unread(uid) };
+      return {
+        body: await charged(
+          ctx.subject,
+          'unread',
+          () => sync.unread(uid),
+          (u) => 1 + u.conversations.length,
+        ),
+      };
     },
     { authorize: actingForUser },
   );
@@ -145,7 +173,8 @@ export function registerApiRoutes(router: HttpRouter, { sync, auth, metrics, seq
       if (uid === null) throw new RedpointError('unauthorized', 'a user token is required');
       const query = decode(SyncQuery, Object.fromEntries(ctx.query));
       const limit = query.limit === undefined ? LIMITS.pullPageDefault : Number(query.limit);
-      const reply = await sync.pull(uid, parseSince(query.since, ctx.query.get('epoch')), limit);
+      const since = parseSince(query.since, ctx.query.get('epoch'));
+      const reply = await charged(uid, since ? 'delta' : 'snapshot', () => sync.pull(uid, since, limit), pullCost);
       metrics.pulls.inc({ kind: reply.snapshot ? 'snapshot' : 'delta', transport: 'http' });
       return { body: reply };
     },

@@ -6,6 +6,7 @@ import { ENDPOINTS } from '../../protocol/http-api.js';
 import { LIMITS } from '../../protocol/limits.js';
 import { httpRequestKey, type Metrics } from '../metrics/metrics.js';
 import { wireError } from './error-mapper.js';
+import { RetryLaterError } from './user-budget.js';
 import type { HttpRequest, HttpResponse, TemplatedApp } from './uws.js';
 
 /** What a handler sees: everything copied out of uWS's stack-allocated request before any await. */
@@ -343,6 +344,9 @@ export class HttpRouter {
 
 function errorReply(e: RedpointError): Reply {
   const body: ErrorBody = { error: { code: e.code, message: e.message } };
+  // A refusal for rate or cost says when to come back (whole seconds, as HTTP has it).
+  if (e instanceof RetryLaterError)
+    return { status: ERROR_CODES[e.code].status, body, headers: { 'retry-after': String(Math.max(1, Math.ceil(e.retryAfterMs / 1000))) } };
   return { status: ERROR_CODES[e.code].status, body };
 }
 

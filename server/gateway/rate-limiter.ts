@@ -29,4 +29,9 @@ export class TokenBucket {
     this.refusedInARow += 1;
     return this.refusedInARow >= this.closeAfter ? 'close' : 'refuse';
   }
+
+  /** Milliseconds until the next frame would be taken (for the refusal's retry hint). */
+  retryAfterMs(): number {
+    return Math.max(1, Math.ceil(((1 - this.tokens) / this.perSecond) * 1000));
+  }
 }

@@ -1,12 +1,36 @@
 import { decodeJson, decodeMsgpack } from '../../protocol/codec.js';
 import { RedpointError } from '../../protocol/errors.js';
 import { CLIENT_FRAME_SCHEMAS, type ClientFrame } from '../../protocol/frames.js';
+import { LIMITS } from '../../protocol/limits.js';
 import { decode } from '../../protocol/schemas.js';
+
+/**
+ * A frame that could not be accepted. `id` is the request id it carried when it parsed as a map
+ * with a usable one: its error goes back with that id (so the client waiting on it is answered),
+ * and it is a bad request rather than a malformed frame.
+ */
+export class FrameError extends RedpointError {
+  constructor(
+    code: RedpointError['code'],
+    message: string,
+    readonly id: number | undefined,
+  ) {
+    super(code, message);
+  }
+}
+
+/** An id a reply can carry: what the request schemas accept (RequestId in protocol/frames.ts). */
+function usableId(value: object): number | undefined {
+  if (!('id' in value) || ('t' in value && value.t === 'hello')) return undefined;
+  const id = value.id;
+  return typeof id === 'number' && Number.isInteger(id) && id >= 0 && id <= LIMITS.requestIdMax ? id : undefined;
+}
 
 const textDecoder = new TextDecoder('utf-8', { fatal: true });
 
 /** Decodes and validates one client frame; returns (not throws) the error, to keep the hot path flat. */
-export function parseClientFrame(message: ArrayBuffer, isBinary: boolean): ClientFrame | RedpointError {
+export function parseClientFrame(message: ArrayBuffer, isBinary: boolean): ClientFrame | FrameError {
+  let id: number | undefined;
   try {
     let value: unknown;
     if (isBinary) {
@@ -23,6 +47,7 @@ export function parseClientFrame(message: ArrayBuffer, isBinary: boolean): Clien
     if (typeof value !== 'object' || value === null || !('t' in value) || typeof value.t !== 'string') {
       throw new RedpointError('invalid_request', 'a frame is an object with a string type tag `t`');
     }
+    id = usableId(value);
     if (value.t === 'hello' && (!('token' in value) || typeof value.token !== 'string' || value.token === '')) {
       throw new RedpointError('unauthorized', 'hello without a token');
     }
@@ -30,7 +55,7 @@ export function parseClientFrame(message: ArrayBuffer, isBinary: boolean): Clien
     if (!schema) throw new RedpointError('invalid_request', `unknown frame type ${JSON.stringify(value.t).slice(0, 40)}`);
     return decode(schema, value) as ClientFrame;
   } catch (err) {
-    if (err instanceof RedpointError) return err;
-    return new RedpointError('bad_json', 'undecodable frame');
+    if (err instanceof RedpointError) return new FrameError(err.code, err.message, id);
+    return new FrameError('bad_json', 'undecodable frame', undefined);
   }
 }

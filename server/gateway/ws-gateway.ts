@@ -7,6 +7,7 @@ import type { Metrics } from '../metrics/metrics.js';
 import type { SyncService } from '../sync/sync-service.js';
 import { Fanout } from './fanout.js';
 import { RollingSweep } from './rolling-sweep.js';
+import type { UserBudgets } from './user-budget.js';
 import { WsSession, type SessionHost, type Socket, type SocketData } from './ws-session.js';
 import { uws, type TemplatedApp } from './uws.js';
 
@@ -27,6 +28,7 @@ export class WsGateway implements SessionHost {
   private readonly sessions = new Set<WsSession>();
   private readonly sweep: RollingSweep<string>;
   private closing = false;
+  private readonly stopKeyWatch: () => void;
 
   constructor(
     app: TemplatedApp,
@@ -35,12 +37,18 @@ export class WsGateway implements SessionHost {
     readonly metrics: Metrics,
     readonly log: Logger,
     readonly options: WsOptions,
+    readonly budgets: UserBudgets,
   ) {
     this.fanout = new Fanout(app, sync.engine.notifications, metrics, { onUserChange: (c) => this.followMembership(c) }, options.testDropPushRatio ?? 0);
     this.sweep = new RollingSweep(options.versionEverySeconds * 1000, Math.min(SWEEP_TICK_MS, options.versionEverySeconds * 1000), SWEEP_CONCURRENCY, (uid) =>
       this.checkVersion(uid),
     );
     this.sweep.start();
+    // A key dropped from the JWK Set (retired, or compromised) no longer vouches for anyone: the
+    // sockets it opened fetch a new token (4003), as if theirs had expired.
+    this.stopKeyWatch = auth.onKeysRemoved((kids) => {
+      for (const session of this.sessions) if (session.kid !== undefined && kids.has(session.kid)) session.close('token_expired');
+    });
     app.ws<SocketData>('/v1/ws', {
       maxPayloadLength: options.maxPayloadBytes,
       idleTimeout: options.idleTimeoutSeconds,
@@ -95,6 +103,8 @@ export class WsGateway implements SessionHost {
   shutdown(): void {
     this.closing = true;
     this.sweep.stop();
+    this.stopKeyWatch();
+    this.budgets.close();
     for (const session of [...this.sessions]) session.close('going_away');
   }
 

@@ -9,6 +9,7 @@ import {
   type HelloFrame,
   type PullFrame,
   type ReadFrame,
+  type RefreshFrame,
   type ServerFrame,
   type SettingsFrame,
 } from '../../protocol/frames.js';
@@ -21,7 +22,8 @@ import type { SyncService } from '../sync/sync-service.js';
 import { wireError } from './error-mapper.js';
 import { convTopic, userTopic, type Fanout } from './fanout.js';
 import { TokenBucket } from './rate-limiter.js';
-import { parseClientFrame } from './ws-frames.js';
+import { pullCost, RetryLaterError, type UserBudgets } from './user-budget.js';
+import { FrameError, parseClientFrame } from './ws-frames.js';
 import type { WebSocket } from './uws.js';
 
 /** What uWS keeps per socket: the session, set when the socket opens. */
@@ -40,6 +42,8 @@ export interface SessionHost {
   readonly log: Logger;
   readonly options: WsOptions;
   readonly fanout: Fanout;
+  /** Per-user cost budgets, shared with the HTTP routes. */
+  readonly budgets: UserBudgets;
   /** The session authenticated: register it under its user (may close an older one of the user). */
   register(session: WsSession): void;
   unregister(session: WsSession): void;
@@ -54,7 +58,15 @@ const CLOSE_WAIT_MS = 10_000;
 /** What a call with nothing to wait for returns: one settled promise, not a new one per call. */
 const SETTLED: Promise<void> = Promise.resolve();
 
-type Request = PullFrame | ReadFrame | SettingsFrame;
+type Request = PullFrame | ReadFrame | SettingsFrame | RefreshFrame;
+
+/** The retry hint of a refusal for cost or rate, for the error frame. */
+function retryAfter(e: Error): { retryAfterMs?: number } {
+  return e instanceof RetryLaterError ? { retryAfterMs: e.retryAfterMs } : {};
+}
+
+/** setTimeout's longest delay; a token living longer is re-checked when it fires. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /**
  * One WebSocket connection: its state, its handlers and its timers. Every request frame gets
@@ -81,6 +93,14 @@ export class WsSession {
   private readonly bucket: TokenBucket;
   private malformed = 0;
   private inFlight = 0;
+  /** When the socket's token stops being valid (`exp` plus the clock tolerance), in Date.now() ms. */
+  private expiresAt = Number.POSITIVE_INFINITY;
+  /** The JWK Set key that verified the current token (undefined: the shared secret). */
+  private tokenKid: string | undefined;
+  private expiryTimer: NodeJS.Timeout | undefined;
+  /** Refreshes are numbered as they arrive: one that finishes late never replaces a newer token. */
+  private refreshesSeen = 0;
+  private refreshApplied = 0;
 
   constructor(
     private readonly ws: Socket,
@@ -95,6 +115,11 @@ export class WsSession {
     return this.closed;
   }
 
+  /** The key that verified this socket's current token: a reload that drops it closes the socket. */
+  get kid(): string | undefined {
+    return this.tokenKid;
+  }
+
   opened(closing: boolean): void {
     if (closing) return this.close('going_away');
     this.helloTimer = setTimeout(() => {
@@ -104,6 +129,8 @@ export class WsSession {
 
   message(message: ArrayBuffer, isBinary: boolean): void {
     if (this.closed || this.pendingClose) return;
+    // The timer may run late on a busy process: nothing is served on an expired token meanwhile.
+    if (this.uid && Date.now() >= this.expiresAt) return this.close('token_expired');
     const { metrics } = this.host;
     // The format is the hello's: frames pipelined after it (auth still pending) must not change it.
     if (!this.hello) this.binary = isBinary;
@@ -113,14 +140,26 @@ export class WsSession {
     if (verdict === 'close') return this.close('rate_limited');
     if (verdict === 'refuse') {
       metrics.errors.inc({ code: 'rate_limited' });
-      const id = parsed instanceof RedpointError || parsed.t === 'hello' ? undefined : parsed.id;
-      return this.replyAfterHello({ t: 'error', ...(id !== undefined ? { id } : {}), code: 'rate_limited', message: 'too many frames; slow down' });
+      const id = parsed instanceof FrameError ? parsed.id : parsed.t === 'hello' ? undefined : parsed.id;
+      return this.replyAfterHello({
+        t: 'error',
+        ...(id !== undefined ? { id } : {}),
+        code: 'rate_limited',
+        message: 'too many frames; slow down',
+        retryAfterMs: this.bucket.retryAfterMs(),
+      });
     }
-    if (parsed instanceof RedpointError) {
+    if (parsed instanceof FrameError) {
       metrics.errors.inc({ code: parsed.code });
       metrics.framesIn.inc({ type: 'invalid' });
       // A hello without a token is an authentication failure (4002), not a malformed frame.
       if (parsed.code === 'unauthorized') return this.close(this.hello ? 'protocol_error' : 'unauthorized');
+      // A request with a usable id is a bad request, answered like any other: its client waits
+      // on that id, and it is no sign of a broken framing (only frames without one count).
+      if (parsed.id !== undefined) {
+        if (!this.hello) return this.close('protocol_error');
+        return this.replyAfterHello({ t: 'error', id: parsed.id, code: parsed.code, message: parsed.message });
+      }
       this.malformed += 1;
       if (this.malformed >= MAX_MALFORMED) return this.close('protocol_error');
       return this.replyAfterHello({ t: 'error', code: parsed.code, message: parsed.message });
@@ -168,6 +207,7 @@ export class WsSession {
     clearTimeout(this.helloTimer);
     clearTimeout(this.drainCheck);
     clearTimeout(this.pendingClose?.timer);
+    clearTimeout(this.expiryTimer);
     for (const conv of this.convs) this.host.fanout.unfollowConversation(conv);
     this.convs.clear();
     if (this.uid) {
@@ -293,7 +333,7 @@ export class WsSession {
       if (!uid || this.closed) return;
       await this.answer(uid, frame);
     } catch (err) {
-      this.failed(err, frame.id, frame.t !== 'pull');
+      this.failed(err, frame.id, frame.t === 'read' || frame.t === 'settings');
     } finally {
       this.inFlight -= 1;
     }
@@ -313,6 +353,8 @@ export class WsSession {
           ...(result.rejected.length > 0 ? { rejected: result.rejected.map((conv) => ({ conv, code: 'unknown_conversation' as const })) } : {}),
         });
       }
+      case 'refresh':
+        return this.refresh(uid, frame);
       case 'settings': {
         if (frame.deleted === undefined && frame.muted === undefined && frame.markedUnread === undefined) {
           throw new RedpointError('invalid_request', 'settings: nothing to change');
@@ -327,16 +369,52 @@ export class WsSession {
     }
   }
 
+  /**
+   * The socket moves to the new token (its expiry and key) if it verifies and names the same
+   * user; otherwise the error goes back with the id and the socket stays on its current token.
+   */
+  private async refresh(uid: string, frame: RefreshFrame): Promise<void> {
+    const seen = ++this.refreshesSeen;
+    const verified = await this.host.auth.verifyUser(frame.token);
+    if (verified.uid !== uid) throw new RedpointError('forbidden', 'a refresh token must be for the user of the connection');
+    if (this.closed) return;
+    if (seen > this.refreshApplied) {
+      this.refreshApplied = seen;
+      this.holdToken(verified.exp, verified.kid);
+    }
+    this.reply({ t: 'refreshed', id: frame.id, expiresInMs: this.expiresInMs() });
+  }
+
+  /** From now on the socket is served until `exp` (plus the clock tolerance), then closed 4003. */
+  private holdToken(exp: number, kid: string | undefined): void {
+    this.expiresAt = (exp + this.host.auth.clockToleranceSeconds) * 1000;
+    this.tokenKid = kid;
+    this.armExpiry();
+  }
+
+  private armExpiry(): void {
+    clearTimeout(this.expiryTimer);
+    const left = this.expiresAt - Date.now();
+    if (left <= 0) return this.close('token_expired');
+    this.expiryTimer = setTimeout(() => this.armExpiry(), Math.min(left, MAX_TIMER_MS));
+  }
+
+  private expiresInMs(): number {
+    return Math.max(0, Math.floor(this.expiresAt - Date.now()));
+  }
+
   private failed(err: unknown, id: number | undefined, write: boolean): void {
     const e = wireError(err, { write, transport: 'ws', log: this.host.log, metrics: this.host.metrics, fields: { conn: this.id } });
-    this.reply({ t: 'error', ...(id !== undefined ? { id } : {}), code: e.code, message: e.message });
+    this.reply({ t: 'error', ...(id !== undefined ? { id } : {}), code: e.code, message: e.message, ...retryAfter(e) });
   }
 
   private async authenticate(frame: HelloFrame): Promise<void> {
     const { auth, metrics, options, fanout, log } = this.host;
     let uid: string;
     try {
-      uid = await auth.verifyUserToken(frame.token);
+      const verified = await auth.verifyUser(frame.token);
+      uid = verified.uid;
+      if (!this.closed) this.holdToken(verified.exp, verified.kid);
     } catch (err) {
       const code = err instanceof RedpointError ? err.code : 'unauthorized';
       // The token is not wrong when the server cannot check it now (a JWK Set not loaded yet).
@@ -354,20 +432,29 @@ export class WsSession {
     this.ws.subscribe(userTopic(uid, this.binary));
     await fanout.followUser(uid);
     if (this.closed) return;
-    this.reply({ t: 'welcome', uid, connId: this.id, versionEvery: options.versionEverySeconds });
+    this.reply({ t: 'welcome', uid, connId: this.id, versionEvery: options.versionEverySeconds, expiresInMs: this.expiresInMs() });
     try {
       await this.sendPage(uid, frame.cursor ?? null, undefined, undefined);
     } catch (err) {
       // The one request without an id: an error without id before the first sync says the
       // hello's sync failed, and the client pulls.
-      const { code } = wireError(err, { write: false, transport: 'ws', log, metrics, fields: { conn: this.id, frame: 'hello' } });
-      this.reply({ t: 'error', code, message: 'initial sync failed; pull to retry' });
+      const e = wireError(err, { write: false, transport: 'ws', log, metrics, fields: { conn: this.id, frame: 'hello' } });
+      this.reply({ t: 'error', code: e.code, message: 'initial sync failed; pull to retry', ...retryAfter(e) });
     }
   }
 
   private async sendPage(uid: string, since: Cursor | null, limit: number | undefined, id: number | undefined): Promise<void> {
-    const { sync, metrics } = this.host;
-    const reply = await sync.pull(uid, since, limit);
+    const { sync, metrics, budgets } = this.host;
+    // Charged to the user before the store is asked: a user over budget costs nothing more.
+    const ticket = budgets.admit(uid, since ? 'delta' : 'snapshot');
+    let cost: number | undefined;
+    let reply: Awaited<ReturnType<SyncService['pull']>>;
+    try {
+      reply = await sync.pull(uid, since, limit);
+      cost = pullCost(reply);
+    } finally {
+      budgets.settle(ticket, cost);
+    }
     metrics.pulls.inc({ kind: reply.snapshot ? 'snapshot' : 'delta', transport: 'ws' });
     metrics.streamLength.observe(reply.entries.length);
     // Follow before sending, so no head published after this reply can be missed.

@@ -111,7 +111,7 @@ export function buildOpenApiDocument(options: { devMode?: boolean } = {}): JsonO
       },
       headers: {
         RequestId: { description: "The request's X-Request-Id, or one made by the server.", required: true, schema: { type: 'string', minLength: 1 } },
-        RetryAfter: { description: 'Seconds to wait before retrying; on every 503.', required: true, schema: { type: 'string', pattern: '^[0-9]+$' } },
+        RetryAfter: { description: 'Seconds to wait before retrying; on every 503 and 429.', required: true, schema: { type: 'string', pattern: '^[0-9]+$' } },
       },
     },
   };
@@ -198,7 +198,7 @@ function response(description: string, content: ReadonlyMap<string, Json[]>, sta
   const media: JsonObject = {};
   for (const [type, schemas] of content) media[type] = { schema: schemas.length === 1 ? (schemas[0] ?? null) : { anyOf: schemas } };
   const headers: JsonObject = { 'x-request-id': { $ref: '#/components/headers/RequestId' } };
-  if (status === 503) headers['retry-after'] = { $ref: '#/components/headers/RetryAfter' };
+  if (status === 503 || status === 429) headers['retry-after'] = { $ref: '#/components/headers/RetryAfter' };
   return { description, headers, content: media };
 }
 

@@ -1,6 +1,6 @@
 import WebSocket from 'ws';
 import { decodeMsgpack, encodeMsgpack } from '../../protocol/codec.js';
-import type { AckFrame, ErrorFrame, ServerFrame, SyncFrame, WelcomeFrame } from '../../protocol/frames.js';
+import type { AckFrame, ErrorFrame, RefreshedFrame, ServerFrame, SyncFrame, WelcomeFrame } from '../../protocol/frames.js';
 import type { Cursor, UnreadSummary } from '../../protocol/types.js';
 import { SyncReplica, type SavedState } from './sync-replica.js';
 import { clientSummary } from './client-view.js';
@@ -61,7 +61,7 @@ export class WsClient extends SyncReplica {
   private readonly binary: boolean;
   private readonly drops: Array<(f: ServerFrame) => boolean> = [];
   private readonly waiters = new Set<Waiter>();
-  private readonly replies = new Map<number, (f: AckFrame | ErrorFrame | SyncFrame) => void>();
+  private readonly replies = new Map<number, (f: AckFrame | ErrorFrame | SyncFrame | RefreshedFrame) => void>();
 
   private constructor(
     private readonly socket: WebSocket,
@@ -146,16 +146,16 @@ export class WsClient extends SyncReplica {
   }
 
   /** Sends a frame with a fresh `id` and resolves with the reply carrying that id. */
-  request(frame: Record<string, unknown>, timeoutMs = DEFAULT_TIMEOUT_MS): Promise<AckFrame | ErrorFrame | SyncFrame> {
+  request(frame: Record<string, unknown>, timeoutMs = DEFAULT_TIMEOUT_MS): Promise<AckFrame | ErrorFrame | SyncFrame | RefreshedFrame> {
     const id = this.nextId++;
-    let reply: AckFrame | ErrorFrame | SyncFrame | undefined;
+    let reply: AckFrame | ErrorFrame | SyncFrame | RefreshedFrame | undefined;
     this.replies.set(id, (f) => {
       reply = f;
     });
     this.send({ ...frame, id });
     return this.waitFor(() => reply !== undefined, timeoutMs, `reply to ${String(frame.t)} #${id}`).then(() => {
       this.replies.delete(id);
-      return reply as AckFrame | ErrorFrame | SyncFrame;
+      return reply as AckFrame | ErrorFrame | SyncFrame | RefreshedFrame;
     });
   }
 
@@ -272,6 +272,7 @@ export class WsClient extends SyncReplica {
         this.welcome = frame;
         return;
       case 'ack':
+      case 'refreshed':
         this.replies.get(frame.id)?.(frame);
         return;
       case 'error':

@@ -41,6 +41,8 @@ async function start(config: Config, routes?: RouteHook): Promise<Server> {
 
 let prod: Server;
 let dev: Server;
+/** A server allowing one client request per second per user (burst 3): where the 429s are seen. */
+let limited: Server;
 let contract: Contract;
 let alice: string;
 let expired: string;
@@ -48,6 +50,7 @@ let expired: string;
 beforeAll(async () => {
   prod = await start(BASE);
   dev = await start({ ...BASE, devMode: true, apiKey: DEV_API_KEY, jwtSecret: DEV_JWT_SECRET }, registerDemoPage);
+  limited = await start({ ...BASE, userBudget: { httpRequestsPerSecond: 1 } });
   alice = await prod.auth.mintUserToken('alice');
   expired = await prod.auth.mintUserToken('alice', -60);
   // The dev-mode server's document: the production one plus the dev-mode endpoints (see document.test.ts).
@@ -73,6 +76,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await prod?.running.close();
   await dev?.running.close();
+  await limited?.running.close();
 });
 
 type Auth = 'api' | 'none' | 'alice' | 'expired' | 'bob';
@@ -104,7 +108,7 @@ interface Case {
   /** The error code expected (error replies). */
   code?: string;
   fault?: EngineFault;
-  on?: 'dev';
+  on?: 'dev' | 'limited';
   /** Runs before each request (JSON and MessagePack alike), e.g. to re-create what the request removes. */
   setup?: () => Promise<void>;
   /** More to check on the reply's body than the document says (that a part worth validating is there). */
@@ -138,9 +142,28 @@ function bodyErrors(op: string, method: string, path: string, auth: Auth = 'api'
   ];
 }
 
+/** Spends alice's client requests on the limited server (burst 3 at 1/s), so that her next one is refused. */
+async function exhaust(): Promise<void> {
+  for (let i = 0; i < 4; i++) await send(limited.running.port, req('GET', '/v1/users/alice/unread', { auth: 'alice' }));
+}
+
+/** 429 with Retry-After: a client (user token) request over the user's rate. */
+function rateLimited(op: string, method: string, path: string, body?: unknown): Case {
+  return {
+    op,
+    status: 429,
+    name: 'over the user request rate',
+    request: () => req(method, path, { auth: 'alice', body }),
+    code: 'rate_limited',
+    on: 'limited',
+    setup: exhaust,
+  };
+}
+
 /** The credential errors of a per-user endpoint. */
 function userAuthErrors(op: string, method: string, path: (uid: string) => string, body?: unknown): Case[] {
   return [
+    rateLimited(op, method, path('alice'), body),
     { op, status: 400, name: 'a malformed :uid', request: () => req(method, path(BAD_ID), { body }), code: 'invalid_request' },
     { op, status: 401, name: 'no credentials', request: () => req(method, path('alice'), { auth: 'none', body }), code: 'unauthorized' },
     { op, status: 401, name: 'an expired token', request: () => req(method, path('alice'), { auth: 'expired', body }), code: 'token_expired' },
@@ -271,6 +294,7 @@ const CASES: Case[] = [
   { op: 'sync', status: 200, name: 'first sync (snapshot)', request: () => req('GET', '/v1/sync', { auth: 'alice' }) },
   { op: 'sync', status: 200, name: 'a delta page', request: () => req('GET', '/v1/sync?since=1&limit=1', { auth: 'alice' }) },
   { op: 'sync', status: 400, name: 'a malformed since', request: () => req('GET', '/v1/sync?since=x', { auth: 'alice' }), code: 'invalid_request' },
+  rateLimited('sync', 'GET', '/v1/sync'),
   { op: 'sync', status: 401, name: 'the API key (no user)', request: () => req('GET', '/v1/sync'), code: 'unauthorized' },
   { op: 'sync', status: 401, name: 'an expired token', request: () => req('GET', '/v1/sync', { auth: 'expired' }), code: 'token_expired' },
   ...storeFailures('sync', () => req('GET', '/v1/sync', { auth: 'alice' })),
@@ -547,7 +571,7 @@ async function openConnections(port: number, count: number): Promise<Agent> {
 }
 
 function serverOf(c: Case): Server {
-  return c.on === 'dev' ? dev : prod;
+  return c.on === 'dev' ? dev : c.on === 'limited' ? limited : prod;
 }
 
 async function checked(c: Case, accept: string): Promise<unknown> {

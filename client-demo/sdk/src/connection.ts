@@ -40,7 +40,18 @@ export const REQUEST_TIMEOUT_CLOSE = 4000;
 const RECONNECT_BY_CODE = new Map<number, boolean>(Object.values(CLOSE_CODES).map((c) => [c.code, c.reconnect]));
 const TOKEN_EXPIRED = CLOSE_CODES.token_expired.code;
 const NORMAL_CLOSURE = 1000;
-const REPLIES: ReadonlySet<string> = new Set(['sync', 'ack', 'error']);
+const REPLIES: ReadonlySet<string> = new Set(['sync', 'ack', 'refreshed', 'error']);
+/**
+ * The request id of token refreshes: the client numbers its own requests from 1 (client.ts), so
+ * 0 is never theirs, and one refresh at a time is all a connection needs.
+ */
+const REFRESH_ID = 0;
+/** Refresh this share of the token's remaining life before it runs out... */
+const REFRESH_AHEAD_SHARE = 1 / 3;
+/** ...but never earlier than this before it (a 7-day token is refreshed a minute ahead, not days). */
+const REFRESH_AHEAD_MAX_MS = 60_000;
+/** setTimeout's longest delay: a refresh further away fires early instead (harmless: one more token). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /**
  * One logical connection over successive sockets: fetches (and caches) the token, says hello,
@@ -58,7 +69,10 @@ export class Connection {
   private stopped = false;
   private readonly retryTimer: Timer;
   private readonly heartbeat: Timer;
+  private readonly refreshTimer: Timer;
   private readonly deadlines: Deadlines;
+  /** Date.now() when the server closes this socket for its token's expiry (its own count, sent as a delay). */
+  private expiresAt = Number.POSITIVE_INFINITY;
 
   constructor(
     private readonly options: ConnectionOptions,
@@ -68,6 +82,7 @@ export class Connection {
     this.heartbeat = new Timer(options.timers, () => {
       if (this.open) this.hooks.idle();
     });
+    this.refreshTimer = new Timer(options.timers, () => void this.refresh());
     this.deadlines = new Deadlines(options.timers, options.requestTimeoutMs, (key) => this.broken(key));
   }
 
@@ -84,6 +99,7 @@ export class Connection {
     this.stopped = true;
     this.retryTimer.cancel();
     this.heartbeat.cancel();
+    this.refreshTimer.cancel();
     this.deadlines.clear();
     this.generation += 1;
     const socket = this.socket;
@@ -161,6 +177,7 @@ export class Connection {
     if (this.options.heartbeatMs > 0) this.heartbeat.rearm(this.options.heartbeatMs);
     if (frame.t === 'welcome') {
       this.welcomed = true;
+      this.scheduleRefresh(frame.expiresInMs);
       this.setState('open', undefined);
       this.hooks.welcomed(frame);
       return;
@@ -172,8 +189,59 @@ export class Connection {
       const id = (frame as { id?: number }).id;
       // Without an id: the sync that answers hello, or the error saying it failed.
       this.deadlines.settle(id ?? 'hello');
+      if (id === REFRESH_ID) return this.refreshed(frame);
     }
     this.hooks.frame(frame);
+  }
+
+  /**
+   * The socket is served until its token expires, then closed 4003: ahead of that, a new token
+   * from `token()` goes to the server in a `refresh` frame, so a long-lived socket outlives any
+   * one token without a reconnect. (An older server sends no `expiresInMs`: nothing to schedule.)
+   */
+  private scheduleRefresh(expiresInMs: number | undefined): void {
+    this.refreshTimer.cancel();
+    if (typeof expiresInMs !== 'number' || !Number.isFinite(expiresInMs)) {
+      this.expiresAt = Number.POSITIVE_INFINITY;
+      return;
+    }
+    this.expiresAt = Date.now() + expiresInMs;
+    const ahead = Math.min(expiresInMs * REFRESH_AHEAD_SHARE, REFRESH_AHEAD_MAX_MS);
+    this.refreshTimer.arm(Math.min(Math.max(0, expiresInMs - ahead), MAX_TIMER_MS));
+  }
+
+  private async refresh(): Promise<void> {
+    const generation = this.generation;
+    let token: string;
+    try {
+      token = await this.options.token();
+    } catch (err) {
+      if (generation !== this.generation) return;
+      this.hooks.error(asError(err));
+      this.retryRefresh();
+      return;
+    }
+    if (generation !== this.generation || !this.open || !this.socket) return;
+    // A reconnect from now on starts with the newer token too.
+    this.token = token;
+    this.socket.send({ t: 'refresh', id: REFRESH_ID, token });
+    this.deadlines.start(REFRESH_ID);
+  }
+
+  private refreshed(frame: ServerFrame): void {
+    if (frame.t === 'refreshed') return this.scheduleRefresh(frame.expiresInMs);
+    if (frame.t !== 'error') return;
+    // The token was refused (or could not be checked): this socket keeps its current token
+    // until it expires; the next attempt, or the reconnect after 4003, fetches another one.
+    this.token = null;
+    this.hooks.error(new Error(`token refresh refused: ${frame.code}: ${frame.message}`));
+    this.retryRefresh();
+  }
+
+  /** Tries again halfway to the expiry while there is time; otherwise the 4003 close and reconnect take over. */
+  private retryRefresh(): void {
+    const left = this.expiresAt - Date.now();
+    if (left > 1000) this.refreshTimer.rearm(Math.min(left / 2, 5000));
   }
 
   /** A request went unanswered: the socket is no good, whatever state it claims. */
@@ -190,6 +258,7 @@ export class Connection {
     this.welcomed = false;
     this.heartbeat.cancel();
     this.deadlines.clear();
+    this.refreshTimer.cancel();
     if (code === TOKEN_EXPIRED) this.token = null;
     const reconnect = RECONNECT_BY_CODE.get(code) ?? true;
     this.hooks.down(code, reconnect);

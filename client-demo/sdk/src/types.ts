@@ -89,7 +89,13 @@ export interface BackoffOptions {
 export interface ClientOptions {
   /** WebSocket endpoint, e.g. `wss://host/v1/ws`. */
   url: string;
-  /** Returns a JWT for the user; called again when the server says the token expired (4003). */
+  /**
+   * Returns a JWT for the user. Called before each connection, ahead of the current token's
+   * expiry (about a third of its remaining life before it, at most a minute: the new token goes
+   * to the server in a `refresh` frame, the socket stays), and after the server says the token
+   * expired (4003). Return a fresh token each time it is called ahead of expiry, or the socket
+   * is closed when the old one runs out (then reconnects with the next one).
+   */
   token: () => Promise<string>;
   /** Last known state across restarts; without one a start shows NO_DATA until the first sync. */
   cache?: CacheAdapter;

@@ -5,8 +5,8 @@ import { decodeRecord } from '../engine/state-text.js';
 
 /**
  * PostgreSQL, the system of record behind Redis (schema.ts). Writes are idempotent and
- * order-insensitive: registers merge with GREATEST, and every other column of a user's record is
- * taken from the row read at the larger write clock `w`, so a replay or two drainers racing can
+ * order-insensitive: lastSeq, deletedSeq and gen merge with GREATEST, and every other column of a
+ * user's record (readSeq included) is taken from the row read at the larger write clock `w`, so a replay or two drainers racing can
  * never put an older state over a newer one. Conversations order by their membership generation.
  */
 export class PgStore implements DurableBacking {
@@ -266,7 +266,11 @@ function columnArrays(c: Columns): unknown[] {
   return [c.uid, c.conv, c.member, c.muted, c.marked, c.large, c.lastSeq, c.readSeq, c.deletedSeq, c.gen, c.joinGen, c.category, c.mentions, c.w];
 }
 
-/** Whole-row columns come from the row read at the larger write clock; registers always merge. */
+/**
+ * Whole-row columns come from the row read at the larger write clock; the registers that only
+ * ever rise merge. readSeq goes by the clock too: it rises with every change but an operator's
+ * reset-read, which lowers it and raises the clock, and must stay lowered here.
+ */
 const newer = (column: string): string => `${column} = CASE WHEN EXCLUDED.w >= t.w THEN EXCLUDED.${column} ELSE t.${column} END`;
 
 // One statement for a whole batch: arrays unnested into rows (one round trip, one plan).
@@ -280,10 +284,9 @@ const UPSERT_RECORDS = `
     AS u(uid, conv, member, muted, marked_unread, large, last_seq, read_seq, deleted_seq, gen, join_gen, category, mentions, w)
   ON CONFLICT (uid, conv) DO UPDATE SET
     last_seq = GREATEST(t.last_seq, EXCLUDED.last_seq),
-    read_seq = GREATEST(t.read_seq, EXCLUDED.read_seq),
     deleted_seq = GREATEST(t.deleted_seq, EXCLUDED.deleted_seq),
     gen = GREATEST(t.gen, EXCLUDED.gen),
-    ${['member', 'muted', 'marked_unread', 'large', 'join_gen', 'category', 'mention_seqs'].map(newer).join(',\n    ')},
+    ${['read_seq', 'member', 'muted', 'marked_unread', 'large', 'join_gen', 'category', 'mention_seqs'].map(newer).join(',\n    ')},
     w = GREATEST(t.w, EXCLUDED.w),
     updated_at = now()`;
 

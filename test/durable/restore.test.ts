@@ -67,6 +67,22 @@ describe('durable tier: Redis may lose everything, no read position is lost', ()
     expect(bob.conversations.find((c) => c.conv === 'team')).toMatchObject({ unread: 0, muted: true });
   });
 
+  it("an operator's reset-read survives Redis losing the user (readSeq goes by the write clock in PostgreSQL)", async () => {
+    await server.members('reset', { add: ['ra', 'rb'] });
+    await server.post([
+      { conv: 'reset', seq: 1, sender: 'rb' },
+      { conv: 'reset', seq: 2, sender: 'rb' },
+      { conv: 'reset', seq: 3, sender: 'rb' },
+    ]);
+    await server.ok('POST', '/v1/users/ra/read', { conv: 'reset', seq: 3 });
+    await server.durable?.persister.drainAll(Date.now() + 20_000);
+    await server.ok('PUT', '/v1/users/ra/conversations/reset/read', { seq: 1 });
+    await server.durable?.persister.drainAll(Date.now() + 20_000);
+    await flush.flushall();
+    const ra = await server.unread('ra');
+    expect(ra.conversations.find((c) => c.conv === 'reset')).toMatchObject({ unread: 2 });
+  });
+
   it('PostgreSQL holds registers, not counts, keyed by uid and conv', async () => {
     await server.durable?.persister.drainAll(Date.now() + 20_000);
     const client = new pg.Client({ connectionString: databaseUrl });

@@ -84,7 +84,7 @@ describe('chaos: Redis Cluster with replicas, failover under ingest, two Redpoin
     await load.stop();
     const missing = await missingAcked(ingest.url, load, convs);
     const convergeStarted = Date.now();
-    for (const client of mine) await waitMatchesServer(client, { unread }, 20_000, `after ${tag}`);
+    for (const client of mine) await waitMatchesServer(client, { unread }, 60_000, `after ${tag}`);
     const f = load.figures();
     const figures = {
       ...f,

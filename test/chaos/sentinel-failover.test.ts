@@ -124,7 +124,7 @@ async function scenario(waitReplicas: number, cleanup: Array<() => Promise<void>
     }
   };
   const convergeStarted = Date.now();
-  for (const client of clients) await waitMatchesServer(client, { unread }, 20_000, 'after the failover');
+  for (const client of clients) await waitMatchesServer(client, { unread }, 60_000, 'after the failover');
   const epochChanged = clients.filter((c, i) => c.cursor?.epoch !== epochsBefore[i]).length;
   const f = load.figures();
   const figures = {

@@ -187,6 +187,19 @@ export abstract class SyncReplica {
     this.requestPull();
   }
 
+  /**
+   * A pull of our chain answered with an error (`unavailable` in a failover, `rate_limited`):
+   * the chain ends, and the caller pulls again later (PROTOCOL.md: retry after the hint). True
+   * when `id` was our pull in flight.
+   */
+  protected pullFailed(id: number): boolean {
+    if (this.inflight !== id) return false;
+    this.inflight = null;
+    this.chainsDone++;
+    this.wantPull = false;
+    return true;
+  }
+
   private onVersion(f: VersionFrame): void {
     const c = this.cursor;
     if (c && c.epoch === f.epoch && c.version >= f.version) return;

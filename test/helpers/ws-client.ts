@@ -40,6 +40,8 @@ interface Waiter {
   label: string;
 }
 
+/** Wait before pulling again after a pull was refused without a hint (`unavailable`). */
+const PULL_RETRY_MS = 200;
 const DEFAULT_TIMEOUT_MS = 5000;
 
 /**
@@ -277,6 +279,13 @@ export class WsClient extends SyncReplica {
         return;
       case 'error':
         if (frame.id !== undefined) this.replies.get(frame.id)?.(frame);
+        // Our own pull refused: pull again after the hint, as a client must.
+        if (frame.id !== undefined && this.pullFailed(frame.id)) {
+          const retry = setTimeout(() => {
+            if (!this.closeInfo) this.requestPull();
+          }, frame.retryAfterMs ?? PULL_RETRY_MS);
+          retry.unref();
+        }
         return;
       case 'sync':
         if (frame.id !== undefined) this.replies.get(frame.id)?.(frame);

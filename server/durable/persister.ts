@@ -13,6 +13,7 @@ export interface PersisterOptions {
 /** Slots of a cluster looked at per pass for marks (a full round of 16,384 takes 16 passes). */
 const CLUSTER_SHARDS_PER_PASS = 1_024;
 const MAX_BACKOFF_MS = 5_000;
+const MAX_BATCHES_PER_PASS = 32;
 
 /**
  * The write-behind drainer (DESIGN.md §10). Any process runs one; they need no coordination:
@@ -56,7 +57,9 @@ export class Persister {
   async drainOnce(): Promise<number> {
     let persisted = 0;
     for (const shard of await this.shards()) {
-      for (;;) {
+      // A full batch drains again at once, but a pass ends after a bound: marks that keep
+      // changing under it must not hold one pass (and drainAll's deadline) forever.
+      for (let batch = 0; batch < MAX_BATCHES_PER_PASS; batch++) {
         const n = await this.drainShard(shard);
         persisted += n.cleared;
         if (!n.full) break;
@@ -173,7 +176,8 @@ export class Persister {
     const present = read.filter((h): h is { conv: string; head: string } => h.head !== null);
     await this.pg.writeHeads(present.map((h) => ({ conv: h.conv, maxSeq: Number(h.head) })));
     this.metrics.persistRows.inc({ kind: 'head' }, present.length);
-    for (const h of read) if (await this.store.clearConversation('h', h.conv, h.head ?? '')) cleared++;
+    const headsCleared = await Promise.all(read.map((h) => this.store.clearConversation('h', h.conv, h.head ?? '')));
+    cleared += headsCleared.filter(Boolean).length;
     // Rosters: one transaction each (a roster may be large, and is rewritten whole).
     for (const conv of rosters) {
       const state = await this.store.readConversation(conv);

@@ -1,4 +1,4 @@
-import { Cluster, type Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import type { DirtyMark, DirtyShard, DurableStore, PersistedConversation, UserSnapshot } from '../durable-backing.js';
 import type { MemberTag } from '../engine.js';
 import { decodeMemberTag } from '../state-text.js';
@@ -158,8 +158,4 @@ function marks(flat: string[]): DirtyMark[] {
   const out: DirtyMark[] = [];
   for (let i = 0; i + 1 < flat.length; i += 2) out.push({ member: flat[i] as string, since: Number(flat[i + 1]) });
   return out;
-}
-
-export function isCluster(client: Redis | Cluster): boolean {
-  return client instanceof Cluster;
 }

@@ -8,7 +8,7 @@ import { reconcileCommand } from './cli/reconcile-command.js';
 import { restoreCommand } from './cli/restore-command.js';
 import { resetReadCommand } from './cli/reset-read-command.js';
 
-const USAGE = `redpoint: the operator's toolbox (README "Operating Redpoint")
+const USAGE = `redpoint: the operator's toolbox (docs/cli.md)
 
   redpoint reconcile (--all | --user U... | --conv C...) [--repair] [--rate N] [--grace MS] [--cursor C]
   redpoint import FILE.jsonl [--dry-run] [--from-counters [--legacy-url URL] [--counters 'unread:*'] [--totals 'total_unread:*']]

@@ -9,7 +9,7 @@ import type * as UwsModule from 'uWebSockets.js';
  * build (`uWebSockets.js`, a republished 20.30) has Node 20 (ABI 115) and loads on glibc 2.28+;
  * the maintained republished build (an optional dependency) has Node 20, 22, 24 and 25 (ABIs
  * 115, 127, 137, 141) but needs glibc 2.38 (Debian 13, Ubuntu 24.04). The official build is
- * published only from its Git repository: installed under the name `uWebSockets.js` (README
+ * published only from its Git repository: installed under the name `uWebSockets.js` (docs/operations.md,
  * "Production checklist"), it takes the first entry's place.
  */
 export const UWS_BUILDS: readonly string[] = ['uWebSockets.js', '@btc-vision/uwebsockets.js'];
@@ -56,7 +56,7 @@ export function loadUws(builds: readonly string[] = UWS_BUILDS): LoadedUws {
   throw new Error(
     `no uWebSockets.js native binary loads here (node ${process.version}, ABI ${process.versions.modules}, ${process.platform}-${process.arch}, glibc ${glibcVersion()}):\n` +
       attempts.map((a) => `  ${a}`).join('\n') +
-      '\nRedpoint does not run on the slow fallback. Node 20 runs the pinned build (glibc >= 2.28); Node 22 and 24 need the maintained build, which needs glibc >= 2.38 (Debian 13, Ubuntu 24.04), or the official build installed from its repository (README "Production checklist"). Reinstall with npm ci.',
+      '\nRedpoint does not run on the slow fallback. Node 20 runs the pinned build (glibc >= 2.28); Node 22 and 24 need the maintained build, which needs glibc >= 2.38 (Debian 13, Ubuntu 24.04), or the official build installed from its repository (docs/operations.md, "Production checklist"). Reinstall with npm ci.',
   );
 }
 

@@ -49,7 +49,7 @@ specifies the WebSocket \`/v1/ws\`, which this document does not describe.
   \`application/msgpack\` (errors too); request bodies are JSON (also without a \`Content-Type\`) or
   MessagePack. Bodies over ${LIMITS.maxBodyBytes} bytes answer \`413\`.
 - Every reply carries \`x-request-id\`: the request's \`X-Request-Id\`, or one the server made.
-- Browsers on other origins: see \`CORS_ORIGINS\` in the README (off by default).`;
+- Browsers on other origins: see \`CORS_ORIGINS\` in docs/configuration.md (off by default).`;
 
 /**
  * The document for a server in production (the committed `protocol/openapi.json`), or with

@@ -270,12 +270,12 @@ describe('deploy kit: dashboard and alert rules', () => {
     }
   });
 
-  it("deploy/README.md lists every rule with its severity, and the README's alert table names only rules that exist", async () => {
+  it('deploy/README.md lists every rule with its severity, and the alert table of docs/operations.md names only rules that exist', async () => {
     const all = await rules();
     const table = section(await readFile(join(DEPLOY, 'README.md'), 'utf8'), '## Alerts');
     const listed = new Map([...table.matchAll(/^\| `(Redpoint\w+)` \|.*\| (\w+) \|$/gm)].map(([, alert, severity]) => [alert, severity]));
     expect(new Map(all.map((r) => [r.alert, r.labels?.severity]))).toEqual(listed);
-    const thresholds = section(await readFile(join(DEPLOY, '../README.md'), 'utf8'), '### Metrics to alert on');
+    const thresholds = section(await readFile(join(DEPLOY, '../docs/operations.md'), 'utf8'), '### Metrics to alert on');
     const named = new Set([...thresholds.matchAll(/`(Redpoint\w+)`/g)].map(([, alert]) => alert));
     expect([...named].filter((alert) => !all.some((r) => r.alert === alert))).toEqual([]);
     expect(named.size).toBeGreaterThan(15);

@@ -60,7 +60,7 @@ export function judgeRedisSettings(all: readonly RedisSettings[], allowEviction:
       warnings.push({
         event: 'redis_persistence_off',
         node: s.node,
-        message: `Redis ${s.node} has no persistence (appendonly no, no save points): a Redis restart resets every count to zero. Set appendonly yes and appendfsync everysec (README, Production checklist).`,
+        message: `Redis ${s.node} has no persistence (appendonly no, no save points): a Redis restart resets every count to zero. Set appendonly yes and appendfsync everysec (docs/operations.md, Production checklist).`,
       });
     } else if (s.aof === false && s.rdb === true) {
       warnings.push({

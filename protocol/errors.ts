@@ -1,6 +1,3 @@
-import type { Static } from '@sinclair/typebox';
-import type { ErrorBodySchema } from './replies.js';
-
 /**
  * Every error the server answers with. The code is the stable contract; the message is for people.
  * HTTP status per code is part of the contract too (see PROTOCOL.md).
@@ -27,9 +24,6 @@ export const ERROR_CODES = {
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
-
-/** The body of every error reply (schema in `replies.ts`). */
-export type ErrorBody = Static<typeof ErrorBodySchema>;
 
 /** An error meant for the client: carries its code, safe to show. Anything else is `internal`. */
 export class RedpointError extends Error {

@@ -1,10 +1,10 @@
-import { Type } from '@sinclair/typebox';
+import { type Static, Type } from '@sinclair/typebox';
 import { ERROR_CODES, type ErrorCode } from './errors.js';
 import { Category, Id } from './schemas.js';
 
 /**
  * Schemas of every reply the HTTP API sends: the single source of the reply types in `types.ts`
- * and `errors.ts` (derived with `Static<>`) and of the OpenAPI document (`npm run openapi`).
+ * and of `ErrorBody` (derived with `Static<>`) and of the OpenAPI document (`npm run openapi`).
  * A schema with an `$id` becomes a named component of that document; the `$id` never leaves it.
  * `additionalProperties: false` everywhere: the document states exactly what v1 sends, and the
  * contract test fails when the server sends a field the document does not name.
@@ -168,3 +168,6 @@ export const ErrorBodySchema = Type.Object(
   },
   { $id: 'Error', additionalProperties: false, description: 'Every error reply. Branch on `code`, the stable contract.' },
 );
+
+/** The body of every error reply. */
+export type ErrorBody = Static<typeof ErrorBodySchema>;

@@ -7,7 +7,7 @@ import { DEV_API_KEY, DEV_JWT_SECRET, resolveCredentials, type CredentialEnv } f
 import type { JwksSource, KeySetTiming } from './auth/jwks.js';
 import { defaultUserBudgetOptions, type UserBudgetOptions } from './gateway/user-budget.js';
 import { DEFAULT_CLOCK_TOLERANCE_SECONDS, DEFAULT_MAX_TTL_SECONDS } from './auth/user-tokens.js';
-import { parseCorsOrigins, type CorsOrigins } from './gateway/cors.js';
+import { parseCorsOrigins, type CorsOrigins } from './cors-config.js';
 import { DEFAULT_QUEUE_BATCH, DEFAULT_RETRY_SECONDS, type QueueConfig } from './queue/start-queue.js';
 import { OUTBOX_TABLE_PATTERN } from './queue/outbox-sql.js';
 import {

@@ -1,4 +1,4 @@
-import type { MemberTag } from './engine.js';
+import type { MemberTag } from './ops.js';
 import type { StoredConv } from './rules.js';
 
 /**

@@ -1,6 +1,9 @@
 import type { ConvState, Cursor, ConvEntry, Snapshot } from '../../protocol/types.js';
 import type { DurableStore } from './durable-backing.js';
 import type { Notifications } from './notifications.js';
+import type { MemberTag, UserOp } from './ops.js';
+
+export type { MemberTag, MembershipOp, UserOp } from './ops.js';
 
 /**
  * The store behind Redpoint, shaped by the domain (record a message, change a membership, apply
@@ -126,13 +129,6 @@ export interface MembersChange {
   threshold: number;
 }
 
-/** A member's join tag: the generation and head at which its current membership began. */
-export interface MemberTag {
-  uid: string;
-  joinGen: number;
-  joinHead: number;
-}
-
 export interface MembersStep {
   info: ConvInfo;
   /** Every uid of `add`, with its tag (an existing member keeps its own: a retry repeats the same join). */
@@ -163,45 +159,6 @@ export interface RecordedMessage {
   /** The members, read with the head: all of them when write-diffused, else the candidates who are members. */
   members: string[];
 }
-
-/**
- * One change to one user's state of one conversation (rules.ts holds what each does).
- * - `message`: messages up to `lastSeq` were delivered; the user sent up to `readSeq`;
- *   `mentionSeqs` mention them (at most LIMITS.mentionSeqsPerConversation). Only for users the
- *   conversation step listed as members.
- * - `read`: raise readSeq.
- * - `membership`: the conversation-level state of this user as of generation `gen` (member or
- *   not, mode, category, the join tag and the conversation's head); an op of an older generation
- *   than the record's is ignored.
- * - `settings`: flags, and `deleteAt` (hide the conversation up to the larger of it and lastSeq).
- * - `reset-read`: the operator's undo of a read that went too far: LOWER readSeq to `seq` (never
- *   below deletedSeq: what was deleted stays read). Not a max-merge, but idempotent; mentions
- *   dropped by the read are not restored, and markedUnread is left as is.
- */
-export type UserOp =
-  | { type: 'message'; uid: string; conv: string; lastSeq: number; readSeq: number; mentionSeqs: readonly number[] }
-  | { type: 'read'; uid: string; conv: string; seq: number }
-  | MembershipOp
-  | { type: 'settings'; uid: string; conv: string; muted?: boolean; markedUnread?: boolean; deleteAt?: number }
-  | { type: 'reset-read'; uid: string; conv: string; seq: number };
-
-export type MembershipOp =
-  | {
-      type: 'membership';
-      uid: string;
-      conv: string;
-      gen: number;
-      member: true;
-      joinGen: number;
-      joinHead: number;
-      /** The conversation's maxSeq when the op was made (a lower bound for lastSeq). */
-      head: number;
-      large: boolean;
-      category: string;
-    }
-  | { type: 'membership'; uid: string; conv: string; gen: number; member: false };
-
-export type UserOpType = UserOp['type'];
 
 export interface UserOpResult {
   /** False when the op changed nothing visible (a duplicate, an older seq or generation, a non-member). */

@@ -1,6 +1,6 @@
 import { LIMITS } from '../../protocol/limits.js';
 import type { ConvState } from '../../protocol/types.js';
-import type { UserOp } from './engine.js';
+import type { UserOp } from './ops.js';
 
 /**
  * The per-user state rules, as pure functions. The memory engine runs them directly; the Redis

@@ -1,4 +1,5 @@
 import { RedpointError } from '../../protocol/errors.js';
+import type { CorsOrigins } from '../cors-config.js';
 import type { HttpRouter, Reply, RequestContext } from './http.js';
 
 /**
@@ -11,34 +12,11 @@ import type { HttpRouter, Reply, RequestContext } from './http.js';
  * is not subject to CORS (its token travels in the first frame).
  */
 
-/** `*`, or exact origins (`scheme://host[:port]`). */
-export type CorsOrigins = '*' | readonly string[];
-
 const ALLOW_METHODS = 'GET, POST, PUT, DELETE';
 const ALLOW_HEADERS = 'Authorization, Content-Type, X-Request-Id';
 const EXPOSE_HEADERS = 'X-Request-Id, Retry-After';
 /** Browsers cap it anyway (Chromium: 2 h); 10 min lets a change of CORS_ORIGINS show soon. */
 const MAX_AGE_SECONDS = 600;
-
-/** Parses CORS_ORIGINS; throws naming the entry that is not an exact origin. */
-export function parseCorsOrigins(text: string): CorsOrigins {
-  const entries = text.split(',').map((entry) => entry.trim());
-  if (entries.includes('*')) {
-    if (entries.length > 1) throw new Error('`*` allows every origin: give it alone, or list exact origins');
-    return '*';
-  }
-  for (const entry of entries) {
-    let origin: string;
-    try {
-      origin = new URL(entry).origin;
-    } catch {
-      throw new Error(`${JSON.stringify(entry)} is not an origin (scheme://host[:port])`);
-    }
-    // Browsers send the serialized origin: lower-case, no default port, no path or slash.
-    if (origin !== entry) throw new Error(`${JSON.stringify(entry)} is not an exact origin${origin === 'null' ? '' : `; write ${origin}`}`);
-  }
-  return entries;
-}
 
 export class CorsPolicy {
   private readonly allowed: ReadonlySet<string> | '*';

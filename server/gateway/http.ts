@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
-import { ERROR_CODES, RedpointError, type ErrorBody } from '../../protocol/errors.js';
+import { ERROR_CODES, RedpointError } from '../../protocol/errors.js';
+import type { ErrorBody } from '../../protocol/replies.js';
 import { OutcomeUnknownError, StoreUnavailableError } from '../engine/store-errors.js';
 import { decodeJson, decodeMsgpack, encodeMsgpack } from '../../protocol/codec.js';
 import { ENDPOINTS } from '../../protocol/http-api.js';

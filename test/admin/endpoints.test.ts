@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { MemoryUser } from '../../server/engine/memory/memory-engine.js';
+import type { MemoryUser } from '../../server/engine/memory/memory-state.js';
 import { fileFixture } from '../helpers/file-fixture.js';
 import { startRedisServer } from '../helpers/redis-server.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';

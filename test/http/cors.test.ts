@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../server/config.js';
-import { parseCorsOrigins } from '../../server/gateway/cors.js';
+import { parseCorsOrigins } from '../../server/cors-config.js';
 import { startTestServer, TEST_API_KEY, type TestServer } from '../helpers/test-server.js';
 import { send } from '../openapi/contract.js';
 

@@ -6,7 +6,8 @@ import { registerRoutes as registerDemoPage } from '../../client-demo/page-route
 import { startServer, type RunningServer } from '../../server/app.js';
 import { Authenticator } from '../../server/auth/tokens.js';
 import { DEV_API_KEY, DEV_JWT_SECRET, type Config } from '../../server/config.js';
-import { MemoryEngine, type MemoryUser } from '../../server/engine/memory/memory-engine.js';
+import { MemoryEngine } from '../../server/engine/memory/memory-engine.js';
+import type { MemoryUser } from '../../server/engine/memory/memory-state.js';
 import type { RouteHook } from '../../server/gateway/route-hook.js';
 import { faultyEngine, type EngineFault, type FaultyEngine } from '../helpers/faulty-engine.js';
 import { silentLogger, TEST_API_KEY, testConfig } from '../helpers/test-server.js';

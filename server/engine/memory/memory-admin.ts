@@ -19,7 +19,7 @@ import {
   totalsOf,
   type MemoryConversation,
   type MemoryUser,
-} from './memory-engine.js';
+} from './memory-state.js';
 import { EMPTY_TABLE, tableCopy, tableEntries, tableHas, tableKeys, tableSet, tableSize, type TextTable } from './text-table.js';
 
 /** A deletion begun and not finished: the roster it removes, under its generation. */

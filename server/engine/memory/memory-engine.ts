@@ -1,5 +1,4 @@
-import { nanoid } from 'nanoid';
-import type { ConvEntry, Cursor, Snapshot } from '../../../protocol/types.js';
+import type { Cursor } from '../../../protocol/types.js';
 import {
   UNSEEN_EPOCH,
   type ApplyOptions,
@@ -21,18 +20,9 @@ import type { EngineAdmin } from '../admin.js';
 import { LocalNotifications } from './local-notifications.js';
 import { MemoryAdmin } from './memory-admin.js';
 import type { UserChange } from '../notifications.js';
-import {
-  decodeEntries,
-  decodeMemberTag,
-  decodeRecordFast,
-  decodeSnapshotText,
-  encodeEntryText,
-  encodeMemberTag,
-  encodeRecord,
-  encodeSnapshotText,
-} from '../state-text.js';
-import { appendEntry, entryTexts, trimEntries, type EntryLog } from './entry-log.js';
-import { EMPTY_TABLE, tableDelete, tableEntries, tableForEach, tableGet, tableHas, tableKeys, tableSet, tableSize, type TextTable } from './text-table.js';
+import { encodeEntryText, encodeMemberTag, encodeSnapshotText } from '../state-text.js';
+import { appendEntry, trimEntries } from './entry-log.js';
+import { tableDelete, tableHas, tableKeys, tableSet, tableSize } from './text-table.js';
 import {
   applyRule,
   contribution,
@@ -46,82 +36,22 @@ import {
   type StoredConv,
 } from '../rules.js';
 
-/** 2^30: a generation (any safe integer) split in two parts below it, each a small integer V8 keeps unboxed. */
-const GEN_SPLIT = 2 ** 30;
-
-// `| 0`: arithmetic on a double yields a double even when it is integral; only an int32 is stored unboxed.
-const highPart = (value: number): number => Math.floor(value / GEN_SPLIT) | 0;
-const lowPart = (value: number): number => (value - Math.floor(value / GEN_SPLIT) * GEN_SPLIT) | 0;
-
-/**
- * A conversation's state, in few heap objects. Generations are clock readings (~2^41), beyond
- * V8's small integers: a field holding one is a boxed number, and once one conversation's field
- * held one, V8 boxes that field in every conversation. So each is kept as two small integers.
- */
-export class MemoryConversation {
-  maxSeq = 0;
-  large = false;
-  /** uid → the member's tag text (state-text.ts encodeMemberTag, as the Redis engine stores it). */
-  members: TextTable = EMPTY_TABLE;
-  private genHigh = 0;
-  private genLow = 0;
-  private rewriteHigh = 0;
-  private rewriteLow = 0;
-
-  constructor(public category: string) {}
-
-  get gen(): number {
-    return this.genHigh * GEN_SPLIT + this.genLow;
-  }
-
-  set gen(value: number) {
-    this.genHigh = highPart(value);
-    this.genLow = lowPart(value);
-  }
-
-  /** Generation of a mode/category change whose member rewrite is not finished (0: none). */
-  get rewrite(): number {
-    return this.rewriteHigh * GEN_SPLIT + this.rewriteLow;
-  }
-
-  set rewrite(value: number) {
-    this.rewriteHigh = highPart(value);
-    this.rewriteLow = lowPart(value);
-  }
-}
-
-/**
- * One user's state, kept in few heap objects: numbers as fields, records and stream as flat
- * strings. With 100k users resident every full GC marks each object of every user, and one
- * pause of a ~450 MB heap of per-user object graphs was the soak's 241 ms p99 (issue 11, target 7).
- * A class: one shape for every user, no closure per user.
- */
-export class MemoryUser implements EntryLog {
-  /** Chosen at the user's first visible change; until then the user is unseen (UNSEEN_EPOCH). */
-  epoch: string | undefined = undefined;
-  version = 0;
-  base = 0;
-  memberCount = 0;
-  total = 0;
-  mentions = 0;
-  /**
-   * Unread per category, in the order categories first counted: nothing yet, the default
-   * category's alone (most users have no other), or a Map once another one counts.
-   */
-  categories: number | Map<string, number> | undefined = undefined;
-  /** conv → the record's text (encodeRecord), decoded when used. */
-  records: TextTable = EMPTY_TABLE;
-  /**
-   * Entries after `base`, in version order: entry `i` is version `base + 1 + i`. Kept as the
-   * Redis engine's entry texts (../state-text.ts), decoded when pulled.
-   */
-  entryChunks: string | string[] = '';
-  entryCount = 0;
-  entryTail = 0;
-  /** The newest snapshot: its version and its text (decodeSnapshotText). */
-  snapshotVersion = 0;
-  snapshotText = '';
-}
+import {
+  MemoryConversation,
+  MemoryUser,
+  addToCategory,
+  entriesAfter,
+  info,
+  largeMemberConvs,
+  memberRecords,
+  memberTag,
+  memberTags,
+  newEpoch,
+  putRecord,
+  recordOf,
+  snapshotOf,
+  totalsOf,
+} from './memory-state.js';
 
 /**
  * The in-process engine: the default when no Redis is configured. Everything is synchronous
@@ -346,96 +276,4 @@ export class MemoryEngine implements Engine {
     this.users.set(uid, user);
     return user;
   }
-}
-
-/** Up to `limit` of the user's stream entries after version `v` (or after its base, if later), decoded. */
-export function entriesAfter(user: MemoryUser, v: number, limit = Number.POSITIVE_INFINITY): ConvEntry[] {
-  const from = Math.max(user.base, v);
-  return decodeEntries(entryTexts(user, from - user.base, limit), from + 1);
-}
-
-/** The user's newest snapshot, decoded. */
-export function snapshotOf(user: MemoryUser): Snapshot {
-  return { v: user.snapshotVersion, convs: decodeSnapshotText(user.snapshotText) };
-}
-
-export function recordOf(user: MemoryUser, conv: string): StoredConv | undefined {
-  const text = tableGet(user.records, conv);
-  return text === undefined ? undefined : decodeRecordFast(conv, text);
-}
-
-export function putRecord(user: MemoryUser, rec: StoredConv): void {
-  user.records = tableSet(user.records, rec.conv, encodeRecord(rec));
-}
-
-/** Every record of the user (left and pending ones too), in the order they were created. */
-export function recordsOf(user: MemoryUser): StoredConv[] {
-  return tableEntries(user.records).map(([conv, text]) => decodeRecordFast(conv, text));
-}
-
-export function memberRecords(user: MemoryUser): StoredConv[] {
-  return recordsOf(user).filter((r) => r.member);
-}
-
-const ONE = 49; // '1'
-
-/** The read-diffused conversations the user is a member of, from the records' flag characters alone (every pull asks). */
-export function largeMemberConvs(user: MemoryUser): string[] {
-  const out: string[] = [];
-  tableForEach(user.records, (text, conv) => {
-    if (text.charCodeAt(0) === ONE && text.charCodeAt(3) === ONE) out.push(conv);
-  });
-  return out;
-}
-
-/** The stored totals, categories with a count of 0 left out (as the Redis engine returns them). */
-export function totalsOf(user: MemoryUser): StoredUserState['totals'] {
-  const c = user.categories;
-  const categories = new Map<string, number>();
-  if (typeof c === 'number' && c !== 0) categories.set(DEFAULT_CATEGORY, c);
-  if (typeof c === 'object') for (const [k, n] of c) if (n !== 0) categories.set(k, n);
-  return { total: user.total, mentions: user.mentions, categories };
-}
-
-/** Replaces the stored totals (a rebuild from the records). */
-export function setTotals(user: MemoryUser, totals: StoredUserState['totals']): void {
-  user.total = totals.total;
-  user.mentions = totals.mentions;
-  user.categories = undefined;
-  for (const [k, n] of totals.categories) addToCategory(user, k, n);
-}
-
-const DEFAULT_CATEGORY = 'default';
-
-function addToCategory(user: MemoryUser, category: string, delta: number): void {
-  const c = user.categories;
-  if (typeof c === 'object') {
-    c.set(category, (c.get(category) ?? 0) + delta);
-  } else if (category === DEFAULT_CATEGORY) {
-    user.categories = (c ?? 0) + delta;
-  } else {
-    // The first other category: from now on a Map, the default category's count first if it had one.
-    const map = new Map<string, number>();
-    if (c !== undefined) map.set(DEFAULT_CATEGORY, c);
-    map.set(category, delta);
-    user.categories = map;
-  }
-}
-
-export function memberTag(members: TextTable, uid: string): MemberTag | undefined {
-  const text = tableGet(members, uid);
-  return text === undefined ? undefined : decodeMemberTag(uid, text);
-}
-
-export function memberTags(members: TextTable): MemberTag[] {
-  return tableEntries(members).map(([uid, text]) => decodeMemberTag(uid, text));
-}
-
-/** Same length as the Redis engine's epochs. */
-export function newEpoch(): string {
-  return nanoid(12);
-}
-
-export function info(conv: string, c: MemoryConversation): ConvInfo {
-  return { conv, maxSeq: c.maxSeq, large: c.large, category: c.category, memberCount: tableSize(c.members), gen: c.gen };
 }

@@ -9,7 +9,7 @@ import { asArray, asNumber, asStrings, type Reply } from './codec.js';
 import { decodeEntries, decodeRecord, decodeSnapshotText, encodeRecord } from '../state-text.js';
 import { convKey, userChannel, userKeys, type UserKeys } from './keys.js';
 import { decodeMemberTag } from '../state-text.js';
-import { convInfo } from './redis-engine.js';
+import { convInfo } from './conv-info.js';
 import type { RunTracker } from './runs.js';
 import { luaDir, readLua } from './scripts.js';
 

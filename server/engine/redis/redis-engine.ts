@@ -27,6 +27,7 @@ import { nanoid } from 'nanoid';
 import { toConvState } from '../rules.js';
 import { ofParts, OutcomeUnknownError, type StoreError, StoreUnavailableError } from '../store-errors.js';
 import { asArray, asNumber, asString, asStrings, type Reply } from './codec.js';
+import { convInfo } from './conv-info.js';
 import { decodeEntries, decodeMemberTag, decodeRecord, decodeSnapshotText, decodeState, encodeMemberTag, encodeRecord } from '../state-text.js';
 import { clientAddress, clusterClient, singleClient } from './clients.js';
 import { CommandGuard, guardCommands } from './command-guard.js';
@@ -769,17 +770,4 @@ const ABSENT = 'absent';
 
 function userApplyKeys(k: UserKeys): string[] {
   return [k.meta, k.records, k.stream, k.snapshot, k.large];
-}
-
-/** `#s #l #c #g #n` of a conversation hash, in that order. */
-export function convInfo(conv: string, parts: ReadonlyArray<unknown>): ConvInfo {
-  // Texts (HMGET, HGETALL) or a script's reply as it is (numbers stay numbers): no copy either way.
-  return {
-    conv,
-    maxSeq: Number(parts[0] ?? 0),
-    large: String(parts[1]) === '1',
-    category: parts[2] === null || parts[2] === undefined ? 'default' : String(parts[2]),
-    memberCount: Number(parts[4] ?? 0),
-    gen: Number(parts[3] ?? 0),
-  };
 }

@@ -19,7 +19,7 @@ import { closeApp, uws, type us_listen_socket } from './gateway/uws.js';
 import { Metrics } from './metrics/metrics.js';
 import { VERSION } from './ops/build-info.js';
 import { startOpsListener, type OpsListener } from './ops/ops-listener.js';
-import { StoreHealth } from './ops/store-health.js';
+import { StoreHealth } from './engine/store-health.js';
 import { DEFAULT_STORE_TIMEOUT_MS, redisTargetOf } from './redis-target.js';
 import { WsGateway } from './gateway/ws-gateway.js';
 import { startQueues, type RunningQueues } from './queue/start-queue.js';
@@ -32,7 +32,7 @@ import type { ColdSweep } from './durable/cold-sweep.js';
 import type { Persister } from './durable/persister.js';
 
 /** The durable tier of a running server; the drainer and sweep run in the first worker only. */
-export interface DurableRuntime {
+interface DurableRuntime {
   tier: DurableTier;
   persister: Persister | undefined;
   sweep: ColdSweep | undefined;

@@ -2,9 +2,8 @@ import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { Type, type Static } from '@sinclair/typebox';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
-import type { NamedApiKey } from './auth/api-keys.js';
 import { DEV_API_KEY, DEV_JWT_SECRET, resolveCredentials, type CredentialEnv } from './auth/auth-config.js';
-import type { JwksSource, KeySetTiming } from './auth/jwks.js';
+import type { AuthSettings } from './auth/tokens.js';
 import { defaultUserBudgetOptions, type UserBudgetOptions } from './gateway/user-budget.js';
 import { DEFAULT_CLOCK_TOLERANCE_SECONDS, DEFAULT_MAX_TTL_SECONDS } from './auth/user-tokens.js';
 import { parseCorsOrigins, type CorsOrigins } from './cors-config.js';
@@ -213,7 +212,7 @@ type EnvValues = Static<typeof Env>;
 export const CONFIG_VARIABLES: readonly string[] = Object.keys(Env.properties);
 const checkEnv = TypeCompiler.Compile(Env);
 
-export interface Config {
+export interface Config extends AuthSettings {
   port: number;
   host: string;
   /** Port of the operations listener; undefined → the operations endpoints are on `port`. */
@@ -235,20 +234,6 @@ export interface Config {
   /** Replicas a write must reach before it is acknowledged (REDIS_WAIT_REPLICAS; 0 or absent: none), and how long to wait for them. */
   redisWaitReplicas?: number;
   redisWaitTimeoutMs?: number;
-  /** The API key named `default`: REDPOINT_API_KEY, or the published dev key in dev mode. */
-  apiKey?: string | undefined;
-  /** More API keys by name (REDPOINT_API_KEYS), accepted like `apiKey`; the name is logged. */
-  apiKeys?: readonly NamedApiKey[] | undefined;
-  /** HS256 secret of client JWTs (REDPOINT_JWT_SECRET, or the dev secret); unset: HS256 tokens are refused. */
-  jwtSecret?: string | undefined;
-  /** Public keys of ES256/RS256 client JWTs (REDPOINT_JWKS_URL / _FILE); `timing` is for tests. */
-  jwks?: (JwksSource & { timing?: Partial<KeySetTiming> }) | undefined;
-  jwtIssuer?: string | undefined;
-  jwtAudience?: string | undefined;
-  /** Default 7 days. */
-  jwtMaxTtlSeconds?: number | undefined;
-  /** Default 5 s; a live socket is closed 4003 this long after its token's `exp`. */
-  jwtClockToleranceSeconds?: number | undefined;
   /** Browser origins allowed to call the HTTP API (CORS); unset: none (no CORS headers). */
   corsOrigins?: CorsOrigins | undefined;
   /** No credentials configured: published dev credentials, loopback only. */

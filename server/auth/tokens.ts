@@ -1,8 +1,7 @@
 import { SignJWT } from 'jose';
 import { RedpointError } from '../../protocol/errors.js';
-import type { Config } from '../config.js';
 import { ApiKeys, DEFAULT_KEY_NAME, type NamedApiKey } from './api-keys.js';
-import { DEFAULT_KEY_SET_TIMING, KeySet } from './jwks.js';
+import { DEFAULT_KEY_SET_TIMING, type JwksSource, KeySet, type KeySetTiming } from './jwks.js';
 import {
   DEFAULT_CLOCK_TOLERANCE_SECONDS,
   DEFAULT_MAX_TTL_SECONDS,
@@ -17,6 +16,24 @@ export type { VerifiedToken } from './user-tokens.js';
 export interface AuthOptions extends Partial<TokenPolicy> {
   /** Public keys of ES256/RS256 user tokens. */
   keySet?: KeySet;
+}
+
+/** The credentials settings of the configuration (config.ts Config has them): auth/ needs no import of config.ts. */
+export interface AuthSettings {
+  /** The API key named `default`: REDPOINT_API_KEY, or the published dev key in dev mode. */
+  apiKey?: string | undefined;
+  /** More API keys by name (REDPOINT_API_KEYS), accepted like `apiKey`; the name is logged. */
+  apiKeys?: readonly NamedApiKey[] | undefined;
+  /** HS256 secret of client JWTs (REDPOINT_JWT_SECRET, or the dev secret); unset: HS256 tokens are refused. */
+  jwtSecret?: string | undefined;
+  /** Public keys of ES256/RS256 client JWTs (REDPOINT_JWKS_URL / _FILE); `timing` is for tests. */
+  jwks?: (JwksSource & { timing?: Partial<KeySetTiming> }) | undefined;
+  jwtIssuer?: string | undefined;
+  jwtAudience?: string | undefined;
+  /** Default 7 days. */
+  jwtMaxTtlSeconds?: number | undefined;
+  /** Default 5 s; a live socket is closed 4003 this long after its token's `exp`. */
+  jwtClockToleranceSeconds?: number | undefined;
 }
 
 /**
@@ -46,7 +63,7 @@ export class Authenticator {
   }
 
   /** Everything a configuration names; `onKeySetError` hears of every failed JWK Set load. */
-  static fromConfig(config: Config, onKeySetError?: (err: Error) => void): Authenticator {
+  static fromConfig(config: AuthSettings, onKeySetError?: (err: Error) => void): Authenticator {
     const keys: NamedApiKey[] = [...(config.apiKey !== undefined ? [{ name: DEFAULT_KEY_NAME, key: config.apiKey }] : []), ...(config.apiKeys ?? [])];
     const { jwks } = config;
     return new Authenticator(config.jwtSecret, keys, {

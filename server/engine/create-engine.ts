@@ -1,5 +1,5 @@
 import { pino, type Logger } from 'pino';
-import type { StoreHealth } from '../ops/store-health.js';
+import type { StoreHealth } from './store-health.js';
 import { redisTargetOf, type RedisSelection } from '../redis-target.js';
 import type { Engine, EngineOptions } from './engine.js';
 import type { RedisDurableOptions } from './redis/redis-engine.js';

@@ -10,7 +10,7 @@ import { ERROR_CODES } from '../../protocol/errors.js';
 import { ENDPOINTS } from '../../protocol/http-api.js';
 import type { StoreError, StoreErrorKind } from '../../server/engine/store-errors.js';
 import type { FailedCall } from '../../server/gateway/error-mapper.js';
-import type { StoreHealth } from '../../server/ops/store-health.js';
+import type { StoreHealth } from '../../server/engine/store-health.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import {
   DEPLOY,

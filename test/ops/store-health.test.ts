@@ -3,8 +3,8 @@ import type { Cluster } from 'ioredis';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { Metrics } from '../../server/metrics/metrics.js';
-import { StoreHealth } from '../../server/ops/store-health.js';
-import { watchCluster } from '../../server/ops/watch-redis.js';
+import { StoreHealth } from '../../server/engine/store-health.js';
+import { watchCluster } from '../../server/engine/redis/watch-redis.js';
 
 const gauge = async (metrics: Metrics): Promise<string[]> => (await metrics.registry.metrics()).split('\n').filter((l) => l.startsWith('redpoint_store_up{'));
 

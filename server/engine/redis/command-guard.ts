@@ -1,4 +1,4 @@
-import type { StoreHealth } from '../../ops/store-health.js';
+import type { StoreHealth } from '../store-health.js';
 import { OutcomeUnknownError, StoreError } from '../store-errors.js';
 import { ReplyWatch } from './reply-watch.js';
 import { SCRIPTS, USER_PRELUDE } from './scripts.js';

@@ -1,8 +1,8 @@
 import { Cluster, type Redis } from 'ioredis';
 import { LIMITS } from '../../../protocol/limits.js';
 import type { Cursor, Snapshot } from '../../../protocol/types.js';
-import { StoreHealth } from '../../ops/store-health.js';
-import { watchCluster, watchRedis } from '../../ops/watch-redis.js';
+import { StoreHealth } from '../store-health.js';
+import { watchCluster, watchRedis } from './watch-redis.js';
 import { DEFAULT_STORE_TIMEOUT_MS, quitWithin, type RedisTarget } from '../../redis-target.js';
 import type {
   ApplyOptions,

@@ -1,5 +1,5 @@
-import type { StoreHealth } from '../../ops/store-health.js';
-import { watchCluster, watchRedis } from '../../ops/watch-redis.js';
+import type { StoreHealth } from '../store-health.js';
+import { watchCluster, watchRedis } from './watch-redis.js';
 import { quitWithin, type RedisTarget } from '../../redis-target.js';
 import { clientAddress, clusterClient, singleClient } from './clients.js';
 import { InterestCounter, type HeadChange, type NotificationHandler, type Notifications, type UserChange } from '../notifications.js';
@@ -165,7 +165,7 @@ const LETTER_U = 0x75;
 const LETTER_C = 0x63;
 
 /** `epoch|at` then one `v|state` line per change (user_apply.lua). */
-export function parseUserMessage(uid: string, message: string): UserChange[] {
+function parseUserMessage(uid: string, message: string): UserChange[] {
   // Walked by index (every push of every online user comes through here): no array of lines,
   // and `at` set on the change rather than spread from an object made for it.
   let nl = message.indexOf('\n');
@@ -189,7 +189,7 @@ export function parseUserMessage(uid: string, message: string): UserChange[] {
 }
 
 /** `maxSeq|at` (conv_record.lua). */
-export function parseHeadMessage(conv: string, message: string): HeadChange {
+function parseHeadMessage(conv: string, message: string): HeadChange {
   const bar = message.indexOf('|');
   const atText = message.slice(bar + 1);
   return { conv, maxSeq: Number(message.slice(0, bar)), ...(atText !== '' ? { at: Number(atText) } : {}) };

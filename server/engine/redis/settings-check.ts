@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { redisAddress } from '../../ops/watch-redis.js';
+import { redisAddress } from './watch-redis.js';
 
 /** What Redpoint needs to know of one Redis server's configuration (undefined: could not be read). */
 export interface RedisSettings {
@@ -13,7 +13,7 @@ export interface RedisSettings {
 }
 
 /** A finding about the settings: logged as a warning, or a refusal to start. */
-export interface Finding {
+interface Finding {
   event: 'redis_persistence_off' | 'redis_persistence_rdb_only' | 'redis_eviction_allowed' | 'redis_settings_unchecked';
   node: string;
   message: string;
@@ -29,7 +29,7 @@ export interface Verdict {
  * Reads the settings with CONFIG GET; where CONFIG is not allowed (managed Redis services rename
  * or deny it), falls back to INFO, which shows AOF and the eviction policy but not RDB save points.
  */
-export async function readRedisSettings(node: Redis): Promise<RedisSettings> {
+async function readRedisSettings(node: Redis): Promise<RedisSettings> {
   const name = redisAddress(node);
   try {
     const get = async (param: string): Promise<string | undefined> => {

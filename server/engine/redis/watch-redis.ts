@@ -1,5 +1,5 @@
 import type { Cluster, Redis } from 'ioredis';
-import type { StoreHealth } from './store-health.js';
+import type { StoreHealth } from '../store-health.js';
 
 /** `host:port` of an ioredis connection, as the targets of StoreHealth name it. */
 export function redisAddress(conn: Redis): string {

@@ -1,6 +1,12 @@
 import { pino, type Logger } from 'pino';
-import type { StoreError } from '../engine/store-errors.js';
-import type { Metrics } from '../metrics/metrics.js';
+import type { StoreError } from './store-errors.js';
+
+/** What store health reports to, if anything (metrics/metrics.ts Metrics has these): the engine's port, no import of the registry. */
+export interface StoreHealthMetrics {
+  storeUp: { set(labels: { target: string }, value: number): void; remove(labels: { target: string }): void };
+  storeErrors: { inc(labels: { kind: string; outcome: string }): void };
+  busErrors: { inc(labels: { op: string }): void };
+}
 
 interface TargetState {
   up: boolean;
@@ -32,7 +38,7 @@ export class StoreHealth {
 
   constructor(
     private readonly log: Logger = pino({ level: 'silent' }),
-    private readonly metrics?: Metrics,
+    private readonly metrics?: StoreHealthMetrics,
     /** Store timeout: the quiet time after a timeout before replies count as recovery. */
     private readonly quietMs = 2_000,
   ) {}

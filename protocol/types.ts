@@ -41,3 +41,11 @@ export interface MessageEvent {
   /** Users @-mentioned by this message. */
   mentions?: string[];
 }
+
+/**
+ * The epoch of a user the server has never seen (PROTOCOL.md, "When the reply starts over from a
+ * snapshot"): stable, so asking about such a user creates nothing and a client of one is not told
+ * to resync on every check; leaving it is a user's first history, not a reset. A real epoch is 12
+ * random characters, never this.
+ */
+export const UNSEEN_EPOCH = '0';

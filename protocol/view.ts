@@ -14,10 +14,6 @@ export function effectiveLastSeq(state: ConvState, heads: Readonly<Record<string
   return Math.max(state.lastSeq, headOf(heads, state.conv));
 }
 
-export function isVisible(state: ConvState, heads: Readonly<Record<string, number>>): boolean {
-  return effectiveLastSeq(state, heads) > state.deletedSeq;
-}
-
 /** `null` when the conversation is hidden (deleted and no newer message). */
 export function toView(state: ConvState, heads: Readonly<Record<string, number>>): ConvView | null {
   const lastSeq = effectiveLastSeq(state, heads);
@@ -34,20 +30,52 @@ export function toView(state: ConvState, heads: Readonly<Record<string, number>>
   };
 }
 
-export function summarize(uid: string, epoch: string, version: number, states: Iterable<ConvState>, heads: Readonly<Record<string, number>>): UnreadSummary {
-  const conversations: ConvView[] = [];
-  const categories = new Map<string, number>();
-  let total = 0;
-  let mentions = 0;
+/** Badge totals as they are summed: `categories` in a Map (see above). */
+export interface Totals {
+  total: number;
+  mentions: number;
+  categories: Map<string, number>;
+}
+
+/** Adds one visible conversation's share of the badge: none when muted. */
+export function addToTotals(totals: Totals, view: ConvView): void {
+  if (view.muted) return;
+  totals.total += view.unread;
+  totals.mentions += view.mentions;
+  if (view.unread > 0) totals.categories.set(view.category, (totals.categories.get(view.category) ?? 0) + view.unread);
+}
+
+/** The visible conversations, in the order of `states`. */
+function visibleViews(states: Iterable<ConvState>, heads: Readonly<Record<string, number>>): ConvView[] {
+  const views: ConvView[] = [];
   for (const state of states) {
     const view = toView(state, heads);
-    if (!view) continue;
-    conversations.push(view);
-    if (view.muted) continue;
-    total += view.unread;
-    mentions += view.mentions;
-    if (view.unread > 0) categories.set(view.category, (categories.get(view.category) ?? 0) + view.unread);
+    if (view) views.push(view);
   }
-  conversations.sort((a, b) => (a.conv < b.conv ? -1 : a.conv > b.conv ? 1 : 0));
-  return { uid, epoch, version, total, mentions, categories: Object.fromEntries(categories), conversations };
+  return views;
+}
+
+function byConv(views: ConvView[]): ConvView[] {
+  return views.sort((a, b) => (a.conv < b.conv ? -1 : a.conv > b.conv ? 1 : 0));
+}
+
+/** The visible conversations, sorted by id: the list of an unread summary. */
+export function conversationViews(states: Iterable<ConvState>, heads: Readonly<Record<string, number>>): ConvView[] {
+  return byConv(visibleViews(states, heads));
+}
+
+export function summarize(uid: string, epoch: string, version: number, states: Iterable<ConvState>, heads: Readonly<Record<string, number>>): UnreadSummary {
+  const conversations = visibleViews(states, heads);
+  const totals: Totals = { total: 0, mentions: 0, categories: new Map() };
+  for (const view of conversations) addToTotals(totals, view);
+  // Object.fromEntries defines own properties: a category named `__proto__` stays data.
+  return {
+    uid,
+    epoch,
+    version,
+    total: totals.total,
+    mentions: totals.mentions,
+    categories: Object.fromEntries(totals.categories),
+    conversations: byConv(conversations),
+  };
 }

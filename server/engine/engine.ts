@@ -189,9 +189,5 @@ export interface StoredUserState {
   totals: { total: number; mentions: number; categories: Map<string, number> };
 }
 
-/**
- * The epoch of a user the store has never seen (no state at all): stable, so asking about such a
- * user creates nothing and a client of one is not told to resync on every check. A real epoch is
- * 12 random characters, never this.
- */
-export const UNSEEN_EPOCH = '0';
+/** The epoch of a user the store has never seen (defined with the wire contract). */
+export { UNSEEN_EPOCH } from '../../protocol/types.js';

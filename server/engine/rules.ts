@@ -71,7 +71,7 @@ export function visibleState(rec: StoredConv | undefined): ConvState | null {
   return rec?.member ? toConvState(rec) : null;
 }
 
-export function blankRecord(conv: string): StoredConv {
+function blankRecord(conv: string): StoredConv {
   return {
     conv,
     member: false,

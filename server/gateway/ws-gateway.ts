@@ -2,11 +2,11 @@ import type { Logger } from 'pino';
 import type { Authenticator } from '../auth/tokens.js';
 import type { WsOptions } from '../config.js';
 import type { UserChange } from '../engine/notifications.js';
-import { StoreError } from '../engine/store-errors.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { SyncService } from '../sync/sync-service.js';
 import { Fanout } from './fanout.js';
 import { RollingSweep } from './rolling-sweep.js';
+import { checkVersion } from './version-check.js';
 import type { UserBudgets } from './user-budget.js';
 import { WsSession, type SessionHost, type Socket, type SocketData } from './ws-session.js';
 import { uws, type TemplatedApp } from './uws.js';
@@ -136,17 +136,6 @@ export class WsGateway implements SessionHost {
   /** The safety net for one online user: every socket of the user hears the server's cursor. */
   private async checkVersion(uid: string): Promise<void> {
     const mine = this.users.get(uid);
-    if (!mine || mine.size === 0) return;
-    const sessions = [...mine];
-    try {
-      // A large group's head is not in the user's stream, so the version cannot reveal a lost
-      // head push: the check repeats the current head of each large group the sockets follow.
-      const convs = [...new Set(sessions.flatMap((s) => [...s.convs]))];
-      const [position, heads] = await Promise.all([this.sync.position(uid), convs.length > 0 ? this.sync.engine.heads(convs) : new Map<string, number>()]);
-      for (const s of sessions) if (!s.isClosed) s.deliverVersion(position, heads);
-    } catch (err) {
-      // An outage is reported once by StoreHealth, not once per online user.
-      this.log[err instanceof StoreError ? 'debug' : 'warn']({ err, uid }, 'version check failed');
-    }
+    if (mine) await checkVersion(this.sync, this.log, uid, [...mine]);
   }
 }

@@ -16,11 +16,11 @@ import {
 import type { Cursor } from '../../protocol/types.js';
 import type { Authenticator } from '../auth/tokens.js';
 import type { WsOptions } from '../config.js';
-import { StoreError } from '../engine/store-errors.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { SyncService } from '../sync/sync-service.js';
 import { wireError } from './error-mapper.js';
 import { convTopic, userTopic, type Fanout } from './fanout.js';
+import { checkVersion } from './version-check.js';
 import { TokenBucket } from './rate-limiter.js';
 import { pullCost, RetryLaterError, type UserBudgets } from './user-budget.js';
 import { FrameError, parseClientFrame } from './ws-frames.js';
@@ -51,7 +51,7 @@ export interface SessionHost {
 
 const MAX_MALFORMED = 10;
 /** Requests of one connection being answered at once; more are refused with rate_limited. */
-export const MAX_REQUESTS_IN_FLIGHT = 16;
+const MAX_REQUESTS_IN_FLIGHT = 16;
 const DRAIN_CHECK_DELAY_MS = 100;
 /** A close decided while the buffer is still over the limit waits this long for it to drain. */
 const CLOSE_WAIT_MS = 10_000;
@@ -250,21 +250,11 @@ export class WsSession {
     this.write(frame, false);
   }
 
-  /** The safety net: the server's cursor (and the heads of the large groups followed) for the client to compare. */
+  /** The safety net for this socket alone (version-check.ts). */
   async sendVersion(): Promise<void> {
     const uid = this.uid;
     if (!uid || this.closed) return;
-    try {
-      const convs = [...this.convs];
-      const [position, heads] = await Promise.all([
-        this.host.sync.position(uid),
-        convs.length > 0 ? this.host.sync.engine.heads(convs) : new Map<string, number>(),
-      ]);
-      this.deliverVersion(position, heads);
-    } catch (err) {
-      // An outage is reported once by StoreHealth, not once per online user.
-      this.host.log[err instanceof StoreError ? 'debug' : 'warn']({ err, uid, conn: this.id }, 'version check failed');
-    }
+    await checkVersion(this.host.sync, this.host.log, uid, [this], { conn: this.id });
   }
 
   /** Sends a version frame, preceded by the current head of each large group this socket follows. */

@@ -2,6 +2,7 @@ import { RedpointError } from '../../protocol/errors.js';
 import { LIMITS } from '../../protocol/limits.js';
 import type { MessageEvent } from '../../protocol/types.js';
 import type { Engine, RecordedMessage, UserOp } from '../engine/engine.js';
+import { mergeMentions } from '../engine/rules.js';
 import { afterPartOfIt } from '../engine/store-errors.js';
 
 interface Submission {
@@ -236,12 +237,9 @@ export function mergeOps(messages: readonly MessageEvent[], byConv: ReadonlyMap<
       op.lastSeq = Math.max(op.lastSeq, seq);
     }
   }
-  const cap = LIMITS.mentionSeqsPerConversation;
+  // The engine's own cap (rules.ts), applied here only when an op would carry more than it keeps.
   for (const op of ops.values()) {
-    if (op.mentionSeqs.length > cap) {
-      const distinct = [...new Set(op.mentionSeqs)].sort((a, b) => a - b);
-      op.mentionSeqs = distinct.slice(Math.max(0, distinct.length - cap));
-    }
+    if (op.mentionSeqs.length > LIMITS.mentionSeqsPerConversation) op.mentionSeqs = mergeMentions(op.mentionSeqs, [], -1);
   }
   return [...ops.values()];
 }

@@ -1,7 +1,7 @@
 import { LIMITS } from '../../protocol/limits.js';
 import { RedpointError } from '../../protocol/errors.js';
 import type { Cursor, MessageEvent, PullReply, UnreadSummary } from '../../protocol/types.js';
-import { summarize, toView } from '../../protocol/view.js';
+import { addToTotals, conversationViews, type Totals, toView } from '../../protocol/view.js';
 import type { Engine, UserOp, UserOpResult } from '../engine/engine.js';
 import { Ingest } from './ingest.js';
 import { changeMembership, type MembershipChange, type MembershipResult } from './membership.js';
@@ -124,19 +124,22 @@ export class SyncService {
     const stored = await this.engine.userState(uid);
     this.onStoreCall?.('user_state', (performance.now() - started) / 1000);
     const heads = Object.fromEntries(await this.engine.heads(stored.states.filter((s) => s.large).map((s) => s.conv)));
-    const summary = summarize(uid, stored.epoch, stored.version, stored.states, heads);
-    let total = stored.totals.total;
-    let mentions = stored.totals.mentions;
-    const categories = new Map(stored.totals.categories);
+    // Stored totals cover the write-diffused conversations; the read-diffused ones are added now.
+    const totals: Totals = { total: stored.totals.total, mentions: stored.totals.mentions, categories: new Map(stored.totals.categories) };
     for (const state of stored.states) {
       const view = state.large ? toView(state, heads) : null;
-      if (!view || view.muted) continue;
-      total += view.unread;
-      mentions += view.mentions;
-      if (view.unread > 0) categories.set(view.category, (categories.get(view.category) ?? 0) + view.unread);
+      if (view) addToTotals(totals, view);
     }
     // Object.fromEntries defines own properties: a category named `__proto__` stays data.
-    return { ...summary, total, mentions, categories: Object.fromEntries(categories) };
+    return {
+      uid,
+      epoch: stored.epoch,
+      version: stored.version,
+      total: totals.total,
+      mentions: totals.mentions,
+      categories: Object.fromEntries(totals.categories),
+      conversations: conversationViews(stored.states, heads),
+    };
   }
 
   /** Waits for in-flight flushes (graceful shutdown). */

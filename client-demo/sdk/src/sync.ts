@@ -1,5 +1,6 @@
 import type { ErrorCode } from '../../../protocol/errors.js';
 import type { AckFrame, ChangeFrame, ClientFrame, ErrorFrame, ServerFrame, SyncFrame, VersionFrame } from '../../../protocol/frames.js';
+import { UNSEEN_EPOCH } from '../../../protocol/types.js';
 import type { Backoff } from './backoff.js';
 import type { ResetEvent } from './types.js';
 import type { ReadBatcher } from './read-batcher.js';
@@ -7,12 +8,6 @@ import type { PushSequencer } from './sequencer.js';
 import type { SettingsQueue } from './settings-queue.js';
 import type { ConvStore } from './store.js';
 import { Timer, type Timers } from './timers.js';
-
-/**
- * The epoch of a user the server has never seen (PROTOCOL.md, "When the reply starts over from a
- * snapshot"): leaving it is a user's first history, not a reset.
- */
-const UNSEEN_EPOCH = '0';
 
 /** Error codes after which the same request may succeed later. */
 const TRANSIENT: ReadonlySet<string> = new Set<ErrorCode>(['unavailable', 'outcome_unknown', 'rate_limited', 'internal']);

@@ -35,7 +35,7 @@ export const FINDING_KINDS = {
 
 export type FindingKind = keyof typeof FINDING_KINDS;
 
-export const FindingSchema = Type.Object(
+const FindingSchema = Type.Object(
   {
     // A string enum, as for error codes: one `enum` line in the document.
     kind: Type.Unsafe<FindingKind>(Type.String({ enum: Object.keys(FINDING_KINDS) })),
@@ -66,7 +66,7 @@ export const CountReplySchema = Type.Object(
   { $id: 'CountReply', additionalProperties: false },
 );
 
-export const ConversationLineSchema = Type.Object(
+const ConversationLineSchema = Type.Object(
   {
     conv: Id,
     status: Type.Union([Type.Literal('member'), Type.Literal('left'), Type.Literal('pending')], {

@@ -30,7 +30,7 @@ export const EraseQuery = Type.Object({
 });
 
 /** Ids per reconcile request, and per walk page. */
-export const RECONCILE_IDS_MAX = 1000;
+const RECONCILE_IDS_MAX = 1000;
 
 export const ReconcileCursor = Type.String({
   maxLength: 256,

@@ -8,7 +8,7 @@ import type { ConvState, PullReply } from './types.js';
  * format of the client's `hello`. Every frame is a map with a type tag `t`.
  */
 
-export const CursorSchema = Type.Object(
+const CursorSchema = Type.Object(
   { epoch: Type.String({ maxLength: 32 }), version: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }) },
   { additionalProperties: false },
 );

@@ -35,7 +35,7 @@ import { DemoActivityBody, DevTokenBody, MembersBody, MessagesBody, ReadBody, Se
  */
 
 /** The credentials an endpoint accepts; any one of them suffices. */
-export type Credential = 'apiKey' | 'userToken';
+type Credential = 'apiKey' | 'userToken';
 
 export type Reply =
   /** A JSON (or MessagePack, on `Accept: application/msgpack`) body. */

@@ -65,7 +65,7 @@ export function displayName(conv: string, uid: string): string {
 const CATEGORY_LABELS: Record<string, string> = { private: 'Private chat', group: 'Group', system: 'System' };
 
 /** The line under the name, as a chat list reads: what is new, or that nothing is. */
-export function subtitle(c: ConversationView): string {
+function subtitle(c: ConversationView): string {
   const kind = CATEGORY_LABELS[c.category] ?? c.category;
   let news: string;
   if (c.mentions > 0) news = `${c.mentions === 1 ? 'You were mentioned' : `${c.mentions} mentions of you`} · ${c.unread} new`;

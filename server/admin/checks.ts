@@ -82,7 +82,7 @@ export function checkDerived(raw: RawUser, options: UserCheckOptions): Finding[]
 }
 
 /** Each record against its conversation's view of the user. */
-export function checkMemberships(raw: RawUser, views: ReadonlyMap<string, ConversationView>): Finding[] {
+function checkMemberships(raw: RawUser, views: ReadonlyMap<string, ConversationView>): Finding[] {
   const out: Finding[] = [];
   const uid = raw.uid;
   for (const rec of raw.records) {

@@ -5,7 +5,7 @@ import type { Engine, EngineOptions } from '../engine/engine.js';
 import { snapshotInterval, toConvState, type StoredConv } from '../engine/rules.js';
 import { checkUser } from './checks.js';
 
-export type { ConversationInspection, ConversationLine, UserInspection };
+export type { ConversationInspection, UserInspection };
 
 /** Everything support needs about one user, in one read of its state (plus its conversations' heads). */
 export async function inspectUser(engine: Engine, admin: EngineAdmin, options: EngineOptions, uid: string): Promise<UserInspection> {

@@ -47,7 +47,7 @@ export interface Toolbox {
 /** The change reply (PROTOCOL.md), as `POST /v1/users/:uid/read` answers. */
 export type ResetReadResult = Pick<UserOpResult, 'changed' | 'epoch' | 'version' | 'state'>;
 
-export const DEFAULT_WALK_PAGE = 200;
+const DEFAULT_WALK_PAGE = 200;
 const COUNT_PAGE = 1_000;
 
 export class LocalToolbox implements Toolbox {

@@ -8,7 +8,7 @@ export interface NamedApiKey {
 
 /** The name REDPOINT_API_KEY (the single key) goes by. */
 export const DEFAULT_KEY_NAME = 'default';
-export const API_KEY_MIN_LENGTH = 16;
+const API_KEY_MIN_LENGTH = 16;
 const NAME_RE = /^[A-Za-z0-9_.-]{1,64}$/;
 
 /**

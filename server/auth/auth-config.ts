@@ -25,7 +25,7 @@ export interface Credentials {
 }
 
 /** The variables whose presence means "production"; with none of them the server runs in dev mode. */
-export const CREDENTIAL_VARIABLES = ['REDPOINT_API_KEY', 'REDPOINT_API_KEYS', 'REDPOINT_JWT_SECRET', 'REDPOINT_JWKS_URL', 'REDPOINT_JWKS_FILE'] as const;
+const CREDENTIAL_VARIABLES = ['REDPOINT_API_KEY', 'REDPOINT_API_KEYS', 'REDPOINT_JWT_SECRET', 'REDPOINT_JWKS_URL', 'REDPOINT_JWKS_FILE'] as const;
 
 /**
  * Decides dev mode vs production and checks that the credentials make sense together. Pushes one

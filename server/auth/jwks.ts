@@ -48,7 +48,7 @@ export function checkJwks(value: unknown): JSONWebKeySet {
 }
 
 /** Loads the JWK Set of a source, checked. */
-export function loaderOf(source: JwksSource, timing: KeySetTiming): () => Promise<JSONWebKeySet> {
+function loaderOf(source: JwksSource, timing: KeySetTiming): () => Promise<JSONWebKeySet> {
   if ('file' in source) return async () => checkJwks(JSON.parse(await readFile(source.file, 'utf8')));
   return async () => {
     const response = await fetch(source.url, {

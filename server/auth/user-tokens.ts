@@ -30,7 +30,7 @@ export interface VerifiedToken {
 export const DEFAULT_MAX_TTL_SECONDS = 7 * 24 * 3600;
 export const DEFAULT_CLOCK_TOLERANCE_SECONDS = 5;
 /** The algorithms verified with the public keys of a JWK Set. */
-export const PUBLIC_KEY_ALGORITHMS = ['ES256', 'RS256'] as const;
+const PUBLIC_KEY_ALGORITHMS = ['ES256', 'RS256'] as const;
 export const SECRET_ALGORITHM = 'HS256';
 
 const UID_RE = new RegExp(ID_PATTERN);

@@ -7,7 +7,7 @@ const counts = (t: { total: number; mentions: number; categories: Record<string,
   `total ${t.total}, mentions ${t.mentions}, by category ${JSON.stringify(t.categories)}`;
 
 /** `redpoint inspect user U`: one screen for support. */
-export function describeUser(u: UserInspection): string {
+function describeUser(u: UserInspection): string {
   let text = `user ${u.uid}${u.seen ? '' : ' (no stream: never seen, only pending records, or erased)'}\n`;
   text += `  badge now:     ${counts(u.totals.shown)}\n`;
   text += `  stored totals: ${counts(u.totals.stored)} (write-diffused conversations)\n`;
@@ -27,7 +27,7 @@ export function describeUser(u: UserInspection): string {
   return text;
 }
 
-export function describeConversation(c: ConversationInspection): string {
+function describeConversation(c: ConversationInspection): string {
   let text = `conversation ${c.conv}${c.deleting ? ' (DELETION UNFINISHED: run `redpoint delete conv` again)' : ''}\n`;
   text += `  head (maxSeq): ${c.maxSeq}\n`;
   text += `  members:       ${c.memberCount}${c.storedMemberCount !== c.memberCount ? ` (stored count ${c.storedMemberCount}!)` : ''}\n`;

@@ -21,7 +21,7 @@ export function findingsReport(findings: readonly Finding[], title: string): str
   return out;
 }
 
-export function subject(f: Finding): string {
+function subject(f: Finding): string {
   if (f.uid !== undefined && f.conv !== undefined) return `user ${f.uid} in ${f.conv}`;
   if (f.uid !== undefined) return `user ${f.uid}`;
   return `conversation ${f.conv ?? '?'}`;

@@ -8,7 +8,7 @@ import { PgStore } from './pg-store.js';
 import { migrate } from './schema.js';
 
 /** How often (ms) a user's activity reaches the cold sweep's set at most: a fraction of the idle time, so a user seen at all is never close to cold. */
-export function activityEveryMs(coldAfterSeconds: number): number {
+function activityEveryMs(coldAfterSeconds: number): number {
   if (coldAfterSeconds === 0) return 60_000;
   return Math.max(1, Math.min(60_000, Math.floor((coldAfterSeconds * 1000) / 8)));
 }

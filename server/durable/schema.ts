@@ -12,7 +12,7 @@ import type pg from 'pg';
  * (Citus: `create_distributed_table('redpoint_user_conv', 'uid')`, and the two conversation
  * tables by `conv`, colocated with each other).
  */
-export const MIGRATIONS: readonly string[] = [
+const MIGRATIONS: readonly string[] = [
   `CREATE TABLE redpoint_user_conv (
      uid text NOT NULL,
      conv text NOT NULL,
@@ -49,12 +49,12 @@ export const MIGRATIONS: readonly string[] = [
    );`,
 ];
 
-export const SCHEMA_VERSION = MIGRATIONS.length;
+const SCHEMA_VERSION = MIGRATIONS.length;
 
 /** An arbitrary constant: the advisory lock key of Redpoint's migrations. */
 const MIGRATION_LOCK = 7_270_415_001;
 
-export class SchemaTooNewError extends Error {
+class SchemaTooNewError extends Error {
   override name = 'SchemaTooNewError';
 }
 

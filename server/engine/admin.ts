@@ -137,7 +137,7 @@ export function totalsOfRecords(records: Iterable<StoredConv>): RawMeta['totals'
 }
 
 /** An engine that offers the operator's view of its store (both engines do). */
-export interface AdministeredEngine {
+interface AdministeredEngine {
   admin(): EngineAdmin;
 }
 

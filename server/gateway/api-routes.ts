@@ -204,7 +204,7 @@ export function param(ctx: RequestContext, index: number): string {
  * `since=<epoch>:<version>` (or `since=<version>&epoch=<epoch>`) continues a cursor; a bare
  * version trusts the current epoch (empty epoch = wildcard). No `since`: start from a snapshot.
  */
-export function parseSince(since: string | undefined, epochParam: string | null): Cursor | null {
+function parseSince(since: string | undefined, epochParam: string | null): Cursor | null {
   if (since === undefined) return null;
   const colon = since.lastIndexOf(':');
   const epoch = colon >= 0 ? since.slice(0, colon) : (epochParam ?? '');

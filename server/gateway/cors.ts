@@ -18,7 +18,7 @@ const EXPOSE_HEADERS = 'X-Request-Id, Retry-After';
 /** Browsers cap it anyway (Chromium: 2 h); 10 min lets a change of CORS_ORIGINS show soon. */
 const MAX_AGE_SECONDS = 600;
 
-export class CorsPolicy {
+class CorsPolicy {
   private readonly allowed: ReadonlySet<string> | '*';
 
   constructor(origins: CorsOrigins) {

@@ -20,7 +20,7 @@ export interface FailedCall {
  * (writes only) says the change may have been applied and must be retried. A read has no outcome
  * to report, so its store errors are all `unavailable`. Anything unexpected is `internal`.
  */
-export function toWireError(err: unknown, write: boolean): RedpointError {
+function toWireError(err: unknown, write: boolean): RedpointError {
   if (err instanceof RedpointError) return err;
   if (err instanceof StoreError) {
     if (write && err.outcome === 'unknown') {

@@ -76,7 +76,7 @@ export interface RouterOptions {
 const TROUBLE_RECHECK_MS = 250;
 
 /** Seconds a client should wait before retrying a 503 (sent as Retry-After on every one). */
-export const RETRY_AFTER_SECONDS = 1;
+const RETRY_AFTER_SECONDS = 1;
 
 /**
  * Every reply that keeps its connection says `Keep-Alive: timeout=5`: uWebSockets.js closes an

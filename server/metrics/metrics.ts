@@ -10,7 +10,7 @@ type Labels<T extends string> = Partial<Record<T, string>>;
  * thousands of pushes a second is measurable CPU and garbage. `key` names a label set; `labelsOf`
  * turns a key into the labels, once per key.
  */
-export class PendingCounts<T extends string> {
+class PendingCounts<T extends string> {
   private readonly sets = new Map<string, { labels: Labels<T>; n: number }>();
 
   constructor(private readonly labelsOf: (key: string) => Labels<T>) {}

@@ -27,7 +27,7 @@ export interface JetStreamOptions {
 }
 
 /** The durable consumer every Redpoint process shares: each record goes to one of them. */
-export const DURABLE_NAME = 'redpoint';
+const DURABLE_NAME = 'redpoint';
 /** Unacknowledged this long, a record is redelivered (to any process); a held batch is kept alive sooner. */
 const ACK_WAIT_MS = 10_000;
 /**
@@ -38,7 +38,7 @@ const ACK_WAIT_MS = 10_000;
 const PULL_EXPIRES_MS = 1_000;
 
 /** The dead-letter stream and subject of an ingest stream and subject. */
-export function deadLetterOf(stream: string, subject: string): { stream: string; subject: string } {
+function deadLetterOf(stream: string, subject: string): { stream: string; subject: string } {
   return { stream: `${stream}_DEAD`, subject: `${subject}.dead` };
 }
 

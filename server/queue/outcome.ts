@@ -27,8 +27,8 @@ export function reasonOf(err: unknown): string {
   return `internal: ${String(err)}`;
 }
 
-export const RETRY_FIRST_DELAY_MS = 250;
-export const RETRY_MAX_DELAY_MS = 30_000;
+const RETRY_FIRST_DELAY_MS = 250;
+const RETRY_MAX_DELAY_MS = 30_000;
 
 /**
  * Backoff of a record retried for the `attempts`-th time (1 after its first failure): doubling

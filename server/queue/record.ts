@@ -14,8 +14,7 @@ export type QueueRecord =
   | { type: 'settings'; uid: string; conv: string; muted?: boolean; markedUnread?: boolean }
   | { type: 'delete'; uid: string; conv: string };
 
-export const RECORD_TYPES = ['message', 'members', 'read', 'settings', 'delete'] as const;
-export type RecordType = (typeof RECORD_TYPES)[number];
+const RECORD_TYPES = ['message', 'members', 'read', 'settings', 'delete'] as const;
 
 const PathIds = { conv: Type.Object({ conv: Id }), uid: Type.Object({ uid: Id }) };
 

@@ -51,7 +51,7 @@ export interface RunWaits {
 }
 
 /** Without a StoreHealth: wait the default store timeout, report nothing. */
-export const DEFAULT_WAITS: RunWaits = { deadline: () => Date.now() + 2_000, failed: () => undefined };
+const DEFAULT_WAITS: RunWaits = { deadline: () => Date.now() + 2_000, failed: () => undefined };
 
 /** Pause between two attempts of a command that was not sent (its connection was dying under it). */
 const RESEND_PAUSE_MS = 10;
@@ -73,7 +73,7 @@ export async function retryNotSent<T>(deadline: number, attempt: (deadline: numb
   }
 }
 
-export const IN_FLIGHT = 'Redis reconnected while a user script was in flight; the script may have run under another Redis run, its outcome is unknown';
+const IN_FLIGHT = 'Redis reconnected while a user script was in flight; the script may have run under another Redis run, its outcome is unknown';
 
 /** A run id, with the connection it was learned over (a reconnect makes a new one). */
 interface Run {
@@ -94,7 +94,7 @@ function beforeDeadline<T>(learning: Promise<T>, deadline: number, what: string)
   return Promise.race([learning, late]).finally(() => clearTimeout(timer));
 }
 
-export function parseRunId(info: string): string {
+function parseRunId(info: string): string {
   const id = /^run_id:([0-9a-f]+)\r?$/m.exec(info)?.[1];
   if (!id) throw new Error('INFO server did not report a run_id');
   return id;

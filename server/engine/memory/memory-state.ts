@@ -18,11 +18,7 @@ const GEN_SPLIT = 2 ** 30;
 const highPart = (value: number): number => Math.floor(value / GEN_SPLIT) | 0;
 const lowPart = (value: number): number => (value - Math.floor(value / GEN_SPLIT) * GEN_SPLIT) | 0;
 
-/**
- * A conversation's state, in few heap objects. Generations are clock readings (~2^41), beyond
- * V8's small integers: a field holding one is a boxed number, and once one conversation's field
- * held one, V8 boxes that field in every conversation. So each is kept as two small integers.
- */
+/** A conversation's state; each generation kept as two small integers, which V8 stores unboxed (DESIGN.md §14). */
 export class MemoryConversation {
   maxSeq = 0;
   large = false;
@@ -55,12 +51,7 @@ export class MemoryConversation {
   }
 }
 
-/**
- * One user's state, kept in few heap objects: numbers as fields, records and stream as flat
- * strings. With 100k users resident every full GC marks each object of every user, and one
- * pause of a ~450 MB heap of per-user object graphs was the soak's 241 ms p99 (issue 11, target 7).
- * A class: one shape for every user, no closure per user.
- */
+/** One user's state in few heap objects: numbers as fields, records and stream as flat strings (DESIGN.md §14). */
 export class MemoryUser implements EntryLog {
   /** Chosen at the user's first visible change; until then the user is unseen (UNSEEN_EPOCH). */
   epoch: string | undefined = undefined;

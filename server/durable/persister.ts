@@ -181,10 +181,13 @@ export class Persister {
     // Rosters: one transaction each (a roster may be large, and is rewritten whole).
     for (const conv of rosters) {
       const state = await this.store.readConversation(conv);
-      // Marked, yet gone from Redis: it was deleted since (Redis losing it would have lost the mark too).
-      if (state) await this.pg.writeConversation(conv, state.state);
-      else await this.pg.deleteConversation(conv);
-      this.metrics.persistRows.inc({ kind: 'conversation' });
+      // Marked, yet gone from Redis: deleted (the toolbox deletes its rows itself), or lost since
+      // the marks were read (a FLUSHALL or failover in the middle of this pass). Absence is no
+      // evidence of a deletion, so PostgreSQL is left as it is: the next touch restores from it.
+      if (state) {
+        await this.pg.writeConversation(conv, state.state);
+        this.metrics.persistRows.inc({ kind: 'conversation' });
+      }
       if (await this.store.clearConversation('m', conv, state?.gen ?? '')) cleared++;
     }
     const now = Date.now();

@@ -61,12 +61,23 @@ describe('durable tier: Redis lost in the middle of a drain pass', () => {
         },
       },
     });
-    const drainer = new Persister(paused, durable.tier.pg, { intervalMs: 1_000, batch: 100, backlogWarn: 1e6 }, pino({ level: 'silent' }), new Metrics({ processMetrics: false }));
+    const drainer = new Persister(
+      paused,
+      durable.tier.pg,
+      { intervalMs: 1_000, batch: 100, backlogWarn: 1e6 },
+      pino({ level: 'silent' }),
+      new Metrics({ processMetrics: false }),
+    );
     await drainer.drainOnce();
     expect(wiped).toBe(true);
 
     const saved = await durable.tier.pg.loadConversations(['wiped']);
-    expect(saved.get('wiped')?.members.map((m) => m.uid).sort()).toEqual(['wa', 'wb']);
+    expect(
+      saved
+        .get('wiped')
+        ?.members.map((m) => m.uid)
+        .sort(),
+    ).toEqual(['wa', 'wb']);
     // What PostgreSQL held before the wipe comes back on the next touch.
     const after = await server.unread('wb');
     expect(after.conversations.find((c) => c.conv === 'wiped')).toMatchObject(before.conversations.find((c) => c.conv === 'wiped') ?? {});

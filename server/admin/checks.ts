@@ -1,4 +1,4 @@
-import { FINDING_KINDS, type Finding, type FindingKind } from '../../protocol/admin-replies.js';
+import { FINDING_KINDS, type Finding } from '../../protocol/admin-replies.js';
 import type { ConvState } from '../../protocol/types.js';
 import { totalsOfRecords, type ConversationView, type RawConversation, type RawUser } from '../engine/admin.js';
 import { sameState, toConvState, type StoredConv } from '../engine/rules.js';
@@ -21,7 +21,7 @@ import { sameState, toConvState, type StoredConv } from '../engine/rules.js';
  *   `unfinished-rewrite` (a membership change failed halfway and was never retried).
  */
 export { FINDING_KINDS };
-export type { Finding, FindingKind };
+export type { Finding };
 
 export interface UserCheckOptions {
   /** Streams and snapshots expire while idle (then a missing one is legal). */

@@ -1,4 +1,4 @@
-import { Type, type Static } from '@sinclair/typebox';
+import { type Static, Type } from '@sinclair/typebox';
 import { Head, ReconcileCursor } from './admin-schemas.js';
 import { Epoch, Version } from './replies.js';
 import { Category, Id } from './schemas.js';

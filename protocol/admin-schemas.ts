@@ -1,4 +1,4 @@
-import { Type, type Static } from '@sinclair/typebox';
+import { type Static, Type } from '@sinclair/typebox';
 import { LIMITS } from './limits.js';
 import { Category, Id, ReadSeq, Seq } from './schemas.js';
 

@@ -1,6 +1,6 @@
-import { Type, type Static } from '@sinclair/typebox';
-import { Id, ReadSeq } from './schemas.js';
+import { type Static, Type } from '@sinclair/typebox';
 import { LIMITS } from './limits.js';
+import { Id, ReadSeq } from './schemas.js';
 import type { ConvState, PullReply } from './types.js';
 
 /**

@@ -1,7 +1,7 @@
-import { Type, type Static, type TSchema } from '@sinclair/typebox';
-import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
-import { ID_PATTERN, LIMITS } from './limits.js';
+import { type Static, type TSchema, Type } from '@sinclair/typebox';
+import { type TypeCheck, TypeCompiler } from '@sinclair/typebox/compiler';
 import { RedpointError } from './errors.js';
+import { ID_PATTERN, LIMITS } from './limits.js';
 
 /**
  * Schemas of every untrusted input. They double as JSON Schema for the docs; `decode` checks a

@@ -1,13 +1,13 @@
 import { parseArgs } from 'node:util';
-import { ConfigError } from './config.js';
 import { connect, UsageError } from './cli/connect.js';
+import { dbReconcileCommand } from './cli/db-reconcile-command.js';
 import { deleteCommand, eraseCommand, headCommand } from './cli/erase-command.js';
 import { importCommand } from './cli/import-command.js';
 import { inspectCommand } from './cli/inspect-command.js';
-import { dbReconcileCommand } from './cli/db-reconcile-command.js';
 import { reconcileCommand } from './cli/reconcile-command.js';
-import { restoreCommand } from './cli/restore-command.js';
 import { resetReadCommand } from './cli/reset-read-command.js';
+import { restoreCommand } from './cli/restore-command.js';
+import { ConfigError } from './config.js';
 
 const USAGE = `redpoint: the operator's toolbox (docs/cli.md)
 

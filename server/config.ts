@@ -1,22 +1,22 @@
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { Type, type Static } from '@sinclair/typebox';
+import { type Static, Type } from '@sinclair/typebox';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
-import { DEV_API_KEY, DEV_JWT_SECRET, resolveCredentials, type CredentialEnv } from './auth/auth-config.js';
+import { type CredentialEnv, DEV_API_KEY, DEV_JWT_SECRET, resolveCredentials } from './auth/auth-config.js';
 import type { AuthSettings } from './auth/tokens.js';
-import { defaultUserBudgetOptions, type UserBudgetOptions } from './gateway/user-budget.js';
 import { DEFAULT_CLOCK_TOLERANCE_SECONDS, DEFAULT_MAX_TTL_SECONDS } from './auth/user-tokens.js';
-import { parseCorsOrigins, type CorsOrigins } from './cors-config.js';
-import { DEFAULT_QUEUE_BATCH, DEFAULT_RETRY_SECONDS, type QueueConfig } from './queue/start-queue.js';
+import { type CorsOrigins, parseCorsOrigins } from './cors-config.js';
+import { defaultUserBudgetOptions, type UserBudgetOptions } from './gateway/user-budget.js';
 import { OUTBOX_TABLE_PATTERN } from './queue/outbox-sql.js';
+import { DEFAULT_QUEUE_BATCH, DEFAULT_RETRY_SECONDS, type QueueConfig } from './queue/start-queue.js';
 import {
   BOTH_TARGETS,
   DEFAULT_STORE_TIMEOUT_MS,
   describeRedisTarget,
   parseClusterNodes,
-  redisTargetOf,
   type RedisAccess,
   type RedisNodeAddress,
+  redisTargetOf,
 } from './redis-target.js';
 
 export interface WsOptions {

@@ -1,4 +1,4 @@
-import { pino, type Logger } from 'pino';
+import { type Logger, pino } from 'pino';
 
 /** Structured JSON logs on stdout; pipe through `pino-pretty` for people. */
 export function createLogger(level: string): Logger {

@@ -1,13 +1,13 @@
-import { shutdownBoundMs, startServer, type RunningServer } from './app.js';
-import { ConfigError, DEV_API_KEY, describeConfig, loadConfig, workerCount, type Config } from './config.js';
+import { type RunningServer, shutdownBoundMs, startServer } from './app.js';
+import { type Config, ConfigError, DEV_API_KEY, describeConfig, loadConfig, workerCount } from './config.js';
+import { loadRouteHook } from './gateway/route-hook.js';
+import { loadedUws } from './gateway/uws.js';
 import { createLogger } from './logger.js';
 import { VERSION } from './ops/build-info.js';
 import { describeRedisTarget, redisTargetOf } from './redis-target.js';
-import { loadRouteHook } from './gateway/route-hook.js';
-import { loadedUws } from './gateway/uws.js';
-import { runWorkers } from './workers/supervisor.js';
 import { exitAtOnce, StopSignals } from './stop-signals.js';
 import { missingFromCommandLine } from './v8-flags.js';
+import { runWorkers } from './workers/supervisor.js';
 
 export interface RunOptions {
   /**

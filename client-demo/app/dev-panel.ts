@@ -1,7 +1,7 @@
 import type { RedpointClient } from '@redpoint/client';
 import { createConversation, membersOf, sendMessages, setServerSettings } from './api.js';
-import { displayName } from './view.js';
 import type { StatusLine } from './status-line.js';
+import { displayName } from './view.js';
 
 /** The right-hand panel: make conversations and send test messages through the HTTP API. */
 

@@ -1,4 +1,4 @@
-import { RedpointClient, type ConversationView, type RedpointState } from '@redpoint/client';
+import { type ConversationView, RedpointClient, type RedpointState } from '@redpoint/client';
 import { IndexedDbCache } from '@redpoint/client/idb';
 import { msgpack } from '@redpoint/client/msgpack';
 import { shareTabs } from '@redpoint/client/tabs';
@@ -6,7 +6,7 @@ import { devToken, getActivity, reportActivity } from './api.js';
 import { setupDevPanel } from './dev-panel.js';
 import { setupResetNotice } from './reset-notice.js';
 import { StatusLine } from './status-line.js';
-import { render, setMenu, type Action } from './view.js';
+import { type Action, render, setMenu } from './view.js';
 
 /**
  * The demo page: one user (`?uid=`, default alice) on one device (`?device=`). Counts come from

@@ -1,8 +1,9 @@
 import { FINDING_KINDS, type Finding } from '../../protocol/admin-replies.js';
 import type { ConvState } from '../../protocol/types.js';
-import { totalsOfRecords, type ConversationView, type RawConversation, type RawUser } from '../engine/admin.js';
-import { sameState, toConvState, type StoredConv } from '../engine/rules.js';
+import { type ConversationView, type RawConversation, type RawUser, totalsOfRecords } from '../engine/admin.js';
+import { type StoredConv, sameState, toConvState } from '../engine/rules.js';
 
+export type { Finding };
 /**
  * The invariants the design promises, checked on raw stored state (pure functions: the
  * reconciler reads, these judge). A finding names what is wrong; the reconciler knows how each
@@ -21,7 +22,6 @@ import { sameState, toConvState, type StoredConv } from '../engine/rules.js';
  *   `unfinished-rewrite` (a membership change failed halfway and was never retried).
  */
 export { FINDING_KINDS };
-export type { Finding };
 
 export interface UserCheckOptions {
   /** Streams and snapshots expire while idle (then a missing one is legal). */

@@ -1,12 +1,12 @@
 import type { ImportBatchResult } from '../../protocol/admin-replies.js';
-import { ConvLine, UserLine, type ImportBatch } from '../../protocol/admin-schemas.js';
+import { ConvLine, type ImportBatch, UserLine } from '../../protocol/admin-schemas.js';
 import { decode } from '../../protocol/schemas.js';
 import type { Engine, UserOp } from '../engine/engine.js';
 import { changeMembership, memberOp } from '../sync/membership.js';
 import { mapLimit } from './map-limit.js';
 
-export { ConvLine, UserLine };
 export type { ImportBatch, ImportBatchResult };
+export { ConvLine, UserLine };
 
 export type ImportLine = { kind: 'conv'; line: ConvLine } | { kind: 'user'; line: UserLine };
 

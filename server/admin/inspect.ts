@@ -2,7 +2,7 @@ import type { ConversationInspection, ConversationLine, UserInspection } from '.
 import { headOf, toView } from '../../protocol/view.js';
 import type { EngineAdmin } from '../engine/admin.js';
 import type { Engine, EngineOptions } from '../engine/engine.js';
-import { snapshotInterval, toConvState, type StoredConv } from '../engine/rules.js';
+import { type StoredConv, snapshotInterval, toConvState } from '../engine/rules.js';
 import { checkUser } from './checks.js';
 
 export type { ConversationInspection, UserInspection };

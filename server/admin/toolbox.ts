@@ -1,13 +1,13 @@
-import { RedpointError } from '../../protocol/errors.js';
 import type { ReconcileRequest } from '../../protocol/admin-schemas.js';
+import { RedpointError } from '../../protocol/errors.js';
 import type { EngineAdmin } from '../engine/admin.js';
 import type { Engine, EngineOptions, UserOpResult } from '../engine/engine.js';
-import { deleteConversation, type DeleteResult } from './delete-conversation.js';
-import { eraseUser, userTraces, type EraseResult, type UserTraces } from './erase.js';
-import { reassertHeads, type HeadAssertion, type HeadsResult } from './heads.js';
-import { importBatch, type ImportBatch, type ImportBatchResult } from './import.js';
-import { inspectConversation, inspectUser, type ConversationInspection, type UserInspection } from './inspect.js';
-import { Reconciler, type ReconcilePage } from './reconcile.js';
+import { type DeleteResult, deleteConversation } from './delete-conversation.js';
+import { type EraseResult, eraseUser, type UserTraces, userTraces } from './erase.js';
+import { type HeadAssertion, type HeadsResult, reassertHeads } from './heads.js';
+import { type ImportBatch, type ImportBatchResult, importBatch } from './import.js';
+import { type ConversationInspection, inspectConversation, inspectUser, type UserInspection } from './inspect.js';
+import { type ReconcilePage, Reconciler } from './reconcile.js';
 import { resetRead } from './reset-read.js';
 
 /** Walk from `cursor` ('' starts; ignored when `users` or `conversations` is given), `count` ids per page. */

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { checkDistinct, DEFAULT_KEY_NAME, parseApiKeys, type NamedApiKey } from './api-keys.js';
+import { checkDistinct, DEFAULT_KEY_NAME, type NamedApiKey, parseApiKeys } from './api-keys.js';
 import { checkJwks, type JwksSource } from './jwks.js';
 
 /** Dev-mode credentials: published on purpose, accepted only on 127.0.0.1. */

@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import { createLocalJWKSet, errors as joseErrors, type JSONWebKeySet, type JWTVerifyGetKey } from 'jose';
+import { createLocalJWKSet, type JSONWebKeySet, type JWTVerifyGetKey, errors as joseErrors } from 'jose';
 
 /** Where the public keys of user tokens come from: an identity provider's JWKS URL, or a file. */
 export type JwksSource = { url: string } | { file: string };

@@ -4,7 +4,7 @@
  * such a token proves nothing to anyone). Issuer and audience follow REDPOINT_JWT_ISSUER and
  * REDPOINT_JWT_AUDIENCE; a TTL above REDPOINT_JWT_MAX_TTL_SECONDS is refused, as the server would.
  */
-import { ConfigError, DEV_JWT_SECRET, loadConfig, type Config } from '../config.js';
+import { type Config, ConfigError, DEV_JWT_SECRET, loadConfig } from '../config.js';
 import { Authenticator } from './tokens.js';
 
 const DEFAULT_TTL_SECONDS = 24 * 3600;

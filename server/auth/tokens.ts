@@ -6,8 +6,8 @@ import {
   DEFAULT_CLOCK_TOLERANCE_SECONDS,
   DEFAULT_MAX_TTL_SECONDS,
   SECRET_ALGORITHM,
-  UserTokenVerifier,
   type TokenPolicy,
+  UserTokenVerifier,
   type VerifiedToken,
 } from './user-tokens.js';
 

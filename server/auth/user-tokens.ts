@@ -1,7 +1,7 @@
-import { decodeProtectedHeader, errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyOptions } from 'jose';
+import { decodeProtectedHeader, type JWTPayload, type JWTVerifyOptions, errors as joseErrors, jwtVerify } from 'jose';
 import { RedpointError } from '../../protocol/errors.js';
 import { ID_PATTERN, LIMITS } from '../../protocol/limits.js';
-import { KeySetUnavailable, type KeySet } from './jwks.js';
+import { type KeySet, KeySetUnavailable } from './jwks.js';
 
 /** What a user token must satisfy beyond its signature. */
 export interface TokenPolicy {

@@ -1,11 +1,11 @@
+import { pino } from 'pino';
 import { LocalToolbox, type Toolbox } from '../admin/toolbox.js';
 import { DEV_API_KEY, loadConfig } from '../config.js';
+import { DurableTier } from '../durable/durable-tier.js';
 import { adminOf } from '../engine/admin.js';
 import { createEngine } from '../engine/create-engine.js';
 import { describeRedisTarget, redisTargetOf } from '../redis-target.js';
 import { HttpToolbox } from './http-toolbox.js';
-import { DurableTier } from '../durable/durable-tier.js';
-import { pino } from 'pino';
 
 export class UsageError extends Error {
   override name = 'UsageError';

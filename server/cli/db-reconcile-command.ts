@@ -1,10 +1,10 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { adminOf } from '../engine/admin.js';
 import { addDbPage, DB_FINDING_KINDS, DbReconciler, emptyDbPage } from '../durable/db-reconcile.js';
+import { adminOf } from '../engine/admin.js';
 import { withDurableEngine } from './durable-connect.js';
 import { progressBar, rateSince } from './progress.js';
-import { findingsReport } from './report.js';
 import type { ReconcileArgs } from './reconcile-command.js';
+import { findingsReport } from './report.js';
 
 const PAGE = 200;
 

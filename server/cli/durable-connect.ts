@@ -1,9 +1,9 @@
 import { pino } from 'pino';
 import { loadConfig } from '../config.js';
-import type { Engine } from '../engine/engine.js';
-import type { DurableStore } from '../engine/durable-backing.js';
-import { createEngine } from '../engine/create-engine.js';
 import { DurableTier } from '../durable/durable-tier.js';
+import { createEngine } from '../engine/create-engine.js';
+import type { DurableStore } from '../engine/durable-backing.js';
+import type { Engine } from '../engine/engine.js';
 import { UsageError } from './connect.js';
 
 export interface DurableConnection {

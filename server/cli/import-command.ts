@@ -1,8 +1,8 @@
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
-import { parseImportLine, type ConvLine, type ImportBatch, type UserLine } from '../admin/import.js';
+import { type ConvLine, type ImportBatch, parseImportLine, type UserLine } from '../admin/import.js';
 import type { Toolbox } from '../admin/toolbox.js';
-import { convertCounts, readLegacyCounters, type LegacyConversion, type LegacyLayout } from './legacy-counters.js';
+import { convertCounts, type LegacyConversion, type LegacyLayout, readLegacyCounters } from './legacy-counters.js';
 import { progressBar, rateSince } from './progress.js';
 
 export interface ImportArgs {

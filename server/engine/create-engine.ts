@@ -1,9 +1,9 @@
-import { pino, type Logger } from 'pino';
-import type { StoreHealth } from './store-health.js';
-import { redisTargetOf, type RedisSelection } from '../redis-target.js';
+import { type Logger, pino } from 'pino';
+import { type RedisSelection, redisTargetOf } from '../redis-target.js';
 import type { Engine, EngineOptions } from './engine.js';
-import type { RedisDurableOptions } from './redis/redis-engine.js';
 import { MemoryEngine } from './memory/memory-engine.js';
+import type { RedisDurableOptions } from './redis/redis-engine.js';
+import type { StoreHealth } from './store-health.js';
 
 /** One Redis, a Redis Cluster or Sentinels (never two; see redis-target.ts), or none: memory. */
 export interface EngineSelection extends EngineOptions, RedisSelection {

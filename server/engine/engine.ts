@@ -1,9 +1,9 @@
-import type { ConvState, Cursor, ConvEntry, Snapshot } from '../../protocol/types.js';
+import type { ConvEntry, ConvState, Cursor, Snapshot } from '../../protocol/types.js';
 import type { DurableStore } from './durable-backing.js';
 import type { Notifications } from './notifications.js';
 import type { MemberTag, UserOp } from './ops.js';
 
-export type { MemberTag, MembershipOp, UserOp } from './ops.js';
+export type { MembershipOp, MemberTag, UserOp } from './ops.js';
 
 /**
  * The store behind Redpoint, shaped by the domain (record a message, change a membership, apply

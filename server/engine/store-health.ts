@@ -1,4 +1,4 @@
-import { pino, type Logger } from 'pino';
+import { type Logger, pino } from 'pino';
 import type { StoreError } from './store-errors.js';
 
 /** What store health reports to, if anything (metrics/metrics.ts Metrics has these): the engine's port, no import of the registry. */

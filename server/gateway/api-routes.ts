@@ -1,9 +1,9 @@
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { RedpointError } from '../../protocol/errors.js';
 import { LIMITS } from '../../protocol/limits.js';
-import { Id, MembersBody, ReadBody, decodeMessages, SettingsBody, SyncQuery, decode } from '../../protocol/schemas.js';
+import { decode, decodeMessages, Id, MembersBody, ReadBody, SettingsBody, SyncQuery } from '../../protocol/schemas.js';
 import type { Cursor, MessageEvent } from '../../protocol/types.js';
-import { bearer, type Authenticator } from '../auth/tokens.js';
+import { type Authenticator, bearer } from '../auth/tokens.js';
 import type { UserOpResult } from '../engine/engine.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { SeqGuard } from '../sync/seq-guard.js';

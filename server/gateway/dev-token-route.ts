@@ -1,4 +1,4 @@
-import { decode, DevTokenBody } from '../../protocol/schemas.js';
+import { DevTokenBody, decode } from '../../protocol/schemas.js';
 import type { Authenticator } from '../auth/tokens.js';
 import type { HttpRouter } from './http.js';
 

@@ -1,10 +1,10 @@
 import type { Logger } from 'pino';
-import { ERROR_CODES, RedpointError } from '../../protocol/errors.js';
-import type { ErrorBody } from '../../protocol/replies.js';
-import { OutcomeUnknownError, StoreUnavailableError } from '../engine/store-errors.js';
 import { decodeJson, decodeMsgpack, encodeMsgpack } from '../../protocol/codec.js';
+import { ERROR_CODES, RedpointError } from '../../protocol/errors.js';
 import { ENDPOINTS } from '../../protocol/http-api.js';
 import { LIMITS } from '../../protocol/limits.js';
+import type { ErrorBody } from '../../protocol/replies.js';
+import { OutcomeUnknownError, StoreUnavailableError } from '../engine/store-errors.js';
 import { httpRequestKey, type Metrics } from '../metrics/metrics.js';
 import { wireError } from './error-mapper.js';
 import { RetryLaterError } from './user-budget.js';

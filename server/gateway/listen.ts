@@ -1,4 +1,4 @@
-import { uws, type TemplatedApp, type us_listen_socket } from './uws.js';
+import { type TemplatedApp, type us_listen_socket, uws } from './uws.js';
 
 /** The native listen(host, port, options, cb), which the typings lack. */
 type ListenWithOptions = (host: string, port: number, options: number, cb: (socket: us_listen_socket | false) => void) => void;

@@ -1,7 +1,7 @@
+import type * as UwsModule from 'uWebSockets.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import type * as UwsModule from 'uWebSockets.js';
 
 /**
  * The uWebSockets.js builds Redpoint declares (package.json), in the order they are tried. Each
@@ -87,4 +87,4 @@ export const uws = loadedUws.module;
 export function closeApp(app: UwsModule.TemplatedApp): void {
   (app as UwsModule.TemplatedApp & { close(): void }).close();
 }
-export type { HttpRequest, HttpResponse, TemplatedApp, WebSocket, us_listen_socket } from 'uWebSockets.js';
+export type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket, WebSocket } from 'uWebSockets.js';

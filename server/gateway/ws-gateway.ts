@@ -6,10 +6,10 @@ import type { Metrics } from '../metrics/metrics.js';
 import type { SyncService } from '../sync/sync-service.js';
 import { Fanout } from './fanout.js';
 import { RollingSweep } from './rolling-sweep.js';
-import { checkVersion } from './version-check.js';
 import type { UserBudgets } from './user-budget.js';
-import { WsSession, type SessionHost, type Socket, type SocketData } from './ws-session.js';
-import { uws, type TemplatedApp } from './uws.js';
+import { type TemplatedApp, uws } from './uws.js';
+import { checkVersion } from './version-check.js';
+import { type SessionHost, type Socket, type SocketData, WsSession } from './ws-session.js';
 
 /** The version sweep turns its wheel this often; each user is checked once per `versionEverySeconds`. */
 const SWEEP_TICK_MS = 250;

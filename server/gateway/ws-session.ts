@@ -1,5 +1,5 @@
-import type { Logger } from 'pino';
 import { nanoid } from 'nanoid';
+import type { Logger } from 'pino';
 import { encodeMsgpack } from '../../protocol/codec.js';
 import { RedpointError } from '../../protocol/errors.js';
 import {
@@ -19,12 +19,12 @@ import type { WsOptions } from '../config.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { SyncService } from '../sync/sync-service.js';
 import { wireError } from './error-mapper.js';
-import { convTopic, userTopic, type Fanout } from './fanout.js';
-import { checkVersion } from './version-check.js';
+import { convTopic, type Fanout, userTopic } from './fanout.js';
 import { TokenBucket } from './rate-limiter.js';
 import { pullCost, RetryLaterError, type UserBudgets } from './user-budget.js';
-import { FrameError, parseClientFrame } from './ws-frames.js';
 import type { WebSocket } from './uws.js';
+import { checkVersion } from './version-check.js';
+import { FrameError, parseClientFrame } from './ws-frames.js';
 
 /** What uWS keeps per socket: the session, set when the socket opens. */
 export interface SocketData {

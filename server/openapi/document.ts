@@ -1,7 +1,7 @@
 import type { TObject, TSchema } from '@sinclair/typebox';
 import { ConvLine, HeadBody, HeadsBody, HeadsQueryBody, ImportBody, ReconcileBody, UserLine } from '../../protocol/admin-schemas.js';
 import { ERROR_CODES, type ErrorCode } from '../../protocol/errors.js';
-import { ENDPOINTS, errorCodesOf, pathParameters, type Endpoint, type Reply } from '../../protocol/http-api.js';
+import { ENDPOINTS, type Endpoint, errorCodesOf, pathParameters, type Reply } from '../../protocol/http-api.js';
 import { LIMITS } from '../../protocol/limits.js';
 import { ErrorBodySchema, errorCodeSchema } from '../../protocol/replies.js';
 import { DevTokenBody, Id, MembersBody, Message, MessageBatch, ReadBody, SettingsBody } from '../../protocol/schemas.js';

@@ -3,7 +3,7 @@ import type { Engine } from '../engine/engine.js';
 import { HttpRouter, type RouterOptions } from '../gateway/http.js';
 import { listenExclusive } from '../gateway/listen.js';
 import { registerOpsRoutes } from '../gateway/ops-routes.js';
-import { closeApp, uws, type us_listen_socket } from '../gateway/uws.js';
+import { closeApp, type us_listen_socket, uws } from '../gateway/uws.js';
 import type { Metrics } from '../metrics/metrics.js';
 
 export interface OpsListener {

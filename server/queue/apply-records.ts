@@ -1,6 +1,6 @@
 import type { SeqGuard } from '../sync/seq-guard.js';
 import type { SyncService } from '../sync/sync-service.js';
-import { isPermanent, isStoreTrouble, reasonOf, retryDelay, type Outcome } from './outcome.js';
+import { isPermanent, isStoreTrouble, type Outcome, reasonOf, retryDelay } from './outcome.js';
 import { commutes, conversationOf, type QueueRecord } from './record.js';
 
 /** Where records are applied: the same SyncService (and its group commit) as HTTP ingest. */

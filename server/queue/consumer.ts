@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { applyRecords, type RecordTarget, type RecordToApply } from './apply-records.js';
-import { reasonOf, type Outcome } from './outcome.js';
+import { type Outcome, reasonOf } from './outcome.js';
 import type { QueueMetrics, RetryCause } from './queue-metrics.js';
 import { decodeRecord } from './record.js';
 import type { DeliveryBatch, QueueSource } from './source.js';

@@ -1,18 +1,18 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import {
   AckPolicy,
+  type ConsumerMessages,
   connect,
   DeliverPolicy,
   headers,
-  nanos,
-  RetentionPolicy,
-  StorageType,
-  type ConsumerMessages,
   type JetStreamClient,
   type JetStreamManager,
   type JsMsg,
   type NatsConnection,
+  nanos,
+  RetentionPolicy,
+  StorageType,
 } from 'nats';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { Outcome } from './outcome.js';
 import { parseRecordBytes } from './record.js';

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import type { Logger } from 'pino';
-import type { Outcome } from './outcome.js';
 import { backlogSql, channelOf, OUTBOX_PARTS, settleSql, takeSql } from './outbox-sql.js';
+import type { Outcome } from './outcome.js';
 import type { Delivery, DeliveryBatch, QueueSource } from './source.js';
 
 export interface OutboxOptions {

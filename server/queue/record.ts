@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { RedpointError } from '../../protocol/errors.js';
-import { Id, MembersBody, Message, ReadBody, SettingsBody, decode, type MessageInput } from '../../protocol/schemas.js';
+import { decode, Id, MembersBody, Message, type MessageInput, ReadBody, SettingsBody } from '../../protocol/schemas.js';
 
 /**
  * A queued record (PROTOCOL.md "Queue records"): the JSON of one HTTP write with a `type` naming

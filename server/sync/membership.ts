@@ -1,4 +1,4 @@
-import type { ConvInfo, Engine, MembersStep, MemberTag, MembershipOp, UserOpResult } from '../engine/engine.js';
+import type { ConvInfo, Engine, MembershipOp, MembersStep, MemberTag, UserOpResult } from '../engine/engine.js';
 import { afterPartOfIt } from '../engine/store-errors.js';
 
 export interface MembershipChange {

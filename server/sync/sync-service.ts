@@ -1,5 +1,5 @@
-import { LIMITS } from '../../protocol/limits.js';
 import { RedpointError } from '../../protocol/errors.js';
+import { LIMITS } from '../../protocol/limits.js';
 import type { Cursor, MessageEvent, PullReply, UnreadSummary } from '../../protocol/types.js';
 import { addToTotals, conversationViews, type Totals, toView } from '../../protocol/view.js';
 import type { Engine, UserOp, UserOpResult } from '../engine/engine.js';

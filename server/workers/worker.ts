@@ -1,5 +1,5 @@
 import { parentPort, workerData } from 'node:worker_threads';
-import { startServer, type RunningServer } from '../app.js';
+import { type RunningServer, startServer } from '../app.js';
 import { loadConfig } from '../config.js';
 import { loadRouteHook } from '../gateway/route-hook.js';
 import { createLogger } from '../logger.js';

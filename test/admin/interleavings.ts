@@ -4,9 +4,9 @@ import { LocalToolbox } from '../../server/admin/toolbox.js';
 import { adminOf, type EngineAdmin } from '../../server/engine/admin.js';
 import type { Engine } from '../../server/engine/engine.js';
 import { SyncService } from '../../server/sync/sync-service.js';
-import { Model, type ModelSummary } from '../http/model.js';
-import { controlledView, InjectedFault, STORE_CALLS, type CallPoint, type Control, faultsAt, type Controller } from '../sync/controlled-engine.js';
 import { isEqual } from '../helpers/equal.js';
+import { Model, type ModelSummary } from '../http/model.js';
+import { type CallPoint, type Control, type Controller, controlledView, faultsAt, InjectedFault, STORE_CALLS } from '../sync/controlled-engine.js';
 import { deferred, shown } from '../sync/interleavings.js';
 import { walk } from './toolbox-suite.js';
 

@@ -1,16 +1,16 @@
 import { once } from 'node:events';
-import { Redis, Cluster } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
+import { LocalToolbox } from '../../server/admin/toolbox.js';
 import { adminOf } from '../../server/engine/admin.js';
 import type { Engine, EngineOptions } from '../../server/engine/engine.js';
 import { dropNewestEntries } from '../../server/engine/memory/entry-log.js';
 import { MemoryEngine } from '../../server/engine/memory/memory-engine.js';
-import { putRecord, recordOf, type MemoryConversation, type MemoryUser } from '../../server/engine/memory/memory-state.js';
+import { type MemoryConversation, type MemoryUser, putRecord, recordOf } from '../../server/engine/memory/memory-state.js';
 import { tableDelete, tableHas } from '../../server/engine/memory/text-table.js';
-import { decodeRecord, encodeRecord } from '../../server/engine/state-text.js';
 import { convKey, userKeys } from '../../server/engine/redis/keys.js';
 import { createRedisEngine } from '../../server/engine/redis/redis-engine.js';
 import type { StoredConv } from '../../server/engine/rules.js';
-import { LocalToolbox } from '../../server/admin/toolbox.js';
+import { decodeRecord, encodeRecord } from '../../server/engine/state-text.js';
 import type { RedisNodeAddress } from '../../server/redis-target.js';
 
 /**

@@ -5,7 +5,7 @@ import type { Toolbox } from '../../server/admin/toolbox.js';
 import { SyncService } from '../../server/sync/sync-service.js';
 import { controlledEngine } from '../sync/controlled-engine.js';
 import { deferred } from '../sync/interleavings.js';
-import { THRESHOLD, type TestStore } from './stores.js';
+import { type TestStore, THRESHOLD } from './stores.js';
 
 /** Runs a whole reconcile walk (every page) and sums what it found and did. */
 export async function walk(toolbox: Toolbox, repair: boolean, graceMs = 0): Promise<ReconcilePage> {

@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startServer, type RunningServer } from '../../server/app.js';
+import { type RunningServer, startServer } from '../../server/app.js';
 import { ApiKeys, parseApiKeys } from '../../server/auth/api-keys.js';
 import { ConfigError, loadConfig } from '../../server/config.js';
 import { MemoryEngine } from '../../server/engine/memory/memory-engine.js';

@@ -2,7 +2,7 @@ import { SignJWT } from 'jose';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../server/config.js';
 import { startTestServer, TEST_API_KEY, TEST_JWT_SECRET, type TestServer } from '../helpers/test-server.js';
-import { jwksOf, makeKey, startJwksServer, type JwksServer, type TestKey } from './keys.js';
+import { type JwksServer, jwksOf, makeKey, startJwksServer, type TestKey } from './keys.js';
 
 /**
  * Auth failures that are recoverable must not be answered with a permanent code: a token from an

@@ -6,7 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { KeySetTiming } from '../../server/auth/jwks.js';
 import { ConfigError, loadConfig } from '../../server/config.js';
 import { startTestServer, TEST_API_KEY, TEST_JWT_SECRET, type TestServer } from '../helpers/test-server.js';
-import { jwksOf, makeKey, startJwksServer, type JwksServer, type TestKey } from './keys.js';
+import { type JwksServer, jwksOf, makeKey, startJwksServer, type TestKey } from './keys.js';
 
 /**
  * User tokens signed by an identity provider's keys (ES256 and RS256, chosen by `kid`), with the

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
-import { launchChromium, type LaunchedBrowser } from './chromium.js';
+import { type LaunchedBrowser, launchChromium } from './chromium.js';
 
 /**
  * CORS as a browser enforces it: pages served from two other origins (other ports on

@@ -1,11 +1,11 @@
-import { join } from 'node:path';
 import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registerRoutes as registerDemoPage } from '../../client-demo/page-routes.js';
 import { DEV_API_KEY, DEV_JWT_SECRET } from '../../server/config.js';
-import { startHarness, type Harness } from '../sdk/harness.js';
-import { launchChromium, type LaunchedBrowser } from './chromium.js';
+import { type Harness, startHarness } from '../sdk/harness.js';
+import { type LaunchedBrowser, launchChromium } from './chromium.js';
 import { layoutProblems, withProbe } from './layout.js';
 
 /**

@@ -3,11 +3,11 @@ import { join } from 'node:path';
 import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registerRoutes as registerDemoPage } from '../../client-demo/page-routes.js';
-import { DEV_API_KEY, DEV_JWT_SECRET } from '../../server/config.js';
 import type { RedpointState } from '../../client-demo/sdk/src/index.js';
-import { startHarness, type Harness } from '../sdk/harness.js';
+import { DEV_API_KEY, DEV_JWT_SECRET } from '../../server/config.js';
+import { type Harness, startHarness } from '../sdk/harness.js';
 import { shown, truth } from '../sdk/wait.js';
-import { launchChromium, type LaunchedBrowser } from './chromium.js';
+import { type LaunchedBrowser, launchChromium } from './chromium.js';
 
 /**
  * The demo page in real Chromium, as two devices of one user (two browser contexts: separate

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll } from 'vitest';
 import { freePort } from '../helpers/processes.js';
-import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
-import { spawnServer, type ServerProcess } from '../helpers/server-process.js';
+import { type RedisServer, startRedisServer } from '../helpers/redis-server.js';
+import { type ServerProcess, spawnServer } from '../helpers/server-process.js';
 import { conversations, createConversations, IngestLoad, type LoadConversation } from './ingest-load.js';
 
 /**

@@ -2,12 +2,12 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { UnreadSummary } from '../../protocol/types.js';
 import { Authenticator } from '../../server/auth/tokens.js';
+import { expectWithin } from '../helpers/bound.js';
 import { TEST_API_KEY, TEST_JWT_SECRET } from '../helpers/test-server.js';
 import { WsClient } from '../helpers/ws-client.js';
 import { waitMatchesServer } from '../helpers/ws-expect.js';
 import { CHAOS_TEST_MS, chaosFixture } from './fixture.js';
 import { conversations, createConversations, IngestLoad, missingAcked, modelMismatches, printFigures } from './ingest-load.js';
-import { expectWithin } from '../helpers/bound.js';
 
 /**
  * Chaos: Redis is killed (SIGKILL) under ingest and comes back from its AOF (`always`). While it

@@ -1,8 +1,8 @@
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
+import { expectWithin } from '../helpers/bound.js';
 import { CHAOS_TEST_MS, chaosFixture } from './fixture.js';
 import { conversations, createConversations, IngestLoad, missingAcked, modelMismatches, printFigures } from './ingest-load.js';
-import { expectWithin } from '../helpers/bound.js';
 
 /**
  * Chaos: Redis stops answering (CLIENT PAUSE ... WRITE: every script waits) under ingest. Each

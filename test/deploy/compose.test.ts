@@ -1,8 +1,8 @@
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
 import { CONFIG_VARIABLES, loadConfig } from '../../server/config.js';
 import { startRedisServer } from '../helpers/redis-server.js';
 

@@ -9,8 +9,8 @@ import { CLOSE_CODES } from '../../protocol/close-codes.js';
 import { ERROR_CODES } from '../../protocol/errors.js';
 import { ENDPOINTS } from '../../protocol/http-api.js';
 import type { StoreError, StoreErrorKind } from '../../server/engine/store-errors.js';
-import type { FailedCall } from '../../server/gateway/error-mapper.js';
 import type { StoreHealth } from '../../server/engine/store-health.js';
+import type { FailedCall } from '../../server/gateway/error-mapper.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import {
   DEPLOY,
@@ -19,8 +19,8 @@ import {
   exposedNames,
   expressions,
   RULE_TEST_FILES,
-  ruleTestCases,
   rules,
+  ruleTestCases,
   scrapeJobs,
   selectors,
 } from './monitoring-kit.js';

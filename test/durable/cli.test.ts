@@ -1,12 +1,12 @@
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DbReconcilePage } from '../../server/durable/db-reconcile.js';
 import { dbReconcileCommand } from '../../server/cli/db-reconcile-command.js';
-import { restoreCommand } from '../../server/cli/restore-command.js';
 import type { ReconcileArgs } from '../../server/cli/reconcile-command.js';
-import { startPostgres, type PostgresServer } from '../helpers/postgres-server.js';
-import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
+import { restoreCommand } from '../../server/cli/restore-command.js';
+import type { DbReconcilePage } from '../../server/durable/db-reconcile.js';
+import { type PostgresServer, startPostgres } from '../helpers/postgres-server.js';
+import { type RedisServer, startRedisServer } from '../helpers/redis-server.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 
 /**

@@ -2,10 +2,10 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { UnreadSummary } from '../../protocol/types.js';
 import { dbReconcileCommand } from '../../server/cli/db-reconcile-command.js';
-import type { DbReconcilePage } from '../../server/durable/db-reconcile.js';
 import { ColdSweep } from '../../server/durable/cold-sweep.js';
-import { startPostgres, type PostgresServer } from '../helpers/postgres-server.js';
-import { startRedisCluster, type RedisCluster } from '../helpers/redis-cluster.js';
+import type { DbReconcilePage } from '../../server/durable/db-reconcile.js';
+import { type PostgresServer, startPostgres } from '../helpers/postgres-server.js';
+import { type RedisCluster, startRedisCluster } from '../helpers/redis-cluster.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 
 function counts(s: UnreadSummary): unknown {

@@ -1,11 +1,11 @@
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DurableStore } from '../../server/engine/durable-backing.js';
 import { Persister } from '../../server/durable/persister.js';
+import type { DurableStore } from '../../server/engine/durable-backing.js';
 import { Metrics } from '../../server/metrics/metrics.js';
-import { startPostgres, type PostgresServer } from '../helpers/postgres-server.js';
-import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
+import { type PostgresServer, startPostgres } from '../helpers/postgres-server.js';
+import { type RedisServer, startRedisServer } from '../helpers/redis-server.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 
 /**

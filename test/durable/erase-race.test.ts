@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PgStore } from '../../server/durable/pg-store.js';
 import { migrate } from '../../server/durable/schema.js';
-import { encodeRecord } from '../../server/engine/state-text.js';
 import type { StoredConv } from '../../server/engine/rules.js';
-import { startPostgres, type PostgresServer } from '../helpers/postgres-server.js';
+import { encodeRecord } from '../../server/engine/state-text.js';
+import { type PostgresServer, startPostgres } from '../helpers/postgres-server.js';
 
 const record = (conv: string, lastSeq: number): StoredConv => ({
   conv,

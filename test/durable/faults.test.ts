@@ -2,8 +2,8 @@ import { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { UnreadSummary } from '../../protocol/types.js';
-import { startPostgres, type PostgresServer } from '../helpers/postgres-server.js';
-import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
+import { type PostgresServer, startPostgres } from '../helpers/postgres-server.js';
+import { type RedisServer, startRedisServer } from '../helpers/redis-server.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 
 /**

@@ -1,11 +1,11 @@
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type PostgresServer, startPostgres } from '../helpers/postgres-server.js';
+import { type RedisServer, startRedisServer } from '../helpers/redis-server.js';
+import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import { type Action, type Scenario, scenarioArb } from '../http/actions.js';
 import { coverage, runScenario } from '../http/scenario.js';
-import { startPostgres, type PostgresServer } from '../helpers/postgres-server.js';
-import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
-import { startTestServer, type TestServer } from '../helpers/test-server.js';
 
 /**
  * The HTTP property test (test/http/) with the durable tier on and the store lost at random

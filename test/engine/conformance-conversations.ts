@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { UseEngine } from './conformance.js';
-import { sorted, recordOne } from './conformance-helpers.js';
+import { recordOne, sorted } from './conformance-helpers.js';
 
 const T = 500;
 

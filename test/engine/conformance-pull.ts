@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { ConvState, Cursor } from '../../protocol/types.js';
 import type { Engine, UserOp } from '../../server/engine/engine.js';
-import type { UseEngine } from './conformance.js';
 import { UNSEEN_EPOCH } from '../../server/engine/engine.js';
+import type { UseEngine } from './conformance.js';
 import { expectTotalsConsistent, join, leave, message, mulberry32, one, read, rebuild, sorted } from './conformance-helpers.js';
 
 /** The pull half of the conformance suite: cursors, paging, snapshots and trimming. */

@@ -1,7 +1,7 @@
 import { expect } from 'vitest';
 import type { ConvState } from '../../protocol/types.js';
-import { UNSEEN_EPOCH, type Engine, type UserOp } from '../../server/engine/engine.js';
-import { applyRule, contribution, sameState, toConvState, visibleState, type StoredConv } from '../../server/engine/rules.js';
+import { type Engine, UNSEEN_EPOCH, type UserOp } from '../../server/engine/engine.js';
+import { applyRule, contribution, type StoredConv, sameState, toConvState, visibleState } from '../../server/engine/rules.js';
 import { expectTotalsConsistent, nextGen, rebuild, sorted } from './conformance-helpers.js';
 
 const USERS = ['u1', 'u2', 'u3'];

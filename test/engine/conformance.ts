@@ -4,9 +4,9 @@ import type { ConvState } from '../../protocol/types.js';
 import type { Engine, EngineOptions, UserOp } from '../../server/engine/engine.js';
 import { conversationConformance } from './conformance-conversations.js';
 import { convWith, del, expectTotalsConsistent, join, leave, message, mulberry32, one, plainTotals, read } from './conformance-helpers.js';
+import { modelRandomRun } from './conformance-model.js';
 import { notificationConformance } from './conformance-notify.js';
 import { pullConformance } from './conformance-pull.js';
-import { modelRandomRun } from './conformance-model.js';
 import { randomizedOps } from './conformance-random.js';
 
 export interface EngineHandle {

@@ -1,9 +1,10 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { appendEntry, clearEntries, dropNewestEntries, ENTRY_CHUNK, entryTexts, trimEntries, type EntryLog } from '../../server/engine/memory/entry-log.js';
+import { appendEntry, clearEntries, dropNewestEntries, ENTRY_CHUNK, type EntryLog, entryTexts, trimEntries } from '../../server/engine/memory/entry-log.js';
 import {
   EMPTY_TABLE,
   SMALL_TABLE,
+  type TextTable,
   tableCopy,
   tableDelete,
   tableEntries,
@@ -14,10 +15,9 @@ import {
   tableSet,
   tableSize,
   tableValues,
-  type TextTable,
 } from '../../server/engine/memory/text-table.js';
-import { decodeRecord, decodeRecordFast, encodeRecord } from '../../server/engine/state-text.js';
 import type { StoredConv } from '../../server/engine/rules.js';
+import { decodeRecord, decodeRecordFast, encodeRecord } from '../../server/engine/state-text.js';
 
 /**
  * The memory engine's compact containers against the plain structures they replace (a Map, an

@@ -4,20 +4,19 @@ import { tmpdir } from 'node:os';
 import { join as joinPath } from 'node:path';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { pageStates } from './conformance-helpers.js';
-import { StoreUnavailableError } from '../../server/engine/store-errors.js';
 import type { EngineOptions, UserOp } from '../../server/engine/engine.js';
+import { UNSEEN_EPOCH } from '../../server/engine/engine.js';
 import { keySlot, userKeys } from '../../server/engine/redis/keys.js';
 import { createRedisEngine, type RedisEngine } from '../../server/engine/redis/redis-engine.js';
 import { runOf } from '../../server/engine/redis/runs.js';
 import { loadScriptSources } from '../../server/engine/redis/scripts.js';
+import { StoreUnavailableError } from '../../server/engine/store-errors.js';
 import { fileFixture } from '../helpers/file-fixture.js';
 import { freePort } from '../helpers/processes.js';
-import { REDIS_CLI_NOT_FOUND, startRedisCluster, type RedisCluster } from '../helpers/redis-cluster.js';
+import { REDIS_CLI_NOT_FOUND, type RedisCluster, startRedisCluster } from '../helpers/redis-cluster.js';
 import { findOnPath, REDIS_NOT_FOUND } from '../helpers/redis-server.js';
-import { join, message, rebuild, sorted, recordOne } from './conformance-helpers.js';
-import { UNSEEN_EPOCH } from '../../server/engine/engine.js';
 import { engineConformance } from './conformance.js';
+import { join, message, pageStates, rebuild, recordOne, sorted } from './conformance-helpers.js';
 import { holdScript, waitReady } from './waits.js';
 
 /**

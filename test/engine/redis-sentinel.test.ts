@@ -4,7 +4,7 @@ import type { EngineOptions, UserOp } from '../../server/engine/engine.js';
 import { createRedisEngine, type RedisEngine } from '../../server/engine/redis/redis-engine.js';
 import { StoreError } from '../../server/engine/store-errors.js';
 import { fileFixture } from '../helpers/file-fixture.js';
-import { startSentinel, type SentinelDeployment } from '../helpers/redis-sentinel.js';
+import { type SentinelDeployment, startSentinel } from '../helpers/redis-sentinel.js';
 import type { RedisServer } from '../helpers/redis-server.js';
 import { join, message } from './conformance-helpers.js';
 

@@ -1,12 +1,12 @@
+import { setTimeout as delay } from 'node:timers/promises';
+import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import type { EngineOptions } from '../../server/engine/engine.js';
 import { createRedisEngine } from '../../server/engine/redis/redis-engine.js';
 import { OutcomeUnknownError, StoreUnavailableError } from '../../server/engine/store-errors.js';
 import { fileFixture } from '../helpers/file-fixture.js';
-import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
+import { type RedisServer, startRedisServer } from '../helpers/redis-server.js';
 import { join, message } from './conformance-helpers.js';
-import { Redis } from 'ioredis';
-import { setTimeout as delay } from 'node:timers/promises';
 
 /**
  * REDIS_WAIT_REPLICAS on a real master and replica: a write is handed back only once WAIT, on

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runFlood, setUpHeavyUser, type FloodResult } from '../../bench/lib/heavy-user-flood.js';
-import { spawnServer, type ServerProcess } from '../helpers/server-process.js';
+import { type FloodResult, runFlood, setUpHeavyUser } from '../../bench/lib/heavy-user-flood.js';
+import { type ServerProcess, spawnServer } from '../helpers/server-process.js';
 import { TEST_API_KEY, TEST_JWT_SECRET } from '../helpers/test-server.js';
 
 /**

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { RetryLaterError, UserBudgets, type UserBudgetOptions } from '../../server/gateway/user-budget.js';
+import { RetryLaterError, type UserBudgetOptions, UserBudgets } from '../../server/gateway/user-budget.js';
 
 /** The budget's arithmetic on a clock the test moves: admission, debt, the heavy-request gate, refunds, the HTTP rate. */
 const OPTIONS: UserBudgetOptions = { costPerSecond: 1000, costBurst: 5000, heavyCost: 500, httpRequestsPerSecond: 10 };

@@ -1,7 +1,7 @@
 import { pino } from 'pino';
-import { startServer, type RunningServer } from '../../server/app.js';
+import { type RunningServer, startServer } from '../../server/app.js';
 import { Authenticator } from '../../server/auth/tokens.js';
-import { loadConfig, type Config } from '../../server/config.js';
+import { type Config, loadConfig } from '../../server/config.js';
 import { TEST_API_KEY, TEST_JWT_SECRET } from './test-server.js';
 import { WsClient } from './ws-client.js';
 

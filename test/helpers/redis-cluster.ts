@@ -1,11 +1,11 @@
 import { spawn } from 'node:child_process';
-import { setTimeout as delay } from 'node:timers/promises';
 import { readFileSync } from 'node:fs';
+import { setTimeout as delay } from 'node:timers/promises';
 import { Redis, type RedisOptions } from 'ioredis';
 import { keySlot } from '../../server/engine/redis/keys.js';
 import type { RedisNodeAddress } from '../../server/redis-target.js';
 import { freePort, keepOutput, killOnExit, stopProcess, waitForExit } from './processes.js';
-import { findOnPath, REDIS_NOT_FOUND, startRedisServer, type RedisServer, type TlsFiles } from './redis-server.js';
+import { findOnPath, REDIS_NOT_FOUND, type RedisServer, startRedisServer, type TlsFiles } from './redis-server.js';
 
 /**
  * A private Redis Cluster for one test file: N masters (3 by default), optionally with replicas,

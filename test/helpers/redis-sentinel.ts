@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { setTimeout as delay } from 'node:timers/promises';
 import { Redis, type RedisOptions } from 'ioredis';
 import type { RedisNodeAddress } from '../../server/redis-target.js';
-import { startRedisServer, type RedisServer, type TlsFiles } from './redis-server.js';
+import { type RedisServer, startRedisServer, type TlsFiles } from './redis-server.js';
 
 /**
  * A private Sentinel deployment for one test file: a master, its replicas and three Sentinels

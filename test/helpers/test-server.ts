@@ -1,19 +1,18 @@
 import { pino } from 'pino';
 import type { Cursor, MessageEvent, UnreadSummary } from '../../protocol/types.js';
-import { startServer, type RunningServer } from '../../server/app.js';
-import type { RouteHook } from '../../server/gateway/route-hook.js';
+import { type RunningServer, startServer } from '../../server/app.js';
 import { Authenticator } from '../../server/auth/tokens.js';
-import type { Config, WsOptions } from '../../server/config.js';
+import type { Config, DurableConfig, WsOptions } from '../../server/config.js';
+import type { ColdSweep } from '../../server/durable/cold-sweep.js';
+import { DurableTier } from '../../server/durable/durable-tier.js';
+import { Persister } from '../../server/durable/persister.js';
 import type { Engine, EngineKind } from '../../server/engine/engine.js';
 import { MemoryEngine } from '../../server/engine/memory/memory-engine.js';
 import { createRedisEngine } from '../../server/engine/redis/redis-engine.js';
+import type { RouteHook } from '../../server/gateway/route-hook.js';
 import { FrontDoor } from './front-door.js';
-import { DurableTier } from '../../server/durable/durable-tier.js';
-import type { ColdSweep } from '../../server/durable/cold-sweep.js';
-import { Persister } from '../../server/durable/persister.js';
-import type { DurableConfig } from '../../server/config.js';
 import type { RedisCluster } from './redis-cluster.js';
-import { startRedisServer, type RedisServer } from './redis-server.js';
+import { type RedisServer, startRedisServer } from './redis-server.js';
 import { WsClient, type WsClientOptions } from './ws-client.js';
 
 /**

@@ -2,8 +2,8 @@ import WebSocket from 'ws';
 import { decodeMsgpack, encodeMsgpack } from '../../protocol/codec.js';
 import type { AckFrame, ErrorFrame, RefreshedFrame, ServerFrame, SyncFrame, WelcomeFrame } from '../../protocol/frames.js';
 import type { Cursor, UnreadSummary } from '../../protocol/types.js';
-import { SyncReplica, type SavedState } from './sync-replica.js';
 import { clientSummary } from './client-view.js';
+import { type SavedState, SyncReplica } from './sync-replica.js';
 
 export interface WsClientOptions {
   token: string;

@@ -1,8 +1,8 @@
 import { expect } from 'vitest';
 import type { ChangeFrame, ErrorFrame, HeadFrame, ServerFrame } from '../../protocol/frames.js';
 import type { UnreadSummary } from '../../protocol/types.js';
-import type { WsClient } from './ws-client.js';
 import type { TestServer } from './test-server.js';
+import type { WsClient } from './ws-client.js';
 
 /** Frame predicates for `waitFrame`. */
 export const isChange =

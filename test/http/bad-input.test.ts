@@ -6,7 +6,7 @@ import { ERROR_CODES, type ErrorCode } from '../../protocol/errors.js';
 import { LIMITS } from '../../protocol/limits.js';
 import type { UnreadSummary } from '../../protocol/types.js';
 import type { EngineKind } from '../../server/engine/engine.js';
-import { startTestServer, TEST_API_KEY, TEST_JWT_SECRET, type ApiResponse, type TestServer } from '../helpers/test-server.js';
+import { type ApiResponse, startTestServer, TEST_API_KEY, TEST_JWT_SECRET, type TestServer } from '../helpers/test-server.js';
 
 /**
  * Every kind of bad request gets its documented 4xx and error code, changes nothing (the users'

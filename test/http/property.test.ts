@@ -1,12 +1,12 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { EngineKind } from '../../server/engine/engine.js';
 import { LocalToolbox } from '../../server/admin/toolbox.js';
 import { adminOf } from '../../server/engine/admin.js';
+import type { EngineKind } from '../../server/engine/engine.js';
 import { walk } from '../admin/toolbox-suite.js';
-import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
+import { type RedisServer, startRedisServer } from '../helpers/redis-server.js';
 import { startTestServer, type TestServer, type TestServerOptions } from '../helpers/test-server.js';
-import { scenarioArb, type Scenario } from './actions.js';
+import { type Scenario, scenarioArb } from './actions.js';
 import { coverage, runScenario, takeCoverage } from './scenario.js';
 
 /**

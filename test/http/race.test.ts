@@ -1,12 +1,12 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type ChildServer, spawnServer } from '../../bench/lib/child-server.js';
+import { HttpTarget } from '../../bench/lib/http.js';
 import type { MessageEvent, UnreadSummary } from '../../protocol/types.js';
 import { Authenticator } from '../../server/auth/tokens.js';
-import { spawnServer, type ChildServer } from '../../bench/lib/child-server.js';
-import { HttpTarget } from '../../bench/lib/http.js';
 import { isEqual } from '../helpers/equal.js';
 import { freePort } from '../helpers/processes.js';
-import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
+import { type RedisServer, startRedisServer } from '../helpers/redis-server.js';
 import { Model, type ModelSummary } from './model.js';
 
 /**

@@ -3,9 +3,9 @@ import { LIMITS } from '../../protocol/limits.js';
 import type { UnreadSummary } from '../../protocol/types.js';
 import { mulberry32 } from '../helpers/prng.js';
 import type { ApiResponse, TestServer } from '../helpers/test-server.js';
-import { allUsers, PROTO_CONVS, PROTO_USERS, USERS, type Action, type Scenario } from './actions.js';
+import { type Action, allUsers, PROTO_CONVS, PROTO_USERS, type Scenario, USERS } from './actions.js';
 import { Model, type ModelMessage, type ModelSummary, type ModelView, type Outcome } from './model.js';
-import { cloneCopy, copyViews, emptyCopy, syncCopy, type ClientCopy } from './sync-client.js';
+import { type ClientCopy, cloneCopy, copyViews, emptyCopy, syncCopy } from './sync-client.js';
 
 /**
  * Runs random scenarios against a real server over HTTP and checks them against the reference

@@ -1,9 +1,9 @@
+import { type AddressInfo, createServer } from 'node:net';
 import { Redis } from 'ioredis';
-import { createServer, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer } from '../../server/app.js';
 import { loadConfig } from '../../server/config.js';
-import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
+import { type RedisServer, startRedisServer } from '../helpers/redis-server.js';
 import { silentLogger } from '../helpers/test-server.js';
 
 async function clientCount(probe: Redis): Promise<number> {

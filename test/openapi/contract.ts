@@ -1,4 +1,4 @@
-import { request as httpRequest, type Agent } from 'node:http';
+import { type Agent, request as httpRequest } from 'node:http';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import { decodeMsgpack } from '../../protocol/codec.js';

@@ -1,17 +1,17 @@
 import { Agent } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { registerRoutes as registerDemoPage } from '../../client-demo/page-routes.js';
 import { encodeMsgpack } from '../../protocol/codec.js';
 import { LIMITS } from '../../protocol/limits.js';
-import { registerRoutes as registerDemoPage } from '../../client-demo/page-routes.js';
-import { startServer, type RunningServer } from '../../server/app.js';
+import { type RunningServer, startServer } from '../../server/app.js';
 import { Authenticator } from '../../server/auth/tokens.js';
-import { DEV_API_KEY, DEV_JWT_SECRET, type Config } from '../../server/config.js';
+import { type Config, DEV_API_KEY, DEV_JWT_SECRET } from '../../server/config.js';
 import { MemoryEngine } from '../../server/engine/memory/memory-engine.js';
 import type { MemoryUser } from '../../server/engine/memory/memory-state.js';
 import type { RouteHook } from '../../server/gateway/route-hook.js';
-import { faultyEngine, type EngineFault, type FaultyEngine } from '../helpers/faulty-engine.js';
+import { type EngineFault, type FaultyEngine, faultyEngine } from '../helpers/faulty-engine.js';
 import { silentLogger, TEST_API_KEY, testConfig } from '../helpers/test-server.js';
-import { Contract, send, type RawReply, type RequestSpec } from './contract.js';
+import { Contract, type RawReply, type RequestSpec, send } from './contract.js';
 
 /**
  * Real replies of every endpoint, from real servers (production credentials, and dev mode for

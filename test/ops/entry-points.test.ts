@@ -5,8 +5,8 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
-import { spawnServer, type ServerProcess } from '../helpers/server-process.js';
+import { type RedisServer, startRedisServer } from '../helpers/redis-server.js';
+import { type ServerProcess, spawnServer } from '../helpers/server-process.js';
 
 /**
  * The production server never carries its demo: server/main.ts (and the worker thread it may

@@ -1,8 +1,8 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { startServer, type RunningServer } from '../../server/app.js';
+import { type RunningServer, startServer } from '../../server/app.js';
 import { loadConfig } from '../../server/config.js';
 import { freePort } from '../helpers/processes.js';
-import { spawnServer, type ServerProcess } from '../helpers/server-process.js';
+import { type ServerProcess, spawnServer } from '../helpers/server-process.js';
 import { silentLogger, TEST_API_KEY, TEST_JWT_SECRET } from '../helpers/test-server.js';
 
 /**

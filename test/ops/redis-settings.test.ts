@@ -2,7 +2,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { judgeRedisSettings } from '../../server/engine/redis/settings-check.js';
 import { startLoggedServer } from '../helpers/logged-server.js';
-import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
+import { type RedisServer, startRedisServer } from '../helpers/redis-server.js';
 import { spawnServer } from '../helpers/server-process.js';
 
 /**

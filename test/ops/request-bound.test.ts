@@ -2,10 +2,10 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HttpRouter } from '../../server/gateway/http.js';
 import { listenExclusive } from '../../server/gateway/listen.js';
-import { closeApp, uws, type TemplatedApp } from '../../server/gateway/uws.js';
+import { closeApp, type TemplatedApp, uws } from '../../server/gateway/uws.js';
 import { Metrics } from '../../server/metrics/metrics.js';
-import { silentLogger } from '../helpers/test-server.js';
 import { expectWithin } from '../helpers/bound.js';
+import { silentLogger } from '../helpers/test-server.js';
 
 /**
  * The router's bound on a request: it answers a request still waiting on a store in trouble

@@ -2,10 +2,10 @@ import { Agent, request } from 'node:http';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { shutdownBoundMs } from '../../server/app.js';
-import { metricSample } from '../helpers/logged-server.js';
 import { fileFixture } from '../helpers/file-fixture.js';
+import { metricSample } from '../helpers/logged-server.js';
 import { startRedisServer } from '../helpers/redis-server.js';
-import { spawnServer, type ServerProcess } from '../helpers/server-process.js';
+import { type ServerProcess, spawnServer } from '../helpers/server-process.js';
 import { TEST_API_KEY } from '../helpers/test-server.js';
 
 /**

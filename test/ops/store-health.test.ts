@@ -2,9 +2,9 @@ import { EventEmitter } from 'node:events';
 import type { Cluster } from 'ioredis';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { Metrics } from '../../server/metrics/metrics.js';
-import { StoreHealth } from '../../server/engine/store-health.js';
 import { watchCluster } from '../../server/engine/redis/watch-redis.js';
+import { StoreHealth } from '../../server/engine/store-health.js';
+import { Metrics } from '../../server/metrics/metrics.js';
 
 const gauge = async (metrics: Metrics): Promise<string[]> => (await metrics.registry.metrics()).split('\n').filter((l) => l.startsWith('redpoint_store_up{'));
 

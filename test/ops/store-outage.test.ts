@@ -1,9 +1,9 @@
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { ErrorFrame } from '../../protocol/frames.js';
-import { metricSample, startLoggedServer, type LoggedServer, type TimedResponse } from '../helpers/logged-server.js';
-import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
 import { expectWithin, LOADED_SLACK_MS } from '../helpers/bound.js';
+import { type LoggedServer, metricSample, startLoggedServer, type TimedResponse } from '../helpers/logged-server.js';
+import { type RedisServer, startRedisServer } from '../helpers/redis-server.js';
 
 /**
  * Issue 8, item 1 and 2: with Redis down or stuck, every call that needs the store is answered

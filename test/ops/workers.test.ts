@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { Authenticator } from '../../server/auth/tokens.js';
 import { workerCount } from '../../server/config.js';
-import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
-import { spawnServer, type ServerProcess } from '../helpers/server-process.js';
+import { type RedisServer, startRedisServer } from '../helpers/redis-server.js';
+import { type ServerProcess, spawnServer } from '../helpers/server-process.js';
 import { TEST_API_KEY, TEST_JWT_SECRET } from '../helpers/test-server.js';
 
 /**

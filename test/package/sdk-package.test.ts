@@ -5,13 +5,13 @@ import { build } from 'esbuild';
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RedpointState, StatusEvent } from '../../client-demo/sdk/src/index.js';
-import { launchChromium, type LaunchedBrowser } from '../browser/chromium.js';
-import { startHarness, type Harness } from '../sdk/harness.js';
+import { type LaunchedBrowser, launchChromium } from '../browser/chromium.js';
+import { expectWithin } from '../helpers/bound.js';
+import { type Harness, startHarness } from '../sdk/harness.js';
 import { untilServerSockets } from '../sdk/server-sockets.js';
 import { shown, truth } from '../sdk/wait.js';
-import { packAndInstall, TOOLS, type PackedSdk } from './packed-sdk.js';
-import { servePage, type PageServer } from './page-server.js';
-import { expectWithin } from '../helpers/bound.js';
+import { type PackedSdk, packAndInstall, TOOLS } from './packed-sdk.js';
+import { type PageServer, servePage } from './page-server.js';
 
 /**
  * @redpoint/client as its users get it: `npm pack`, installed from the tarball into a project

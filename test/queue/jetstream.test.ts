@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { QueueConfig } from '../../server/queue/start-queue.js';
-import { startNats, type NatsServer } from '../helpers/nats-server.js';
-import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
+import { type NatsServer, startNats } from '../helpers/nats-server.js';
+import { type RedisServer, startRedisServer } from '../helpers/redis-server.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import { counterValue, eventually, NatsWriter } from './queue-helpers.js';
 

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { UnreadSummary } from '../../protocol/types.js';
-import { startNats, type NatsServer } from '../helpers/nats-server.js';
-import { startPostgres, type PostgresServer } from '../helpers/postgres-server.js';
+import { type NatsServer, startNats } from '../helpers/nats-server.js';
+import { type PostgresServer, startPostgres } from '../helpers/postgres-server.js';
 import { mulberry32 } from '../helpers/prng.js';
-import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
-import { spawnServer, type ServerProcess } from '../helpers/server-process.js';
+import { type RedisServer, startRedisServer } from '../helpers/redis-server.js';
+import { type ServerProcess, spawnServer } from '../helpers/server-process.js';
 import { TEST_API_KEY } from '../helpers/test-server.js';
 import { eventually, NatsWriter, OutboxWriter } from './queue-helpers.js';
 

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { outboxDdl } from '../../server/queue/outbox-sql.js';
 import type { QueueConfig } from '../../server/queue/start-queue.js';
-import { startPostgres, type PostgresServer } from '../helpers/postgres-server.js';
-import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
+import { type PostgresServer, startPostgres } from '../helpers/postgres-server.js';
+import { type RedisServer, startRedisServer } from '../helpers/redis-server.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import { counterValue, eventually, OutboxWriter } from './queue-helpers.js';
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ServerFrame, SettingsFrame } from '../../protocol/frames.js';
-import { recordingTimers } from './recording-timers.js';
 import { sdkSuite } from './harness.js';
+import { recordingTimers } from './recording-timers.js';
 import { newTap, type Tap } from './tap.js';
 import { convergedTo, unreadOf, until } from './wait.js';
 

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import type { ChangeFrame, ServerFrame } from '../../protocol/frames.js';
-import { sdkSuite, startHarness } from './harness.js';
-import { newTap, tapped, type Tap } from './tap.js';
-import { convergedTo, synced, unreadOf, until } from './wait.js';
 import { expectWithin } from '../helpers/bound.js';
+import { sdkSuite, startHarness } from './harness.js';
 import { recordingTimers } from './recording-timers.js';
+import { newTap, type Tap, tapped } from './tap.js';
+import { convergedTo, synced, unreadOf, until } from './wait.js';
 
 const { h, client, started } = sdkSuite();
 

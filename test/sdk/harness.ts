@@ -1,8 +1,8 @@
 import { afterAll, afterEach, beforeAll } from 'vitest';
 import WebSocket from 'ws';
-import { RedpointClient, type ClientOptions } from '../../client-demo/sdk/src/index.js';
+import { type ClientOptions, RedpointClient } from '../../client-demo/sdk/src/index.js';
 import { startTestServer, type TestServer, type TestServerOptions } from '../helpers/test-server.js';
-import { newTap, tapped, type Tap } from './tap.js';
+import { newTap, type Tap, tapped } from './tap.js';
 import { synced, until } from './wait.js';
 
 /**

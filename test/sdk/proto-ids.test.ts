@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { encodeMsgpack } from '../../protocol/codec.js';
-import type { SyncFrame } from '../../protocol/frames.js';
-import type { ConvState, PullReply } from '../../protocol/types.js';
 import { jsonCodec } from '../../client-demo/sdk/src/codec.js';
 import { MemoryCache, type RedpointClient } from '../../client-demo/sdk/src/index.js';
 import { msgpack } from '../../client-demo/sdk/src/msgpack.js';
 import { ConvStore } from '../../client-demo/sdk/src/store.js';
+import { encodeMsgpack } from '../../protocol/codec.js';
+import type { SyncFrame } from '../../protocol/frames.js';
+import type { ConvState, PullReply } from '../../protocol/types.js';
 import { sdkSuite } from './harness.js';
 import { convergedTo, unreadOf, until } from './wait.js';
 

@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import type { AckFrame, ReadFrame, ServerFrame } from '../../protocol/frames.js';
 import type { RedpointClient } from '../../client-demo/sdk/src/index.js';
+import type { AckFrame, ReadFrame, ServerFrame } from '../../protocol/frames.js';
+import { expectWithin } from '../helpers/bound.js';
 import { sdkSuite } from './harness.js';
+import { recordingTimers } from './recording-timers.js';
 import { newTap, type Tap } from './tap.js';
 import { convergedTo, unreadOf, until } from './wait.js';
-import { expectWithin } from '../helpers/bound.js';
-import { recordingTimers } from './recording-timers.js';
 
 const { h, started } = sdkSuite();
 

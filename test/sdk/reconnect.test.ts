@@ -2,10 +2,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Backoff, MemoryCache, type RedpointClient, type ClientOptions, type ResetEvent, type StatusEvent } from '../../client-demo/sdk/src/index.js';
 import { FileCache } from '../../client-demo/sdk/src/file.js';
-import { recordingTimers } from './recording-timers.js';
+import { Backoff, type ClientOptions, MemoryCache, type RedpointClient, type ResetEvent, type StatusEvent } from '../../client-demo/sdk/src/index.js';
 import { sdkSuite, startHarness } from './harness.js';
+import { recordingTimers } from './recording-timers.js';
 import { newTap, tapped } from './tap.js';
 import { convergedTo, synced, unreadOf, until } from './wait.js';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { ConvEntry, ConvState, PullReply } from '../../protocol/types.js';
 import { ConvStore } from '../../client-demo/sdk/src/store.js';
+import type { ConvEntry, ConvState, PullReply } from '../../protocol/types.js';
 
 /**
  * The sync rules of PROTOCOL.md as the client's store applies them, on replies shaped exactly as

@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import type { ServerFrame } from '../../protocol/frames.js';
 import { jsonCodec } from '../../client-demo/sdk/src/codec.js';
 import { REQUEST_TIMEOUT_CLOSE, type StatusEvent, type Transport } from '../../client-demo/sdk/src/index.js';
 import { Hub } from '../../client-demo/sdk/src/tabs/hub.js';
 import { webSocketTransport } from '../../client-demo/sdk/src/transport.js';
+import type { ServerFrame } from '../../protocol/frames.js';
 import { sdkSuite } from './harness.js';
 import { untilServerSockets } from './server-sockets.js';
-import { newTap, tapped, type Tap } from './tap.js';
+import { newTap, type Tap, tapped } from './tap.js';
 import { convergedTo, synced, unreadOf, until } from './wait.js';
 
 /**

@@ -1,8 +1,8 @@
 import WebSocket from 'ws';
-import type { ClientFrame, ServerFrame } from '../../protocol/frames.js';
 import { msgpack } from '../../client-demo/sdk/src/msgpack.js';
 import type { WebSocketConstructor, WebSocketLike } from '../../client-demo/sdk/src/transport.js';
 import { packr } from '../../protocol/codec.js';
+import type { ClientFrame, ServerFrame } from '../../protocol/frames.js';
 
 /**
  * A `ws` WebSocket with a tap, injected into the client: tests see every frame both ways and

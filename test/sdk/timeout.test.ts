@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import type { ServerFrame } from '../../protocol/frames.js';
 import { REQUEST_TIMEOUT_CLOSE, type StatusEvent, type Timers } from '../../client-demo/sdk/src/index.js';
+import type { ServerFrame } from '../../protocol/frames.js';
+import { expectWithin } from '../helpers/bound.js';
 import { sdkSuite } from './harness.js';
+import { recordingTimers } from './recording-timers.js';
 import { newTap, tapped } from './tap.js';
 import { convergedTo, synced, unreadOf, until } from './wait.js';
-import { expectWithin } from '../helpers/bound.js';
-import { recordingTimers } from './recording-timers.js';
 
 /**
  * The second line of defence behind the server's "every request gets exactly one reply": a

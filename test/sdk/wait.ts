@@ -1,5 +1,5 @@
-import type { UnreadSummary } from '../../protocol/types.js';
 import type { RedpointClient, RedpointState } from '../../client-demo/sdk/src/index.js';
+import type { UnreadSummary } from '../../protocol/types.js';
 import type { TestServer } from '../helpers/test-server.js';
 
 /** Resolves with the first state that satisfies `predicate` (now or after a change); rejects on timeout. */

@@ -2,10 +2,10 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { Engine } from '../../server/engine/engine.js';
 import { MemoryEngine } from '../../server/engine/memory/memory-engine.js';
 import { createRedisEngine } from '../../server/engine/redis/redis-engine.js';
-import { fileFixture } from '../helpers/file-fixture.js';
-import { startRedisServer } from '../helpers/redis-server.js';
 import { type FlushStats, Ingest } from '../../server/sync/ingest.js';
 import { changeMembership } from '../../server/sync/membership.js';
+import { fileFixture } from '../helpers/file-fixture.js';
+import { startRedisServer } from '../helpers/redis-server.js';
 import { type CallPoint, type Control, controlledEngine, InjectedFault, type Phase } from './controlled-engine.js';
 
 /**

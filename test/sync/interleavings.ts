@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import type { ConvState, Cursor, MessageEvent, UnreadSummary } from '../../protocol/types.js';
-import { clientSummary } from '../helpers/client-view.js';
 import type { Engine } from '../../server/engine/engine.js';
 import { SyncService } from '../../server/sync/sync-service.js';
+import { clientSummary } from '../helpers/client-view.js';
 import { isEqual } from '../helpers/equal.js';
 import { Model, type ModelSummary } from '../http/model.js';
-import { controlledEngine, InjectedFault, type CallPoint, type Control, faultsAt } from './controlled-engine.js';
+import { type CallPoint, type Control, controlledEngine, faultsAt, InjectedFault } from './controlled-engine.js';
 
 /**
  * Two sync services (two server processes) on one store, made to interleave at every await

@@ -1,11 +1,11 @@
 import { SignJWT } from 'jose';
-import WebSocket from 'ws';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { CLOSE_CODES, type AckFrame, type ErrorFrame } from '../../protocol/frames.js';
+import WebSocket from 'ws';
+import { type AckFrame, CLOSE_CODES, type ErrorFrame } from '../../protocol/frames.js';
 import type { Cursor } from '../../protocol/types.js';
+import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import type { WsClient } from '../helpers/ws-client.js';
 import { expectMatchesServer, isChange, isError } from '../helpers/ws-expect.js';
-import { startTestServer, type TestServer } from '../helpers/test-server.js';
 
 /**
  * Hostile and broken clients. Every case ends with an error frame or the documented close code,

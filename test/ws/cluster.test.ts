@@ -1,5 +1,5 @@
-import { Redis } from 'ioredis';
 import { setTimeout as delay } from 'node:timers/promises';
+import { Redis } from 'ioredis';
 import { expect } from 'vitest';
 import { convKey, userKeys } from '../../server/engine/redis/keys.js';
 import { startRedisCluster } from '../helpers/redis-cluster.js';

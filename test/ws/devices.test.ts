@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AckFrame } from '../../protocol/frames.js';
+import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import type { WsClient } from '../helpers/ws-client.js';
 import { expectMatchesServer, isChange, isError, isHead, waitMatchesServer } from '../helpers/ws-expect.js';
-import { startTestServer, type TestServer } from '../helpers/test-server.js';
 
 /**
  * Several devices of one user, and large groups, over the real gateway: pushes reach every socket

@@ -1,12 +1,12 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
 import type { AckFrame, ErrorFrame } from '../../protocol/frames.js';
-import { settingsChangeArb } from '../http/actions.js';
-import { Model, type ModelMessage, type Outcome } from '../http/model.js';
+import { type RedisServer, startRedisServer } from '../helpers/redis-server.js';
+import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import type { WsClient } from '../helpers/ws-client.js';
 import { comparable } from '../helpers/ws-expect.js';
-import { startTestServer, type TestServer } from '../helpers/test-server.js';
+import { settingsChangeArb } from '../http/actions.js';
+import { Model, type ModelMessage, type Outcome } from '../http/model.js';
 
 /**
  * "Realtime by push, correctness by pull": a server that drops 30% of its pushes on purpose,

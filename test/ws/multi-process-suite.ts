@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AckFrame } from '../../protocol/frames.js';
-import { expectMatchesServer, isChange, isHead, waitMatchesServer } from '../helpers/ws-expect.js';
 import type { TestServer } from '../helpers/test-server.js';
+import { expectMatchesServer, isChange, isHead, waitMatchesServer } from '../helpers/ws-expect.js';
 
 /**
  * The scenarios of two Redpoint processes of one deployment (two `startServer`s, one key prefix)

@@ -1,5 +1,5 @@
-import { Redis } from 'ioredis';
 import { setTimeout as delay } from 'node:timers/promises';
+import { Redis } from 'ioredis';
 import { expect } from 'vitest';
 import { startRedisServer } from '../helpers/redis-server.js';
 import { startTestServer } from '../helpers/test-server.js';

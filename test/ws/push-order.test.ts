@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChangeFrame } from '../../protocol/frames.js';
-import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
+import { type RedisServer, startRedisServer } from '../helpers/redis-server.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 
 /**

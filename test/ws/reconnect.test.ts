@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ServerFrame, SyncFrame } from '../../protocol/frames.js';
+import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import type { WsClient } from '../helpers/ws-client.js';
 import { expectMatchesServer, isChange, isHead, waitMatchesServer } from '../helpers/ws-expect.js';
-import { startTestServer, type TestServer } from '../helpers/test-server.js';
 
 /**
  * Reconnects with every kind of cursor (recent → delta, older than the retained history →

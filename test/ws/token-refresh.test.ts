@@ -1,8 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ServerFrame } from '../../protocol/frames.js';
+import { jwksOf, makeKey, startJwksServer, type TestKey } from '../auth/keys.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import type { WsClient } from '../helpers/ws-client.js';
-import { jwksOf, makeKey, startJwksServer, type TestKey } from '../auth/keys.js';
 
 /**
  * A socket is served only while its token is valid: `exp` is checked for the socket's whole life,

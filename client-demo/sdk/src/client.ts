@@ -13,8 +13,8 @@ import { SettingsQueue } from './settings-queue.js';
 import { deriveState } from './state.js';
 import { ConvStore, type SettingsChange } from './store.js';
 import { SyncSession } from './sync.js';
-import { Timer, realTimers } from './timers.js';
-import { webSocketTransport, type WebSocketConstructor } from './transport.js';
+import { realTimers, Timer } from './timers.js';
+import { type WebSocketConstructor, webSocketTransport } from './transport.js';
 import type { ClientOptions, ConversationView, RedpointEvents, RedpointState } from './types.js';
 
 /**

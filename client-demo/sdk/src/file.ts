@@ -1,6 +1,6 @@
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { validCachedState, type CacheAdapter, type CachedState } from './cache/cache.js';
+import { type CacheAdapter, type CachedState, validCachedState } from './cache/cache.js';
 
 /** Node: one JSON file, replaced atomically (write a temp file, then rename). */
 export class FileCache implements CacheAdapter {

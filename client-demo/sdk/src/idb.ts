@@ -1,5 +1,5 @@
 import { createStore, del, get, set, type UseStore } from 'idb-keyval';
-import { validCachedState, type CacheAdapter, type CachedState } from './cache/cache.js';
+import { type CacheAdapter, type CachedState, validCachedState } from './cache/cache.js';
 
 /**
  * Browser: one IndexedDB record per key (use one key per user). IndexedDB structured-clones the

@@ -4,18 +4,18 @@
  * browser), `@redpoint/client/react` (hooks), `@redpoint/client/idb` (IndexedDB cache, browser),
  * `@redpoint/client/file` (file cache, Node).
  */
-export { RedpointClient } from './client.js';
+
+export { CLOSE_CODES, type CloseReason } from '../../../protocol/close-codes.js';
 export { Backoff, DEFAULT_BACKOFF } from './backoff.js';
+export type { CacheAdapter, CachedState } from './cache/cache.js';
 export { MemoryCache } from './cache/memory.js';
-export { jsonCodec, type FrameCodec, type WireFrame } from './codec.js';
+export { RedpointClient } from './client.js';
+export { type FrameCodec, jsonCodec, type WireFrame } from './codec.js';
 export { REQUEST_TIMEOUT_CLOSE } from './connection.js';
 export { ClosedError } from './publisher.js';
-export { webSocketTransport } from './transport.js';
-export { CLOSE_CODES, type CloseReason } from '../../../protocol/close-codes.js';
-export type { CacheAdapter, CachedState } from './cache/cache.js';
 export type { Timers } from './timers.js';
 export type { FrameSocket, SocketEvents, Transport, TransportContext, TransportFactory, WebSocketConstructor, WebSocketLike } from './transport.js';
-export type { ConvState, ConvView, Cursor } from './wire-types.js';
+export { webSocketTransport } from './transport.js';
 export type {
   BackoffOptions,
   ClientOptions,
@@ -28,3 +28,4 @@ export type {
   SyncStatus,
   Totals,
 } from './types.js';
+export type { ConvState, ConvView, Cursor } from './wire-types.js';

@@ -1,5 +1,5 @@
 import { Packr } from 'msgpackr';
-import { asFrame, jsonCodec, type FrameCodec } from './codec.js';
+import { asFrame, type FrameCodec, jsonCodec } from './codec.js';
 
 /**
  * MessagePack frames (binary WebSocket messages): `new RedpointClient({ codec: msgpack, ... })`.

@@ -1,4 +1,4 @@
-import { createContext, createElement, useContext, useRef, useSyncExternalStore, type ReactElement, type ReactNode } from 'react';
+import { createContext, createElement, type ReactElement, type ReactNode, useContext, useRef, useSyncExternalStore } from 'react';
 import type { RedpointClient } from './client.js';
 import { same } from './same.js';
 import type { ConversationView, RedpointState, SyncStatus, Totals } from './types.js';

@@ -2,12 +2,12 @@ import type { ErrorCode } from '../../../protocol/errors.js';
 import type { AckFrame, ChangeFrame, ClientFrame, ErrorFrame, ServerFrame, SyncFrame, VersionFrame } from '../../../protocol/frames.js';
 import { UNSEEN_EPOCH } from '../../../protocol/types.js';
 import type { Backoff } from './backoff.js';
-import type { ResetEvent } from './types.js';
 import type { ReadBatcher } from './read-batcher.js';
 import type { PushSequencer } from './sequencer.js';
 import type { SettingsQueue } from './settings-queue.js';
 import type { ConvStore } from './store.js';
 import { Timer, type Timers } from './timers.js';
+import type { ResetEvent } from './types.js';
 
 /** Error codes after which the same request may succeed later. */
 const TRANSIENT: ReadonlySet<string> = new Set<ErrorCode>(['unavailable', 'outcome_unknown', 'rate_limited', 'internal']);

@@ -1,5 +1,5 @@
+import { type ChannelConstructor, type LockManagerLike, TabGroup } from './tabs/group.js';
 import type { TransportFactory } from './transport.js';
-import { TabGroup, type ChannelConstructor, type LockManagerLike } from './tabs/group.js';
 
 export interface ShareTabsOptions {
   /**

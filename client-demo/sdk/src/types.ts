@@ -1,8 +1,8 @@
-import type { ConvView, Cursor } from './wire-types.js';
 import type { CacheAdapter } from './cache/cache.js';
-import type { Timers } from './timers.js';
 import type { FrameCodec } from './codec.js';
+import type { Timers } from './timers.js';
 import type { TransportFactory, WebSocketConstructor } from './transport.js';
+import type { ConvView, Cursor } from './wire-types.js';
 
 /**
  * Where the numbers stand:

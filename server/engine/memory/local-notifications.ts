@@ -1,4 +1,4 @@
-import { InterestCounter, type HeadChange, type NotificationHandler, type Notifications, type UserChange } from '../notifications.js';
+import { type HeadChange, InterestCounter, type NotificationHandler, type Notifications, type UserChange } from '../notifications.js';
 
 /**
  * The memory engine's change feed: one process, so a change is handed to the handler

@@ -1,14 +1,16 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { type ConversationView, type DeleteStep, type EngineAdmin, type RawConversation, type RawUser, type ScanPage, totalsOfRecords } from '../admin.js';
 import { UNSEEN_EPOCH } from '../engine.js';
-import { totalsOfRecords, type ConversationView, type DeleteStep, type EngineAdmin, type RawConversation, type RawUser, type ScanPage } from '../admin.js';
-import { sameRecord, toConvState, type StoredConv } from '../rules.js';
-import type { LocalNotifications } from './local-notifications.js';
+import { type StoredConv, sameRecord, toConvState } from '../rules.js';
 import { encodeSnapshotText } from '../state-text.js';
 import { clearEntries } from './entry-log.js';
+import type { LocalNotifications } from './local-notifications.js';
 import {
   entriesAfter,
   info,
   largeMemberConvs,
+  type MemoryConversation,
+  type MemoryUser,
   memberTag,
   memberTags,
   newEpoch,
@@ -17,10 +19,8 @@ import {
   setTotals,
   snapshotOf,
   totalsOf,
-  type MemoryConversation,
-  type MemoryUser,
 } from './memory-state.js';
-import { EMPTY_TABLE, tableCopy, tableEntries, tableHas, tableKeys, tableSet, tableSize, type TextTable } from './text-table.js';
+import { EMPTY_TABLE, type TextTable, tableCopy, tableEntries, tableHas, tableKeys, tableSet, tableSize } from './text-table.js';
 
 /** A deletion begun and not finished: the roster it removes, under its generation. */
 interface MemoryDeletion {

@@ -1,6 +1,6 @@
 import type { Cursor } from '../../../protocol/types.js';
+import type { EngineAdmin } from '../admin.js';
 import {
-  UNSEEN_EPOCH,
   type ApplyOptions,
   type ConvInfo,
   type Engine,
@@ -13,36 +13,34 @@ import {
   type Roster,
   type StoredPull,
   type StoredUserState,
+  UNSEEN_EPOCH,
   type UserOp,
   type UserOpResult,
 } from '../engine.js';
-import type { EngineAdmin } from '../admin.js';
-import { LocalNotifications } from './local-notifications.js';
-import { MemoryAdmin } from './memory-admin.js';
 import type { UserChange } from '../notifications.js';
-import { encodeEntryText, encodeMemberTag, encodeSnapshotText } from '../state-text.js';
-import { appendEntry, trimEntries } from './entry-log.js';
-import { tableDelete, tableHas, tableKeys, tableSet, tableSize } from './text-table.js';
 import {
   applyRule,
   contribution,
   needsReset,
+  type StoredConv,
   sameRecord,
   sameState,
   snapshotInterval,
   toConvState,
   trimmedBase,
   visibleState,
-  type StoredConv,
 } from '../rules.js';
-
+import { encodeEntryText, encodeMemberTag, encodeSnapshotText } from '../state-text.js';
+import { appendEntry, trimEntries } from './entry-log.js';
+import { LocalNotifications } from './local-notifications.js';
+import { MemoryAdmin } from './memory-admin.js';
 import {
-  MemoryConversation,
-  MemoryUser,
   addToCategory,
   entriesAfter,
   info,
   largeMemberConvs,
+  MemoryConversation,
+  MemoryUser,
   memberRecords,
   memberTag,
   memberTags,
@@ -52,6 +50,7 @@ import {
   snapshotOf,
   totalsOf,
 } from './memory-state.js';
+import { tableDelete, tableHas, tableKeys, tableSet, tableSize } from './text-table.js';
 
 /**
  * The in-process engine: the default when no Redis is configured. Everything is synchronous

@@ -3,8 +3,8 @@ import type { ConvEntry, Snapshot } from '../../../protocol/types.js';
 import type { ConvInfo, MemberTag, StoredUserState } from '../engine.js';
 import type { StoredConv } from '../rules.js';
 import { decodeEntries, decodeMemberTag, decodeRecordFast, decodeSnapshotText, encodeRecord } from '../state-text.js';
-import { entryTexts, type EntryLog } from './entry-log.js';
-import { EMPTY_TABLE, tableEntries, tableForEach, tableGet, tableSet, tableSize, type TextTable } from './text-table.js';
+import { type EntryLog, entryTexts } from './entry-log.js';
+import { EMPTY_TABLE, type TextTable, tableEntries, tableForEach, tableGet, tableSet, tableSize } from './text-table.js';
 
 /**
  * The memory engine's state: one object per conversation and per user, and the helpers that read

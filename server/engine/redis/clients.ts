@@ -1,5 +1,5 @@
 import type { ConnectionOptions } from 'node:tls';
-import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
+import { Cluster, type ClusterOptions, Redis, type RedisOptions } from 'ioredis';
 import { connectionOptions, formatNode, type RedisAccess, type RedisTarget, type SentinelTarget } from '../../redis-target.js';
 
 /**

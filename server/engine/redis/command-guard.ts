@@ -1,9 +1,9 @@
-import type { StoreHealth } from '../store-health.js';
 import { OutcomeUnknownError, StoreError } from '../store-errors.js';
-import { ReplyWatch } from './reply-watch.js';
-import { SCRIPTS, USER_PRELUDE } from './scripts.js';
+import type { StoreHealth } from '../store-health.js';
 import { storeErrorOf } from './driver-errors.js';
-import { retryNotSent, type ConnectionRef, type RunTracker, type RunWaits } from './runs.js';
+import { ReplyWatch } from './reply-watch.js';
+import { type ConnectionRef, type RunTracker, type RunWaits, retryNotSent } from './runs.js';
+import { SCRIPTS, USER_PRELUDE } from './scripts.js';
 
 /**
  * The choke point of every command the Redis engine sends. Each one:

@@ -1,5 +1,5 @@
 import { ReplyError } from 'ioredis';
-import { OutcomeUnknownError, StoreError, StoreUnavailableError, type StoreErrorKind } from '../store-errors.js';
+import { OutcomeUnknownError, StoreError, type StoreErrorKind, StoreUnavailableError } from '../store-errors.js';
 
 /**
  * The one place that reads ioredis's errors and turns them into the engine's typed errors

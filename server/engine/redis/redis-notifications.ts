@@ -1,10 +1,10 @@
-import type { StoreHealth } from '../store-health.js';
-import { watchCluster, watchRedis } from './watch-redis.js';
 import { quitWithin, type RedisTarget } from '../../redis-target.js';
-import { clientAddress, clusterClient, singleClient } from './clients.js';
-import { InterestCounter, type HeadChange, type NotificationHandler, type Notifications, type UserChange } from '../notifications.js';
+import { type HeadChange, InterestCounter, type NotificationHandler, type Notifications, type UserChange } from '../notifications.js';
 import { decodeEntryText } from '../state-text.js';
+import type { StoreHealth } from '../store-health.js';
+import { clientAddress, clusterClient, singleClient } from './clients.js';
 import { convChannel, userChannel } from './keys.js';
+import { watchCluster, watchRedis } from './watch-redis.js';
 
 /** How the engine's scripts publish: classic pub/sub on one Redis (or behind Sentinel), sharded pub/sub on a cluster. */
 export function publishCommand(target: RedisTarget): 'PUBLISH' | 'SPUBLISH' {

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
-import { OutcomeUnknownError, StoreUnavailableError, type StoreError } from '../store-errors.js';
+import { OutcomeUnknownError, type StoreError, StoreUnavailableError } from '../store-errors.js';
 import type { Reply } from './codec.js';
 import { storeErrorOf } from './driver-errors.js';
 import { keySlot } from './keys.js';

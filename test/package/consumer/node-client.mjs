@@ -2,10 +2,11 @@
 // node node-client.mjs <ws url> <token> <json|msgpack> <cache file>
 // Prints the state once synced, then marks every conversation read and prints the state once
 // that is acknowledged.
-import WebSocket from 'ws';
+
 import { RedpointClient } from '@redpoint/client';
 import { FileCache } from '@redpoint/client/file';
 import { msgpack } from '@redpoint/client/msgpack';
+import WebSocket from 'ws';
 
 const [url, token, codec, cachePath] = process.argv.slice(2);
 const client = new RedpointClient({

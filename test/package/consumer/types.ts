@@ -1,13 +1,13 @@
 // Type-checked against the installed package only (tsc --noEmit -p .): every entry's types
 // resolve inside the package, and they are real types (each @ts-expect-error must be an error).
-import WebSocket from 'ws';
+
 import {
   CLOSE_CODES,
   ClosedError,
+  type ConversationView,
   MemoryCache,
   REQUEST_TIMEOUT_CLOSE,
   RedpointClient,
-  type ConversationView,
   type RedpointState,
   type SyncStatus,
   type Totals,
@@ -15,8 +15,9 @@ import {
 import { FileCache } from '@redpoint/client/file';
 import { IndexedDbCache } from '@redpoint/client/idb';
 import { msgpack } from '@redpoint/client/msgpack';
-import { RedpointProvider, useConversation, useUnread, type Unread } from '@redpoint/client/react';
+import { RedpointProvider, type Unread, useConversation, useUnread } from '@redpoint/client/react';
 import { shareTabs } from '@redpoint/client/tabs';
+import WebSocket from 'ws';
 
 const client = new RedpointClient({
   url: 'ws://127.0.0.1:8080/v1/ws',

@@ -4,7 +4,7 @@ import type { EngineAdmin } from '../engine/admin.js';
 import type { Engine } from '../engine/engine.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { Finding } from './checks.js';
-import { Reconciler, type ReconcilePage } from './reconcile.js';
+import { Reconciler } from './reconcile.js';
 
 export interface ReconcileJobOptions {
   everySeconds: number;

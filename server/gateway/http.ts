@@ -334,7 +334,7 @@ export class HttpRouter {
       // than read the rest.
       if (!rest) res.end(payload, close);
       else if (res.write(payload)) writable = Promise.resolve();
-      else writable = new Promise((resolve) => res.onWritable(() => (resolve(), true)));
+      else writable = whenWritable(res);
     });
     if (rest) void streamRest(res, state, rest, writable, close);
   }
@@ -385,8 +385,18 @@ async function streamRest(res: HttpResponse, state: AbortState, rest: Iterator<s
     res.cork(() => {
       written = res.write(next.value);
     });
-    writable = written ? Promise.resolve() : new Promise((resolve) => res.onWritable(() => (resolve(), true)));
+    writable = written ? Promise.resolve() : whenWritable(res);
   }
+}
+
+/** Resolves when uWS can take more of this response (its buffer drained to the socket). */
+function whenWritable(res: HttpResponse): Promise<void> {
+  return new Promise((resolve) => {
+    res.onWritable(() => {
+      resolve();
+      return true;
+    });
+  });
 }
 
 interface AbortState {

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { Authenticator } from './auth/tokens.js';
-import { DEV_API_KEY, defaultWsOptions, type Config } from './config.js';
+import { DEFAULT_MAX_CONVERSATIONS_PER_USER, DEV_API_KEY, defaultWsOptions, type Config } from './config.js';
 import type { Engine } from './engine/engine.js';
 import { createEngine } from './engine/create-engine.js';
 import { ReconcileJob } from './admin/reconcile-job.js';
@@ -24,6 +24,7 @@ import { DEFAULT_STORE_TIMEOUT_MS, redisTargetOf } from './redis-target.js';
 import { WsGateway } from './gateway/ws-gateway.js';
 import { startQueues, type RunningQueues } from './queue/start-queue.js';
 import { DEFAULT_MAX_READ_AHEAD, ReadCap } from './sync/read-cap.js';
+import { ConversationCap } from './sync/conversation-cap.js';
 import { defaultUserBudgetOptions, UserBudgets } from './gateway/user-budget.js';
 import { SeqGuard } from './sync/seq-guard.js';
 import { SyncService } from './sync/sync-service.js';
@@ -142,7 +143,12 @@ export async function startServer(
       `read of seq ${capped.seq} in conversation ${capped.conv} is above its head ${capped.head} by more than MAX_READ_AHEAD: applied as ${capped.applied}`,
     );
   });
-  const sync = new SyncService(store, { largeGroupThreshold: config.largeGroupThreshold, readCap });
+  const maxConversations = config.maxConversationsPerUser ?? DEFAULT_MAX_CONVERSATIONS_PER_USER;
+  const sync = new SyncService(store, {
+    largeGroupThreshold: config.largeGroupThreshold,
+    readCap,
+    ...(maxConversations > 0 ? { conversationCap: new ConversationCap(store, maxConversations) } : {}),
+  });
   sync.ingest.onFlush = (stats) => {
     metrics.groupCommitBatch.observe(stats.messages);
     metrics.groupCommitOps.observe(stats.userOps);

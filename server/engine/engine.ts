@@ -76,6 +76,12 @@ export interface Engine {
   position(uid: string): Promise<Cursor>;
   /** Every conversation the user is a member of, with the stored totals (write-diffused part). */
   userState(uid: string): Promise<StoredUserState>;
+  /**
+   * For each uid: how many conversations the user's record counts them a member of, and whether
+   * `conv` is one of them (the conversation cap's check, sync/conversation-cap.ts). Plain reads,
+   * no atomic step: the caller checks again after its change.
+   */
+  memberships(uids: readonly string[], conv: string): Promise<UserMemberships[]>;
 
   /** The durable tier's side of this store (the drainer and the cold sweep call it); only stores with a durable tier behind them (Redis). */
   durableStore?(): DurableStore;
@@ -222,6 +228,12 @@ export interface StoredPull {
   more: boolean;
   /** Read-diffused conversations the user is a member of (their heads are fetched separately). */
   largeConvs: string[];
+}
+
+export interface UserMemberships {
+  uid: string;
+  conversations: number;
+  member: boolean;
 }
 
 export interface StoredUserState {

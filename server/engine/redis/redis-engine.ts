@@ -17,6 +17,7 @@ import type {
   Roster,
   StoredPull,
   StoredUserState,
+  UserMemberships,
   UserOp,
   UserOpResult,
 } from '../engine.js';
@@ -303,6 +304,18 @@ export class RedisEngine implements Engine {
           return { index, done: true };
         });
       },
+    );
+  }
+
+  async memberships(uids: readonly string[], conv: string): Promise<UserMemberships[]> {
+    // Two HGETs per user (its own hash tag), pipelined by auto-pipelining; no script: the count
+    // is a plain read that the conversation cap checks again after its change.
+    return Promise.all(
+      uids.map(async (uid) => {
+        const k = userKeys(this.prefix, uid);
+        const [count, record] = await Promise.all([this.client.hget(k.meta, 'n'), this.client.hget(k.records, conv)]);
+        return { uid, conversations: Number(count ?? 0), member: record != null && decodeRecord(conv, record).member };
+      }),
     );
   }
 

@@ -35,7 +35,7 @@ import { RedisDurableStore } from './redis-durable.js';
 import { RedisAdmin } from './redis-admin.js';
 import { publishCommand, RedisNotifications } from './redis-notifications.js';
 import { ClusterRuns, SingleRun, type RunTracker, type RunWaits } from './runs.js';
-import { defineScripts, ensureScriptsLoaded, loadScriptSources, scriptShas, type ScriptedCluster, type ScriptedRedis, type ScriptName } from './scripts.js';
+import { buildLibrary, defineScripts, ensureLibrary, type Library, type ScriptedCluster, type ScriptedRedis } from './scripts.js';
 import { appendUserOps, opArgs } from './user-ops.js';
 
 /**
@@ -110,8 +110,7 @@ export class RedisEngine implements Engine {
     private readonly client: ScriptedRedis | ScriptedCluster,
     private readonly runs: RunTracker,
     private readonly options: RedisEngineOptions,
-    private readonly sources: Record<ScriptName, string>,
-    private readonly shas: string[],
+    private readonly library: Library,
   ) {
     this.prefix = options.prefix ?? 'rp';
     this.publish = publishCommand(options);
@@ -157,20 +156,22 @@ export class RedisEngine implements Engine {
     const swallow = (): void => {}; // connect() rejects with the same error
     client.on('error', swallow);
     try {
-      const sources = loadScriptSources();
-      const shas = scriptShas(sources);
+      const library = buildLibrary();
       await client.connect().catch((err: unknown) => {
         const reason = err instanceof Error ? err.message : String(err);
         throw new StoreUnavailableError('not_ready', `cannot connect to Redis: ${reason}`, { cause: err });
       });
       const waits: RunWaits = { deadline: () => health.waitDeadline(whole, timeoutMs), failed: (err) => health.failed(err) };
-      // On a cluster, scripts are loaded on each new master connection before user scripts use it.
-      const runs =
-        client instanceof Cluster ? new ClusterRuns(client, (node) => ensureScriptsLoaded(node, sources, shas), waits) : new SingleRun(client, address, waits);
-      await defineScripts(client, runs.masters(), sources);
+      // On a cluster, the library is loaded on each new master connection before user scripts use it.
+      const runs = client instanceof Cluster ? new ClusterRuns(client, (node) => ensureLibrary(node, library), waits) : new SingleRun(client, address, waits);
+      // A call that finds its function missing reloads the library wherever it is missing.
+      const reload = async (): Promise<void> => {
+        await Promise.all(runs.masters().map((node) => ensureLibrary(node, library)));
+      };
+      await defineScripts(client, runs.masters(), library, reload);
       // Every data command goes through one guard: bounded waits, typed errors, health.
       const guard = new CommandGuard(runs, waits, health, (address) => `engine@${address}`, timeoutMs, options.waitReplicas);
-      const engine = new RedisEngine(guardCommands(client as ScriptedRedis | ScriptedCluster, guard), runs, { ...options, health }, sources, shas);
+      const engine = new RedisEngine(guardCommands(client as ScriptedRedis | ScriptedCluster, guard), runs, { ...options, health }, library);
       // Fails fast when INFO is not allowed (renamed, or denied by an ACL).
       await runs.learnAll(Date.now() + READY_TIMEOUT_MS * 10);
       return engine;
@@ -295,11 +296,7 @@ export class RedisEngine implements Engine {
           const index = (group[j] as Grouped).index;
           if (part === 0) return { index, done: true };
           if (part === MOVED) return { index, done: false };
-          const p = asArray(part);
-          const conv = (items[index] as MessageRecord).conv;
-          const info = convInfo(conv, p);
-          const listed = asStrings(p[5]);
-          out[index] = { info, members: info.large ? listed : listed.filter((f) => !f.startsWith(CONV_FIELD)) };
+          out[index] = recordedOf((items[index] as MessageRecord).conv, part);
           return { index, done: true };
         });
       },
@@ -645,7 +642,7 @@ export class RedisEngine implements Engine {
       const answers = await Promise.all(
         this.runs.masters().map(async (node) => {
           if ((await node.ping()) !== 'PONG') return false;
-          await ensureScriptsLoaded(node, this.sources, this.shas);
+          await ensureLibrary(node, this.library);
           return true;
         }),
       );
@@ -769,6 +766,14 @@ const ABSENT = 'absent';
 
 function userApplyKeys(k: UserKeys): string[] {
   return [k.meta, k.records, k.stream, k.snapshot, k.large];
+}
+
+/** A conversation's part of conv_record.lua's reply: its info and who it listed (a write-diffused one lists its '#' fields too). */
+function recordedOf(conv: string, part: Reply): RecordedMessage {
+  const p = asArray(part);
+  const info = convInfo(conv, p);
+  const listed = asStrings(p[5]);
+  return { info, members: info.large ? listed : listed.filter((f) => !f.startsWith(CONV_FIELD)) };
 }
 
 /** `#s #l #c #g #n` of a conversation hash, in that order. */

@@ -4,7 +4,7 @@ import { seedMessage } from '../baselines/seed-counters.js';
 import { redisStats, statsConnection, statsDelta } from '../lib/redis-info.js';
 import { atMost, emptyReport, fmt, type Section } from '../lib/section.js';
 import { fmtRate } from '../lib/table.js';
-import { mergeOps } from '../../server/sync/ingest.js';
+import { mergeOps } from '../../server/engine/merge-ops.js';
 import type { Engine, RecordedMessage } from '../../server/engine/engine.js';
 import { openInProcessStore, type InProcessStore } from './engine-setup.js';
 
@@ -130,7 +130,13 @@ export const redisCostSection: Section = {
 /** What `Ingest` does for a flush of one message (server/sync/ingest.ts), without merging it with others. */
 async function flushOne(engine: Engine, c: Conv, sender: string): Promise<void> {
   const message = { conv: c.conv, seq: c.seq, sender };
-  const [recorded] = await engine.recordMessages([{ conv: c.conv, seq: c.seq, candidates: [sender] }], Date.now());
+  const item = { conv: c.conv, seq: c.seq, candidates: [sender] };
+  if (engine.recordAndApply) {
+    const { recorded } = await engine.recordAndApply([item], [message], Date.now());
+    if (!recorded[0]) throw new Error(`redis-cost: conversation ${c.conv} unknown`);
+    return;
+  }
+  const [recorded] = await engine.recordMessages([item], Date.now());
   if (!recorded) throw new Error(`redis-cost: conversation ${c.conv} unknown`);
   const ops = mergeOps([message], new Map<string, RecordedMessage>([[c.conv, recorded]]));
   await engine.applyUserOps(ops, { at: Date.now(), results: false });

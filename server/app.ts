@@ -27,6 +27,7 @@ import { DEFAULT_MAX_READ_AHEAD, ReadCap } from './sync/read-cap.js';
 import { defaultUserBudgetOptions, UserBudgets } from './gateway/user-budget.js';
 import { SeqGuard } from './sync/seq-guard.js';
 import { SyncService } from './sync/sync-service.js';
+import { DbReconciler } from './durable/db-reconcile.js';
 import { DurableTier } from './durable/durable-tier.js';
 import type { ColdSweep } from './durable/cold-sweep.js';
 import type { Persister } from './durable/persister.js';
@@ -83,7 +84,15 @@ export interface WorkerRole {
  * several, it shares the port; the first worker alone runs the ops listener, the reconcile job
  * and the process metrics. `routes` adds an entry point's own routes (the dev entry's demo page).
  */
-export async function startServer(config: Config, log: Logger, engine?: Engine, worker?: WorkerRole, routes?: RouteHook): Promise<RunningServer> {
+export async function startServer(
+  config: Config,
+  log: Logger,
+  engine?: Engine,
+  worker?: WorkerRole,
+  routes?: RouteHook,
+  /** A durable tier the caller opened for `engine` and runs itself (tests): erase, readiness and reconcile use it. */
+  attachedTier?: DurableTier,
+): Promise<RunningServer> {
   const storeTimeoutMs = config.storeTimeoutMs ?? DEFAULT_STORE_TIMEOUT_MS;
   const first = (worker?.index ?? 0) === 0;
   const metrics = new Metrics({ processMetrics: first });
@@ -98,7 +107,8 @@ export async function startServer(config: Config, log: Logger, engine?: Engine, 
   // One Redis, a Redis Cluster or Sentinels (never two: that throws here, before anything starts).
   redisTargetOf(config);
   // The durable tier first: the engine restores from it from its first request on.
-  const tier = config.durable && !engine ? await DurableTier.open(config.durable, log) : undefined;
+  const ownTier = config.durable && !engine ? await DurableTier.open(config.durable, log) : undefined;
+  const tier = ownTier ?? attachedTier;
   const store =
     engine ??
     (await createEngine({
@@ -116,13 +126,13 @@ export async function startServer(config: Config, log: Logger, engine?: Engine, 
       health,
       allowEviction: config.redisAllowEviction,
       log,
-      durable: tier && {
-        backing: tier.pg,
-        activityEveryMs: tier.activityEveryMs,
+      durable: ownTier && {
+        backing: ownTier.pg,
+        activityEveryMs: ownTier.activityEveryMs,
         onRestore: (kind, n) => metrics.restored.inc({ kind }, n),
       },
     }).catch(async (err: unknown) => {
-      await tier?.close();
+      await ownTier?.close();
       throw err;
     }));
   const readCap = new ReadCap(store, config.maxReadAhead ?? DEFAULT_MAX_READ_AHEAD, (capped) => {
@@ -163,12 +173,16 @@ export async function startServer(config: Config, log: Logger, engine?: Engine, 
   const hookPaths = routes ? routes(router, { auth, apiKey: config.apiKey ?? DEV_API_KEY, devMode: config.devMode, log }) : [];
   if (config.corsOrigins) enableCors(router, config.corsOrigins, [...apiPaths, ...adminPaths, ...docPaths]);
   router.fallback([...apiPaths, ...adminPaths, ...opsPaths, ...docPaths, ...devPaths, ...hookPaths]);
+  const reconcileStore = store.durableStore?.();
   const reconcileJob =
     first && (config.reconcileEverySeconds ?? 0) > 0
       ? new ReconcileJob(store, admin, metrics, log, {
           everySeconds: config.reconcileEverySeconds ?? 0,
           rate: config.reconcileRate ?? 200,
           threshold: config.largeGroupThreshold,
+          ...(tier && reconcileStore
+            ? { againstDb: (graceMs: number) => new DbReconciler(tier.pg, reconcileStore, store, admin, { repair: true, graceMs }) }
+            : {}),
         })
       : undefined;
 
@@ -194,16 +208,17 @@ export async function startServer(config: Config, log: Logger, engine?: Engine, 
     health.close();
     gateway.shutdown();
     if (!engine) await store.close();
-    await tier?.close();
+    await ownTier?.close();
     closeApp(app);
     throw err;
   }
   const port = uws.us_socket_local_port(listenSocket);
   metrics.ready.set(1);
   reconcileJob?.start();
-  const durableStore = tier && first ? store.durableStore?.() : undefined;
-  if (tier && durableStore) await tier.prepare(durableStore, log);
-  const durable = tier && (durableStore ? { tier, ...tier.run(durableStore, log, metrics) } : { tier, persister: undefined, sweep: undefined });
+  const durableStore = ownTier && first ? store.durableStore?.() : undefined;
+  if (ownTier && durableStore) await ownTier.prepare(durableStore, log);
+  const durable =
+    ownTier && (durableStore ? { tier: ownTier, ...ownTier.run(durableStore, log, metrics) } : { tier: ownTier, persister: undefined, sweep: undefined });
 
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> => {
@@ -225,7 +240,7 @@ export async function startServer(config: Config, log: Logger, engine?: Engine, 
       await Promise.all([router.drain(answered), ops?.router.drain(answered), queues ? within(queues.close(), storeTimeoutMs + REQUEST_GRACE_MS) : undefined]);
       await within(sync.idle(), storeTimeoutMs);
       // The drainer's pass in flight finishes (its marks are cleared or stay in Redis for the next process).
-      await tier?.close();
+      await ownTier?.close();
       await store.close();
       // Clients still sending on keep-alive connections get their 503 (and a close) first.
       await Promise.all([router.quiet(QUIET_MS, MAX_LINGER_MS), ops?.router.quiet(QUIET_MS, MAX_LINGER_MS)]);

@@ -4,6 +4,7 @@ import { connect, UsageError } from './cli/connect.js';
 import { deleteCommand, eraseCommand, headCommand } from './cli/erase-command.js';
 import { importCommand } from './cli/import-command.js';
 import { inspectCommand } from './cli/inspect-command.js';
+import { dbReconcileCommand } from './cli/db-reconcile-command.js';
 import { reconcileCommand } from './cli/reconcile-command.js';
 import { restoreCommand } from './cli/restore-command.js';
 import { resetReadCommand } from './cli/reset-read-command.js';
@@ -11,6 +12,8 @@ import { resetReadCommand } from './cli/reset-read-command.js';
 const USAGE = `redpoint: the operator's toolbox (README "Operating Redpoint")
 
   redpoint reconcile (--all | --user U... | --conv C...) [--repair] [--rate N] [--grace MS] [--cursor C]
+  redpoint reconcile --against-db (--all | --user U...) [--repair] [--rate N] [--grace MS] [--cursor C]
+            (durable tier: Redis against PostgreSQL, record by record)
   redpoint import FILE.jsonl [--dry-run] [--from-counters [--legacy-url URL] [--counters 'unread:*'] [--totals 'total_unread:*']]
   redpoint inspect user U | inspect conv C
   redpoint erase user U [--no-scan]
@@ -32,6 +35,7 @@ const OPTIONS = {
   user: { type: 'string', multiple: true },
   conv: { type: 'string', multiple: true },
   repair: { type: 'boolean', default: false },
+  'against-db': { type: 'boolean', default: false },
   rate: { type: 'string', default: '500' },
   grace: { type: 'string', default: '1000' },
   cursor: { type: 'string', default: '' },
@@ -85,6 +89,12 @@ async function main(argv: string[]): Promise<number> {
       };
       let interrupted = false;
       process.once('SIGINT', () => (interrupted = true));
+      if (values['against-db']) {
+        if (values.url !== undefined)
+          throw new UsageError('reconcile --against-db reaches Redis and PostgreSQL directly (REDIS_URL, DATABASE_URL), not through --url');
+        if (convs.length > 0) throw new UsageError('reconcile --against-db takes --all or --user U (conversations are checked by --all)');
+        return dbReconcileCommand(args, out, () => interrupted);
+      }
       run = (toolbox) => reconcileCommand(toolbox, args, out, () => interrupted);
       break;
     }

@@ -12,6 +12,25 @@ export interface ReconcileJobOptions {
   rate: number;
   threshold: number;
   graceMs?: number;
+  /**
+   * With the durable tier: Redis against PostgreSQL (server/durable/db-reconcile.ts), walked
+   * with repair after the store's own walk, paced and counted the same way.
+   */
+  againstDb?: (graceMs: number) => ReconcileWalker;
+}
+
+/** A walk in pages, with repair: the store's invariants (reconcile.ts) or the database's (db-reconcile.ts). */
+export interface ReconcileWalker {
+  page(cursor: string, count: number): Promise<WalkPage>;
+}
+
+interface WalkPage {
+  cursor: string;
+  users: number;
+  conversations: number;
+  findings: ReadonlyArray<{ kind: string }>;
+  repaired: ReadonlyArray<{ kind: string }>;
+  unrepaired: ReadonlyArray<{ kind: string }>;
 }
 
 const PAGE = 100;
@@ -52,21 +71,27 @@ export class ReconcileJob {
 
   /** One whole walk (the loop's body; tests call it directly). */
   async walk(): Promise<void> {
-    const reconciler = new Reconciler(
-      this.engine,
-      this.admin,
-      this.options.threshold,
-      { repair: true, graceMs: this.options.graceMs ?? DEFAULT_GRACE_MS },
-      (subject, findings) => this.logRepair(subject, findings),
+    const graceMs = this.options.graceMs ?? DEFAULT_GRACE_MS;
+    const store = new Reconciler(this.engine, this.admin, this.options.threshold, { repair: true, graceMs }, (subject, findings) =>
+      this.logRepair(subject, findings),
     );
+    await this.walkAll(store, '');
+    if (this.options.againstDb && !this.stopped) await this.walkAll(this.options.againstDb(graceMs), 'database: ');
+    if (!this.stopped) {
+      this.metrics.reconcileRuns.inc();
+      this.metrics.reconcileLastRun.set(Date.now() / 1000);
+    }
+  }
+
+  private async walkAll(walker: ReconcileWalker, what: string): Promise<void> {
     let cursor = '';
     do {
       const started = performance.now();
-      let page: ReconcilePage;
+      let page: WalkPage;
       try {
-        page = await reconciler.page(cursor, PAGE);
+        page = await walker.page(cursor, PAGE);
       } catch (err) {
-        this.log.warn({ err, cursor }, 'reconcile page failed; retrying');
+        this.log.warn({ err, cursor }, `reconcile ${what}page failed; retrying`);
         await this.pause(5_000);
         continue;
       }
@@ -76,17 +101,14 @@ export class ReconcileJob {
       for (const f of page.repaired) this.metrics.reconcileRepaired.inc({ kind: f.kind });
       for (const f of page.unrepaired) {
         this.metrics.reconcileUnrepaired.inc({ kind: f.kind });
-        this.log.error({ finding: f }, 'reconcile could not repair');
+        this.log.error({ finding: f }, `reconcile ${what}could not repair`);
       }
+      if (what !== '' && page.repaired.length > 0) this.log.warn({ repaired: page.repaired }, `reconcile ${what}repaired ${page.repaired.length}`);
       cursor = page.cursor;
       // Pace: a page of n ids takes at least n / rate seconds.
       const budget = ((page.users + page.conversations) / this.options.rate) * 1000;
       await this.pause(budget - (performance.now() - started));
     } while (cursor !== '' && !this.stopped);
-    if (!this.stopped) {
-      this.metrics.reconcileRuns.inc();
-      this.metrics.reconcileLastRun.set(Date.now() / 1000);
-    }
   }
 
   private async loop(): Promise<void> {

@@ -1,8 +1,4 @@
-import { loadConfig } from '../config.js';
-import { createEngine } from '../engine/create-engine.js';
-import { DurableTier } from '../durable/durable-tier.js';
-import { pino } from 'pino';
-import { UsageError } from './connect.js';
+import { withDurableEngine } from './durable-connect.js';
 import { progressBar, rateSince } from './progress.js';
 
 const PAGE = 500;
@@ -19,26 +15,12 @@ export async function restoreCommand(
   interrupted: () => boolean,
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<number> {
-  const config = loadConfig(env);
-  if (!config.durable) throw new UsageError('restore needs DATABASE_URL (the durable tier) and REDIS_URL or REDIS_CLUSTER_NODES');
-  const log = pino({ level: 'silent' });
-  const tier = await DurableTier.open(config.durable, log);
   let restored = 0;
   let present = 0;
-  try {
-    const engine = await createEngine({
-      redisUrl: config.redisUrl,
-      redisClusterNodes: config.redisClusterNodes,
-      redisSentinels: config.redisSentinels,
-      redisSentinelMaster: config.redisSentinelMaster,
-      redisAccess: config.redisAccess,
-      snapshotEvery: config.snapshotEvery,
-      streamMaxLen: config.streamMaxLen,
-      durable: { backing: tier.pg, activityEveryMs: tier.activityEveryMs, onRestore: (kind, n) => void (kind === 'user' && (restored += n)) },
-    });
-    try {
-      const store = engine.durableStore?.();
-      if (!store) throw new Error('the durable tier needs the Redis engine');
+  return withDurableEngine(
+    'restore',
+    env,
+    async ({ tier, engine, store }) => {
       const total = Number((await tier.pg.pool.query<{ n: string }>('SELECT count(DISTINCT uid) AS n FROM redpoint_user_conv')).rows[0]?.n ?? 0);
       const bar = args.progress ? progressBar('restore', 'users') : undefined;
       bar?.start(total, 0, { detail: '' });
@@ -78,10 +60,7 @@ export async function restoreCommand(
           : `restore: ${done} users (${restored} restored, ${present} already in Redis) in ${report.seconds.toFixed(1)} s${complete ? '; Redis marked intact' : '; interrupted: Redis not marked intact'}\n`,
       );
       return complete ? 0 : 1;
-    } finally {
-      await engine.close();
-    }
-  } finally {
-    await tier.close();
-  }
+    },
+    (kind, n) => void (kind === 'user' && (restored += n)),
+  );
 }

@@ -14,6 +14,7 @@ export interface PersisterOptions {
 const CLUSTER_SHARDS_PER_PASS = 1_024;
 const MAX_BACKOFF_MS = 5_000;
 const MAX_BATCHES_PER_PASS = 32;
+const CLUSTER_REPORT_EVERY_MS = 5_000;
 
 /**
  * The write-behind drainer (DESIGN.md §10). Any process runs one; they need no coordination:
@@ -33,6 +34,7 @@ export class Persister {
   private databaseUp: boolean | undefined;
   private warned = false;
   private shardCursor = 0;
+  private reportedAt = 0;
 
   constructor(
     private readonly store: DurableStore,
@@ -71,8 +73,12 @@ export class Persister {
   /** Drains until nothing is left (or `deadline`): for tests, shutdown and `redpoint persist`. */
   async drainAll(deadline = Number.POSITIVE_INFINITY): Promise<void> {
     while (Date.now() < deadline) {
-      await this.drainOnce();
-      const { marks } = await this.store.backlog(await this.allShards());
+      // Every busy shard each round (a cluster's slot window would take 16 passes to cover them).
+      const shards = await this.allShards();
+      for (const shard of shards) {
+        for (let batch = 0; batch < MAX_BATCHES_PER_PASS; batch++) if (!(await this.drainShard(shard)).full) break;
+      }
+      const { marks } = await this.store.backlog(shards);
       if (marks === 0) return;
     }
     throw new Error('the durable backlog did not drain before the deadline');
@@ -117,6 +123,11 @@ export class Persister {
   }
 
   private async report(): Promise<void> {
+    // The gauge covers the whole store: on a cluster that is a look at all 16,384 slots, so it
+    // is refreshed every few seconds rather than on every pass.
+    const now = Date.now();
+    if (this.store.shardCount > 1 && now - this.reportedAt < CLUSTER_REPORT_EVERY_MS) return;
+    this.reportedAt = now;
     const { marks, oldest } = await this.store.backlog(await this.allShards());
     this.metrics.persistBacklog.set(marks);
     this.metrics.persistOldest.set(oldest === null ? 0 : Math.max(0, (Date.now() - oldest) / 1000));
@@ -181,10 +192,13 @@ export class Persister {
     // Rosters: one transaction each (a roster may be large, and is rewritten whole).
     for (const conv of rosters) {
       const state = await this.store.readConversation(conv);
-      // Marked, yet gone from Redis: it was deleted since (Redis losing it would have lost the mark too).
-      if (state) await this.pg.writeConversation(conv, state.state);
-      else await this.pg.deleteConversation(conv);
-      this.metrics.persistRows.inc({ kind: 'conversation' });
+      // Marked, yet gone from Redis: deleted (the toolbox deletes its rows itself), or lost since
+      // the marks were read (a FLUSHALL or failover in the middle of this pass). Absence is no
+      // evidence of a deletion, so PostgreSQL is left as it is: the next touch restores from it.
+      if (state) {
+        await this.pg.writeConversation(conv, state.state);
+        this.metrics.persistRows.inc({ kind: 'conversation' });
+      }
       if (await this.store.clearConversation('m', conv, state?.gen ?? '')) cleared++;
     }
     const now = Date.now();

@@ -143,10 +143,50 @@ export class PgStore implements DurableBacking {
     return out;
   }
 
+  /**
+   * One user's rows as the reconcile against the database compares them: each record with the
+   * write clock it was read at, and the join head its conversation's roster holds for the user.
+   */
+  async userRows(uid: string): Promise<Array<{ record: StoredConv; w: number; joinHead: number | null }>> {
+    const { rows } = await this.pool.query<RecordRow & { join_head: string | null }>(
+      `SELECT ${RECORD_COLUMNS.split(', ')
+        .map((c) => `r.${c}`)
+        .join(', ')}, m.join_head FROM redpoint_user_conv r
+         LEFT JOIN redpoint_conv_members m ON m.conv = r.conv AND m.uid = r.uid WHERE r.uid = $1`,
+      [uid],
+    );
+    return rows.map((row) => ({ record: recordOf(row), w: Number(row.w), joinHead: row.join_head === null ? null : Number(row.join_head) }));
+  }
+
+  /** Which of `uids` have any row. */
+  async usersWithRows(uids: readonly string[]): Promise<Set<string>> {
+    if (uids.length === 0) return new Set();
+    const { rows } = await this.pool.query<{ uid: string }>('SELECT DISTINCT uid FROM redpoint_user_conv WHERE uid = ANY($1::text[])', [uids]);
+    return new Set(rows.map((r) => r.uid));
+  }
+
+  /** Conversations in pages by id: head and membership generation (the reconcile against the database). */
+  async conversationHeads(after: string, limit: number): Promise<Array<{ conv: string; maxSeq: number; gen: number }>> {
+    const { rows } = await this.pool.query<{ conv: string; max_seq: string; gen: string }>(
+      'SELECT conv, max_seq, gen FROM redpoint_conversations WHERE conv > $1 ORDER BY conv LIMIT $2',
+      [after, limit],
+    );
+    return rows.map((r) => ({ conv: r.conv, maxSeq: Number(r.max_seq), gen: Number(r.gen) }));
+  }
+
   /** Erasing a user (DELETE /v1/users/:uid, `redpoint erase`) removes their rows and memberships here too. */
-  async eraseUser(uid: string): Promise<void> {
-    await this.pool.query('DELETE FROM redpoint_user_conv WHERE uid = $1', [uid]);
-    await this.pool.query('DELETE FROM redpoint_conv_members WHERE uid = $1', [uid]);
+  async eraseUser(uid: string, now = Date.now()): Promise<void> {
+    await this.transaction(async (client) => {
+      // The tombstone outlives any drain pass in flight (seconds); a day later it goes.
+      await client.query(
+        `INSERT INTO redpoint_erased (uid, w) VALUES ($1, $2)
+         ON CONFLICT (uid) DO UPDATE SET w = GREATEST(redpoint_erased.w, EXCLUDED.w), erased_at = now()`,
+        [uid, now],
+      );
+      await client.query('DELETE FROM redpoint_user_conv WHERE uid = $1', [uid]);
+      await client.query('DELETE FROM redpoint_conv_members WHERE uid = $1', [uid]);
+      await client.query("DELETE FROM redpoint_erased WHERE erased_at < now() - interval '1 day'");
+    });
   }
 
   /** Every user id with a row, in pages (for `redpoint restore` and the reconcile against the database). */
@@ -282,6 +322,8 @@ const UPSERT_RECORDS = `
   FROM unnest($1::text[], $2::text[], $3::bool[], $4::bool[], $5::bool[], $6::bool[], $7::bigint[], $8::bigint[],
               $9::bigint[], $10::bigint[], $11::bigint[], $12::text[], $13::text[], $14::bigint[])
     AS u(uid, conv, member, muted, marked_unread, large, last_seq, read_seq, deleted_seq, gen, join_gen, category, mentions, w)
+  -- a state read before the user was erased is not written back (a user created again is newer)
+  WHERE NOT EXISTS (SELECT 1 FROM redpoint_erased e WHERE e.uid = u.uid AND e.w >= u.w)
   ON CONFLICT (uid, conv) DO UPDATE SET
     last_seq = GREATEST(t.last_seq, EXCLUDED.last_seq),
     deleted_seq = GREATEST(t.deleted_seq, EXCLUDED.deleted_seq),

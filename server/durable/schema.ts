@@ -47,6 +47,13 @@ export const MIGRATIONS: readonly string[] = [
      join_head bigint NOT NULL,
      PRIMARY KEY (conv, uid)
    );`,
+  // 2: erased users' tombstones. A drain pass that read a user before the erase and writes after
+  // it must not bring the rows back: an upsert below the tombstone's write clock is dropped.
+  `CREATE TABLE redpoint_erased (
+     uid text PRIMARY KEY,
+     w bigint NOT NULL,
+     erased_at timestamptz NOT NULL DEFAULT now()
+   );`,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -59,6 +59,28 @@ export interface DurableStore {
   coldUsers(shard: DirtyShard, before: number, limit: number): Promise<string[]>;
   /** Removes a cold user from the store if still cold and fully persisted: 1 evicted, 0 active, -1 not yet persisted. */
   evict(uid: string, before: number): Promise<number>;
+  /**
+   * A user as the reconcile against the database compares it (server/durable/db-reconcile.ts):
+   * whether Redis holds the user, its write clock, every record and which of them carry a dirty
+   * mark. Read with plain commands, not atomically: a finding counts only if a second look agrees.
+   */
+  inspectUser(uid: string): Promise<InspectedUser>;
+  /** Marks these records of the user dirty (kept if already marked): the drainer writes them again. */
+  markUser(uid: string, convs: readonly string[]): Promise<void>;
+  /** A conversation's head and generation texts in Redis (null: gone) and whether its marks are set. */
+  inspectConversation(conv: string): Promise<{ head: string; gen: string; marked: { h: boolean; m: boolean } } | null>;
+  /** Marks a conversation's head or roster dirty (kept if already marked). */
+  markConversation(mark: 'h' | 'm', conv: string): Promise<void>;
+}
+
+export interface InspectedUser {
+  /** False: Redis has no meta for the user (never seen, cold-evicted or lost; restored on touch). */
+  present: boolean;
+  w: number;
+  /** conv -> record text (state-text.ts). */
+  records: Map<string, string>;
+  /** Convs whose record carries a dirty mark (not yet in PostgreSQL). */
+  marked: Set<string>;
 }
 
 export type DirtyShard = string;

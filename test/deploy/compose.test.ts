@@ -121,4 +121,39 @@ describe('deploy/docker-compose.yml', () => {
     expect(services.prometheus?.volumes).toContain('./prometheus/alerts.yml:/etc/prometheus/alerts.yml:ro');
     expect(prometheus.rule_files).toEqual(['alerts.yml']);
   });
+
+  it('the durable override (docker-compose.durable.yml) adds PostgreSQL and gives both instances DATABASE_URL', async () => {
+    const base = await compose();
+    const durable = parse(await readFile(join(DEPLOY, 'docker-compose.durable.yml'), 'utf8'), { merge: true }) as {
+      services: Record<string, Service & { depends_on?: Record<string, { condition: string }>; healthcheck?: { test: string[] } }>;
+      volumes?: Record<string, unknown>;
+    };
+    expect(durable.services.postgres?.image).toMatch(/^postgres:1[5-9]/);
+    expect(durable.services.postgres?.volumes).toEqual(['postgres-data:/var/lib/postgresql/data']);
+    expect(Object.keys(durable.volumes ?? {})).toEqual(['postgres-data']);
+    expect(durable.services.postgres?.healthcheck?.test).toContain('pg_isready');
+    const secrets = { REDPOINT_API_KEY: 'k'.repeat(48), REDPOINT_JWT_SECRET: 's'.repeat(64), POSTGRES_PASSWORD: 'p'.repeat(48) };
+    const pgEnv = durable.services.postgres?.environment ?? {};
+    for (const [name] of redpointServices(base.services)) {
+      const override = durable.services[name];
+      expect(override?.depends_on, name).toEqual({ redis: { condition: 'service_healthy' }, postgres: { condition: 'service_healthy' } });
+      // Compose merges environment maps: the base's variables plus DATABASE_URL.
+      const merged = { ...base.services[name]?.environment, ...override?.environment };
+      const env = Object.fromEntries(Object.entries(merged).map(([k, v]) => [k, interpolate(v, secrets)]));
+      expect(
+        Object.keys(env).filter((k) => !CONFIG_VARIABLES.includes(k)),
+        name,
+      ).toEqual([]);
+      const config = loadConfig(env);
+      const url = new URL(config.durable?.databaseUrl ?? '');
+      expect({ user: url.username, host: url.hostname, port: url.port, db: url.pathname, password: url.password }).toEqual({
+        user: interpolate(pgEnv.POSTGRES_USER ?? '', secrets),
+        host: 'postgres',
+        port: '5432',
+        db: `/${interpolate(pgEnv.POSTGRES_DB ?? '', secrets)}`,
+        password: secrets.POSTGRES_PASSWORD,
+      });
+      expect(() => interpolate(override?.environment?.DATABASE_URL ?? '', {})).toThrow(/POSTGRES_PASSWORD is required/);
+    }
+  });
 });

@@ -220,7 +220,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   const door = options.restartable ? new FrontDoor(() => server?.port ?? 0) : undefined;
   const up = async (): Promise<void> => {
     if (server) throw new Error('the server is already up');
-    server = await startServer(config, silentLogger, serverEngine, undefined, options.routes);
+    server = await startServer(config, silentLogger, serverEngine, undefined, options.routes, tier);
     await door?.open();
   };
   const down = async (): Promise<void> => {

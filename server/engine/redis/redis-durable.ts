@@ -1,5 +1,5 @@
 import type { Cluster, Redis } from 'ioredis';
-import type { DirtyMark, DirtyShard, DurableStore, PersistedConversation, UserSnapshot } from '../durable-backing.js';
+import type { DirtyMark, DirtyShard, DurableStore, InspectedUser, PersistedConversation, UserSnapshot } from '../durable-backing.js';
 import type { MemberTag } from '../engine.js';
 import { decodeMemberTag } from '../state-text.js';
 import { asArray, asNumber, type Reply } from './codec.js';
@@ -151,6 +151,47 @@ export class RedisDurableStore implements DurableStore {
       before,
     );
     return asNumber(reply);
+  }
+
+  async inspectUser(uid: string): Promise<InspectedUser> {
+    const { prefix, client, cluster } = this.deps;
+    const k = userKeys(prefix, uid);
+    const [meta, fields] = await Promise.all([client.hmget(k.meta, 'e', 'w'), client.hgetall(k.records)]);
+    const records = new Map(Object.entries(fields));
+    const convs = [...records.keys()];
+    const marked = new Set<string>();
+    if (convs.length > 0) {
+      const dirty = dirtyUsersKey(prefix, shardOf(k.meta, cluster));
+      const scores = await client.zmscore(dirty, ...convs.map((conv) => `${uid}|${conv}`));
+      for (const [i, conv] of convs.entries()) if (scores[i] != null) marked.add(conv);
+    }
+    return { present: meta[0] != null, w: Number(meta[1] ?? 0), records, marked };
+  }
+
+  async markUser(uid: string, convs: readonly string[]): Promise<void> {
+    if (convs.length === 0) return;
+    const { prefix, client, cluster } = this.deps;
+    const dirty = dirtyUsersKey(prefix, shardOf(userKeys(prefix, uid).meta, cluster));
+    const now = Date.now();
+    await client.zadd(dirty, 'NX', ...convs.flatMap((conv) => [now, `${uid}|${conv}`]));
+  }
+
+  async inspectConversation(conv: string): Promise<{ head: string; gen: string; marked: { h: boolean; m: boolean } } | null> {
+    const { prefix, client, cluster } = this.deps;
+    const key = convKey(prefix, conv);
+    const [fields, scores] = await Promise.all([
+      client.hmget(key, '#s', '#g'),
+      client.zmscore(dirtyConvsKey(prefix, shardOf(key, cluster)), `h|${conv}`, `m|${conv}`),
+    ]);
+    const head = fields[0];
+    if (head == null) return null;
+    return { head, gen: fields[1] ?? '0', marked: { h: scores[0] != null, m: scores[1] != null } };
+  }
+
+  async markConversation(mark: 'h' | 'm', conv: string): Promise<void> {
+    const { prefix, client, cluster } = this.deps;
+    const key = convKey(prefix, conv);
+    await client.zadd(dirtyConvsKey(prefix, shardOf(key, cluster)), 'NX', Date.now(), `${mark}|${conv}`);
   }
 }
 

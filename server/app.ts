@@ -153,7 +153,7 @@ export async function startServer(
     metrics.groupCommitBatch.observe(stats.messages);
     metrics.groupCommitOps.observe(stats.userOps);
     metrics.storeLatency.observe({ op: 'record_message' }, stats.recordSeconds);
-    if (stats.userOps > 0) metrics.storeLatency.observe({ op: 'apply_user_ops' }, stats.applySeconds);
+    if (stats.userOps > 0 && !stats.oneStep) metrics.storeLatency.observe({ op: 'apply_user_ops' }, stats.applySeconds);
   };
   sync.onStoreCall = (op, seconds) => metrics.storeLatency.observe({ op }, seconds);
   const auth = Authenticator.fromConfig(config, (err) => log.warn({ err: err.message }, 'cannot load the JWK Set of user tokens'));

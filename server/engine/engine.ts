@@ -1,4 +1,4 @@
-import type { ConvState, Cursor, ConvEntry, Snapshot } from '../../protocol/types.js';
+import type { ConvState, Cursor, ConvEntry, MessageEvent, Snapshot } from '../../protocol/types.js';
 import type { DurableStore } from './durable-backing.js';
 import type { Notifications } from './notifications.js';
 
@@ -62,6 +62,19 @@ export interface Engine {
    * conversation is its own step (the store may run several in one call).
    */
   recordMessages(items: readonly MessageRecord[], at?: number): Promise<(RecordedMessage | null)[]>;
+  /**
+   * Optional: a whole ingest flush where the store can do it in fewer calls than the two steps:
+   * `recordMessages(items, at)`, then `applyUserOps` of the message ops ingest.ts `mergeOps`
+   * derives from `messages` and the members read (no results). The same outcome as the two steps
+   * (nothing running between them is one of their interleavings); returns what recordMessages
+   * would, and how many user ops it applied. A failure after some of it landed is an
+   * OutcomeUnknownError.
+   */
+  recordAndApply?(
+    items: readonly MessageRecord[],
+    messages: readonly MessageEvent[],
+    at: number,
+  ): Promise<{ recorded: (RecordedMessage | null)[]; userOps: number }>;
   /** Current maxSeq of each conversation (missing ones are left out). */
   heads(convs: readonly string[]): Promise<Map<string, number>>;
 

@@ -1,6 +1,7 @@
 import type { Section } from './lib/section.js';
 import { memorySection } from './scenarios/memory.js';
 import { storeSection } from './scenarios/store.js';
+import { redisCostSection } from './scenarios/redis-cost.js';
 import { storeInstructionsSection } from './scenarios/store-instructions.js';
 import { clusterSection } from './scenarios/cluster.js';
 import { gcSection, ingestCostSection } from './scenarios/profile.js';
@@ -18,6 +19,7 @@ import { heavyUserSection } from './scenarios/heavy-user.js';
 export const SECTIONS: readonly Section[] = [
   memorySection,
   storeSection,
+  redisCostSection,
   storeInstructionsSection,
   clusterSection,
   ingestCostSection,

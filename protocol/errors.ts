@@ -14,6 +14,10 @@ export const ERROR_CODES = {
   payload_too_large: { status: 413, reason: 'The body exceeds the size limit.' },
   unsupported_media_type: { status: 415, reason: 'Send application/json (or application/msgpack where accepted).' },
   seq_jump: { status: 422, reason: "A seq jumps further above its conversation's head than MAX_SEQ_JUMP allows (seqs are dense)." },
+  conversation_limit: {
+    status: 422,
+    reason: 'A membership change would put a user in more conversations than MAX_CONVERSATIONS_PER_USER allows; those users were not added.',
+  },
   rate_limited: { status: 429, reason: 'Too many requests or frames; slow down.' },
   internal: { status: 500, reason: 'An unexpected server error; the request may be retried.' },
   unavailable: { status: 503, reason: 'The store is unreachable, stuck, or the server is shutting down; nothing was applied. Retry after Retry-After.' },

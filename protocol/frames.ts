@@ -110,6 +110,20 @@ export interface SyncFrame extends PullReply {
   id?: number;
 }
 
+/**
+ * A first part of a large snapshot (PROTOCOL.md "Snapshots in parts"): the `convs` of every part
+ * with this `id` (none: the hello's sync), in order, come before the `snapshot.convs` of the
+ * `sync` frame with the same `id` that completes the reply. Nothing is applied before that sync.
+ */
+export interface SyncPartFrame {
+  t: 'sync-part';
+  id?: number;
+  epoch: string;
+  /** The snapshot's version (the same in every part and in the completing sync). */
+  v: number;
+  convs: ConvState[];
+}
+
 /** One change of the user's stream, pushed: apply it only if `v` is the next expected version. */
 export interface ChangeFrame {
   t: 'change';
@@ -153,7 +167,7 @@ export interface ErrorFrame {
   retryAfterMs?: number;
 }
 
-export type ServerFrame = WelcomeFrame | SyncFrame | ChangeFrame | HeadFrame | VersionFrame | AckFrame | RefreshedFrame | ErrorFrame;
+export type ServerFrame = WelcomeFrame | SyncFrame | SyncPartFrame | ChangeFrame | HeadFrame | VersionFrame | AckFrame | RefreshedFrame | ErrorFrame;
 
 /** Close codes live in their own module so clients can import them without the schema library. */
 export { CLOSE_CODES, type CloseReason } from './close-codes.js';

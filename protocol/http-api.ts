@@ -228,6 +228,7 @@ export const ENDPOINTS: readonly Endpoint[] = [
     auth: ['apiKey'],
     body: MembersBody,
     replies: [{ status: 200, description: 'The member count after the change, and whether the conversation is read-diffused.', schema: MembersReplySchema }],
+    errors: ['conversation_limit'],
   },
   {
     method: 'post',

@@ -19,6 +19,12 @@ export const LIMITS = {
   /** Entries in one pull page; a client may ask for fewer. */
   pullPageMax: 1000,
   pullPageDefault: 500,
+  /**
+   * Conversation states per frame of a snapshot sent in parts (WebSocket `sync-part`), and per
+   * chunk of an HTTP sync body: about 40 KB of JSON, so no frame is megabytes and the server
+   * serves others between chunks.
+   */
+  snapshotPartConvs: 250,
   /** Pending @-mention seqs kept per conversation; beyond this the oldest are forgotten. */
   mentionSeqsPerConversation: 1000,
 } as const;

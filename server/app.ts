@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { ReconcileJob } from './admin/reconcile-job.js';
 import { LocalToolbox } from './admin/toolbox.js';
 import { Authenticator } from './auth/tokens.js';
-import { type Config, DEV_API_KEY, defaultWsOptions } from './config.js';
+import { type Config, DEFAULT_MAX_CONVERSATIONS_PER_USER, DEV_API_KEY, defaultWsOptions } from './config.js';
 import type { ColdSweep } from './durable/cold-sweep.js';
 import { DbReconciler } from './durable/db-reconcile.js';
 import { DurableTier } from './durable/durable-tier.js';
@@ -28,6 +28,7 @@ import { VERSION } from './ops/build-info.js';
 import { type OpsListener, startOpsListener } from './ops/ops-listener.js';
 import { type RunningQueues, startQueues } from './queue/start-queue.js';
 import { DEFAULT_STORE_TIMEOUT_MS, redisTargetOf } from './redis-target.js';
+import { ConversationCap } from './sync/conversation-cap.js';
 import { DEFAULT_MAX_READ_AHEAD, ReadCap } from './sync/read-cap.js';
 import { SeqGuard } from './sync/seq-guard.js';
 import { SyncService } from './sync/sync-service.js';
@@ -142,12 +143,17 @@ export async function startServer(
       `read of seq ${capped.seq} in conversation ${capped.conv} is above its head ${capped.head} by more than MAX_READ_AHEAD: applied as ${capped.applied}`,
     );
   });
-  const sync = new SyncService(store, { largeGroupThreshold: config.largeGroupThreshold, readCap });
+  const maxConversations = config.maxConversationsPerUser ?? DEFAULT_MAX_CONVERSATIONS_PER_USER;
+  const sync = new SyncService(store, {
+    largeGroupThreshold: config.largeGroupThreshold,
+    readCap,
+    ...(maxConversations > 0 ? { conversationCap: new ConversationCap(store, maxConversations) } : {}),
+  });
   sync.ingest.onFlush = (stats) => {
     metrics.groupCommitBatch.observe(stats.messages);
     metrics.groupCommitOps.observe(stats.userOps);
     metrics.storeLatency.observe({ op: 'record_message' }, stats.recordSeconds);
-    if (stats.userOps > 0) metrics.storeLatency.observe({ op: 'apply_user_ops' }, stats.applySeconds);
+    if (stats.userOps > 0 && !stats.oneStep) metrics.storeLatency.observe({ op: 'apply_user_ops' }, stats.applySeconds);
   };
   sync.onStoreCall = (op, seconds) => metrics.storeLatency.observe({ op }, seconds);
   const auth = Authenticator.fromConfig(config, (err) => log.warn({ err: err.message }, 'cannot load the JWK Set of user tokens'));

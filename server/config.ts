@@ -33,6 +33,9 @@ export interface WsOptions {
   testDropPushRatio?: number;
 }
 
+/** MAX_CONVERSATIONS_PER_USER's default (the bench's heavy-user section, docs/security.md). */
+export const DEFAULT_MAX_CONVERSATIONS_PER_USER = 10_000;
+
 export const defaultWsOptions: WsOptions = {
   helloTimeoutMs: 5000,
   versionEverySeconds: 120,
@@ -179,6 +182,12 @@ const Env = Type.Object({
    */
   MAX_READ_AHEAD: Type.Integer({ minimum: 0, maximum: 281_474_976_710_656, default: 1000 }),
   /**
+   * Most conversations one user may be a member of: a membership call that would add a user to
+   * one more is refused (422 conversation_limit); 0: no cap. The default is what the heavy-user
+   * bench shows one user can cost without slowing everyone else (docs/security.md).
+   */
+  MAX_CONVERSATIONS_PER_USER: Type.Integer({ minimum: 0, maximum: 10_000_000, default: DEFAULT_MAX_CONVERSATIONS_PER_USER }),
+  /**
    * Server threads serving the one port (Redis engines only): 0 picks one per core in production
    * and 1 in dev mode. The memory engine always runs one (its state lives in one thread).
    */
@@ -254,6 +263,8 @@ export interface Config extends AuthSettings {
   queue?: QueueConfig;
   /** Reads above head + this are capped there (MAX_READ_AHEAD; 0: no cap; absent: 1000). */
   maxReadAhead?: number;
+  /** Conversations per user (MAX_CONVERSATIONS_PER_USER; 0: no cap; absent: the default). */
+  maxConversationsPerUser?: number;
   /** WebSocket tuning; anything left out takes the default of `defaultWsOptions`. */
   ws?: Partial<WsOptions>;
   /** Per-user cost budget and client HTTP rate; anything left out takes `defaultUserBudgetOptions`. */
@@ -309,6 +320,7 @@ const NUMERIC = new Set([
   'RECONCILE_RATE',
   'MAX_SEQ_JUMP',
   'MAX_READ_AHEAD',
+  'MAX_CONVERSATIONS_PER_USER',
   'WORKERS',
   'PERSIST_INTERVAL_MS',
   'PERSIST_BATCH',
@@ -454,6 +466,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       retrySeconds: values.INGEST_RETRY_SECONDS,
     },
     maxReadAhead: values.MAX_READ_AHEAD,
+    maxConversationsPerUser: values.MAX_CONVERSATIONS_PER_USER,
     ws: {
       versionEverySeconds: values.WS_VERSION_EVERY_SECONDS,
       helloTimeoutMs: values.WS_HELLO_TIMEOUT_MS,

@@ -28,6 +28,7 @@ export class SyncClient {
   syncedAt = NaN;
   private ws: JsonWsClient | undefined;
   private nextId = 1;
+  private readonly parts = new Map<number, ConvState[]>();
   private pulling = false;
   /** Highest version a push or version frame showed: a pull that ends below it pulls again. */
   private wanted = 0;
@@ -79,6 +80,13 @@ export class SyncClient {
         this.applySync(frame);
         return first ? 'ready' : 'ok';
       }
+      case 'sync-part': {
+        // PROTOCOL.md "Snapshots in parts": held until the sync with the same id (-1: the hello's).
+        const held = this.parts.get(frame.id ?? -1);
+        if (held) held.push(...frame.convs);
+        else this.parts.set(frame.id ?? -1, [...frame.convs]);
+        return 'ok';
+      }
       case 'change':
         this.wanted = Math.max(this.wanted, frame.v);
         if (!this.pulling && frame.epoch === this.epoch && frame.v === this.version + 1) {
@@ -105,9 +113,12 @@ export class SyncClient {
   }
 
   private applySync(reply: SyncFrame): void {
+    const parts = this.parts.get(reply.id ?? -1) ?? [];
+    this.parts.delete(reply.id ?? -1);
     if (reply.snapshot) {
       this.snapshots += 1;
       this.convs.clear();
+      for (const s of parts) this.convs.set(s.conv, s);
       for (const s of reply.snapshot.convs) this.convs.set(s.conv, s);
     }
     for (const e of reply.entries) {

@@ -164,7 +164,8 @@ async function floodWs(
         // Only small frames are read: a snapshot is counted by its size, never parsed here, so
         // the load generator spends little of its own time on it.
         if (data.length > 2048) {
-          heavy.served += 1;
+          // A large snapshot comes as sync-part frames and a completing sync: one reply served.
+          if (data.toString('latin1', 0, 16) !== '{"t":"sync-part"') heavy.served += 1;
           heavy.servedBytes += data.length;
           return;
         }

@@ -19,11 +19,12 @@ const READY_TIMEOUT_MS = 120_000;
 /**
  * What the instruction counts are split into: inclusive counts of functions every redis-server
  * build exports (the Debian binary is stripped of all other symbols).
- * - evalGenericCommand: the whole script call (EVALSHA), Lua and commands;
+ * - evalGenericCommand / fcallCommand: the whole script call (EVALSHA, or FCALL of a Redis
+ *   function), Lua and commands;
  * - scriptCall: the data commands a script runs (HSET, RPUSH, ...), dispatch included;
  * - parseReply: turning those commands' replies into Lua values.
  */
-const FUNCTIONS = { script: 'evalGenericCommand', commands: 'scriptCall', replies: 'parseReply' } as const;
+const FUNCTIONS = { scripts: ['evalGenericCommand', 'fcallCommand'], commands: 'scriptCall', replies: 'parseReply' } as const;
 
 interface Counts {
   total: number;
@@ -97,7 +98,7 @@ export const storeInstructionsSection: Section = {
       if (!rp || !base) throw new Error('store-instructions: no result');
       report.method.push(
         `Scenario \`store\`'s workload (${users} users in four 1:1 conversations each; applyUserOps of ${CHUNK} users' message ops per call, as ingest calls it, against one EVALSHA of \`bench/baselines/store-raw.lua\` per op), ${(chunks * CHUNK).toLocaleString('en-US')} ops per system, one call at a time, with redis-server running under \`valgrind --tool=callgrind\`, instrumented only while each system's ops run. Instructions (Ir) do not depend on the machine's load: the ratio is repeatable where CPU time is not.`,
-        '`in scripts`: inside EVALSHA (evalGenericCommand); `data commands`: the commands the scripts run, their dispatch included (scriptCall); `replies → Lua`: turning those replies into Lua values (parseReply); `Lua`: the rest of the script (the interpreter, strings, tables, its collector, arguments to redis.call); `outside scripts`: reading and parsing the requests, writing the replies. Set `BENCH_REDIS_SERVER` to a redis-server built with symbols to profile further, and `BENCH_CALLGRIND_DIR` to a directory to keep the dumps in (`callgrind_annotate` on them).',
+        '`in scripts`: inside EVALSHA or FCALL (evalGenericCommand, fcallCommand); `data commands`: the commands the scripts run, their dispatch included (scriptCall); `replies → Lua`: turning those replies into Lua values (parseReply); `Lua`: the rest of the script (the interpreter, strings, tables, its collector, arguments to redis.call); `outside scripts`: reading and parsing the requests, writing the replies. Set `BENCH_REDIS_SERVER` to a redis-server built with symbols to profile further, and `BENCH_CALLGRIND_DIR` to a directory to keep the dumps in (`callgrind_annotate` on them).',
       );
       const row = (name: string, p: ReturnType<typeof perOp>) => [
         name,
@@ -149,7 +150,7 @@ async function readDump(dir: string, pid: number, n: number): Promise<Counts> {
   const { stdout } = await run('callgrind_annotate', ['--inclusive=yes', '--threshold=100', join(dir, name)], { maxBuffer: 64 * 1024 * 1024 });
   const total = countOf(stdout, /^\s*([\d,]+) \([^)]*\)\s+PROGRAM TOTALS/m);
   const fn = (name: string) => countOf(stdout, new RegExp(`^\\s*([\\d,]+) \\([^)]*\\)\\s+\\S*:${name} \\[`, 'm'));
-  return { total, script: fn(FUNCTIONS.script), commands: fn(FUNCTIONS.commands), replies: fn(FUNCTIONS.replies) };
+  return { total, script: FUNCTIONS.scripts.reduce((n, name) => n + fn(name), 0), commands: fn(FUNCTIONS.commands), replies: fn(FUNCTIONS.replies) };
 }
 
 function countOf(text: string, pattern: RegExp): number {

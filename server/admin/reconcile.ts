@@ -14,6 +14,8 @@ export interface ReconcileOptions {
    * if it is still there this many ms later (0: at once, for a store nobody writes to).
    */
   graceMs: number;
+  /** How the grace period is waited out (default: a timer); tests pass one that waits for an event. */
+  graceWait?: (ms: number) => Promise<unknown>;
 }
 
 /** What one page (or one list of ids) of a reconcile found and did. */
@@ -91,7 +93,7 @@ export class Reconciler {
     let suspects = subjects.map((s, i) => ({ s, findings: first[i] ?? [] })).filter((x) => x.findings.length > 0);
     let midRewrite = 0;
     if (suspects.length > 0 && this.options.graceMs > 0) {
-      await sleep(this.options.graceMs);
+      await (this.options.graceWait ?? sleep)(this.options.graceMs);
       const again = await mapLimit(suspects, CONCURRENCY, (x) => this.check(x.s));
       suspects = suspects.map((x, i) => {
         const before = new Set(x.findings.map(key));

@@ -54,7 +54,12 @@ export class LocalToolbox implements Toolbox {
   constructor(
     private readonly engine: Engine,
     private readonly admin: EngineAdmin,
-    private readonly settings: EngineOptions & { largeGroupThreshold: number; durableErase?: DurableErase | undefined },
+    private readonly settings: EngineOptions & {
+      largeGroupThreshold: number;
+      durableErase?: DurableErase | undefined;
+      /** How reconcile waits out its grace period (ReconcileOptions.graceWait; default a timer). */
+      graceWait?: (ms: number) => Promise<unknown>;
+    },
     /** Closes the engine when the toolbox closes (the CLI's own engine; not a server's). */
     private readonly owned = false,
   ) {}
@@ -63,7 +68,11 @@ export class LocalToolbox implements Toolbox {
     // One target per request: ids of users, ids of conversations, or a page of the walk.
     const targets = [request.users, request.conversations, request.cursor ?? request.count].filter((t) => t !== undefined).length;
     if (targets > 1) return Promise.reject(new RedpointError('invalid_request', 'name one of users, conversations or cursor/count'));
-    const reconciler = new Reconciler(this.engine, this.admin, this.settings.largeGroupThreshold, { repair: request.repair, graceMs: request.graceMs });
+    const reconciler = new Reconciler(this.engine, this.admin, this.settings.largeGroupThreshold, {
+      repair: request.repair,
+      graceMs: request.graceMs,
+      ...(this.settings.graceWait ? { graceWait: this.settings.graceWait } : {}),
+    });
     if (request.users) return reconciler.users(request.users);
     if (request.conversations) return reconciler.conversations(request.conversations);
     return reconciler.page(request.cursor ?? '', request.count ?? DEFAULT_WALK_PAGE);

@@ -1,6 +1,6 @@
 import { pino } from 'pino';
 import { LocalToolbox, type Toolbox } from '../admin/toolbox.js';
-import { DEV_API_KEY, loadConfig } from '../config.js';
+import { type Config, DEV_API_KEY, loadConfig } from '../config.js';
 import { DurableTier } from '../durable/durable-tier.js';
 import { adminOf } from '../engine/admin.js';
 import { createEngine } from '../engine/create-engine.js';
@@ -35,19 +35,11 @@ export async function connect(url: string | undefined, env: NodeJS.ProcessEnv = 
       "no store: set REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS (as for the server), or pass --url http://host:port of a running server (a memory engine's store lives only in its process)",
     );
   }
-  const options = {
-    snapshotEvery: config.snapshotEvery,
-    streamMaxLen: config.streamMaxLen,
-    ...(config.streamIdleSeconds !== undefined ? { streamIdleSeconds: config.streamIdleSeconds } : {}),
-  };
+  const options = streamOptions(config);
   // With the durable tier, the commands restore what Redis lacks and erase from PostgreSQL too.
   const tier = config.durable ? await DurableTier.open(config.durable, pino({ level: 'silent' })) : undefined;
   const engine = await createEngine({
-    redisUrl: config.redisUrl,
-    redisClusterNodes: config.redisClusterNodes,
-    redisSentinels: config.redisSentinels,
-    redisSentinelMaster: config.redisSentinelMaster,
-    redisAccess: config.redisAccess,
+    ...storeTarget(config),
     ...options,
     durable: tier && { backing: tier.pg, activityEveryMs: tier.activityEveryMs },
   }).catch(async (err: unknown) => {
@@ -63,4 +55,24 @@ export async function connect(url: string | undefined, env: NodeJS.ProcessEnv = 
     };
   }
   return { toolbox, where: describeRedisTarget(target) };
+}
+
+/** The store the server's configuration names, as the CLI reaches it. */
+export function storeTarget(config: Config) {
+  return {
+    redisUrl: config.redisUrl,
+    redisClusterNodes: config.redisClusterNodes,
+    redisSentinels: config.redisSentinels,
+    redisSentinelMaster: config.redisSentinelMaster,
+    redisAccess: config.redisAccess,
+  };
+}
+
+/** The per-user stream settings the server's configuration gives its engine. */
+export function streamOptions(config: Config) {
+  return {
+    snapshotEvery: config.snapshotEvery,
+    streamMaxLen: config.streamMaxLen,
+    ...(config.streamIdleSeconds !== undefined ? { streamIdleSeconds: config.streamIdleSeconds } : {}),
+  };
 }

@@ -4,7 +4,7 @@ import { DurableTier } from '../durable/durable-tier.js';
 import { createEngine } from '../engine/create-engine.js';
 import type { DurableStore } from '../engine/durable-backing.js';
 import type { Engine } from '../engine/engine.js';
-import { UsageError } from './connect.js';
+import { storeTarget, streamOptions, UsageError } from './connect.js';
 
 export interface DurableConnection {
   tier: DurableTier;
@@ -28,14 +28,8 @@ export async function withDurableEngine<T>(
   const tier = await DurableTier.open(config.durable, pino({ level: 'silent' }));
   try {
     const engine = await createEngine({
-      redisUrl: config.redisUrl,
-      redisClusterNodes: config.redisClusterNodes,
-      redisSentinels: config.redisSentinels,
-      redisSentinelMaster: config.redisSentinelMaster,
-      redisAccess: config.redisAccess,
-      snapshotEvery: config.snapshotEvery,
-      streamMaxLen: config.streamMaxLen,
-      ...(config.streamIdleSeconds !== undefined ? { streamIdleSeconds: config.streamIdleSeconds } : {}),
+      ...storeTarget(config),
+      ...streamOptions(config),
       durable: { backing: tier.pg, activityEveryMs: tier.activityEveryMs, ...(onRestore ? { onRestore } : {}) },
     });
     try {

@@ -1,4 +1,4 @@
-import type { ConvEntry, ConvState, Cursor, Snapshot } from '../../protocol/types.js';
+import type { ConvEntry, ConvState, Cursor, MessageEvent, Snapshot } from '../../protocol/types.js';
 import type { DurableStore } from './durable-backing.js';
 import type { Notifications } from './notifications.js';
 import type { MemberTag, UserOp } from './ops.js';
@@ -65,6 +65,19 @@ export interface Engine {
    * conversation is its own step (the store may run several in one call).
    */
   recordMessages(items: readonly MessageRecord[], at?: number): Promise<(RecordedMessage | null)[]>;
+  /**
+   * Optional: a whole ingest flush where the store can do it in fewer calls than the two steps:
+   * `recordMessages(items, at)`, then `applyUserOps` of the message ops ingest.ts `mergeOps`
+   * derives from `messages` and the members read (no results). The same outcome as the two steps
+   * (nothing running between them is one of their interleavings); returns what recordMessages
+   * would, and how many user ops it applied. A failure after some of it landed is an
+   * OutcomeUnknownError.
+   */
+  recordAndApply?(
+    items: readonly MessageRecord[],
+    messages: readonly MessageEvent[],
+    at: number,
+  ): Promise<{ recorded: (RecordedMessage | null)[]; userOps: number }>;
   /** Current maxSeq of each conversation (missing ones are left out). */
   heads(convs: readonly string[]): Promise<Map<string, number>>;
 
@@ -79,6 +92,12 @@ export interface Engine {
   position(uid: string): Promise<Cursor>;
   /** Every conversation the user is a member of, with the stored totals (write-diffused part). */
   userState(uid: string): Promise<StoredUserState>;
+  /**
+   * For each uid: how many conversations the user's record counts them a member of, and whether
+   * `conv` is one of them (the conversation cap's check, sync/conversation-cap.ts). Plain reads,
+   * no atomic step: the caller checks again after its change.
+   */
+  memberships(uids: readonly string[], conv: string): Promise<UserMemberships[]>;
 
   /** The durable tier's side of this store (the drainer and the cold sweep call it); only stores with a durable tier behind them (Redis). */
   durableStore?(): DurableStore;
@@ -179,6 +198,12 @@ export interface StoredPull {
   more: boolean;
   /** Read-diffused conversations the user is a member of (their heads are fetched separately). */
   largeConvs: string[];
+}
+
+export interface UserMemberships {
+  uid: string;
+  conversations: number;
+  member: boolean;
 }
 
 export interface StoredUserState {

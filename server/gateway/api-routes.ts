@@ -9,6 +9,7 @@ import type { Metrics } from '../metrics/metrics.js';
 import type { SeqGuard } from '../sync/seq-guard.js';
 import type { SyncService } from '../sync/sync-service.js';
 import type { Authorize, HttpRouter, Reply, RequestContext } from './http.js';
+import { syncBodyPieces } from './sync-body.js';
 import { pullCost, type UserBudgets } from './user-budget.js';
 
 interface ApiDeps {
@@ -176,7 +177,7 @@ export function registerApiRoutes(router: HttpRouter, { sync, auth, metrics, seq
       const since = parseSince(query.since, ctx.query.get('epoch'));
       const reply = await charged(uid, since ? 'delta' : 'snapshot', () => sync.pull(uid, since, limit), pullCost);
       metrics.pulls.inc({ kind: reply.snapshot ? 'snapshot' : 'delta', transport: 'http' });
-      return { body: reply };
+      return { body: reply, pieces: (msgpack) => syncBodyPieces(reply, msgpack) };
     },
     { authorize: user },
   );

@@ -38,6 +38,11 @@ export interface Reply {
   text?: { contentType: string; content: string };
   /** Extra response headers (lower-case names). */
   headers?: Readonly<Record<string, string>>;
+  /**
+   * The body as pieces that concatenated are `body` encoded (a large sync reply): written one
+   * event loop turn apart, as the client takes them, instead of encoded and sent at once.
+   */
+  pieces?: (msgpack: boolean) => Iterable<string | Uint8Array>;
 }
 
 export type Handler = (ctx: RequestContext) => Promise<Reply>;
@@ -299,9 +304,15 @@ export class HttpRouter {
     if (state.aborted) return;
     let contentType: string;
     let payload: string | Uint8Array;
+    let rest: Iterator<string | Uint8Array> | undefined;
     if (reply.text) {
       contentType = reply.text.contentType;
       payload = reply.text.content;
+    } else if (reply.pieces) {
+      contentType = ctx.wantsMsgpack ? 'application/msgpack' : 'application/json';
+      rest = reply.pieces(ctx.wantsMsgpack)[Symbol.iterator]();
+      const first = rest.next();
+      payload = first.done ? '' : first.value;
     } else if (ctx.wantsMsgpack) {
       contentType = 'application/msgpack';
       payload = encodeMsgpack(reply.body);
@@ -314,6 +325,7 @@ export class HttpRouter {
     const headers = own && reply.headers ? { ...own, ...reply.headers } : (reply.headers ?? own);
     // Shutting down: this reply closes the connection (uWS adds `Connection: close`).
     const close = state.bodyPending === true || this.closing;
+    let writable: Promise<void> = Promise.resolve();
     res.cork(() => {
       res.writeStatus(statusLine(status)).writeHeader('content-type', contentType).writeHeader('x-request-id', ctx.requestId);
       if (status === 503) res.writeHeader('retry-after', String(RETRY_AFTER_SECONDS));
@@ -321,8 +333,11 @@ export class HttpRouter {
       if (headers) for (const [header, value] of Object.entries(headers)) res.writeHeader(header, value);
       // A body may still be streaming in (oversize, or refused before it was read): close rather
       // than read the rest.
-      res.end(payload, close);
+      if (!rest) res.end(payload, close);
+      else if (res.write(payload)) writable = Promise.resolve();
+      else writable = whenWritable(res);
     });
+    if (rest) void streamRest(res, state, rest, writable, close);
   }
 
   private toErrorReply(err: unknown, ctx: RequestContext, write: boolean): Reply {
@@ -349,6 +364,40 @@ function errorReply(e: RedpointError): Reply {
   if (e instanceof RetryLaterError)
     return { status: ERROR_CODES[e.code].status, body, headers: { 'retry-after': String(Math.max(1, Math.ceil(e.retryAfterMs / 1000))) } };
   return { status: ERROR_CODES[e.code].status, body };
+}
+
+/**
+ * Writes the remaining pieces of a body one event loop turn apart (others' requests are served
+ * in between), each once the previous one has left uWS' buffer, then ends the response; stops
+ * when the client goes away.
+ */
+async function streamRest(res: HttpResponse, state: AbortState, rest: Iterator<string | Uint8Array>, first: Promise<void>, close: boolean): Promise<void> {
+  let writable = first;
+  for (;;) {
+    await writable;
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    if (state.aborted) return;
+    const next = rest.next();
+    if (next.done) {
+      res.cork(() => res.end('', close));
+      return;
+    }
+    let written = true;
+    res.cork(() => {
+      written = res.write(next.value);
+    });
+    writable = written ? Promise.resolve() : whenWritable(res);
+  }
+}
+
+/** Resolves when uWS can take more of this response (its buffer drained to the socket). */
+function whenWritable(res: HttpResponse): Promise<void> {
+  return new Promise((resolve) => {
+    res.onWritable(() => {
+      resolve();
+      return true;
+    });
+  });
 }
 
 interface AbortState {

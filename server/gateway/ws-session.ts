@@ -21,6 +21,7 @@ import type { SyncService } from '../sync/sync-service.js';
 import { wireError } from './error-mapper.js';
 import { convTopic, type Fanout, userTopic } from './fanout.js';
 import { TokenBucket } from './rate-limiter.js';
+import { splitSnapshot } from './snapshot-parts.js';
 import { pullCost, RetryLaterError, type UserBudgets } from './user-budget.js';
 import type { WebSocket } from './uws.js';
 import { checkVersion } from './version-check.js';
@@ -101,6 +102,8 @@ export class WsSession {
   /** Refreshes are numbered as they arrive: one that finishes late never replaces a newer token. */
   private refreshesSeen = 0;
   private refreshApplied = 0;
+  /** Snapshot parts waiting for the buffer to drain (woken by `drained`). */
+  private readonly drainWaiters: Array<() => void> = [];
 
   constructor(
     private readonly ws: Socket,
@@ -188,6 +191,7 @@ export class WsSession {
    * the buffer goes out as soon as its frame fits.
    */
   drained(): void {
+    for (const wake of this.drainWaiters.splice(0)) wake();
     if (this.pendingClose) {
       if (this.ws.getBufferedAmount() <= this.host.options.maxBackpressureBytes) this.close(this.pendingClose.reason);
       return;
@@ -208,6 +212,7 @@ export class WsSession {
     clearTimeout(this.drainCheck);
     clearTimeout(this.pendingClose?.timer);
     clearTimeout(this.expiryTimer);
+    for (const wake of this.drainWaiters.splice(0)) wake();
     for (const conv of this.convs) this.host.fanout.unfollowConversation(conv);
     this.convs.clear();
     if (this.uid) {
@@ -449,6 +454,40 @@ export class WsSession {
     metrics.streamLength.observe(reply.entries.length);
     // Follow before sending, so no head published after this reply can be missed.
     await Promise.all(Object.keys(reply.heads).map((conv) => this.followConversation(conv, true)));
-    this.reply({ t: 'sync', ...(id !== undefined ? { id } : {}), ...reply });
+    const tag = id !== undefined ? { id } : {};
+    const { parts, last } = splitSnapshot(reply);
+    for (const convs of parts) {
+      // Between parts other sockets are served, and this one's buffer drains (a client that
+      // reads slowly gets its snapshot slowly, not a 4010 for a reply it asked for).
+      if (!(await this.roomForPart())) return;
+      this.reply({ t: 'sync-part', ...tag, epoch: reply.epoch, v: last.snapshot?.v ?? 0, convs });
+    }
+    if (parts.length > 0 && !(await this.roomForPart())) return;
+    this.reply({ t: 'sync', ...tag, ...last });
+  }
+
+  /**
+   * Waits a turn of the event loop, then until the socket's buffer is at most half the limit
+   * (drain events). False when the socket closed meanwhile, or never drained within
+   * CLOSE_WAIT_MS (closed 4010 then: the client does not read).
+   */
+  private async roomForPart(): Promise<boolean> {
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    const low = this.host.options.maxBackpressureBytes / 2;
+    const deadline = Date.now() + CLOSE_WAIT_MS;
+    while (!this.closed && !this.pendingClose && this.ws.getBufferedAmount() > low) {
+      if (Date.now() >= deadline) {
+        this.close('slow_consumer');
+        return false;
+      }
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, DRAIN_CHECK_DELAY_MS);
+        this.drainWaiters.push(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    }
+    return !this.closed && !this.pendingClose;
   }
 }

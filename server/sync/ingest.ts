@@ -1,8 +1,7 @@
 import { RedpointError } from '../../protocol/errors.js';
-import { LIMITS } from '../../protocol/limits.js';
 import type { MessageEvent } from '../../protocol/types.js';
-import type { Engine, RecordedMessage, UserOp } from '../engine/engine.js';
-import { mergeMentions } from '../engine/rules.js';
+import type { Engine, RecordedMessage } from '../engine/engine.js';
+import { mergeOps } from '../engine/merge-ops.js';
 import { afterPartOfIt } from '../engine/store-errors.js';
 
 interface Submission {
@@ -22,6 +21,8 @@ export interface FlushStats {
   /** Store round trips of the flush: raising the conversations' heads, then the per-user ops. */
   recordSeconds: number;
   applySeconds: number;
+  /** The store did both in one step (Engine.recordAndApply): recordSeconds holds it all. */
+  oneStep: boolean;
 }
 
 /**
@@ -31,8 +32,8 @@ export interface FlushStats {
 export const FLUSH_LIMITS = { messages: 10_000, weight: 200_000 } as const;
 
 /**
- * Message ingest with group commit: up to `maxInFlight` flushes run at once (each is two store
- * round trips, so a few in flight keep the store busy); while all are busy, new submissions
+ * Message ingest with group commit: up to `maxInFlight` flushes run at once (each is one or two
+ * store round trips, so a few in flight keep the store busy); while all are busy, new submissions
  * queue up and the next flush merges them — per (user, conversation) into ONE op carrying the max
  * seqs. No timer: a flush starts at the end of the event-loop turn the submission came in
  * (setImmediate), so every request read in one turn goes into one flush rather than the first
@@ -41,8 +42,9 @@ export const FLUSH_LIMITS = { messages: 10_000, weight: 200_000 } as const;
  *
  * Stateless across processes: nothing here orders anything against another process. A flush is
  * a conversation step per conversation (raise the head, read who is a member, atomically) and
- * then one user step per user; a membership change by another process in between is reconciled
- * by the rules (rules.ts: pending records, generations).
+ * then one user step per user (a store with Engine.recordAndApply does both in one call); a
+ * membership change by another process in between is reconciled by the rules (rules.ts:
+ * pending records, generations).
  */
 export class Ingest {
   private pending: Submission[] = [];
@@ -140,13 +142,13 @@ export class Ingest {
       if (m.mentions) for (const uid of m.mentions) h.candidates.add(uid);
     }
     const convs = [...heads.keys()];
-    const recorded = await this.engine.recordMessages(
-      convs.map((conv) => {
-        const h = heads.get(conv);
-        return { conv, seq: h?.seq ?? 0, candidates: h ? [...h.candidates] : [] };
-      }),
-      at,
-    );
+    const items = convs.map((conv) => {
+      const h = heads.get(conv);
+      return { conv, seq: h?.seq ?? 0, candidates: h ? [...h.candidates] : [] };
+    });
+    // A store that does the whole flush in one step (RedisEngine on one Redis) is given it whole.
+    const whole = this.engine.recordAndApply ? await this.engine.recordAndApply(items, messages, at) : undefined;
+    const recorded = whole ? whole.recorded : await this.engine.recordMessages(items, at);
     const byConv = new Map<string, RecordedMessage>();
     const lost = new Set<string>();
     convs.forEach((conv, i) => {
@@ -154,12 +156,16 @@ export class Ingest {
       if (r) byConv.set(conv, r);
       else lost.add(conv);
     });
-    const ops = mergeOps(messages, byConv);
     const recordedAt = performance.now();
-    // The heads moved already: a failure from here on leaves the messages half applied.
-    await this.engine.applyUserOps(ops, { at, results: false }).catch((err: unknown) => {
-      throw afterPartOfIt(err);
-    });
+    let userOps = whole?.userOps ?? 0;
+    if (!whole) {
+      const ops = mergeOps(messages, byConv);
+      userOps = ops.length;
+      // The heads moved already: a failure from here on leaves the messages half applied.
+      await this.engine.applyUserOps(ops, { at, results: false }).catch((err: unknown) => {
+        throw afterPartOfIt(err);
+      });
+    }
     const appliedAt = performance.now();
     for (const s of live) {
       // A conversation that vanished between the check and the record step (deleted, or lost by
@@ -170,7 +176,8 @@ export class Ingest {
     this.onFlush?.({
       messages: messages.length,
       conversations: convs.length,
-      userOps: ops.length,
+      userOps,
+      oneStep: whole !== undefined,
       recordSeconds: (recordedAt - started) / 1000,
       applySeconds: (appliedAt - recordedAt) / 1000,
     });
@@ -185,61 +192,4 @@ function refuse(submission: Submission, unknown: ReadonlySet<string>): void {
 /** Milliseconds since the Unix epoch with sub-ms precision, comparable across processes on one host. */
 export function wallClockMs(): number {
   return performance.timeOrigin + performance.now();
-}
-
-type MessageOp = Extract<UserOp, { type: 'message' }>;
-
-/**
- * One op per (user, conversation) for the whole batch, only for users the conversation step
- * listed as members: every member of a write-diffused conversation gets its newest seq; senders
- * (their own message is read) and mentioned users get theirs in any conversation. Read diffusion
- * thus costs O(1) writes per message whatever the group size. Mention seqs are kept to the
- * newest `LIMITS.mentionSeqsPerConversation` per op: the store keeps no more than that.
- */
-export function mergeOps(messages: readonly MessageEvent[], byConv: ReadonlyMap<string, RecordedMessage>): MessageOp[] {
-  const ops = new Map<string, MessageOp & { mentionSeqs: number[] }>();
-  const opFor = (uid: string, conv: string): MessageOp & { mentionSeqs: number[] } => {
-    const key = `${uid}\u0000${conv}`;
-    let op = ops.get(key);
-    if (!op) {
-      op = { type: 'message', uid, conv, lastSeq: 0, readSeq: 0, mentionSeqs: [] };
-      ops.set(key, op);
-    }
-    return op;
-  };
-  const listed = new Map<string, ReadonlySet<string>>();
-  for (const [conv, r] of byConv) listed.set(conv, new Set(r.members));
-  const top = new Map<string, number>();
-  for (const m of messages) {
-    const r = byConv.get(m.conv);
-    const members = listed.get(m.conv);
-    if (!r || !members) continue;
-    top.set(m.conv, Math.max(top.get(m.conv) ?? 0, m.seq));
-    if (members.has(m.sender)) {
-      const own = opFor(m.sender, m.conv);
-      own.lastSeq = Math.max(own.lastSeq, m.seq);
-      own.readSeq = Math.max(own.readSeq, m.seq);
-    }
-    // Most messages mention nobody: no Set for them.
-    if (m.mentions === undefined || m.mentions.length === 0) continue;
-    for (const uid of new Set(m.mentions)) {
-      if (uid === m.sender || !members.has(uid)) continue;
-      const op = opFor(uid, m.conv);
-      op.lastSeq = Math.max(op.lastSeq, m.seq);
-      op.mentionSeqs.push(m.seq);
-    }
-  }
-  for (const [conv, r] of byConv) {
-    if (r.info.large) continue;
-    const seq = top.get(conv) ?? 0;
-    for (const uid of r.members) {
-      const op = opFor(uid, conv);
-      op.lastSeq = Math.max(op.lastSeq, seq);
-    }
-  }
-  // The engine's own cap (rules.ts), applied here only when an op would carry more than it keeps.
-  for (const op of ops.values()) {
-    if (op.mentionSeqs.length > LIMITS.mentionSeqsPerConversation) op.mentionSeqs = mergeMentions(op.mentionSeqs, [], -1);
-  }
-  return [...ops.values()];
 }

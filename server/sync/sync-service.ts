@@ -3,6 +3,7 @@ import { LIMITS } from '../../protocol/limits.js';
 import type { Cursor, MessageEvent, PullReply, UnreadSummary } from '../../protocol/types.js';
 import { addToTotals, conversationViews, type Totals, toView } from '../../protocol/view.js';
 import type { Engine, UserOp, UserOpResult } from '../engine/engine.js';
+import type { ConversationCap } from './conversation-cap.js';
 import { Ingest } from './ingest.js';
 import { changeMembership, type MembershipChange, type MembershipResult } from './membership.js';
 import type { ReadCap } from './read-cap.js';
@@ -29,6 +30,8 @@ export interface SyncOptions {
   maxFlushesInFlight?: number;
   /** MAX_READ_AHEAD: reads far above the head are capped before they are applied (absent: none). */
   readCap?: ReadCap;
+  /** MAX_CONVERSATIONS_PER_USER: membership calls that would exceed it are refused (absent: no cap). */
+  conversationCap?: ConversationCap;
 }
 
 /**
@@ -57,7 +60,15 @@ export class SyncService {
     const removing = new Set(change.remove);
     const overlap = [...new Set(change.add)].filter((uid) => removing.has(uid));
     if (overlap.length > 0) throw new RedpointError('invalid_request', `both added and removed: ${overlap.join(', ')}`);
-    return changeMembership(this.engine, this.options.largeGroupThreshold, conv, change);
+    const cap = this.options.conversationCap;
+    if (!cap || change.add.length === 0) return changeMembership(this.engine, this.options.largeGroupThreshold, conv, change);
+    const joining = await cap.before(conv, change.add);
+    const result = await changeMembership(this.engine, this.options.largeGroupThreshold, conv, change);
+    // A call racing this one may have joined the same users meanwhile: see ConversationCap.
+    const over = await cap.over(conv, joining);
+    if (over.length === 0) return result;
+    await changeMembership(this.engine, this.options.largeGroupThreshold, conv, { add: [], remove: over });
+    throw cap.refusal(over, 'the change was applied for everyone else and withdrawn for them');
   }
 
   async read(uid: string, conv: string, seq: number): Promise<UserOpResult> {

@@ -1,13 +1,9 @@
-import { Redis } from 'ioredis';
-import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { dbReconcileCommand } from '../../server/cli/db-reconcile-command.js';
 import type { ReconcileArgs } from '../../server/cli/reconcile-command.js';
 import { restoreCommand } from '../../server/cli/restore-command.js';
 import type { DbReconcilePage } from '../../server/durable/db-reconcile.js';
-import { type PostgresServer, startPostgres } from '../helpers/postgres-server.js';
-import { type RedisServer, startRedisServer } from '../helpers/redis-server.js';
-import { startTestServer, type TestServer } from '../helpers/test-server.js';
+import { durableStack } from './stack.js';
 
 /**
  * The operator's durable-tier commands on a real Redis and PostgreSQL, as the CLI runs them
@@ -17,31 +13,11 @@ import { startTestServer, type TestServer } from '../helpers/test-server.js';
  * while keeping the user (a failover to a lagging replica), a row missing from PostgreSQL.
  */
 describe('durable tier: redpoint restore and reconcile --against-db', () => {
-  let postgres: PostgresServer;
-  let redis: RedisServer;
-  let server: TestServer;
-  let admin: Redis;
-  let sql: pg.Client;
-  let env: NodeJS.ProcessEnv;
+  // The CLI's engine uses the production prefix; the server shares it.
+  const stack = durableStack('cli', [{ redisPrefix: 'rp', durable: { run: false } }]);
+  const env = (): NodeJS.ProcessEnv => ({ REDIS_URL: stack.redis.url, DATABASE_URL: stack.databaseUrl });
 
-  beforeAll(async () => {
-    [postgres, redis] = await Promise.all([startPostgres(), startRedisServer()]);
-    const databaseUrl = await postgres.createDatabase('cli');
-    // The CLI's engine uses the production prefix; the server shares it.
-    server = await startTestServer({ engine: 'redis', redis, redisPrefix: 'rp', durable: { databaseUrl, run: false } });
-    admin = new Redis(redis.url);
-    sql = new pg.Client({ connectionString: databaseUrl });
-    await sql.connect();
-    env = { REDIS_URL: redis.url, DATABASE_URL: databaseUrl };
-  });
-  afterAll(async () => {
-    admin?.disconnect();
-    await sql?.end();
-    await server?.close();
-    await Promise.all([redis?.stop(), postgres?.stop()]);
-  });
-
-  const drain = (): Promise<void> => server.durable?.persister.drainAll(Date.now() + 20_000) ?? Promise.resolve();
+  const drain = (): Promise<void> => stack.server.durable?.persister.drainAll(Date.now() + 20_000) ?? Promise.resolve();
   const args = (over: Partial<ReconcileArgs>): ReconcileArgs => ({
     users: [],
     convs: [],
@@ -60,20 +36,20 @@ describe('durable tier: redpoint restore and reconcile --against-db', () => {
       args(over),
       (t) => void (text += t),
       () => false,
-      env,
+      env(),
     );
     return { code, report: JSON.parse(text) as DbReconcilePage };
   };
   const kinds = (report: DbReconcilePage): string[] => report.findings.map((f) => `${f.kind}:${f.uid ?? ''}:${f.conv}`).sort();
-  const record = (uid: string, conv: string): Promise<string | null> => admin.hget(`rp:{u:${uid}}:c`, conv);
+  const record = (uid: string, conv: string): Promise<string | null> => stack.admin.hget(`rp:{u:${uid}}:c`, conv);
 
   it('a store where both agree: no findings, exit 0', async () => {
-    await server.members('agree', { add: ['xa', 'xb'], category: 'work' });
-    await server.post([
+    await stack.server.members('agree', { add: ['xa', 'xb'], category: 'work' });
+    await stack.server.post([
       { conv: 'agree', seq: 1, sender: 'xa', mentions: ['xb'] },
       { conv: 'agree', seq: 2, sender: 'xa' },
     ]);
-    await server.ok('PUT', '/v1/users/xb/conversations/agree', { muted: true });
+    await stack.server.ok('PUT', '/v1/users/xb/conversations/agree', { muted: true });
     await drain();
     const { code, report } = await reconcile({});
     expect(kinds(report)).toEqual([]);
@@ -83,43 +59,43 @@ describe('durable tier: redpoint restore and reconcile --against-db', () => {
   });
 
   it('PostgreSQL behind: a change whose dirty mark was lost is found, and --repair marks it again so the drainer writes it', async () => {
-    await server.members('lostmark', { add: ['la', 'lb'] });
-    await server.post({ conv: 'lostmark', seq: 1, sender: 'la' });
+    await stack.server.members('lostmark', { add: ['la', 'lb'] });
+    await stack.server.post({ conv: 'lostmark', seq: 1, sender: 'la' });
     await drain();
-    await server.ok('POST', '/v1/users/lb/read', { conv: 'lostmark', seq: 1 });
+    await stack.server.ok('POST', '/v1/users/lb/read', { conv: 'lostmark', seq: 1 });
     // The mark the read left is lost (a failover that kept the write but not the mark, a bug).
-    expect(await admin.zrem('rp:d', 'lb|lostmark')).toBe(1);
+    expect(await stack.admin.zrem('rp:d', 'lb|lostmark')).toBe(1);
     expect(kinds((await reconcile({ users: ['lb'], all: false })).report)).toEqual(['db-behind:lb:lostmark']);
 
     const repaired = await reconcile({ users: ['lb'], all: false, repair: true });
     expect(repaired.code).toBe(0);
     expect(repaired.report.repaired.map((f) => f.kind)).toEqual(['db-behind']);
     await drain();
-    const { rows } = await sql.query("SELECT read_seq FROM redpoint_user_conv WHERE uid = 'lb' AND conv = 'lostmark'");
+    const { rows } = await stack.sql.query("SELECT read_seq FROM redpoint_user_conv WHERE uid = 'lb' AND conv = 'lostmark'");
     expect(rows[0]?.read_seq).toBe('1');
     expect(kinds((await reconcile({ users: ['lb'], all: false })).report)).toEqual([]);
   });
 
   it('Redis behind: a user Redis kept but whose last writes it lost gets them back from PostgreSQL with --repair', async () => {
-    await server.members('lagging', { add: ['ra', 'rb'] });
-    await server.post([1, 2, 3, 4].map((seq) => ({ conv: 'lagging', seq, sender: 'ra' })));
+    await stack.server.members('lagging', { add: ['ra', 'rb'] });
+    await stack.server.post([1, 2, 3, 4].map((seq) => ({ conv: 'lagging', seq, sender: 'ra' })));
     await drain();
     const meta = `rp:{u:rb}:m`;
     const oldRecord = await record('rb', 'lagging');
-    const oldClock = await admin.hget(meta, 'w');
-    const oldUnread = (await server.unread('rb')).total;
+    const oldClock = await stack.admin.hget(meta, 'w');
+    const oldUnread = (await stack.server.unread('rb')).total;
     // The writes a failover to a lagging replica loses: a read and a mute, drained to PostgreSQL...
-    await server.ok('POST', '/v1/users/rb/read', { conv: 'lagging', seq: 3 });
-    await server.ok('PUT', '/v1/users/rb/conversations/lagging', { muted: true });
+    await stack.server.ok('POST', '/v1/users/rb/read', { conv: 'lagging', seq: 3 });
+    await stack.server.ok('PUT', '/v1/users/rb/conversations/lagging', { muted: true });
     await drain();
     // ...then gone from Redis, the user's record and clock as they were before them.
-    await admin.hset(`rp:{u:rb}:c`, 'lagging', oldRecord ?? '');
-    await admin.hset(meta, 'w', oldClock ?? '0');
+    await stack.admin.hset(`rp:{u:rb}:c`, 'lagging', oldRecord ?? '');
+    await stack.admin.hset(meta, 'w', oldClock ?? '0');
     expect(kinds((await reconcile({ users: ['rb'], all: false })).report)).toEqual(['redis-behind:rb:lagging']);
 
     const repaired = await reconcile({ users: ['rb'], all: false, repair: true });
     expect(repaired.report.repaired.map((f) => f.kind)).toEqual(['redis-behind']);
-    const view = (await server.unread('rb')).conversations.find((c) => c.conv === 'lagging');
+    const view = (await stack.server.unread('rb')).conversations.find((c) => c.conv === 'lagging');
     expect(view).toMatchObject({ readSeq: 3, unread: 1, muted: true });
     expect(oldUnread).toBe(4);
     await drain();
@@ -127,14 +103,14 @@ describe('durable tier: redpoint restore and reconcile --against-db', () => {
   });
 
   it('Redis behind by a whole record (lost with the join), and PostgreSQL missing a record: both found and repaired', async () => {
-    await server.members('lostjoin', { add: ['ja', 'jb'] });
-    await server.post([1, 2].map((seq) => ({ conv: 'lostjoin', seq, sender: 'ja' })));
-    await server.ok('POST', '/v1/users/jb/read', { conv: 'lostjoin', seq: 1 });
+    await stack.server.members('lostjoin', { add: ['ja', 'jb'] });
+    await stack.server.post([1, 2].map((seq) => ({ conv: 'lostjoin', seq, sender: 'ja' })));
+    await stack.server.ok('POST', '/v1/users/jb/read', { conv: 'lostjoin', seq: 1 });
     await drain();
     // jb's record and clock go back to before the join; ja's row goes from PostgreSQL (mark lost too).
-    await admin.hdel(`rp:{u:jb}:c`, 'lostjoin');
-    await admin.hset(`rp:{u:jb}:m`, 'w', '1');
-    await sql.query("DELETE FROM redpoint_user_conv WHERE uid = 'ja' AND conv = 'lostjoin'");
+    await stack.admin.hdel(`rp:{u:jb}:c`, 'lostjoin');
+    await stack.admin.hset(`rp:{u:jb}:m`, 'w', '1');
+    await stack.sql.query("DELETE FROM redpoint_user_conv WHERE uid = 'ja' AND conv = 'lostjoin'");
     const found = await reconcile({});
     expect(kinds(found.report)).toEqual(['db-missing:ja:lostjoin', 'redis-missing:jb:lostjoin']);
     expect(found.code).toBe(1);
@@ -144,46 +120,46 @@ describe('durable tier: redpoint restore and reconcile --against-db', () => {
     expect(repaired.code).toBe(0);
     const decoded = await record('jb', 'lostjoin');
     expect(decoded).not.toBeNull();
-    expect((await server.unread('jb')).conversations.find((c) => c.conv === 'lostjoin')).toMatchObject({ readSeq: 1, lastSeq: 2, unread: 1 });
+    expect((await stack.server.unread('jb')).conversations.find((c) => c.conv === 'lostjoin')).toMatchObject({ readSeq: 1, lastSeq: 2, unread: 1 });
     await drain();
     expect(kinds((await reconcile({})).report)).toEqual([]);
   });
 
   it("a conversation's head: behind in Redis is raised, behind in PostgreSQL is marked again", async () => {
-    await server.members('heads', { add: ['ha', 'hb'] });
-    await server.post([1, 2, 3].map((seq) => ({ conv: 'heads', seq, sender: 'ha' })));
+    await stack.server.members('heads', { add: ['ha', 'hb'] });
+    await stack.server.post([1, 2, 3].map((seq) => ({ conv: 'heads', seq, sender: 'ha' })));
     await drain();
-    await admin.hset('rp:{c:heads}', '#s', '1');
+    await stack.admin.hset('rp:{c:heads}', '#s', '1');
     expect(kinds((await reconcile({})).report)).toContain('head-behind::heads');
     await reconcile({ repair: true });
-    expect(await admin.hget('rp:{c:heads}', '#s')).toBe('3');
+    expect(await stack.admin.hget('rp:{c:heads}', '#s')).toBe('3');
 
-    await server.post({ conv: 'heads', seq: 4, sender: 'ha' });
-    await admin.zrem('rp:dc', 'h|heads');
+    await stack.server.post({ conv: 'heads', seq: 4, sender: 'ha' });
+    await stack.admin.zrem('rp:dc', 'h|heads');
     expect(kinds((await reconcile({})).report)).toContain('db-head-behind::heads');
     await reconcile({ repair: true });
     await drain();
-    const { rows } = await sql.query("SELECT max_seq FROM redpoint_conversations WHERE conv = 'heads'");
+    const { rows } = await stack.sql.query("SELECT max_seq FROM redpoint_conversations WHERE conv = 'heads'");
     expect(rows[0]?.max_seq).toBe('4');
   });
 
   it('redpoint restore warms every user PostgreSQL holds after a FLUSHALL and marks Redis intact', async () => {
     await drain();
-    const { rows } = await sql.query<{ n: string }>('SELECT count(DISTINCT uid) AS n FROM redpoint_user_conv');
+    const { rows } = await stack.sql.query<{ n: string }>('SELECT count(DISTINCT uid) AS n FROM redpoint_user_conv');
     const users = Number(rows[0]?.n);
-    await admin.flushall();
+    await stack.admin.flushall();
     let text = '';
     const code = await restoreCommand(
       { rate: 100_000, json: true, progress: false },
       (t) => void (text += t),
       () => false,
-      env,
+      env(),
     );
     expect(code).toBe(0);
     const report = JSON.parse(text) as { users: number; restored: number; markedIntact: boolean };
     expect(report).toMatchObject({ users, restored: users, markedIntact: true });
-    expect(await admin.exists('rp:ok')).toBe(1);
-    expect(await admin.exists('rp:{u:xb}:m')).toBe(1);
+    expect(await stack.admin.exists('rp:ok')).toBe(1);
+    expect(await stack.admin.exists('rp:{u:xb}:m')).toBe(1);
     // Restored exactly: the reconcile finds Redis and PostgreSQL in agreement.
     expect(kinds((await reconcile({})).report)).toEqual([]);
   });

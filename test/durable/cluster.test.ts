@@ -7,10 +7,7 @@ import type { DbReconcilePage } from '../../server/durable/db-reconcile.js';
 import { type PostgresServer, startPostgres } from '../helpers/postgres-server.js';
 import { type RedisCluster, startRedisCluster } from '../helpers/redis-cluster.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
-
-function counts(s: UnreadSummary): unknown {
-  return { total: s.total, mentions: s.mentions, categories: s.categories, conversations: s.conversations };
-}
+import { counts } from './stack.js';
 
 /**
  * The durable tier on a Redis Cluster (3 masters): marks per slot, the drainer walking slots,

@@ -1,12 +1,9 @@
-import { Redis } from 'ioredis';
 import { pino } from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Persister } from '../../server/durable/persister.js';
 import type { DurableStore } from '../../server/engine/durable-backing.js';
 import { Metrics } from '../../server/metrics/metrics.js';
-import { type PostgresServer, startPostgres } from '../helpers/postgres-server.js';
-import { type RedisServer, startRedisServer } from '../helpers/redis-server.js';
-import { startTestServer, type TestServer } from '../helpers/test-server.js';
+import { durableStack } from './stack.js';
 
 /**
  * Redis lost in the middle of a drain pass: the pass read the marks, then Redis was flushed (or
@@ -14,39 +11,24 @@ import { startTestServer, type TestServer } from '../helpers/test-server.js';
  * nothing. Nothing is gone from PostgreSQL for that: absence in Redis is not a deletion.
  */
 describe('durable tier: Redis lost in the middle of a drain pass', () => {
-  let postgres: PostgresServer;
-  let redis: RedisServer;
-  let server: TestServer;
-  let admin: Redis;
-
-  beforeAll(async () => {
-    [postgres, redis] = await Promise.all([startPostgres(), startRedisServer()]);
-    const databaseUrl = await postgres.createDatabase('drainwipe');
-    server = await startTestServer({ engine: 'redis', redis, durable: { databaseUrl, run: false } });
-    admin = new Redis(redis.url);
-  });
-  afterAll(async () => {
-    admin?.disconnect();
-    await server?.close();
-    await Promise.all([redis?.stop(), postgres?.stop()]);
-  });
+  const stack = durableStack('drainwipe', [{ durable: { run: false } }]);
 
   it('a FLUSHALL between reading the marks and reading the state deletes nothing from PostgreSQL', async () => {
-    const durable = server.durable;
-    const store = server.engine.durableStore?.();
+    const durable = stack.server.durable;
+    const store = stack.server.engine.durableStore?.();
     if (!durable || !store) throw new Error('no durable tier');
-    await server.members('wiped', { add: ['wa', 'wb'] });
-    await server.post([
+    await stack.server.members('wiped', { add: ['wa', 'wb'] });
+    await stack.server.post([
       { conv: 'wiped', seq: 1, sender: 'wa' },
       { conv: 'wiped', seq: 2, sender: 'wa' },
     ]);
-    await server.ok('POST', '/v1/users/wb/read', { conv: 'wiped', seq: 1 });
+    await stack.server.ok('POST', '/v1/users/wb/read', { conv: 'wiped', seq: 1 });
     await durable.persister.drainAll(Date.now() + 20_000);
-    const before = await server.unread('wb');
+    const before = await stack.server.unread('wb');
 
     // Changes after the drain: marks for the roster, the head and both users' records.
-    await server.members('wiped', { add: ['wc'] });
-    await server.post({ conv: 'wiped', seq: 3, sender: 'wc' });
+    await stack.server.members('wiped', { add: ['wc'] });
+    await stack.server.post({ conv: 'wiped', seq: 3, sender: 'wc' });
     // A drainer whose pass is interrupted by the wipe right after it took the marks.
     let wiped = false;
     const paused: DurableStore = Object.create(store, {
@@ -55,7 +37,7 @@ describe('durable tier: Redis lost in the middle of a drain pass', () => {
           const marks = await store.dirty(...args);
           if (!wiped && marks.convs.length + marks.users.length > 0) {
             wiped = true;
-            await admin.flushall();
+            await stack.admin.flushall();
           }
           return marks;
         },
@@ -79,7 +61,7 @@ describe('durable tier: Redis lost in the middle of a drain pass', () => {
         .sort(),
     ).toEqual(['wa', 'wb']);
     // What PostgreSQL held before the wipe comes back on the next touch.
-    const after = await server.unread('wb');
+    const after = await stack.server.unread('wb');
     expect(after.conversations.find((c) => c.conv === 'wiped')).toMatchObject(before.conversations.find((c) => c.conv === 'wiped') ?? {});
     expect(after.total).toBe(before.total);
   });

@@ -1,10 +1,7 @@
-import { Redis } from 'ioredis';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { UnreadSummary } from '../../protocol/types.js';
-import { type PostgresServer, startPostgres } from '../helpers/postgres-server.js';
-import { type RedisServer, startRedisServer } from '../helpers/redis-server.js';
-import { startTestServer, type TestServer } from '../helpers/test-server.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { TestServer } from '../helpers/test-server.js';
+import { counts, durableStack } from './stack.js';
 
 /**
  * The durable tier under faults, with two server instances on one Redis and one PostgreSQL (two
@@ -12,32 +9,15 @@ import { startTestServer, type TestServer } from '../helpers/test-server.js';
  * drainers at once, a restore racing a write from the other instance, a cold eviction racing a
  * message. Afterwards Redis is flushed and every count must come back from PostgreSQL as it was.
  */
-function counts(s: UnreadSummary): unknown {
-  return { total: s.total, mentions: s.mentions, categories: s.categories, conversations: s.conversations };
-}
 
 describe('durable tier under faults', () => {
-  let postgres: PostgresServer;
-  let redis: RedisServer;
+  const shared = { redisPrefix: 'f', largeGroupThreshold: 3, durable: { persistIntervalMs: 30 } };
+  const stack = durableStack('faults', [shared, shared]);
   let a: TestServer;
   let b: TestServer;
-  let admin: Redis;
-  let databaseUrl: string;
   let n = 0;
-
-  beforeAll(async () => {
-    [postgres, redis] = await Promise.all([startPostgres(), startRedisServer()]);
-    databaseUrl = await postgres.createDatabase('faults');
-    const shared = { engine: 'redis' as const, redis, redisPrefix: 'f', largeGroupThreshold: 3 };
-    a = await startTestServer({ ...shared, durable: { databaseUrl, persistIntervalMs: 30 } });
-    b = await startTestServer({ ...shared, durable: { databaseUrl, persistIntervalMs: 30 } });
-    admin = new Redis(redis.url);
-  });
-  afterAll(async () => {
-    admin?.disconnect();
-    await a?.close();
-    await b?.close();
-    await Promise.all([redis?.stop(), postgres?.stop()]);
+  beforeAll(() => {
+    [a, b] = stack.servers as [TestServer, TestServer];
   });
 
   const drained = async (): Promise<void> => {
@@ -60,7 +40,7 @@ describe('durable tier under faults', () => {
   it('PostgreSQL crashed under traffic: every API keeps working on Redis, the backlog drains once it is back, nothing is lost', async () => {
     const users = ['pa', 'pb', 'pc', 'pd'];
     await traffic('pg', users, 6);
-    await postgres.kill();
+    await stack.postgres.kill();
     // Served from Redis meanwhile: messages, reads, settings, pulls.
     const conv = await traffic('pg-down', users, 12);
     await b.ok('PUT', `/v1/users/pc/conversations/${conv}`, { muted: true });
@@ -70,10 +50,10 @@ describe('durable tier under faults', () => {
     const backlog = await a.engine.durableStore?.().backlog(['']);
     expect(backlog?.marks).toBeGreaterThan(0);
     const before = await Promise.all(users.map((uid) => a.unread(uid)));
-    await postgres.start();
+    await stack.postgres.start();
     await drained();
     expect((await a.engine.durableStore?.().backlog(['']))?.marks).toBe(0);
-    await admin.flushall();
+    await stack.admin.flushall();
     const after = await Promise.all(users.map((uid) => b.unread(uid)));
     expect(after.map(counts)).toEqual(before.map(counts));
   });
@@ -93,7 +73,7 @@ describe('durable tier under faults', () => {
     );
     const before = await Promise.all(users.map((uid) => a.unread(uid)));
     await drained();
-    await admin.flushall();
+    await stack.admin.flushall();
     const after = await Promise.all(users.map((uid) => b.unread(uid)));
     expect(after.map(counts)).toEqual(before.map(counts));
   });
@@ -102,7 +82,7 @@ describe('durable tier under faults', () => {
     const users = ['ra', 'rb'];
     const conv = await traffic('race', users, 10);
     await drained();
-    await admin.flushall();
+    await stack.admin.flushall();
     // Both instances find rb missing at once and restore it while applying their own writes.
     await Promise.all([
       a.ok('POST', '/v1/users/rb/read', { conv, seq: 4 }),
@@ -119,7 +99,7 @@ describe('durable tier under faults', () => {
 
   it('PostgreSQL holds what Redis holds once drained (no row older than Redis)', async () => {
     await drained();
-    const client = new pg.Client({ connectionString: databaseUrl });
+    const client = new pg.Client({ connectionString: stack.databaseUrl });
     await client.connect();
     try {
       // Write-diffused conversations: their records hold the head (read-diffused ones read it from the conversation).
@@ -139,45 +119,25 @@ describe('durable tier under faults', () => {
 });
 
 describe('durable tier: cold users leave Redis', () => {
-  let postgres: PostgresServer;
-  let redis: RedisServer;
-  let server: TestServer;
-  let admin: Redis;
+  const stack = durableStack('cold', [{ redisPrefix: 'c', durable: { persistIntervalMs: 20, coldAfterSeconds: 1, run: false } }]);
 
-  beforeAll(async () => {
-    [postgres, redis] = await Promise.all([startPostgres(), startRedisServer()]);
-    const databaseUrl = await postgres.createDatabase('cold');
-    server = await startTestServer({
-      engine: 'redis',
-      redis,
-      redisPrefix: 'c',
-      durable: { databaseUrl, persistIntervalMs: 20, coldAfterSeconds: 1, run: false },
-    });
-    admin = new Redis(redis.url);
-  });
-  afterAll(async () => {
-    admin?.disconnect();
-    await server?.close();
-    await Promise.all([redis?.stop(), postgres?.stop()]);
-  });
-
-  const keysOf = async (uid: string): Promise<string[]> => (await admin.keys('c:*')).filter((k) => k.includes(`{u:${uid}}`));
+  const keysOf = async (uid: string): Promise<string[]> => (await stack.admin.keys('c:*')).filter((k) => k.includes(`{u:${uid}}`));
 
   it('an idle user whose state PostgreSQL holds is removed entirely, and comes back whole on its next touch', async () => {
-    await server.members('cold-1', { add: ['ca', 'cb'] });
-    await server.post([
+    await stack.server.members('cold-1', { add: ['ca', 'cb'] });
+    await stack.server.post([
       { conv: 'cold-1', seq: 1, sender: 'cb' },
       { conv: 'cold-1', seq: 2, sender: 'cb', mentions: ['ca'] },
     ]);
-    const before = await server.unread('ca');
-    const durable = server.durable;
+    const before = await stack.server.unread('ca');
+    const durable = stack.server.durable;
     if (!durable) throw new Error('no durable tier');
-    const store = server.engine.durableStore?.();
+    const store = stack.server.engine.durableStore?.();
     if (!store) throw new Error('no durable store');
     // Not yet persisted: not evicted, even when long idle.
     const sweepNow = (at: number) =>
       import('../../server/durable/cold-sweep.js').then(({ ColdSweep }) =>
-        new ColdSweep(store, { coldAfterSeconds: 1, sweepSeconds: 1 }, silent, server.server.metrics).sweepOnce(at),
+        new ColdSweep(store, { coldAfterSeconds: 1, sweepSeconds: 1 }, silent, stack.server.server.metrics).sweepOnce(at),
       );
     expect(await sweepNow(Date.now() + 60_000)).toBe(0);
     expect(await keysOf('ca')).not.toEqual([]);
@@ -185,24 +145,24 @@ describe('durable tier: cold users leave Redis', () => {
     expect(await sweepNow(Date.now() + 60_000)).toBeGreaterThanOrEqual(2);
     expect(await keysOf('ca')).toEqual([]);
     expect(await keysOf('cb')).toEqual([]);
-    const after = await server.unread('ca');
+    const after = await stack.server.unread('ca');
     expect(counts(after)).toEqual(counts(before));
     expect(after.epoch).not.toBe(before.epoch);
     expect(await keysOf('ca')).not.toEqual([]);
   });
 
   it('an eviction racing a message to that user: the message counts, once', async () => {
-    await server.members('cold-2', { add: ['ra', 'rb'] });
-    await server.post({ conv: 'cold-2', seq: 1, sender: 'rb' });
-    await server.durable?.persister.drainAll(Date.now() + 20_000);
-    const store = server.engine.durableStore?.();
+    await stack.server.members('cold-2', { add: ['ra', 'rb'] });
+    await stack.server.post({ conv: 'cold-2', seq: 1, sender: 'rb' });
+    await stack.server.durable?.persister.drainAll(Date.now() + 20_000);
+    const store = stack.server.engine.durableStore?.();
     if (!store) throw new Error('no durable store');
     const { ColdSweep } = await import('../../server/durable/cold-sweep.js');
-    const sweep = new ColdSweep(store, { coldAfterSeconds: 1, sweepSeconds: 1 }, silent, server.server.metrics);
-    for (let seq = 2; seq <= 6; seq++) await Promise.all([sweep.sweepOnce(Date.now() + 60_000), server.post({ conv: 'cold-2', seq, sender: 'rb' })]);
-    await server.durable?.persister.drainAll(Date.now() + 20_000);
+    const sweep = new ColdSweep(store, { coldAfterSeconds: 1, sweepSeconds: 1 }, silent, stack.server.server.metrics);
+    for (let seq = 2; seq <= 6; seq++) await Promise.all([sweep.sweepOnce(Date.now() + 60_000), stack.server.post({ conv: 'cold-2', seq, sender: 'rb' })]);
+    await stack.server.durable?.persister.drainAll(Date.now() + 20_000);
     await sweep.sweepOnce(Date.now() + 60_000);
-    const ra = await server.unread('ra');
+    const ra = await stack.server.unread('ra');
     expect(ra.conversations.find((c) => c.conv === 'cold-2')).toMatchObject({ unread: 6 });
     expect(ra.total).toBe(6);
   });

@@ -1,11 +1,8 @@
 import fc from 'fast-check';
-import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type PostgresServer, startPostgres } from '../helpers/postgres-server.js';
-import { type RedisServer, startRedisServer } from '../helpers/redis-server.js';
-import { startTestServer, type TestServer } from '../helpers/test-server.js';
+import { describe, expect, it } from 'vitest';
 import { type Action, type Scenario, scenarioArb } from '../http/actions.js';
 import { coverage, runScenario } from '../http/scenario.js';
+import { durableStack } from './stack.js';
 
 /**
  * The HTTP property test (test/http/) with the durable tier on and the store lost at random
@@ -32,35 +29,19 @@ const durableScenarioArb: fc.Arbitrary<Scenario> = fc
   });
 
 describe('durable tier: the model holds across Redis losing everything', () => {
-  let postgres: PostgresServer;
-  let redis: RedisServer;
-  let server: TestServer;
-  let admin: Redis;
-
-  beforeAll(async () => {
-    [postgres, redis] = await Promise.all([startPostgres(), startRedisServer()]);
-    const databaseUrl = await postgres.createDatabase('property');
-    server = await startTestServer({ engine: 'redis', redis, ...CONFIG, durable: { databaseUrl, persistIntervalMs: 20 } });
-    admin = new Redis(redis.url);
-    admin.on('error', () => undefined);
-  });
-  afterAll(async () => {
-    admin?.disconnect();
-    await server?.close();
-    await Promise.all([redis?.stop(), postgres?.stop()]);
-  });
+  const stack = durableStack('property', [{ ...CONFIG, durable: { persistIntervalMs: 20 } }]);
 
   const wipe = async (how: 'flushall' | 'empty'): Promise<void> => {
-    const durable = server.durable;
+    const durable = stack.server.durable;
     if (!durable) throw new Error('no durable tier');
     // What the tier promises is bounded by its lag: once drained, nothing acknowledged is lost.
     await durable.persister.drainAll(Date.now() + 30_000);
-    if (how === 'flushall') await admin.flushall();
+    if (how === 'flushall') await stack.admin.flushall();
     else {
       // redis-server without persistence comes back empty: a replaced node, a restart without AOF.
-      await redis.restart();
+      await stack.redis.restart();
       const deadline = Date.now() + 30_000;
-      while (!(await server.engine.ready())) {
+      while (!(await stack.server.engine.ready())) {
         if (Date.now() > deadline) throw new Error('the engine did not reconnect to the new Redis');
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
@@ -73,7 +54,7 @@ describe('durable tier: the model holds across Redis losing everything', () => {
       const before = coverage.wipes;
       await fc.assert(
         fc.asyncProperty(durableScenarioArb, async (scenario) => {
-          await runScenario(server, { ...scenario, server: 0, protoNames: false }, { wipe });
+          await runScenario(stack.server, { ...scenario, server: 0, protoNames: false }, { wipe });
         }),
         { numRuns: NUM_RUNS, endOnFailure: true, ...(SEED !== undefined ? { seed: Number(SEED) } : {}) },
       );

@@ -1,91 +1,66 @@
-import { Redis } from 'ioredis';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { UnreadSummary } from '../../protocol/types.js';
-import { type PostgresServer, startPostgres } from '../helpers/postgres-server.js';
-import { type RedisServer, startRedisServer } from '../helpers/redis-server.js';
-import { startTestServer, type TestServer } from '../helpers/test-server.js';
-
-/** What a user sees, without the cursor (a restore starts a new epoch). */
-function counts(s: UnreadSummary): unknown {
-  return { total: s.total, mentions: s.mentions, categories: s.categories, conversations: s.conversations };
-}
+import { describe, expect, it } from 'vitest';
+import { counts, durableStack } from './stack.js';
 
 describe('durable tier: Redis may lose everything, no read position is lost', () => {
-  let postgres: PostgresServer;
-  let redis: RedisServer;
-  let server: TestServer;
-  let flush: Redis;
-  let databaseUrl: string;
-
-  beforeAll(async () => {
-    [postgres, redis] = await Promise.all([startPostgres(), startRedisServer()]);
-    databaseUrl = await postgres.createDatabase('restore');
-    server = await startTestServer({ engine: 'redis', redis, durable: { databaseUrl, run: false } });
-    flush = new Redis(redis.url);
-  });
-  afterAll(async () => {
-    flush.disconnect();
-    await server?.close();
-    await Promise.all([redis?.stop(), postgres?.stop()]);
-  });
+  const stack = durableStack('restore', [{ durable: { run: false } }]);
 
   it('after FLUSHALL every count, mute, mark, deletion and membership comes back from PostgreSQL', async () => {
-    await server.members('dm-ab', { add: ['alice', 'bob'] });
-    await server.members('team', { add: ['alice', 'bob', 'carol'], category: 'work' });
-    await server.post([
+    await stack.server.members('dm-ab', { add: ['alice', 'bob'] });
+    await stack.server.members('team', { add: ['alice', 'bob', 'carol'], category: 'work' });
+    await stack.server.post([
       { conv: 'dm-ab', seq: 1, sender: 'bob' },
       { conv: 'dm-ab', seq: 2, sender: 'bob' },
       { conv: 'team', seq: 1, sender: 'carol', mentions: ['alice'] },
       { conv: 'team', seq: 2, sender: 'bob' },
       { conv: 'team', seq: 3, sender: 'carol' },
     ]);
-    await server.ok('POST', '/v1/users/alice/read', { conv: 'dm-ab', seq: 1 });
-    await server.ok('PUT', '/v1/users/bob/conversations/team', { muted: true });
-    await server.ok('PUT', '/v1/users/bob/conversations/dm-ab', { markedUnread: true });
-    await server.ok('DELETE', '/v1/users/carol/conversations/team');
-    const before = await Promise.all(['alice', 'bob', 'carol'].map((uid) => server.unread(uid)));
-    const durable = server.durable;
+    await stack.server.ok('POST', '/v1/users/alice/read', { conv: 'dm-ab', seq: 1 });
+    await stack.server.ok('PUT', '/v1/users/bob/conversations/team', { muted: true });
+    await stack.server.ok('PUT', '/v1/users/bob/conversations/dm-ab', { markedUnread: true });
+    await stack.server.ok('DELETE', '/v1/users/carol/conversations/team');
+    const before = await Promise.all(['alice', 'bob', 'carol'].map((uid) => stack.server.unread(uid)));
+    const durable = stack.server.durable;
     if (!durable) throw new Error('no durable tier');
     await durable.persister.drainAll(Date.now() + 20_000);
 
-    await flush.flushall();
-    const after = await Promise.all(['alice', 'bob', 'carol'].map((uid) => server.unread(uid)));
+    await stack.admin.flushall();
+    const after = await Promise.all(['alice', 'bob', 'carol'].map((uid) => stack.server.unread(uid)));
     expect(after.map(counts)).toEqual(before.map(counts));
     // A new epoch: clients re-snapshot instead of continuing a cursor of the lost history.
     for (let i = 0; i < 3; i++) expect(after[i]?.epoch).not.toBe(before[i]?.epoch);
   });
 
   it('a message to a conversation Redis lost is applied, not refused', async () => {
-    await flush.flushall();
-    await server.post({ conv: 'team', seq: 4, sender: 'bob' });
-    const alice = await server.unread('alice');
+    await stack.admin.flushall();
+    await stack.server.post({ conv: 'team', seq: 4, sender: 'bob' });
+    const alice = await stack.server.unread('alice');
     const team = alice.conversations.find((c) => c.conv === 'team');
     // alice had read nothing of team: seqs 1..4, one mention (seq 1).
     expect(team).toMatchObject({ unread: 4, mentions: 1 });
-    const bob = await server.unread('bob');
+    const bob = await stack.server.unread('bob');
     expect(bob.conversations.find((c) => c.conv === 'team')).toMatchObject({ unread: 0, muted: true });
   });
 
   it("an operator's reset-read survives Redis losing the user (readSeq goes by the write clock in PostgreSQL)", async () => {
-    await server.members('reset', { add: ['ra', 'rb'] });
-    await server.post([
+    await stack.server.members('reset', { add: ['ra', 'rb'] });
+    await stack.server.post([
       { conv: 'reset', seq: 1, sender: 'rb' },
       { conv: 'reset', seq: 2, sender: 'rb' },
       { conv: 'reset', seq: 3, sender: 'rb' },
     ]);
-    await server.ok('POST', '/v1/users/ra/read', { conv: 'reset', seq: 3 });
-    await server.durable?.persister.drainAll(Date.now() + 20_000);
-    await server.ok('PUT', '/v1/users/ra/conversations/reset/read', { seq: 1 });
-    await server.durable?.persister.drainAll(Date.now() + 20_000);
-    await flush.flushall();
-    const ra = await server.unread('ra');
+    await stack.server.ok('POST', '/v1/users/ra/read', { conv: 'reset', seq: 3 });
+    await stack.server.durable?.persister.drainAll(Date.now() + 20_000);
+    await stack.server.ok('PUT', '/v1/users/ra/conversations/reset/read', { seq: 1 });
+    await stack.server.durable?.persister.drainAll(Date.now() + 20_000);
+    await stack.admin.flushall();
+    const ra = await stack.server.unread('ra');
     expect(ra.conversations.find((c) => c.conv === 'reset')).toMatchObject({ unread: 2 });
   });
 
   it('PostgreSQL holds registers, not counts, keyed by uid and conv', async () => {
-    await server.durable?.persister.drainAll(Date.now() + 20_000);
-    const client = new pg.Client({ connectionString: databaseUrl });
+    await stack.server.durable?.persister.drainAll(Date.now() + 20_000);
+    const client = new pg.Client({ connectionString: stack.databaseUrl });
     await client.connect();
     try {
       const { rows } = await client.query<{ last_seq: string; read_seq: string; muted: boolean }>(

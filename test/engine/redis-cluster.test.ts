@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { mkdtemp, rm, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join as joinPath } from 'node:path';
@@ -9,7 +8,7 @@ import { UNSEEN_EPOCH } from '../../server/engine/engine.js';
 import { keySlot, userKeys } from '../../server/engine/redis/keys.js';
 import { createRedisEngine, type RedisEngine } from '../../server/engine/redis/redis-engine.js';
 import { runOf } from '../../server/engine/redis/runs.js';
-import { loadScriptSources } from '../../server/engine/redis/scripts.js';
+import { buildLibrary } from '../../server/engine/redis/scripts.js';
 import { StoreUnavailableError } from '../../server/engine/store-errors.js';
 import { fileFixture } from '../helpers/file-fixture.js';
 import { freePort } from '../helpers/processes.js';
@@ -93,23 +92,24 @@ describe('redis cluster engine', () => {
     }
   });
 
-  it('runs its scripts after SCRIPT FLUSH on every master (EVALSHA falls back to EVAL), and ready() reloads them', async () => {
+  it('runs its functions after FUNCTION FLUSH on every master (a missing function reloads the library), and ready() reloads them', async () => {
     const engine = await clusterEngine(OPTS, 'flush');
     const probes = running().nodes.map((_, i) => nodeClient(i));
+    const { name } = buildLibrary();
+    const loaded = async (p: Redis): Promise<boolean> => ((await p.call('FUNCTION', 'LIST', 'LIBRARYNAME', name)) as unknown[]).length === 1;
     try {
       const uids = running().nodes.map((_, i) => usersOn(i, 'flush', 1)[0]!);
       await engine.applyUserOps(uids.flatMap((uid) => conversation(uid, 'c', 1)));
-      await Promise.all(probes.map((p) => p.script('FLUSH')));
+      await Promise.all(probes.map((p) => p.call('FUNCTION', 'FLUSH')));
       const results = await engine.applyUserOps(uids.map((uid) => message(uid, 'c', 2)));
       expect(results.map((r) => r.state?.lastSeq)).toEqual(uids.map(() => 2));
       await engine.changeMembers('flushed', { add: ['x'], remove: [], threshold: 10 });
       await recordOne(engine, 'flushed', 1, []);
-      await Promise.all(probes.map((p) => p.script('FLUSH')));
-      const shas = Object.values(loadScriptSources()).map((lua) => createHash('sha1').update(lua).digest('hex'));
-      for (const p of probes) expect(await p.script('EXISTS', ...shas)).toEqual(shas.map(() => 0));
-      // ready() loads every script on every master again.
+      await Promise.all(probes.map((p) => p.call('FUNCTION', 'FLUSH')));
+      for (const p of probes) expect(await loaded(p)).toBe(false);
+      // ready() loads the library on every master again.
       expect(await engine.ready()).toBe(true);
-      for (const p of probes) expect(await p.script('EXISTS', ...shas)).toEqual(shas.map(() => 1));
+      for (const p of probes) expect(await loaded(p)).toBe(true);
     } finally {
       for (const p of probes) p.disconnect();
       await engine.close();

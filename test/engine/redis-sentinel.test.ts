@@ -33,13 +33,14 @@ const conversation = (uid: string, conv: string, from: number, n: number): UserO
   ...Array.from({ length: n }, (_, i) => message(uid, conv, from + i)),
 ];
 
-/** Successful EVALSHA/EVAL calls a data node ran since its stats were last reset (replicas get effects, never scripts). */
+/** Successful FCALL (and EVAL*) calls a data node ran since its stats were last reset (replicas get effects, never scripts). */
 async function scriptsRun(d: SentinelDeployment, node: RedisServer): Promise<number> {
   const probe = d.probe(node);
   try {
     const stats = await probe.info('commandstats');
     let n = 0;
-    for (const m of stats.matchAll(/^cmdstat_(?:evalsha|eval|evalsha_ro|eval_ro):calls=(\d+),.*?failed_calls=(\d+)/gm)) n += Number(m[1]) - Number(m[2]);
+    for (const m of stats.matchAll(/^cmdstat_(?:fcall|fcall_ro|evalsha|eval|evalsha_ro|eval_ro):calls=(\d+),.*?failed_calls=(\d+)/gm))
+      n += Number(m[1]) - Number(m[2]);
     return n;
   } finally {
     probe.disconnect();

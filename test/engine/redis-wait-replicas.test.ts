@@ -2,6 +2,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import type { EngineOptions } from '../../server/engine/engine.js';
+import { userKeys } from '../../server/engine/redis/keys.js';
 import { createRedisEngine } from '../../server/engine/redis/redis-engine.js';
 import { OutcomeUnknownError, StoreUnavailableError } from '../../server/engine/store-errors.js';
 import { fileFixture } from '../helpers/file-fixture.js';
@@ -117,7 +118,11 @@ describe('REDIS_WAIT_REPLICAS', () => {
       );
       expect(err).toBeInstanceOf(StoreUnavailableError);
       expect((err as StoreUnavailableError).kind).toBe('noreplicas');
-      expect((await engine.userState('u')).version).toBe(0);
+      // Every function is a write to Redis (reads may start an epoch), so reads are refused alike.
+      await expect(engine.userState('u')).rejects.toMatchObject({ kind: 'noreplicas' });
+      const probe = new Redis(lonely.url);
+      expect(await probe.exists(userKeys('mr', 'u').meta, userKeys('mr', 'u').records)).toBe(0);
+      probe.disconnect();
     } finally {
       await engine.close();
       await lonely.stop();

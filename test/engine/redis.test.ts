@@ -9,7 +9,8 @@ import type { Engine, EngineOptions, UserOp } from '../../server/engine/engine.j
 import { UNSEEN_EPOCH } from '../../server/engine/engine.js';
 import { userKeys } from '../../server/engine/redis/keys.js';
 import { createRedisEngine, type RedisEngine } from '../../server/engine/redis/redis-engine.js';
-import { loadScriptSources, SCRIPTS, type ScriptName } from '../../server/engine/redis/scripts.js';
+import { buildLibrary, LIBRARY_PRELUDE, SCRIPTS, type ScriptName } from '../../server/engine/redis/scripts.js';
+import { appendUserOps, opArgs } from '../../server/engine/redis/user-ops.js';
 import { trimmedBase } from '../../server/engine/rules.js';
 import { decodeRecord } from '../../server/engine/state-text.js';
 import { expectWithin } from '../helpers/bound.js';
@@ -453,28 +454,60 @@ describe('redis engine storage', () => {
 });
 
 describe('redis engine scripts', () => {
-  it('the user-script prelude (lib/user.lua) is prepended to exactly the scripts that read the epoch', async () => {
+  it("user_apply.lua's op widths (FIELDS) are the ones user-ops.ts writes: no offset of one side can drift from the other", async () => {
+    const lua = await readFile(new URL('../../server/engine/redis/lua/user_apply.lua', import.meta.url), 'utf8');
+    const table = /local FIELDS = \{([^}]*)\}/.exec(lua)?.[1] ?? '';
+    const fields = new Map([...table.matchAll(/(\w+) = (\d+)/g)].map((m) => [m[1], Number(m[2])]));
+    const ops: UserOp[] = [
+      message('u', 'c', 1),
+      read('u', 'c', 1),
+      join('u', 'c', 0, 'group'),
+      { type: 'membership', uid: 'u', conv: 'c', gen: 2, member: false },
+      { type: 'settings', uid: 'u', conv: 'c', muted: true },
+      { type: 'reset-read', uid: 'u', conv: 'c', seq: 0 },
+    ];
+    const seen = new Set<string>();
+    for (const op of ops) {
+      const args: (string | number)[] = [];
+      appendUserOps(args, [op]);
+      const letter = String(args[0]);
+      seen.add(letter);
+      expect(args.length, op.type).toBe(opArgs(op));
+      expect(fields.get(letter), op.type).toBe(opArgs(op) - 2);
+    }
+    expect([...fields.keys()].sort()).toEqual([...seen].sort());
+    // ingest_flush.lua writes message ops for user_apply.lua itself: the same width.
+    const flush = await readFile(new URL('../../server/engine/redis/lua/ingest_flush.lua', import.meta.url), 'utf8');
+    const slots = /((?:apply\[n \+ \d\], )*apply\[n \+ \d\]) = 'm'/.exec(flush)?.[1]?.split(',').length;
+    expect(slots).toBe((fields.get('m') ?? 0) + 2);
+  });
+
+  it('one library: the shared Lua defined once, each script a function; exactly the functions that read the epoch carry a run id', async () => {
     const dir = new URL('../../server/engine/redis/lua/', import.meta.url);
-    const prelude = await readFile(new URL('lib/user.lua', dir), 'utf8');
-    const sources = loadScriptSources();
-    const userScripts: ScriptName[] = ['userApply', 'pull', 'userState', 'position'];
+    const library = buildLibrary();
+    for (const file of LIBRARY_PRELUDE) {
+      const text = await readFile(new URL(file, dir), 'utf8');
+      expect(library.source.split(text).length - 1, file).toBe(1);
+    }
     for (const name of Object.keys(SCRIPTS) as ScriptName[]) {
-      const body = await readFile(new URL(SCRIPTS[name].file, dir), 'utf8');
-      // No script body rotates the epoch itself; it asks the prelude (currentEpoch, userMeta).
+      const spec = SCRIPTS[name] as { file: string; user?: true };
+      const body = await readFile(new URL(spec.file, dir), 'utf8');
+      // No script body rotates the epoch itself; it asks the shared Lua (currentEpoch, userMeta).
       expect(body, name).not.toMatch(/'e',\s*\w+,\s*'r'/);
-      const spec = SCRIPTS[name] as { flags?: string };
-      const shebang = spec.flags ? `#!lua flags=${spec.flags}\n` : '';
-      if (name === 'userRestore') {
-        // The durable tier's restore starts the user's new epoch through lib/rebuild.lua.
-        const rebuild = await readFile(new URL('lib/rebuild.lua', dir), 'utf8');
-        expect(sources[name], name).toBe(shebang + prelude + rebuild + body);
-        expect(body, name).toMatch(/rebuildUser\(keys, ARGV\[1\], ARGV\[2\], true/);
-      } else if (userScripts.includes(name)) {
-        expect(sources[name], name).toBe(shebang + prelude + body);
-        expect(body, name).toMatch(/(userMeta|currentEpoch)\((keys\.meta|metaKey|KEYS\[1\]), /);
-      } else {
-        expect(sources[name], name).toBe(shebang + body);
-      }
+      expect(library.source, name).toContain(`function_name='${library.functions[name]}'`);
+      expect(library.source, name).toContain(body);
+      // A function that reads or starts the epoch needs the run id (runs.ts); the others must not be resent by the run tracker.
+      expect(/(userMeta|currentEpoch|rebuildUser|script_userApply)\(/.test(body), name).toBe(spec.user === true);
+    }
+    const redis = await startRedisServer();
+    const probe = new Redis(redis.url);
+    try {
+      await probe.call('FUNCTION', 'LOAD', library.source);
+      const listed = (await probe.call('FUNCTION', 'LIST')) as unknown[][];
+      expect(listed.map((l) => l[1])).toEqual([library.name]);
+    } finally {
+      probe.disconnect();
+      await redis.stop();
     }
   });
 });

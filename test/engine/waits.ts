@@ -44,8 +44,8 @@ export async function holdScript<T>(admin: Redis, run: () => Promise<T>, timeout
   await admin.call('CLIENT', 'PAUSE', '10000', 'WRITE');
   const inFlight = run();
   inFlight.catch(() => undefined);
-  // A client blocked by the pause on EVAL/EVALSHA; CLIENT LIST is not a write, so `admin` may ask.
-  const held = /^(?=.* flags=\w*b)(?=.* cmd=eval(sha)?\b)/m;
+  // A client blocked by the pause on a script (FCALL, or EVAL/EVALSHA); CLIENT LIST is not a write, so `admin` may ask.
+  const held = /^(?=.* flags=\w*b)(?=.* cmd=(fcall|eval(sha)?)\b)/m;
   await poll(async () => held.test(String(await admin.call('CLIENT', 'LIST'))), timeoutMs, 'no script held by CLIENT PAUSE');
   return { inFlight };
 }

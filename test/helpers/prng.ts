@@ -9,3 +9,14 @@ export function mulberry32(seed: number): () => number {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }
+
+/**
+ * A PRNG seeded by `seed` and a text (FNV-1a of it): the same text always gets the same stream,
+ * whenever it is asked for. For decisions about events that arrive in an order the test does not
+ * control (a frame's fate decided by the frame, not by how many frames came before it).
+ */
+export function keyedRandom(seed: number, key: string): () => number {
+  let h = 0x811c9dc5 ^ (seed >>> 0);
+  for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
+  return mulberry32(h >>> 0);
+}

@@ -1,7 +1,7 @@
 import WebSocket from 'ws';
 import { decodeMsgpack, encodeMsgpack } from '../../protocol/codec.js';
 import type { AckFrame, ErrorFrame, RefreshedFrame, ServerFrame, SyncFrame, WelcomeFrame } from '../../protocol/frames.js';
-import type { Cursor, UnreadSummary } from '../../protocol/types.js';
+import type { ConvState, Cursor, UnreadSummary } from '../../protocol/types.js';
 import { clientSummary } from './client-view.js';
 import { type SavedState, SyncReplica } from './sync-replica.js';
 
@@ -57,6 +57,12 @@ export class WsClient extends SyncReplica {
   readonly frames: Received[] = [];
   welcome: WelcomeFrame | null = null;
   closeInfo: CloseInfo | null = null;
+  /** `sync-part` frames received (a snapshot sent in parts). */
+  partsReceived = 0;
+  /** Bytes of the largest frame received. */
+  largestFrameBytes = 0;
+  /** Parts of a snapshot held until the `sync` with the same id (hello: none) completes them. */
+  private readonly snapshotParts = new Map<number | 'hello', { v: number; convs: ConvState[] }>();
   /** Resolves when the socket closes (never rejects). */
   readonly closed: Promise<CloseInfo>;
 
@@ -249,6 +255,7 @@ export class WsClient extends SyncReplica {
 
   private onMessage(data: WebSocket.RawData, isBinary: boolean): void {
     const bytes = Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data);
+    this.largestFrameBytes = Math.max(this.largestFrameBytes, bytes.byteLength);
     let frame: ServerFrame;
     try {
       frame = (isBinary ? decodeMsgpack(bytes) : JSON.parse(bytes.toString('utf8'))) as ServerFrame;
@@ -287,10 +294,29 @@ export class WsClient extends SyncReplica {
           retry.unref();
         }
         return;
-      case 'sync':
-        if (frame.id !== undefined) this.replies.get(frame.id)?.(frame);
-        this.receive(frame);
+      case 'sync-part': {
+        // PROTOCOL.md "Snapshots in parts": held by the reply's id until its sync completes it.
+        const key = frame.id ?? 'hello';
+        const held = this.snapshotParts.get(key);
+        if (held && held.v !== frame.v) this.violations.push(`sync-part v ${frame.v} after parts of v ${held.v} (${String(key)})`);
+        if (held) held.convs.push(...frame.convs);
+        else this.snapshotParts.set(key, { v: frame.v, convs: [...frame.convs] });
+        this.partsReceived++;
         return;
+      }
+      case 'sync': {
+        const key = frame.id ?? 'hello';
+        const held = this.snapshotParts.get(key);
+        this.snapshotParts.delete(key);
+        let whole = frame;
+        if (held) {
+          if (!frame.snapshot || frame.snapshot.v !== held.v) this.violations.push(`sync ${String(key)} does not complete its parts of v ${held.v}`);
+          else whole = { ...frame, snapshot: { v: held.v, convs: [...held.convs, ...frame.snapshot.convs] } };
+        }
+        if (whole.id !== undefined) this.replies.get(whole.id)?.(whole);
+        this.receive(whole);
+        return;
+      }
       default:
         this.receive(frame);
     }

@@ -29,8 +29,9 @@ interface Server {
   memory: MemoryEngine;
 }
 
-/** MAX_SEQ_JUMP on, so that the seq guard's 422 is a real reply too. */
-const BASE = testConfig({ largeGroupThreshold: 2, maxSeqJump: 1000 });
+/** MAX_SEQ_JUMP and a small MAX_CONVERSATIONS_PER_USER, so that their 422s are real replies too. */
+const CONVERSATION_CAP = 8;
+const BASE = testConfig({ largeGroupThreshold: 2, maxSeqJump: 1000, maxConversationsPerUser: CONVERSATION_CAP });
 
 /** `routes`: the dev entry's demo page (client-demo/page-routes.ts), which the OpenAPI document lists as dev-mode endpoints. */
 async function start(config: Config, routes?: RouteHook): Promise<Server> {
@@ -234,6 +235,17 @@ const CASES: Case[] = [
   ...storeFailures('postMessages', () => req('POST', '/v1/messages', { body: { conv: 'team', seq: 4, sender: 'bob' } })),
 
   { op: 'changeMembers', status: 200, name: 'add a member', request: () => req('PUT', '/v1/conversations/team/members', { body: { add: ['dave'] } }) },
+  {
+    op: 'changeMembers',
+    status: 422,
+    name: 'a user already in MAX_CONVERSATIONS_PER_USER conversations',
+    setup: async () => {
+      for (let i = 0; i < CONVERSATION_CAP; i++)
+        await send(prod.running.port, req('PUT', `/v1/conversations/full${i}/members`, { body: { add: ['crowded'] } }));
+    },
+    request: () => req('PUT', '/v1/conversations/one-too-many/members', { body: { add: ['crowded'] } }),
+    code: 'conversation_limit',
+  },
   ...bodyErrors('changeMembers', 'PUT', '/v1/conversations/team/members'),
   {
     op: 'changeMembers',

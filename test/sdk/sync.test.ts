@@ -91,6 +91,23 @@ describe('sync', () => {
   });
 });
 
+describe('a large snapshot in parts', () => {
+  it('the SDK assembles sync-part frames into one snapshot: every conversation, nothing applied from a part', async () => {
+    const n = 700;
+    const convs = Array.from({ length: n }, (_, i) => `s6-c${String(i).padStart(4, '0')}`);
+    for (let i = 0; i < n; i += 50) await Promise.all(convs.slice(i, i + 50).map((conv) => h.members(conv, { add: ['s6-alice', 's6-bob'] })));
+    await h.post(convs.map((conv, i) => ({ conv, seq: (i % 4) + 1, sender: 's6-bob' })));
+    const tap = newTap();
+    const c = client('s6-alice', { WebSocket: tapped(tap), codec: msgpack });
+    await c.start();
+    const s = await converged(c, 's6-alice');
+    expect(tap.received.filter((r) => r.frame.t === 'sync-part').length).toBe(2);
+    // The numbers the test posted, not only the server's summary.
+    expect(s.conversations.map((v) => [v.conv, v.unread])).toEqual(convs.map((conv, i) => [conv, (i % 4) + 1]));
+    expect(s.totals?.total).toBe(convs.reduce((sum, _c, i) => sum + (i % 4) + 1, 0));
+  });
+});
+
 describe('page lifecycle', () => {
   it('pulls when the page becomes visible again', async () => {
     const doc = Object.assign(new EventTarget(), { visibilityState: 'hidden' });

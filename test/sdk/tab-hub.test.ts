@@ -36,6 +36,23 @@ async function dm(name: string, unread: number): Promise<void> {
 }
 
 describe('the shared socket of a leader tab', () => {
+  it('a large snapshot in parts reaches each client whole: the parts of a pull are routed with their reply', async () => {
+    const convs = Array.from({ length: 600 }, (_, i) => `hb0-c${String(i).padStart(4, '0')}`);
+    for (let i = 0; i < convs.length; i += 50) await Promise.all(convs.slice(i, i + 50).map((conv) => h.members(conv, { add: ['hb0-me', 'hb0-peer'] })));
+    await h.post(convs.map((conv) => ({ conv, seq: 2, sender: 'hb0-peer' })));
+    const tap = newTap();
+    const { transport } = sharedSocket(tap);
+    // The first client's snapshot answers the hello (no id); the second's answers a pull (an id).
+    const clients = [1, 2].map(() => client('hb0-me', { transport }));
+    for (const c of clients) await c.start();
+    for (const c of clients) {
+      const s = await convergedTo(h, c, 'hb0-me');
+      expect(s.conversations).toHaveLength(600);
+      expect(s.totals?.total).toBe(1200);
+    }
+    expect(tap.received.filter((r) => r.frame.t === 'sync-part').length).toBe(4);
+  });
+
   it('three clients on one WebSocket: each is welcomed, synced from its own cursor, and gets every push', async () => {
     await dm('hb1', 2);
     const tap = newTap();

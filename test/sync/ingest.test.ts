@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { LIMITS } from '../../protocol/limits.js';
 import type { Engine, RecordedMessage } from '../../server/engine/engine.js';
 import { MemoryEngine } from '../../server/engine/memory/memory-engine.js';
-import { FLUSH_LIMITS, Ingest, mergeOps } from '../../server/sync/ingest.js';
+import { mergeOps } from '../../server/engine/merge-ops.js';
+import { FLUSH_LIMITS, Ingest } from '../../server/sync/ingest.js';
 import { changeMembership } from '../../server/sync/membership.js';
 
 const info = (conv: string, maxSeq: number, large: boolean, memberCount: number): RecordedMessage['info'] => ({

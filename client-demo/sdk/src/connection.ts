@@ -3,6 +3,7 @@ import type { ClientFrame, HelloFrame, ServerFrame, WelcomeFrame } from '../../.
 import type { Backoff } from './backoff.js';
 import type { WireFrame } from './codec.js';
 import { Deadlines, type RequestKey } from './deadlines.js';
+import { SnapshotParts } from './snapshot-parts.js';
 import { Timer, type Timers } from './timers.js';
 import type { FrameSocket, Transport } from './transport.js';
 import type { ConnectionState } from './types.js';
@@ -73,6 +74,8 @@ export class Connection {
   private readonly deadlines: Deadlines;
   /** Date.now() when the server closes this socket for its token's expiry (its own count, sent as a delay). */
   private expiresAt = Number.POSITIVE_INFINITY;
+  /** Parts of large snapshots, held until the sync that completes each (per socket). */
+  private parts = new SnapshotParts();
 
   constructor(
     private readonly options: ConnectionOptions,
@@ -151,6 +154,7 @@ export class Connection {
     if (generation !== this.generation) return;
     this.token = token;
     this.welcomed = false;
+    this.parts = new SnapshotParts();
     const current = () => generation === this.generation;
     try {
       this.socket = this.options.transport({
@@ -185,6 +189,17 @@ export class Connection {
     // The server says welcome first; anything else before it belongs to no session (and must
     // not pass for the answer to the hello).
     if (!this.welcomed) return;
+    if (frame.t === 'sync-part') {
+      this.deadlines.extend(frame.id ?? 'hello');
+      return this.parts.add(frame);
+    }
+    if (frame.t === 'sync') {
+      const whole = this.parts.complete(frame);
+      // A sync that does not complete its parts is a server's bug: a partial snapshot must
+      // never be applied, so the socket is dropped and the reconnect pulls again.
+      if (!whole) return this.dropSocket(`sync ${String(frame.id ?? 'hello')} does not complete the snapshot parts before it`);
+      if (whole !== frame) return this.onFrame(whole as unknown as WireFrame);
+    }
     if (REPLIES.has(frame.t)) {
       const id = (frame as { id?: number }).id;
       // Without an id: the sync that answers hello, or the error saying it failed.
@@ -247,7 +262,11 @@ export class Connection {
   /** A request went unanswered: the socket is no good, whatever state it claims. */
   private broken(key: RequestKey): void {
     const what = key === 'hello' ? 'hello' : `request ${key}`;
-    this.hooks.error(new Error(`${what} unanswered after ${this.options.requestTimeoutMs} ms: reconnecting`));
+    this.dropSocket(`${what} unanswered after ${this.options.requestTimeoutMs} ms`);
+  }
+
+  private dropSocket(why: string): void {
+    this.hooks.error(new Error(`${why}: reconnecting`));
     this.generation += 1;
     this.socket?.close(REQUEST_TIMEOUT_CLOSE, 'request timeout');
     this.onClose(REQUEST_TIMEOUT_CLOSE, false);

@@ -28,6 +28,11 @@ export class Deadlines {
     this.pending.set(key, handle);
   }
 
+  /** A part of the answer arrived (a snapshot in parts): the request is alive, its clock starts again. */
+  extend(key: RequestKey): void {
+    if (this.pending.has(key)) this.start(key);
+  }
+
   settle(key: RequestKey): void {
     const handle = this.pending.get(key);
     if (handle === undefined) return;

@@ -14,6 +14,7 @@ import {
   type StoredPull,
   type StoredUserState,
   UNSEEN_EPOCH,
+  type UserMemberships,
   type UserOp,
   type UserOpResult,
 } from '../engine.js';
@@ -203,6 +204,13 @@ export class MemoryEngine implements Engine {
   async position(uid: string): Promise<Cursor> {
     const user = this.users.get(uid);
     return { epoch: user?.epoch ?? UNSEEN_EPOCH, version: user?.version ?? 0 };
+  }
+
+  async memberships(uids: readonly string[], conv: string): Promise<UserMemberships[]> {
+    return uids.map((uid) => {
+      const user = this.users.get(uid);
+      return { uid, conversations: user?.memberCount ?? 0, member: user ? recordOf(user, conv)?.member === true : false };
+    });
   }
 
   async userState(uid: string): Promise<StoredUserState> {

@@ -3,7 +3,7 @@ import type { StoreHealth } from '../store-health.js';
 import { storeErrorOf } from './driver-errors.js';
 import { ReplyWatch } from './reply-watch.js';
 import { type ConnectionRef, type RunTracker, type RunWaits, retryNotSent } from './runs.js';
-import { SCRIPTS, USER_PRELUDE } from './scripts.js';
+import { SCRIPTS } from './scripts.js';
 
 /**
  * The choke point of every command the Redis engine sends. Each one:
@@ -124,13 +124,13 @@ export class CommandGuard {
 }
 
 /**
- * Scripts whose replies acknowledge no change to anyone, so they never WAIT: reads (which may
- * keep a user's epoch), and the durable tier's own bookkeeping, where a step a failover loses is
- * only done again (a dirty mark that comes back is upserted again; a cold user whose eviction is
- * lost stays in Redis). A restore does WAIT, and is in any case covered by the WAIT of the
- * request's own write on the same connection after it.
+ * Scripts whose replies acknowledge no change to anyone (SCRIPTS[...].read), so they never WAIT:
+ * reads (which may keep a user's epoch), and the durable tier's own bookkeeping, where a step a
+ * failover loses is only done again (a dirty mark that comes back is upserted again; a cold user
+ * whose eviction is lost stays in Redis). A restore does WAIT, and is in any case covered by the
+ * WAIT of the request's own write on the same connection after it.
  */
-const READ_SCRIPTS = new Set(['pull', 'userState', 'position', 'adminUserRead', 'persistRead', 'persistClear', 'persistClearConv', 'coldEvict']);
+const READ_SCRIPTS = new Set(Object.entries(SCRIPTS).flatMap(([name, spec]) => ('read' in spec ? [name] : [])));
 
 /** Redis commands that only read. */
 const READ_COMMANDS = new Set(
@@ -197,12 +197,7 @@ export function guardCommands<C extends { getBuiltinCommands(): string[] }>(clie
   }
   // The user scripts carry a run id: RunTracker.userScript resends them.
   const withRunId = new Set<string>();
-  for (const [name, spec] of Object.entries(SCRIPTS)) {
-    if ('prelude' in spec && spec.prelude.includes(USER_PRELUDE)) withRunId.add(name).add(`${name}Buffer`);
-  }
-  /** Scripts defined later (the operator's, redis-admin.ts) are commands too; those with the user prelude carry a run id. */
-  const scripts = (client as unknown as { scriptsSet: Record<string, { lua: string } | undefined> }).scriptsSet;
-  const scriptOf = (prop: string): { lua: string } | undefined => scripts[prop.endsWith('Buffer') ? prop.slice(0, -'Buffer'.length) : prop];
+  for (const [name, spec] of Object.entries(SCRIPTS)) if ('user' in spec) withRunId.add(name).add(`${name}Buffer`);
   const wrapped = new Map<string | symbol, unknown>();
   return new Proxy(client, {
     get(target, prop) {
@@ -211,10 +206,9 @@ export function guardCommands<C extends { getBuiltinCommands(): string[] }>(clie
       let fn = wrapped.get(prop);
       if (fn) return fn;
       const command = value as (...args: unknown[]) => Promise<unknown>;
-      const script = typeof prop === 'string' && !names.has(prop) ? scriptOf(prop) : undefined;
-      if (typeof prop === 'string' && (names.has(prop) || script)) {
-        const resend = script ? !script.lua.includes('-- lib/user.lua') : !withRunId.has(prop);
-        const write = script ? !READ_SCRIPTS.has(prop.replace(/Buffer$/, '')) : writes.has(prop);
+      if (typeof prop === 'string' && names.has(prop)) {
+        const resend = !withRunId.has(prop);
+        const write = writes.has(prop);
         fn = (...args: unknown[]) => {
           const key = args[0];
           const slotKey = typeof key === 'string' ? key : Buffer.isBuffer(key) ? key.toString() : '';

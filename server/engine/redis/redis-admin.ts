@@ -5,26 +5,15 @@ import { RedpointError } from '../../../protocol/errors.js';
 import type { MemberTag } from '../engine.js';
 import type { ConversationView, DeleteStep, EngineAdmin, RawConversation, RawMeta, RawUser, ScanPage } from '../admin.js';
 import type { StoredConv } from '../rules.js';
-import { asArray, asNumber, asStrings, type Reply } from './codec.js';
+import { asArray, asNumber, asStrings } from './codec.js';
 import { decodeEntries, decodeRecord, decodeSnapshotText, encodeRecord } from '../state-text.js';
 import { convKey, userChannel, userKeys, type UserKeys } from './keys.js';
 import { decodeMemberTag } from '../state-text.js';
 import { convInfo } from './conv-info.js';
 import type { RunTracker } from './runs.js';
-import { luaDir, readLua } from './scripts.js';
+import type { ScriptCommands } from './scripts.js';
 
-/** The admin scripts (lua/admin/), by the name ioredis defines them under. */
-const ADMIN_SCRIPTS = {
-  adminUserRead: { file: 'admin/user_read.lua', keys: 5, prelude: false },
-  adminUserRebuild: { file: 'admin/user_rebuild.lua', keys: 5, prelude: true },
-  adminUserWipe: { file: 'admin/user_wipe.lua', keys: 5, prelude: false },
-  adminConvDelete: { file: 'admin/conv_delete.lua', keys: 2, prelude: false },
-  adminConvDeleteFinish: { file: 'admin/conv_delete_finish.lua', keys: 1, prelude: false },
-  adminConvRepair: { file: 'admin/conv_repair.lua', keys: 1, prelude: false },
-} as const;
-
-type AdminScript = keyof typeof ADMIN_SCRIPTS;
-type AdminClient = (Redis | Cluster) & { [K in AdminScript]: (...args: (string | number)[]) => Promise<Reply> };
+type AdminClient = (Redis | Cluster) & ScriptCommands;
 
 /** What RedisAdmin needs of its engine: the engine's own connection, run tracking and settings. */
 export interface RedisAdminDeps {
@@ -48,7 +37,6 @@ const CONV_FIELD = '#';
 export class RedisAdmin implements EngineAdmin {
   readonly streamsExpire: boolean;
   private readonly client: AdminClient;
-  private loaded: Promise<void> | undefined;
 
   constructor(private readonly deps: RedisAdminDeps) {
     this.client = deps.client as AdminClient;
@@ -84,7 +72,6 @@ export class RedisAdmin implements EngineAdmin {
   }
 
   async readUser(uid: string): Promise<RawUser> {
-    await this.load();
     const k = userKeys(this.deps.prefix, uid);
     let currentRunId = '';
     const reply = asArray(
@@ -141,7 +128,6 @@ export class RedisAdmin implements EngineAdmin {
   }
 
   async rebuildUser(uid: string, options: { restream: boolean }): Promise<void> {
-    await this.load();
     const k = userKeys(this.deps.prefix, uid);
     await this.deps.runs.userScript(k.meta, (runId) =>
       this.client.adminUserRebuild(
@@ -157,20 +143,17 @@ export class RedisAdmin implements EngineAdmin {
   }
 
   async repairConversation(conv: string, minGen: number): Promise<RawConversation | null> {
-    await this.load();
     await this.client.adminConvRepair(convKey(this.deps.prefix, conv), minGen);
     return this.readConversation(conv);
   }
 
   async wipeUser(uid: string, expected: readonly StoredConv[]): Promise<boolean> {
-    await this.load();
     const args = expected.flatMap((rec) => [rec.conv, encodeRecord(rec)]);
     const reply = await this.client.adminUserWipe(...keyList(userKeys(this.deps.prefix, uid)), userChannel(this.deps.prefix, uid), this.deps.publish, ...args);
     return asNumber(reply) === 1;
   }
 
   async beginDelete(conv: string): Promise<DeleteStep | null> {
-    await this.load();
     const key = convKey(this.deps.prefix, conv);
     const deadline = Date.now() + CLOCK_WAIT_MS;
     for (;;) {
@@ -186,30 +169,12 @@ export class RedisAdmin implements EngineAdmin {
   }
 
   async finishDelete(conv: string, gen: number): Promise<void> {
-    await this.load();
     await this.client.adminConvDeleteFinish(deletionKey(convKey(this.deps.prefix, conv)), gen);
   }
 
   async convsListing(uid: string, convs: readonly string[]): Promise<string[]> {
     const found = await Promise.all(convs.map((conv) => this.client.hexists(convKey(this.deps.prefix, conv), uid)));
     return convs.filter((_, i) => found[i] === 1);
-  }
-
-  /** Defines the admin scripts on the engine's client, once (ioredis falls back to EVAL after a NOSCRIPT). */
-  private load(): Promise<void> {
-    this.loaded ??= (async () => {
-      const dir = luaDir();
-      const prelude = readLua(dir, 'lib/user.lua') + readLua(dir, 'lib/rebuild.lua');
-      for (const [name, spec] of Object.entries(ADMIN_SCRIPTS)) {
-        const lua = (spec.prelude ? prelude : '') + readLua(dir, spec.file);
-        this.deps.client.defineCommand(name, { lua, numberOfKeys: spec.keys });
-        await Promise.all(this.deps.runs.masters().map((node) => node.script('LOAD', lua)));
-      }
-    })().catch((err: unknown) => {
-      this.loaded = undefined;
-      throw err;
-    });
-    return this.loaded;
   }
 
   /**

@@ -1,6 +1,6 @@
 import { Cluster, type Redis } from 'ioredis';
 import { LIMITS } from '../../../protocol/limits.js';
-import type { Cursor, Snapshot } from '../../../protocol/types.js';
+import type { Cursor, MessageEvent, Snapshot } from '../../../protocol/types.js';
 import { StoreHealth } from '../store-health.js';
 import { watchCluster, watchRedis } from './watch-redis.js';
 import { DEFAULT_STORE_TIMEOUT_MS, quitWithin, type RedisTarget } from '../../redis-target.js';
@@ -17,6 +17,7 @@ import type {
   Roster,
   StoredPull,
   StoredUserState,
+  UserMemberships,
   UserOp,
   UserOpResult,
 } from '../engine.js';
@@ -25,7 +26,9 @@ import type { EngineAdmin } from '../admin.js';
 import type { DurableBacking, DurableStore, PersistedConversation, PersistedUser } from '../durable-backing.js';
 import { nanoid } from 'nanoid';
 import { toConvState } from '../rules.js';
-import { ofParts, OutcomeUnknownError, type StoreError, StoreUnavailableError } from '../store-errors.js';
+import { afterPartOfIt, ofParts, OutcomeUnknownError, type StoreError, StoreUnavailableError } from '../store-errors.js';
+import { mergeOps } from '../merge-ops.js';
+import { flushArgs } from './flush-call.js';
 import { asArray, asNumber, asString, asStrings, type Reply } from './codec.js';
 import { convInfo } from './conv-info.js';
 import { decodeEntries, decodeMemberTag, decodeRecord, decodeSnapshotText, decodeState, encodeMemberTag, encodeRecord } from '../state-text.js';
@@ -36,7 +39,7 @@ import { RedisDurableStore } from './redis-durable.js';
 import { RedisAdmin } from './redis-admin.js';
 import { publishCommand, RedisNotifications } from './redis-notifications.js';
 import { ClusterRuns, SingleRun, type RunTracker, type RunWaits } from './runs.js';
-import { defineScripts, ensureScriptsLoaded, loadScriptSources, scriptShas, type ScriptedCluster, type ScriptedRedis, type ScriptName } from './scripts.js';
+import { buildLibrary, defineScripts, ensureLibrary, type Library, type ScriptedCluster, type ScriptedRedis } from './scripts.js';
 import { appendUserOps, opArgs } from './user-ops.js';
 
 /**
@@ -111,8 +114,7 @@ export class RedisEngine implements Engine {
     private readonly client: ScriptedRedis | ScriptedCluster,
     private readonly runs: RunTracker,
     private readonly options: RedisEngineOptions,
-    private readonly sources: Record<ScriptName, string>,
-    private readonly shas: string[],
+    private readonly library: Library,
   ) {
     this.prefix = options.prefix ?? 'rp';
     this.publish = publishCommand(options);
@@ -158,20 +160,22 @@ export class RedisEngine implements Engine {
     const swallow = (): void => {}; // connect() rejects with the same error
     client.on('error', swallow);
     try {
-      const sources = loadScriptSources();
-      const shas = scriptShas(sources);
+      const library = buildLibrary();
       await client.connect().catch((err: unknown) => {
         const reason = err instanceof Error ? err.message : String(err);
         throw new StoreUnavailableError('not_ready', `cannot connect to Redis: ${reason}`, { cause: err });
       });
       const waits: RunWaits = { deadline: () => health.waitDeadline(whole, timeoutMs), failed: (err) => health.failed(err) };
-      // On a cluster, scripts are loaded on each new master connection before user scripts use it.
-      const runs =
-        client instanceof Cluster ? new ClusterRuns(client, (node) => ensureScriptsLoaded(node, sources, shas), waits) : new SingleRun(client, address, waits);
-      await defineScripts(client, runs.masters(), sources);
+      // On a cluster, the library is loaded on each new master connection before user scripts use it.
+      const runs = client instanceof Cluster ? new ClusterRuns(client, (node) => ensureLibrary(node, library), waits) : new SingleRun(client, address, waits);
+      // A call that finds its function missing reloads the library wherever it is missing.
+      const reload = async (): Promise<void> => {
+        await Promise.all(runs.masters().map((node) => ensureLibrary(node, library)));
+      };
+      await defineScripts(client, runs.masters(), library, reload);
       // Every data command goes through one guard: bounded waits, typed errors, health.
       const guard = new CommandGuard(runs, waits, health, (address) => `engine@${address}`, timeoutMs, options.waitReplicas);
-      const engine = new RedisEngine(guardCommands(client as ScriptedRedis | ScriptedCluster, guard), runs, { ...options, health }, sources, shas);
+      const engine = new RedisEngine(guardCommands(client as ScriptedRedis | ScriptedCluster, guard), runs, { ...options, health }, library);
       // Fails fast when INFO is not allowed (renamed, or denied by an ACL).
       await runs.learnAll(Date.now() + READY_TIMEOUT_MS * 10);
       return engine;
@@ -274,6 +278,106 @@ export class RedisEngine implements Engine {
     return out;
   }
 
+  /**
+   * Engine.recordAndApply. On one Redis a flush is ONE call (ingest_flush.lua: the conversation
+   * steps, the ops mergeOps derives, the user steps) when it is small enough for one script
+   * (MAX_SCRIPT_ARGS, and at most MAX_FLUSH_OPS user ops, which the script checks before applying
+   * any); otherwise, and on a cluster (a user's keys may live on another master), the two steps.
+   * Durable: conversations Redis lacks, and users it lacks, are restored and done as two steps.
+   */
+  async recordAndApply(
+    items: readonly MessageRecord[],
+    messages: readonly MessageEvent[],
+    at: number,
+  ): Promise<{ recorded: (RecordedMessage | null)[]; userOps: number }> {
+    const args: (string | number)[] = [];
+    flushArgs(items, messages, args);
+    if (this.cluster || items.length === 0 || args.length > MAX_SCRIPT_ARGS) return this.twoSteps(items, messages, at);
+    const k = convKey(this.prefix, (items[0] as MessageRecord).conv);
+    const reply = asArray(
+      await this.runs.userScript(k, (runId) =>
+        this.client.ingestFlush(
+          k,
+          this.prefix,
+          at.toFixed(3),
+          this.publish,
+          this.durable ? String(Date.now()) : '',
+          runId,
+          this.options.snapshotEvery,
+          this.options.streamMaxLen,
+          LIMITS.mentionSeqsPerConversation,
+          this.idleSeconds,
+          Math.floor(Date.now() / 1000),
+          this.durable?.activityEveryMs ?? 0,
+          this.durable ? '1' : '0',
+          MAX_FLUSH_OPS,
+          ...args,
+        ),
+      ),
+    );
+    const recorded = asArray(reply[0]).map((part, i) => (part === 0 ? null : recordedOf((items[i] as MessageRecord).conv, part)));
+    const byConv = new Map<string, RecordedMessage>();
+    items.forEach((item, i) => {
+      const r = recorded[i];
+      if (r) byConv.set(item.conv, r);
+    });
+    const ops = mergeOps(messages, byConv);
+    if (asNumber(reply[3]) === 0) {
+      // Too many user ops for one script: the heads moved, the user steps go in chunks.
+      await this.applyUserOps(ops, { at, results: false }).catch((err: unknown) => {
+        throw afterPartOfIt(err);
+      });
+      return { recorded, userOps: ops.length };
+    }
+    const uids = asStrings(reply[1]);
+    const epochs = asStrings(reply[2]);
+    const absent = new Set(uids.filter((_, i) => epochs[i] === ABSENT));
+    const unknown = this.durable ? items.filter((_, i) => recorded[i] === null) : [];
+    if (absent.size === 0 && unknown.length === 0) return { recorded, userOps: ops.length };
+    // Durable: what Redis lacked is restored and applied now, after the rest landed.
+    try {
+      if (absent.size > 0)
+        await this.applyUserOps(
+          ops.filter((op) => absent.has(op.uid)),
+          { at, results: false },
+        );
+      if (unknown.length > 0) {
+        const again = await this.twoSteps(
+          unknown,
+          messages.filter((m) => unknown.some((u) => u.conv === m.conv)),
+          at,
+        );
+        items.forEach((item, i) => {
+          const j = unknown.indexOf(item);
+          if (j >= 0) recorded[i] = again.recorded[j] ?? null;
+        });
+        return { recorded, userOps: ops.length + again.userOps };
+      }
+    } catch (err) {
+      throw afterPartOfIt(err);
+    }
+    return { recorded, userOps: ops.length };
+  }
+
+  /** recordMessages, then the message ops mergeOps derives from what it read: what Ingest does without recordAndApply. */
+  private async twoSteps(
+    items: readonly MessageRecord[],
+    messages: readonly MessageEvent[],
+    at: number,
+  ): Promise<{ recorded: (RecordedMessage | null)[]; userOps: number }> {
+    const recorded = await this.recordMessages(items, at);
+    const byConv = new Map<string, RecordedMessage>();
+    items.forEach((item, i) => {
+      const r = recorded[i];
+      if (r) byConv.set(item.conv, r);
+    });
+    const ops = mergeOps(messages, byConv);
+    await this.applyUserOps(ops, { at, results: false }).catch((err: unknown) => {
+      throw afterPartOfIt(err);
+    });
+    return { recorded, userOps: ops.length };
+  }
+
   private async recordSome(
     items: readonly MessageRecord[],
     indexes: readonly number[],
@@ -296,14 +400,22 @@ export class RedisEngine implements Engine {
           const index = (group[j] as Grouped).index;
           if (part === 0) return { index, done: true };
           if (part === MOVED) return { index, done: false };
-          const p = asArray(part);
-          const conv = (items[index] as MessageRecord).conv;
-          const info = convInfo(conv, p);
-          const listed = asStrings(p[5]);
-          out[index] = { info, members: info.large ? listed : listed.filter((f) => !f.startsWith(CONV_FIELD)) };
+          out[index] = recordedOf((items[index] as MessageRecord).conv, part);
           return { index, done: true };
         });
       },
+    );
+  }
+
+  async memberships(uids: readonly string[], conv: string): Promise<UserMemberships[]> {
+    // Two HGETs per user (its own hash tag), pipelined by auto-pipelining; no script: the count
+    // is a plain read that the conversation cap checks again after its change.
+    return Promise.all(
+      uids.map(async (uid) => {
+        const k = userKeys(this.prefix, uid);
+        const [count, record] = await Promise.all([this.client.hget(k.meta, 'n'), this.client.hget(k.records, conv)]);
+        return { uid, conversations: Number(count ?? 0), member: record != null && decodeRecord(conv, record).member };
+      }),
     );
   }
 
@@ -646,7 +758,7 @@ export class RedisEngine implements Engine {
       const answers = await Promise.all(
         this.runs.masters().map(async (node) => {
           if ((await node.ping()) !== 'PONG') return false;
-          await ensureScriptsLoaded(node, this.sources, this.shas);
+          await ensureLibrary(node, this.library);
           return true;
         }),
       );
@@ -771,3 +883,18 @@ const ABSENT = 'absent';
 function userApplyKeys(k: UserKeys): string[] {
   return [k.meta, k.records, k.stream, k.snapshot, k.large];
 }
+
+/** A conversation's part of conv_record.lua's reply: its info and who it listed (a write-diffused one lists its '#' fields too). */
+function recordedOf(conv: string, part: Reply): RecordedMessage {
+  const p = asArray(part);
+  const info = convInfo(conv, p);
+  const listed = asStrings(p[5]);
+  return { info, members: info.large ? listed : listed.filter((f) => !f.startsWith(CONV_FIELD)) };
+}
+
+/**
+ * User ops one ingest_flush call applies at most (else the flush goes as two steps, the user
+ * steps in chunks): about what MAX_SCRIPT_ARGS of user_apply.lua arguments carry (9 per
+ * one-op user), so one script holds Redis no longer than before.
+ */
+const MAX_FLUSH_OPS = 113;

@@ -4,50 +4,68 @@ import { fileURLToPath } from 'node:url';
 import type { Cluster, Redis } from 'ioredis';
 import type { Reply } from './codec.js';
 
-/** What scripts.ts loads for one script: its file, number of KEYS and the lib/ files prepended. */
+/** One function of the library: its file under lua/, its number of KEYS and how the engine treats it. */
 interface ScriptSpec {
   file: string;
   keys: number;
-  /** Shared Lua (under lua/lib/) prepended to the script body, in this order. */
-  prelude?: readonly string[];
   /**
-   * Script flags (a `#!lua flags=...` first line). `allow-cross-slot-keys`: the script may touch
-   * keys of several slots of the one master it runs on (Redis 7); it reaches the others by name.
+   * Reads or starts the user's epoch (lib/user.lua userMeta/currentEpoch): its first ARGV is the
+   * Redis run id, and RunTracker.userScript resends it (runs.ts), never the command guard.
    */
-  flags?: string;
+  user?: true;
+  /**
+   * Acknowledges no change to anyone (a read, or the durable tier's own bookkeeping): never
+   * WAITs for replicas (command-guard.ts READ_SCRIPTS explains each).
+   */
+  read?: true;
+  /**
+   * `allow-cross-slot-keys`: the function may touch keys of several slots of the one master it
+   * runs on (it reaches the others by name).
+   */
+  crossSlot?: true;
 }
 
 /**
- * The prelude of every user script: userMeta, the record/state codecs, snapshots (lib/user.lua).
- * Every script with it carries a run id (see runs.ts).
+ * Every Lua step of the engine, the operator's toolbox and the durable tier: ONE registry, ONE
+ * Redis Functions library (FUNCTION LOAD, Redis 7.0+). The shared Lua (lua/lib/) is defined once
+ * when the library loads, not re-run by every call as a prepended prelude was: each call pays
+ * only for its own body. Redis < 7.0 has no Functions; the engine needs 7.0 anyway (it used
+ * `#!lua flags=` before), so there is no EVAL fallback.
  */
-export const USER_PRELUDE = 'lib/user.lua';
-const USER = [USER_PRELUDE] as const;
-const USER_REBUILD = [USER_PRELUDE, 'lib/rebuild.lua'] as const;
-
-/** Every Lua script, by the name ioredis defines it under, and its number of KEYS. */
 export const SCRIPTS = {
-  userApply: { file: 'user_apply.lua', keys: 1, prelude: USER, flags: 'allow-cross-slot-keys' },
-  pull: { file: 'pull.lua', keys: 5, prelude: USER },
-  userState: { file: 'user_state.lua', keys: 2, prelude: USER },
-  position: { file: 'position.lua', keys: 1, prelude: USER },
+  userApply: { file: 'user_apply.lua', keys: 1, user: true, crossSlot: true },
+  pull: { file: 'pull.lua', keys: 5, user: true, read: true },
+  userState: { file: 'user_state.lua', keys: 2, user: true, read: true },
+  position: { file: 'position.lua', keys: 1, user: true, read: true },
   convMembers: { file: 'conv_members.lua', keys: 2 },
-  convRecord: { file: 'conv_record.lua', keys: 1, flags: 'allow-cross-slot-keys' },
+  convRecord: { file: 'conv_record.lua', keys: 1, crossSlot: true },
   convFinishRewrite: { file: 'conv_finish_rewrite.lua', keys: 1 },
   // The durable tier (server/durable/).
-  userRestore: { file: 'durable/user_restore.lua', keys: 5, prelude: USER_REBUILD },
+  userRestore: { file: 'durable/user_restore.lua', keys: 5, user: true },
   convRestore: { file: 'durable/conv_restore.lua', keys: 1 },
-  persistRead: { file: 'durable/persist_read.lua', keys: 2 },
-  persistClear: { file: 'durable/persist_clear.lua', keys: 2 },
-  persistClearConv: { file: 'durable/persist_clear_conv.lua', keys: 2 },
-  coldEvict: { file: 'durable/cold_evict.lua', keys: 8 },
+  persistRead: { file: 'durable/persist_read.lua', keys: 2, read: true },
+  persistClear: { file: 'durable/persist_clear.lua', keys: 2, read: true },
+  persistClearConv: { file: 'durable/persist_clear_conv.lua', keys: 2, read: true },
+  coldEvict: { file: 'durable/cold_evict.lua', keys: 8, read: true },
+  // The operator's toolbox (redis-admin.ts).
+  adminUserRead: { file: 'admin/user_read.lua', keys: 5, read: true },
+  adminUserRebuild: { file: 'admin/user_rebuild.lua', keys: 5, user: true },
+  adminUserWipe: { file: 'admin/user_wipe.lua', keys: 5 },
+  adminConvDelete: { file: 'admin/conv_delete.lua', keys: 2 },
+  adminConvDeleteFinish: { file: 'admin/conv_delete_finish.lua', keys: 1 },
+  adminConvRepair: { file: 'admin/conv_repair.lua', keys: 1 },
+  // Last: it runs convRecord's and userApply's bodies (the library defines them before it).
+  ingestFlush: { file: 'ingest_flush.lua', keys: 1, user: true, crossSlot: true },
 } as const satisfies Record<string, ScriptSpec>;
 
 export type ScriptName = keyof typeof SCRIPTS;
 
+/** The shared Lua, defined once at the top of the library, in this order (rebuild.lua uses user.lua). */
+export const LIBRARY_PRELUDE = ['lib/user.lua', 'lib/rebuild.lua'] as const;
+
 type ScriptArg = string | number;
 
-/** What ioredis adds for each `defineCommand` (string replies: every stored text is ASCII). */
+/** What defineScripts adds to the client: one method per function, keys first (string replies: every stored text is ASCII). */
 export type ScriptCommands = {
   [K in ScriptName]: (...args: ScriptArg[]) => Promise<Reply>;
 };
@@ -71,41 +89,92 @@ export function readLua(dir: string, file: string): string {
   return text.endsWith('\n') ? text : `${text}\n`;
 }
 
-/** Each script's source as Redis runs it: its prelude files, then its body. */
-export function loadScriptSources(): Record<ScriptName, string> {
-  const dir = luaDir();
-  const out = {} as Record<ScriptName, string>;
-  for (const name of Object.keys(SCRIPTS) as ScriptName[]) {
-    const spec: ScriptSpec = SCRIPTS[name];
-    const shebang = spec.flags ? `#!lua flags=${spec.flags}\n` : '';
-    out[name] = shebang + [...(spec.prelude ?? []), spec.file].map((file) => readLua(dir, file)).join('');
-  }
-  return out;
-}
-
-/** The SHA1 of each script, in SCRIPTS order (what EVALSHA and SCRIPT EXISTS take). */
-export function scriptShas(sources: Record<ScriptName, string>): string[] {
-  return (Object.keys(SCRIPTS) as ScriptName[]).map((name) => createHash('sha1').update(sources[name]).digest('hex'));
+/** The library as FUNCTION LOAD takes it, its name, and each script's function name. */
+export interface Library {
+  name: string;
+  source: string;
+  functions: Record<ScriptName, string>;
 }
 
 /**
- * Defines every script on the client (ioredis then calls them by sha and falls back to EVAL after
- * a NOSCRIPT, e.g. once Redis restarted; on a Cluster, per node connection) and loads them now on
- * every master, so a Lua error fails at startup.
+ * Builds the library: the shared Lua once, then each script's body as the callback of one
+ * function (`KEYS` and `ARGV` are its parameters, so a body reads as the script it was), also
+ * callable from a later body as `script_<name>(KEYS, ARGV)`. The
+ * name carries a hash of the code: processes of two versions sharing a Redis (a rolling deploy)
+ * each call their own functions, and loading never has to REPLACE what another process uses.
  */
-export async function defineScripts(client: Redis | Cluster, masters: readonly Redis[], sources: Record<ScriptName, string>): Promise<void> {
-  for (const name of Object.keys(SCRIPTS) as ScriptName[]) {
-    client.defineCommand(name, { lua: sources[name], numberOfKeys: SCRIPTS[name].keys });
-    await Promise.all(masters.map((node) => node.script('LOAD', sources[name])));
+export function buildLibrary(): Library {
+  const dir = luaDir();
+  const names = Object.keys(SCRIPTS) as ScriptName[];
+  const parts = LIBRARY_PRELUDE.map((file) => readLua(dir, file));
+  const bodies = names.map((name) => readLua(dir, SCRIPTS[name].file));
+  const hash = createHash('sha1')
+    .update([...parts, ...bodies].join('\0'))
+    .digest('hex')
+    .slice(0, 10);
+  const functions = {} as Record<ScriptName, string>;
+  names.forEach((name, i) => {
+    const spec: ScriptSpec = SCRIPTS[name];
+    const fn = `rp_${hash}_${name}`;
+    functions[name] = fn;
+    const flags = spec.crossSlot ? "'allow-cross-slot-keys'" : '';
+    // A local of the library too, so that a function can run another's body (ingest_flush.lua).
+    parts.push(
+      `local function script_${name}(KEYS, ARGV)\nif not call then bindGlobals() end\n${bodies[i]}end\n` +
+        `redis.register_function{function_name='${fn}', flags={${flags}}, callback=script_${name}}\n`,
+    );
+  });
+  const libName = `redpoint_${hash}`;
+  return { name: libName, source: `#!lua name=${libName}\n${parts.join('')}`, functions };
+}
+
+/** Loads the library on one server unless it has it (another process loaded it, or this one did before). */
+export async function loadLibrary(node: Redis, library: Library): Promise<void> {
+  try {
+    await node.call('FUNCTION', 'LOAD', library.source);
+  } catch (err) {
+    if (!(err instanceof Error && /already exists/i.test(err.message))) throw err;
   }
 }
 
-/** Reloads any script the server (one Redis, or one master) no longer has (a restart or SCRIPT FLUSH). */
-export async function ensureScriptsLoaded(client: Redis, sources: Record<ScriptName, string>, shas: string[]): Promise<void> {
-  const present = (await client.script('EXISTS', ...shas)) as number[];
-  const names = Object.keys(SCRIPTS) as ScriptName[];
-  for (let i = 0; i < names.length; i++) {
-    const name = names[i];
-    if (name !== undefined && present[i] !== 1) await client.script('LOAD', sources[name]);
+/** Loads the library on a server that lost it (a restart without persistence, FUNCTION FLUSH); cheap when it has it. */
+export async function ensureLibrary(node: Redis, library: Library): Promise<void> {
+  const listed = (await node.call('FUNCTION', 'LIST', 'LIBRARYNAME', library.name)) as unknown[];
+  const has = listed.some((entry) => Array.isArray(entry) && entry[1] === library.name);
+  if (!has) await loadLibrary(node, library);
+}
+
+/** The error of an FCALL to a function the server does not have. */
+function isMissingFunction(err: unknown): boolean {
+  return err instanceof Error && /Function not found/i.test(err.message);
+}
+
+/**
+ * Adds a method per script to the client (an FCALL of its function: on a Cluster, routed by its
+ * first key like any command) and loads the library on every master now, so a Lua error fails at
+ * startup. A call that finds its function missing (the server restarted without persistence, or
+ * was flushed) has not run: `reload` loads the library again and the call goes once more.
+ */
+export async function defineScripts(client: Redis | Cluster, masters: readonly Redis[], library: Library, reload: () => Promise<void>): Promise<void> {
+  const target = client as unknown as Record<ScriptName, (...args: ScriptArg[]) => Promise<Reply>>;
+  for (const name of Object.keys(SCRIPTS) as ScriptName[]) {
+    const fn = library.functions[name];
+    const keys = SCRIPTS[name].keys;
+    target[name] = async (...args: ScriptArg[]): Promise<Reply> => {
+      try {
+        return (await client.fcall(fn, keys, ...args)) as Reply;
+      } catch (err) {
+        if (!isMissingFunction(err)) throw err;
+        await reload();
+        return (await client.fcall(fn, keys, ...args)) as Reply;
+      }
+    };
   }
+  // A master that refuses writes (min-replicas-to-write unmet) refuses FUNCTION LOAD too: it
+  // starts without the library, and each call answers NOREPLICAS (not applied) until it can load.
+  await Promise.all(masters.map((node) => loadLibrary(node, library).catch((err: unknown) => (isNoReplicas(err) ? undefined : Promise.reject(err)))));
+}
+
+function isNoReplicas(err: unknown): boolean {
+  return err instanceof Error && err.message.startsWith('NOREPLICAS');
 }

@@ -125,12 +125,13 @@ export class Hub {
     if (typeof id === 'number') {
       const route = this.routes.get(id);
       if (!route) return;
-      this.routes.delete(id);
+      // The parts of a snapshot precede the sync that completes the reply, under the same id.
+      if (frame.t !== 'sync-part') this.routes.delete(id);
       this.deliver(route.key, route.id === null ? { ...rest, t: frame.t } : { ...rest, t: frame.t, id: route.id });
       return;
     }
     // Without an id, a sync or an error answers the socket's own hello.
-    if (frame.t === 'sync' || frame.t === 'error') {
+    if (frame.t === 'sync' || frame.t === 'sync-part' || frame.t === 'error') {
       if (this.opener) this.deliver(this.opener, frame);
       return;
     }

@@ -1,7 +1,7 @@
 -- conv_record.lua: for each conversation of an ingest flush, raise its maxSeq (max-merge) and
 -- read, in the same atomic step, who is a member: every member of a write-diffused conversation,
 -- or which of the candidates (senders, mentioned users) are members of a read-diffused one. A
--- raised head of a read-diffused conversation is published on its channel. Loaded with the
+-- raised head of a read-diffused conversation is published on its channel. A function with the
 -- `allow-cross-slot-keys` flag: on a Redis Cluster one call carries the conversations of ONE master.
 --
 -- The conversation hash `<prefix>:{c:<conv>}` (conv_members.lua)

@@ -1,5 +1,5 @@
 -- pull.lua: the user's changes after a cursor, or the snapshot and what follows it, read in one
--- atomic step (a port of MemoryEngine.pull and rules.ts needsReset). lib/user.lua is prepended.
+-- atomic step (a port of MemoryEngine.pull and rules.ts needsReset). lib/user.lua comes first in the library.
 --
 -- KEYS[1] m  meta hash   KEYS[2] c  records hash   KEYS[3] s  entries list   KEYS[4] p  snapshot
 -- KEYS[5] L  large hash  (layouts: user_apply.lua)

@@ -1,6 +1,6 @@
 -- user_apply.lua: the ops of one or more users; each user's ops atomically and in order (a
 -- line-by-line port of rules.ts applyRule/contribution and of MemoryEngine.applyUserOp; the
--- conformance suite keeps them equal). lib/user.lua is prepended, and the `allow-cross-slot-keys`
+-- conformance suite keeps them equal). lib/user.lua comes first in the library, and the `allow-cross-slot-keys`
 -- flag: on a Redis Cluster one call carries users of several slots of ONE master.
 --
 -- Per user, the keys `<prefix>:{u:<uid>}:` + m, c, s, p, L (keys.ts):

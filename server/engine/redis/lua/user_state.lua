@@ -1,5 +1,5 @@
 -- user_state.lua: every record and the stored totals of one user, read in one atomic step. A
--- user the store has never seen gets nothing, and nothing is created. lib/user.lua is prepended.
+-- user the store has never seen gets nothing, and nothing is created. lib/user.lua comes first in the library.
 --
 -- KEYS[1] m  meta hash (totals: t, x, k:<category>)   KEYS[2] c  records hash (user_apply.lua)
 -- ARGV[1] the Redis run id

@@ -1,6 +1,6 @@
 -- admin/user_rebuild.lua: rebuild what one user's records determine, atomically: the stored
 -- totals (t, x, k:<category>), the member count (n) and the large hash (L); with ARGV[3] = 1 the
--- stream also starts over under a new epoch (lib/rebuild.lua; lib/user.lua and lib/rebuild.lua are prepended).
+-- stream also starts over under a new epoch (lib/rebuild.lua; lib/user.lua and lib/rebuild.lua come first in the library).
 --
 -- KEYS[1] m  KEYS[2] c  KEYS[3] s  KEYS[4] p  KEYS[5] L  (layouts: user_apply.lua)
 -- ARGV[1] candidate epoch   ARGV[2] the Redis run id   ARGV[3] restream 1|0

@@ -1,7 +1,7 @@
 -- durable/user_restore.lua: put back a user that Redis no longer has (wiped, replaced, failed
 -- over, or evicted as cold) from its PostgreSQL rows, atomically, under a new epoch. A user that
 -- has meta again (another process restored it first, or created it) is left alone: what Redis
--- holds then is newer than the rows. lib/user.lua and lib/rebuild.lua are prepended.
+-- holds then is newer than the rows. lib/user.lua and lib/rebuild.lua come first in the library.
 --
 -- KEYS[1] m  KEYS[2] c  KEYS[3] s  KEYS[4] p  KEYS[5] L  (layouts: user_apply.lua)
 -- ARGV[1] the new epoch   ARGV[2] the Redis run id   ARGV[3] idle seconds (0: never)

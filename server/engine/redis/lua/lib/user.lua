@@ -1,14 +1,24 @@
--- lib/user.lua: what every user script shares. Not a script of its own: scripts.ts prepends it
--- to user_apply, pull, user_state and position when loading them (SCRIPTS[...].prelude), so the
--- line numbers in a Redis error for those scripts are off by this file's length.
+-- lib/user.lua: what every user script shares. Not a script of its own: scripts.ts puts it (then
+-- lib/rebuild.lua) at the top of the Redis Functions library, once, before every function.
 --
 -- The text formats are server/engine/state-text.ts's (record, state, snapshot); the rules are rules.ts's.
 
--- Globals the hot paths use, as locals: a global is a table lookup at every use.
-local tonumber, unpack, ipairs, pairs, error = tonumber, unpack, ipairs, pairs, error
-local call, rpcall = redis.call, redis.pcall
-local format, match, gmatch, byte, sub = string.format, string.match, string.gmatch, string.byte, string.sub
-local max, min, floor, concat = math.max, math.min, math.floor, table.concat
+-- Globals the hot paths use, as locals: a global is a table lookup at every use. Redis runs a
+-- library's top level at FUNCTION LOAD with none of the standard globals, so they are bound on
+-- a function's first call (bindGlobals, from every callback: scripts.ts); a library's locals
+-- persist between its calls.
+local tonumber, unpack, ipairs, pairs, error
+local call, rpcall
+local format, match, gmatch, byte, sub
+local max, min, floor, concat
+
+local function bindGlobals()
+  local G = _G
+  tonumber, unpack, ipairs, pairs, error = G.tonumber, G.unpack, G.ipairs, G.pairs, G.error
+  call, rpcall = redis.call, redis.pcall
+  format, match, gmatch, byte, sub = string.format, string.match, string.gmatch, string.byte, string.sub
+  max, min, floor, concat = math.max, math.min, math.floor, table.concat
+end
 
 -- Lua numbers are doubles and tostring() keeps only 14 digits: format integers explicitly.
 local function int(n) return format('%d', n) end

@@ -1,0 +1,61 @@
+import { LIMITS } from '../../protocol/limits.js';
+import type { MessageEvent } from '../../protocol/types.js';
+import type { RecordedMessage, UserOp } from './engine.js';
+import { mergeMentions } from './rules.js';
+
+type MessageOp = Extract<UserOp, { type: 'message' }>;
+
+/**
+ * One op per (user, conversation) for the whole batch, only for users the conversation step
+ * listed as members: every member of a write-diffused conversation gets its newest seq; senders
+ * (their own message is read) and mentioned users get theirs in any conversation. Read diffusion
+ * thus costs O(1) writes per message whatever the group size. Mention seqs are kept to the
+ * newest `LIMITS.mentionSeqsPerConversation` per op: the store keeps no more than that.
+ */
+export function mergeOps(messages: readonly MessageEvent[], byConv: ReadonlyMap<string, RecordedMessage>): MessageOp[] {
+  const ops = new Map<string, MessageOp & { mentionSeqs: number[] }>();
+  const opFor = (uid: string, conv: string): MessageOp & { mentionSeqs: number[] } => {
+    const key = `${uid}\u0000${conv}`;
+    let op = ops.get(key);
+    if (!op) {
+      op = { type: 'message', uid, conv, lastSeq: 0, readSeq: 0, mentionSeqs: [] };
+      ops.set(key, op);
+    }
+    return op;
+  };
+  const listed = new Map<string, ReadonlySet<string>>();
+  for (const [conv, r] of byConv) listed.set(conv, new Set(r.members));
+  const top = new Map<string, number>();
+  for (const m of messages) {
+    const r = byConv.get(m.conv);
+    const members = listed.get(m.conv);
+    if (!r || !members) continue;
+    top.set(m.conv, Math.max(top.get(m.conv) ?? 0, m.seq));
+    if (members.has(m.sender)) {
+      const own = opFor(m.sender, m.conv);
+      own.lastSeq = Math.max(own.lastSeq, m.seq);
+      own.readSeq = Math.max(own.readSeq, m.seq);
+    }
+    // Most messages mention nobody: no Set for them.
+    if (m.mentions === undefined || m.mentions.length === 0) continue;
+    for (const uid of new Set(m.mentions)) {
+      if (uid === m.sender || !members.has(uid)) continue;
+      const op = opFor(uid, m.conv);
+      op.lastSeq = Math.max(op.lastSeq, m.seq);
+      op.mentionSeqs.push(m.seq);
+    }
+  }
+  for (const [conv, r] of byConv) {
+    if (r.info.large) continue;
+    const seq = top.get(conv) ?? 0;
+    for (const uid of r.members) {
+      const op = opFor(uid, conv);
+      op.lastSeq = Math.max(op.lastSeq, seq);
+    }
+  }
+  // The engine's own cap (rules.ts), applied here only when an op would carry more than it keeps.
+  for (const op of ops.values()) {
+    if (op.mentionSeqs.length > LIMITS.mentionSeqsPerConversation) op.mentionSeqs = mergeMentions(op.mentionSeqs, [], -1);
+  }
+  return [...ops.values()];
+}

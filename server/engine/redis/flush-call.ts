@@ -1,0 +1,43 @@
+import type { MessageEvent } from '../../../protocol/types.js';
+import type { MessageRecord } from '../engine.js';
+import { mentionArg } from './user-ops.js';
+
+/** What a flush's messages make each candidate (sender, mentioned user) of a conversation, if a member: ingest mergeOps's sender and mention ops. */
+interface Candidate {
+  lastSeq: number;
+  readSeq: number;
+  mentions: number[];
+}
+
+/**
+ * The per-conversation arguments of ingest_flush.lua: conv, seq, number of candidates, then per
+ * candidate uid, lastSeq, readSeq, mention seqs; the Lua adds what members get from the head
+ * (mergeOps, ported).
+ */
+export function flushArgs(items: readonly MessageRecord[], messages: readonly MessageEvent[], into: (string | number)[]): void {
+  const byConv = new Map<string, Map<string, Candidate>>();
+  const of = (conv: string, uid: string): Candidate => {
+    let per = byConv.get(conv);
+    if (!per) byConv.set(conv, (per = new Map()));
+    let c = per.get(uid);
+    if (!c) per.set(uid, (c = { lastSeq: 0, readSeq: 0, mentions: [] }));
+    return c;
+  };
+  for (const m of messages) {
+    const own = of(m.conv, m.sender);
+    own.lastSeq = Math.max(own.lastSeq, m.seq);
+    own.readSeq = Math.max(own.readSeq, m.seq);
+    if (m.mentions === undefined || m.mentions.length === 0) continue;
+    for (const uid of new Set(m.mentions)) {
+      if (uid === m.sender) continue;
+      const c = of(m.conv, uid);
+      c.lastSeq = Math.max(c.lastSeq, m.seq);
+      c.mentions.push(m.seq);
+    }
+  }
+  for (const item of items) {
+    const per = byConv.get(item.conv) ?? new Map<string, Candidate>();
+    into.push(item.conv, item.seq, per.size);
+    for (const [uid, c] of per) into.push(uid, c.lastSeq, c.readSeq, mentionArg(c.mentions));
+  }
+}

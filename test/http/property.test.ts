@@ -191,7 +191,9 @@ for (const kind of ENGINES) {
           fc.asyncProperty(scenarioArb(CONFIGS.length), async (scenario) => {
             await runOn(scenario);
           }),
-          { numRuns: NUM_RUNS, ...(SEED !== undefined ? { seed: Number(SEED) } : {}) },
+          // Under CI, the first counterexample with its seed: shrinking one on a loaded machine can
+          // outlast the timeout and report nothing.
+          { numRuns: NUM_RUNS, endOnFailure: process.env.CI !== undefined, ...(SEED !== undefined ? { seed: Number(SEED) } : {}) },
         );
         // Not vacuous: the random runs crossed the large-group threshold, met 404s, synced
         // across snapshots and from saved cursors (the fixed cases above do not count here).

@@ -170,10 +170,10 @@ export class Persister {
     const snapshots = await this.store.readUsers([...byUser].map(([uid, convs]) => ({ uid, convs })));
     const rows = await this.pg.writeUsers(snapshots);
     this.metrics.persistRows.inc({ kind: 'record' }, rows);
-    const cleared = await Promise.all(snapshots.map((s) => this.store.clearUser(s)));
+    const cleared = await this.store.clearUsers(snapshots);
     const now = Date.now();
     for (const mark of marks) this.metrics.persistLag.observe(Math.max(0, (now - mark.since) / 1000));
-    return cleared.reduce((a, b) => a + b, 0);
+    return cleared;
   }
 
   private async drainConversations(marks: readonly DirtyMark[]): Promise<number> {

@@ -42,8 +42,8 @@ export interface DurableStore {
   backlog(shards: readonly DirtyShard[]): Promise<{ marks: number; oldest: number | null }>;
   /** Each user's write clock and the named records (null: gone), each user read atomically. */
   readUsers(pairs: ReadonlyArray<{ uid: string; convs: readonly string[] }>): Promise<UserSnapshot[]>;
-  /** After PostgreSQL committed `snapshot`, clears the marks of records that are still as read. */
-  clearUser(snapshot: UserSnapshot): Promise<number>;
+  /** After PostgreSQL committed `snapshots`, clears the marks of records that are still as read; returns how many. */
+  clearUsers(snapshots: readonly UserSnapshot[]): Promise<number>;
   /** A conversation as the drainer writes it, with the texts of its head and generation (for the clear). */
   readConversation(conv: string): Promise<{ state: PersistedConversation; head: string; gen: string } | null>;
   /** The conversation's head alone (null: gone). */

@@ -42,11 +42,13 @@ export function durableStack(database: string, servers: readonly StackServerOpti
     stack.admin = new Redis(stack.redis.url);
     stack.admin.on('error', () => undefined);
     stack.sql = new pg.Client({ connectionString: stack.databaseUrl });
+    // A test that crashes PostgreSQL ends this connection: heard here, not an unhandled error.
+    stack.sql.on('error', () => undefined);
     await stack.sql.connect();
   });
   afterAll(async () => {
     stack.admin?.disconnect();
-    await stack.sql?.end();
+    await stack.sql?.end().catch(() => undefined);
     for (const server of stack.servers ?? []) await server.close();
     await Promise.all([stack.redis?.stop(), stack.postgres?.stop()]);
   });

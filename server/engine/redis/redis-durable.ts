@@ -76,27 +76,60 @@ export class RedisDurableStore implements DurableStore {
   }
 
   async readUsers(pairs: ReadonlyArray<{ uid: string; convs: readonly string[] }>): Promise<UserSnapshot[]> {
-    return Promise.all(
-      pairs.map(async ({ uid, convs }) => {
-        const k = userKeys(this.deps.prefix, uid);
-        const reply = asArray(await this.deps.client.persistRead(k.meta, k.records, ...convs));
-        const texts = asArray(reply[1]);
-        const records = new Map<string, string | null>();
-        convs.forEach((conv, i) => {
-          const text = texts[i];
-          records.set(conv, typeof text === 'string' ? text : null);
+    const out: UserSnapshot[] = [];
+    await Promise.all(
+      this.batches(pairs, (p) => p.uid, (p) => p.convs.length).map(async ({ dirty, items }) => {
+        const args: string[] = [];
+        for (const { uid, convs } of items) {
+          const k = userKeys(this.deps.prefix, uid);
+          args.push(k.meta, k.records, String(convs.length), ...convs);
+        }
+        const replies = asArray(await this.deps.client.persistRead(dirty, ...args));
+        items.forEach(({ uid, convs }, i) => {
+          const reply = asArray(replies[i] as Reply);
+          const texts = asArray(reply[1]);
+          const records = new Map<string, string | null>();
+          convs.forEach((conv, j) => {
+            const text = texts[j];
+            records.set(conv, typeof text === 'string' ? text : null);
+          });
+          out.push({ uid, w: Number(reply[0]), records });
         });
-        return { uid, w: Number(reply[0]), records };
       }),
     );
+    return out;
   }
 
-  async clearUser(snapshot: UserSnapshot): Promise<number> {
-    const k = userKeys(this.deps.prefix, snapshot.uid);
-    const args: string[] = [snapshot.uid];
-    for (const [conv, text] of snapshot.records) args.push(conv, text ?? '');
-    const dirty = dirtyUsersKey(this.deps.prefix, shardOf(k.meta, this.deps.cluster));
-    return asNumber(await this.deps.client.persistClear(dirty, k.records, ...args));
+  async clearUsers(snapshots: readonly UserSnapshot[]): Promise<number> {
+    const cleared = await Promise.all(
+      this.batches(snapshots, (s) => s.uid, (s) => s.records.size).map(async ({ dirty, items }) => {
+        const args: string[] = [];
+        for (const s of items) {
+          args.push(userKeys(this.deps.prefix, s.uid).records, s.uid, String(s.records.size));
+          for (const [conv, text] of s.records) args.push(conv, text ?? '');
+        }
+        return asNumber(await this.deps.client.persistClear(dirty, ...args));
+      }),
+    );
+    return cleared.reduce((a, b) => a + b, 0);
+  }
+
+  /**
+   * Users grouped by their shard (one slot on a cluster) into calls of at most
+   * RECORDS_PER_CALL records, so one call never holds Redis long; each with its shard's dirty set.
+   */
+  private batches<T>(items: readonly T[], uidOf: (item: T) => string, size: (item: T) => number): Array<{ dirty: string; items: T[] }> {
+    const byShard = new Map<string, Array<{ dirty: string; items: T[]; records: number }>>();
+    for (const item of items) {
+      const shard = shardOf(userKeys(this.deps.prefix, uidOf(item)).meta, this.deps.cluster);
+      let list = byShard.get(shard);
+      if (!list) byShard.set(shard, (list = []));
+      let batch = list[list.length - 1];
+      if (!batch || batch.records >= RECORDS_PER_CALL) list.push((batch = { dirty: dirtyUsersKey(this.deps.prefix, shard), items: [], records: 0 }));
+      batch.items.push(item);
+      batch.records += size(item);
+    }
+    return [...byShard.values()].flat();
   }
 
   async readConversation(conv: string): Promise<{ state: PersistedConversation; head: string; gen: string } | null> {
@@ -194,6 +227,9 @@ export class RedisDurableStore implements DurableStore {
     await client.zadd(dirtyConvsKey(prefix, shardOf(key, cluster)), 'NX', Date.now(), `${mark}|${conv}`);
   }
 }
+
+/** Records read or cleared per call: a few milliseconds of Redis at most. */
+const RECORDS_PER_CALL = 500;
 
 function marks(flat: string[]): DirtyMark[] {
   const out: DirtyMark[] = [];

@@ -90,8 +90,8 @@ describe('the packed tarball', () => {
     expect(sizes['bundle-json']?.msgpackr).toBe(false);
     expect(sizes['bundle-tabs']?.msgpackr).toBe(false);
     expect(sizes['bundle-msgpack']?.msgpackr).toBe(true);
-    // A ceiling, not the number (the README has that): MessagePack code in a JSON bundle would break it.
-    expect(sizes['bundle-json']?.gzip).toBeLessThan(8 * 1024);
+    // A ceiling, not the number (docs/using-from-an-app.md has that): MessagePack code in a JSON bundle would break it.
+    expect(sizes['bundle-json']?.gzip).toBeLessThan(9 * 1024);
   });
 });
 

@@ -29,8 +29,9 @@ describe('/metrics', () => {
     expect(sample(text, 'redpoint_notify_latency_seconds_count')).toBeGreaterThanOrEqual(1);
     expect(sample(text, 'redpoint_pulls_total', '{kind="snapshot",transport="ws"}')).toBe(1);
     expect(sample(text, 'redpoint_group_commit_batch_messages_count')).toBe(1);
-    expect(sample(text, 'redpoint_store_op_seconds_count', '{op="record_message"}')).toBe(1);
-    expect(sample(text, 'redpoint_store_op_seconds_count', '{op="apply_user_ops"}')).toBe(1);
+    // The Redis engine does a one-to-one flush in one call (Engine.recordAndApply).
+    expect(sample(text, 'redpoint_store_op_seconds_count', '{op="record_and_apply"}')).toBe(1);
+    expect(sample(text, 'redpoint_store_op_seconds_count', '{op="record_message"}')).toBe(0);
     expect(sample(text, 'redpoint_store_op_seconds_count', '{op="pull"}')).toBe(1);
     expect(sample(text, 'redpoint_http_requests_total', '{route="/v1/messages",status="200"}')).toBe(1);
     expect(sample(text, 'redpoint_ready')).toBe(1);

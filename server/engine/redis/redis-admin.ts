@@ -2,14 +2,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Cluster, Redis } from 'ioredis';
 import { nanoid } from 'nanoid';
 import { RedpointError } from '../../../protocol/errors.js';
-import type { MemberTag } from '../engine.js';
 import type { ConversationView, DeleteStep, EngineAdmin, RawConversation, RawMeta, RawUser, ScanPage } from '../admin.js';
+import type { MemberTag } from '../engine.js';
 import type { StoredConv } from '../rules.js';
+import { decodeEntries, decodeMemberTag, decodeRecord, decodeSnapshotText, encodeRecord } from '../state-text.js';
 import { asArray, asNumber, asStrings } from './codec.js';
-import { decodeEntries, decodeRecord, decodeSnapshotText, encodeRecord } from '../state-text.js';
-import { convKey, userChannel, userKeys, type UserKeys } from './keys.js';
-import { decodeMemberTag } from '../state-text.js';
 import { convInfo } from './conv-info.js';
+import { convKey, type UserKeys, userChannel, userKeys } from './keys.js';
 import type { RunTracker } from './runs.js';
 import type { ScriptCommands } from './scripts.js';
 

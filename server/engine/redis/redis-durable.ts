@@ -78,7 +78,11 @@ export class RedisDurableStore implements DurableStore {
   async readUsers(pairs: ReadonlyArray<{ uid: string; convs: readonly string[] }>): Promise<UserSnapshot[]> {
     const out: UserSnapshot[] = [];
     await Promise.all(
-      this.batches(pairs, (p) => p.uid, (p) => p.convs.length).map(async ({ dirty, items }) => {
+      this.batches(
+        pairs,
+        (p) => p.uid,
+        (p) => p.convs.length,
+      ).map(async ({ dirty, items }) => {
         const args: string[] = [];
         for (const { uid, convs } of items) {
           const k = userKeys(this.deps.prefix, uid);
@@ -102,7 +106,11 @@ export class RedisDurableStore implements DurableStore {
 
   async clearUsers(snapshots: readonly UserSnapshot[]): Promise<number> {
     const cleared = await Promise.all(
-      this.batches(snapshots, (s) => s.uid, (s) => s.records.size).map(async ({ dirty, items }) => {
+      this.batches(
+        snapshots,
+        (s) => s.uid,
+        (s) => s.records.size,
+      ).map(async ({ dirty, items }) => {
         const args: string[] = [];
         for (const s of items) {
           args.push(userKeys(this.deps.prefix, s.uid).records, s.uid, String(s.records.size));

@@ -1,9 +1,10 @@
 import { Cluster, type Redis } from 'ioredis';
+import { nanoid } from 'nanoid';
 import { LIMITS } from '../../../protocol/limits.js';
 import type { Cursor, MessageEvent, Snapshot } from '../../../protocol/types.js';
-import { StoreHealth } from '../store-health.js';
-import { watchCluster, watchRedis } from './watch-redis.js';
 import { DEFAULT_STORE_TIMEOUT_MS, quitWithin, type RedisTarget } from '../../redis-target.js';
+import type { EngineAdmin } from '../admin.js';
+import type { DurableBacking, DurableStore, PersistedConversation, PersistedUser } from '../durable-backing.js';
 import type {
   ApplyOptions,
   ConvInfo,
@@ -22,25 +23,24 @@ import type {
   UserOpResult,
 } from '../engine.js';
 import { UNSEEN_EPOCH } from '../engine.js';
-import type { EngineAdmin } from '../admin.js';
-import type { DurableBacking, DurableStore, PersistedConversation, PersistedUser } from '../durable-backing.js';
-import { nanoid } from 'nanoid';
-import { toConvState } from '../rules.js';
-import { afterPartOfIt, ofParts, OutcomeUnknownError, type StoreError, StoreUnavailableError } from '../store-errors.js';
 import { mergeOps } from '../merge-ops.js';
-import { flushArgs } from './flush-call.js';
-import { asArray, asNumber, asString, asStrings, type Reply } from './codec.js';
-import { convInfo } from './conv-info.js';
+import { toConvState } from '../rules.js';
 import { decodeEntries, decodeMemberTag, decodeRecord, decodeSnapshotText, decodeState, encodeMemberTag, encodeRecord } from '../state-text.js';
+import { afterPartOfIt, OutcomeUnknownError, ofParts, type StoreError, StoreUnavailableError } from '../store-errors.js';
+import { StoreHealth } from '../store-health.js';
 import { clientAddress, clusterClient, singleClient } from './clients.js';
+import { asArray, asNumber, asString, asStrings, type Reply } from './codec.js';
 import { CommandGuard, guardCommands } from './command-guard.js';
-import { activityKey, convKey, dirtyConvsKey, evictedKey, intactKey, shardOf, userChannel, userKeys, type UserKeys } from './keys.js';
-import { RedisDurableStore } from './redis-durable.js';
+import { convInfo } from './conv-info.js';
+import { flushArgs } from './flush-call.js';
+import { activityKey, convKey, dirtyConvsKey, evictedKey, intactKey, shardOf, type UserKeys, userChannel, userKeys } from './keys.js';
 import { RedisAdmin } from './redis-admin.js';
+import { RedisDurableStore } from './redis-durable.js';
 import { publishCommand, RedisNotifications } from './redis-notifications.js';
-import { ClusterRuns, SingleRun, type RunTracker, type RunWaits } from './runs.js';
+import { ClusterRuns, type RunTracker, type RunWaits, SingleRun } from './runs.js';
 import { buildLibrary, defineScripts, ensureLibrary, type Library, type ScriptedCluster, type ScriptedRedis } from './scripts.js';
 import { appendUserOps, opArgs } from './user-ops.js';
+import { watchCluster, watchRedis } from './watch-redis.js';
 
 /**
  * One Redis (`url`), a Redis Cluster (`cluster`: seed nodes) or the master Sentinels name

@@ -79,11 +79,11 @@ export type ScriptedCluster = Cluster & ScriptCommands;
  * dist/, where `npm run build` copies them (tsc itself does not). No fallback to the source tree,
  * so a build that forgot them fails at startup instead of running scripts from another checkout.
  */
-export function luaDir(): string {
+function luaDir(): string {
   return fileURLToPath(new URL('./lua/', import.meta.url));
 }
 
-export function readLua(dir: string, file: string): string {
+function readLua(dir: string, file: string): string {
   const path = dir + file;
   if (!existsSync(path)) throw new Error(`Redis Lua script ${path} not found (a build must copy server/engine/redis/lua/ there, lib/ included: npm run build)`);
   const text = readFileSync(path, 'utf8');
@@ -130,7 +130,7 @@ export function buildLibrary(): Library {
 }
 
 /** Loads the library on one server unless it has it (another process loaded it, or this one did before). */
-export async function loadLibrary(node: Redis, library: Library): Promise<void> {
+async function loadLibrary(node: Redis, library: Library): Promise<void> {
   try {
     await node.call('FUNCTION', 'LOAD', library.source);
   } catch (err) {

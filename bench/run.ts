@@ -13,7 +13,7 @@ import { fmtMs } from './lib/table.js';
 import { makePlan } from './plan.js';
 import { runIngestRounds } from './scenarios/ingest-rounds.js';
 import { runScenario } from './scenarios/notify-rounds.js';
-import { SYSTEMS, startSystem, type RunningSystem, type SystemId } from './systems.js';
+import { type RunningSystem, SYSTEMS, type SystemId, startSystem } from './systems.js';
 
 const log = (line: string): void => void process.stderr.write(`${line}\n`);
 

@@ -1,19 +1,19 @@
 import type { Section } from './lib/section.js';
-import { memorySection } from './scenarios/memory.js';
-import { storeSection } from './scenarios/store.js';
-import { redisCostSection } from './scenarios/redis-cost.js';
-import { storeInstructionsSection } from './scenarios/store-instructions.js';
 import { clusterSection } from './scenarios/cluster.js';
-import { gcSection, ingestCostSection } from './scenarios/profile.js';
-import { saturationSection } from './scenarios/saturation.js';
-import { reconnectSection } from './scenarios/reconnect.js';
-import { sweepSection } from './scenarios/sweep.js';
-import { orderSection } from './scenarios/order.js';
-import { soakSection } from './scenarios/soak.js';
-import { workersSection } from './scenarios/workers.js';
-import { queueIngestSection } from './scenarios/queue-ingest.js';
 import { durableSection } from './scenarios/durable.js';
 import { heavyUserSection } from './scenarios/heavy-user.js';
+import { memorySection } from './scenarios/memory.js';
+import { orderSection } from './scenarios/order.js';
+import { gcSection, ingestCostSection } from './scenarios/profile.js';
+import { queueIngestSection } from './scenarios/queue-ingest.js';
+import { reconnectSection } from './scenarios/reconnect.js';
+import { redisCostSection } from './scenarios/redis-cost.js';
+import { saturationSection } from './scenarios/saturation.js';
+import { soakSection } from './scenarios/soak.js';
+import { storeSection } from './scenarios/store.js';
+import { storeInstructionsSection } from './scenarios/store-instructions.js';
+import { sweepSection } from './scenarios/sweep.js';
+import { workersSection } from './scenarios/workers.js';
 
 /** Every scenario beyond the notify and ingest tables, in the order a full run takes them. */
 export const SECTIONS: readonly Section[] = [

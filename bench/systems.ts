@@ -1,12 +1,12 @@
+import { SERVER_V8_FLAGS } from '../server/v8-flags.js';
 import { freePort } from '../test/helpers/processes.js';
-import { startRedisServer, type RedisServer } from '../test/helpers/redis-server.js';
+import { type RedisServer, startRedisServer } from '../test/helpers/redis-server.js';
 import { rawConnector } from './clients/raw-ws.js';
 import { redpointConnector } from './clients/redpoint-ws.js';
 import { socketIoConnector } from './clients/socketio.js';
 import type { ConnectFn } from './clients/types.js';
-import { spawnServer, type ChildServer } from './lib/child-server.js';
+import { type ChildServer, spawnServer } from './lib/child-server.js';
 import { HttpTarget } from './lib/http.js';
-import { SERVER_V8_FLAGS } from '../server/v8-flags.js';
 
 export const SYSTEM_IDS = ['uws-raw', 'redis-raw', 'socketio-redis', 'redpoint-memory', 'redpoint-redis'] as const;
 export type SystemId = (typeof SYSTEM_IDS)[number];

@@ -1,5 +1,5 @@
-import { uws, type HttpResponse, type TemplatedApp } from '../../server/gateway/uws.js';
-import { Membership, parseMessages, threshold, type BaselineMessage } from './membership.js';
+import { type HttpResponse, type TemplatedApp, uws } from '../../server/gateway/uws.js';
+import { type BaselineMessage, Membership, parseMessages, threshold } from './membership.js';
 
 export const userTopic = (uid: string): string => `u:${uid}`;
 export const convTopic = (conv: string): string => `c:${conv}`;

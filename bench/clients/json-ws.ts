@@ -1,5 +1,5 @@
 import WebSocket from 'ws';
-import { CONNECT_TIMEOUT_MS, withTimeout, type PushClient } from './types.js';
+import { CONNECT_TIMEOUT_MS, type PushClient, withTimeout } from './types.js';
 
 /** What a client makes of one frame: read (a push, or nothing it needs), the connection is ready, or unreadable. */
 export type FrameOutcome = 'ok' | 'ready' | 'error';

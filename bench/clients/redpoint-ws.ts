@@ -1,6 +1,6 @@
-import { Authenticator } from '../../server/auth/tokens.js';
 import type { ServerFrame } from '../../protocol/frames.js';
-import { jsonWsClient, type JsonWsClient } from './json-ws.js';
+import { Authenticator } from '../../server/auth/tokens.js';
+import { type JsonWsClient, jsonWsClient } from './json-ws.js';
 import type { ConnectFn } from './types.js';
 
 /**

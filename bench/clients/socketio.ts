@@ -1,5 +1,5 @@
 import { io } from 'socket.io-client';
-import { CONNECT_TIMEOUT_MS, withTimeout, type ConnectFn, type PushClient } from './types.js';
+import { CONNECT_TIMEOUT_MS, type ConnectFn, type PushClient, withTimeout } from './types.js';
 
 interface ChangeEvent {
   conv: string;

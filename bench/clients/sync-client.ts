@@ -1,6 +1,6 @@
 import type { ServerFrame, SyncFrame } from '../../protocol/frames.js';
 import type { ConvState, Cursor } from '../../protocol/types.js';
-import { jsonWsClient, type JsonWsClient } from './json-ws.js';
+import { type JsonWsClient, jsonWsClient } from './json-ws.js';
 
 /** The server's view of one user (GET /v1/users/:uid/unread), to compare a client against. */
 export interface ExpectedState {

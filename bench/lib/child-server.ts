@@ -1,5 +1,5 @@
+import { type ChildProcess, spawn } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { keepOutput, killOnExit, stopProcess, waitUntilReady } from '../../test/helpers/processes.js';

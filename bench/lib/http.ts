@@ -1,4 +1,4 @@
-import { Agent, request, type ClientRequest } from 'node:http';
+import { Agent, type ClientRequest, request } from 'node:http';
 
 export interface HttpReply {
   status: number;

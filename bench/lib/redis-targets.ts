@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis';
 import type { RedisTarget } from '../../server/redis-target.js';
 import { freePort } from '../../test/helpers/processes.js';
 import { startRedisCluster } from '../../test/helpers/redis-cluster.js';
-import { startRedisServer, type RedisServer } from '../../test/helpers/redis-server.js';
+import { type RedisServer, startRedisServer } from '../../test/helpers/redis-server.js';
 import { statsConnection } from './redis-info.js';
 
 /** A store for a scenario: one Redis, or a Redis Cluster of N masters, with a stats connection per server. */

@@ -1,8 +1,8 @@
-import { startBenchRedis, type BenchRedis } from '../lib/redis-targets.js';
+import { type BenchRedis, startBenchRedis } from '../lib/redis-targets.js';
 import { emptyReport, fmt, type Section } from '../lib/section.js';
 import { fmtRate } from '../lib/table.js';
-import { createMesh, directMesh, openInProcessStore, type InProcessStore } from './engine-setup.js';
-import { emptyTotals, OpSource, perOp, redpointApply, storeWindow, type StoreTotals } from './store-load.js';
+import { createMesh, directMesh, type InProcessStore, openInProcessStore } from './engine-setup.js';
+import { emptyTotals, OpSource, perOp, redpointApply, type StoreTotals, storeWindow } from './store-load.js';
 
 interface Store {
   redis: BenchRedis;

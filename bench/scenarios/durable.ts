@@ -1,10 +1,10 @@
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
-import { createRedisEngine, type RedisEngine } from '../../server/engine/redis/redis-engine.js';
 import { ColdSweep } from '../../server/durable/cold-sweep.js';
 import { Persister } from '../../server/durable/persister.js';
 import { PgStore } from '../../server/durable/pg-store.js';
 import { migrate } from '../../server/durable/schema.js';
+import { createRedisEngine, type RedisEngine } from '../../server/engine/redis/redis-engine.js';
 import { Metrics } from '../../server/metrics/metrics.js';
 import { SyncService } from '../../server/sync/sync-service.js';
 import { startPostgres } from '../../test/helpers/postgres-server.js';

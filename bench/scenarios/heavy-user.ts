@@ -1,5 +1,5 @@
 import { DEFAULT_MAX_CONVERSATIONS_PER_USER } from '../../server/config.js';
-import { runFlood, setUpHeavyUser, type FloodResult } from '../lib/heavy-user-flood.js';
+import { type FloodResult, runFlood, setUpHeavyUser } from '../lib/heavy-user-flood.js';
 import { atMost, emptyReport, type Section } from '../lib/section.js';
 import { BENCH_API_KEY, BENCH_JWT_SECRET, SYSTEMS, startSystem } from '../systems.js';
 

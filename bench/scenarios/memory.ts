@@ -3,7 +3,7 @@ import { convKey, userKeys } from '../../server/engine/redis/keys.js';
 import { startRedisServer } from '../../test/helpers/redis-server.js';
 import { memoryStats, redisStats, statsConnection } from '../lib/redis-info.js';
 import { atMost, emptyReport, fmt, type Section, type SectionReport } from '../lib/section.js';
-import { createMesh, directMesh, meshRound, openInProcessStore, type DirectMesh } from './engine-setup.js';
+import { createMesh, type DirectMesh, directMesh, meshRound, openInProcessStore } from './engine-setup.js';
 
 const PREFIX = 'rp';
 const SAMPLE_USERS = 100;

@@ -3,10 +3,10 @@ import { setTimeout as delay } from 'node:timers/promises';
 import type { PushClient } from '../clients/types.js';
 import { LatencyTracker } from '../lib/latency-tracker.js';
 import { pace } from '../lib/pacer.js';
-import { meanBatch, readCommitCounters, type CommitCounters } from '../lib/prom.js';
+import { type CommitCounters, meanBatch, readCommitCounters } from '../lib/prom.js';
 import type { NotifyResult, NotifyScenario } from '../lib/results.js';
 import type { RunningSystem } from '../systems.js';
-import { connectAll, populate, type Population } from './setup.js';
+import { connectAll, type Population, populate } from './setup.js';
 
 const MAX_IN_FLIGHT = 1000;
 const SETTLE_MS = 200;

@@ -1,10 +1,10 @@
+import { startRedisServer } from '../../test/helpers/redis-server.js';
 import type { JsonWsClient } from '../clients/json-ws.js';
 import { mintTokens, redpointSocket } from '../clients/redpoint-ws.js';
 import { eachLimited } from '../lib/http.js';
 import { atMost, emptyReport, fmt, type Section } from '../lib/section.js';
 import { fmtRate } from '../lib/table.js';
-import { BENCH_API_KEY, BENCH_JWT_SECRET, SYSTEMS, startSystem, type RunningSystem } from '../systems.js';
-import { startRedisServer } from '../../test/helpers/redis-server.js';
+import { BENCH_API_KEY, BENCH_JWT_SECRET, type RunningSystem, SYSTEMS, startSystem } from '../systems.js';
 import { directMesh } from './engine-setup.js';
 import { createMeshOverHttp } from './setup.js';
 

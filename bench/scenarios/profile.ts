@@ -1,7 +1,7 @@
 import { CATEGORIES } from '../lib/cpu-profile.js';
 import { atMost, emptyReport, fmt, type Section, type SectionContext } from '../lib/section.js';
 import { fmtRate } from '../lib/table.js';
-import { profiledRun, type ProfiledRun, type ProfiledWindow } from './profiled-run.js';
+import { type ProfiledRun, type ProfiledWindow, profiledRun } from './profiled-run.js';
 
 const IDLE = 'idle (waiting: Redis, network)';
 const TARGET_GC_SHARE = 0.1;

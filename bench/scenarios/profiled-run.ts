@@ -1,9 +1,9 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { breakdown, monotonicMicros, readProfile, type ProfileBreakdown } from '../lib/cpu-profile.js';
+import { breakdown, monotonicMicros, type ProfileBreakdown, readProfile } from '../lib/cpu-profile.js';
 import { CpuWindow } from '../lib/proc.js';
-import { SYSTEMS, startSystem, type RunningSystem } from '../systems.js';
+import { type RunningSystem, SYSTEMS, startSystem } from '../systems.js';
 import { IngestSession } from './ingest.js';
 import { connectAll, userId } from './setup.js';
 

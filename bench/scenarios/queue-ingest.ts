@@ -1,7 +1,7 @@
 import { connect, RetentionPolicy, StorageType } from 'nats';
 import pg from 'pg';
 import { outboxDdl } from '../../server/queue/outbox-sql.js';
-import { startNats, type NatsServer } from '../../test/helpers/nats-server.js';
+import { type NatsServer, startNats } from '../../test/helpers/nats-server.js';
 import { startPostgres } from '../../test/helpers/postgres-server.js';
 import { startRedisServer } from '../../test/helpers/redis-server.js';
 import { LatencyHistogram } from '../lib/histogram.js';
@@ -9,7 +9,7 @@ import { CpuWindow } from '../lib/proc.js';
 import { labelledSum } from '../lib/prom.js';
 import { emptyReport, fmt, type Section } from '../lib/section.js';
 import { fmtMs, fmtRate } from '../lib/table.js';
-import { SYSTEMS, startSystem, type RunningSystem } from '../systems.js';
+import { type RunningSystem, SYSTEMS, startSystem } from '../systems.js';
 import { IngestSession } from './ingest.js';
 import { connectAll, createDirectConversations, directConv, senderId, userId } from './setup.js';
 

@@ -1,14 +1,14 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { mintTokens } from '../clients/redpoint-ws.js';
-import { SyncClient, type ExpectedState } from '../clients/sync-client.js';
+import { type ExpectedState, SyncClient } from '../clients/sync-client.js';
 import { LatencyHistogram } from '../lib/histogram.js';
 import { eachLimited, type HttpTarget } from '../lib/http.js';
 import { CpuWindow, RssPeak, rssBytes } from '../lib/proc.js';
 import { labelledSum } from '../lib/prom.js';
 import { redisStats, statsConnection } from '../lib/redis-info.js';
 import { atMost, emptyReport, fmt, type Section, type SectionReport } from '../lib/section.js';
-import { BENCH_API_KEY, BENCH_JWT_SECRET, SYSTEMS, startSystem, type RunningSystem } from '../systems.js';
-import { directMesh, type DirectMesh } from './engine-setup.js';
+import { BENCH_API_KEY, BENCH_JWT_SECRET, type RunningSystem, SYSTEMS, startSystem } from '../systems.js';
+import { type DirectMesh, directMesh } from './engine-setup.js';
 import { createMeshOverHttp, postInBatches } from './setup.js';
 
 const TARGET_SECONDS = 2;

@@ -1,12 +1,12 @@
 import type { Redis } from 'ioredis';
+import type { Engine, RecordedMessage } from '../../server/engine/engine.js';
+import { mergeOps } from '../../server/engine/merge-ops.js';
 import { startRedisServer } from '../../test/helpers/redis-server.js';
 import { seedMessage } from '../baselines/seed-counters.js';
 import { redisStats, statsConnection, statsDelta } from '../lib/redis-info.js';
 import { atMost, emptyReport, fmt, type Section } from '../lib/section.js';
 import { fmtRate } from '../lib/table.js';
-import { mergeOps } from '../../server/engine/merge-ops.js';
-import type { Engine, RecordedMessage } from '../../server/engine/engine.js';
-import { openInProcessStore, type InProcessStore } from './engine-setup.js';
+import { type InProcessStore, openInProcessStore } from './engine-setup.js';
 
 /** Issue 19's targets: Redis CPU per message vs the seed design's, one-to-one and per group member. */
 const TARGET_DIRECT = 5;

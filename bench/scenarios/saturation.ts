@@ -2,8 +2,8 @@ import type { HttpTarget } from '../lib/http.js';
 import { atLeast, atMost, emptyReport, fmt, type Section, type SectionReport, type Verdict } from '../lib/section.js';
 import { renderBarChart } from '../lib/svg-chart.js';
 import { fmtRate } from '../lib/table.js';
-import { SYSTEMS, startSystem, type RunningSystem, type SystemId } from '../systems.js';
-import { directAudience, groupAudience, SaturationSession, type Audience, type SaturationLoad, type SaturationResult } from './saturation-session.js';
+import { type RunningSystem, SYSTEMS, type SystemId, startSystem } from '../systems.js';
+import { type Audience, directAudience, groupAudience, type SaturationLoad, type SaturationResult, SaturationSession } from './saturation-session.js';
 
 /**
  * One-to-one: 256 messages in flight, 16 per POST. One message per request would make the load

@@ -4,11 +4,11 @@ import { pace } from '../lib/pacer.js';
 import { median, spikeNote, spikesFromStalls, Windows } from '../lib/per-second.js';
 import { rssBytes } from '../lib/proc.js';
 import { redisStats, statsConnection } from '../lib/redis-info.js';
-import { atMost, emptyReport, fmt, type SectionReport, type Section, type Verdict } from '../lib/section.js';
-import { renderLineChart, LINE_COLORS } from '../lib/svg-lines.js';
+import { atMost, emptyReport, fmt, type Section, type SectionReport, type Verdict } from '../lib/section.js';
+import { LINE_COLORS, renderLineChart } from '../lib/svg-lines.js';
 import { fmtMs } from '../lib/table.js';
-import { SYSTEMS, startSystem, type RunningSystem } from '../systems.js';
-import { directMesh, type DirectMesh } from './engine-setup.js';
+import { type RunningSystem, SYSTEMS, startSystem } from '../systems.js';
+import { type DirectMesh, directMesh } from './engine-setup.js';
 import { connectAll, createMeshOverHttp, postInBatches } from './setup.js';
 
 const ONLINE = 1000;

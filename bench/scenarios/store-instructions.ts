@@ -3,12 +3,12 @@ import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { findOnPath, startRedisServer } from '../../test/helpers/redis-server.js';
-import { emptyReport, fmt, type Section } from '../lib/section.js';
-import { statsConnection } from '../lib/redis-info.js';
 import { snapshotInterval } from '../../server/engine/rules.js';
+import { findOnPath, startRedisServer } from '../../test/helpers/redis-server.js';
+import { statsConnection } from '../lib/redis-info.js';
+import { emptyReport, fmt, type Section } from '../lib/section.js';
 import { createMesh, defaultEngineOptions, directMesh, openInProcessStore } from './engine-setup.js';
-import { CHUNK, OpSource, rawApply, redpointApply, type ApplyChunk } from './store-load.js';
+import { type ApplyChunk, CHUNK, OpSource, rawApply, redpointApply } from './store-load.js';
 
 const run = promisify(execFile);
 

@@ -3,7 +3,7 @@ import { statsConnection } from '../lib/redis-info.js';
 import { atLeast, atMost, emptyReport, fmt, type Section } from '../lib/section.js';
 import { fmtRate } from '../lib/table.js';
 import { createMesh, directMesh, openInProcessStore } from './engine-setup.js';
-import { CHUNK, emptyTotals, IN_FLIGHT, OpSource, perOp, rawApply, redpointApply, storeWindow, type ApplyChunk, type StoreTotals } from './store-load.js';
+import { type ApplyChunk, CHUNK, emptyTotals, IN_FLIGHT, OpSource, perOp, rawApply, redpointApply, type StoreTotals, storeWindow } from './store-load.js';
 
 const TARGET_VS_RAW = 0.8;
 const TARGET_REDIS_US_PER_OP = 10;

@@ -7,7 +7,7 @@ import { mean, median, spikeNote, spikesFromStalls, Windows } from '../lib/per-s
 import { currentFileLimit, raiseFileLimit } from '../lib/proc.js';
 import { histogramBuckets, quantileBetween } from '../lib/prom.js';
 import { atMost, emptyReport, fmt, type Section } from '../lib/section.js';
-import { renderLineChart, LINE_COLORS } from '../lib/svg-lines.js';
+import { LINE_COLORS, renderLineChart } from '../lib/svg-lines.js';
 import { fmtMs } from '../lib/table.js';
 import { BENCH_API_KEY, BENCH_JWT_SECRET, SYSTEMS, startSystem } from '../systems.js';
 import { directMesh } from './engine-setup.js';

@@ -2,7 +2,7 @@ import { readdirSync } from 'node:fs';
 import { CpuWindow, processTree } from '../lib/proc.js';
 import { emptyReport, fmt, type Section } from '../lib/section.js';
 import { fmtRate } from '../lib/table.js';
-import { SYSTEMS, startSystem, type RunningSystem } from '../systems.js';
+import { type RunningSystem, SYSTEMS, startSystem } from '../systems.js';
 import { IngestSession } from './ingest.js';
 import { DIRECT_LOAD } from './saturation.js';
 import { directAudience, SaturationSession } from './saturation-session.js';

@@ -1,8 +1,7 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { addDbPage, DB_FINDING_KINDS, DbReconciler, emptyDbPage } from '../durable/db-reconcile.js';
 import { adminOf } from '../engine/admin.js';
 import { withDurableEngine } from './durable-connect.js';
-import { progressBar, rateSince } from './progress.js';
+import { pacedWalk } from './progress.js';
 import type { ReconcileArgs } from './reconcile-command.js';
 import { findingsReport } from './report.js';
 
@@ -26,21 +25,15 @@ export async function dbReconcileCommand(
     if (args.users.length > 0) addDbPage(total, await reconciler.checkUsers(args.users));
     let cursor = '';
     if (args.all) {
-      const bar = args.progress ? progressBar('reconcile --against-db', 'ids') : undefined;
-      bar?.start(0, 0, { rate: 0, detail: '' });
-      cursor = args.cursor;
-      do {
-        const pageStarted = performance.now();
-        const page = await reconciler.page(cursor, PAGE);
-        addDbPage(total, page);
-        cursor = page.cursor;
-        const done = total.users + total.conversations;
-        bar?.setTotal(done);
-        bar?.update(done, { rate: rateSince(started, done), detail: `${total.findings.length} findings | cursor ${cursor === '' ? 'done' : cursor}` });
-        const budget = ((page.users + page.conversations) / args.rate) * 1000 - (performance.now() - pageStarted);
-        if (budget > 0 && cursor !== '') await sleep(budget);
-      } while (cursor !== '' && !interrupted());
-      bar?.stop();
+      cursor = await pacedWalk(
+        { label: 'reconcile --against-db', progress: args.progress, expected: 0, rate: args.rate, cursor: args.cursor, started },
+        (from) => reconciler.page(from, PAGE),
+        (page) => {
+          addDbPage(total, page);
+          return { done: total.users + total.conversations, findings: total.findings.length };
+        },
+        interrupted,
+      );
     }
     const seconds = (performance.now() - started) / 1000;
     if (args.json) out(`${JSON.stringify({ ...total, cursor, seconds }, null, 2)}\n`);

@@ -1,7 +1,6 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { addPage, emptyPage, type ReconcilePage } from '../admin/reconcile.js';
 import type { Toolbox } from '../admin/toolbox.js';
-import { progressBar, rateSince } from './progress.js';
+import { pacedWalk } from './progress.js';
 import { findingsReport } from './report.js';
 
 export interface ReconcileArgs {
@@ -30,21 +29,15 @@ export async function reconcileCommand(toolbox: Toolbox, args: ReconcileArgs, ou
   let cursor = '';
   if (args.all) {
     const expected = args.progress ? (await toolbox.count('users')) + (await toolbox.count('conversations')) : 0;
-    const bar = args.progress ? progressBar('reconcile', 'ids') : undefined;
-    bar?.start(expected, 0, { rate: 0, detail: '' });
-    cursor = args.cursor;
-    do {
-      const pageStarted = performance.now();
-      const page = await toolbox.reconcile({ ...base, cursor, count: PAGE });
-      add(page);
-      cursor = page.cursor;
-      const done = total.users + total.conversations;
-      bar?.setTotal(Math.max(expected, done));
-      bar?.update(done, { rate: rateSince(started, done), detail: `${total.findings.length} findings | cursor ${cursor === '' ? 'done' : cursor}` });
-      const budget = ((page.users + page.conversations) / args.rate) * 1000 - (performance.now() - pageStarted);
-      if (budget > 0 && cursor !== '') await sleep(budget);
-    } while (cursor !== '' && !interrupted());
-    bar?.stop();
+    cursor = await pacedWalk(
+      { label: 'reconcile', progress: args.progress, expected, rate: args.rate, cursor: args.cursor, started },
+      (from) => toolbox.reconcile({ ...base, cursor: from, count: PAGE }),
+      (page) => {
+        add(page);
+        return { done: total.users + total.conversations, findings: total.findings.length };
+      },
+      interrupted,
+    );
   }
   const seconds = (performance.now() - started) / 1000;
   if (args.json) {

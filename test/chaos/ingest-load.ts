@@ -1,3 +1,4 @@
+import { expect } from 'vitest';
 import type { UnreadSummary } from '../../protocol/types.js';
 import { isEqual } from '../helpers/equal.js';
 import { TEST_API_KEY } from '../helpers/test-server.js';
@@ -266,4 +267,18 @@ export async function createConversations(url: string, convs: readonly LoadConve
 /** Prints one scenario's figures as one line a CI log reader can grep (`chaos:`). */
 export function printFigures(scenario: string, figures: Record<string, unknown>): void {
   console.log(`chaos: ${scenario}: ${JSON.stringify(figures)}`);
+}
+
+/**
+ * After a store fault: nothing acknowledged is missing, every count equals the model, and every
+ * request that failed was answered 503 (unavailable or outcome_unknown), never anything else.
+ */
+export function expectExactAfterFault(name: string, missing: readonly string[], unmodelled: readonly string[], byStatus: Record<string, number>): void {
+  expect(missing, name).toEqual([]);
+  expect(unmodelled, `${name}: unread, mentions and totals after the fault equal the model`).toEqual([]);
+  const failures = Object.keys(byStatus).filter((s) => s !== '200');
+  expect(
+    failures.every((s) => s === '503 unavailable' || s === '503 outcome_unknown'),
+    `${name}: failures: ${failures.join(', ')}`,
+  ).toBe(true);
 }

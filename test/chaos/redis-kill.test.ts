@@ -7,7 +7,7 @@ import { TEST_API_KEY, TEST_JWT_SECRET } from '../helpers/test-server.js';
 import { WsClient } from '../helpers/ws-client.js';
 import { waitMatchesServer } from '../helpers/ws-expect.js';
 import { CHAOS_TEST_MS, chaosFixture } from './fixture.js';
-import { conversations, createConversations, IngestLoad, missingAcked, modelMismatches, printFigures } from './ingest-load.js';
+import { conversations, createConversations, expectExactAfterFault, IngestLoad, missingAcked, modelMismatches, printFigures } from './ingest-load.js';
 
 /**
  * Chaos: Redis is killed (SIGKILL) under ingest and comes back from its AOF (`always`). While it
@@ -90,14 +90,7 @@ describe('chaos: Redis SIGKILL and restart from AOF', () => {
           firstAckAfterRestartMs: (load.recovered ?? Number.NaN) - restartedAt,
           clientsConvergedMs: Date.now() - convergeStarted,
         });
-        expect(missing, timing.name).toEqual([]);
-        expect(unmodelled, `${timing.name}: unread, mentions and totals after the fault equal the model`).toEqual([]);
-        // While Redis was down the server answered, 503 and within the store timeout.
-        const failures = Object.keys(f.byStatus).filter((s) => s !== '200');
-        expect(
-          failures.every((s) => s === '503 unavailable' || s === '503 outcome_unknown'),
-          `${timing.name}: failures: ${failures.join(', ')}`,
-        ).toBe(true);
+        expectExactAfterFault(timing.name, missing, unmodelled, f.byStatus);
         // PROTOCOL.md: answered within STORE_TIMEOUT_MS plus 250 ms.
         expectWithin(`${timing.name}: slowest failed request while Redis was down`, f.slowestFailureMs, STORE_TIMEOUT_MS + 250);
       }

@@ -3,7 +3,7 @@ import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { expectWithin } from '../helpers/bound.js';
 import { CHAOS_TEST_MS, chaosFixture } from './fixture.js';
-import { conversations, createConversations, IngestLoad, missingAcked, modelMismatches, printFigures } from './ingest-load.js';
+import { conversations, createConversations, expectExactAfterFault, IngestLoad, missingAcked, modelMismatches, printFigures } from './ingest-load.js';
 
 /**
  * Chaos: Redis stops answering (CLIENT PAUSE ... WRITE: every script waits) under ingest. Each
@@ -55,13 +55,7 @@ describe('chaos: Redis stuck (CLIENT PAUSE)', () => {
             pausedMs: unpausedAt - pausedAt,
             firstAckAfterUnpauseMs: (load.recovered ?? Number.NaN) - unpausedAt,
           });
-          expect(missing, timing.name).toEqual([]);
-          expect(unmodelled, `${timing.name}: unread, mentions and totals after the fault equal the model`).toEqual([]);
-          const failures = Object.keys(f.byStatus).filter((s) => s !== '200');
-          expect(
-            failures.every((s) => s === '503 unavailable' || s === '503 outcome_unknown'),
-            `${timing.name}: failures: ${failures.join(', ')}`,
-          ).toBe(true);
+          expectExactAfterFault(timing.name, missing, unmodelled, f.byStatus);
           // Ingest that reached a stuck Redis cannot know whether it landed: it says so.
           if (timing.failuresAtLeast > 0) expect(f.byStatus['503 outcome_unknown'] ?? 0, timing.name).toBeGreaterThan(0);
           // PROTOCOL.md: answered within STORE_TIMEOUT_MS plus 250 ms.

@@ -265,7 +265,8 @@ function judge(redis: InspectedUser, conv: string, row: PgRow | undefined): DbFi
 }
 
 function registersAhead(a: StoredConv, b: StoredConv): boolean {
-  return a.gen > b.gen || a.lastSeq > b.lastSeq || a.deletedSeq > b.deletedSeq || a.readSeq > b.readSeq;
+  // deletedSeq orders states of one membership only (a join starts it over).
+  return a.gen > b.gen || a.lastSeq > b.lastSeq || (a.joinGen === b.joinGen && a.deletedSeq > b.deletedSeq) || a.readSeq > b.readSeq;
 }
 
 /**
@@ -298,7 +299,9 @@ function catchUp(uid: string, row: PgRow, kept: StoredConv | undefined, newer: b
   if (p.member && !p.large && p.lastSeq > (kept?.lastSeq ?? 0)) {
     ops.push({ type: 'message', uid, conv, lastSeq: p.lastSeq, readSeq: 0, mentionSeqs: p.mentionSeqs });
   }
-  if (p.deletedSeq > (kept?.deletedSeq ?? 0)) ops.push({ type: 'settings', uid, conv, deleteAt: p.deletedSeq });
+  // After a membership op of a newer join (or on no record) Redis's deletedSeq is -1: a join starts it over.
+  const keptDeleted = kept && kept.joinGen === p.joinGen ? kept.deletedSeq : -1;
+  if (p.member && p.deletedSeq >= 0 && p.deletedSeq > keptDeleted) ops.push({ type: 'settings', uid, conv, deleteAt: p.deletedSeq });
   if (p.readSeq > (kept?.readSeq ?? 0)) ops.push({ type: 'read', uid, conv, seq: p.readSeq });
   else if (newer && kept && p.readSeq < kept.readSeq) ops.push({ type: 'reset-read', uid, conv, seq: p.readSeq });
   if (newer && (!kept || kept.muted !== p.muted || kept.markedUnread !== p.markedUnread)) {

@@ -5,7 +5,8 @@ import { decodeRecord } from '../engine/state-text.js';
 
 /**
  * PostgreSQL, the system of record behind Redis (schema.ts). Writes are idempotent and
- * order-insensitive: lastSeq, deletedSeq and gen merge with GREATEST, and every other column of a
+ * order-insensitive: lastSeq and gen merge with GREATEST, deletedSeq with GREATEST within one
+ * membership (a newer join_gen's wins: a join starts it over), and every other column of a
  * user's record (readSeq included) is taken from the row read at the larger write clock `w`, so a replay or two drainers racing can
  * never put an older state over a newer one. Conversations order by their membership generation.
  */
@@ -326,7 +327,10 @@ const UPSERT_RECORDS = `
   WHERE NOT EXISTS (SELECT 1 FROM redpoint_erased e WHERE e.uid = u.uid AND e.w >= u.w)
   ON CONFLICT (uid, conv) DO UPDATE SET
     last_seq = GREATEST(t.last_seq, EXCLUDED.last_seq),
-    deleted_seq = GREATEST(t.deleted_seq, EXCLUDED.deleted_seq),
+    -- deletedSeq is a max-register within one membership: a new join (join_gen) starts it over
+    deleted_seq = CASE WHEN EXCLUDED.join_gen > t.join_gen THEN EXCLUDED.deleted_seq
+                       WHEN EXCLUDED.join_gen < t.join_gen THEN t.deleted_seq
+                       ELSE GREATEST(t.deleted_seq, EXCLUDED.deleted_seq) END,
     gen = GREATEST(t.gen, EXCLUDED.gen),
     ${['read_seq', 'member', 'muted', 'marked_unread', 'large', 'join_gen', 'category', 'mention_seqs'].map(newer).join(',\n    ')},
     w = GREATEST(t.w, EXCLUDED.w),

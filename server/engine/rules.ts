@@ -7,7 +7,9 @@ import type { UserOp } from './ops.js';
  * engine's `user_apply.lua` is a line-by-line port, and the conformance suite keeps them equal.
  *
  * Every number is a max-register (lastSeq, readSeq, deletedSeq, gen): applying an op twice, or
- * two ops in either order, gives the same record. Flags are last-writer-wins user settings.
+ * two ops in either order, gives the same record. deletedSeq is one within a membership: a new
+ * join (joinGen) starts it over at -1, so whatever merges records (PostgreSQL, a restore) orders
+ * it by joinGen first. Flags are last-writer-wins user settings.
  *
  * Membership is a register ordered by the conversation's generation (`gen`): a membership op
  * carries the user's whole conversation-level state as of one generation, and only an op of the

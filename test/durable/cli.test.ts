@@ -76,6 +76,26 @@ describe('durable tier: redpoint restore and reconcile --against-db', () => {
     expect(kinds((await reconcile({ users: ['lb'], all: false })).report)).toEqual([]);
   });
 
+  it('PostgreSQL behind by a rejoin: its older deletion is not taken as Redis behind, and --repair does not hide the conversation', async () => {
+    await stack.server.members('rejoined', { add: ['ka', 'kb'] });
+    await stack.server.post({ conv: 'rejoined', seq: 1, sender: 'ka' });
+    await stack.server.ok('DELETE', '/v1/users/kb/conversations/rejoined');
+    await stack.server.members('rejoined', { remove: ['kb'] });
+    await drain();
+    await stack.server.members('rejoined', { add: ['kb'] });
+    await stack.server.post({ conv: 'rejoined', seq: 2, sender: 'ka' });
+    // The rejoin's mark is lost: PostgreSQL still holds the old membership, deleted at 1.
+    expect(await stack.admin.zrem('rp:d', 'kb|rejoined')).toBe(1);
+    expect(kinds((await reconcile({ users: ['kb'], all: false })).report)).toEqual(['db-behind:kb:rejoined']);
+
+    await reconcile({ users: ['kb'], all: false, repair: true });
+    await drain();
+    expect((await stack.server.unread('kb')).conversations.find((c) => c.conv === 'rejoined')).toMatchObject({ lastSeq: 2, unread: 1 });
+    const { rows } = await stack.sql.query("SELECT member, deleted_seq FROM redpoint_user_conv WHERE uid = 'kb' AND conv = 'rejoined'");
+    expect(rows[0]).toEqual({ member: true, deleted_seq: '-1' });
+    expect(kinds((await reconcile({ users: ['kb'], all: false })).report)).toEqual([]);
+  });
+
   it('Redis behind: a user Redis kept but whose last writes it lost gets them back from PostgreSQL with --repair', async () => {
     await stack.server.members('lagging', { add: ['ra', 'rb'] });
     await stack.server.post([1, 2, 3, 4].map((seq) => ({ conv: 'lagging', seq, sender: 'ra' })));

@@ -13,6 +13,8 @@ import { durableStack } from './stack.js';
  */
 const NUM_RUNS = Number(process.env.REDPOINT_DURABLE_PROPERTY_RUNS ?? 25);
 const SEED = process.env.REDPOINT_DURABLE_PROPERTY_SEED;
+// With the seed, the `path` a failure printed replays that one scenario.
+const PATH = process.env.REDPOINT_DURABLE_PROPERTY_PATH;
 // No shrinking: a run here races the background drainer, so a failure may not repeat exactly,
 // and shrinking one (each attempt with wipes and drains) outlasts any test timeout; the first
 // counterexample, with its seed, is the report.
@@ -48,6 +50,19 @@ describe('durable tier: the model holds across Redis losing everything', () => {
     }
   };
 
+  // Counterexamples found by the random runs, replayed on every run (seed and path pin the scenario).
+  const FOUND = [{ seed: -1326661010, path: '226', what: 'deleted, left, joined again, then Redis lost: deletedSeq must start over with the join' }];
+  for (const found of FOUND) {
+    it(`found: ${found.what} (seed ${found.seed})`, async () => {
+      await fc.assert(
+        fc.asyncProperty(durableScenarioArb, async (scenario) => {
+          await runScenario(stack.server, { ...scenario, server: 0, protoNames: false }, { wipe });
+        }),
+        { seed: found.seed, path: found.path, numRuns: 1, endOnFailure: true },
+      );
+    }, 60_000);
+  }
+
   it(
     'random scenarios with wipes converge to the model',
     async () => {
@@ -56,7 +71,12 @@ describe('durable tier: the model holds across Redis losing everything', () => {
         fc.asyncProperty(durableScenarioArb, async (scenario) => {
           await runScenario(stack.server, { ...scenario, server: 0, protoNames: false }, { wipe });
         }),
-        { numRuns: NUM_RUNS, endOnFailure: true, ...(SEED !== undefined ? { seed: Number(SEED) } : {}) },
+        {
+          numRuns: NUM_RUNS,
+          endOnFailure: PATH === undefined || process.env.REDPOINT_DURABLE_PROPERTY_SHRINK === undefined,
+          ...(SEED !== undefined ? { seed: Number(SEED) } : {}),
+          ...(PATH !== undefined ? { path: PATH } : {}),
+        },
       );
       expect(coverage.wipes - before).toBeGreaterThanOrEqual(NUM_RUNS);
     },

@@ -22,7 +22,8 @@ local function merged(conv, kept, restored)
   local base = tonumber(a.gen) > tonumber(b.gen) and a or b
   base.lastSeq = max(a.lastSeq, b.lastSeq)
   base.readSeq = max(a.readSeq, b.readSeq)
-  base.deletedSeq = max(a.deletedSeq, b.deletedSeq)
+  -- deletedSeq is a max-register within one membership only: a join starts it over.
+  if a.joinGen == b.joinGen then base.deletedSeq = max(a.deletedSeq, b.deletedSeq) end
   local kept_ = {}
   for _, s in ipairs(base.mentions) do
     if s > base.readSeq then kept_[#kept_ + 1] = s end

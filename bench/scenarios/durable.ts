@@ -127,7 +127,7 @@ export const durableSection: Section = {
       const full = await usedMemory(admin);
       const beforeBytes = (full - base) / pairs;
       // 90% go cold: every user's activity is put back an hour, then the active 10% touch.
-      const sweep = new ColdSweep(store, { coldAfterSeconds: 60, sweepSeconds: 60 }, silent, metrics);
+      const sweep = new ColdSweep(store, pgStore, { coldAfterSeconds: 60, sweepSeconds: 60 }, silent, metrics);
       let evicted = 0;
       for (let round = 0; round < 100; round++) {
         const n = await sweep.sweepOnce(Date.now() + 3_600_000 + round);

@@ -71,7 +71,7 @@ export class DurableTier {
     );
     this.persister.start();
     if (this.config.coldAfterSeconds > 0) {
-      this.sweep = new ColdSweep(store, { coldAfterSeconds: this.config.coldAfterSeconds, sweepSeconds: this.config.coldSweepSeconds }, log, metrics);
+      this.sweep = new ColdSweep(store, this.pg, { coldAfterSeconds: this.config.coldAfterSeconds, sweepSeconds: this.config.coldSweepSeconds }, log, metrics);
       this.sweep.start();
     }
     return { persister: this.persister, sweep: this.sweep };

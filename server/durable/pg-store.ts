@@ -175,6 +175,18 @@ export class PgStore implements DurableBacking {
     return rows.map((r) => ({ conv: r.conv, maxSeq: Number(r.max_seq), gen: Number(r.gen) }));
   }
 
+  /** Heads and membership generations of these conversations (those with a row). */
+  async conversationVersions(convs: readonly string[]): Promise<Map<string, { maxSeq: string; gen: string }>> {
+    const out = new Map<string, { maxSeq: string; gen: string }>();
+    if (convs.length === 0) return out;
+    const { rows } = await this.pool.query<{ conv: string; max_seq: string; gen: string }>(
+      'SELECT conv, max_seq, gen FROM redpoint_conversations WHERE conv = ANY($1::text[])',
+      [convs],
+    );
+    for (const row of rows) out.set(row.conv, { maxSeq: row.max_seq, gen: row.gen });
+    return out;
+  }
+
   /** Erasing a user (DELETE /v1/users/:uid, `redpoint erase`) removes their rows and memberships here too. */
   async eraseUser(uid: string, now = Date.now()): Promise<void> {
     await this.transaction(async (client) => {

@@ -57,8 +57,19 @@ export interface DurableStore {
   markIntact(force: boolean): Promise<number>;
   /** Users of `shard` whose last activity is older than `before` (ms), oldest first. */
   coldUsers(shard: DirtyShard, before: number, limit: number): Promise<string[]>;
-  /** Removes a cold user from the store if still cold and fully persisted: 1 evicted, 0 active, -1 not yet persisted. */
-  evict(uid: string, before: number): Promise<number>;
+  /**
+   * Removes a cold user from the store if still cold and fully persisted: `outcome` 1 evicted (with
+   * the conversations it had), 0 active, -1 not yet persisted.
+   */
+  evict(uid: string, before: number): Promise<{ outcome: 1 | 0 | -1; convs: string[] }>;
+  /**
+   * A conversation the cold sweep may evict: in Redis, at most `maxMembers` members and none of
+   * them in Redis (all cold or gone). Its head and generation texts, or null. Plain reads: the
+   * eviction itself checks again, atomically, what correctness needs.
+   */
+  evictableConversation(conv: string, maxMembers: number): Promise<{ head: string; gen: string } | null>;
+  /** Removes the conversation if Redis still holds exactly `head` and `gen` (what PostgreSQL holds) and nothing of it waits for the drainer. */
+  evictConversation(conv: string, head: string, gen: string): Promise<boolean>;
   /**
    * A user as the reconcile against the database compares it (server/durable/db-reconcile.ts):
    * whether Redis holds the user, its write clock, every record and which of them carry a dirty

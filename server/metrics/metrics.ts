@@ -308,7 +308,8 @@ export class Metrics {
   });
   readonly coldEvicted = new Counter({
     name: 'redpoint_cold_evicted_total',
-    help: 'Users removed from Redis as cold (idle past COLD_AFTER_SECONDS, all of their state in PostgreSQL)',
+    help: 'Users removed from Redis as cold (idle past COLD_AFTER_SECONDS, all of their state in PostgreSQL), and conversations with them (no member left in Redis), by kind',
+    labelNames: ['kind'] as const,
     registers: [this.registry],
   });
   readonly buildInfo = new Gauge({

@@ -79,8 +79,9 @@ describe('durable tier on a Redis Cluster', () => {
     await drain();
     const before = await everyone();
     const store = server.engine.durableStore?.();
-    if (!store) throw new Error('no durable store');
-    const sweep = new ColdSweep(store, { coldAfterSeconds: 1, sweepSeconds: 1 }, pino({ level: 'silent' }), server.server.metrics);
+    const durable = server.durable;
+    if (!store || !durable) throw new Error('no durable tier');
+    const sweep = new ColdSweep(store, durable.tier.pg, { coldAfterSeconds: 1, sweepSeconds: 1 }, pino({ level: 'silent' }), server.server.metrics);
     expect(await sweep.sweepOnce(Date.now() + 60_000)).toBeGreaterThanOrEqual(users.length);
     const master = cluster.probe(cluster.nodes[cluster.nodeIndexOf('rp:{u:k0}:m')] as (typeof cluster.nodes)[number]);
     expect(await master.exists('rp:{u:k0}:m')).toBe(0);

@@ -137,7 +137,7 @@ describe('durable tier: cold users leave Redis', () => {
     // Not yet persisted: not evicted, even when long idle.
     const sweepNow = (at: number) =>
       import('../../server/durable/cold-sweep.js').then(({ ColdSweep }) =>
-        new ColdSweep(store, { coldAfterSeconds: 1, sweepSeconds: 1 }, silent, stack.server.server.metrics).sweepOnce(at),
+        new ColdSweep(store, durable.tier.pg, { coldAfterSeconds: 1, sweepSeconds: 1 }, silent, stack.server.server.metrics).sweepOnce(at),
       );
     expect(await sweepNow(Date.now() + 60_000)).toBe(0);
     expect(await keysOf('ca')).not.toEqual([]);
@@ -156,9 +156,10 @@ describe('durable tier: cold users leave Redis', () => {
     await stack.server.post({ conv: 'cold-2', seq: 1, sender: 'rb' });
     await stack.server.durable?.persister.drainAll(Date.now() + 20_000);
     const store = stack.server.engine.durableStore?.();
-    if (!store) throw new Error('no durable store');
+    const durable = stack.server.durable;
+    if (!store || !durable) throw new Error('no durable tier');
     const { ColdSweep } = await import('../../server/durable/cold-sweep.js');
-    const sweep = new ColdSweep(store, { coldAfterSeconds: 1, sweepSeconds: 1 }, silent, stack.server.server.metrics);
+    const sweep = new ColdSweep(store, durable.tier.pg, { coldAfterSeconds: 1, sweepSeconds: 1 }, silent, stack.server.server.metrics);
     for (let seq = 2; seq <= 6; seq++) await Promise.all([sweep.sweepOnce(Date.now() + 60_000), stack.server.post({ conv: 'cold-2', seq, sender: 'rb' })]);
     await stack.server.durable?.persister.drainAll(Date.now() + 20_000);
     await sweep.sweepOnce(Date.now() + 60_000);

@@ -21,4 +21,22 @@ describe('durable tier: the periodic reconcile job includes the database', () =>
     const metrics = (await stack.server.request('GET', '/metrics', { auth: 'none' })).text;
     expect(metrics).toMatch(/^redpoint_reconcile_repaired_total\{kind="db-behind"\} 1$/m);
   }, 60_000);
+
+  it('a conversation gone from Redis (cold-evicted, lost) while a member is there: the walk restores it, the membership stays', async () => {
+    const job = stack.server.server.reconcileJob;
+    if (!job) throw new Error('no reconcile job');
+    await stack.server.members('goneconv', { add: ['ga', 'gb'] });
+    await stack.server.post([1, 2].map((seq) => ({ conv: 'goneconv', seq, sender: 'ga' })));
+    await stack.server.durable?.persister.drainAll(Date.now() + 20_000);
+    const before = await stack.server.unread('gb');
+    // The conversation leaves Redis, its members stay (an eviction after which gb came back).
+    expect(await stack.admin.del('j:{c:goneconv}')).toBe(1);
+
+    await job.walk();
+    const after = await stack.server.unread('gb');
+    expect(after.conversations.find((c) => c.conv === 'goneconv')).toEqual(before.conversations.find((c) => c.conv === 'goneconv'));
+    expect(await stack.admin.exists('j:{c:goneconv}')).toBe(1);
+    const metrics = (await stack.server.request('GET', '/metrics', { auth: 'none' })).text;
+    expect(metrics).not.toMatch(/redpoint_reconcile_(found|repaired)_total\{kind="stale-member"\}/);
+  }, 60_000);
 });

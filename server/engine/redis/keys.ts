@@ -106,6 +106,11 @@ export function evictedKey(prefix: string, shard: string): string {
   return `${prefix}:ev${shard}`;
 }
 
+/** A conversation's member of its slot's evicted set: '#' and its id (ids never hold '#', so it names no user). */
+export function evictedConvMember(conv: string): string {
+  return `#${conv}`;
+}
+
 export function intactKey(prefix: string, shard: string): string {
   return `${prefix}:ok${shard}`;
 }

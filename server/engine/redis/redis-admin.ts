@@ -21,6 +21,12 @@ export interface RedisAdminDeps {
   prefix: string;
   idleSeconds: number;
   publish: 'PUBLISH' | 'SPUBLISH';
+  /**
+   * Durable tier: puts back conversations Redis lacks from PostgreSQL (RedisEngine's restore).
+   * A conversation missing from Redis is then no evidence that it does not exist: the cold sweep
+   * evicts conversations, and a restored member may be back before its conversation is.
+   */
+  restoreConversations?: (convs: readonly string[]) => Promise<unknown>;
 }
 
 /** How long beginDelete waits for the clock to pass a conversation's generations before taking one anyway. */
@@ -107,7 +113,17 @@ export class RedisAdmin implements EngineAdmin {
 
   async conversationViews(uid: string, convs: readonly string[]): Promise<Map<string, ConversationView>> {
     // One HMGET per conversation (each its own hash tag), pipelined by auto-pipelining.
-    const replies = await Promise.all(convs.map((conv) => this.client.hmget(convKey(this.deps.prefix, conv), '#s', '#l', '#c', '#g', '#n', '#r', uid)));
+    const read = (list: readonly string[]) => Promise.all(list.map((conv) => this.client.hmget(convKey(this.deps.prefix, conv), '#s', '#l', '#c', '#g', '#n', '#r', uid)));
+    const replies = await read(convs);
+    const missing = convs.filter((_, i) => replies[i]?.[0] == null);
+    if (missing.length > 0 && this.deps.restoreConversations) {
+      await this.deps.restoreConversations(missing);
+      const again = await read(missing);
+      convs.forEach((conv, i) => {
+        const j = missing.indexOf(conv);
+        if (j >= 0) replies[i] = again[j] ?? [];
+      });
+    }
     const out = new Map<string, ConversationView>();
     convs.forEach((conv, i) => {
       const r = replies[i] ?? [];

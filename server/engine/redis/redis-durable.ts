@@ -2,8 +2,8 @@ import type { Cluster, Redis } from 'ioredis';
 import type { DirtyMark, DirtyShard, DurableStore, InspectedUser, PersistedConversation, UserSnapshot } from '../durable-backing.js';
 import type { MemberTag } from '../engine.js';
 import { decodeMemberTag } from '../state-text.js';
-import { asArray, asNumber, type Reply } from './codec.js';
-import { activityKey, convKey, dirtyConvsKey, dirtyUsersKey, evictedKey, intactKey, SLOTS, shardOf, slotShard, userKeys } from './keys.js';
+import { asArray, asNumber, asStrings, type Reply } from './codec.js';
+import { activityKey, convKey, dirtyConvsKey, dirtyUsersKey, evictedConvMember, evictedKey, intactKey, SLOTS, shardOf, slotShard, userKeys } from './keys.js';
 import type { RunTracker } from './runs.js';
 import type { ScriptCommands } from './scripts.js';
 
@@ -176,7 +176,7 @@ export class RedisDurableStore implements DurableStore {
     return this.deps.client.zrangebyscore(activityKey(this.deps.prefix, shard), '-inf', before, 'LIMIT', 0, limit);
   }
 
-  async evict(uid: string, before: number): Promise<number> {
+  async evict(uid: string, before: number): Promise<{ outcome: 1 | 0 | -1; convs: string[] }> {
     const k = userKeys(this.deps.prefix, uid);
     const shard = shardOf(k.meta, this.deps.cluster);
     const reply = await this.deps.client.coldEvict(
@@ -191,7 +191,28 @@ export class RedisDurableStore implements DurableStore {
       uid,
       before,
     );
-    return asNumber(reply);
+    if (Array.isArray(reply)) return { outcome: 1, convs: asStrings(reply) };
+    return { outcome: asNumber(reply) === 0 ? 0 : -1, convs: [] };
+  }
+
+  async evictableConversation(conv: string, maxMembers: number): Promise<{ head: string; gen: string } | null> {
+    const { prefix, client } = this.deps;
+    const meta = await client.hmget(convKey(prefix, conv), '#s', '#g', '#n');
+    if (meta[0] == null || Number(meta[2] ?? 0) > maxMembers) return null;
+    const fields = await client.hkeys(convKey(prefix, conv));
+    const members = fields.filter((f) => !f.startsWith('#'));
+    // One EXISTS per member (each its own hash tag), pipelined by auto-pipelining.
+    const present = await Promise.all(members.map((uid) => client.exists(userKeys(prefix, uid).meta)));
+    if (present.some((n) => n > 0)) return null;
+    return { head: meta[0], gen: meta[1] ?? '0' };
+  }
+
+  async evictConversation(conv: string, head: string, gen: string): Promise<boolean> {
+    const { prefix, client, cluster } = this.deps;
+    const key = convKey(prefix, conv);
+    const shard = shardOf(key, cluster);
+    const reply: Reply = await client.convEvict(key, dirtyConvsKey(prefix, shard), evictedKey(prefix, shard), conv, head, gen, evictedConvMember(conv));
+    return asNumber(reply) === 1;
   }
 
   async inspectUser(uid: string): Promise<InspectedUser> {

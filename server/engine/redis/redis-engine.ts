@@ -33,7 +33,7 @@ import { asArray, asNumber, asString, asStrings, type Reply } from './codec.js';
 import { CommandGuard, guardCommands } from './command-guard.js';
 import { convInfo } from './conv-info.js';
 import { flushArgs } from './flush-call.js';
-import { activityKey, convKey, dirtyConvsKey, evictedKey, intactKey, shardOf, type UserKeys, userChannel, userKeys } from './keys.js';
+import { activityKey, convKey, dirtyConvsKey, evictedConvMember, evictedKey, intactKey, shardOf, type UserKeys, userChannel, userKeys } from './keys.js';
 import { RedisAdmin } from './redis-admin.js';
 import { RedisDurableStore } from './redis-durable.js';
 import { publishCommand, RedisNotifications } from './redis-notifications.js';
@@ -608,7 +608,7 @@ export class RedisEngine implements Engine {
     const loaded = await durable.backing.loadConversations(distinct).catch(async (err: unknown) => {
       const unknown = await this.newWhileBackingDown(
         distinct.map((conv) => convKey(this.prefix, conv)),
-        distinct.map(() => ''),
+        distinct.map((conv) => evictedConvMember(conv)),
       );
       if (unknown.length < distinct.length) throw backingDown(err);
       return new Map<string, PersistedConversation>();
@@ -616,13 +616,16 @@ export class RedisEngine implements Engine {
     let restored = 0;
     await Promise.all(
       [...loaded].map(async ([conv, c]) => {
+        const key = convKey(this.prefix, conv);
         const reply = await this.client.convRestore(
-          convKey(this.prefix, conv),
+          key,
+          evictedKey(this.prefix, shardOf(key, this.cluster)),
           c.maxSeq,
           c.large ? '1' : '0',
           c.category,
           c.gen,
           c.rewriteGen ?? '',
+          evictedConvMember(conv),
           ...c.members.flatMap((m) => [m.uid, encodeMemberTag(m)]),
         );
         if (asNumber(reply) === 1) restored++;
@@ -632,15 +635,14 @@ export class RedisEngine implements Engine {
     if (restored > 0) durable.onRestore?.('conversation', restored);
     return present;
   }
-  /** Which of `keys` (each with its uid, '' for a conversation) are new: their shard is intact and they were not evicted. */
-  private async newWhileBackingDown(keys: readonly string[], uids: readonly string[]): Promise<string[]> {
+  /** Which of `keys` (each with its member of the evicted set: a uid, or evictedConvMember) are new: their shard is intact and they were not evicted. */
+  private async newWhileBackingDown(keys: readonly string[], members: readonly string[]): Promise<string[]> {
     const answers = await Promise.all(
       keys.map(async (key, i) => {
         const shard = shardOf(key, this.cluster);
-        const uid = uids[i] ?? '';
         const [intact, evicted] = await Promise.all([
           this.client.exists(intactKey(this.prefix, shard)),
-          uid === '' ? 0 : this.client.sismember(evictedKey(this.prefix, shard), uid),
+          this.client.sismember(evictedKey(this.prefix, shard), members[i] ?? ''),
         ]);
         return intact === 1 && evicted === 0;
       }),
@@ -740,7 +742,14 @@ export class RedisEngine implements Engine {
 
   /** The operator's view of this store (server/engine/admin.ts), over this engine's connection. */
   admin(): EngineAdmin {
-    this.toolbox ??= new RedisAdmin({ client: this.client, runs: this.runs, prefix: this.prefix, idleSeconds: this.idleSeconds, publish: this.publish });
+    this.toolbox ??= new RedisAdmin({
+      client: this.client,
+      runs: this.runs,
+      prefix: this.prefix,
+      idleSeconds: this.idleSeconds,
+      publish: this.publish,
+      ...(this.durable ? { restoreConversations: (convs: readonly string[]) => this.restoreConversations(convs) } : {}),
+    });
     return this.toolbox;
   }
 

@@ -42,12 +42,13 @@ export const SCRIPTS = {
   convFinishRewrite: { file: 'conv_finish_rewrite.lua', keys: 1 },
   // The durable tier (server/durable/).
   userRestore: { file: 'durable/user_restore.lua', keys: 5, user: true },
-  convRestore: { file: 'durable/conv_restore.lua', keys: 1 },
+  convRestore: { file: 'durable/conv_restore.lua', keys: 2 },
   // Many users of one shard per call: their keys by name (one slot on a cluster, any on one Redis).
   persistRead: { file: 'durable/persist_read.lua', keys: 1, read: true, crossSlot: true },
   persistClear: { file: 'durable/persist_clear.lua', keys: 1, read: true, crossSlot: true },
   persistClearConv: { file: 'durable/persist_clear_conv.lua', keys: 2, read: true },
   coldEvict: { file: 'durable/cold_evict.lua', keys: 8, read: true },
+  convEvict: { file: 'durable/conv_evict.lua', keys: 3, read: true },
   // The operator's toolbox (redis-admin.ts).
   adminUserRead: { file: 'admin/user_read.lua', keys: 5, read: true },
   adminUserRebuild: { file: 'admin/user_rebuild.lua', keys: 5, user: true },

@@ -6,7 +6,8 @@
 -- KEYS[1] m  KEYS[2] c  KEYS[3] s  KEYS[4] p  KEYS[5] L  (layouts: user_apply.lua)
 -- KEYS[6] the activity set of the user's slot   KEYS[7] its dirty set   KEYS[8] its evicted set
 -- ARGV[1] uid   ARGV[2] cutoff (ms): active after it means not cold
--- Returns 1 when evicted, 0 when active again, -1 when something is not yet in PostgreSQL.
+-- Returns the user's conversations when evicted (the sweep looks at them next: their members may
+-- all be cold now), 0 when active again, -1 when something is not yet in PostgreSQL.
 
 local uid, cutoff = ARGV[1], tonumber(ARGV[2])
 local score = redis.call('ZSCORE', KEYS[6], uid)
@@ -26,4 +27,4 @@ end
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5])
 redis.call('ZREM', KEYS[6], uid)
 redis.call('SADD', KEYS[8], uid)
-return 1
+return convs

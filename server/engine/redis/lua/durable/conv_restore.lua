@@ -2,9 +2,10 @@
 -- rows, atomically. One that exists again (restored by another process first) keeps what Redis
 -- holds, which is newer; only its head is max-merged.
 --
--- KEYS[1] the conversation hash (conv_members.lua)
+-- KEYS[1] the conversation hash (conv_members.lua)   KEYS[2] the evicted set of its slot (it leaves it)
 -- ARGV[1] maxSeq   ARGV[2] large 1|0   ARGV[3] category   ARGV[4] generation
--- ARGV[5] generation of an unfinished member rewrite ('' = none)   ARGV[6..] uid, join tag, ...
+-- ARGV[5] generation of an unfinished member rewrite ('' = none)   ARGV[6] its member of the evicted set (keys.ts evictedConvMember)
+-- ARGV[7..] uid, join tag, ...
 -- Returns 1 when restored, 0 when it existed.
 
 local K = KEYS[1]
@@ -14,7 +15,7 @@ if current then
   return 0
 end
 local count = 0
-for i = 6, #ARGV, 1000 do
+for i = 7, #ARGV, 1000 do
   local j = math.min(i + 999, #ARGV)
   redis.call('HSET', K, unpack(ARGV, i, j))
   count = count + (j - i + 1) / 2
@@ -25,4 +26,5 @@ if ARGV[5] ~= '' then
   fields[#fields + 1] = ARGV[5]
 end
 redis.call('HSET', K, unpack(fields))
+redis.call('SREM', KEYS[2], ARGV[6])
 return 1

@@ -210,8 +210,9 @@ for (const kind of ENGINES) {
           expect(report.findings).toEqual([]);
         }
       },
-      // Generous: on a loaded 2-core machine the Redis runs take up to ~2 min (44 s for memory).
-      Math.max(300_000, NUM_RUNS * 1_500),
+      // Generous: on a loaded 2-core machine the Redis runs take up to ~2 min (44 s for memory),
+      // and past 300 s with a second suite and more alongside (load average 6 and up).
+      Math.max(600_000, NUM_RUNS * 3_000),
     );
   });
 }

@@ -35,7 +35,9 @@ function expectFair(r: FloodResult): void {
   // cores, a second suite alongside); past that the allowance grows with the measured load.
   const load = loadavg()[0] ?? 0;
   const maxAllowed = 250 * Math.max(1, load / 4);
-  console.log(`heavy user: bystander max ${r.loaded.max.toFixed(1)} ms (allowed ${maxAllowed.toFixed(0)} ms at load ${load.toFixed(1)}), p90 ${r.loaded.p90.toFixed(1)} ms vs idle ${r.idle.p90.toFixed(1)} ms`);
+  console.log(
+    `heavy user: bystander max ${r.loaded.max.toFixed(1)} ms (allowed ${maxAllowed.toFixed(0)} ms at load ${load.toFixed(1)}), p90 ${r.loaded.p90.toFixed(1)} ms vs idle ${r.idle.p90.toFixed(1)} ms`,
+  );
   expect(r.loaded.max, summary).toBeLessThan(maxAllowed);
   expect(r.heavy.rateLimited, summary).toBeGreaterThan(0);
   expect(r.heavy.withRetryHint, summary).toBe(r.heavy.rateLimited);

@@ -113,7 +113,8 @@ export class RedisAdmin implements EngineAdmin {
 
   async conversationViews(uid: string, convs: readonly string[]): Promise<Map<string, ConversationView>> {
     // One HMGET per conversation (each its own hash tag), pipelined by auto-pipelining.
-    const read = (list: readonly string[]) => Promise.all(list.map((conv) => this.client.hmget(convKey(this.deps.prefix, conv), '#s', '#l', '#c', '#g', '#n', '#r', uid)));
+    const read = (list: readonly string[]) =>
+      Promise.all(list.map((conv) => this.client.hmget(convKey(this.deps.prefix, conv), '#s', '#l', '#c', '#g', '#n', '#r', uid)));
     const replies = await read(convs);
     const missing = convs.filter((_, i) => replies[i]?.[0] == null);
     if (missing.length > 0 && this.deps.restoreConversations) {

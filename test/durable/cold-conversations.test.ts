@@ -117,4 +117,17 @@ describe('durable tier: conversations whose members are all cold leave Redis', (
     await stack.server.post({ conv: 'cc-5', seq: 2, sender: 'pa' });
     expect((await stack.server.unread('pb')).conversations.find((c) => c.conv === 'cc-5')).toMatchObject({ lastSeq: 2, unread: 2 });
   });
+
+  it('deleting an evicted conversation for everyone deletes it (it does not come back from PostgreSQL)', async () => {
+    await stack.server.members('cc-6', { add: ['da', 'db'] });
+    await stack.server.post({ conv: 'cc-6', seq: 1, sender: 'da' });
+    await drain();
+    await tier().sweep.sweepOnce(later());
+    expect(await convKeyExists('cc-6')).toBe(false);
+    await stack.server.ok('DELETE', '/v1/conversations/cc-6');
+    await drain();
+    expect((await stack.server.unread('db')).conversations.find((c) => c.conv === 'cc-6')).toBeUndefined();
+    const message = await stack.server.api('POST', '/v1/messages', { conv: 'cc-6', seq: 2, sender: 'da' });
+    expect(message.status).toBe(404);
+  });
 });

@@ -172,8 +172,16 @@ export class RedisAdmin implements EngineAdmin {
   async beginDelete(conv: string): Promise<DeleteStep | null> {
     const key = convKey(this.deps.prefix, conv);
     const deadline = Date.now() + CLOCK_WAIT_MS;
+    let restored = false;
     for (;;) {
       const reply = await this.client.adminConvDelete(key, deletionKey(key), Date.now() >= deadline ? '1' : '0');
+      if (reply === null && this.deps.restoreConversations && !restored) {
+        // Durable: gone from Redis (cold-evicted, lost) is not gone: PostgreSQL's rows would
+        // bring it back on the next touch. Restore it, then delete it.
+        restored = true;
+        await this.deps.restoreConversations([conv]);
+        continue;
+      }
       if (reply === null) return null;
       const parts = asArray(reply);
       if (asNumber(parts[0]) === 0) {

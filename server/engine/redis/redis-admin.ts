@@ -116,13 +116,12 @@ export class RedisAdmin implements EngineAdmin {
     const read = (list: readonly string[]) =>
       Promise.all(list.map((conv) => this.client.hmget(convKey(this.deps.prefix, conv), '#s', '#l', '#c', '#g', '#n', '#r', uid)));
     const replies = await read(convs);
-    const missing = convs.filter((_, i) => replies[i]?.[0] == null);
+    const missing = [...convs.keys()].filter((i) => replies[i]?.[0] == null);
     if (missing.length > 0 && this.deps.restoreConversations) {
-      await this.deps.restoreConversations(missing);
-      const again = await read(missing);
-      convs.forEach((conv, i) => {
-        const j = missing.indexOf(conv);
-        if (j >= 0) replies[i] = again[j] ?? [];
+      await this.deps.restoreConversations(missing.map((i) => convs[i] as string));
+      const again = await read(missing.map((i) => convs[i] as string));
+      missing.forEach((i, j) => {
+        replies[i] = again[j] ?? [];
       });
     }
     const out = new Map<string, ConversationView>();

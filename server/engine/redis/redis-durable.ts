@@ -197,14 +197,16 @@ export class RedisDurableStore implements DurableStore {
 
   async evictableConversation(conv: string, maxMembers: number): Promise<{ head: string; gen: string } | null> {
     const { prefix, client } = this.deps;
-    const meta = await client.hmget(convKey(prefix, conv), '#s', '#g', '#n');
-    if (meta[0] == null || Number(meta[2] ?? 0) > maxMembers) return null;
-    const fields = await client.hkeys(convKey(prefix, conv));
-    const members = fields.filter((f) => !f.startsWith('#'));
+    // The member count first: a large roster is not read whole just to be skipped.
+    if (Number((await client.hget(convKey(prefix, conv), '#n')) ?? Number.POSITIVE_INFINITY) > maxMembers) return null;
+    const all = await client.hgetall(convKey(prefix, conv));
+    const head = all['#s'];
+    if (head === undefined) return null;
+    const members = Object.keys(all).filter((f) => !f.startsWith('#'));
     // One EXISTS per member (each its own hash tag), pipelined by auto-pipelining.
     const present = await Promise.all(members.map((uid) => client.exists(userKeys(prefix, uid).meta)));
     if (present.some((n) => n > 0)) return null;
-    return { head: meta[0], gen: meta[1] ?? '0' };
+    return { head, gen: all['#g'] ?? '0' };
   }
 
   async evictConversation(conv: string, head: string, gen: string): Promise<boolean> {

@@ -14,6 +14,11 @@ export interface PersisterOptions {
 const CLUSTER_SHARDS_PER_PASS = 1_024;
 const MAX_BACKOFF_MS = 5_000;
 const MAX_BATCHES_PER_PASS = 32;
+/**
+ * Records per upsert statement, and how many such chunks one shard's drain keeps in flight
+ * (below the pool's size, so restores still get a connection). Exported for the bench's baseline.
+ */
+export const DRAIN_PIPELINE = { recordsPerChunk: 1_000, chunksInFlight: 3 } as const;
 const CLUSTER_REPORT_EVERY_MS = 5_000;
 
 /**
@@ -61,11 +66,7 @@ export class Persister {
     for (const shard of await this.shards()) {
       // A full batch drains again at once, but a pass ends after a bound: marks that keep
       // changing under it must not hold one pass (and drainAll's deadline) forever.
-      for (let batch = 0; batch < MAX_BATCHES_PER_PASS; batch++) {
-        const n = await this.drainShard(shard);
-        persisted += n.cleared;
-        if (!n.full) break;
-      }
+      persisted += (await this.drainShard(shard, this.options.batch * MAX_BATCHES_PER_PASS)).cleared;
     }
     return persisted;
   }
@@ -75,9 +76,7 @@ export class Persister {
     while (Date.now() < deadline) {
       // Every busy shard each round (a cluster's slot window would take 16 passes to cover them).
       const shards = await this.allShards();
-      for (const shard of shards) {
-        for (let batch = 0; batch < MAX_BATCHES_PER_PASS; batch++) if (!(await this.drainShard(shard)).full) break;
-      }
+      for (const shard of shards) await this.drainShard(shard, this.options.batch * MAX_BATCHES_PER_PASS);
       const { marks } = await this.store.backlog(shards);
       if (marks === 0) return;
     }
@@ -149,28 +148,112 @@ export class Persister {
     return this.store.busyShards(0, this.store.shardCount);
   }
 
-  private async drainShard(shard: DirtyShard): Promise<{ cleared: number; full: boolean }> {
-    const { users, convs } = await this.store.dirty(shard, this.options.batch);
-    const [u, c] = await Promise.all([this.drainUsers(users), this.drainConversations(convs)]);
-    return { cleared: u + c, full: users.length >= this.options.batch || convs.length >= this.options.batch };
+  /**
+   * One shard's marks, up to `budget` of each kind. Users' records go through a pipeline of
+   * chunks: while one chunk's upsert runs in PostgreSQL, the next is read from Redis and the one
+   * before is cleared, so PostgreSQL is kept busy instead of waiting on Redis round trips. Each
+   * mark is in one chunk at a time (a chunk in flight hides its marks from the next read), and
+   * chunks write distinct rows, so their transactions never wait on each other.
+   */
+  private async drainShard(shard: DirtyShard, budget: number): Promise<{ cleared: number; full: boolean }> {
+    // Settled both before failing: a pass that threw must have nothing of it still running.
+    const [u, c] = await Promise.allSettled([this.drainUserShard(shard, budget), this.drainConvShard(shard, budget)]);
+    if (u.status === 'rejected') throw u.reason;
+    if (c.status === 'rejected') throw c.reason;
+    const users = u.value;
+    const convs = c.value;
+    return { cleared: users.cleared + convs.cleared, full: users.full || convs.full };
+  }
+
+  private async drainUserShard(shard: DirtyShard, budget: number): Promise<{ cleared: number; full: boolean }> {
+    const chunk = Math.min(this.options.batch, DRAIN_PIPELINE.recordsPerChunk);
+    const inFlight = new Set<string>();
+    const running = new Set<Promise<void>>();
+    let taken = 0;
+    let cleared = 0;
+    let exhausted = false;
+    let failure: { err: unknown } | undefined;
+    // Marks read ahead for the next chunks: one read of the set feeds every chunk that fits in flight.
+    let queue: DirtyMark[] = [];
+    while (taken < budget && failure === undefined) {
+      while (running.size >= DRAIN_PIPELINE.chunksInFlight) await Promise.race(running);
+      if (failure !== undefined) break;
+      if (queue.length === 0) {
+        if (exhausted) break;
+        const want = Math.min(chunk * (DRAIN_PIPELINE.chunksInFlight - running.size), budget - taken);
+        const { users } = await this.store.dirty(shard, inFlight.size + want, 'users');
+        // Fewer marks than asked for: the set holds nothing past these.
+        if (users.length < inFlight.size + want) exhausted = true;
+        queue = users.filter((m) => !inFlight.has(m.member)).slice(0, want);
+        if (queue.length === 0) break;
+      }
+      const fresh = queue.splice(0, Math.min(chunk, budget - taken));
+      taken += fresh.length;
+      for (const m of fresh) inFlight.add(m.member);
+      const done: Promise<void> = this.drainUsers(fresh)
+        .then(
+          (n) => {
+            cleared += n;
+          },
+          (err: unknown) => {
+            failure ??= { err };
+          },
+        )
+        .finally(() => {
+          for (const m of fresh) inFlight.delete(m.member);
+          running.delete(done);
+        });
+      running.add(done);
+    }
+    await Promise.all(running);
+    if (failure !== undefined) throw failure.err;
+    return { cleared, full: !exhausted };
+  }
+
+  private async drainConvShard(shard: DirtyShard, budget: number): Promise<{ cleared: number; full: boolean }> {
+    let cleared = 0;
+    for (let taken = 0; taken < budget; ) {
+      const want = Math.min(this.options.batch, budget - taken);
+      const { convs } = await this.store.dirty(shard, want, 'convs');
+      if (convs.length === 0) return { cleared, full: false };
+      cleared += await this.drainConversations(convs);
+      taken += convs.length;
+      if (convs.length < want) return { cleared, full: false };
+    }
+    return { cleared, full: true };
   }
 
   private async drainUsers(marks: readonly DirtyMark[]): Promise<number> {
     if (marks.length === 0) return 0;
     const byUser = new Map<string, string[]>();
-    const since = new Map<string, number>();
     for (const mark of marks) {
       const bar = mark.member.indexOf('|');
       const uid = mark.member.slice(0, bar);
       const list = byUser.get(uid);
       if (list) list.push(mark.member.slice(bar + 1));
       else byUser.set(uid, [mark.member.slice(bar + 1)]);
-      since.set(mark.member, mark.since);
     }
+    const t0 = performance.now();
     const snapshots = await this.store.readUsers([...byUser].map(([uid, convs]) => ({ uid, convs })));
+    const t1 = performance.now();
     const rows = await this.pg.writeUsers(snapshots);
+    const t2 = performance.now();
     this.metrics.persistRows.inc({ kind: 'record' }, rows);
     const cleared = await this.store.clearUsers(snapshots);
+    const t3 = performance.now();
+    if (process.env.PROF)
+      console.log(
+        'drain',
+        marks.length,
+        'at',
+        (t0 % 100000).toFixed(1),
+        'read',
+        (t1 - t0).toFixed(1),
+        'write',
+        (t2 - t1).toFixed(1),
+        'clear',
+        (t3 - t2).toFixed(1),
+      );
     const now = Date.now();
     for (const mark of marks) this.metrics.persistLag.observe(Math.max(0, (now - mark.since) / 1000));
     return cleared;

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import type { DurableBacking, PersistedConversation, PersistedUser, UserSnapshot } from '../engine/durable-backing.js';
 import type { StoredConv } from '../engine/rules.js';
-import { decodeRecord } from '../engine/state-text.js';
+import { decodeRecordFast } from '../engine/state-text.js';
 
 /**
  * PostgreSQL, the system of record behind Redis (schema.ts). Writes are idempotent and
@@ -34,20 +34,30 @@ export class PgStore implements DurableBacking {
   async writeUsers(snapshots: readonly UserSnapshot[]): Promise<number> {
     const up: Columns = emptyColumns();
     const gone = { uid: [] as string[], conv: [] as string[], w: [] as string[] };
-    for (const s of snapshots) {
-      for (const [conv, text] of s.records) {
+    // Rows in key order: upserts from several drainers (processes, or chunks of one) then lock
+    // shared rows in the same order, so they wait on each other but never deadlock.
+    const byKey = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+    for (const s of [...snapshots].sort((a, b) => byKey(a.uid, b.uid))) {
+      for (const [conv, text] of [...s.records].sort((a, b) => byKey(a[0], b[0]))) {
         if (text === null) {
           gone.uid.push(s.uid);
           gone.conv.push(conv);
           gone.w.push(String(s.w));
-        } else pushRecord(up, s.uid, decodeRecord(conv, text), s.w);
+        } else pushRecord(up, s.uid, decodeRecordFast(conv, text), s.w);
       }
     }
     if (up.uid.length === 0 && gone.uid.length === 0) return 0;
-    await this.transaction(async (client) => {
-      if (up.uid.length > 0) await client.query(UPSERT_RECORDS, columnArrays(up));
-      if (gone.uid.length > 0) await client.query(DELETE_RECORDS, [gone.uid, gone.conv, gone.w]);
-    });
+    // One statement is its own transaction: BEGIN and COMMIT would be two more round trips.
+    // Named: parsed and planned once per connection, not for every chunk (with three chunks in
+    // flight, a 500-row upsert took ~45 ms unnamed and ~15 ms named).
+    if (gone.uid.length === 0) await this.pool.query({ name: 'redpoint_upsert_records', text: UPSERT_RECORDS, values: columnArrays(up) });
+    else if (up.uid.length === 0) await this.pool.query(DELETE_RECORDS, [gone.uid, gone.conv, gone.w]);
+    else {
+      await this.transaction(async (client) => {
+        await client.query(UPSERT_RECORDS, columnArrays(up));
+        await client.query(DELETE_RECORDS, [gone.uid, gone.conv, gone.w]);
+      });
+    }
     return up.uid.length + gone.uid.length;
   }
 
@@ -269,14 +279,14 @@ interface Columns {
   muted: boolean[];
   marked: boolean[];
   large: boolean[];
-  lastSeq: string[];
-  readSeq: string[];
-  deletedSeq: string[];
-  gen: string[];
-  joinGen: string[];
+  lastSeq: number[];
+  readSeq: number[];
+  deletedSeq: number[];
+  gen: number[];
+  joinGen: number[];
   category: string[];
   mentions: string[];
-  w: string[];
+  w: number[];
 }
 
 function emptyColumns(): Columns {
@@ -305,18 +315,46 @@ function pushRecord(c: Columns, uid: string, r: StoredConv, w: number): void {
   c.muted.push(r.muted);
   c.marked.push(r.markedUnread);
   c.large.push(r.large);
-  c.lastSeq.push(String(r.lastSeq));
-  c.readSeq.push(String(r.readSeq));
-  c.deletedSeq.push(String(r.deletedSeq));
-  c.gen.push(String(r.gen));
-  c.joinGen.push(String(r.joinGen));
+  c.lastSeq.push(r.lastSeq);
+  c.readSeq.push(r.readSeq);
+  c.deletedSeq.push(r.deletedSeq);
+  c.gen.push(r.gen);
+  c.joinGen.push(r.joinGen);
   c.category.push(r.category);
   c.mentions.push(`{${r.mentionSeqs.join(',')}}`);
-  c.w.push(String(w));
+  c.w.push(w);
 }
 
-function columnArrays(c: Columns): unknown[] {
-  return [c.uid, c.conv, c.member, c.muted, c.marked, c.large, c.lastSeq, c.readSeq, c.deletedSeq, c.gen, c.joinGen, c.category, c.mentions, c.w];
+/**
+ * The columns as array literals, built here rather than by pg's generic array serializer, which
+ * escapes element by element and was most of a drain chunk's time in Node.
+ */
+function columnArrays(c: Columns): string[] {
+  const bools = (values: readonly boolean[]): string => `{${values.map((b) => (b ? 't' : 'f')).join(',')}}`;
+  const numbers = (values: readonly number[]): string => `{${values.join(',')}}`;
+  return [
+    textArray(c.uid),
+    textArray(c.conv),
+    bools(c.member),
+    bools(c.muted),
+    bools(c.marked),
+    bools(c.large),
+    numbers(c.lastSeq),
+    numbers(c.readSeq),
+    numbers(c.deletedSeq),
+    numbers(c.gen),
+    numbers(c.joinGen),
+    textArray(c.category),
+    textArray(c.mentions),
+    numbers(c.w),
+  ];
+}
+
+const NEEDS_ESCAPE = /["\\]/;
+
+/** A text[] literal: every element quoted (an unquoted NULL would be a null), quotes and backslashes escaped. */
+function textArray(values: readonly string[]): string {
+  return `{${values.map((v) => `"${NEEDS_ESCAPE.test(v) ? v.replace(/["\\]/g, '\\$&') : v}"`).join(',')}}`;
 }
 
 /**

@@ -36,8 +36,8 @@ export interface DurableStore {
   readonly shardCount: number;
   /** The shards among `start..start+count-1` that hold any mark or activity. */
   busyShards(start: number, count: number): Promise<DirtyShard[]>;
-  /** The dirty marks of one shard, oldest first: users' records and conversations not yet in PostgreSQL. */
-  dirty(shard: DirtyShard, limit: number): Promise<{ users: DirtyMark[]; convs: DirtyMark[] }>;
+  /** The dirty marks of one shard, oldest first: users' records and conversations not yet in PostgreSQL (`only`: one kind, the other left empty). */
+  dirty(shard: DirtyShard, limit: number, only?: 'users' | 'convs'): Promise<{ users: DirtyMark[]; convs: DirtyMark[] }>;
   /** Marks in the whole store (for the backlog gauge; a cluster sums its busy shards). */
   backlog(shards: readonly DirtyShard[]): Promise<{ marks: number; oldest: number | null }>;
   /** Each user's write clock and the named records (null: gone), each user read atomically. */

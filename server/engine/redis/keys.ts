@@ -22,8 +22,13 @@ export interface UserKeys {
 }
 
 export function userKeys(prefix: string, uid: string): UserKeys {
-  const tag = `${prefix}:{u:${uid}}`;
+  const tag = `${userKeyHead(prefix)}${uid}}`;
   return { meta: `${tag}:m`, records: `${tag}:c`, stream: `${tag}:s`, snapshot: `${tag}:p`, large: `${tag}:L` };
+}
+
+/** What every key of a user starts with, before its id and the tag's closing brace (the drainer's scripts build the names from it). */
+export function userKeyHead(prefix: string): string {
+  return `${prefix}:{u:`;
 }
 
 export function convKey(prefix: string, conv: string): string {

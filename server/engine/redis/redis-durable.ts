@@ -2,8 +2,21 @@ import type { Cluster, Redis } from 'ioredis';
 import type { DirtyMark, DirtyShard, DurableStore, InspectedUser, PersistedConversation, UserSnapshot } from '../durable-backing.js';
 import type { MemberTag } from '../engine.js';
 import { decodeMemberTag } from '../state-text.js';
-import { asArray, asNumber, asStrings, type Reply } from './codec.js';
-import { activityKey, convKey, dirtyConvsKey, dirtyUsersKey, evictedConvMember, evictedKey, intactKey, SLOTS, shardOf, slotShard, userKeys } from './keys.js';
+import { asNumber, asStrings, type Reply } from './codec.js';
+import {
+  activityKey,
+  convKey,
+  dirtyConvsKey,
+  dirtyUsersKey,
+  evictedConvMember,
+  evictedKey,
+  intactKey,
+  SLOTS,
+  shardOf,
+  slotShard,
+  userKeyHead,
+  userKeys,
+} from './keys.js';
 import type { RunTracker } from './runs.js';
 import type { ScriptCommands } from './scripts.js';
 
@@ -49,12 +62,11 @@ export class RedisDurableStore implements DurableStore {
     return shards.filter((_, i) => (found[i] ?? 0) > 0);
   }
 
-  async dirty(shard: DirtyShard, limit: number): Promise<{ users: DirtyMark[]; convs: DirtyMark[] }> {
+  async dirty(shard: DirtyShard, limit: number, only?: 'users' | 'convs'): Promise<{ users: DirtyMark[]; convs: DirtyMark[] }> {
     const { prefix, client } = this.deps;
-    const [users, convs] = await Promise.all([
-      client.zrange(dirtyUsersKey(prefix, shard), '0', String(limit - 1), 'WITHSCORES'),
-      client.zrange(dirtyConvsKey(prefix, shard), '0', String(limit - 1), 'WITHSCORES'),
-    ]);
+    const range = async (key: string, kind: 'users' | 'convs'): Promise<string[]> =>
+      only === undefined || only === kind ? client.zrange(key, '0', String(limit - 1), 'WITHSCORES') : [];
+    const [users, convs] = await Promise.all([range(dirtyUsersKey(prefix, shard), 'users'), range(dirtyConvsKey(prefix, shard), 'convs')]);
     return { users: marks(users), convs: marks(convs) };
   }
 
@@ -76,6 +88,7 @@ export class RedisDurableStore implements DurableStore {
   }
 
   async readUsers(pairs: ReadonlyArray<{ uid: string; convs: readonly string[] }>): Promise<UserSnapshot[]> {
+    const head = userKeyHead(this.deps.prefix);
     const out: UserSnapshot[] = [];
     await Promise.all(
       this.batches(
@@ -83,40 +96,39 @@ export class RedisDurableStore implements DurableStore {
         (p) => p.uid,
         (p) => p.convs.length,
       ).map(async ({ dirty, items }) => {
-        const args: string[] = [];
+        const lines: string[] = [];
+        for (const { uid, convs } of items) for (const conv of convs) lines.push(`${uid}|${conv}`);
+        const reply = await this.deps.client.persistRead(dirty, head, lines.join('\n'));
+        const answers = typeof reply === 'string' && reply !== '' ? reply.split('\n') : [];
+        if (answers.length !== lines.length) throw new Error(`persist_read answered ${answers.length} records for ${lines.length}`);
+        let at = 0;
         for (const { uid, convs } of items) {
-          const k = userKeys(this.deps.prefix, uid);
-          args.push(k.meta, k.records, String(convs.length), ...convs);
-        }
-        const replies = asArray(await this.deps.client.persistRead(dirty, ...args));
-        items.forEach(({ uid, convs }, i) => {
-          const reply = asArray(replies[i] as Reply);
-          const texts = asArray(reply[1]);
           const records = new Map<string, string | null>();
-          convs.forEach((conv, j) => {
-            const text = texts[j];
-            records.set(conv, typeof text === 'string' ? text : null);
-          });
-          out.push({ uid, w: Number(reply[0]), records });
-        });
+          let w = 0;
+          for (const conv of convs) {
+            const answer = answers[at++] as string;
+            const space = answer.indexOf(' ');
+            w = Number(answer.slice(0, space));
+            records.set(conv, space === answer.length - 1 ? null : answer.slice(space + 1));
+          }
+          out.push({ uid, w, records });
+        }
       }),
     );
     return out;
   }
 
   async clearUsers(snapshots: readonly UserSnapshot[]): Promise<number> {
+    const head = userKeyHead(this.deps.prefix);
     const cleared = await Promise.all(
       this.batches(
         snapshots,
         (s) => s.uid,
         (s) => s.records.size,
       ).map(async ({ dirty, items }) => {
-        const args: string[] = [];
-        for (const s of items) {
-          args.push(userKeys(this.deps.prefix, s.uid).records, s.uid, String(s.records.size));
-          for (const [conv, text] of s.records) args.push(conv, text ?? '');
-        }
-        return asNumber(await this.deps.client.persistClear(dirty, ...args));
+        const lines: string[] = [];
+        for (const s of items) for (const [conv, text] of s.records) lines.push(`${s.uid}|${conv} ${text ?? ''}`);
+        return asNumber(await this.deps.client.persistClear(dirty, head, lines.join('\n')));
       }),
     );
     return cleared.reduce((a, b) => a + b, 0);
@@ -129,7 +141,8 @@ export class RedisDurableStore implements DurableStore {
   private batches<T>(items: readonly T[], uidOf: (item: T) => string, size: (item: T) => number): Array<{ dirty: string; items: T[] }> {
     const byShard = new Map<string, Array<{ dirty: string; items: T[]; records: number }>>();
     for (const item of items) {
-      const shard = shardOf(userKeys(this.deps.prefix, uidOf(item)).meta, this.deps.cluster);
+      // One Redis has one shard: no key names to build for it (thousands per drain chunk).
+      const shard = this.deps.cluster ? shardOf(userKeys(this.deps.prefix, uidOf(item)).meta, true) : '';
       let list = byShard.get(shard);
       if (!list) byShard.set(shard, (list = []));
       let batch = list[list.length - 1];

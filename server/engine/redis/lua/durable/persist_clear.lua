@@ -1,18 +1,15 @@
 -- durable/persist_clear.lua: after PostgreSQL committed what persist_read read, clear the dirty
 -- marks of the records that are still exactly that; a record changed since keeps its mark, so the
--- next drain writes the newer state. Many users of one shard per call, as persist_read.
+-- next drain writes the newer state. Many marks of one shard per call, packed as persist_read's.
 --
--- KEYS[1] the dirty set of the users' shard
--- ARGV per user: records key, uid, n, (conv, record text as written ('' = it was gone)) x n
+-- KEYS[1] the dirty set of the marks' shard
+-- ARGV[1] the head of a user's key names (as persist_read)
+-- ARGV[2] a line per mark, joined by '\n': 'uid|conv <record text as written>' (empty after the
+-- space: it was gone)
 -- Returns how many marks were cleared.
 
-local cleared, i = 0, 1
-while i <= #ARGV do
-  local records, uid, n = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])
-  for j = 0, n - 1 do
-    local conv, text = ARGV[i + 3 + 2 * j], ARGV[i + 4 + 2 * j]
-    if (redis.call('HGET', records, conv) or '') == text then cleared = cleared + redis.call('ZREM', KEYS[1], uid .. '|' .. conv) end
-  end
-  i = i + 3 + 2 * n
+local head, cleared = ARGV[1], 0
+for uid, conv, text in string.gmatch(ARGV[2], '([^|\n]+)|([^ \n]+) ([^\n]*)') do
+  if (redis.call('HGET', head .. uid .. '}:c', conv) or '') == text then cleared = cleared + redis.call('ZREM', KEYS[1], uid .. '|' .. conv) end
 end
 return cleared

@@ -1,0 +1,163 @@
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import { Persister } from '../../server/durable/persister.js';
+import type { PgStore } from '../../server/durable/pg-store.js';
+import type { DurableStore, UserSnapshot } from '../../server/engine/durable-backing.js';
+import { Metrics } from '../../server/metrics/metrics.js';
+import { durableStack } from './stack.js';
+
+/**
+ * The drainer's pipeline (persister.ts): a shard's user records go to PostgreSQL in chunks, up to
+ * three in flight. What must hold whatever the interleaving: every mark is written once per pass
+ * (a chunk in flight hides its marks from the next), a record changed while its chunk is in flight
+ * keeps its mark and is written again, and a chunk that fails leaves its marks without stopping
+ * the others' from clearing.
+ */
+describe('durable tier: the drain pipeline', () => {
+  const stack = durableStack('pipeline', [{ durable: { run: false } }]);
+  const silent = pino({ level: 'silent' });
+
+  /** `users` users each with a record dirty in conversation `conv` (one 1:1 conversation each). */
+  async function dirtyUsers(tag: string, users: number): Promise<void> {
+    for (let i = 0; i < users; i += 50) {
+      await Promise.all(
+        Array.from({ length: Math.min(50, users - i) }, (_, k) => stack.server.members(`${tag}c${i + k}`, { add: [`${tag}a${i + k}`, `${tag}b${i + k}`] })),
+      );
+    }
+    await stack.server.post(Array.from({ length: users }, (_, i) => ({ conv: `${tag}c${i}`, seq: 1, sender: `${tag}b${i}` })));
+  }
+
+  function parts(): { store: DurableStore; pg: PgStore } {
+    const store = stack.server.engine.durableStore?.();
+    const durable = stack.server.durable;
+    if (!store || !durable) throw new Error('no durable tier');
+    return { store, pg: durable.tier.pg };
+  }
+
+  function drainer(store: DurableStore, pg: PgStore, batch: number): Persister {
+    return new Persister(store, pg, { intervalMs: 1_000, batch, backlogWarn: 1e9 }, silent, new Metrics({ processMetrics: false }));
+  }
+
+  /** PostgreSQL's read position of each (uid, conv) the tag names. */
+  async function storedReads(tag: string): Promise<Map<string, number>> {
+    const { rows } = await stack.sql.query<{ uid: string; conv: string; read_seq: string }>(
+      'SELECT uid, conv, read_seq FROM redpoint_user_conv WHERE uid LIKE $1',
+      [`${tag}%`],
+    );
+    return new Map(rows.map((r) => [`${r.uid}|${r.conv}`, Number(r.read_seq)]));
+  }
+
+  it('writes every mark once per pass, in chunks in flight together, and leaves nothing behind', async () => {
+    const { store, pg } = parts();
+    await dirtyUsers('once', 300);
+    const before = (await store.backlog([''])).marks;
+    expect(before).toBeGreaterThanOrEqual(600);
+    const read: string[] = [];
+    let inFlight = 0;
+    let most = 0;
+    const counting: DurableStore = Object.create(store, {
+      readUsers: {
+        value: async (pairs: Parameters<DurableStore['readUsers']>[0]) => {
+          for (const p of pairs) for (const conv of p.convs) read.push(`${p.uid}|${conv}`);
+          return store.readUsers(pairs);
+        },
+      },
+    });
+    const slowPg: PgStore = Object.create(pg, {
+      writeUsers: {
+        value: async (snapshots: readonly UserSnapshot[]) => {
+          inFlight++;
+          most = Math.max(most, inFlight);
+          // Long enough that the next chunks are read and started meanwhile.
+          await new Promise((resolve) => setTimeout(resolve, 30));
+          try {
+            return await pg.writeUsers(snapshots);
+          } finally {
+            inFlight--;
+          }
+        },
+      },
+    });
+    await drainer(counting, slowPg, 40).drainOnce();
+    expect(new Set(read).size).toBe(read.length);
+    expect(most).toBe(3);
+    const left = await store.dirty('', 10_000, 'users');
+    expect(left.users.filter((m) => m.member.startsWith('once'))).toEqual([]);
+    const stored = await storedReads('once');
+    expect(stored.size).toBe(600);
+  });
+
+  it('a record changed while its chunk is in flight keeps its mark, and the next pass writes the newer state', async () => {
+    const { store, pg } = parts();
+    await dirtyUsers('moved', 120);
+    await stack.server.post(Array.from({ length: 120 }, (_, i) => ({ conv: `movedc${i}`, seq: 2, sender: `movedb${i}` })));
+    let changed = false;
+    const pausing: PgStore = Object.create(pg, {
+      writeUsers: {
+        value: async (snapshots: readonly UserSnapshot[]) => {
+          // The first chunk: its records were read; one of them changes before the upsert.
+          if (!changed) {
+            changed = true;
+            const victim = snapshots.find((s) => s.uid.startsWith('moveda'));
+            if (!victim) throw new Error('no reader in the first chunk');
+            const conv = [...victim.records.keys()][0] as string;
+            await stack.server.ok('POST', `/v1/users/${victim.uid}/read`, { conv, seq: 2 });
+          }
+          return pg.writeUsers(snapshots);
+        },
+      },
+    });
+    await drainer(store, pausing, 50).drainOnce();
+    expect(changed).toBe(true);
+    const left = (await store.dirty('', 10_000, 'users')).users.filter((m) => m.member.startsWith('moved'));
+    expect(left).toHaveLength(1);
+    const member = left[0]?.member as string;
+    // PostgreSQL has the state as read (before the read position moved) until the next pass.
+    expect((await storedReads('moved')).get(member)).toBe(0);
+    await drainer(store, pg, 50).drainAll(Date.now() + 20_000);
+    expect((await storedReads('moved')).get(member)).toBe(2);
+    expect((await store.dirty('', 10_000, 'users')).users.filter((m) => m.member.startsWith('moved'))).toEqual([]);
+  });
+
+  it('a chunk that fails fails the pass and keeps its marks; the chunks that committed are cleared', async () => {
+    const { store, pg } = parts();
+    await dirtyUsers('fails', 150);
+    const marked = (await store.dirty('', 10_000, 'users')).users.filter((m) => m.member.startsWith('fails')).length;
+    let calls = 0;
+    let failed: string[] = [];
+    const failing: PgStore = Object.create(pg, {
+      writeUsers: {
+        value: async (snapshots: readonly UserSnapshot[]) => {
+          if (++calls === 2) {
+            failed = snapshots.flatMap((s) => [...s.records.keys()].map((conv) => `${s.uid}|${conv}`));
+            throw new Error('PostgreSQL refused this chunk');
+          }
+          return pg.writeUsers(snapshots);
+        },
+      },
+    });
+    await expect(drainer(store, failing, 50).drainOnce()).rejects.toThrow('PostgreSQL refused this chunk');
+    const left = (await store.dirty('', 10_000, 'users')).users.map((m) => m.member).filter((m) => m.startsWith('fails'));
+    expect(failed.length).toBeGreaterThan(0);
+    // Every mark of the failed chunk is still there; at least the first chunk's are gone.
+    for (const member of failed) expect(left).toContain(member);
+    expect(left.length).toBeLessThan(marked);
+    await drainer(store, pg, 50).drainAll(Date.now() + 20_000);
+    expect((await storedReads('fails')).size).toBe(300);
+  });
+
+  it('ids an array literal would read as NULL are written as text', async () => {
+    const { store, pg } = parts();
+    await stack.server.members('NULL', { add: ['NULL', 'null', 'a.b'] });
+    await stack.server.post({ conv: 'NULL', seq: 4, sender: 'null' });
+    await drainer(store, pg, 50).drainAll(Date.now() + 20_000);
+    const { rows } = await stack.sql.query<{ uid: string | null; conv: string | null; last_seq: string }>(
+      "SELECT uid, conv, last_seq FROM redpoint_user_conv WHERE conv = 'NULL' ORDER BY uid",
+    );
+    expect(rows.map((r) => [r.uid, r.conv, Number(r.last_seq)])).toEqual([
+      ['NULL', 'NULL', 4],
+      ['a.b', 'NULL', 4],
+      ['null', 'NULL', 4],
+    ]);
+  });
+});

@@ -82,7 +82,10 @@ export function keySlot(key: string): number {
  * - `<p>:dc<shard>` sorted set: 'h|conv' (head) and 'm|conv' (membership) of conversations not yet
  *   in PostgreSQL;
  * - `<p>:a<shard>` sorted set: uid scored with its last activity (ms), for the cold sweep;
- * - `<p>:ev<shard>` set: the users the cold sweep removed (restored ones leave it);
+ * - `<p>:ez<shard>` sorted set: the users (and `#conv` conversations) the cold sweep removed,
+ *   scored with their eviction's stamp (Redis's clock, µs); restored ones leave it. A restore
+ *   compares the stamp it saw before reading PostgreSQL with the one there when it writes: a
+ *   different one means an eviction in between, and what it read may be older;
  * - `<p>:ok<shard>` string: present while this Redis has lost nothing since the tier began over
  *   it (or since the last full `redpoint restore`): while PostgreSQL is down, a user or
  *   conversation missing here and not evicted is then new, not lost.
@@ -108,6 +111,11 @@ export function activityKey(prefix: string, shard: string): string {
 }
 
 export function evictedKey(prefix: string, shard: string): string {
+  return `${prefix}:ez${shard}`;
+}
+
+/** The evicted set as a plain set (no stamps), before the sorted set replaced it: converted at start (RedisDurableStore.markIntact). */
+export function legacyEvictedKey(prefix: string, shard: string): string {
   return `${prefix}:ev${shard}`;
 }
 

@@ -11,6 +11,7 @@ import {
   evictedConvMember,
   evictedKey,
   intactKey,
+  legacyEvictedKey,
   SLOTS,
   shardOf,
   slotShard,
@@ -44,11 +45,34 @@ export class RedisDurableStore implements DurableStore {
   async markIntact(force: boolean): Promise<number> {
     const { prefix, client } = this.deps;
     const shards = this.deps.cluster ? Array.from({ length: SLOTS }, (_, slot) => slotShard(slot)) : [''];
+    await this.convertLegacyEvicted(shards);
     const present = await Promise.all(shards.map((shard) => client.exists(intactKey(prefix, shard))));
     const missing = shards.filter((_, i) => present[i] === 0);
     if (missing.length === 0) return 0;
     if (force) await Promise.all(missing.map((shard) => client.set(intactKey(prefix, shard), String(Date.now()), 'NX')));
     return missing.length;
+  }
+
+  /**
+   * Evicted sets written before they carried stamps, as sorted sets with stamp 0 (a restore that
+   * saw 0 still notices a later eviction, which has a real stamp). Several processes converting at
+   * once add the same members (NX: a real stamp is kept) and the first to finish deletes the set.
+   */
+  private async convertLegacyEvicted(shards: readonly string[]): Promise<void> {
+    const { prefix, client } = this.deps;
+    const legacy = shards.map((shard) => legacyEvictedKey(prefix, shard));
+    const found = await Promise.all(legacy.map((key) => client.exists(key)));
+    for (const [i, key] of legacy.entries()) {
+      if (found[i] !== 1) continue;
+      const target = evictedKey(prefix, shards[i] as string);
+      let cursor = '0';
+      do {
+        const [next, members] = await client.sscan(key, cursor, 'COUNT', 1_000);
+        cursor = next;
+        if (members.length > 0) await client.zadd(target, 'NX', ...members.flatMap((m) => ['0', m]));
+      } while (cursor !== '0');
+      await client.del(key);
+    }
   }
 
   async busyShards(start: number, count: number): Promise<DirtyShard[]> {

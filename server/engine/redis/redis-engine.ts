@@ -557,45 +557,56 @@ export class RedisEngine implements Engine {
   private async restoreUsers(uids: readonly string[], fresh: Set<string>): Promise<void> {
     const durable = this.durable;
     if (!durable) return;
-    const loaded = await durable.backing.loadUsers(uids).catch(async (err: unknown) => {
-      // PostgreSQL down: a user missing from an intact Redis that the cold sweep did not evict
-      // is new (nothing to restore); any other would lose what PostgreSQL holds, so it waits.
-      const unknown = await this.newWhileBackingDown(
-        uids.map((uid) => userKeys(this.prefix, uid).meta),
-        uids,
-      );
-      if (unknown.length < uids.length) throw backingDown(err);
-      return new Map<string, PersistedUser>();
-    });
+    let pending = uids;
     let restored = 0;
-    await Promise.all(
-      uids.map(async (uid) => {
-        const persisted = loaded.get(uid);
-        if (!persisted || persisted.records.length === 0) {
-          fresh.add(uid);
-          return;
-        }
-        const k = userKeys(this.prefix, uid);
-        const reply = await this.runs.userScript(k.meta, (runId) =>
-          this.client.userRestore(
-            ...userApplyKeys(k),
-            nanoid(12),
-            runId,
-            this.idleSeconds,
-            userChannel(this.prefix, uid),
-            this.publish,
-            persisted.w,
-            Date.now(),
-            activityKey(this.prefix, shardOf(k.meta, this.cluster)),
-            uid,
-            evictedKey(this.prefix, shardOf(k.meta, this.cluster)),
-            ...persisted.records.flatMap((rec) => [rec.conv, encodeRecord(rec)]),
-          ),
+    for (let attempt = 1; pending.length > 0; attempt++) {
+      if (attempt > RESTORE_ATTEMPTS) throw restoreRaced('users', pending);
+      // Seen before PostgreSQL is read: an eviction in between changes it (evictedSince in lib/user.lua).
+      const stamps = await this.evictedStamps(pending.map((uid) => ({ key: userKeys(this.prefix, uid).meta, member: uid })));
+      const loaded = await durable.backing.loadUsers(pending).catch(async (err: unknown) => {
+        // PostgreSQL down: a user missing from an intact Redis that the cold sweep did not evict
+        // is new (nothing to restore); any other would lose what PostgreSQL holds, so it waits.
+        const unknown = await this.newWhileBackingDown(
+          pending.map((uid) => userKeys(this.prefix, uid).meta),
+          pending,
         );
-        if (asNumber(reply) === 2) fresh.add(uid);
-        if (asNumber(reply) === 1) restored++;
-      }),
-    );
+        if (unknown.length < pending.length) throw backingDown(err);
+        return new Map<string, PersistedUser>();
+      });
+      const again: string[] = [];
+      await Promise.all(
+        pending.map(async (uid, i) => {
+          const persisted = loaded.get(uid);
+          if (!persisted || persisted.records.length === 0) {
+            fresh.add(uid);
+            return;
+          }
+          const k = userKeys(this.prefix, uid);
+          const reply = await this.runs.userScript(k.meta, (runId) =>
+            this.client.userRestore(
+              ...userApplyKeys(k),
+              nanoid(12),
+              runId,
+              this.idleSeconds,
+              userChannel(this.prefix, uid),
+              this.publish,
+              persisted.w,
+              Date.now(),
+              activityKey(this.prefix, shardOf(k.meta, this.cluster)),
+              uid,
+              evictedKey(this.prefix, shardOf(k.meta, this.cluster)),
+              stamps[i] ?? '',
+              ...persisted.records.flatMap((rec) => [rec.conv, encodeRecord(rec)]),
+            ),
+          );
+          const outcome = asNumber(reply);
+          if (outcome === 2) fresh.add(uid);
+          if (outcome === 1) restored++;
+          if (outcome === STALE_RESTORE) again.push(uid);
+        }),
+      );
+      pending = again;
+    }
     if (restored > 0) durable.onRestore?.('user', restored);
   }
 
@@ -604,37 +615,57 @@ export class RedisEngine implements Engine {
     const durable = this.durable;
     const present = new Set<string>();
     if (!durable) return present;
-    const distinct = [...new Set(convs)];
-    const loaded = await durable.backing.loadConversations(distinct).catch(async (err: unknown) => {
-      const unknown = await this.newWhileBackingDown(
-        distinct.map((conv) => convKey(this.prefix, conv)),
-        distinct.map((conv) => evictedConvMember(conv)),
-      );
-      if (unknown.length < distinct.length) throw backingDown(err);
-      return new Map<string, PersistedConversation>();
-    });
+    let pending = [...new Set(convs)];
     let restored = 0;
-    await Promise.all(
-      [...loaded].map(async ([conv, c]) => {
-        const key = convKey(this.prefix, conv);
-        const reply = await this.client.convRestore(
-          key,
-          evictedKey(this.prefix, shardOf(key, this.cluster)),
-          c.maxSeq,
-          c.large ? '1' : '0',
-          c.category,
-          c.gen,
-          c.rewriteGen ?? '',
-          evictedConvMember(conv),
-          ...c.members.flatMap((m) => [m.uid, encodeMemberTag(m)]),
+    for (let attempt = 1; pending.length > 0; attempt++) {
+      if (attempt > RESTORE_ATTEMPTS) throw restoreRaced('conversations', pending);
+      const stamps = await this.evictedStamps(pending.map((conv) => ({ key: convKey(this.prefix, conv), member: evictedConvMember(conv) })));
+      const stampOf = new Map(pending.map((conv, i) => [conv, stamps[i] ?? '']));
+      const asked = pending;
+      const loaded = await durable.backing.loadConversations(asked).catch(async (err: unknown) => {
+        const unknown = await this.newWhileBackingDown(
+          asked.map((conv) => convKey(this.prefix, conv)),
+          asked.map((conv) => evictedConvMember(conv)),
         );
-        if (asNumber(reply) === 1) restored++;
-        present.add(conv);
-      }),
-    );
+        if (unknown.length < asked.length) throw backingDown(err);
+        return new Map<string, PersistedConversation>();
+      });
+      const again: string[] = [];
+      await Promise.all(
+        [...loaded].map(async ([conv, c]) => {
+          const key = convKey(this.prefix, conv);
+          const reply = await this.client.convRestore(
+            key,
+            evictedKey(this.prefix, shardOf(key, this.cluster)),
+            c.maxSeq,
+            c.large ? '1' : '0',
+            c.category,
+            c.gen,
+            c.rewriteGen ?? '',
+            evictedConvMember(conv),
+            stampOf.get(conv) ?? '',
+            ...c.members.flatMap((m) => [m.uid, encodeMemberTag(m)]),
+          );
+          const outcome = asNumber(reply);
+          if (outcome === STALE_RESTORE) {
+            again.push(conv);
+            return;
+          }
+          if (outcome === 1) restored++;
+          present.add(conv);
+        }),
+      );
+      pending = again;
+    }
     if (restored > 0) durable.onRestore?.('conversation', restored);
     return present;
   }
+
+  /** Each key's stamp in its slot's evicted set ('' when not there), read before a restore reads PostgreSQL. */
+  private evictedStamps(items: ReadonlyArray<{ key: string; member: string }>): Promise<string[]> {
+    return Promise.all(items.map(async ({ key, member }) => (await this.client.zscore(evictedKey(this.prefix, shardOf(key, this.cluster)), member)) ?? ''));
+  }
+
   /** Which of `keys` (each with its member of the evicted set: a uid, or evictedConvMember) are new: their shard is intact and they were not evicted. */
   private async newWhileBackingDown(keys: readonly string[], members: readonly string[]): Promise<string[]> {
     const answers = await Promise.all(
@@ -642,9 +673,9 @@ export class RedisEngine implements Engine {
         const shard = shardOf(key, this.cluster);
         const [intact, evicted] = await Promise.all([
           this.client.exists(intactKey(this.prefix, shard)),
-          this.client.sismember(evictedKey(this.prefix, shard), members[i] ?? ''),
+          this.client.zscore(evictedKey(this.prefix, shard), members[i] ?? ''),
         ]);
-        return intact === 1 && evicted === 0;
+        return intact === 1 && evicted === null;
       }),
     );
     return keys.filter((_, i) => answers[i]);
@@ -879,6 +910,15 @@ interface Grouped {
 const MAX_SCRIPT_ARGS = 1_024;
 
 /** A backing that cannot answer for what may be lost makes the request fail as unavailable: serving an empty state would lose what it holds. */
+/** What user_restore.lua and conv_restore.lua answer when an eviction came between the caller's read of PostgreSQL and the write. */
+const STALE_RESTORE = 3;
+/** Each retry follows an eviction of the same key during the previous one's PostgreSQL read: in practice one attempt, two when a sweep races it. */
+const RESTORE_ATTEMPTS = 5;
+
+function restoreRaced(kind: string, keys: readonly string[]): StoreUnavailableError {
+  return new StoreUnavailableError('restore', `${keys.length} ${kind} were evicted again during each of ${RESTORE_ATTEMPTS} restores (first: ${keys[0]})`);
+}
+
 function backingDown(err: unknown): StoreUnavailableError {
   const reason = err instanceof Error ? err.message : String(err);
   return new StoreUnavailableError('restore', `cannot restore from the durable tier: ${reason}`, { cause: err });

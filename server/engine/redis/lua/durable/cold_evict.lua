@@ -5,6 +5,7 @@
 --
 -- KEYS[1] m  KEYS[2] c  KEYS[3] s  KEYS[4] p  KEYS[5] L  (layouts: user_apply.lua)
 -- KEYS[6] the activity set of the user's slot   KEYS[7] its dirty set   KEYS[8] its evicted set
+-- (keys.ts evictedKey: the user enters it with this eviction's stamp)
 -- ARGV[1] uid   ARGV[2] cutoff (ms): active after it means not cold
 -- Returns the user's conversations when evicted (the sweep looks at them next: their members may
 -- all be cold now), 0 when active again, -1 when something is not yet in PostgreSQL.
@@ -26,5 +27,5 @@ for i = 1, #convs, 1000 do
 end
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5])
 redis.call('ZREM', KEYS[6], uid)
-redis.call('SADD', KEYS[8], uid)
+redis.call('ZADD', KEYS[8], evictionStamp(), uid)
 return convs

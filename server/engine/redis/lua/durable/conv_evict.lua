@@ -6,7 +6,7 @@
 -- the conversation, or finds it gone and restores it from PostgreSQL.
 --
 -- KEYS[1] the conversation hash (conv_members.lua)   KEYS[2] the dirty set of its slot
--- KEYS[3] the evicted set of its slot
+-- KEYS[3] the evicted set of its slot (the conversation enters it with this eviction's stamp)
 -- ARGV[1] conv   ARGV[2] the head PostgreSQL holds   ARGV[3] the generation PostgreSQL holds
 -- ARGV[4] its member of the evicted set (keys.ts evictedConvMember)
 -- Returns 1 when evicted, 0 when Redis holds something PostgreSQL does not (or nothing).
@@ -16,5 +16,5 @@ if not meta[1] or meta[1] ~= ARGV[2] or (meta[2] or '0') ~= ARGV[3] or meta[3] t
 local marks = redis.call('ZMSCORE', KEYS[2], 'h|' .. ARGV[1], 'm|' .. ARGV[1])
 if marks[1] or marks[2] then return 0 end
 redis.call('DEL', KEYS[1])
-redis.call('SADD', KEYS[3], ARGV[4])
+redis.call('ZADD', KEYS[3], evictionStamp(), ARGV[4])
 return 1

@@ -5,8 +5,10 @@
 -- KEYS[1] the conversation hash (conv_members.lua)   KEYS[2] the evicted set of its slot (it leaves it)
 -- ARGV[1] maxSeq   ARGV[2] large 1|0   ARGV[3] category   ARGV[4] generation
 -- ARGV[5] generation of an unfinished member rewrite ('' = none)   ARGV[6] its member of the evicted set (keys.ts evictedConvMember)
--- ARGV[7..] uid, join tag, ...
--- Returns 1 when restored, 0 when it existed.
+-- ARGV[7] its stamp in the evicted set when the caller began to read PostgreSQL ('' = none)
+-- ARGV[8..] uid, join tag, ...
+-- Returns 1 when restored, 0 when it existed, 3 when it was evicted again since the caller read
+-- PostgreSQL (nothing written: read it again).
 
 local K = KEYS[1]
 local current = redis.call('HGET', K, '#s')
@@ -14,8 +16,9 @@ if current then
   if tonumber(ARGV[1]) > tonumber(current) then redis.call('HSET', K, '#s', ARGV[1]) end
   return 0
 end
+if evictedSince(KEYS[2], ARGV[6], ARGV[7]) then return 3 end
 local count = 0
-for i = 7, #ARGV, 1000 do
+for i = 8, #ARGV, 1000 do
   local j = math.min(i + 999, #ARGV)
   redis.call('HSET', K, unpack(ARGV, i, j))
   count = count + (j - i + 1) / 2
@@ -26,5 +29,5 @@ if ARGV[5] ~= '' then
   fields[#fields + 1] = ARGV[5]
 end
 redis.call('HSET', K, unpack(fields))
-redis.call('SREM', KEYS[2], ARGV[6])
+redis.call('ZREM', KEYS[2], ARGV[6])
 return 1

@@ -9,11 +9,14 @@
 -- ARGV[6] the largest write clock w among the rows   ARGV[7] now in ms
 -- ARGV[8] the activity set of the user's slot ('' = none)   ARGV[9] uid
 -- ARGV[10] the evicted set of the user's slot (the user leaves it)
--- ARGV[11..] conv, record text (state-text.ts), ...
+-- ARGV[11] the user's stamp in it when the caller began to read PostgreSQL ('' = none)
+-- ARGV[12..] conv, record text (state-text.ts), ...
 -- Returns 1 when restored, 2 when the rows hold no membership (records written, the user stays
--- unseen), 0 when Redis has the user already.
+-- unseen), 0 when Redis has the user already, 3 when the user was evicted again since the caller
+-- read PostgreSQL (nothing written: read it again).
 
 if redis.call('HEXISTS', KEYS[1], 'e') == 1 then return 0 end
+if evictedSince(ARGV[10], ARGV[9], ARGV[11]) then return 3 end
 
 -- A record Redis kept without the user's meta (a message that reached a member before its join)
 -- is merged: the registers are max-registers, and the newer membership generation decides the rest.
@@ -33,7 +36,7 @@ local function merged(conv, kept, restored)
 end
 
 local fields = {}
-for i = 11, #ARGV, 2 do
+for i = 12, #ARGV, 2 do
   local conv, text = ARGV[i], ARGV[i + 1]
   local kept = call('HGET', KEYS[2], conv)
   fields[#fields + 1] = conv
@@ -50,5 +53,5 @@ local nowMs = tonumber(ARGV[7])
 local restored = rebuildUser(keys, ARGV[1], ARGV[2], true, tonumber(ARGV[3]), ARGV[4], ARGV[5])
 call('HSET', KEYS[1], 'w', int(nextWrite(tonumber(ARGV[6]), nowMs)), 'a', int(nowMs))
 if restored == 1 and ARGV[8] ~= '' then call('ZADD', ARGV[8], nowMs, ARGV[9]) end
-call('SREM', ARGV[10], ARGV[9])
+call('ZREM', ARGV[10], ARGV[9])
 return restored == 1 and 1 or 2

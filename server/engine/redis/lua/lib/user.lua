@@ -23,6 +23,20 @@ end
 -- Lua numbers are doubles and tostring() keeps only 14 digits: format integers explicitly.
 local function int(n) return format('%d', n) end
 
+-- The stamp of an eviction in the slot's evicted set (keys.ts evictedKey): Redis's clock in µs,
+-- as an exact decimal. No two evictions of one key share it (a restore lies between them).
+local function evictionStamp()
+  local t = call('TIME')
+  return t[1] .. format('%06d', tonumber(t[2]))
+end
+
+-- A restore saw `seen` as the key's evicted stamp ('' = none) before it read PostgreSQL. Another
+-- stamp now means the key was restored, changed, drained and evicted again in between: what the
+-- restore read is older than what PostgreSQL holds, and must be read again.
+local function evictedSince(evicted, member, seen)
+  return (call('ZSCORE', evicted, member) or '') ~= seen
+end
+
 -- A stored or argument number: tonumber is a strtod call (about 1,000 instructions, a large
 -- part of a script's cost), and the commonest texts (absent, 0, 1, -1) need none.
 local function num(s)

@@ -22,7 +22,7 @@ export type { ReconcileRequest };
 /** The durable tier's part of an erase or a conversation delete (server/durable/): the rows go too. */
 export interface DurableErase {
   eraseUser(uid: string): Promise<void>;
-  deleteConversation(conv: string): Promise<void>;
+  deleteConversation(conv: string, gen: number): Promise<void>;
 }
 
 export interface Toolbox {
@@ -112,7 +112,7 @@ export class LocalToolbox implements Toolbox {
 
   async deleteConversation(conv: string): Promise<DeleteResult | null> {
     const result = await deleteConversation(this.engine, this.admin, conv);
-    if (result) await this.settings.durableErase?.deleteConversation(conv);
+    if (result) await this.settings.durableErase?.deleteConversation(conv, result.gen);
     return result;
   }
 

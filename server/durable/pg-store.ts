@@ -70,6 +70,10 @@ export class PgStore implements DurableBacking {
   /** A conversation's whole state: replaces its roster unless the stored generation is newer. */
   async writeConversation(conv: string, state: PersistedConversation): Promise<void> {
     await this.transaction(async (client) => {
+      await client.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [CONVERSATION_LOCK, conv]);
+      // Read before a deletion that committed since: that roster is gone for good.
+      const deleted = await client.query<{ gen: string }>('SELECT gen FROM redpoint_deleted_conversations WHERE conv = $1', [conv]);
+      if (deleted.rows[0] !== undefined && Number(deleted.rows[0].gen) >= state.gen) return;
       const { rows } = await client.query<{ gen: string }>('SELECT gen FROM redpoint_conversations WHERE conv = $1 FOR UPDATE', [conv]);
       const stored = rows[0] === undefined ? null : Number(rows[0].gen);
       if (stored !== null && stored > state.gen) {
@@ -109,9 +113,21 @@ export class PgStore implements DurableBacking {
     }
   }
 
-  async deleteConversation(conv: string): Promise<void> {
-    await this.pool.query('DELETE FROM redpoint_conv_members WHERE conv = $1', [conv]);
-    await this.pool.query('DELETE FROM redpoint_conversations WHERE conv = $1', [conv]);
+  /** Deleting a conversation (`DELETE /v1/conversations/:conv`) at generation `gen` (conv_delete.lua) removes its rows and leaves a tombstone. */
+  async deleteConversation(conv: string, gen: number): Promise<void> {
+    await this.transaction(async (client) => {
+      // With writeConversation's: a roster write and a deletion of one conversation never interleave.
+      await client.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [CONVERSATION_LOCK, conv]);
+      await client.query(
+        `INSERT INTO redpoint_deleted_conversations (conv, gen) VALUES ($1, $2)
+         ON CONFLICT (conv) DO UPDATE SET gen = GREATEST(redpoint_deleted_conversations.gen, EXCLUDED.gen), deleted_at = now()`,
+        [conv, gen],
+      );
+      await client.query('DELETE FROM redpoint_conv_members WHERE conv = $1', [conv]);
+      await client.query('DELETE FROM redpoint_conversations WHERE conv = $1', [conv]);
+      // A tombstone outlives any drain pass in flight (seconds); a day later it goes.
+      await client.query("DELETE FROM redpoint_deleted_conversations WHERE deleted_at < now() - interval '1 day'");
+    });
   }
 
   async loadUsers(uids: readonly string[]): Promise<Map<string, PersistedUser>> {
@@ -132,7 +148,7 @@ export class PgStore implements DurableBacking {
     if (convs.length === 0) return out;
     const [head, members] = await Promise.all([
       this.pool.query<{ conv: string; max_seq: string; large: boolean; category: string; gen: string; rewrite_gen: string | null }>(
-        'SELECT conv, max_seq, large, category, gen, rewrite_gen FROM redpoint_conversations WHERE conv = ANY($1::text[])',
+        `SELECT conv, max_seq, large, category, gen, rewrite_gen FROM redpoint_conversations c WHERE conv = ANY($1::text[]) AND ${NOT_DELETED}`,
         [convs],
       ),
       this.pool.query<{ conv: string; uid: string; join_gen: string; join_head: string }>(
@@ -179,7 +195,7 @@ export class PgStore implements DurableBacking {
   /** Conversations in pages by id: head and membership generation (the reconcile against the database). */
   async conversationHeads(after: string, limit: number): Promise<Array<{ conv: string; maxSeq: number; gen: number }>> {
     const { rows } = await this.pool.query<{ conv: string; max_seq: string; gen: string }>(
-      'SELECT conv, max_seq, gen FROM redpoint_conversations WHERE conv > $1 ORDER BY conv LIMIT $2',
+      `SELECT conv, max_seq, gen FROM redpoint_conversations c WHERE conv > $1 AND ${NOT_DELETED} ORDER BY conv LIMIT $2`,
       [after, limit],
     );
     return rows.map((r) => ({ conv: r.conv, maxSeq: Number(r.max_seq), gen: Number(r.gen) }));
@@ -190,7 +206,7 @@ export class PgStore implements DurableBacking {
     const out = new Map<string, { maxSeq: string; gen: string }>();
     if (convs.length === 0) return out;
     const { rows } = await this.pool.query<{ conv: string; max_seq: string; gen: string }>(
-      'SELECT conv, max_seq, gen FROM redpoint_conversations WHERE conv = ANY($1::text[])',
+      `SELECT conv, max_seq, gen FROM redpoint_conversations c WHERE conv = ANY($1::text[]) AND ${NOT_DELETED}`,
       [convs],
     );
     for (const row of rows) out.set(row.conv, { maxSeq: row.max_seq, gen: row.gen });
@@ -385,6 +401,12 @@ const UPSERT_RECORDS = `
     ${['read_seq', 'member', 'muted', 'marked_unread', 'large', 'join_gen', 'category', 'mention_seqs'].map(newer).join(',\n    ')},
     w = GREATEST(t.w, EXCLUDED.w),
     updated_at = now()`;
+
+/** The advisory lock class of a conversation's roster writes and its deletion (the second key: the id's hash). */
+const CONVERSATION_LOCK = 7_270_415;
+
+/** A conversation row (as `c`) not at or below its deletion's tombstone: anything else is a write that raced the deletion. */
+const NOT_DELETED = 'NOT EXISTS (SELECT 1 FROM redpoint_deleted_conversations d WHERE d.conv = c.conv AND d.gen >= c.gen)';
 
 const DELETE_RECORDS = `
   DELETE FROM redpoint_user_conv t

@@ -54,6 +54,15 @@ const MIGRATIONS: readonly string[] = [
      w bigint NOT NULL,
      erased_at timestamptz NOT NULL DEFAULT now()
    );`,
+  // 3: deleted conversations' tombstones, at the deletion's generation (conv_delete.lua: above
+  // every generation the conversation gave, below every one a re-creation gives). A roster read
+  // before the deletion and written after it is older and is dropped; rows that still slip in
+  // (a head raised at the same moment) are not restored.
+  `CREATE TABLE redpoint_deleted_conversations (
+     conv text PRIMARY KEY,
+     gen bigint NOT NULL,
+     deleted_at timestamptz NOT NULL DEFAULT now()
+   );`,
 ];
 
 const SCHEMA_VERSION = MIGRATIONS.length;

@@ -410,13 +410,22 @@ export class RedisEngine implements Engine {
   async memberships(uids: readonly string[], conv: string): Promise<UserMemberships[]> {
     // Two HGETs per user (its own hash tag), pipelined by auto-pipelining; no script: the count
     // is a plain read that the conversation cap checks again after its change.
-    return Promise.all(
-      uids.map(async (uid) => {
-        const k = userKeys(this.prefix, uid);
-        const [count, record] = await Promise.all([this.client.hget(k.meta, 'n'), this.client.hget(k.records, conv)]);
-        return { uid, conversations: Number(count ?? 0), member: record != null && decodeRecord(conv, record).member };
-      }),
-    );
+    const read = (uid: string): Promise<{ found: boolean; memberships: UserMemberships }> => {
+      const k = userKeys(this.prefix, uid);
+      return Promise.all([this.client.hget(k.meta, 'n'), this.client.hget(k.records, conv)]).then(([count, record]) => ({
+        found: count != null,
+        memberships: { uid, conversations: Number(count ?? 0), member: record != null && decodeRecord(conv, record).member },
+      }));
+    };
+    const first = await Promise.all(uids.map(read));
+    if (!this.durable || first.every((r) => r.found)) return first.map((r) => r.memberships);
+    // Durable: a user Redis lacks (cold, or lost) is counted from PostgreSQL's rows, restored
+    // first; counted as new it would pass the cap with every conversation it already has.
+    const missing = uids.filter((_, i) => !first[i]?.found);
+    const fresh = new Set<string>();
+    await this.restoreUsers(missing, fresh);
+    const again = new Map(await Promise.all(missing.filter((uid) => !fresh.has(uid)).map(async (uid) => [uid, (await read(uid)).memberships] as const)));
+    return first.map((r) => again.get(r.memberships.uid) ?? r.memberships);
   }
 
   async heads(convs: readonly string[]): Promise<Map<string, number>> {

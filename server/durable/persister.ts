@@ -49,7 +49,9 @@ export class Persister {
     private readonly metrics: Metrics,
   ) {}
 
+  /** Starts passes (again, after stop()). */
   start(): void {
+    this.stopped = false;
     this.schedule(0);
   }
 

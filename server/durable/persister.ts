@@ -218,7 +218,7 @@ export class Persister {
       const want = Math.min(this.options.batch, budget - taken);
       const { convs } = await this.store.dirty(shard, want, 'convs');
       if (convs.length === 0) return { cleared, full: false };
-      cleared += await this.drainConversations(convs);
+      cleared += await this.drainConversations(shard, convs);
       taken += convs.length;
       if (convs.length < want) return { cleared, full: false };
     }
@@ -261,19 +261,19 @@ export class Persister {
     return cleared;
   }
 
-  private async drainConversations(marks: readonly DirtyMark[]): Promise<number> {
+  private async drainConversations(shard: DirtyShard, marks: readonly DirtyMark[]): Promise<number> {
     if (marks.length === 0) return 0;
     const heads: string[] = [];
     const rosters: string[] = [];
     for (const { member } of marks) (member.startsWith('m|') ? rosters : heads).push(member.slice(2));
     let cleared = 0;
-    // Heads: one statement for all of them.
-    const read = await Promise.all(heads.map(async (conv) => ({ conv, head: await this.store.readHead(conv) })));
+    // Heads: one read of Redis, one statement, one clear for all of them.
+    const values = await this.store.readHeads(shard, heads);
+    const read = heads.map((conv, i) => ({ conv, head: values[i] ?? null }));
     const present = read.filter((h): h is { conv: string; head: string } => h.head !== null);
     await this.pg.writeHeads(present.map((h) => ({ conv: h.conv, maxSeq: Number(h.head) })));
     this.metrics.persistRows.inc({ kind: 'head' }, present.length);
-    const headsCleared = await Promise.all(read.map((h) => this.store.clearConversation('h', h.conv, h.head ?? '')));
-    cleared += headsCleared.filter(Boolean).length;
+    cleared += await this.store.clearHeads(shard, read);
     // Rosters: one transaction each (a roster may be large, and is rewritten whole).
     for (const conv of rosters) {
       const state = await this.store.readConversation(conv);

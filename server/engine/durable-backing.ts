@@ -47,7 +47,9 @@ export interface DurableStore {
   /** A conversation as the drainer writes it, with the texts of its head and generation (for the clear). */
   readConversation(conv: string): Promise<{ state: PersistedConversation; head: string; gen: string } | null>;
   /** The conversation's head alone (null: gone). */
-  readHead(conv: string): Promise<string | null>;
+  readHeads(shard: DirtyShard, convs: readonly string[]): Promise<Array<string | null>>;
+  /** After PostgreSQL committed these heads, clears the 'h|' marks of the conversations whose head is still as read; returns how many. */
+  clearHeads(shard: DirtyShard, heads: ReadonlyArray<{ conv: string; head: string | null }>): Promise<number>;
   /** Clears a conversation's mark if the field it was read with (`h`: head, `m`: generation) is still `value`. */
   clearConversation(mark: 'h' | 'm', conv: string, value: string): Promise<boolean>;
   /**

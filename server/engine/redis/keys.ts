@@ -32,7 +32,12 @@ export function userKeyHead(prefix: string): string {
 }
 
 export function convKey(prefix: string, conv: string): string {
-  return `${prefix}:{c:${conv}}`;
+  return `${convKeyHead(prefix)}${conv}}`;
+}
+
+/** What a conversation's key starts with, before its id and the tag's closing brace (the drainer's head scripts build the names from it). */
+export function convKeyHead(prefix: string): string {
+  return `${prefix}:{c:`;
 }
 
 /** Pub/sub channels carry the same hash tags as the keys: on a cluster, a user's channel lives on its shard. */

@@ -6,6 +6,7 @@ import { asNumber, asStrings, type Reply } from './codec.js';
 import {
   activityKey,
   convKey,
+  convKeyHead,
   dirtyConvsKey,
   dirtyUsersKey,
   evictedConvMember,
@@ -198,8 +199,18 @@ export class RedisDurableStore implements DurableStore {
     };
   }
 
-  readHead(conv: string): Promise<string | null> {
-    return this.deps.client.hget(convKey(this.deps.prefix, conv), '#s');
+  async readHeads(shard: DirtyShard, convs: readonly string[]): Promise<Array<string | null>> {
+    if (convs.length === 0) return [];
+    const reply = await this.deps.client.persistReadHeads(dirtyConvsKey(this.deps.prefix, shard), convKeyHead(this.deps.prefix), convs.join('\n'));
+    const heads = typeof reply === 'string' ? reply.split('\n') : [];
+    if (heads.length !== convs.length) throw new Error(`persist_read_heads answered ${heads.length} heads for ${convs.length}`);
+    return heads.map((h) => (h === '' ? null : h));
+  }
+
+  async clearHeads(shard: DirtyShard, heads: ReadonlyArray<{ conv: string; head: string | null }>): Promise<number> {
+    if (heads.length === 0) return 0;
+    const lines = heads.map((h) => `${h.conv} ${h.head ?? ''}`).join('\n');
+    return asNumber(await this.deps.client.persistClearHeads(dirtyConvsKey(this.deps.prefix, shard), convKeyHead(this.deps.prefix), lines));
   }
 
   async clearConversation(mark: 'h' | 'm', conv: string, value: string): Promise<boolean> {

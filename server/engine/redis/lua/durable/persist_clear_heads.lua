@@ -1,0 +1,15 @@
+-- durable/persist_clear_heads.lua: after PostgreSQL committed the heads persist_read_heads read,
+-- clear the 'h|<conv>' marks of the conversations whose head is still that; a head raised since
+-- keeps its mark for the next drain.
+--
+-- KEYS[1] the dirty set of the conversations' shard
+-- ARGV[1] the head of a conversation's key name (as persist_read_heads)
+-- ARGV[2] a line per conversation, joined by '\n': '<conv> <head as read>' (empty after the
+-- space: it was gone)
+-- Returns how many marks were cleared.
+
+local head, cleared = ARGV[1], 0
+for conv, seq in string.gmatch(ARGV[2], '([^ \n]+) ([^\n]*)') do
+  if (redis.call('HGET', head .. conv .. '}', '#s') or '') == seq then cleared = cleared + redis.call('ZREM', KEYS[1], 'h|' .. conv) end
+end
+return cleared

@@ -1,0 +1,15 @@
+-- durable/persist_read_heads.lua: the heads of many conversations of one shard whose 'h|<conv>'
+-- marks the drainer writes to PostgreSQL, in one step (a call per conversation was two round
+-- trips per message of a one-to-one conversation: the head read, then its clear).
+--
+-- KEYS[1] the dirty set of the conversations' shard (routes the call; on a cluster the shard is a
+-- slot, and every conversation marked in it lives in it)
+-- ARGV[1] the head of a conversation's key name (keys.ts convKeyHead: head .. conv .. '}')
+-- ARGV[2] the conversations, joined by '\n' (ids never hold '\n')
+-- Returns their heads ('#s') in order, joined by '\n', empty where the conversation is gone.
+
+local head, out = ARGV[1], {}
+for conv in string.gmatch(ARGV[2], '[^\n]+') do
+  out[#out + 1] = redis.call('HGET', head .. conv .. '}', '#s') or ''
+end
+return table.concat(out, '\n')

@@ -37,7 +37,10 @@ describe('chaos: SIGTERM', () => {
           // The workers' requests are now waiting on a Redis that does not answer.
           await load.failuresAtLeast(8);
         }
-        // The signal must find requests in flight, or it tests only a stop between requests.
+        // The signal must find requests in flight, or it tests only a stop between requests. The
+        // workers back off after a failure (Redis stuck): wait until one is in flight again.
+        const waitUntil = Date.now() + 10_000;
+        while (load.inFlight === 0 && Date.now() < waitUntil) await new Promise((resolve) => setTimeout(resolve, 5));
         const inFlightAtSignal = load.inFlight;
         expect(inFlightAtSignal, `${timing}: requests in flight at the signal`).toBeGreaterThan(0);
         const signalled = Date.now();

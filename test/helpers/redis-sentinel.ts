@@ -145,7 +145,8 @@ export async function startSentinel(options: SentinelOptions = {}): Promise<Sent
       }
       throw new Error('no Sentinel names a master');
     },
-    async waitNewMaster(old, timeoutMs = 20_000) {
+    // Sentinel's detection and election took more than 20 s with two full suites running at load 10.
+    async waitNewMaster(old, timeoutMs = 60_000) {
       const deadline = Date.now() + timeoutMs;
       let last: (number | undefined)[] = [];
       for (;;) {

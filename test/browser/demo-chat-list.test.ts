@@ -19,6 +19,30 @@ const ARTIFACTS = join(process.cwd(), 'test-artifacts');
 const PHONE = { viewport: { width: 390, height: 844 }, deviceScaleFactor: 3, isMobile: true, hasTouch: true };
 const DESKTOP = { viewport: { width: 1200, height: 780 } };
 
+/**
+ * Page scripts (strings: this project's type-check has no DOM): the first arms a timer from the
+ * browser's `offline` event to the connection badge showing offline (void: evaluate would await
+ * the promise); the second reads it.
+ */
+const TIME_OFFLINE_BADGE = `void (window.offlineShownAfter = new Promise((resolve) => {
+  window.addEventListener('offline', () => {
+    const at = performance.now();
+    const badge = document.querySelector('#connection');
+    const check = () => {
+      if (!badge || badge.getAttribute('data-state') !== 'offline') return false;
+      resolve(performance.now() - at);
+      return true;
+    };
+    if (check()) return;
+    const watcher = new MutationObserver(() => { if (check()) watcher.disconnect(); });
+    if (badge) watcher.observe(badge, { attributes: true });
+  }, { once: true });
+}))`;
+const OFFLINE_BADGE_AFTER = `Promise.race([
+  window.offlineShownAfter,
+  new Promise((_, reject) => setTimeout(() => reject(new Error('the browser never fired its offline event')), 10000)),
+])`;
+
 let h: Harness;
 let chromium: LaunchedBrowser;
 let browser: Browser;
@@ -85,30 +109,11 @@ describe('the demo as a chat list', () => {
     const { page, context } = await open('nina', 'N');
     // Timed inside the page, from the browser's own `offline` event to the badge changing, so the
     // figure is the demo's reaction and not the DevTools round trips of a loaded machine.
-    await page.evaluate(() => {
-      const w = window as unknown as { offlineShownAfter?: Promise<number> };
-      w.offlineShownAfter = new Promise<number>((resolve) => {
-        window.addEventListener('offline', () => {
-          const at = performance.now();
-          const badge = document.querySelector('#connection');
-          const check = (): boolean => {
-            if (badge?.getAttribute('data-state') !== 'offline') return false;
-            resolve(performance.now() - at);
-            return true;
-          };
-          if (check()) return;
-          const watcher = new MutationObserver(() => { if (check()) watcher.disconnect(); });
-          if (badge) watcher.observe(badge, { attributes: true });
-        }, { once: true });
-      });
-    });
+    await page.evaluate(TIME_OFFLINE_BADGE);
     const started = Date.now();
     await context.setOffline(true);
     await page.locator('#connection[data-state="offline"]').waitFor({ timeout: 10_000 });
-    const inPage = await page.evaluate(() => Promise.race([
-      (window as unknown as { offlineShownAfter: Promise<number> }).offlineShownAfter,
-      new Promise<number>((_, reject) => setTimeout(() => reject(new Error('the browser never fired its offline event')), 10_000)),
-    ]));
+    const inPage = Number(await page.evaluate(OFFLINE_BADGE_AFTER));
     console.log(`offline shown ${Math.round(inPage)} ms after the browser's offline event, ${Date.now() - started} ms after setOffline`);
     expectWithin('offline shown after the offline event', inPage, 1000);
     expect(await page.locator('#connection-text').textContent()).toMatch(/Offline|Connecting/);

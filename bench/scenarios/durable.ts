@@ -4,7 +4,7 @@ import { ColdSweep } from '../../server/durable/cold-sweep.js';
 import { DRAIN_PIPELINE, Persister } from '../../server/durable/persister.js';
 import { PgStore } from '../../server/durable/pg-store.js';
 import { migrate } from '../../server/durable/schema.js';
-import type { UserSnapshot } from '../../server/engine/durable-backing.js';
+import type { PersistedRecord } from '../../server/engine/durable-backing.js';
 import { createRedisEngine, type RedisEngine } from '../../server/engine/redis/redis-engine.js';
 import { Metrics } from '../../server/metrics/metrics.js';
 import { SyncService } from '../../server/sync/sync-service.js';
@@ -96,8 +96,7 @@ export const durableSection: Section = {
         await Promise.all(Array.from({ length: convs }, (_, i) => sync.read(`xa${i}`, `x${i}`, round)));
         // The baseline's rows: exactly what the drainer is about to write.
         const marks = (await store.backlog([''])).marks;
-        const pending = (await store.dirty('', marks, 'users')).users.map((m) => m.member.split('|') as [string, string]);
-        const snapshots = await store.readUsers(pending.map(([uid, conv]) => ({ uid, convs: [conv] })));
+        const snapshots = await store.takeRecords('', 0, marks);
         const drainRun = (): Promise<void> => measure(drain, marks, redisInfo, postgresPid, () => persister.drainAll(Date.now() + 120_000));
         const rawRun = (): Promise<void> => measure(raw, snapshots.length, redisInfo, postgresPid, () => rawUpsert(pgStore as PgStore, snapshots));
         if (round % 2 === 1) {
@@ -269,14 +268,14 @@ async function measure(into: Cost, rows: number, redisInfo: Redis, postgresPid: 
  * The drainer's own upsert statement over the same rows it wrote, in its chunks and with as
  * many chunks in flight: PostgreSQL's side of the drain alone, without the Redis reads and clears.
  */
-async function rawUpsert(pgStore: PgStore, snapshots: readonly UserSnapshot[]): Promise<void> {
+async function rawUpsert(pgStore: PgStore, snapshots: readonly PersistedRecord[]): Promise<void> {
   const { recordsPerChunk, chunksInFlight } = DRAIN_PIPELINE;
-  const chunks: UserSnapshot[][] = [];
+  const chunks: PersistedRecord[][] = [];
   for (let i = 0; i < snapshots.length; i += recordsPerChunk) chunks.push(snapshots.slice(i, i + recordsPerChunk));
   let next = 0;
   await Promise.all(
     Array.from({ length: chunksInFlight }, async () => {
-      while (next < chunks.length) await pgStore.writeUsers(chunks[next++] ?? []);
+      while (next < chunks.length) await pgStore.writeRecords(chunks[next++] ?? []);
     }),
   );
 }
@@ -287,12 +286,8 @@ async function rawInsertRate(pgStore: PgStore, rows: number): Promise<number> {
   const started = performance.now();
   for (let i = 0; i < n; i += 2_000) {
     const count = Math.min(2_000, n - i);
-    const batch = Array.from({ length: count }, (_, k) => ({
-      uid: `raw${i + k}`,
-      w: Date.now(),
-      records: new Map([[`rawc${i + k}`, '1000|5|3|-1|1|1||']]),
-    }));
-    await pgStore.writeUsers(batch);
+    const batch = Array.from({ length: count }, (_, k) => ({ uid: `raw${i + k}`, conv: `rawc${i + k}`, w: Date.now(), text: '1000|5|3|-1|1|1||' }));
+    await pgStore.writeRecords(batch);
   }
   return n / ((performance.now() - started) / 1000);
 }

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { DirtyMark, DirtyShard, DurableStore } from '../engine/durable-backing.js';
+import type { DirtyMark, DirtyShard, DurableStore, TakenRecord } from '../engine/durable-backing.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { PgStore } from './pg-store.js';
 
@@ -171,28 +171,44 @@ export class Persister {
     const chunk = Math.min(this.options.batch, DRAIN_PIPELINE.recordsPerChunk);
     const inFlight = new Set<string>();
     const running = new Set<Promise<void>>();
+    // Marks of the chunks in flight whose clear is not sent yet: all still in the set, and the
+    // oldest in it (taken from its front), so a take skips as many. A clear sent goes to Redis
+    // before any later take (one connection, in order); what it keeps (records changed since)
+    // stays at the front without being counted, so a take may see such a mark again (the filter
+    // drops it while its chunk is in flight) but never skips one it has not seen.
+    let uncleared = 0;
     let taken = 0;
     let cleared = 0;
     let exhausted = false;
     let failure: { err: unknown } | undefined;
-    // Marks read ahead for the next chunks: one read of the set feeds every chunk that fits in flight.
-    let queue: DirtyMark[] = [];
+    // Records taken ahead for the next chunks: one take feeds every chunk that fits in flight.
+    let queue: TakenRecord[] = [];
     while (taken < budget && failure === undefined) {
       while (running.size >= DRAIN_PIPELINE.chunksInFlight) await Promise.race(running);
       if (failure !== undefined) break;
       if (queue.length === 0) {
         if (exhausted) break;
         const want = Math.min(chunk * (DRAIN_PIPELINE.chunksInFlight - running.size), budget - taken);
-        const { users } = await this.store.dirty(shard, inFlight.size + want, 'users');
-        // Fewer marks than asked for: the set holds nothing past these.
-        if (users.length < inFlight.size + want) exhausted = true;
-        queue = users.filter((m) => !inFlight.has(m.member)).slice(0, want);
-        if (queue.length === 0) break;
+        const records = await this.store.takeRecords(shard, uncleared, want);
+        // Fewer than asked for: the set holds nothing past these.
+        if (records.length < want) exhausted = true;
+        queue = records.filter((r) => !inFlight.has(r.member));
+        if (queue.length === 0) {
+          if (exhausted || running.size === 0) break;
+          // Only marks still in flight came back: take again once a chunk is done with them.
+          await Promise.race(running);
+          continue;
+        }
       }
       const fresh = queue.splice(0, Math.min(chunk, budget - taken));
       taken += fresh.length;
-      for (const m of fresh) inFlight.add(m.member);
-      const done: Promise<void> = this.drainUsers(fresh)
+      uncleared += fresh.length;
+      for (const r of fresh) inFlight.add(r.member);
+      let clearing = false;
+      const done: Promise<void> = this.drainRecords(shard, fresh, () => {
+        clearing = true;
+        uncleared -= fresh.length;
+      })
         .then(
           (n) => {
             cleared += n;
@@ -202,7 +218,8 @@ export class Persister {
           },
         )
         .finally(() => {
-          for (const m of fresh) inFlight.delete(m.member);
+          if (!clearing) uncleared -= fresh.length;
+          for (const r of fresh) inFlight.delete(r.member);
           running.delete(done);
         });
       running.add(done);
@@ -225,39 +242,15 @@ export class Persister {
     return { cleared, full: true };
   }
 
-  private async drainUsers(marks: readonly DirtyMark[]): Promise<number> {
-    if (marks.length === 0) return 0;
-    const byUser = new Map<string, string[]>();
-    for (const mark of marks) {
-      const bar = mark.member.indexOf('|');
-      const uid = mark.member.slice(0, bar);
-      const list = byUser.get(uid);
-      if (list) list.push(mark.member.slice(bar + 1));
-      else byUser.set(uid, [mark.member.slice(bar + 1)]);
-    }
-    const t0 = performance.now();
-    const snapshots = await this.store.readUsers([...byUser].map(([uid, convs]) => ({ uid, convs })));
-    const t1 = performance.now();
-    const rows = await this.pg.writeUsers(snapshots);
-    const t2 = performance.now();
+  /** One chunk: upserted, then its marks cleared; `clearing` runs just before the clear is sent. */
+  private async drainRecords(shard: DirtyShard, records: readonly TakenRecord[], clearing: () => void): Promise<number> {
+    if (records.length === 0) return 0;
+    const rows = await this.pg.writeRecords(records);
     this.metrics.persistRows.inc({ kind: 'record' }, rows);
-    const cleared = await this.store.clearUsers(snapshots);
-    const t3 = performance.now();
-    if (process.env.PROF)
-      console.log(
-        'drain',
-        marks.length,
-        'at',
-        (t0 % 100000).toFixed(1),
-        'read',
-        (t1 - t0).toFixed(1),
-        'write',
-        (t2 - t1).toFixed(1),
-        'clear',
-        (t3 - t2).toFixed(1),
-      );
+    clearing();
+    const cleared = await this.store.clearRecords(shard, records);
     const now = Date.now();
-    for (const mark of marks) this.metrics.persistLag.observe(Math.max(0, (now - mark.since) / 1000));
+    for (const r of records) this.metrics.persistLag.observe(Math.max(0, (now - r.since) / 1000));
     return cleared;
   }
 

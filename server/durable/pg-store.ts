@@ -1,5 +1,5 @@
 import pg from 'pg';
-import type { DurableBacking, PersistedConversation, PersistedUser, UserSnapshot } from '../engine/durable-backing.js';
+import type { DurableBacking, PersistedConversation, PersistedRecord, PersistedUser } from '../engine/durable-backing.js';
 import type { StoredConv } from '../engine/rules.js';
 import { decodeRecordFast } from '../engine/state-text.js';
 
@@ -28,23 +28,21 @@ export class PgStore implements DurableBacking {
   }
 
   /**
-   * Writes users' records as read from Redis in one transaction: the present ones upserted, the
-   * gone ones deleted (only where the stored row is not newer). Returns rows written.
+   * Writes records as read from Redis in one transaction: the present ones upserted, the gone
+   * ones deleted (only where the stored row is not newer). Returns rows written.
    */
-  async writeUsers(snapshots: readonly UserSnapshot[]): Promise<number> {
+  async writeRecords(records: readonly PersistedRecord[]): Promise<number> {
     const up: Columns = emptyColumns();
     const gone = { uid: [] as string[], conv: [] as string[], w: [] as string[] };
     // Rows in key order: upserts from several drainers (processes, or chunks of one) then lock
     // shared rows in the same order, so they wait on each other but never deadlock.
-    const byKey = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
-    for (const s of [...snapshots].sort((a, b) => byKey(a.uid, b.uid))) {
-      for (const [conv, text] of [...s.records].sort((a, b) => byKey(a[0], b[0]))) {
-        if (text === null) {
-          gone.uid.push(s.uid);
-          gone.conv.push(conv);
-          gone.w.push(String(s.w));
-        } else pushRecord(up, s.uid, decodeRecordFast(conv, text), s.w);
-      }
+    const inKeyOrder = [...records].sort((a, b) => (a.uid < b.uid ? -1 : a.uid > b.uid ? 1 : a.conv < b.conv ? -1 : a.conv > b.conv ? 1 : 0));
+    for (const r of inKeyOrder) {
+      if (r.text === null) {
+        gone.uid.push(r.uid);
+        gone.conv.push(r.conv);
+        gone.w.push(String(r.w));
+      } else pushRecord(up, r.uid, decodeRecordFast(r.conv, r.text), r.w);
     }
     if (up.uid.length === 0 && gone.uid.length === 0) return 0;
     // One statement is its own transaction: BEGIN and COMMIT would be two more round trips.
@@ -370,6 +368,8 @@ const NEEDS_ESCAPE = /["\\]/;
 
 /** A text[] literal: every element quoted (an unquoted NULL would be a null), quotes and backslashes escaped. */
 function textArray(values: readonly string[]): string {
+  // Ids hold neither quotes nor backslashes: then two native joins build it, no string per element.
+  if (!NEEDS_ESCAPE.test(values.join(''))) return values.length === 0 ? '{}' : `{"${values.join('","')}"}`;
   return `{${values.map((v) => `"${NEEDS_ESCAPE.test(v) ? v.replace(/["\\]/g, '\\$&') : v}"`).join(',')}}`;
 }
 

@@ -40,10 +40,14 @@ export interface DurableStore {
   dirty(shard: DirtyShard, limit: number, only?: 'users' | 'convs'): Promise<{ users: DirtyMark[]; convs: DirtyMark[] }>;
   /** Marks in the whole store (for the backlog gauge; a cluster sums its busy shards). */
   backlog(shards: readonly DirtyShard[]): Promise<{ marks: number; oldest: number | null }>;
-  /** Each user's write clock and the named records (null: gone), each user read atomically. */
-  readUsers(pairs: ReadonlyArray<{ uid: string; convs: readonly string[] }>): Promise<UserSnapshot[]>;
-  /** After PostgreSQL committed `snapshots`, clears the marks of records that are still as read; returns how many. */
-  clearUsers(snapshots: readonly UserSnapshot[]): Promise<number>;
+  /**
+   * Up to `limit` of the shard's record marks, oldest first from position `skip` (the drainer
+   * skips what it has in flight), each with the record it names and its user's write clock: marks
+   * and state read together, atomically per call.
+   */
+  takeRecords(shard: DirtyShard, skip: number, limit: number): Promise<TakenRecord[]>;
+  /** After PostgreSQL committed `records`, clears the marks of those still exactly as taken; returns how many. */
+  clearRecords(shard: DirtyShard, records: readonly TakenRecord[]): Promise<number>;
   /** A conversation as the drainer writes it, with the texts of its head and generation (for the clear). */
   readConversation(conv: string): Promise<{ state: PersistedConversation; head: string; gen: string } | null>;
   /** The conversation's head alone (null: gone). */
@@ -104,9 +108,20 @@ export interface DirtyMark {
   since: number;
 }
 
-export interface UserSnapshot {
+/** One (user, conversation) record as PostgreSQL gets it (pg-store.ts writeRecords). */
+export interface PersistedRecord {
   uid: string;
+  conv: string;
+  /** The user's write clock when the record was read: the row's version. */
   w: number;
-  /** conv -> the record text as read (null: the record is gone); texts are state-text.ts records. */
-  records: Map<string, string | null>;
+  /** The record text (state-text.ts) as read; null: the record is gone. */
+  text: string | null;
+}
+
+/** A record mark taken by the drainer, with the state it names. */
+export interface TakenRecord extends PersistedRecord {
+  /** The mark, 'uid|conv'. */
+  member: string;
+  /** When the record was first marked (ms). */
+  since: number;
 }

@@ -44,12 +44,12 @@ describe('durable tier: an erase racing a drain pass', () => {
 
   it('a state read before the erase and written after it does not bring the rows back', async () => {
     const readAt = Date.now();
-    const snapshot = { uid: 'gone', w: readAt, records: new Map([['c1', encodeRecord(record('c1', 5))]]) };
-    await store.writeUsers([snapshot]);
+    const snapshot = { uid: 'gone', conv: 'c1', w: readAt, text: encodeRecord(record('c1', 5)) };
+    await store.writeRecords([snapshot]);
     expect(await rows('gone')).toBe(1);
     await store.eraseUser('gone', readAt + 5);
     // The pass in flight, late: same snapshot (or one read a moment later, still before the erase).
-    await store.writeUsers([snapshot, { ...snapshot, w: readAt + 4 }]);
+    await store.writeRecords([snapshot, { ...snapshot, w: readAt + 4 }]);
     expect(await rows('gone')).toBe(0);
     expect((await store.loadUsers(['gone'])).size).toBe(0);
   });
@@ -57,11 +57,11 @@ describe('durable tier: an erase racing a drain pass', () => {
   it('a user created again after the erase is persisted', async () => {
     const erasedAt = Date.now();
     await store.eraseUser('again', erasedAt);
-    await store.writeUsers([{ uid: 'again', w: erasedAt + 1, records: new Map([['c2', encodeRecord(record('c2', 2))]]) }]);
+    await store.writeRecords([{ uid: 'again', conv: 'c2', w: erasedAt + 1, text: encodeRecord(record('c2', 2)) }]);
     expect(await rows('again')).toBe(1);
     // Erased twice: the newer tombstone holds.
     await store.eraseUser('again', erasedAt + 10);
-    await store.writeUsers([{ uid: 'again', w: erasedAt + 9, records: new Map([['c2', encodeRecord(record('c2', 3))]]) }]);
+    await store.writeRecords([{ uid: 'again', conv: 'c2', w: erasedAt + 9, text: encodeRecord(record('c2', 3)) }]);
     expect(await rows('again')).toBe(0);
   });
 });

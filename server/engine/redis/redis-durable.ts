@@ -1,5 +1,5 @@
 import type { Cluster, Redis } from 'ioredis';
-import type { DirtyMark, DirtyShard, DurableStore, InspectedUser, PersistedConversation, UserSnapshot } from '../durable-backing.js';
+import type { DirtyMark, DirtyShard, DurableStore, InspectedUser, PersistedConversation, TakenRecord } from '../durable-backing.js';
 import type { MemberTag } from '../engine.js';
 import { decodeMemberTag } from '../state-text.js';
 import { asNumber, asStrings, type Reply } from './codec.js';
@@ -112,70 +112,54 @@ export class RedisDurableStore implements DurableStore {
     return { marks: total, oldest };
   }
 
-  async readUsers(pairs: ReadonlyArray<{ uid: string; convs: readonly string[] }>): Promise<UserSnapshot[]> {
-    const head = userKeyHead(this.deps.prefix);
-    const out: UserSnapshot[] = [];
-    await Promise.all(
-      this.batches(
-        pairs,
-        (p) => p.uid,
-        (p) => p.convs.length,
-      ).map(async ({ dirty, items }) => {
-        const lines: string[] = [];
-        for (const { uid, convs } of items) for (const conv of convs) lines.push(`${uid}|${conv}`);
-        const reply = await this.deps.client.persistRead(dirty, head, lines.join('\n'));
-        const answers = typeof reply === 'string' && reply !== '' ? reply.split('\n') : [];
-        if (answers.length !== lines.length) throw new Error(`persist_read answered ${answers.length} records for ${lines.length}`);
-        let at = 0;
-        for (const { uid, convs } of items) {
-          const records = new Map<string, string | null>();
-          let w = 0;
-          for (const conv of convs) {
-            const answer = answers[at++] as string;
-            const space = answer.indexOf(' ');
-            w = Number(answer.slice(0, space));
-            records.set(conv, space === answer.length - 1 ? null : answer.slice(space + 1));
-          }
-          out.push({ uid, w, records });
-        }
-      }),
-    );
+  async takeRecords(shard: DirtyShard, skip: number, limit: number): Promise<TakenRecord[]> {
+    const { prefix, client } = this.deps;
+    const dirty = dirtyUsersKey(prefix, shard);
+    const head = userKeyHead(prefix);
+    // Calls of a few milliseconds of Redis each, sent together (each a consistent look; one that
+    // overlaps another's marks after a clear between them only writes a row twice).
+    const calls: Array<Promise<Reply>> = [];
+    for (let at = 0; at < limit; at += RECORDS_PER_CALL) calls.push(client.persistTake(dirty, head, skip + at, Math.min(RECORDS_PER_CALL, limit - at)));
+    const out: TakenRecord[] = [];
+    const seen = new Set<string>();
+    for (const reply of await Promise.all(calls)) {
+      if (typeof reply !== 'string' || reply === '') continue;
+      for (const line of reply.split('\n')) {
+        // '<since> <w> <uid|conv> <text>': ids hold neither spaces nor '|'.
+        const a = line.indexOf(' ');
+        const b = line.indexOf(' ', a + 1);
+        const c = line.indexOf(' ', b + 1);
+        const member = line.slice(b + 1, c);
+        if (seen.has(member)) continue;
+        seen.add(member);
+        const bar = member.indexOf('|');
+        out.push({
+          member,
+          uid: member.slice(0, bar),
+          conv: member.slice(bar + 1),
+          since: Number(line.slice(0, a)),
+          w: Number(line.slice(a + 1, b)),
+          text: c === line.length - 1 ? null : line.slice(c + 1),
+        });
+      }
+    }
     return out;
   }
 
-  async clearUsers(snapshots: readonly UserSnapshot[]): Promise<number> {
-    const head = userKeyHead(this.deps.prefix);
-    const cleared = await Promise.all(
-      this.batches(
-        snapshots,
-        (s) => s.uid,
-        (s) => s.records.size,
-      ).map(async ({ dirty, items }) => {
-        const lines: string[] = [];
-        for (const s of items) for (const [conv, text] of s.records) lines.push(`${s.uid}|${conv} ${text ?? ''}`);
-        return asNumber(await this.deps.client.persistClear(dirty, head, lines.join('\n')));
-      }),
-    );
-    return cleared.reduce((a, b) => a + b, 0);
-  }
-
-  /**
-   * Users grouped by their shard (one slot on a cluster) into calls of at most
-   * RECORDS_PER_CALL records, so one call never holds Redis long; each with its shard's dirty set.
-   */
-  private batches<T>(items: readonly T[], uidOf: (item: T) => string, size: (item: T) => number): Array<{ dirty: string; items: T[] }> {
-    const byShard = new Map<string, Array<{ dirty: string; items: T[]; records: number }>>();
-    for (const item of items) {
-      // One Redis has one shard: no key names to build for it (thousands per drain chunk).
-      const shard = this.deps.cluster ? shardOf(userKeys(this.deps.prefix, uidOf(item)).meta, true) : '';
-      let list = byShard.get(shard);
-      if (!list) byShard.set(shard, (list = []));
-      let batch = list[list.length - 1];
-      if (!batch || batch.records >= RECORDS_PER_CALL) list.push((batch = { dirty: dirtyUsersKey(this.deps.prefix, shard), items: [], records: 0 }));
-      batch.items.push(item);
-      batch.records += size(item);
+  async clearRecords(shard: DirtyShard, records: readonly TakenRecord[]): Promise<number> {
+    const { prefix, client } = this.deps;
+    const dirty = dirtyUsersKey(prefix, shard);
+    const head = userKeyHead(prefix);
+    const calls: Array<Promise<Reply>> = [];
+    for (let at = 0; at < records.length; at += RECORDS_PER_CALL) {
+      const lines: string[] = [];
+      for (let i = at; i < Math.min(records.length, at + RECORDS_PER_CALL); i++) {
+        const r = records[i] as TakenRecord;
+        lines.push(`${r.member} ${r.text ?? ''}`);
+      }
+      calls.push(client.persistClear(dirty, head, lines.join('\n')));
     }
-    return [...byShard.values()].flat();
+    return (await Promise.all(calls)).reduce<number>((sum, reply) => sum + asNumber(reply), 0);
   }
 
   async readConversation(conv: string): Promise<{ state: PersistedConversation; head: string; gen: string } | null> {

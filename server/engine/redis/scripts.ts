@@ -44,7 +44,7 @@ export const SCRIPTS = {
   userRestore: { file: 'durable/user_restore.lua', keys: 5, user: true },
   convRestore: { file: 'durable/conv_restore.lua', keys: 2 },
   // Many users of one shard per call: their keys by name (one slot on a cluster, any on one Redis).
-  persistRead: { file: 'durable/persist_read.lua', keys: 1, read: true, crossSlot: true },
+  persistTake: { file: 'durable/persist_take.lua', keys: 1, read: true, crossSlot: true },
   persistClear: { file: 'durable/persist_clear.lua', keys: 1, read: true, crossSlot: true },
   persistClearConv: { file: 'durable/persist_clear_conv.lua', keys: 2, read: true },
   persistReadHeads: { file: 'durable/persist_read_heads.lua', keys: 1, read: true, crossSlot: true },

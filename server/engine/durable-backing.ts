@@ -46,7 +46,7 @@ export interface DurableStore {
    * and state read together, atomically per call.
    */
   takeRecords(shard: DirtyShard, skip: number, limit: number): Promise<TakenRecord[]>;
-  /** After PostgreSQL committed `records`, clears the marks of those still exactly as taken; returns how many. */
+  /** After PostgreSQL committed `records`, clears the marks of those not changed since they were taken (same score); returns how many. */
   clearRecords(shard: DirtyShard, records: readonly TakenRecord[]): Promise<number>;
   /** A conversation as the drainer writes it, with the texts of its head and generation (for the clear). */
   readConversation(conv: string): Promise<{ state: PersistedConversation; head: string; gen: string } | null>;
@@ -122,6 +122,9 @@ export interface PersistedRecord {
 export interface TakenRecord extends PersistedRecord {
   /** The mark, 'uid|conv'. */
   member: string;
-  /** When the record was first marked (ms). */
+  /**
+   * The mark's score: the user's write clock `w` at the record's last change (never below the
+   * wall clock then, ms), its version for the clear.
+   */
   since: number;
 }

@@ -273,13 +273,13 @@ export class Metrics {
   });
   readonly persistOldest = new Gauge({
     name: 'redpoint_persist_oldest_seconds',
-    help: 'Age of the oldest change not yet in PostgreSQL (0 when caught up)',
+    help: 'Age of the least recently changed record (or conversation mark) not yet in PostgreSQL, from its last change (0 when caught up)',
     registers: [this.registry],
     aggregator: 'max',
   });
   readonly persistLag = new Histogram({
     name: 'redpoint_persist_lag_seconds',
-    help: 'From a change being marked in Redis to its mark being cleared after PostgreSQL committed it',
+    help: 'From a record\'s last change before its drain (or a conversation\'s mark) to its mark being cleared after PostgreSQL committed it',
     buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300],
     registers: [this.registry],
   });

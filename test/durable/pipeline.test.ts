@@ -154,4 +154,52 @@ describe('durable tier: the drain pipeline', () => {
       ['null', 'NULL', 4],
     ]);
   });
+
+  it('a record changed and changed back (A-B-A) while two drainers hold older reads ends in PostgreSQL as in Redis', async () => {
+    const { store, pg } = parts();
+    await stack.server.members('aba', { add: ['abau', 'abav'] });
+    await drainer(store, pg, 50).drainAll(Date.now() + 20_000);
+    const mute = (muted: boolean): Promise<unknown> => stack.server.ok('PUT', '/v1/users/abau/conversations/aba', { muted });
+    /** A PgStore whose upserts of abau's record announce themselves, then wait for `gate`. */
+    const held = (took: () => void, gate: Promise<void>): PgStore =>
+      Object.create(pg, {
+        writeRecords: {
+          value: async (records: readonly PersistedRecord[]) => {
+            if (records.some((r) => r.uid === 'abau')) {
+              took();
+              await gate;
+            }
+            return pg.writeRecords(records);
+          },
+        },
+      });
+    const step = (): { took: Promise<void>; tookNow: () => void; gate: Promise<void>; open: () => void } => {
+      let tookNow: () => void = () => undefined;
+      let open: () => void = () => undefined;
+      const took = new Promise<void>((resolve) => {
+        tookNow = resolve;
+      });
+      const gate = new Promise<void>((resolve) => {
+        open = resolve;
+      });
+      return { took, tookNow, gate, open };
+    };
+    const a = step();
+    const b = step();
+    await mute(true);
+    const drainA = drainer(store, held(a.tookNow, a.gate), 50).drainOnce();
+    await a.took; // A holds "muted"
+    await mute(false);
+    const drainB = drainer(store, held(b.tookNow, b.gate), 50).drainOnce();
+    await b.took; // B holds "not muted", the newer state
+    await mute(true); // back to A's text, at a newer write clock
+    a.open();
+    await drainA; // A writes its (older) state and clears what it can
+    b.open();
+    await drainB; // B's "not muted" lands after A's: newer than A's, older than Redis
+    await drainer(store, pg, 50).drainAll(Date.now() + 20_000);
+    const { rows } = await stack.sql.query<{ muted: boolean }>("SELECT muted FROM redpoint_user_conv WHERE uid = 'abau' AND conv = 'aba'");
+    expect(rows.map((r) => r.muted)).toEqual([true]);
+    expect((await store.dirty('', 10_000, 'users')).users.filter((m) => m.member.startsWith('abau'))).toEqual([]);
+  });
 });

@@ -82,8 +82,8 @@ export function keySlot(key: string): number {
  * in the same atomic step as the user's keys: on a cluster each slot has its own sets, named
  * with a hash tag that lands in that slot; on one Redis there is one of each.
  *
- * - `<p>:d<shard>` sorted set: 'uid|conv' of every record not yet in PostgreSQL, scored with when
- *   it was first marked (ms);
+ * - `<p>:d<shard>` sorted set: 'uid|conv' of every record not yet in PostgreSQL, scored with the
+ *   user's write clock at the record's last change (ms or just above: the clear's version);
  * - `<p>:dc<shard>` sorted set: 'h|conv' (head) and 'm|conv' (membership) of conversations not yet
  *   in PostgreSQL;
  * - `<p>:a<shard>` sorted set: uid scored with its last activity (ms), for the cold sweep;

@@ -147,17 +147,15 @@ export class RedisDurableStore implements DurableStore {
   }
 
   async clearRecords(shard: DirtyShard, records: readonly TakenRecord[]): Promise<number> {
-    const { prefix, client } = this.deps;
-    const dirty = dirtyUsersKey(prefix, shard);
-    const head = userKeyHead(prefix);
+    const dirty = dirtyUsersKey(this.deps.prefix, shard);
     const calls: Array<Promise<Reply>> = [];
     for (let at = 0; at < records.length; at += RECORDS_PER_CALL) {
       const lines: string[] = [];
       for (let i = at; i < Math.min(records.length, at + RECORDS_PER_CALL); i++) {
         const r = records[i] as TakenRecord;
-        lines.push(`${r.member} ${r.text ?? ''}`);
+        lines.push(`${r.member} ${r.since}`);
       }
-      calls.push(client.persistClear(dirty, head, lines.join('\n')));
+      calls.push(this.deps.client.persistClear(dirty, lines.join('\n')));
     }
     return (await Promise.all(calls)).reduce<number>((sum, reply) => sum + asNumber(reply), 0);
   }

@@ -296,8 +296,8 @@ local function applyUser(uid, metaKey, meta, first, last, out, shard)
   local startW = w
   if durableNow then
     if dirtyOrder then
-      markDirty(prefix .. ':d' .. shard, durableNow, uid, dirtyOrder)
       w = nextWrite(w, durableNow)
+      markDirty(prefix .. ':d' .. shard, int(w), uid, dirtyOrder)
     end
     if (exists or version ~= startVersion) and touchDue(lastActive, durableNow, activityEvery) then
       call('ZADD', prefix .. ':a' .. shard, durableNow, uid)

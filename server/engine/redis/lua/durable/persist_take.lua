@@ -1,6 +1,6 @@
 -- durable/persist_take.lua: the drainer's next record marks of one shard and the state they name,
--- read in this one step: each mark, when it was first marked, its user's write clock and the
--- record's text. The marks come from the dirty set here rather than from the drainer, so a mark
+-- read in this one step: each mark, its score (the write clock of the record's last change: the
+-- clear's version), its user's write clock and the record's text. The marks come from the dirty set here rather than from the drainer, so a mark
 -- crosses the wire once, and the answer is one string: the drainer's cost was its round trips
 -- first, then the thousands of small strings a call sent and received.
 --

@@ -191,14 +191,17 @@ local function restartStream(keys, current, idle)
 end
 
 -- The durable tier (server/durable/): every record a user step changes is marked in the dirty
--- sorted set of the user's slot (member 'uid|conv', scored with when it was first marked), in
--- the same step, so a drainer in any process can write it to PostgreSQL and a crash in between
--- loses nothing. `w` (meta) is the user's write clock: raised by every change, never below the
--- wall clock, so a state read later always carries a larger w, also after Redis lost the user.
-local function markDirty(dirtyKey, nowMs, uid, convs)
-  local args = { 'NX' }
+-- sorted set of the user's slot (member 'uid|conv'), in the same step, so a drainer in any process
+-- can write it to PostgreSQL and a crash in between loses nothing. `w` (meta) is the user's write
+-- clock: raised by every change, never below the wall clock, so a state read later always carries
+-- a larger w, also after Redis lost the user. A mark is scored with the w of its record's last
+-- change: the record's own version. The drainer clears a mark only if its score is still the one
+-- it took; a text compare could not see a record changed and changed back (A-B-A) while another
+-- drainer's older read of it was still on its way to PostgreSQL.
+local function markDirty(dirtyKey, w, uid, convs)
+  local args = { 'GT' }
   for _, conv in ipairs(convs) do
-    args[#args + 1] = nowMs
+    args[#args + 1] = w
     args[#args + 1] = uid .. '|' .. conv
   end
   call('ZADD', dirtyKey, unpack(args))

@@ -279,7 +279,7 @@ export class Metrics {
   });
   readonly persistLag = new Histogram({
     name: 'redpoint_persist_lag_seconds',
-    help: 'From a record\'s last change before its drain (or a conversation\'s mark) to its mark being cleared after PostgreSQL committed it',
+    help: "From a record's last change before its drain (or a conversation's mark) to its mark being cleared after PostgreSQL committed it",
     buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300],
     registers: [this.registry],
   });

@@ -254,6 +254,8 @@ export async function startServer(
       await store.close();
       // Clients still sending on keep-alive connections get their 503 (and a close) first.
       await Promise.all([router.quiet(QUIET_MS, MAX_LINGER_MS), ops?.router.quiet(QUIET_MS, MAX_LINGER_MS)]);
+      // What a client whose request fails from here on can rely on: 0 unanswered means it was never read.
+      log.info({ event: 'http_connections_closing', unanswered: router.unanswered + (ops?.router.unanswered ?? 0) }, 'closing HTTP connections');
       closeApp(app);
       ops?.close();
     })();

@@ -109,6 +109,9 @@ export class HttpRouter {
   private drained: (() => void) | undefined;
   private lastArrival = 0;
   private closingSince = 0;
+  /** Requests read and requests answered (or given up by their client), for the shutdown's account. */
+  private received = 0;
+  private finished = 0;
   /** Every route registered, in order: what the contract test compares with the OpenAPI document. */
   readonly routes: Array<{ method: Method; pattern: string }> = [];
   /** Headers added to every reply, errors and 404/405 included (CORS). */
@@ -163,6 +166,15 @@ export class HttpRouter {
     }
   }
 
+  /**
+   * Requests this router read whose answer it has not written (nor their client given up on).
+   * Logged as the connections close at shutdown: 0 there means a request that then fails with a
+   * connection error was never read (HTTP/1.1 keep-alive's race), not accepted and dropped.
+   */
+  get unanswered(): number {
+    return this.received - this.finished;
+  }
+
   route(method: Method, pattern: string, handler: Handler, options: RouteOptions = {}): void {
     const paramNames = [...pattern.matchAll(/\/:([^/]+)/g)].map((m) => m[1] ?? '');
     const name = options.name ?? pattern;
@@ -192,6 +204,7 @@ export class HttpRouter {
       state.onAbort?.();
     });
     const write = options.write === true;
+    this.received++;
     this.lastArrival = Date.now();
     if (this.closing) {
       this.metrics.unavailableReplies.inc({ code: 'unavailable', transport: 'http' });
@@ -301,7 +314,10 @@ export class HttpRouter {
     }
     this.metrics.httpRequestCounts.add(httpRequestKey(name, status));
     this.metrics.httpDuration.observe({ route: name }, (performance.now() - started) / 1000);
-    if (state.aborted) return;
+    if (state.aborted) {
+      this.finished++;
+      return;
+    }
     let contentType: string;
     let payload: string | Uint8Array;
     let rest: Iterator<string | Uint8Array> | undefined;
@@ -337,7 +353,14 @@ export class HttpRouter {
       else if (res.write(payload)) writable = Promise.resolve();
       else writable = whenWritable(res);
     });
-    if (rest) void streamRest(res, state, rest, writable, close);
+    // A streamed answer counts once its last piece is written (or its client went away).
+    if (!rest) this.finished++;
+    else {
+      const done = (): void => {
+        this.finished++;
+      };
+      streamRest(res, state, rest, writable, close).then(done, done);
+    }
   }
 
   private toErrorReply(err: unknown, ctx: RequestContext, write: boolean): Reply {
@@ -354,6 +377,7 @@ export class HttpRouter {
   /** Answers at once (404/405), in the format the client asked for. */
   private sendError(res: HttpResponse, req: HttpRequest, err: RedpointError): void {
     const ctx = this.context(req, [], []);
+    this.received++;
     this.finish(res, { aborted: false }, ctx, 'fallback', performance.now(), this.toErrorReply(err, ctx, false));
   }
 }

@@ -40,6 +40,8 @@ export class IngestLoad {
   /** Highest seq ever sent per conversation (acknowledged or not). */
   readonly sent = new Map<string, number>();
   private readonly byStatus: Record<string, number> = {};
+  /** When each attempt failed with a connection error (a DROPPED status), in order. */
+  readonly connectionErrors: Array<{ status: string; at: number }> = [];
   private ackedCount = 0;
   private attempts = 0;
   private slowestFailureMs = 0;
@@ -70,6 +72,10 @@ export class IngestLoad {
   async stop(): Promise<void> {
     this.stopping = true;
     await Promise.all(this.running);
+  }
+
+  get workerCount(): number {
+    return this.workers;
   }
 
   get ackedSoFar(): number {
@@ -171,6 +177,7 @@ export class IngestLoad {
       if (this.lastFailure !== undefined && (this.recoveredAt === undefined || this.recoveredAt < this.lastFailure)) this.recoveredAt = now;
       return;
     }
+    if (DROPPED.includes(status)) this.connectionErrors.push({ status, at: now });
     this.slowestFailureMs = Math.max(this.slowestFailureMs, ms);
     this.firstFailure = Math.min(this.firstFailure ?? startedAt, startedAt);
     this.lastFailure = now;
@@ -186,13 +193,16 @@ function errorCode(text: string): string {
   }
 }
 
-/** ECONNREFUSED (nothing listens: not accepted), ECONNRESET / UND_ERR_SOCKET (accepted, then dropped)... */
+/**
+ * ECONNREFUSED (nothing listens: not accepted), ECONNRESET / UND_ERR_SOCKET (the connection went:
+ * the request was dropped, or never read if the server was closing its connections)...
+ */
 function networkError(err: unknown): string {
   const cause = (err as { cause?: { code?: string; name?: string } }).cause;
   return cause?.code ?? cause?.name ?? (err instanceof Error ? err.name : 'error');
 }
 
-/** Statuses that mean a request was accepted and then dropped without an answer. */
+/** Statuses that mean the connection went with the request in it, without an answer. */
 export const DROPPED = ['ECONNRESET', 'UND_ERR_SOCKET', 'EPIPE', 'TimeoutError'];
 
 /**

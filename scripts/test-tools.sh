@@ -75,11 +75,28 @@ if [ ! -e "$policy" ]; then
   as_root sh -c "printf '#!/bin/sh\nexit 101\n' > $policy && chmod 755 $policy"
   trap 'as_root rm -f /usr/sbin/policy-rc.d' EXIT
 fi
-as_root apt-get update
+# A fresh machine's unattended upgrades, or a second test run installing at the same moment, may
+# hold apt's locks: wait for them (DPkg::Lock::Timeout covers the dpkg lock; `apt-get update`'s
+# lists lock is waited for by retrying) rather than fail the run.
+apt_waiting() {
+  local tries=0 out
+  while true; do
+    if out=$(as_root env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 "$@" 2>&1); then
+      printf '%s\n' "$out"
+      return 0
+    fi
+    printf '%s\n' "$out" >&2
+    tries=$((tries + 1))
+    if ! grep -q 'Could not get lock' <<<"$out" || [ "$tries" -ge 60 ]; then return 1; fi
+    echo "npm test: apt is busy (another apt holds its lock); trying again in 10 s" >&2
+    sleep 10
+  done
+}
+apt_waiting update
 for entry in "${missing_lines[@]}"; do
   IFS='%' read -r package options <<<"$entry"
   # shellcheck disable=SC2086 # options is empty or one flag
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y $options "$package"
+  apt_waiting install -y $options "$package"
 done
 
 still=()

@@ -1,5 +1,6 @@
 import type { Section } from './lib/section.js';
 import { clusterSection } from './scenarios/cluster.js';
+import { diffusionSection } from './scenarios/diffusion.js';
 import { durableSection } from './scenarios/durable.js';
 import { heavyUserSection } from './scenarios/heavy-user.js';
 import { memorySection } from './scenarios/memory.js';
@@ -20,6 +21,7 @@ export const SECTIONS: readonly Section[] = [
   memorySection,
   storeSection,
   redisCostSection,
+  diffusionSection,
   storeInstructionsSection,
   clusterSection,
   ingestCostSection,

@@ -196,8 +196,13 @@ export interface StoredPull {
   entries: ConvEntry[];
   version: number;
   more: boolean;
-  /** Read-diffused conversations the user is a member of (their heads are fetched separately). */
+  /** Read-diffused conversations the user is a member of. */
   largeConvs: string[];
+  /**
+   * Heads of those conversations read in the same step, when the store can (one Redis: the
+   * conversations' keys are on the same server); those missing here are read with `heads()`.
+   */
+  heads?: Map<string, number>;
 }
 
 export interface UserMemberships {
@@ -212,6 +217,8 @@ export interface StoredUserState {
   states: ConvState[];
   /** Stored totals over write-diffused, visible, unmuted conversations. */
   totals: { total: number; mentions: number; categories: Map<string, number> };
+  /** Heads of the read-diffused conversations read in the same step, as StoredPull's. */
+  heads?: Map<string, number>;
 }
 
 /** The epoch of a user the store has never seen (defined with the wire contract). */

@@ -124,8 +124,8 @@ export class SyncService {
     const started = performance.now();
     const stored = await this.engine.pull(uid, since, Math.min(Math.max(1, limit), LIMITS.pullPageMax));
     this.onStoreCall?.('pull', (performance.now() - started) / 1000);
-    const heads = await this.engine.heads(stored.largeConvs);
-    const { largeConvs: _ignored, ...rest } = stored;
+    const heads = await this.headsOf(stored.largeConvs, stored.heads);
+    const { largeConvs: _ignored, heads: _read, ...rest } = stored;
     return { ...rest, heads: Object.fromEntries(heads) };
   }
 
@@ -134,7 +134,12 @@ export class SyncService {
     const started = performance.now();
     const stored = await this.engine.userState(uid);
     this.onStoreCall?.('user_state', (performance.now() - started) / 1000);
-    const heads = Object.fromEntries(await this.engine.heads(stored.states.filter((s) => s.large).map((s) => s.conv)));
+    const heads = Object.fromEntries(
+      await this.headsOf(
+        stored.states.filter((s) => s.large).map((s) => s.conv),
+        stored.heads,
+      ),
+    );
     // Stored totals cover the write-diffused conversations; the read-diffused ones are added now.
     const totals: Totals = { total: stored.totals.total, mentions: stored.totals.mentions, categories: new Map(stored.totals.categories) };
     for (const state of stored.states) {
@@ -151,6 +156,23 @@ export class SyncService {
       categories: Object.fromEntries(totals.categories),
       conversations: conversationViews(stored.states, heads),
     };
+  }
+
+  /**
+   * The heads of `convs`: those the store read along with the user's state (`known`), and the rest
+   * read now (all of them on a Cluster, none on one Redis unless a conversation is missing there:
+   * heads() restores it when the durable tier is on).
+   */
+  private async headsOf(convs: readonly string[], known: ReadonlyMap<string, number> | undefined): Promise<Map<string, number>> {
+    const heads = new Map<string, number>();
+    const missing: string[] = [];
+    for (const conv of convs) {
+      const head = known?.get(conv);
+      if (head === undefined) missing.push(conv);
+      else heads.set(conv, head);
+    }
+    if (missing.length > 0) for (const [conv, head] of await this.engine.heads(missing)) heads.set(conv, head);
+    return heads;
   }
 
   /** Waits for in-flight flushes (graceful shutdown). */

@@ -84,15 +84,28 @@ describe('Redis commands per message (redis engine)', () => {
     }
   }
 
-  async function measure(members: number): Promise<Cost> {
+  /** Sends the next message to the group of `members` (from m0), its seq returned. */
+  async function post(members: number): Promise<number> {
     const conv = convId(members);
     const seq = (nextSeq.get(conv) ?? 0) + 1;
     nextSeq.set(conv, seq);
+    const res = await server.api('POST', '/v1/messages', { conv, seq, sender: 'm0' });
+    expect(res.status, res.text).toBe(200);
+    return seq;
+  }
+
+  async function measure(members: number): Promise<Cost> {
+    return measureCall(async () => {
+      await post(members);
+    });
+  }
+
+  /** What `call` costs in Redis commands, once Redis is quiet before and after it. */
+  async function measureCall(call: () => Promise<void>): Promise<Cost> {
     await settle();
     seen.length = 0;
     await stats.config('RESETSTAT');
-    const res = await server.api('POST', '/v1/messages', { conv, seq, sender: 'm0' });
-    expect(res.status, res.text).toBe(200);
+    await call();
     await settle();
     const info = await stats.info('commandstats');
     const all: Record<string, number> = {};
@@ -175,4 +188,23 @@ describe('Redis commands per message (redis engine)', () => {
       expect(perMember(sum), JSON.stringify(cost.all)).toBeLessThanOrEqual(7);
     }
   }, 120_000);
+
+  it('a read-diffused group costs its member one command to read on one Redis: GET /unread and a pull read the heads in the same step', async () => {
+    // m1 is in both read-diffused groups (1,000 and 5,000 members), the 100-member one and the direct conversation.
+    const heads = { [convId(1_000)]: await post(1_000), [convId(5_000)]: await post(5_000) };
+    let unread: { status: number; body: { conversations: Array<{ conv: string; lastSeq: number }> } } | undefined;
+    const reading = await measureCall(async () => {
+      unread = await server.asUser<{ conversations: Array<{ conv: string; lastSeq: number }> }>('m1', 'GET', '/v1/users/m1/unread');
+    });
+    expect(unread?.status).toBe(200);
+    for (const [conv, head] of Object.entries(heads)) expect(unread?.body.conversations.find((c) => c.conv === conv)?.lastSeq).toBe(head);
+    expect(reading.sent).toEqual({ fcall: 1 });
+    let pull: { status: number; body: { heads: Record<string, number> } } | undefined;
+    const pulling = await measureCall(async () => {
+      pull = await server.asUser<{ heads: Record<string, number> }>('m1', 'GET', '/v1/sync');
+    });
+    expect(pull?.status).toBe(200);
+    expect(pull?.body.heads).toEqual(heads);
+    expect(pulling.sent).toEqual({ fcall: 1 });
+  }, 60_000);
 });

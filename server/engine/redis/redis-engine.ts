@@ -33,7 +33,19 @@ import { asArray, asNumber, asString, asStrings, type Reply } from './codec.js';
 import { CommandGuard, guardCommands } from './command-guard.js';
 import { convInfo } from './conv-info.js';
 import { flushArgs } from './flush-call.js';
-import { activityKey, convKey, dirtyConvsKey, evictedConvMember, evictedKey, intactKey, shardOf, type UserKeys, userChannel, userKeys } from './keys.js';
+import {
+  activityKey,
+  convKey,
+  convKeyHead,
+  dirtyConvsKey,
+  evictedConvMember,
+  evictedKey,
+  intactKey,
+  shardOf,
+  type UserKeys,
+  userChannel,
+  userKeys,
+} from './keys.js';
 import { RedisAdmin } from './redis-admin.js';
 import { RedisDurableStore } from './redis-durable.js';
 import { publishCommand, RedisNotifications } from './redis-notifications.js';
@@ -718,6 +730,7 @@ export class RedisEngine implements Engine {
           uid,
           Date.now(),
           this.durable?.activityEveryMs ?? 0,
+          this.headsInStep(),
         ),
       ),
     );
@@ -734,7 +747,17 @@ export class RedisEngine implements Engine {
       version,
       more: asNumber(reply[2]) === 1,
       largeConvs: asStrings(reply[7]),
+      ...withHeads(reply[8]),
     };
+  }
+
+  /**
+   * What pull.lua and user_state.lua need to read the heads of a user's read-diffused
+   * conversations in their own step: the conversation key head on one Redis, '' on a Cluster
+   * (the conversations' keys are on other masters; heads() reads them).
+   */
+  private headsInStep(): string {
+    return this.cluster ? '' : convKeyHead(this.prefix);
   }
 
   position(uid: string): Promise<Cursor> {
@@ -749,7 +772,7 @@ export class RedisEngine implements Engine {
   }
 
   private async userStateOnce(uid: string): Promise<StoredUserState> {
-    const reply = asArray(await this.userScript(uid, (runId, k) => this.client.userState(k.meta, k.records, runId)));
+    const reply = asArray(await this.userScript(uid, (runId, k) => this.client.userState(k.meta, k.records, runId, this.headsInStep())));
     const records = asStrings(reply[2]);
     const states = [];
     for (let i = 0; i + 1 < records.length; i += 2) {
@@ -767,6 +790,7 @@ export class RedisEngine implements Engine {
       version: asNumber(reply[1]),
       states,
       totals: { total: Number(t[0] ?? 0), mentions: Number(t[1] ?? 0), categories },
+      ...withHeads(reply[4]),
     };
   }
 
@@ -956,3 +980,12 @@ function recordedOf(conv: string, part: Reply): RecordedMessage {
  * one-op user), so one script holds Redis no longer than before.
  */
 const MAX_FLUSH_OPS = 113;
+
+/** A script's `{conv, head, ...}` reply as StoredPull's `heads` (none read: no field, as on a Cluster). */
+function withHeads(reply: Reply | undefined): { heads?: Map<string, number> } {
+  const pairs = reply === undefined ? [] : asStrings(reply);
+  if (pairs.length === 0) return {};
+  const heads = new Map<string, number>();
+  for (let i = 0; i + 1 < pairs.length; i += 2) heads.set(pairs[i] ?? '', Number(pairs[i + 1]));
+  return { heads };
+}

@@ -8,12 +8,14 @@
 -- ARGV[6] streamMaxLen   ARGV[7] idle seconds
 -- ARGV[8] the activity set of the user's slot ('' = none; durable tier)   ARGV[9] uid
 -- ARGV[10] now in ms   ARGV[11] activity interval in ms (lib/user.lua touchDue)
+-- ARGV[12] the conversation key head (keys.ts convKeyHead), or '': with it, the heads of the large
+--   conversations are read in this step too (user_state.lua says when)
 -- Returns {epoch, version reached, more 1|0, snapshot 1|0, snapshot v, snapshot text,
---          {entry text, ...} (versions from+1, from+2, ...), {large conv, ...}}
+--          {entry text, ...} (versions from+1, from+2, ...), {large conv, ...}, {conv, head, ...}}
 
 local keys = { meta = KEYS[1], records = KEYS[2], stream = KEYS[3], snapshot = KEYS[4] }
 local exists, epoch, version, base, members, sv, lastActive = userMeta(keys.meta, ARGV[1], 'b', 'n', 'sv', 'a')
-if not exists then return { epoch, 0, 0, 1, 0, '', {}, {} } end
+if not exists then return { epoch, 0, 0, 1, 0, '', {}, {}, {} } end
 if ARGV[8] ~= '' then
   local nowMs = tonumber(ARGV[10])
   if touchDue(num(lastActive), nowMs, tonumber(ARGV[11])) then
@@ -71,4 +73,15 @@ end
 local reached = from + #entries
 local more = 0
 if reached < version then more = 1 end
-return { epoch, reached, more, reset and 1 or 0, sv, snapshot, entries, redis.call('HKEYS', KEYS[5]) }
+local large = redis.call('HKEYS', KEYS[5])
+local heads = {}
+if ARGV[12] ~= '' then
+  for _, conv in ipairs(large) do
+    local head = redis.call('HGET', ARGV[12] .. conv .. '}', '#s')
+    if head then
+      heads[#heads + 1] = conv
+      heads[#heads + 1] = head
+    end
+  end
+end
+return { epoch, reached, more, reset and 1 or 0, sv, snapshot, entries, large, heads }

@@ -3,10 +3,14 @@
 --
 -- KEYS[1] m  meta hash (totals: t, x, k:<category>)   KEYS[2] c  records hash (user_apply.lua)
 -- ARGV[1] the Redis run id
--- Returns {epoch, version, {conv, record, ...}, {t, x, k:<category>, value, ...}}
+-- ARGV[2] the conversation key head (keys.ts convKeyHead), or '' : with it, the head of each
+--   read-diffused conversation the user is a member of is read in this step too (one Redis, where
+--   the conversations' keys are on this server; on a Cluster they are not, and the caller reads them)
+-- Returns {epoch, version, {conv, record, ...}, {t, x, k:<category>, value, ...}, {conv, head, ...}}
+-- (the heads of the conversations that have one; a conversation Redis lacks is left out).
 
 local exists, epoch, version, total, mentions = userMeta(KEYS[1], ARGV[1], 't', 'x')
-if not exists then return { epoch, 0, {}, {} } end
+if not exists then return { epoch, 0, {}, {}, {} } end
 local totals = { total or '0', mentions or '0' }
 local meta = redis.call('HGETALL', KEYS[1])
 for i = 1, #meta, 2 do
@@ -15,4 +19,20 @@ for i = 1, #meta, 2 do
     totals[#totals + 1] = meta[i + 1]
   end
 end
-return { epoch, version, redis.call('HGETALL', KEYS[2]), totals }
+local records = redis.call('HGETALL', KEYS[2])
+local heads = {}
+local convKeyHead = ARGV[2]
+if convKeyHead ~= '' then
+  for i = 1, #records, 2 do
+    local raw = records[i + 1]
+    -- A member's (flag 1) large (flag 4) record: the record text's first four characters are its flags.
+    if byte(raw, 1) == 49 and byte(raw, 4) == 49 then
+      local head = call('HGET', convKeyHead .. records[i] .. '}', '#s')
+      if head then
+        heads[#heads + 1] = records[i]
+        heads[#heads + 1] = head
+      end
+    end
+  end
+end
+return { epoch, version, records, totals, heads }

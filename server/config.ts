@@ -124,8 +124,12 @@ const Env = Type.Object({
   REDPOINT_JWT_CLOCK_TOLERANCE_SECONDS: Type.Integer({ minimum: 0, maximum: 300, default: DEFAULT_CLOCK_TOLERANCE_SECONDS }),
   /** Origins whose browser pages may call the HTTP API: exact origins, comma-separated, or `*`. */
   CORS_ORIGINS: Type.Optional(Type.String({ minLength: 1 })),
-  /** Conversations with more members than this use read diffusion. */
-  LARGE_GROUP_THRESHOLD: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 500 }),
+  /**
+   * Conversations with more members than this use read diffusion. 100 from the measured costs
+   * (bench/reports/redis-cost.md, "diffusion by cost"): read diffusion costs Redis less from 10
+   * members on, and a write-diffused message holds Redis ~25 µs per member.
+   */
+  LARGE_GROUP_THRESHOLD: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 100 }),
   /** Fewest entries between two snapshots of a user stream; the interval is the user's conversation count when that is more. */
   SNAPSHOT_EVERY: Type.Integer({ minimum: 2, maximum: 100_000, default: 10 }),
   /** Most history kept per user stream, in entries, and the largest snapshot interval. */

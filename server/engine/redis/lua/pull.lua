@@ -76,12 +76,6 @@ if reached < version then more = 1 end
 local large = redis.call('HKEYS', KEYS[5])
 local heads = {}
 if ARGV[12] ~= '' then
-  for _, conv in ipairs(large) do
-    local head = redis.call('HGET', ARGV[12] .. conv .. '}', '#s')
-    if head then
-      heads[#heads + 1] = conv
-      heads[#heads + 1] = head
-    end
-  end
+  for _, conv in ipairs(large) do appendHead(heads, ARGV[12], conv) end
 end
 return { epoch, reached, more, reset and 1 or 0, sv, snapshot, entries, large, heads }

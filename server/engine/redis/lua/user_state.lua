@@ -26,13 +26,7 @@ if convKeyHead ~= '' then
   for i = 1, #records, 2 do
     local raw = records[i + 1]
     -- A member's (flag 1) large (flag 4) record: the record text's first four characters are its flags.
-    if byte(raw, 1) == 49 and byte(raw, 4) == 49 then
-      local head = call('HGET', convKeyHead .. records[i] .. '}', '#s')
-      if head then
-        heads[#heads + 1] = records[i]
-        heads[#heads + 1] = head
-      end
-    end
+    if byte(raw, 1) == 49 and byte(raw, 4) == 49 then appendHead(heads, convKeyHead, records[i]) end
   end
 end
 return { epoch, version, records, totals, heads }

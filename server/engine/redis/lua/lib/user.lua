@@ -77,6 +77,18 @@ local function userMeta(metaKey, runId, ...)
   return meta[1] ~= false, epoch, num(meta[3]), unpack(meta, 4)
 end
 
+-- pull.lua's and user_state.lua's heads: appends `conv` and its head (the conversation hash's
+-- '#s', conv_members.lua) to the pair list `heads`; nothing for a conversation Redis lacks (the
+-- caller reads it with heads(), which restores it when the durable tier is on).
+-- `convKeyHead` is keys.ts convKeyHead.
+local function appendHead(heads, convKeyHead, conv)
+  local head = call('HGET', convKeyHead .. conv .. '}', '#s')
+  if head then
+    heads[#heads + 1] = conv
+    heads[#heads + 1] = head
+  end
+end
+
 -- The mention list of every record that has none. Mention lists are never changed in place
 -- (each change makes a new list), so one shared empty list saves a table per record decoded:
 -- a script's cost is mostly its allocations (Lua's collector runs as it allocates).

@@ -42,8 +42,8 @@ export interface DurableStore {
   backlog(shards: readonly DirtyShard[]): Promise<{ marks: number; oldest: number | null }>;
   /**
    * Up to `limit` of the shard's record marks, oldest first from position `skip` (the drainer
-   * skips what it has in flight), each with the record it names and its user's write clock: marks
-   * and state read together, atomically per call.
+   * skips what it has in flight), each with the record it names and its score (the record's version):
+   * marks and state read together, atomically per call.
    */
   takeRecords(shard: DirtyShard, skip: number, limit: number): Promise<TakenRecord[]>;
   /** After PostgreSQL committed `records`, clears the marks of those not changed since they were taken (same score); returns how many. */
@@ -112,7 +112,7 @@ export interface DirtyMark {
 export interface PersistedRecord {
   uid: string;
   conv: string;
-  /** The user's write clock when the record was read: the row's version. */
+  /** The row's version: the user's write clock `w` at the record's last change (its dirty mark's score). */
   w: number;
   /** The record text (state-text.ts) as read; null: the record is gone. */
   text: string | null;

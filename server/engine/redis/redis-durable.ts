@@ -125,22 +125,16 @@ export class RedisDurableStore implements DurableStore {
     for (const reply of await Promise.all(calls)) {
       if (typeof reply !== 'string' || reply === '') continue;
       for (const line of reply.split('\n')) {
-        // '<since> <w> <uid|conv> <text>': ids hold neither spaces nor '|'.
+        // '<score> <uid|conv> <text>': ids hold neither spaces nor '|'.
         const a = line.indexOf(' ');
         const b = line.indexOf(' ', a + 1);
-        const c = line.indexOf(' ', b + 1);
-        const member = line.slice(b + 1, c);
+        const member = line.slice(a + 1, b);
         if (seen.has(member)) continue;
         seen.add(member);
         const bar = member.indexOf('|');
-        out.push({
-          member,
-          uid: member.slice(0, bar),
-          conv: member.slice(bar + 1),
-          since: Number(line.slice(0, a)),
-          w: Number(line.slice(a + 1, b)),
-          text: c === line.length - 1 ? null : line.slice(c + 1),
-        });
+        const since = Number(line.slice(0, a));
+        // The score is the record's version (persist_take.lua): the row's w.
+        out.push({ member, uid: member.slice(0, bar), conv: member.slice(bar + 1), since, w: since, text: b === line.length - 1 ? null : line.slice(b + 1) });
       }
     }
     return out;
@@ -265,9 +259,15 @@ export class RedisDurableStore implements DurableStore {
   async markUser(uid: string, convs: readonly string[]): Promise<void> {
     if (convs.length === 0) return;
     const { prefix, client, cluster } = this.deps;
-    const dirty = dirtyUsersKey(prefix, shardOf(userKeys(prefix, uid).meta, cluster));
-    const now = Date.now();
-    await client.zadd(dirty, 'NX', ...convs.flatMap((conv) => [now, `${uid}|${conv}`]));
+    const meta = userKeys(prefix, uid).meta;
+    const dirty = dirtyUsersKey(prefix, shardOf(meta, cluster));
+    // A mark's score is the version its record is written to PostgreSQL with (persist_take.lua):
+    // the user's write clock, which orders it after every row of the user already there. NX: a
+    // mark there already carries its record's last change. (A change between the read and the
+    // mark raises the mark past this; a drain between them clears it, and this older score then
+    // writes the same state again, which PostgreSQL keeps at its newer version.)
+    const w = Number((await client.hget(meta, 'w')) ?? 0) || Date.now();
+    await client.zadd(dirty, 'NX', ...convs.flatMap((conv) => [w, `${uid}|${conv}`]));
   }
 
   async inspectConversation(conv: string): Promise<{ head: string; gen: string; marked: { h: boolean; m: boolean } } | null> {

@@ -51,13 +51,18 @@ export function processTree(pid: number): number[] {
   return out;
 }
 
-/** User + system CPU of the process tree, in microseconds (10 ms resolution). */
+/**
+ * User + system CPU of the process tree, in microseconds (10 ms resolution), counting the
+ * descendants that have exited too: a process that exits takes its time out of the live tree,
+ * and its parent's cutime and cstime get it when it is reaped (a PostgreSQL backend closed
+ * between two readings had made the difference negative).
+ */
 export function cpuMicros(pid: number): number {
   let ticks = 0;
   for (const p of processTree(pid)) {
     const f = statFields(p);
-    // utime and stime are fields 14 and 15 of stat; index 0 here is field 3 (state).
-    if (f) ticks += Number(f[11]) + Number(f[12]);
+    // utime, stime, cutime and cstime are fields 14 to 17 of stat; index 0 here is field 3 (state).
+    if (f) ticks += Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]);
   }
   return (ticks * 1e6) / TICKS_PER_SECOND;
 }

@@ -78,7 +78,12 @@ export const durableSection: Section = {
       // Redis growing, other jobs on the machine) weighs on both sides alike. The persist rounds
       // below use the tier-on engine's 'x' conversations.
       const totals = { off: { messages: 0, seconds: 0 }, on: { messages: 0, seconds: 0 } };
-      for (const [side, tag] of [['off', 'y'], ['on', 'y'], ['on', 'x'], ['off', 'x']] as const) {
+      for (const [side, tag] of [
+        ['off', 'y'],
+        ['on', 'y'],
+        ['on', 'x'],
+        ['off', 'x'],
+      ] as const) {
         ctx.log(`  durable: ingest, tier ${side}`);
         if (side === 'on') persister.start();
         const run = await ingest(side === 'on' ? durable : plain, tag);

@@ -210,4 +210,27 @@ describe('durable tier: the drain pipeline', () => {
     expect(rows.map((r) => r.muted)).toEqual([true]);
     expect((await store.dirty('', 10_000, 'users')).users.filter((m) => m.member.startsWith('abau'))).toEqual([]);
   });
+
+  it("a take's version is its record's last change: an older take landing after a newer one (an operator's reset-read between them) leaves the newer row", async () => {
+    const { store, pg } = parts();
+    await stack.server.members('vers', { add: ['va', 'vb'] });
+    await stack.server.post([1, 2, 3].map((seq) => ({ conv: 'vers', seq, sender: 'vb' })));
+    await drainer(store, pg, 1_000).drainAll(Date.now() + 20_000);
+    await stack.server.ok('POST', '/v1/users/va/read', { conv: 'vers', seq: 3 });
+    const older = (await store.takeRecords('', 0, 1_000)).filter((r) => r.member === 'va|vers');
+    // readSeq goes down: only the version can tell PostgreSQL which of the two rows is newer.
+    await stack.server.ok('PUT', '/v1/users/va/conversations/vers/read', { seq: 1 });
+    const newer = (await store.takeRecords('', 0, 1_000)).filter((r) => r.member === 'va|vers');
+    expect(older).toHaveLength(1);
+    expect(newer).toHaveLength(1);
+    const [a, b] = [older[0], newer[0]] as [PersistedRecord, PersistedRecord];
+    expect(b.w).toBeGreaterThan(a.w);
+    // The mark's score is the user's write clock at that change.
+    const [meta] = await stack.admin.keys('*{u:va}:m');
+    expect(b.w).toBe(Number(await stack.admin.hget(meta ?? '', 'w')));
+    await pg.writeRecords([b]);
+    await pg.writeRecords([a]);
+    expect((await storedReads('va')).get('va|vers')).toBe(1);
+    await drainer(store, pg, 1_000).drainAll(Date.now() + 20_000);
+  });
 });

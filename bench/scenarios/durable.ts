@@ -55,6 +55,24 @@ export const durableSection: Section = {
       const store = durable.durableStore();
       await store.markIntact(true);
       const persister = new Persister(store, pgStore, { intervalMs: 200, batch: 2_000, backlogWarn: 1e12 }, silent, metrics);
+      // The drain lag under ingest, as the drainer measures it (redpoint_persist_lag_seconds: from a
+      // record's last change to its mark cleared after PostgreSQL committed it), every record
+      // drained while the tier-on runs ingest and just after (what they left).
+      const lag = new LatencyHistogram();
+      let lagCaptured = false;
+      const recordLag = new LatencyHistogram();
+      const clearRecords = store.clearRecords.bind(store);
+      store.clearRecords = async (shard, records) => {
+        const cleared = await clearRecords(shard, records);
+        const now = Date.now();
+        if (lagCaptured) for (const r of records) recordLag.recordMs(Math.max(0, now - r.since));
+        return cleared;
+      };
+      const observeLag = metrics.persistLag.observe.bind(metrics.persistLag);
+      metrics.persistLag.observe = ((value: number) => {
+        if (lagCaptured) lag.recordMs(value * 1000);
+        observeLag(value);
+      }) as typeof metrics.persistLag.observe;
 
       // 1. Ingest, tier off vs on (its drainer running alongside, as in a server).
       const ingest = async (engine: RedisEngine, tag: string): Promise<{ messages: number; seconds: number }> => {
@@ -85,6 +103,7 @@ export const durableSection: Section = {
         ['off', 'x'],
       ] as const) {
         ctx.log(`  durable: ingest, tier ${side}`);
+        lagCaptured = side === 'on';
         if (side === 'on') persister.start();
         const run = await ingest(side === 'on' ? durable : plain, tag);
         totals[side].messages += run.messages;
@@ -93,6 +112,7 @@ export const durableSection: Section = {
           // What the run left undrained is drained outside it, as before: each run starts clean.
           await persister.stop();
           await persister.drainAll(Date.now() + 120_000);
+          lagCaptured = false;
         }
       }
       const off = totals.off.messages / totals.off.seconds;
@@ -175,7 +195,7 @@ export const durableSection: Section = {
       const afterBytes = (after - base) / pairs;
 
       report.method.push(
-        `One redis-server and one private PostgreSQL on the same 2 cores, the engines in this process. Ingest: ${fmt.int(convs)} one-to-one conversations, ${rounds} rounds of one message each, all submitted at once through SyncService (group commit); the tier-on engine's drainer runs alongside (200 ms passes); twice per engine, in the order off, on, on, off, rates over the sum of both runs. Persist: ${persistRounds} rounds of ${fmt.int(convs)} dirty records (one read each per round), drained to PostgreSQL by the Persister, the drainer and the baseline taking turns to go first; the raw baseline upserts the same rows (read from Redis just before the drain; PostgreSQL holds them, so both take the upsert's update path) with the drainer's own multi-row unnest statement, in its chunks of ${fmt.int(DRAIN_PIPELINE.recordsPerChunk)} with ${DRAIN_PIPELINE.chunksInFlight} in flight; for reference, the same statement inserting as many new rows from one client in batches of 2,000. CPU per row by stage: this process (process.cpuUsage: the drainer, or the baseline's client), redis-server (INFO used_cpu) and PostgreSQL's process tree (/proc, 10 ms ticks); the last column is the pipeline's bound if the three did not share 2 cores (1 / the busiest stage's CPU per row), a projection, not a measurement. Restore: a user's keys deleted, then one position() call (load from PostgreSQL, user_restore.lua, read). Memory: INFO used_memory over ${fmt.int(pairs)} (user, conversation) pairs (groups of 10), before and after the cold sweep removed the users idle for an hour, then 10% touching again.`,
+        `One redis-server and one private PostgreSQL on the same 2 cores, the engines in this process. Ingest: ${fmt.int(convs)} one-to-one conversations, ${rounds} rounds of one message each, all submitted at once through SyncService (group commit); the tier-on engine's drainer runs alongside (200 ms passes); twice per engine, in the order off, on, on, off, rates over the sum of both runs; the drain lag is every record the drainer cleared during the tier-on runs and just after (what they left), from its last change (its mark's score, ms) to its mark's clear. Persist: ${persistRounds} rounds of ${fmt.int(convs)} dirty records (one read each per round), drained to PostgreSQL by the Persister, the drainer and the baseline taking turns to go first; the raw baseline upserts the same rows (read from Redis just before the drain; PostgreSQL holds them, so both take the upsert's update path) with the drainer's own multi-row unnest statement, in its chunks of ${fmt.int(DRAIN_PIPELINE.recordsPerChunk)} with ${DRAIN_PIPELINE.chunksInFlight} in flight; for reference, the same statement inserting as many new rows from one client in batches of 2,000. CPU per row by stage: this process (process.cpuUsage: the drainer, or the baseline's client), redis-server (INFO used_cpu) and PostgreSQL's process tree (/proc, 10 ms ticks); the last column is the pipeline's bound if the three did not share 2 cores (1 / the busiest stage's CPU per row), a projection, not a measurement. Restore: a user's keys deleted, then one position() call (load from PostgreSQL, user_restore.lua, read). Memory: INFO used_memory over ${fmt.int(pairs)} (user, conversation) pairs (groups of 10), before and after the cold sweep removed the users idle for an hour, then 10% touching again.`,
       );
       report.tables.push({
         caption: 'Ingest and persistence',
@@ -207,6 +227,22 @@ export const durableSection: Section = {
           ],
         },
       });
+      const lagSummary = lag.summary();
+      const recordLagSummary = recordLag.summary();
+      const lagRow = (what: string, l: typeof lagSummary): string[] => [
+        what,
+        fmt.int(l.count),
+        `${fmtMs(l.p50)} ms`,
+        `${fmtMs(l.p99)} ms`,
+        `${fmtMs(l.max)} ms`,
+      ];
+      report.tables.push({
+        caption: 'Drain lag under ingest (tier on, 200 ms passes): from a record’s last change to PostgreSQL',
+        table: {
+          header: ['marks', 'drained', 'p50', 'p99', 'max'],
+          rows: [lagRow("users' records (read positions, flags)", recordLagSummary), lagRow('every mark (records, heads, rosters)', lagSummary)],
+        },
+      });
       report.tables.push({
         caption: 'Restore latency of one user',
         table: {
@@ -230,10 +266,12 @@ export const durableSection: Section = {
       report.verdicts.push(
         atLeast('ingest with the durable tier on vs off', on / off, 0.9, fmt.ratio),
         atLeast('persisted pairs/s vs raw multi-row upsert', persistRate / rawRate, 0.8, fmt.ratio),
+        atMost("drain lag p99 under ingest, users' records", recordLagSummary.p99, 1_000, (ms) => `${fmtMs(ms)} ms`),
+        atMost('drain lag p99 under ingest, every mark', lagSummary.p99, 1_000, (ms) => `${fmtMs(ms)} ms`),
         atMost('Redis bytes per registered pair, 10% active (vs ~300 B without the tier)', afterBytes, 60, (n) => `${n.toFixed(0)} B`),
       );
       report.data = {
-        ingest: { on, off },
+        ingest: { on, off, lag: lagSummary, recordLag: recordLagSummary },
         persist: { rounds: persistRounds, drain, raw, persistRate, rawRate, rawInsert },
         restore: Object.fromEntries([...restore].map(([k, h]) => [k, h.summary()])),
         memory: { pairs, beforeBytes, afterBytes, evicted },

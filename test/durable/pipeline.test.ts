@@ -233,4 +233,24 @@ describe('durable tier: the drain pipeline', () => {
     expect((await storedReads('va')).get('va|vers')).toBe(1);
     await drainer(store, pg, 1_000).drainAll(Date.now() + 20_000);
   });
+
+  it('a burst of rosters does not hold a pass: it spends a bounded time on them, leaves the rest marked, and the records drain', async () => {
+    const { store, pg } = parts();
+    await dirtyUsers('burst', 60);
+    const slowPg: PgStore = Object.create(pg, {
+      writeConversation: {
+        value: async (conv: string, state: Parameters<PgStore['writeConversation']>[1]) => {
+          await new Promise((resolve) => setTimeout(resolve, 20));
+          return pg.writeConversation(conv, state);
+        },
+      },
+    });
+    // 60 rosters at 20 ms each would hold the pass for 1.2 s: it stops at its bound (250 ms).
+    await drainer(store, slowPg, 1_000).drainOnce();
+    const left = await store.dirty('', 1_000);
+    expect(left.users.filter((m) => m.member.startsWith('burst'))).toEqual([]);
+    expect(left.convs.filter((m) => m.member.startsWith('m|burst')).length).toBeGreaterThan(0);
+    await drainer(store, slowPg, 1_000).drainAll(Date.now() + 20_000);
+    expect((await store.backlog([''])).marks).toBe(0);
+  });
 });

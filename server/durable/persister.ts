@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { DirtyMark, DirtyShard, DurableStore, TakenRecord } from '../engine/durable-backing.js';
+import type { DirtyMark, DirtyShard, DurableStore, PersistedConversation, TakenRecord } from '../engine/durable-backing.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { PgStore } from './pg-store.js';
 
@@ -8,6 +8,8 @@ export interface PersisterOptions {
   /** Marks taken per shard per pass. */
   batch: number;
   backlogWarn: number;
+  /** Rosters per PostgreSQL transaction, and the members they may hold together (at least one roster). */
+  rosterBatch?: { rosters: number; members: number };
 }
 
 /** Slots of a cluster looked at per pass for marks (a full round of 16,384 takes 16 passes). */
@@ -21,13 +23,14 @@ const MAX_BATCHES_PER_PASS = 32;
 export const DRAIN_PIPELINE = { recordsPerChunk: 1_000, chunksInFlight: 3 } as const;
 const CLUSTER_REPORT_EVERY_MS = 5_000;
 /**
- * How long one pass spends on rosters. A roster is a transaction of its own (~8 round trips),
- * written one at a time, and the next pass starts only when this one's rosters are done: under a
- * burst of membership changes (the durable bench creates 5,000 conversations at once) passes took
- * ~15 s, and the users' records changed meanwhile waited that long in Redis alone (the bench's
- * records were drained a third as often). The rosters left go in the next passes.
+ * How long one pass spends on rosters. The next pass starts only when this one's rosters are
+ * done: under a burst of membership changes (the durable bench creates 5,000 conversations at
+ * once), with one transaction per roster, passes took ~15 s, and the users' records changed
+ * meanwhile waited that long in Redis alone. The rosters left go in the next passes.
  */
 const ROSTER_MS_PER_PASS = 250;
+/** Rosters per transaction (a few statements for the whole batch), and the members they may hold together. */
+const ROSTER_BATCH = { rosters: 200, members: 20_000 } as const;
 
 /**
  * The write-behind drainer (DESIGN.md §10). Any process runs one; they need no coordination:
@@ -48,6 +51,7 @@ export class Persister {
   private warned = false;
   private shardCursor = 0;
   private reportedAt = 0;
+  private readonly rosterBatch: { rosters: number; members: number };
 
   constructor(
     private readonly store: DurableStore,
@@ -55,7 +59,9 @@ export class Persister {
     private readonly options: PersisterOptions,
     private readonly log: Logger,
     private readonly metrics: Metrics,
-  ) {}
+  ) {
+    this.rosterBatch = options.rosterBatch ?? ROSTER_BATCH;
+  }
 
   /** Starts passes (again, after stop()). */
   start(): void {
@@ -279,21 +285,29 @@ export class Persister {
     await this.pg.writeHeads(present.map((h) => ({ conv: h.conv, maxSeq: Number(h.head) })));
     this.metrics.persistRows.inc({ kind: 'head' }, present.length);
     cleared += await this.store.clearHeads(shard, read);
-    // Rosters: one transaction each (a roster may be large, and is rewritten whole). At least one
+    // Rosters: batches, each one transaction (a roster is rewritten whole). At least one batch
     // per pass, so they always move.
     let written = 0;
-    for (const conv of rosters) {
-      if (written > 0 && performance.now() > rostersUntil) break;
-      written++;
-      const state = await this.store.readConversation(conv);
+    while (written < rosters.length && (written === 0 || performance.now() <= rostersUntil)) {
+      const batch = rosters.slice(written, written + this.rosterBatch.rosters);
+      const states = await Promise.all(batch.map((conv) => this.store.readConversation(conv)));
+      // Bounded by members too (a roster may have 100k): the ones past the bound are read again next.
+      let take = 0;
+      for (let members = 0; take < batch.length && (take === 0 || members < this.rosterBatch.members); take++)
+        members += states[take]?.state.members.length ?? 0;
       // Marked, yet gone from Redis: deleted (the toolbox deletes its rows itself), or lost since
       // the marks were read (a FLUSHALL or failover in the middle of this pass). Absence is no
       // evidence of a deletion, so PostgreSQL is left as it is: the next touch restores from it.
-      if (state) {
-        await this.pg.writeConversation(conv, state.state);
-        this.metrics.persistRows.inc({ kind: 'conversation' });
+      const present: Array<{ conv: string; state: PersistedConversation }> = [];
+      for (let i = 0; i < take; i++) {
+        const read = states[i];
+        if (read) present.push({ conv: batch[i] as string, state: read.state });
       }
-      if (await this.store.clearConversation('m', conv, state?.gen ?? '')) cleared++;
+      await this.pg.writeConversations(present);
+      this.metrics.persistRows.inc({ kind: 'conversation' }, present.length);
+      const clears = await Promise.all(batch.slice(0, take).map((conv, i) => this.store.clearConversation('m', conv, states[i]?.gen ?? '')));
+      for (const done of clears) if (done) cleared++;
+      written += take;
     }
     const now = Date.now();
     // The rosters not written are the last of `rosters`, in the marks' order: their lag is not over.

@@ -238,19 +238,113 @@ describe('durable tier: the drain pipeline', () => {
     const { store, pg } = parts();
     await dirtyUsers('burst', 60);
     const slowPg: PgStore = Object.create(pg, {
-      writeConversation: {
-        value: async (conv: string, state: Parameters<PgStore['writeConversation']>[1]) => {
-          await new Promise((resolve) => setTimeout(resolve, 20));
-          return pg.writeConversation(conv, state);
+      writeConversations: {
+        value: async (items: Parameters<PgStore['writeConversations']>[0]) => {
+          await new Promise((resolve) => setTimeout(resolve, 100));
+          return pg.writeConversations(items);
         },
       },
     });
-    // 60 rosters at 20 ms each would hold the pass for 1.2 s: it stops at its bound (250 ms).
-    await drainer(store, slowPg, 1_000).drainOnce();
+    // 12 batches of 5 rosters at 100 ms each would hold the pass for 1.2 s: it stops at its bound (250 ms).
+    const slow = new Persister(
+      store,
+      slowPg,
+      { intervalMs: 1_000, batch: 1_000, backlogWarn: 1e9, rosterBatch: { rosters: 5, members: 1_000 } },
+      silent,
+      new Metrics({ processMetrics: false }),
+    );
+    await slow.drainOnce();
     const left = await store.dirty('', 1_000);
     expect(left.users.filter((m) => m.member.startsWith('burst'))).toEqual([]);
     expect(left.convs.filter((m) => m.member.startsWith('m|burst')).length).toBeGreaterThan(0);
-    await drainer(store, slowPg, 1_000).drainAll(Date.now() + 20_000);
+    await slow.drainAll(Date.now() + 20_000);
     expect((await store.backlog([''])).marks).toBe(0);
+    const { rows } = await stack.sql.query<{ n: string }>("SELECT count(*) AS n FROM redpoint_conv_members WHERE conv LIKE 'burstc%'");
+    expect(Number(rows[0]?.n)).toBe(120);
+  });
+
+  it('a batch of rosters: each written as alone, bounded by its members too', async () => {
+    const { store, pg } = parts();
+    // Four conversations: one replaced (a member left), one whose stored generation is newer (only
+    // its head may rise), one deleted since it was read (its tombstone wins), one new.
+    await stack.server.members('rb-keep', { add: ['rb-a', 'rb-b', 'rb-c'] });
+    await stack.server.members('rb-newer', { add: ['rb-a', 'rb-b'] });
+    await stack.server.members('rb-gone', { add: ['rb-a', 'rb-b'] });
+    await stack.server.post([
+      { conv: 'rb-keep', seq: 4, sender: 'rb-a' },
+      { conv: 'rb-newer', seq: 2, sender: 'rb-a' },
+      { conv: 'rb-gone', seq: 1, sender: 'rb-a' },
+    ]);
+    await drainer(store, pg, 1_000).drainAll(Date.now() + 20_000);
+    const oldNewer = await store.readConversation('rb-newer');
+    const oldGone = await store.readConversation('rb-gone');
+    if (!oldNewer || !oldGone) throw new Error('no conversation to read');
+    await stack.server.members('rb-keep', { remove: ['rb-c'] });
+    await stack.server.members('rb-newer', { add: ['rb-d'] });
+    await stack.server.post({ conv: 'rb-newer', seq: 9, sender: 'rb-a' });
+    await stack.server.members('rb-new', { add: ['rb-x', 'rb-y'] });
+    await drainer(store, pg, 1_000).drainAll(Date.now() + 20_000);
+    await stack.server.ok('DELETE', '/v1/conversations/rb-gone');
+    await drainer(store, pg, 1_000).drainAll(Date.now() + 20_000);
+    const keep = await store.readConversation('rb-keep');
+    const fresh = await store.readConversation('rb-new');
+    if (!keep || !fresh) throw new Error('no conversation to read');
+    // The stale reads of rb-newer (an older generation, given a head above the stored 9) and of
+    // rb-gone (before its deletion), in one batch with the current ones.
+    await pg.writeConversations([
+      { conv: 'rb-newer', state: { ...oldNewer.state, maxSeq: 12 } },
+      { conv: 'rb-gone', state: oldGone.state },
+      { conv: 'rb-keep', state: keep.state },
+      { conv: 'rb-new', state: fresh.state },
+    ]);
+    const saved = await pg.loadConversations(['rb-keep', 'rb-newer', 'rb-gone', 'rb-new']);
+    expect(
+      saved
+        .get('rb-keep')
+        ?.members.map((m) => m.uid)
+        .sort(),
+    ).toEqual(['rb-a', 'rb-b']);
+    expect(saved.get('rb-keep')?.maxSeq).toBe(4);
+    // The older generation's roster did not replace the newer one; its head still counts.
+    expect(
+      saved
+        .get('rb-newer')
+        ?.members.map((m) => m.uid)
+        .sort(),
+    ).toEqual(['rb-a', 'rb-b', 'rb-d']);
+    expect(saved.get('rb-newer')?.maxSeq).toBe(12);
+    expect(saved.has('rb-gone')).toBe(false);
+    const gone = await stack.sql.query("SELECT uid FROM redpoint_conv_members WHERE conv = 'rb-gone'");
+    expect(gone.rows).toEqual([]);
+    expect(
+      saved
+        .get('rb-new')
+        ?.members.map((m) => m.uid)
+        .sort(),
+    ).toEqual(['rb-x', 'rb-y']);
+
+    // A member bound of 3: rosters of 3, 2 and 2 members go in batches of one, then two.
+    const written: string[][] = [];
+    const spy: PgStore = Object.create(pg, {
+      writeConversations: {
+        value: (items: Parameters<PgStore['writeConversations']>[0]) => {
+          written.push(items.map((i) => i.conv));
+          return pg.writeConversations(items);
+        },
+      },
+    });
+    await stack.server.members('rb-m1', { add: ['rb-1', 'rb-2', 'rb-3'] });
+    await stack.server.members('rb-m2', { add: ['rb-1', 'rb-2'] });
+    await stack.server.members('rb-m3', { add: ['rb-1', 'rb-2'] });
+    const bounded = new Persister(
+      store,
+      spy,
+      { intervalMs: 1_000, batch: 1_000, backlogWarn: 1e9, rosterBatch: { rosters: 10, members: 3 } },
+      silent,
+      new Metrics({ processMetrics: false }),
+    );
+    await bounded.drainAll(Date.now() + 20_000);
+    // At least one roster per batch, and none added once the bound is reached.
+    expect(written.map((batch) => batch.filter((c) => c.startsWith('rb-m'))).filter((b) => b.length > 0)).toEqual([['rb-m1'], ['rb-m2', 'rb-m3']]);
   });
 });

@@ -181,7 +181,14 @@ export class Persister {
     return { cleared: users.cleared + convs.cleared, full: users.full || convs.full };
   }
 
-  private async drainUserShard(shard: DirtyShard, budget: number): Promise<{ cleared: number; full: boolean }> {
+  private async drainUserShard(shard: DirtyShard, most: number): Promise<{ cleared: number; full: boolean }> {
+    // A pass takes at most as many marks as the shard held when it began. Marks go oldest first and
+    // a change moves its record's mark to the back, so the pass takes what was waiting when it
+    // began, and a record changed meanwhile waits for the next pass instead of being written again
+    // and again in this one: under load the drain writes each busy record once per pass.
+    const held = await this.store.recordMarks(shard);
+    if (held === 0) return { cleared: 0, full: false };
+    const budget = Math.min(most, held);
     const chunk = Math.min(this.options.batch, DRAIN_PIPELINE.recordsPerChunk);
     const inFlight = new Set<string>();
     const running = new Set<Promise<void>>();
@@ -240,7 +247,7 @@ export class Persister {
     }
     await Promise.all(running);
     if (failure !== undefined) throw failure.err;
-    return { cleared, full: !exhausted };
+    return { cleared, full: !exhausted && budget === most };
   }
 
   private async drainConvShard(shard: DirtyShard, budget: number): Promise<{ cleared: number; full: boolean }> {

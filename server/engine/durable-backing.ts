@@ -40,6 +40,8 @@ export interface DurableStore {
   dirty(shard: DirtyShard, limit: number, only?: 'users' | 'convs'): Promise<{ users: DirtyMark[]; convs: DirtyMark[] }>;
   /** Marks in the whole store (for the backlog gauge; a cluster sums its busy shards). */
   backlog(shards: readonly DirtyShard[]): Promise<{ marks: number; oldest: number | null }>;
+  /** How many record marks the shard holds. */
+  recordMarks(shard: DirtyShard): Promise<number>;
   /**
    * Up to `limit` of the shard's record marks, oldest first from position `skip` (the drainer
    * skips what it has in flight), each with the record it names and its score (the record's version):

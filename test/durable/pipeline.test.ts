@@ -10,8 +10,8 @@ import { durableStack } from './stack.js';
  * The drainer's pipeline (persister.ts): a shard's user records go to PostgreSQL in chunks, up to
  * three in flight. What must hold whatever the interleaving: every mark is written once per pass
  * (a chunk in flight hides its marks from the next), a record changed while its chunk is in flight
- * keeps its mark and is written again, and a chunk that fails leaves its marks without stopping
- * the others' from clearing.
+ * keeps its mark and is written again (by the next pass: a pass takes only what was waiting when
+ * it began), and a chunk that fails leaves its marks without stopping the others' from clearing.
  */
 describe('durable tier: the drain pipeline', () => {
   const stack = durableStack('pipeline', [{ durable: { run: false } }]);
@@ -117,6 +117,43 @@ describe('durable tier: the drain pipeline', () => {
     expect(written).toEqual(['0', '1']);
     expect(rows.map((r) => r.muted)).toEqual([true]);
     expect((await store.dirty('', 10_000, 'users')).users.filter((m) => m.member.startsWith('moved'))).toEqual([]);
+  });
+
+  it('a pass takes what was waiting when it began: a record changed meanwhile waits for the next pass, written once per pass', async () => {
+    const { store, pg } = parts();
+    await dirtyUsers('pass', 40);
+    let victim: string | undefined;
+    let changed = false;
+    const writes = new Map<string, number>();
+    const changing: PgStore = Object.create(pg, {
+      writeRecords: {
+        value: async (records: readonly PersistedRecord[]) => {
+          for (const r of records) writes.set(`${r.uid}|${r.conv}`, (writes.get(`${r.uid}|${r.conv}`) ?? 0) + 1);
+          if (!changed) {
+            // The first chunk's first record changes before its upsert: its mark moves behind
+            // every mark that was waiting.
+            changed = true;
+            const r = records.find((x) => x.uid.startsWith('pass')) as PersistedRecord;
+            victim = `${r.uid}|${r.conv}`;
+            await stack.server.ok('PUT', `/v1/users/${r.uid}/conversations/${r.conv}`, { muted: true });
+          }
+          return pg.writeRecords(records);
+        },
+      },
+    });
+    // Chunks of 4, so the pass takes several and the moved mark is behind the ones still waiting.
+    const held = (await store.dirty('', 10_000, 'users')).users.length;
+    await drainer(store, changing, 4).drainOnce();
+    expect(victim).toBeDefined();
+    expect(writes.get(victim as string)).toBe(1);
+    expect([...writes.values()].reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(held);
+    // Its newer state is still marked, and the next pass writes it.
+    expect((await store.dirty('', 10_000, 'users')).users.map((m) => m.member)).toContain(victim);
+    await drainer(store, changing, 4).drainAll(Date.now() + 20_000);
+    expect(writes.get(victim as string)).toBe(2);
+    const [uid, conv] = (victim as string).split('|');
+    const { rows } = await stack.sql.query<{ muted: boolean }>('SELECT muted FROM redpoint_user_conv WHERE uid = $1 AND conv = $2', [uid, conv]);
+    expect(rows.map((r) => r.muted)).toEqual([true]);
   });
 
   it('a chunk that fails fails the pass and keeps its marks; the chunks that committed are cleared', async () => {

@@ -112,6 +112,10 @@ export class RedisDurableStore implements DurableStore {
     return { marks: total, oldest };
   }
 
+  recordMarks(shard: DirtyShard): Promise<number> {
+    return this.deps.client.zcard(dirtyUsersKey(this.deps.prefix, shard));
+  }
+
   async takeRecords(shard: DirtyShard, skip: number, limit: number): Promise<TakenRecord[]> {
     const { prefix, client } = this.deps;
     const dirty = dirtyUsersKey(prefix, shard);

@@ -300,6 +300,42 @@ describe('durable tier: the drain pipeline', () => {
     expect(Number(rows[0]?.n)).toBe(120);
   });
 
+  it('a roster batch chosen as a deadlock victim runs again (a batch and an erasure can cross on two of one user’s memberships)', async () => {
+    const { store, pg } = parts();
+    await stack.server.members('dl-c1', { add: ['dl-u', 'dl-p'] });
+    await stack.server.members('dl-c2', { add: ['dl-u', 'dl-q'] });
+    await drainer(store, pg, 1_000).drainAll(Date.now() + 20_000);
+    const c1 = await store.readConversation('dl-c1');
+    const c2 = await store.readConversation('dl-c2');
+    if (!c1 || !c2) throw new Error('no conversation to read');
+    // Another transaction (as an erasure of dl-u would) holds dl-u's row in dl-c2, then asks for
+    // its row in dl-c1, which the batch holds by then: PostgreSQL aborts the first to wait, the batch.
+    await stack.sql.query('BEGIN');
+    await stack.sql.query("UPDATE redpoint_conv_members SET join_head = join_head WHERE conv = 'dl-c2' AND uid = 'dl-u'");
+    const batch = pg.writeConversations([
+      { conv: 'dl-c1', state: c1.state },
+      { conv: 'dl-c2', state: c2.state },
+    ]);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const other = stack.sql.query("UPDATE redpoint_conv_members SET join_head = join_head WHERE conv = 'dl-c1' AND uid = 'dl-u'");
+    await other;
+    await stack.sql.query('COMMIT');
+    await expect(batch).resolves.toBeUndefined();
+    const saved = await pg.loadConversations(['dl-c1', 'dl-c2']);
+    expect(
+      saved
+        .get('dl-c1')
+        ?.members.map((m) => m.uid)
+        .sort(),
+    ).toEqual(['dl-p', 'dl-u']);
+    expect(
+      saved
+        .get('dl-c2')
+        ?.members.map((m) => m.uid)
+        .sort(),
+    ).toEqual(['dl-q', 'dl-u']);
+  });
+
   it('a batch of rosters: each written as alone, bounded by its members too', async () => {
     const { store, pg } = parts();
     // Four conversations: one replaced (a member left), one whose stored generation is newer (only

@@ -31,6 +31,8 @@ const CLUSTER_REPORT_EVERY_MS = 5_000;
 const ROSTER_MS_PER_PASS = 250;
 /** Rosters per transaction (a few statements for the whole batch), and the members they may hold together. */
 const ROSTER_BATCH = { rosters: 200, members: 20_000 } as const;
+/** Rosters read from Redis together while a batch fills. */
+const ROSTER_READS_AT_ONCE = 8;
 
 /**
  * The write-behind drainer (DESIGN.md §10). Any process runs one; they need no coordination:
@@ -296,25 +298,31 @@ export class Persister {
     // per pass, so they always move.
     let written = 0;
     while (written < rosters.length && (written === 0 || performance.now() <= rostersUntil)) {
-      const batch = rosters.slice(written, written + this.rosterBatch.rosters);
-      const states = await Promise.all(batch.map((conv) => this.store.readConversation(conv)));
-      // Bounded by members too (a roster may have 100k): the ones past the bound are read again next.
-      let take = 0;
-      for (let members = 0; take < batch.length && (take === 0 || members < this.rosterBatch.members); take++)
-        members += states[take]?.state.members.length ?? 0;
+      // Read a few at a time, until the batch's rosters or members are reached (a roster may hold
+      // 100k members: a batch must not read hundreds of those at once).
+      const batch: string[] = [];
+      const states: Array<Awaited<ReturnType<DurableStore['readConversation']>>> = [];
+      let members = 0;
+      while (batch.length < this.rosterBatch.rosters && written + batch.length < rosters.length && (batch.length === 0 || members < this.rosterBatch.members)) {
+        const group = rosters.slice(written + batch.length, written + Math.min(this.rosterBatch.rosters, batch.length + ROSTER_READS_AT_ONCE));
+        const read = await Promise.all(group.map((conv) => this.store.readConversation(conv)));
+        batch.push(...group);
+        states.push(...read);
+        for (const state of read) members += state?.state.members.length ?? 0;
+      }
       // Marked, yet gone from Redis: deleted (the toolbox deletes its rows itself), or lost since
       // the marks were read (a FLUSHALL or failover in the middle of this pass). Absence is no
       // evidence of a deletion, so PostgreSQL is left as it is: the next touch restores from it.
       const present: Array<{ conv: string; state: PersistedConversation }> = [];
-      for (let i = 0; i < take; i++) {
+      batch.forEach((conv, i) => {
         const read = states[i];
-        if (read) present.push({ conv: batch[i] as string, state: read.state });
-      }
+        if (read) present.push({ conv, state: read.state });
+      });
       await this.pg.writeConversations(present);
       this.metrics.persistRows.inc({ kind: 'conversation' }, present.length);
-      const clears = await Promise.all(batch.slice(0, take).map((conv, i) => this.store.clearConversation('m', conv, states[i]?.gen ?? '')));
+      const clears = await Promise.all(batch.map((conv, i) => this.store.clearConversation('m', conv, states[i]?.gen ?? '')));
       for (const done of clears) if (done) cleared++;
-      written += take;
+      written += batch.length;
     }
     const now = Date.now();
     // The rosters not written are the last of `rosters`, in the marks' order: their lag is not over.

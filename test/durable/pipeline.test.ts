@@ -372,22 +372,26 @@ describe('durable tier: the drain pipeline', () => {
     expect(gone.rows).toEqual([]);
     expect(await storedMembers(pg, 'rb-new')).toEqual(['rb-x', 'rb-y']);
 
-    // A member bound of 3: rosters of 3, 2 and 2 members go in batches of one, then two.
+    // Rosters are read 8 at a time while a batch fills; with a bound of 12 members, 10 rosters of 2
+    // go in a batch of the first 8 (16 members: the bound is passed), then one of the last 2. With
+    // a bound of 20 rosters but only 4 per batch, batches of 4, 4, 2.
     const written: string[][] = [];
     const spy: PgStore = Object.create(pg, {
       writeConversations: {
         value: (items: Parameters<PgStore['writeConversations']>[0]) => {
-          written.push(items.map((i) => i.conv));
+          written.push(items.map((i) => i.conv).filter((c) => c.startsWith('rb-m')));
           return pg.writeConversations(items);
         },
       },
     });
-    await stack.server.members('rb-m1', { add: ['rb-1', 'rb-2', 'rb-3'] });
-    await stack.server.members('rb-m2', { add: ['rb-1', 'rb-2'] });
-    await stack.server.members('rb-m3', { add: ['rb-1', 'rb-2'] });
-    const bounded = drainer(store, spy, 1_000, { rosters: 10, members: 3 });
-    await bounded.drainAll(Date.now() + 20_000);
-    // At least one roster per batch, and none added once the bound is reached.
-    expect(written.map((batch) => batch.filter((c) => c.startsWith('rb-m'))).filter((b) => b.length > 0)).toEqual([['rb-m1'], ['rb-m2', 'rb-m3']]);
+    const rosters = (tag: string) => Promise.all(Array.from({ length: 10 }, (_, i) => stack.server.members(`rb-m${tag}${i}`, { add: ['rb-1', 'rb-2'] })));
+    await rosters('a');
+    await drainer(store, spy, 1_000, { rosters: 200, members: 12 }).drainAll(Date.now() + 20_000);
+    expect(written.filter((b) => b.length > 0).map((b) => b.length)).toEqual([8, 2]);
+    written.length = 0;
+    await rosters('b');
+    await drainer(store, spy, 1_000, { rosters: 4, members: 20_000 }).drainAll(Date.now() + 20_000);
+    expect(written.filter((b) => b.length > 0).map((b) => b.length)).toEqual([4, 4, 2]);
+    expect(await storedMembers(pg, 'rb-mb9')).toEqual(['rb-1', 'rb-2']);
   });
 });

@@ -183,6 +183,25 @@ export const durableSection: Section = {
         changes = undefined;
       }
 
+      // 1c. Rosters: a burst of new conversations (what each ingest run above starts with), then
+      // the drain of their rosters and their members' records, timed.
+      ctx.log('  durable: a burst of rosters');
+      const rosterConvs = quick ? 1_000 : 2_000;
+      let rosterSeconds = 0;
+      {
+        const sync = new SyncService(durable, { largeGroupThreshold: 500 });
+        for (let i = 0; i < rosterConvs; i += 200) {
+          await Promise.all(
+            Array.from({ length: Math.min(200, rosterConvs - i) }, (_, k) =>
+              sync.changeMembers(`r${i + k}`, { add: [`ra${i + k}`, `rb${i + k}`], remove: [] }),
+            ),
+          );
+        }
+        const started = performance.now();
+        await persister.drainAll(Date.now() + 120_000);
+        rosterSeconds = (performance.now() - started) / 1000;
+      }
+
       // 2. Persisted pairs per second vs a raw upsert of the same rows, over several rounds of
       // reads (each round one changed record per user), the drainer and the baseline taking
       // turns to go first; CPU per row of each stage (this process, redis-server, PostgreSQL).
@@ -260,7 +279,7 @@ export const durableSection: Section = {
       const afterBytes = (after - base) / pairs;
 
       report.method.push(
-        `One redis-server and one private PostgreSQL on the same 2 cores, the engines in this process. Ingest: ${fmt.int(convs)} one-to-one conversations, ${rounds} rounds of one message each, all submitted at once through SyncService (group commit); the tier-on engine's drainer runs alongside (200 ms passes); twice per engine, in the order off, on, on, off, rates over the sum of both runs; the drain lag is every change acknowledged during the tier-on runs and during ${steadySeconds} s of open-loop messages at half the tier-on rate, from its acknowledgement to the end of the first PostgreSQL write that holds it (bench/lib/change-lag.ts; it may over-state, never under-state), and, as the drainer's metric counts it, every record it cleared during those runs and just after (what they left), from its last change (its mark's score, ms) to its mark's clear. Persist: ${persistRounds} rounds of ${fmt.int(convs)} dirty records (one read each per round), drained to PostgreSQL by the Persister, the drainer and the baseline taking turns to go first; the raw baseline upserts the same rows (read from Redis just before the drain; PostgreSQL holds them, so both take the upsert's update path) with the drainer's own multi-row unnest statement, in its chunks of ${fmt.int(DRAIN_PIPELINE.recordsPerChunk)} with ${DRAIN_PIPELINE.chunksInFlight} in flight; for reference, the same statement inserting as many new rows from one client in batches of 2,000. CPU per row by stage: this process (process.cpuUsage: the drainer, or the baseline's client), redis-server (INFO used_cpu) and PostgreSQL's process tree (/proc, 10 ms ticks); the last column is the pipeline's bound if the three did not share 2 cores (1 / the busiest stage's CPU per row), a projection, not a measurement. Restore: a user's keys deleted, then one position() call (load from PostgreSQL, user_restore.lua, read). Memory: INFO used_memory over ${fmt.int(pairs)} (user, conversation) pairs (groups of 10), before and after the cold sweep removed the users idle for an hour, then 10% touching again.`,
+        `One redis-server and one private PostgreSQL on the same 2 cores, the engines in this process. Ingest: ${fmt.int(convs)} one-to-one conversations, ${rounds} rounds of one message each, all submitted at once through SyncService (group commit); the tier-on engine's drainer runs alongside (200 ms passes); twice per engine, in the order off, on, on, off, rates over the sum of both runs; the drain lag is every change acknowledged during the tier-on runs and during ${steadySeconds} s of open-loop messages at half the tier-on rate, from its acknowledgement to the end of the first PostgreSQL write that holds it (bench/lib/change-lag.ts; it may over-state, never under-state), and, as the drainer's metric counts it, every record it cleared during those runs and just after (what they left), from its last change (its mark's score, ms) to its mark's clear. Rosters: ${fmt.int(rosterConvs)} new one-to-one conversations at once, then the drain of their rosters and records, timed. Persist: ${persistRounds} rounds of ${fmt.int(convs)} dirty records (one read each per round), drained to PostgreSQL by the Persister, the drainer and the baseline taking turns to go first; the raw baseline upserts the same rows (read from Redis just before the drain; PostgreSQL holds them, so both take the upsert's update path) with the drainer's own multi-row unnest statement, in its chunks of ${fmt.int(DRAIN_PIPELINE.recordsPerChunk)} with ${DRAIN_PIPELINE.chunksInFlight} in flight; for reference, the same statement inserting as many new rows from one client in batches of 2,000. CPU per row by stage: this process (process.cpuUsage: the drainer, or the baseline's client), redis-server (INFO used_cpu) and PostgreSQL's process tree (/proc, 10 ms ticks); the last column is the pipeline's bound if the three did not share 2 cores (1 / the busiest stage's CPU per row), a projection, not a measurement. Restore: a user's keys deleted, then one position() call (load from PostgreSQL, user_restore.lua, read). Memory: INFO used_memory over ${fmt.int(pairs)} (user, conversation) pairs (groups of 10), before and after the cold sweep removed the users idle for an hour, then 10% touching again.`,
       );
       report.tables.push({
         caption: 'Ingest and persistence',
@@ -270,6 +289,12 @@ export const durableSection: Section = {
             ['ingest, messages/s (tier on vs off)', fmtRate(on), fmtRate(off), fmt.ratio(on / off)],
             ['persisted pairs/s (drainer vs raw upsert of the same rows)', fmtRate(persistRate), fmtRate(rawRate), fmt.ratio(persistRate / rawRate)],
             ['persisted pairs/s (drainer vs raw insert of new rows)', fmtRate(persistRate), fmtRate(rawInsert), fmt.ratio(persistRate / rawInsert)],
+            [
+              `new 1:1 conversations drained/s (${fmt.int(rosterConvs)} rosters and their ${fmt.int(rosterConvs * 2)} records)`,
+              fmtRate(rosterConvs / rosterSeconds),
+              '',
+              '',
+            ],
           ],
         },
       });
@@ -347,6 +372,7 @@ export const durableSection: Section = {
       report.data = {
         ingest: { on, off, lag: lagSummary, recordLag: recordLagSummary, changeLag: changeLagSummary, steadyLag: steadyLagSummary, steadyRate, unwritten },
         persist: { rounds: persistRounds, drain, raw, persistRate, rawRate, rawInsert },
+        rosters: { conversations: rosterConvs, seconds: rosterSeconds },
         restore: Object.fromEntries([...restore].map(([k, h]) => [k, h.summary()])),
         memory: { pairs, beforeBytes, afterBytes, evicted },
       };

@@ -31,7 +31,7 @@ const CLUSTER_REPORT_EVERY_MS = 5_000;
 const ROSTER_MS_PER_PASS = 250;
 /** Rosters per transaction (a few statements for the whole batch), and the members they may hold together. */
 const ROSTER_BATCH = { rosters: 200, members: 20_000 } as const;
-/** Rosters read from Redis together while a batch fills. */
+/** Rosters read from Redis together while a batch fills, at least (more when those read so far were small). */
 const ROSTER_READS_AT_ONCE = 8;
 
 /**
@@ -304,7 +304,9 @@ export class Persister {
       const states: Array<Awaited<ReturnType<DurableStore['readConversation']>>> = [];
       let members = 0;
       while (batch.length < this.rosterBatch.rosters && written + batch.length < rosters.length && (batch.length === 0 || members < this.rosterBatch.members)) {
-        const group = rosters.slice(written + batch.length, written + Math.min(this.rosterBatch.rosters, batch.length + ROSTER_READS_AT_ONCE));
+        // As many as the members read so far say fit (8 first): small rosters in one go.
+        const fit = batch.length === 0 ? ROSTER_READS_AT_ONCE : Math.floor((this.rosterBatch.members - members) / Math.max(1, members / batch.length));
+        const group = rosters.slice(written + batch.length, written + Math.min(this.rosterBatch.rosters, batch.length + Math.max(ROSTER_READS_AT_ONCE, fit)));
         const read = await Promise.all(group.map((conv) => this.store.readConversation(conv)));
         batch.push(...group);
         states.push(...read);

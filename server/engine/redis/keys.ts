@@ -21,9 +21,18 @@ export interface UserKeys {
   large: string;
 }
 
+/** The last letter of each of a user's key names, after userKeyTag. */
+const USER_KEY_SUFFIX: UserKeys = { meta: 'm', records: 'c', stream: 's', snapshot: 'p', large: 'L' };
+
 export function userKeys(prefix: string, uid: string): UserKeys {
-  const tag = `${userKeyHead(prefix)}${uid}}`;
-  return { meta: `${tag}:m`, records: `${tag}:c`, stream: `${tag}:s`, snapshot: `${tag}:p`, large: `${tag}:L` };
+  const tag = userKeyTag(prefix, uid);
+  const s = USER_KEY_SUFFIX;
+  return { meta: tag + s.meta, records: tag + s.records, stream: tag + s.stream, snapshot: tag + s.snapshot, large: tag + s.large };
+}
+
+/** What each of a user's key names starts with: the user's hash tag, then ':'. */
+function userKeyTag(prefix: string, uid: string): string {
+  return `${userKeyHead(prefix)}${uid}}:`;
 }
 
 /** What every key of a user starts with, before its id and the tag's closing brace (the drainer's scripts build the names from it). */
@@ -152,4 +161,40 @@ function slotTags(): string[] {
   }
   tags = found;
   return found;
+}
+
+/**
+ * The key and channel names the Lua library builds, as Lua functions rendered from the functions
+ * above (scripts.ts puts them first in the library): the layout is written once, here. Each is
+ * rendered by calling the TypeScript function with markers for its arguments, so a name changed
+ * here changes in Lua too (`test/engine/lua-keys.test.ts` runs both on a Redis and compares).
+ */
+export function luaKeyNames(): string {
+  const [X, Y, Z] = ['\u0001', '\u0002', '\u0003'];
+  /** `full` (built with prefix Z) with `head(Z)` replaced by the head parameter. */
+  const afterHead = (full: string, head: string): string => {
+    if (!full.startsWith(head)) throw new Error(`key ${full} does not start with ${head}`);
+    return X + full.slice(head.length);
+  };
+  const functions: Array<[name: string, params: [string, string], render: string]> = [
+    ['userKeyTag', ['prefix', 'uid'], userKeyTag(X, Y)],
+    ['userChannelOf', ['prefix', 'uid'], userChannel(X, Y)],
+    ['convKeyOf', ['prefix', 'conv'], convKey(X, Y)],
+    ['convChannelOf', ['prefix', 'conv'], convChannel(X, Y)],
+    ['dirtyUsersKeyOf', ['prefix', 'shard'], dirtyUsersKey(X, Y)],
+    ['dirtyConvsKeyOf', ['prefix', 'shard'], dirtyConvsKey(X, Y)],
+    ['activityKeyOf', ['prefix', 'shard'], activityKey(X, Y)],
+    // For the scripts handed a key head (keys.ts userKeyHead, convKeyHead) instead of the prefix.
+    ['convKeyAfterHead', ['head', 'conv'], afterHead(convKey(Z, Y), convKeyHead(Z))],
+    ['userRecordsAfterHead', ['head', 'uid'], afterHead(userKeys(Z, Y).records, userKeyHead(Z))],
+  ];
+  const lua = (text: string, params: [string, string]): string =>
+    text
+      .split(/(\u0001|\u0002)/)
+      .filter((part) => part !== '')
+      .map((part) => (part === X ? params[0] : part === Y ? params[1] : `'${part.replace(/[\\']/g, (c) => `\\${c}`)}'`))
+      .join(' .. ');
+  const lines = functions.map(([name, params, text]) => `local function ${name}(${params.join(', ')}) return ${lua(text, params)} end`);
+  const suffixes = Object.entries(USER_KEY_SUFFIX).map(([kind, letter]) => `local USER_${kind.toUpperCase()} = '${letter}'`);
+  return `-- keys.ts luaKeyNames(): generated, not edited by hand.\n${[...suffixes, ...lines].join('\n')}\n`;
 }

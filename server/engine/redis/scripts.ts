@@ -3,6 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Cluster, Redis } from 'ioredis';
 import type { Reply } from './codec.js';
+import { luaKeyNames } from './keys.js';
 
 /** One function of the library: its file under lua/, its number of KEYS and how the engine treats it. */
 interface ScriptSpec {
@@ -110,7 +111,8 @@ export interface Library {
 export function buildLibrary(): Library {
   const dir = luaDir();
   const names = Object.keys(SCRIPTS) as ScriptName[];
-  const parts = LIBRARY_PRELUDE.map((file) => readLua(dir, file));
+  // The key names first (rendered from keys.ts), then the shared Lua.
+  const parts = [luaKeyNames(), ...LIBRARY_PRELUDE.map((file) => readLua(dir, file))];
   const bodies = names.map((name) => readLua(dir, SCRIPTS[name].file));
   const hash = createHash('sha1')
     .update([...parts, ...bodies].join('\0'))

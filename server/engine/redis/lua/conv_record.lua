@@ -29,7 +29,7 @@ while i <= #ARGV do
   local conv, shard, seq, count = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3])
   local first, last = i + 4, i + 3 + count
   i = last + 1
-  local K = prefix .. ':{c:' .. conv .. '}'
+  local K = convKeyOf(prefix, conv)
   local meta
   if checkLocal then
     meta = redis.pcall('HMGET', K, '#s', '#l', '#c', '#g', '#n')
@@ -48,7 +48,7 @@ while i <= #ARGV do
     if raised then
       maxSeq = seq
       redis.call('HSET', K, '#s', int(seq))
-      if durableNow ~= '' then redis.call('ZADD', prefix .. ':dc' .. shard, 'NX', durableNow, 'h|' .. conv) end
+      if durableNow ~= '' then redis.call('ZADD', dirtyConvsKeyOf(prefix, shard), 'NX', durableNow, 'h|' .. conv) end
     end
     local large = meta[2] == '1'
     local members
@@ -65,7 +65,7 @@ while i <= #ARGV do
         end
         c = d + 1
       end
-      if raised and publishCmd ~= '' then redis.call(publishCmd, prefix .. ':bus:{c:' .. conv .. '}', int(maxSeq) .. '|' .. at) end
+      if raised and publishCmd ~= '' then redis.call(publishCmd, convChannelOf(prefix, conv), int(maxSeq) .. '|' .. at) end
     end
     out[#out + 1] = { maxSeq, large and 1 or 0, meta[3], tonumber(meta[4]), tonumber(meta[5]), members }
   end

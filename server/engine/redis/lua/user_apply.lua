@@ -183,8 +183,8 @@ local function push(t, v)
 end
 
 local function applyUser(uid, metaKey, meta, first, last, out, shard)
-  local tag = prefix .. ':{u:' .. uid .. '}:'
-  local recordsKey = tag .. 'c'
+  local tag = userKeyTag(prefix, uid)
+  local recordsKey = tag .. USER_RECORDS
   -- The other keys (stream s, snapshot p, large index L) are named where a change needs them:
   -- most calls touch no snapshot, and each name is another string to allocate.
   local exists = meta[1] ~= false
@@ -266,7 +266,7 @@ local function applyUser(uid, metaKey, meta, first, last, out, shard)
           local interval = snapshotInterval(snapshotEvery, streamMaxLen, members)
           if version - sv >= interval then
             local snap = snapshotText(recordsKey, current)
-            if idle > 0 then call('SET', tag .. 'p', snap, 'EX', idle) else call('SET', tag .. 'p', snap) end
+            if idle > 0 then call('SET', tag .. USER_SNAPSHOT, snap, 'EX', idle) else call('SET', tag .. USER_SNAPSHOT, snap) end
             sv = version
           end
           base = trimmedBase(base, version, sv, interval)
@@ -297,10 +297,10 @@ local function applyUser(uid, metaKey, meta, first, last, out, shard)
   if durableNow then
     if dirtyOrder then
       w = nextWrite(w, durableNow)
-      markDirty(prefix .. ':d' .. shard, int(w), uid, dirtyOrder)
+      markDirty(dirtyUsersKeyOf(prefix, shard), int(w), uid, dirtyOrder)
     end
     if (exists or version ~= startVersion) and touchDue(lastActive, durableNow, activityEvery) then
-      call('ZADD', prefix .. ':a' .. shard, durableNow, uid)
+      call('ZADD', activityKeyOf(prefix, shard), durableNow, uid)
       lastActive = durableNow
     end
   end
@@ -308,14 +308,14 @@ local function applyUser(uid, metaKey, meta, first, last, out, shard)
     if w ~= startW or lastActive ~= num(meta[12]) then call('HSET', metaKey, 'w', int(w), 'a', int(lastActive)) end
     return
   end
-  local streamKey = tag .. 's'
+  local streamKey = tag .. USER_STREAM
 
   -- The list held the versions after startBase; a list that holds fewer expired while idle.
   local length = call('RPUSH', streamKey, unpack(entries))
   local fresh = length == #entries
   if length ~= version - startBase then
     -- History restarts at the version just reached (these changes were pushed all the same).
-    restartStream({ records = recordsKey, stream = streamKey, snapshot = tag .. 'p' }, current, idle)
+    restartStream({ records = recordsKey, stream = streamKey, snapshot = tag .. USER_SNAPSHOT }, current, idle)
     base, sv = version, version
   elseif base > startBase then
     call('LTRIM', streamKey, base - startBase, -1)
@@ -344,7 +344,7 @@ local function applyUser(uid, metaKey, meta, first, last, out, shard)
     if fresh then call('EXPIRE', streamKey, idle) end
     if now - expiredAt >= idle / 8 then
       if not fresh then call('EXPIRE', streamKey, idle) end
-      call('EXPIRE', tag .. 'p', idle)
+      call('EXPIRE', tag .. USER_SNAPSHOT, idle)
       fields[n + 1], fields[n + 2], n = 'ex', int(now), n + 2
     end
   end
@@ -369,11 +369,11 @@ local function applyUser(uid, metaKey, meta, first, last, out, shard)
     for conv, was in pairs(wasLargeMember) do
       local r = current[conv]
       local is = (r and r.member and r.large) == true
-      if is and not was then call('HSET', tag .. 'L', conv, '1') elseif was and not is then call('HDEL', tag .. 'L', conv) end
+      if is and not was then call('HSET', tag .. USER_LARGE, conv, '1') elseif was and not is then call('HDEL', tag .. USER_LARGE, conv) end
     end
   end
   if publishCmd ~= '' then
-    call(publishCmd, prefix .. ':bus:{u:' .. uid .. '}', epoch .. '|' .. at .. '\n' .. concat(lines, '\n'))
+    call(publishCmd, userChannelOf(prefix, uid), epoch .. '|' .. at .. '\n' .. concat(lines, '\n'))
   end
 end
 
@@ -384,7 +384,7 @@ while i <= #ARGV do
   local first = i + 4
   local last = first - 1
   for _ = 1, count do last = last + 2 + FIELDS[ARGV[last + 1]] end
-  local metaKey = prefix .. ':{u:' .. uid .. '}:m'
+  local metaKey = userKeyTag(prefix, uid) .. USER_META
   local meta
   if checkLocal then
     meta = rpcall('HMGET', metaKey, unpack(META_FIELDS))

@@ -10,7 +10,7 @@
 
 local head, gone = ARGV[1], {}
 for conv, seq in string.gmatch(ARGV[2], '([^ \n]+) ([^\n]*)') do
-  if (redis.call('HGET', head .. conv .. '}', '#s') or '') == seq then gone[#gone + 1] = 'h|' .. conv end
+  if (redis.call('HGET', convKeyAfterHead(head, conv), '#s') or '') == seq then gone[#gone + 1] = 'h|' .. conv end
 end
 -- One ZREM per chunk of marks, not one per conversation: each command a script runs costs ~8k
 -- instructions around it, more than the removal itself.

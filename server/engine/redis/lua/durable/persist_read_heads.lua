@@ -4,12 +4,12 @@
 --
 -- KEYS[1] the dirty set of the conversations' shard (routes the call; on a cluster the shard is a
 -- slot, and every conversation marked in it lives in it)
--- ARGV[1] the head of a conversation's key name (keys.ts convKeyHead: head .. conv .. '}')
+-- ARGV[1] the head of a conversation's key name (keys.ts convKeyHead; convKeyAfterHead(head, conv) is the key)
 -- ARGV[2] the conversations, joined by '\n' (ids never hold '\n')
 -- Returns their heads ('#s') in order, joined by '\n', empty where the conversation is gone.
 
 local head, out = ARGV[1], {}
 for conv in string.gmatch(ARGV[2], '[^\n]+') do
-  out[#out + 1] = redis.call('HGET', head .. conv .. '}', '#s') or ''
+  out[#out + 1] = redis.call('HGET', convKeyAfterHead(head, conv), '#s') or ''
 end
 return table.concat(out, '\n')

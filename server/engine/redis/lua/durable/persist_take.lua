@@ -10,7 +10,7 @@
 --
 -- KEYS[1] the dirty set of the shard (routes the call: on a cluster the shard is a slot, and every
 -- user of its marks lives in it; on one Redis the users' keys are reached by name)
--- ARGV[1] the head of a user's key names (keys.ts userKeyHead: head .. uid .. '}:c' is the
+-- ARGV[1] the head of a user's key names (keys.ts userKeyHead; userRecordsAfterHead(head, uid) is the
 -- records hash)
 -- ARGV[2] how many of the oldest marks to skip (the drainer's own in flight), ARGV[3] how many to take
 -- Returns a line per mark, oldest first, joined by '\n': '<score> <uid|conv> <record text>',
@@ -22,7 +22,7 @@ local out = {}
 for i = 1, #marks, 2 do
   local member = marks[i]
   local bar = string.find(member, '|', 1, true)
-  local text = redis.call('HGET', head .. string.sub(member, 1, bar - 1) .. '}:c', string.sub(member, bar + 1)) or ''
+  local text = redis.call('HGET', userRecordsAfterHead(head, string.sub(member, 1, bar - 1)), string.sub(member, bar + 1)) or ''
   -- a record is never written with a newline; one written by hand must not break the framing
   if string.find(text, '\n', 1, true) then text = string.gsub(text, '\n', ' ') end
   out[#out + 1] = marks[i + 1] .. ' ' .. member .. ' ' .. text

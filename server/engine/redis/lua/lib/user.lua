@@ -82,7 +82,7 @@ end
 -- caller reads it with heads(), which restores it when the durable tier is on).
 -- `convKeyHead` is keys.ts convKeyHead.
 local function appendHead(heads, convKeyHead, conv)
-  local head = call('HGET', convKeyHead .. conv .. '}', '#s')
+  local head = call('HGET', convKeyAfterHead(convKeyHead, conv), '#s')
   if head then
     heads[#heads + 1] = conv
     heads[#heads + 1] = head

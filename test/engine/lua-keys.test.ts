@@ -16,7 +16,8 @@ import {
   userKeyHead,
   userKeys,
 } from '../../server/engine/redis/keys.js';
-import { type RedisServer, startRedisServer } from '../helpers/redis-server.js';
+import { fileFixture } from '../helpers/file-fixture.js';
+import { startRedisServer } from '../helpers/redis-server.js';
 
 /**
  * The Lua library builds key and channel names with functions rendered from keys.ts
@@ -24,15 +25,13 @@ import { type RedisServer, startRedisServer } from '../helpers/redis-server.js';
  * for prefixes and ids with the characters a Lua string literal must escape.
  */
 describe('key names in Lua, rendered from keys.ts', () => {
-  let server: RedisServer;
+  const server = fileFixture('redis-server', () => startRedisServer());
   let redis: Redis;
-  beforeAll(async () => {
-    server = await startRedisServer();
-    redis = new Redis(server.url);
+  beforeAll(() => {
+    redis = new Redis(server().url);
   });
-  afterAll(async () => {
+  afterAll(() => {
     redis.disconnect();
-    await server.stop();
   });
 
   it('every function names what its TypeScript twin names', async () => {

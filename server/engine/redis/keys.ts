@@ -188,11 +188,15 @@ export function luaKeyNames(): string {
     ['convKeyAfterHead', ['head', 'conv'], afterHead(convKey(Z, Y), convKeyHead(Z))],
     ['userRecordsAfterHead', ['head', 'uid'], afterHead(userKeys(Z, Y).records, userKeyHead(Z))],
   ];
+  const quote = (literal: string): string => `'${literal.replaceAll('\\', '\\\\').replaceAll("'", "\\'")}'`;
+  // The text's literal runs quoted, each marker replaced by its parameter.
   const lua = (text: string, params: [string, string]): string =>
     text
-      .split(/(\u0001|\u0002)/)
-      .filter((part) => part !== '')
-      .map((part) => (part === X ? params[0] : part === Y ? params[1] : `'${part.replace(/[\\']/g, (c) => `\\${c}`)}'`))
+      .split(X)
+      .flatMap((run, i) => [
+        ...(i > 0 ? [params[0]] : []),
+        ...run.split(Y).flatMap((literal, j) => [...(j > 0 ? [params[1]] : []), ...(literal === '' ? [] : [quote(literal)])]),
+      ])
       .join(' .. ');
   const lines = functions.map(([name, params, text]) => `local function ${name}(${params.join(', ')}) return ${lua(text, params)} end`);
   const suffixes = Object.entries(USER_KEY_SUFFIX).map(([kind, letter]) => `local USER_${kind.toUpperCase()} = '${letter}'`);

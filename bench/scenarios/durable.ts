@@ -80,7 +80,7 @@ export const durableSection: Section = {
         changes?.written(records, Date.now());
         const cleared = await clearRecords(shard, records);
         const now = Date.now();
-        if (lagCaptured) for (const r of records) recordLag.recordMs(Math.max(0, now - r.since));
+        if (lagCaptured) for (const r of records) recordLag.recordMs(Math.max(0, now - r.w));
         return cleared;
       };
       const observeLag = metrics.persistLag.observe.bind(metrics.persistLag);

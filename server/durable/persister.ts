@@ -84,7 +84,7 @@ export class Persister {
     for (const shard of await this.shards()) {
       // A full batch drains again at once, but a pass ends after a bound: marks that keep
       // changing under it must not hold one pass (and drainAll's deadline) forever.
-      persisted += (await this.drainShard(shard, this.options.batch * MAX_BATCHES_PER_PASS)).cleared;
+      persisted += await this.drainShard(shard, this.options.batch * MAX_BATCHES_PER_PASS);
     }
     return persisted;
   }
@@ -173,23 +173,21 @@ export class Persister {
    * mark is in one chunk at a time (a chunk in flight hides its marks from the next read), and
    * chunks write distinct rows, so their transactions never wait on each other.
    */
-  private async drainShard(shard: DirtyShard, budget: number): Promise<{ cleared: number; full: boolean }> {
+  private async drainShard(shard: DirtyShard, budget: number): Promise<number> {
     // Settled both before failing: a pass that threw must have nothing of it still running.
     const [u, c] = await Promise.allSettled([this.drainUserShard(shard, budget), this.drainConvShard(shard, budget)]);
     if (u.status === 'rejected') throw u.reason;
     if (c.status === 'rejected') throw c.reason;
-    const users = u.value;
-    const convs = c.value;
-    return { cleared: users.cleared + convs.cleared, full: users.full || convs.full };
+    return u.value + c.value;
   }
 
-  private async drainUserShard(shard: DirtyShard, most: number): Promise<{ cleared: number; full: boolean }> {
+  private async drainUserShard(shard: DirtyShard, most: number): Promise<number> {
     // A pass takes at most as many marks as the shard held when it began. Marks go oldest first and
     // a change moves its record's mark to the back, so the pass takes what was waiting when it
     // began, and a record changed meanwhile waits for the next pass instead of being written again
     // and again in this one: under load the drain writes each busy record once per pass.
     const held = await this.store.recordMarks(shard);
-    if (held === 0) return { cleared: 0, full: false };
+    if (held === 0) return 0;
     const budget = Math.min(most, held);
     const chunk = Math.min(this.options.batch, DRAIN_PIPELINE.recordsPerChunk);
     const inFlight = new Set<string>();
@@ -249,23 +247,23 @@ export class Persister {
     }
     await Promise.all(running);
     if (failure !== undefined) throw failure.err;
-    return { cleared, full: !exhausted && budget === most };
+    return cleared;
   }
 
-  private async drainConvShard(shard: DirtyShard, budget: number): Promise<{ cleared: number; full: boolean }> {
+  private async drainConvShard(shard: DirtyShard, budget: number): Promise<number> {
     let cleared = 0;
     const rostersUntil = performance.now() + ROSTER_MS_PER_PASS;
     for (let taken = 0; taken < budget; ) {
       const want = Math.min(this.options.batch, budget - taken);
       const { convs } = await this.store.dirty(shard, want, 'convs');
-      if (convs.length === 0) return { cleared, full: false };
+      if (convs.length === 0) return cleared;
       const done = await this.drainConversations(shard, convs, rostersUntil);
       cleared += done.cleared;
-      if (done.deferred) return { cleared, full: true };
+      if (done.deferred) return cleared;
       taken += convs.length;
-      if (convs.length < want) return { cleared, full: false };
+      if (convs.length < want) return cleared;
     }
-    return { cleared, full: true };
+    return cleared;
   }
 
   /** One chunk: upserted, then its marks cleared; `clearing` runs just before the clear is sent. */
@@ -276,7 +274,7 @@ export class Persister {
     clearing();
     const cleared = await this.store.clearRecords(shard, records);
     const now = Date.now();
-    for (const r of records) this.metrics.persistLag.observe(Math.max(0, (now - r.since) / 1000));
+    for (const r of records) this.metrics.persistLag.observe(Math.max(0, (now - r.w) / 1000));
     return cleared;
   }
 

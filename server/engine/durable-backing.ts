@@ -122,11 +122,6 @@ export interface PersistedRecord {
 
 /** A record mark taken by the drainer, with the state it names. */
 export interface TakenRecord extends PersistedRecord {
-  /** The mark, 'uid|conv'. */
+  /** The mark, 'uid|conv'; its score is the record's `w` (never below the wall clock at the change, ms), the clear's version too. */
   member: string;
-  /**
-   * The mark's score: the user's write clock `w` at the record's last change (never below the
-   * wall clock then, ms), its version for the clear.
-   */
-  since: number;
 }

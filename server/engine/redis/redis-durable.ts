@@ -136,9 +136,14 @@ export class RedisDurableStore implements DurableStore {
         if (seen.has(member)) continue;
         seen.add(member);
         const bar = member.indexOf('|');
-        const since = Number(line.slice(0, a));
         // The score is the record's version (persist_take.lua): the row's w.
-        out.push({ member, uid: member.slice(0, bar), conv: member.slice(bar + 1), since, w: since, text: b === line.length - 1 ? null : line.slice(b + 1) });
+        out.push({
+          member,
+          uid: member.slice(0, bar),
+          conv: member.slice(bar + 1),
+          w: Number(line.slice(0, a)),
+          text: b === line.length - 1 ? null : line.slice(b + 1),
+        });
       }
     }
     return out;
@@ -151,7 +156,7 @@ export class RedisDurableStore implements DurableStore {
       const lines: string[] = [];
       for (let i = at; i < Math.min(records.length, at + RECORDS_PER_CALL); i++) {
         const r = records[i] as TakenRecord;
-        lines.push(`${r.member} ${r.since}`);
+        lines.push(`${r.member} ${r.w}`);
       }
       calls.push(this.deps.client.persistClear(dirty, lines.join('\n')));
     }

@@ -182,8 +182,7 @@ local function push(t, v)
   return t
 end
 
-local function applyUser(uid, metaKey, meta, first, last, out, shard)
-  local tag = userKeyTag(prefix, uid)
+local function applyUser(uid, tag, metaKey, meta, first, last, out, shard)
   local recordsKey = tag .. USER_RECORDS
   -- The other keys (stream s, snapshot p, large index L) are named where a change needs them:
   -- most calls touch no snapshot, and each name is another string to allocate.
@@ -384,7 +383,8 @@ while i <= #ARGV do
   local first = i + 4
   local last = first - 1
   for _ = 1, count do last = last + 2 + FIELDS[ARGV[last + 1]] end
-  local metaKey = userKeyTag(prefix, uid) .. USER_META
+  local tag = userKeyTag(prefix, uid)
+  local metaKey = tag .. USER_META
   local meta
   if checkLocal then
     meta = rpcall('HMGET', metaKey, unpack(META_FIELDS))
@@ -398,7 +398,7 @@ while i <= #ARGV do
   if check == '1' and meta[1] == false then
     out[#out + 1] = 'absent'
   else
-    applyUser(uid, metaKey, meta, first, last, out, shard)
+    applyUser(uid, tag, metaKey, meta, first, last, out, shard)
   end
   i = last + 1
 end

@@ -163,6 +163,8 @@ local META_FIELDS = { 'e', 'r', 'v', 'b', 'n', 'sv', 't', 'x', 'ex', 'k:default'
 -- Per-category deltas of the stored totals: the default category's in a number, the others in a
 -- table made only when one is touched (most users have only the default category).
 local defaultDelta, otherDeltas
+-- set key -> ZADD arguments of this call (markDirty); made at the call's top level
+local marks
 
 local function addCategory(category, amount)
   if not category or amount == 0 then return end
@@ -296,10 +298,16 @@ local function applyUser(uid, tag, metaKey, meta, first, last, out, shard)
   if durableNow then
     if dirtyOrder then
       w = nextWrite(w, durableNow)
-      markDirty(dirtyUsersKeyOf(prefix, shard), int(w), uid, dirtyOrder)
+      markDirty(marks, dirtyUsersKeyOf(prefix, shard), int(w), uid, dirtyOrder)
     end
     if (exists or version ~= startVersion) and touchDue(lastActive, durableNow, activityEvery) then
-      call('ZADD', activityKeyOf(prefix, shard), durableNow, uid)
+      local key = activityKeyOf(prefix, shard)
+      local args = marks[key]
+      if not args then
+        args = { '' }
+        marks[key] = args
+      end
+      args[#args + 1], args[#args + 2] = durableNow, uid
       lastActive = durableNow
     end
   end
@@ -377,29 +385,38 @@ local function applyUser(uid, tag, metaKey, meta, first, last, out, shard)
 end
 
 local out = {}
-local i = 14
-while i <= #ARGV do
-  local uid, count, shard, check = ARGV[i], num(ARGV[i + 1]), ARGV[i + 2], ARGV[i + 3]
-  local first = i + 4
-  local last = first - 1
-  for _ = 1, count do last = last + 2 + FIELDS[ARGV[last + 1]] end
-  local tag = userKeyTag(prefix, uid)
-  local metaKey = tag .. USER_META
-  local meta
-  if checkLocal then
-    meta = rpcall('HMGET', metaKey, unpack(META_FIELDS))
-    if meta.err then
-      out[#out + 1] = 'moved'
-      return out
+-- The durable tier's marks and activity touches of every user of the call (markDirty), written
+-- once per set after the last user, also when a user's ops raise an error: what was applied
+-- before it stays applied (a script is not rolled back), and so must be marked.
+marks = {}
+local function applyAll()
+  local i = 14
+  while i <= #ARGV do
+    local uid, count, shard, check = ARGV[i], num(ARGV[i + 1]), ARGV[i + 2], ARGV[i + 3]
+    local first = i + 4
+    local last = first - 1
+    for _ = 1, count do last = last + 2 + FIELDS[ARGV[last + 1]] end
+    local tag = userKeyTag(prefix, uid)
+    local metaKey = tag .. USER_META
+    local meta
+    if checkLocal then
+      meta = rpcall('HMGET', metaKey, unpack(META_FIELDS))
+      if meta.err then
+        out[#out + 1] = 'moved'
+        return out
+      end
+    else
+      meta = call('HMGET', metaKey, unpack(META_FIELDS))
     end
-  else
-    meta = call('HMGET', metaKey, unpack(META_FIELDS))
+    if check == '1' and meta[1] == false then
+      out[#out + 1] = 'absent'
+    else
+      applyUser(uid, tag, metaKey, meta, first, last, out, shard)
+    end
+    i = last + 1
   end
-  if check == '1' and meta[1] == false then
-    out[#out + 1] = 'absent'
-  else
-    applyUser(uid, tag, metaKey, meta, first, last, out, shard)
-  end
-  i = last + 1
 end
+local ok, err = pcall(applyAll)
+writePending(marks)
+if not ok then error(err, 0) end
 return out

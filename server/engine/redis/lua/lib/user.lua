@@ -210,13 +210,35 @@ end
 -- change: the record's own version. The drainer clears a mark only if its score is still the one
 -- it took; a text compare could not see a record changed and changed back (A-B-A) while another
 -- drainer's older read of it was still on its way to PostgreSQL.
-local function markDirty(dirtyKey, w, uid, convs)
-  local args = { 'GT' }
-  for _, conv in ipairs(convs) do
-    args[#args + 1] = w
-    args[#args + 1] = uid .. '|' .. conv
+--
+-- Marks are gathered per set (`pending`: set key -> its ZADD arguments, led by the flag) and
+-- written once per set at the end of the call (writePending): on one Redis every user's marks go
+-- to one set, and each command a script runs costs ~8k instructions around it, so a group
+-- message's members cost one ZADD, not one each.
+local function markDirty(pending, dirtyKey, w, uid, convs)
+  local args = pending[dirtyKey]
+  if not args then
+    args = { 'GT' }
+    pending[dirtyKey] = args
   end
-  call('ZADD', dirtyKey, unpack(args))
+  local n = #args
+  for _, conv in ipairs(convs) do
+    args[n + 1], args[n + 2] = w, uid .. '|' .. conv
+    n = n + 2
+  end
+end
+
+-- The ZADDs markDirty (and the activity touches) gathered, in chunks (unpack is bounded by the
+-- Lua C stack). A flag '' is none.
+local PAIRS_PER_ZADD = 1000
+local function writePending(pending)
+  for key, args in pairs(pending) do
+    local flag = args[1]
+    for i = 2, #args, 2 * PAIRS_PER_ZADD do
+      local last = min(i + 2 * PAIRS_PER_ZADD - 1, #args)
+      if flag == '' then call('ZADD', key, unpack(args, i, last)) else call('ZADD', key, flag, unpack(args, i, last)) end
+    end
+  end
 end
 
 local function nextWrite(w, nowMs)

@@ -78,6 +78,33 @@ describe('durable tier under faults', () => {
     expect(after.map(counts)).toEqual(before.map(counts));
   });
 
+  it("two drainers at once on a burst of roster changes: PostgreSQL's rosters end as Redis's", async () => {
+    const convs = Array.from({ length: 24 }, (_, i) => `rr-${++n}-${i}`);
+    const people = ['ra1', 'ra2', 'ra3', 'ra4', 'ra5', 'ra6'];
+    await Promise.all(convs.map((conv) => a.members(conv, { add: people.slice(0, 2) })));
+    // Joins and leaves from both instances, while both drain on their own (30 ms), in batches.
+    await Promise.all(
+      convs.map(async (conv, i) => {
+        for (let step = 0; step < 6; step++) {
+          const server = (i + step) % 2 === 0 ? a : b;
+          const who = people[(i + step) % people.length] as string;
+          await server.members(conv, step % 3 === 2 ? { remove: [who] } : { add: [who] });
+        }
+      }),
+    );
+    await drained();
+    const store = a.engine.durableStore?.();
+    const pgStore = a.durable?.tier.pg;
+    if (!store || !pgStore) throw new Error('no durable tier');
+    const saved = await pgStore.loadConversations(convs);
+    for (const conv of convs) {
+      const inRedis = await store.readConversation(conv);
+      const members = (inRedis?.state.members ?? []).map((m) => `${m.uid}@${m.joinGen}`).sort();
+      expect({ conv, members: (saved.get(conv)?.members ?? []).map((m) => `${m.uid}@${m.joinGen}`).sort() }).toEqual({ conv, members });
+      expect(saved.get(conv)?.gen).toBe(inRedis?.state.gen);
+    }
+  });
+
   it('a restore racing writes from the other instance on the same user: exact', async () => {
     const users = ['ra', 'rb'];
     const conv = await traffic('race', users, 10);

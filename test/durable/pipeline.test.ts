@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { Persister } from '../../server/durable/persister.js';
 import type { PgStore } from '../../server/durable/pg-store.js';
 import type { DurableStore, PersistedRecord } from '../../server/engine/durable-backing.js';
+import { type RedisDurableDeps, RedisDurableStore } from '../../server/engine/redis/redis-durable.js';
 import { Metrics } from '../../server/metrics/metrics.js';
 import { durableStack } from './stack.js';
 
@@ -254,6 +255,101 @@ describe('durable tier: the drain pipeline', () => {
     const { rows } = await stack.sql.query<{ muted: boolean }>("SELECT muted FROM redpoint_user_conv WHERE uid = 'abau' AND conv = 'aba'");
     expect(rows.map((r) => r.muted)).toEqual([true]);
     expect((await store.dirty('', 10_000, 'users')).users.filter((m) => m.member.startsWith('abau'))).toEqual([]);
+  });
+
+  it('a roster read by one drainer, changed, and drained by another before the first one writes: the older roster does not land over the newer', async () => {
+    const { store, pg } = parts();
+    await stack.server.members('rro', { add: ['rroa', 'rrob'] });
+    await drainer(store, pg, 50).drainAll(Date.now() + 20_000);
+    let took: () => void = () => undefined;
+    let open: () => void = () => undefined;
+    const tookIt = new Promise<void>((resolve) => {
+      took = resolve;
+    });
+    const gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    /** A PgStore whose roster writes of rro announce themselves, then wait for the gate. */
+    const held: PgStore = Object.create(pg, {
+      writeConversations: {
+        value: async (items: ReadonlyArray<{ conv: string; state: unknown }>) => {
+          if (items.some((i) => i.conv === 'rro')) {
+            took();
+            await gate;
+          }
+          return pg.writeConversations(items as Parameters<PgStore['writeConversations']>[0]);
+        },
+      },
+    });
+    await stack.server.members('rro', { add: ['rroc'] });
+    const first = drainer(store, held, 50).drainOnce();
+    await tookIt; // the first drainer holds the roster {a, b, c}
+    await stack.server.members('rro', { add: ['rrod'], remove: ['rroa'] });
+    await drainer(store, pg, 50).drainAll(Date.now() + 20_000); // {b, c, d}, a newer generation
+    open();
+    await first;
+    await drainer(store, pg, 50).drainAll(Date.now() + 20_000);
+    expect(await storedMembers(pg, 'rro')).toEqual(['rrob', 'rroc', 'rrod']);
+    expect((await store.dirty('', 10_000, 'convs')).convs.filter((m) => m.member.endsWith('|rro'))).toEqual([]);
+  });
+
+  it("the reconcile's re-mark paused between reading the write clock and marking: a change, or a change and a drain, in between leaves PostgreSQL as Redis", async () => {
+    const { store, pg } = parts();
+    await stack.server.members('mkc', { add: ['mku', 'mkv'] });
+    await drainer(store, pg, 50).drainAll(Date.now() + 20_000);
+    const mute = (muted: boolean): Promise<unknown> => stack.server.ok('PUT', '/v1/users/mku/conversations/mkc', { muted });
+    const markOf = async (): Promise<number | undefined> => (await store.dirty('', 10_000, 'users')).users.find((m) => m.member === 'mku|mkc')?.since;
+    /** markUser over a client whose HGET (the write clock) is answered, then held until `open`. */
+    const paused = (): { store: RedisDurableStore; read: Promise<void>; open: () => void } => {
+      const deps = (store as unknown as { deps: RedisDurableDeps }).deps;
+      let read: () => void = () => undefined;
+      let open: () => void = () => undefined;
+      const readNow = new Promise<void>((resolve) => {
+        read = resolve;
+      });
+      const gate = new Promise<void>((resolve) => {
+        open = resolve;
+      });
+      const client = Object.create(deps.client, {
+        hget: {
+          value: async (...args: [string, string]) => {
+            const value = await deps.client.hget(...args);
+            read();
+            await gate;
+            return value;
+          },
+        },
+      }) as RedisDurableDeps['client'];
+      return { store: new RedisDurableStore({ ...deps, client }), read: readNow, open };
+    };
+
+    // A change in between: its mark (a newer score) stays as it is, not lowered to the clock read.
+    const first = paused();
+    const marking = first.store.markUser('mku', ['mkc']);
+    await first.read;
+    await mute(true);
+    const changed = (await store.inspectUser('mku')).w;
+    expect(await markOf()).toBe(changed);
+    first.open();
+    await marking;
+    expect(await markOf()).toBe(changed);
+    await drainer(store, pg, 50).drainAll(Date.now() + 20_000);
+    expect(await markOf()).toBeUndefined();
+
+    // A change and its drain in between: the mark comes back with the older clock; its drain
+    // rewrites the same state, which PostgreSQL keeps at the newer version.
+    const second = paused();
+    const again = second.store.markUser('mku', ['mkc']);
+    await second.read;
+    await mute(false);
+    await drainer(store, pg, 50).drainAll(Date.now() + 20_000);
+    second.open();
+    await again;
+    expect(await markOf()).toBeLessThan((await store.inspectUser('mku')).w);
+    await drainer(store, pg, 50).drainAll(Date.now() + 20_000);
+    const { rows } = await stack.sql.query<{ muted: boolean; w: string }>("SELECT muted, w FROM redpoint_user_conv WHERE uid = 'mku' AND conv = 'mkc'");
+    expect(rows.map((r) => ({ muted: r.muted, w: Number(r.w) }))).toEqual([{ muted: false, w: (await store.inspectUser('mku')).w }]);
+    expect(await markOf()).toBeUndefined();
   });
 
   it("a take's version is its record's last change: an older take landing after a newer one (an operator's reset-read between them) leaves the newer row", async () => {

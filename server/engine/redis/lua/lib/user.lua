@@ -21,7 +21,11 @@ local function bindGlobals()
 end
 
 -- Lua numbers are doubles and tostring() keeps only 14 digits: format integers explicitly.
-local function int(n) return format('%d', n) end
+-- The commonest values (0, -1: never deleted) without the sprintf (~2k instructions a call).
+local function int(n)
+  if n == 0 then return '0' elseif n == -1 then return '-1' end
+  return format('%d', n)
+end
 
 -- The stamp of an eviction in the slot's evicted set (keys.ts evictedKey): Redis's clock in µs,
 -- as an exact decimal. No two evictions of one key share it (a restore lies between them).

@@ -4,6 +4,7 @@ import { diffusionSection } from './scenarios/diffusion.js';
 import { durableSection } from './scenarios/durable.js';
 import { heavyUserSection } from './scenarios/heavy-user.js';
 import { memorySection } from './scenarios/memory.js';
+import { messageInstructionsSection } from './scenarios/message-instructions.js';
 import { orderSection } from './scenarios/order.js';
 import { gcSection, ingestCostSection } from './scenarios/profile.js';
 import { queueIngestSection } from './scenarios/queue-ingest.js';
@@ -21,6 +22,7 @@ export const SECTIONS: readonly Section[] = [
   memorySection,
   storeSection,
   redisCostSection,
+  messageInstructionsSection,
   diffusionSection,
   storeInstructionsSection,
   clusterSection,

@@ -23,7 +23,7 @@ const IN_FLIGHT = 8;
 const GROUP_SIZE = 30;
 
 /** A conversation and its members; a message goes from one member to the others. */
-interface Conv {
+export interface Conv {
   conv: string;
   members: string[];
   seq: number;
@@ -180,7 +180,7 @@ export const redisCostSection: Section = {
 };
 
 /** What `Ingest` does for a flush of one message (server/sync/ingest.ts), without merging it with others. */
-async function flushOne(engine: Engine, c: Conv, sender: string): Promise<void> {
+export async function flushOne(engine: Engine, c: Conv, sender: string): Promise<void> {
   const message = { conv: c.conv, seq: c.seq, sender };
   const item = { conv: c.conv, seq: c.seq, candidates: [sender] };
   if (engine.recordAndApply) {
@@ -201,7 +201,7 @@ function system(name: string, send: System['send'], around?: System['around']): 
 const perMessage = (s: System): number => (s.cpuSeconds * 1e6) / Math.max(1, s.messages);
 const perDelivery = (s: System): number => (s.cpuSeconds * 1e6) / Math.max(1, s.deliveries);
 
-async function makeConvs(sync: SyncService, tag: string, size: number, count: number): Promise<Conv[]> {
+export async function makeConvs(sync: SyncService, tag: string, size: number, count: number): Promise<Conv[]> {
   const convs: Conv[] = [];
   for (let i = 0; i < count; i++) {
     const members = Array.from({ length: size }, (_, k) => `${tag}u${(i * (size - 1) + k) % (count * (size - 1))}`);

@@ -26,7 +26,7 @@ const READY_TIMEOUT_MS = 120_000;
  */
 const FUNCTIONS = { scripts: ['evalGenericCommand', 'fcallCommand'], commands: 'scriptCall', replies: 'parseReply' } as const;
 
-interface Counts {
+export interface Counts {
   total: number;
   script: number;
   commands: number;
@@ -143,7 +143,7 @@ function perOp(c: Counts, ops: number): { total: number; script: number; command
 }
 
 /** The `n`-th dump (callgrind_control --dump) of process `pid`, summed by callgrind_annotate. */
-async function readDump(dir: string, pid: number, n: number): Promise<Counts> {
+export async function readDump(dir: string, pid: number, n: number): Promise<Counts> {
   const name = `callgrind.out.${pid}.${n}`;
   const files = await readdir(dir);
   if (!files.includes(name)) throw new Error(`store-instructions: no callgrind dump ${name} in ${dir}`);

@@ -454,8 +454,8 @@ describe('redis engine storage', () => {
 });
 
 describe('redis engine scripts', () => {
-  it("user_apply.lua's op widths (FIELDS) are the ones user-ops.ts writes: no offset of one side can drift from the other", async () => {
-    const lua = await readFile(new URL('../../server/engine/redis/lua/user_apply.lua', import.meta.url), 'utf8');
+  it("the user step's op widths (FIELDS, lib/apply.lua) are the ones user-ops.ts writes: no offset of one side can drift from the other", async () => {
+    const lua = await readFile(new URL('../../server/engine/redis/lua/lib/apply.lua', import.meta.url), 'utf8');
     const table = /local FIELDS = \{([^}]*)\}/.exec(lua)?.[1] ?? '';
     const fields = new Map([...table.matchAll(/(\w+) = (\d+)/g)].map((m) => [m[1], Number(m[2])]));
     const ops: UserOp[] = [
@@ -497,7 +497,7 @@ describe('redis engine scripts', () => {
       expect(library.source, name).toContain(`function_name='${library.functions[name]}'`);
       expect(library.source, name).toContain(body);
       // A function that reads or starts the epoch needs the run id (runs.ts); the others must not be resent by the run tracker.
-      expect(/(userMeta|currentEpoch|rebuildUser|script_userApply)\(/.test(body), name).toBe(spec.user === true);
+      expect(/(userMeta|currentEpoch|rebuildUser|script_userApply|applyUsers)\(/.test(body), name).toBe(spec.user === true);
     }
     const redis = await startRedisServer();
     const probe = new Redis(redis.url);

@@ -66,7 +66,7 @@ export const SCRIPTS = {
 export type ScriptName = keyof typeof SCRIPTS;
 
 /** The shared Lua, defined once at the top of the library, in this order (rebuild.lua uses user.lua). */
-export const LIBRARY_PRELUDE = ['lib/user.lua', 'lib/rebuild.lua'] as const;
+export const LIBRARY_PRELUDE = ['lib/user.lua', 'lib/rebuild.lua', 'lib/apply.lua'] as const;
 
 type ScriptArg = string | number;
 

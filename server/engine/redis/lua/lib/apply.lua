@@ -1,0 +1,405 @@
+-- lib/apply.lua: the user step, user_apply.lua's work (and ingest_flush.lua's user steps), made
+-- once when the library loads (scripts.ts puts it after lib/user.lua and lib/rebuild.lua);
+-- user_apply.lua's header says what the keys and arguments hold.
+
+-- The call's arguments and settings (user_apply.lua's ARGV), set by applyUsers at the start of
+-- each call: the functions below are made once, when the library loads, not at every call (the
+-- closures, tables and argument parsing of a call's setup cost ~43k instructions, as much as a
+-- user op's meta read and record decode together).
+local argv, runId, prefix, snapshotEvery, streamMaxLen, mentionCap, idle, publishCmd, at, now
+local checkLocal, withResults, durableNow, activityEvery
+local FIELDS = { m = 3, r = 1, g = 6, s = 3, R = 1 }
+
+local function blank(conv)
+  return {
+    conv = conv, member = false, muted = false, marked = false, large = false, lastSeq = 0, readSeq = 0,
+    deletedSeq = -1, gen = '0', joinGen = '0', category = 'default', mentions = NO_MENTIONS, text = false, dirty = false,
+  }
+end
+
+local function keepAbove(seqs, readSeq)
+  if #seqs == 0 then return seqs end
+  local kept = {}
+  for _, m in ipairs(seqs) do
+    if m > readSeq then kept[#kept + 1] = m end
+  end
+  return kept
+end
+
+local function raiseRead(r, seq)
+  if seq <= r.readSeq then return end
+  r.readSeq = seq
+  r.marked = false
+  r.mentions = keepAbove(r.mentions, seq)
+end
+
+local function mergeMentions(seqs, added, readSeq)
+  -- Most messages mention no one, and `seqs` already holds only seqs above readSeq (raiseRead).
+  if added == '' and #seqs <= mentionCap then return seqs end
+  local seen, list = {}, {}
+  for _, s in ipairs(seqs) do
+    if s > readSeq and not seen[s] then seen[s] = true; list[#list + 1] = s end
+  end
+  for text in gmatch(added, '%d+') do
+    local s = tonumber(text)
+    if s > readSeq and not seen[s] then seen[s] = true; list[#list + 1] = s end
+  end
+  table.sort(list)
+  if #list <= mentionCap then return list end
+  local out = {}
+  for i = #list - mentionCap + 1, #list do out[#out + 1] = list[i] end
+  return out
+end
+
+local function flag(arg)
+  if arg == '1' then return true elseif arg == '0' then return false end
+  return nil
+end
+
+-- The op at argv[i] (its type, conversation, then its fields) on `r`, the conversation's record
+-- (nil: none stored), changed in place (records are this script's own tables; mention lists are
+-- never changed in place, only replaced). Returns the record after the op (nil: still none).
+local function apply(r, op, conv, i)
+  if op == 'm' then
+    r = r or blank(conv)
+    local lastSeq = tonumber(argv[i + 2])
+    if lastSeq > r.lastSeq then r.lastSeq = lastSeq end
+    raiseRead(r, num(argv[i + 3]))
+    r.mentions = mergeMentions(r.mentions, argv[i + 4], r.readSeq)
+  elseif op == 'r' then
+    if r and r.member then raiseRead(r, tonumber(argv[i + 2])) end
+  elseif op == 'g' then
+    local gen = tonumber(argv[i + 2])
+    if r and gen < tonumber(r.gen) then return r end
+    r = r or blank(conv)
+    r.gen = int(gen)
+    local flags = argv[i + 3]
+    if byte(flags, 1) == 49 then
+      local joinGen = int(tonumber(argv[i + 4]))
+      if not r.member or r.joinGen ~= joinGen then
+        r.member = true
+        r.joinGen = joinGen
+        raiseRead(r, tonumber(argv[i + 5]))
+        r.mentions = keepAbove(r.mentions, r.readSeq)
+        r.marked = false
+        r.deletedSeq = -1
+      end
+      r.lastSeq = max(r.lastSeq, tonumber(argv[i + 6]))
+      r.large = byte(flags, 2) == 49
+      r.category = argv[i + 7]
+    elseif r.member then
+      r.member = false
+      r.mentions = NO_MENTIONS
+      r.marked = false
+    end
+  elseif op == 's' then
+    if not (r and r.member) then return r end
+    if argv[i + 4] ~= '-' then
+      local head = max(tonumber(argv[i + 4]), r.lastSeq)
+      raiseRead(r, head)
+      r.deletedSeq = max(r.deletedSeq, head)
+      r.marked = false
+    end
+    local muted, marked = flag(argv[i + 2]), flag(argv[i + 3])
+    if muted ~= nil then r.muted = muted end
+    if marked ~= nil then r.marked = marked end
+  elseif op == 'R' then
+    if not (r and r.member) then return r end
+    local target = max(tonumber(argv[i + 2]), r.deletedSeq, 0)
+    if target < r.readSeq then r.readSeq = target end
+  else
+    error('unknown op type ' .. tostring(op))
+  end
+  return r
+end
+
+-- rules.ts contribution(): unread, mentions, category of what a record adds to the stored totals.
+local function contribution(r)
+  if not r or not r.member or r.large or r.muted or r.lastSeq <= r.deletedSeq then return 0, 0, nil end
+  return max(0, r.lastSeq - r.readSeq), #r.mentions, r.category
+end
+
+-- One user's ops (argv[first..last]); appends this user's results to `out`.
+-- The meta fields read up front (META_FIELDS order), the default category's total with them
+-- (most changes touch it); the other per-category totals are read when touched.
+-- The durable tier's w and a come last, and are read only with the tier on: each field an HMGET
+-- names costs ~2k instructions (its argument, lookup and reply), the command itself ~7k.
+local META_FIELDS_DURABLE = { 'e', 'r', 'v', 'b', 'n', 'sv', 't', 'x', 'ex', 'k:default', 'w', 'a' }
+local META_FIELDS_PLAIN = { 'e', 'r', 'v', 'b', 'n', 'sv', 't', 'x', 'ex', 'k:default' }
+local META_FIELDS -- one of the two, per call
+
+-- Per-category deltas of the stored totals: the default category's in a number, the others in a
+-- table made only when one is touched (most users have only the default category).
+local defaultDelta, otherDeltas
+-- set key -> ZADD arguments of this call (markDirty); made by applyUsers
+local marks
+
+local function addCategory(category, amount)
+  if not category or amount == 0 then return end
+  if category == 'default' then
+    defaultDelta = defaultDelta + amount
+  else
+    otherDeltas = otherDeltas or {}
+    otherDeltas[category] = (otherDeltas[category] or 0) + amount
+  end
+end
+
+-- Appends `v` to the list `t`, made on first use with a constructor: Lua 5.1 rehashes an empty
+-- table on its first insert, and most users' lists here hold one element.
+local function push(t, v)
+  if not t then return { v } end
+  t[#t + 1] = v
+  return t
+end
+
+local function applyUser(uid, tag, metaKey, meta, first, last, out, shard)
+  local recordsKey = tag .. USER_RECORDS
+  -- The other keys (stream s, snapshot p, large index L) are named where a change needs them:
+  -- most calls touch no snapshot, and each name is another string to allocate.
+  local exists = meta[1] ~= false
+  local epoch = currentEpoch(metaKey, meta[1], meta[2], runId)
+  local version = num(meta[3])
+  local base = num(meta[4])
+  local members = num(meta[5])
+  local sv = num(meta[6])
+  local total = num(meta[7])
+  local mentionTotal = num(meta[8])
+  local expiredAt = num(meta[9])
+  local startVersion, startBase, startMembers, startSv = version, base, members, sv
+  local startTotal, startMentions = total, mentionTotal
+
+  -- conv -> record as of the ops so far (false: none); made with its first key, as a constructor
+  -- sizes it (an empty table is rehashed at its first insert).
+  local current
+  defaultDelta, otherDeltas = 0, nil
+  local epochAt = #out + 1
+  out[epochAt] = epoch
+  local dirtyOrder -- the convs whose record changed, in order of first change
+  local entries, lines
+  local wasLargeMember -- conv -> whether it was in the large hash before this script
+
+  local i = first
+  while i <= last do
+    local op, conv = argv[i], argv[i + 1]
+    local width = FIELDS[op]
+    if not width then error('unknown op type ' .. tostring(op)) end
+    local r = current and current[conv]
+    if r == nil then
+      local raw = call('HGET', recordsKey, conv)
+      r = raw and decodeRecord(conv, raw) or false
+      if current then current[conv] = r else current = { [conv] = r } end
+    end
+    local textBefore = r and r.text
+    -- What the record shows before the op (the op changes it in place).
+    local wasMember = r and r.member or false
+    local wasLarge = wasMember and r.large
+    local oldUnread, oldMentions, oldCategory = contribution(r or nil)
+    local bLast, bRead, bMentions, bMuted, bMarked, bCategory, bDeleted
+    if wasMember then
+      bLast, bRead, bMentions, bMuted, bMarked = r.lastSeq, r.readSeq, #r.mentions, r.muted, r.marked
+      bCategory, bDeleted = r.category, r.deletedSeq
+    end
+    local after = apply(r or nil, op, conv, i)
+    local changed = false
+    local shownText
+    if after then
+      local text, lsText, rsText, dsText = encodeRecord(after)
+      -- The text holds every field of the record: equal texts, equal records.
+      if text ~= textBefore then
+        if not after.dirty then
+          after.dirty = true
+          dirtyOrder = push(dirtyOrder, conv)
+        end
+        current[conv] = after
+        after.text = text
+        local isMember = after.member
+        if wasMember ~= isMember or (isMember and (after.lastSeq ~= bLast or after.readSeq ~= bRead
+          or #after.mentions ~= bMentions or after.muted ~= bMuted or after.marked ~= bMarked
+          or after.category ~= bCategory or after.large ~= wasLarge or after.deletedSeq ~= bDeleted)) then
+          changed = true
+          local newUnread, newMentions, newCategory = contribution(after)
+          total = total + newUnread - oldUnread
+          mentionTotal = mentionTotal + newMentions - oldMentions
+          addCategory(oldCategory, -oldUnread)
+          addCategory(newCategory, newUnread)
+          if isMember and not wasMember then members = members + 1 elseif wasMember and not isMember then members = members - 1 end
+          if (wasLarge or (isMember and after.large)) and not (wasLargeMember and wasLargeMember[conv] ~= nil) then
+            wasLargeMember = wasLargeMember or {}
+            wasLargeMember[conv] = wasLarge == true
+          end
+          version = version + 1
+          shownText = isMember and stateTextOf(after, lsText, rsText, dsText) or nil
+          local entry = shownText or conv
+          entries = push(entries, entry)
+          lines = push(lines, int(version) .. '|' .. entry)
+          local interval = snapshotInterval(snapshotEvery, streamMaxLen, members)
+          if version - sv >= interval then
+            local snap = snapshotText(recordsKey, current)
+            if idle > 0 then call('SET', tag .. USER_SNAPSHOT, snap, 'EX', idle) else call('SET', tag .. USER_SNAPSHOT, snap) end
+            sv = version
+          end
+          base = trimmedBase(base, version, sv, interval)
+        end
+      end
+    end
+    if withResults then
+      local shown = after and after.member
+      out[#out + 1] = changed and 1 or 0
+      out[#out + 1] = shown and 1 or 0
+      out[#out + 1] = version
+      out[#out + 1] = shown and (shownText or stateText(after)) or ''
+    end
+    i = i + 2 + width
+  end
+
+  -- Only what changed is written.
+  if dirtyOrder then
+    local fields = {}
+    for k, conv in ipairs(dirtyOrder) do
+      fields[2 * k - 1] = conv
+      fields[2 * k] = current[conv].text
+    end
+    call('HSET', recordsKey, unpack(fields))
+  end
+  local w, lastActive = num(meta[11]), num(meta[12])
+  local startW = w
+  if durableNow then
+    if dirtyOrder then
+      w = nextWrite(w, durableNow)
+      markDirty(marks, dirtyUsersKeyOf(prefix, shard), int(w), uid, dirtyOrder)
+    end
+    if (exists or version ~= startVersion) and touchDue(lastActive, durableNow, activityEvery) then
+      local key = activityKeyOf(prefix, shard)
+      local args = marks[key]
+      if not args then
+        args = { '' }
+        marks[key] = args
+      end
+      args[#args + 1], args[#args + 2] = durableNow, uid
+      lastActive = durableNow
+    end
+  end
+  if version == startVersion then
+    if w ~= startW or lastActive ~= num(meta[12]) then call('HSET', metaKey, 'w', int(w), 'a', int(lastActive)) end
+    return
+  end
+  local streamKey = tag .. USER_STREAM
+
+  -- The list held the versions after startBase; a list that holds fewer expired while idle.
+  local length = call('RPUSH', streamKey, unpack(entries))
+  local fresh = length == #entries
+  if length ~= version - startBase then
+    -- History restarts at the version just reached (these changes were pushed all the same).
+    restartStream({ records = recordsKey, stream = streamKey, snapshot = tag .. USER_SNAPSHOT }, current, idle)
+    base, sv = version, version
+  elseif base > startBase then
+    call('LTRIM', streamKey, base - startBase, -1)
+  end
+  -- Only the meta fields that moved, in a list sized up front (appending to a short list
+  -- rehashes it at every power of two): `n` counts what is set.
+  local fields = { 'v', int(version), false, false, false, false, false, false, false, false, false, false, false, false }
+  local n = 2
+  if base ~= startBase then fields[n + 1], fields[n + 2], n = 'b', int(base), n + 2 end
+  if members ~= startMembers then fields[n + 1], fields[n + 2], n = 'n', int(members), n + 2 end
+  if sv ~= startSv then fields[n + 1], fields[n + 2], n = 'sv', int(sv), n + 2 end
+  if total ~= startTotal then fields[n + 1], fields[n + 2], n = 't', int(total), n + 2 end
+  if mentionTotal ~= startMentions then fields[n + 1], fields[n + 2], n = 'x', int(mentionTotal), n + 2 end
+  if w ~= startW then fields[n + 1], fields[n + 2], n = 'w', int(w), n + 2 end
+  if lastActive ~= num(meta[12]) then fields[n + 1], fields[n + 2], n = 'a', int(lastActive), n + 2 end
+  if not exists then
+    -- The user's first visible change: its stream (and epoch) begins.
+    epoch = newEpoch(metaKey, runId)
+    out[epochAt] = epoch
+    fields[n + 1], fields[n + 2], n = 'e', epoch, n + 2
+    fields[n + 1], fields[n + 2], n = 'r', runId, n + 2
+  end
+  if idle > 0 then
+    -- Pushing the expiry back costs two commands: do it when the list is new, and otherwise
+    -- at most every idle/8 seconds (the stream then lives between 7/8 and all of `idle`).
+    if fresh then call('EXPIRE', streamKey, idle) end
+    if now - expiredAt >= idle / 8 then
+      if not fresh then call('EXPIRE', streamKey, idle) end
+      call('EXPIRE', tag .. USER_SNAPSHOT, idle)
+      fields[n + 1], fields[n + 2], n = 'ex', int(now), n + 2
+    end
+  end
+  local gone
+  if defaultDelta ~= 0 then
+    local value = num(meta[10]) + defaultDelta
+    if value == 0 then gone = { 'k:default' } else fields[n + 1], fields[n + 2], n = 'k:default', int(value), n + 2 end
+  end
+  if otherDeltas then
+    for category, delta in pairs(otherDeltas) do
+      if delta ~= 0 then
+        local field = 'k:' .. category
+        local value = num(call('HGET', metaKey, field)) + delta
+        if value == 0 then gone = push(gone, field) else fields[n + 1], fields[n + 2], n = field, int(value), n + 2 end
+      end
+    end
+  end
+  call('HSET', metaKey, unpack(fields, 1, n))
+  if gone then call('HDEL', metaKey, unpack(gone)) end
+  -- The large hash holds exactly the conversations whose record is a member and large.
+  if wasLargeMember then
+    for conv, was in pairs(wasLargeMember) do
+      local r = current[conv]
+      local is = (r and r.member and r.large) == true
+      if is and not was then call('HSET', tag .. USER_LARGE, conv, '1') elseif was and not is then call('HDEL', tag .. USER_LARGE, conv) end
+    end
+  end
+  if publishCmd ~= '' then
+    call(publishCmd, userChannelOf(prefix, uid), epoch .. '|' .. at .. '\n' .. concat(lines, '\n'))
+  end
+end
+
+local out
+local function applyAll()
+  local i = 14
+  while i <= #argv do
+    local uid, count, shard, check = argv[i], num(argv[i + 1]), argv[i + 2], argv[i + 3]
+    local first = i + 4
+    local last = first - 1
+    for _ = 1, count do last = last + 2 + FIELDS[argv[last + 1]] end
+    local tag = userKeyTag(prefix, uid)
+    local metaKey = tag .. USER_META
+    local meta
+    if checkLocal then
+      meta = rpcall('HMGET', metaKey, unpack(META_FIELDS))
+      if meta.err then
+        out[#out + 1] = 'moved'
+        return out
+      end
+    else
+      meta = call('HMGET', metaKey, unpack(META_FIELDS))
+    end
+    if check == '1' and meta[1] == false then
+      out[#out + 1] = 'absent'
+    else
+      applyUser(uid, tag, metaKey, meta, first, last, out, shard)
+    end
+    i = last + 1
+  end
+end
+
+-- user_apply.lua's call: its ARGV (the header there says what each holds); returns its reply.
+local function applyUsers(args)
+  argv, runId, prefix = args, args[1], args[2]
+  snapshotEvery, streamMaxLen = tonumber(args[3]), tonumber(args[4])
+  mentionCap, idle = tonumber(args[5]), tonumber(args[6])
+  publishCmd, at, now = args[7], args[8], tonumber(args[9])
+  checkLocal = args[10] == '1'
+  withResults = args[11] == '1'
+  durableNow = args[12] ~= '' and tonumber(args[12]) or nil
+  activityEvery = tonumber(args[13])
+  META_FIELDS = durableNow and META_FIELDS_DURABLE or META_FIELDS_PLAIN
+  out = {}
+  -- The durable tier's marks and activity touches of every user of the call (markDirty), written
+  -- once per set after the last user, also when a user's ops raise an error: what was applied
+  -- before it stays applied (a script is not rolled back), and so must be marked.
+  marks = {}
+  local ok, err = pcall(applyAll)
+  writePending(marks)
+  argv = nil
+  if not ok then error(err, 0) end
+  return out
+end

@@ -399,7 +399,9 @@ local function applyUsers(args)
   marks = {}
   local ok, err = pcall(applyAll)
   writePending(marks)
-  argv = nil
+  -- Nothing of this call stays referenced from the library once it returns.
+  local reply = out
+  argv, out, marks = nil, nil, nil
   if not ok then error(err, 0) end
-  return out
+  return reply
 end

@@ -39,6 +39,19 @@ describe('durable tier: the drain pipeline', () => {
     return new Persister(store, pg, { intervalMs: 1_000, batch, backlogWarn: 1e9, rosterBatch }, silent, new Metrics({ processMetrics: false }));
   }
 
+  /** A point a step announces (`tookNow`, awaited as `took`), then holds at until `open`. */
+  function pause(): { took: Promise<void>; tookNow: () => void; gate: Promise<void>; open: () => void } {
+    let tookNow: () => void = () => undefined;
+    let open: () => void = () => undefined;
+    const took = new Promise<void>((resolve) => {
+      tookNow = resolve;
+    });
+    const gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    return { took, tookNow, gate, open };
+  }
+
   /** The member ids of a conversation as PostgreSQL holds it, sorted. */
   async function storedMembers(pg: PgStore, conv: string): Promise<string[] | undefined> {
     return (await pg.loadConversations([conv]))
@@ -227,19 +240,8 @@ describe('durable tier: the drain pipeline', () => {
           },
         },
       });
-    const step = (): { took: Promise<void>; tookNow: () => void; gate: Promise<void>; open: () => void } => {
-      let tookNow: () => void = () => undefined;
-      let open: () => void = () => undefined;
-      const took = new Promise<void>((resolve) => {
-        tookNow = resolve;
-      });
-      const gate = new Promise<void>((resolve) => {
-        open = resolve;
-      });
-      return { took, tookNow, gate, open };
-    };
-    const a = step();
-    const b = step();
+    const a = pause();
+    const b = pause();
     await mute(true);
     const drainA = drainer(store, held(a.tookNow, a.gate), 50).drainOnce();
     await a.took; // A holds "muted"
@@ -261,21 +263,14 @@ describe('durable tier: the drain pipeline', () => {
     const { store, pg } = parts();
     await stack.server.members('rro', { add: ['rroa', 'rrob'] });
     await drainer(store, pg, 50).drainAll(Date.now() + 20_000);
-    let took: () => void = () => undefined;
-    let open: () => void = () => undefined;
-    const tookIt = new Promise<void>((resolve) => {
-      took = resolve;
-    });
-    const gate = new Promise<void>((resolve) => {
-      open = resolve;
-    });
+    const rosterWrite = pause();
     /** A PgStore whose roster writes of rro announce themselves, then wait for the gate. */
     const held: PgStore = Object.create(pg, {
       writeConversations: {
         value: async (items: ReadonlyArray<{ conv: string; state: unknown }>) => {
           if (items.some((i) => i.conv === 'rro')) {
-            took();
-            await gate;
+            rosterWrite.tookNow();
+            await rosterWrite.gate;
           }
           return pg.writeConversations(items as Parameters<PgStore['writeConversations']>[0]);
         },
@@ -283,10 +278,10 @@ describe('durable tier: the drain pipeline', () => {
     });
     await stack.server.members('rro', { add: ['rroc'] });
     const first = drainer(store, held, 50).drainOnce();
-    await tookIt; // the first drainer holds the roster {a, b, c}
+    await rosterWrite.took; // the first drainer holds the roster {a, b, c}
     await stack.server.members('rro', { add: ['rrod'], remove: ['rroa'] });
     await drainer(store, pg, 50).drainAll(Date.now() + 20_000); // {b, c, d}, a newer generation
-    open();
+    rosterWrite.open();
     await first;
     await drainer(store, pg, 50).drainAll(Date.now() + 20_000);
     expect(await storedMembers(pg, 'rro')).toEqual(['rrob', 'rroc', 'rrod']);
@@ -302,25 +297,18 @@ describe('durable tier: the drain pipeline', () => {
     /** markUser over a client whose HGET (the write clock) is answered, then held until `open`. */
     const paused = (): { store: RedisDurableStore; read: Promise<void>; open: () => void } => {
       const deps = (store as unknown as { deps: RedisDurableDeps }).deps;
-      let read: () => void = () => undefined;
-      let open: () => void = () => undefined;
-      const readNow = new Promise<void>((resolve) => {
-        read = resolve;
-      });
-      const gate = new Promise<void>((resolve) => {
-        open = resolve;
-      });
+      const at = pause();
       const client = Object.create(deps.client, {
         hget: {
           value: async (...args: [string, string]) => {
             const value = await deps.client.hget(...args);
-            read();
-            await gate;
+            at.tookNow();
+            await at.gate;
             return value;
           },
         },
       }) as RedisDurableDeps['client'];
-      return { store: new RedisDurableStore({ ...deps, client }), read: readNow, open };
+      return { store: new RedisDurableStore({ ...deps, client }), read: at.took, open: at.open };
     };
 
     // A change in between: its mark (a newer score) stays as it is, not lowered to the clock read.

@@ -232,7 +232,17 @@ local function markDirty(pending, dirtyKey, w, uid, convs)
   end
 end
 
--- The ZADDs markDirty (and the activity touches) gathered, in chunks (unpack is bounded by the
+-- The user's activity (ms), for the cold sweep, gathered with the marks: no flag, a plain ZADD.
+local function markActive(pending, activityKey, nowMs, uid)
+  local args = pending[activityKey]
+  if not args then
+    args = { '' }
+    pending[activityKey] = args
+  end
+  args[#args + 1], args[#args + 2] = nowMs, uid
+end
+
+-- The ZADDs markDirty and markActive gathered, in chunks (unpack is bounded by the
 -- Lua C stack). A flag '' is none.
 local PAIRS_PER_ZADD = 1000
 local function writePending(pending)

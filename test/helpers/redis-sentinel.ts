@@ -11,6 +11,10 @@ import { type RedisServer, startRedisServer, type TlsFiles } from './redis-serve
  * `down-after-milliseconds`, so a killed master is replaced within a few seconds. Missing
  * redis-server fails the suite, it never skips.
  */
+/** Forced failovers asked for at most, and how long each may take to name a new master (a caller's test timeout must cover both). */
+const FORCED_FAILOVER_ATTEMPTS = 3;
+const FORCED_FAILOVER_WAIT_MS = 25_000;
+
 export interface SentinelDeployment {
   readonly name: string;
   /** Every data node: [0] is the first master; who is master now is `master()`. */
@@ -25,6 +29,8 @@ export interface SentinelDeployment {
   waitNewMaster(old: RedisServer, timeoutMs?: number): Promise<RedisServer>;
   /** Resolves once `node` replicates from the current master (`master_link_status:up`). */
   waitReplica(node: RedisServer, timeoutMs?: number): Promise<void>;
+  /** SENTINEL FAILOVER away from `old` (the master now); resolves with the promoted node once every Sentinel names it. */
+  forceFailover(old: RedisServer): Promise<RedisServer>;
   /** A plain connection to a data node (with the deployment's credentials), for probes. */
   probe(node: RedisServer): Redis;
   stop(): Promise<void>;
@@ -164,6 +170,30 @@ export async function startSentinel(options: SentinelOptions = {}): Promise<Sent
         if (/^role:slave\r?$/m.test(info) && /^master_link_status:up\r?$/m.test(info)) return;
         if (Date.now() > deadline) throw new Error(`node ${node.port} did not become a replica within ${timeoutMs} ms:\n${info}`);
         await delay(POLL_MS);
+      }
+    },
+    async forceFailover(old) {
+      // A failover just before this one may have left its old master still syncing as a replica:
+      // a forced failover that picks it aborts when it cannot be promoted.
+      for (const node of nodes) if (node !== old) await deployment.waitReplica(node);
+      // Sentinel tries a forced failover once: one that aborted (its replica not promoted within
+      // the failover-timeout) is not retried, so it is asked again.
+      for (let attempt = 1; ; attempt++) {
+        // Until Sentinel counts the previous failover finished, it refuses another (INPROG).
+        for (const deadline = Date.now() + 30_000; ; ) {
+          const asked = await once(sentinels[0]?.port ?? 0, sentinelOptions, (r) => r.call('SENTINEL', 'FAILOVER', NAME)).then(
+            () => null,
+            (err: unknown) => err,
+          );
+          if (asked === null) break;
+          if (!String(asked).includes('INPROG') || Date.now() > deadline) throw asked;
+          await delay(250);
+        }
+        try {
+          return await deployment.waitNewMaster(old, FORCED_FAILOVER_WAIT_MS);
+        } catch (err) {
+          if (attempt >= FORCED_FAILOVER_ATTEMPTS) throw err;
+        }
       }
     },
     probe(node) {

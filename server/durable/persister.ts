@@ -34,6 +34,9 @@ const ROSTER_BATCH = { rosters: 200, members: 20_000 } as const;
 /** Rosters read from Redis together while a batch fills, at least (more when those read so far were small). */
 const ROSTER_READS_AT_ONCE = 8;
 
+/** A roster as the drainer read it from Redis (null: gone from Redis). */
+type RosterRead = Awaited<ReturnType<DurableStore['readConversation']>>;
+
 /**
  * The write-behind drainer (DESIGN.md §10). Any process runs one; they need no coordination:
  * each pass takes the oldest dirty marks, reads the current state they name from Redis, writes
@@ -296,31 +299,15 @@ export class Persister {
     // per pass, so they always move.
     let written = 0;
     while (written < rosters.length && (written === 0 || performance.now() <= rostersUntil)) {
-      // Read a few at a time, until the batch's rosters or members are reached (a roster may hold
-      // 100k members: a batch must not read hundreds of those at once).
-      const batch: string[] = [];
-      const states: Array<Awaited<ReturnType<DurableStore['readConversation']>>> = [];
-      let members = 0;
-      while (batch.length < this.rosterBatch.rosters && written + batch.length < rosters.length && (batch.length === 0 || members < this.rosterBatch.members)) {
-        // As many as the members read so far say fit (8 first): small rosters in one go.
-        const fit = batch.length === 0 ? ROSTER_READS_AT_ONCE : Math.floor((this.rosterBatch.members - members) / Math.max(1, members / batch.length));
-        const group = rosters.slice(written + batch.length, written + Math.min(this.rosterBatch.rosters, batch.length + Math.max(ROSTER_READS_AT_ONCE, fit)));
-        const read = await Promise.all(group.map((conv) => this.store.readConversation(conv)));
-        batch.push(...group);
-        states.push(...read);
-        for (const state of read) members += state?.state.members.length ?? 0;
-      }
+      const batch = await this.readRosterBatch(rosters, written);
       // Marked, yet gone from Redis: deleted (the toolbox deletes its rows itself), or lost since
       // the marks were read (a FLUSHALL or failover in the middle of this pass). Absence is no
       // evidence of a deletion, so PostgreSQL is left as it is: the next touch restores from it.
       const present: Array<{ conv: string; state: PersistedConversation }> = [];
-      batch.forEach((conv, i) => {
-        const read = states[i];
-        if (read) present.push({ conv, state: read.state });
-      });
+      for (const { conv, read } of batch) if (read) present.push({ conv, state: read.state });
       await this.pg.writeConversations(present);
       this.metrics.persistRows.inc({ kind: 'conversation' }, present.length);
-      const clears = await Promise.all(batch.map((conv, i) => this.store.clearConversation('m', conv, states[i]?.gen ?? '')));
+      const clears = await Promise.all(batch.map(({ conv, read }) => this.store.clearConversation('m', conv, read?.gen ?? '')));
       for (const done of clears) if (done) cleared++;
       written += batch.length;
     }
@@ -332,5 +319,27 @@ export class Persister {
       this.metrics.persistLag.observe(Math.max(0, (now - mark.since) / 1000));
     }
     return { cleared, deferred: written < rosters.length };
+  }
+
+  /**
+   * The rosters of one batch, from `rosters[from]` on, as Redis holds them (null: gone): read a
+   * few at a time until the batch's rosters or members are reached, since a roster may hold 100k
+   * members and a batch must not read hundreds of those at once. Each read takes as many as the
+   * members read so far say fit (ROSTER_READS_AT_ONCE first): small rosters in one go.
+   */
+  private async readRosterBatch(rosters: readonly string[], from: number): Promise<Array<{ conv: string; read: RosterRead }>> {
+    const { rosters: most, members: memberBound } = this.rosterBatch;
+    const batch: Array<{ conv: string; read: RosterRead }> = [];
+    let members = 0;
+    while (batch.length < most && from + batch.length < rosters.length && (batch.length === 0 || members < memberBound)) {
+      const fit = batch.length === 0 ? ROSTER_READS_AT_ONCE : Math.floor((memberBound - members) / Math.max(1, members / batch.length));
+      const next = rosters.slice(from + batch.length, from + Math.min(most, batch.length + Math.max(ROSTER_READS_AT_ONCE, fit)));
+      const reads = await Promise.all(next.map((conv) => this.store.readConversation(conv)));
+      reads.forEach((read, i) => {
+        batch.push({ conv: next[i] as string, read });
+        members += read?.state.members.length ?? 0;
+      });
+    }
+    return batch;
   }
 }

@@ -36,7 +36,7 @@ export class PgStore implements DurableBacking {
     const gone = { uid: [] as string[], conv: [] as string[], w: [] as string[] };
     // Rows in key order: upserts from several drainers (processes, or chunks of one) then lock
     // shared rows in the same order, so they wait on each other but never deadlock.
-    const inKeyOrder = [...records].sort((a, b) => (a.uid < b.uid ? -1 : a.uid > b.uid ? 1 : a.conv < b.conv ? -1 : a.conv > b.conv ? 1 : 0));
+    const inKeyOrder = [...records].sort((a, b) => byText(a.uid, b.uid) || byText(a.conv, b.conv));
     for (const r of inKeyOrder) {
       if (r.text === null) {
         gone.uid.push(r.uid);
@@ -122,7 +122,7 @@ export class PgStore implements DurableBacking {
       ]);
       const members = { conv: [] as string[], uid: [] as string[], joinGen: [] as string[], joinHead: [] as string[] };
       for (const { conv, state } of whole) {
-        for (const m of [...state.members].sort((a, b) => (a.uid < b.uid ? -1 : a.uid > b.uid ? 1 : 0))) {
+        for (const m of [...state.members].sort((a, b) => byText(a.uid, b.uid))) {
           members.conv.push(conv);
           members.uid.push(m.uid);
           members.joinGen.push(String(m.joinGen));
@@ -470,6 +470,9 @@ const UPSERT_RECORDS = `
     ${['read_seq', 'member', 'muted', 'marked_unread', 'large', 'join_gen', 'category', 'mention_seqs'].map(newer).join(',\n    ')},
     w = GREATEST(t.w, EXCLUDED.w),
     updated_at = now()`;
+
+/** Code-unit order of ids: every writer sorts its rows by it, so they lock shared rows in one order. */
+const byText = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
 /** The advisory lock class of a conversation's roster writes and its deletion (the second key: the id's hash). */
 const CONVERSATION_LOCK = 7_270_415;

@@ -263,10 +263,12 @@ local function applyUser(uid, tag, metaKey, meta, first, last, out, shard)
   end
   local w, lastActive = num(meta[11]), num(meta[12])
   local startW = w
+  local wText = meta[11] or '0' -- w's text, formatted once when it moves (the mark and the meta both carry it)
   if durableNow then
     if dirtyOrder then
       w = nextWrite(w, durableNow)
-      markDirty(marks, dirtyUsersKeyOf(prefix, shard), int(w), uid, dirtyOrder)
+      wText = int(w)
+      markDirty(marks, dirtyUsersKeyOf(prefix, shard), wText, uid, dirtyOrder)
     end
     if (exists or version ~= startVersion) and touchDue(lastActive, durableNow, activityEvery) then
       markActive(marks, activityKeyOf(prefix, shard), durableNow, uid)
@@ -274,7 +276,7 @@ local function applyUser(uid, tag, metaKey, meta, first, last, out, shard)
     end
   end
   if version == startVersion then
-    if w ~= startW or lastActive ~= num(meta[12]) then call('HSET', metaKey, 'w', int(w), 'a', int(lastActive)) end
+    if w ~= startW or lastActive ~= num(meta[12]) then call('HSET', metaKey, 'w', wText, 'a', int(lastActive)) end
     return
   end
   local streamKey = tag .. USER_STREAM
@@ -298,7 +300,7 @@ local function applyUser(uid, tag, metaKey, meta, first, last, out, shard)
   if sv ~= startSv then fields[n + 1], fields[n + 2], n = 'sv', int(sv), n + 2 end
   if total ~= startTotal then fields[n + 1], fields[n + 2], n = 't', int(total), n + 2 end
   if mentionTotal ~= startMentions then fields[n + 1], fields[n + 2], n = 'x', int(mentionTotal), n + 2 end
-  if w ~= startW then fields[n + 1], fields[n + 2], n = 'w', int(w), n + 2 end
+  if w ~= startW then fields[n + 1], fields[n + 2], n = 'w', wText, n + 2 end
   if lastActive ~= num(meta[12]) then fields[n + 1], fields[n + 2], n = 'a', int(lastActive), n + 2 end
   if not exists then
     -- The user's first visible change: its stream (and epoch) begins.

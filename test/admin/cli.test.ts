@@ -9,6 +9,7 @@ import { PROJECT_ROOT } from '../../bench/lib/child-server.js';
 import { fileFixture } from '../helpers/file-fixture.js';
 import { startRedisServer } from '../helpers/redis-server.js';
 import { startTestServer, TEST_API_KEY, type TestServer } from '../helpers/test-server.js';
+import { setCounter } from '../helpers/user-meta.js';
 
 const run = promisify(execFile);
 
@@ -62,7 +63,7 @@ describe('the redpoint CLI on a Redis store (REDIS_URL)', () => {
     expect(JSON.parse(clean.stdout)).toMatchObject({ users: 5, conversations: 2, findings: [] });
 
     const raw = new Redis(redis().url);
-    await raw.hset('rp:{u:ann}:m', 't', '999');
+    await setCounter(raw, 'rp:{u:ann}:m', 'total', 999);
     raw.disconnect();
     const found = await redpoint(['reconcile', '--user', 'ann', '--grace', '0'], env);
     expect(found.code).toBe(1);

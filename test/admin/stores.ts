@@ -12,6 +12,7 @@ import { createRedisEngine } from '../../server/engine/redis/redis-engine.js';
 import type { StoredConv } from '../../server/engine/rules.js';
 import { decodeRecord, encodeRecord } from '../../server/engine/state-text.js';
 import type { RedisNodeAddress } from '../../server/redis-target.js';
+import { setCounter } from '../helpers/user-meta.js';
 
 /**
  * A store for the toolbox suites: an engine, its toolbox, and hands that corrupt it the way a
@@ -101,7 +102,7 @@ export async function redisStore(target: { url: string } | { cluster: readonly R
     toolbox: new LocalToolbox(engine, adminOf(engine), { ...STORE_OPTIONS, largeGroupThreshold: THRESHOLD }),
     corrupt: {
       async setStoredTotal(uid, total) {
-        await raw.hset(userKeys(prefix, uid).meta, 't', String(total));
+        await setCounter(raw, userKeys(prefix, uid).meta, 'total', total);
       },
       async removeRecord(uid, conv) {
         await raw.hdel(userKeys(prefix, uid).records, conv);

@@ -3,6 +3,7 @@ import { dbReconcileCommand } from '../../server/cli/db-reconcile-command.js';
 import type { ReconcileArgs } from '../../server/cli/reconcile-command.js';
 import { restoreCommand } from '../../server/cli/restore-command.js';
 import type { DbReconcilePage } from '../../server/durable/db-reconcile.js';
+import { readCounter, setCounter } from '../helpers/user-meta.js';
 import { durableStack } from './stack.js';
 
 /**
@@ -102,7 +103,7 @@ describe('durable tier: redpoint restore and reconcile --against-db', () => {
     await drain();
     const meta = `rp:{u:rb}:m`;
     const oldRecord = await record('rb', 'lagging');
-    const oldClock = await stack.admin.hget(meta, 'w');
+    const oldClock = await readCounter(stack.admin, meta, 'w');
     const oldUnread = (await stack.server.unread('rb')).total;
     // The writes a failover to a lagging replica loses: a read and a mute, drained to PostgreSQL...
     await stack.server.ok('POST', '/v1/users/rb/read', { conv: 'lagging', seq: 3 });
@@ -110,7 +111,7 @@ describe('durable tier: redpoint restore and reconcile --against-db', () => {
     await drain();
     // ...then gone from Redis, the user's record and clock as they were before them.
     await stack.admin.hset(`rp:{u:rb}:c`, 'lagging', oldRecord ?? '');
-    await stack.admin.hset(meta, 'w', oldClock ?? '0');
+    await setCounter(stack.admin, meta, 'w', oldClock);
     expect(kinds((await reconcile({ users: ['rb'], all: false })).report)).toEqual(['redis-behind:rb:lagging']);
 
     const repaired = await reconcile({ users: ['rb'], all: false, repair: true });
@@ -129,7 +130,7 @@ describe('durable tier: redpoint restore and reconcile --against-db', () => {
     await drain();
     // jb's record and clock go back to before the join; ja's row goes from PostgreSQL (mark lost too).
     await stack.admin.hdel(`rp:{u:jb}:c`, 'lostjoin');
-    await stack.admin.hset(`rp:{u:jb}:m`, 'w', '1');
+    await setCounter(stack.admin, `rp:{u:jb}:m`, 'w', 1);
     await stack.sql.query("DELETE FROM redpoint_user_conv WHERE uid = 'ja' AND conv = 'lostjoin'");
     const found = await reconcile({});
     expect(kinds(found.report)).toEqual(['db-missing:ja:lostjoin', 'redis-missing:jb:lostjoin']);

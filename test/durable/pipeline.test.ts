@@ -5,6 +5,7 @@ import type { PgStore } from '../../server/durable/pg-store.js';
 import type { DurableStore, PersistedRecord } from '../../server/engine/durable-backing.js';
 import { type RedisDurableDeps, RedisDurableStore } from '../../server/engine/redis/redis-durable.js';
 import { Metrics } from '../../server/metrics/metrics.js';
+import { readCounter } from '../helpers/user-meta.js';
 import { durableStack } from './stack.js';
 
 /**
@@ -294,14 +295,14 @@ describe('durable tier: the drain pipeline', () => {
     await drainer(store, pg, 50).drainAll(Date.now() + 20_000);
     const mute = (muted: boolean): Promise<unknown> => stack.server.ok('PUT', '/v1/users/mku/conversations/mkc', { muted });
     const markOf = async (): Promise<number | undefined> => (await store.dirty('', 10_000, 'users')).users.find((m) => m.member === 'mku|mkc')?.since;
-    /** markUser over a client whose HGET (the write clock) is answered, then held until `open`. */
+    /** markUser over a client whose read of the meta (the write clock) is answered, then held until `open`. */
     const paused = (): { store: RedisDurableStore; read: Promise<void>; open: () => void } => {
       const deps = (store as unknown as { deps: RedisDurableDeps }).deps;
       const at = pause();
       const client = Object.create(deps.client, {
-        hget: {
-          value: async (...args: [string, string]) => {
-            const value = await deps.client.hget(...args);
+        hmgetBuffer: {
+          value: async (...args: [string, ...string[]]) => {
+            const value = await deps.client.hmgetBuffer(...args);
             at.tookNow();
             await at.gate;
             return value;
@@ -356,7 +357,7 @@ describe('durable tier: the drain pipeline', () => {
     expect(b.w).toBeGreaterThan(a.w);
     // The mark's score is the user's write clock at that change.
     const [meta] = await stack.admin.keys('*{u:va}:m');
-    expect(b.w).toBe(Number(await stack.admin.hget(meta ?? '', 'w')));
+    expect(b.w).toBe(await readCounter(stack.admin, meta ?? '', 'w'));
     await pg.writeRecords([b]);
     await pg.writeRecords([a]);
     expect((await storedReads('va')).get('va|vers')).toBe(1);

@@ -19,9 +19,10 @@ interface ModelUser {
  * (the reference model): every result, every state, and totals that equal the sum of the
  * conversations' contributions. Membership ops come with new, repeated and stale generations;
  * messages also reach users whose membership has not landed (pending records). Ends with a full
- * pull per user rebuilding the same state.
+ * pull per user rebuilding the same state. `afterBatch` runs after each batch's results are
+ * checked and before the states are read (a test that changes the stored layout in between).
  */
-export async function randomizedOps(e: Engine, rand: () => number, count: number): Promise<void> {
+export async function randomizedOps(e: Engine, rand: () => number, count: number, afterBatch?: (uids: ReadonlySet<string>) => Promise<void>): Promise<void> {
   const pick = <T>(list: readonly T[]): T => list[Math.floor(rand() * list.length)]!;
   const int = (max: number): number => Math.floor(rand() * (max + 1));
   const bool = (): boolean => rand() < 0.5;
@@ -87,7 +88,9 @@ export async function randomizedOps(e: Engine, rand: () => number, count: number
       const label = `op ${done - batch.length + i}: ${JSON.stringify(op)}`;
       expect(r, label).toEqual({ ...expected[i], epoch: user.epoch ?? UNSEEN_EPOCH });
     });
-    for (const uid of new Set(batch.map((op) => op.uid))) {
+    const touched = new Set(batch.map((op) => op.uid));
+    await afterBatch?.(touched);
+    for (const uid of touched) {
       const state = await e.userState(uid);
       const user = model.get(uid)!;
       const members = [...user.convs.values()].filter((r) => r.member);

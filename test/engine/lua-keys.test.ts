@@ -16,6 +16,7 @@ import {
   userKeyHead,
   userKeys,
 } from '../../server/engine/redis/keys.js';
+import { countersOf, encodeUserCounters, luaUserMeta, USER_META_COUNTERS, USER_META_PACKED, type UserCounters } from '../../server/engine/redis/user-meta.js';
 import { fileFixture } from '../helpers/file-fixture.js';
 import { startRedisServer } from '../helpers/redis-server.js';
 
@@ -66,6 +67,37 @@ return {
         k.records,
       ]);
     }
+  });
+
+  it("the meta's packed counters: what Lua's struct packs, TypeScript reads by name, and the other way round (user-meta.ts)", async () => {
+    // Distinct values near each field's bounds, so a swapped field or a wrong width shows.
+    const values: UserCounters = {
+      version: 2 ** 48 - 2,
+      base: 2 ** 40 + 3,
+      members: 123_456,
+      snapshotVersion: 2 ** 47 + 5,
+      expiredAt: 4_102_444_800,
+      total: 2 ** 52 + 1,
+      mentions: 654_321,
+      defaultTotal: 2 ** 50 + 7,
+      w: 1_893_456_000_123,
+      lastActive: 1_893_456_000_456,
+    };
+    const ordered = USER_META_COUNTERS.map((c) => values[c.name]);
+    const script = `${luaUserMeta()}
+local packed = struct.pack(META_PACK, ${ordered.map((_, i) => `tonumber(ARGV[${i + 1}])`).join(', ')})
+local back = { struct.unpack(META_PACK, ARGV[${ordered.length + 1}]) }
+local texts = {}
+for i = 1, #META_LEGACY do texts[i] = string.format('%d', back[i]) end
+return { packed, META_PACKED, texts }`;
+    const reply = (await redis.callBuffer('EVAL', script, '0', ...ordered.map(String), encodeUserCounters({ ...values, members: values.members + 1 }))) as [
+      Buffer,
+      Buffer,
+      Buffer[],
+    ];
+    expect(countersOf([reply[0]])).toEqual(values);
+    expect(reply[1].toString()).toBe(USER_META_PACKED);
+    expect(reply[2].map(String)).toEqual(USER_META_COUNTERS.map((c) => String(c.name === 'members' ? values.members + 1 : values[c.name])));
   });
 
   it('no Lua file builds a key or channel name by hand (hash tags, channel and set names come from keys.ts)', () => {

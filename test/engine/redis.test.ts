@@ -10,12 +10,14 @@ import { UNSEEN_EPOCH } from '../../server/engine/engine.js';
 import { userKeys } from '../../server/engine/redis/keys.js';
 import { createRedisEngine, type RedisEngine } from '../../server/engine/redis/redis-engine.js';
 import { buildLibrary, LIBRARY_PRELUDE, SCRIPTS, type ScriptName } from '../../server/engine/redis/scripts.js';
+import { USER_META_COUNTERS, USER_META_PACKED } from '../../server/engine/redis/user-meta.js';
 import { appendUserOps, opArgs } from '../../server/engine/redis/user-ops.js';
 import { trimmedBase } from '../../server/engine/rules.js';
 import { decodeRecord } from '../../server/engine/state-text.js';
 import { expectWithin } from '../helpers/bound.js';
 import { fileFixture } from '../helpers/file-fixture.js';
 import { REDIS_NOT_FOUND, type RedisServer, type RedisServerOptions, startRedisServer } from '../helpers/redis-server.js';
+import { categoryTotals, readCounter, readCounters, unpackToLegacy } from '../helpers/user-meta.js';
 import { engineConformance } from './conformance.js';
 import { join, message, mulberry32, pageStates, read, rebuild, recordOne, sorted } from './conformance-helpers.js';
 import { randomizedOps } from './conformance-random.js';
@@ -385,10 +387,40 @@ describe('redis engine storage', () => {
         await engine.applyUserOps([v === 1 ? join('u', 'c') : message('u', 'c', v)]);
         if (v - sv >= 3) sv = v;
         base = trimmedBase(base, v, sv, 3);
-        const meta = await inspect.hmget(k.meta, 'v', 'b', 'sv');
-        expect(meta.map(Number), `meta at v${v}`).toEqual([v, base, sv]);
+        const meta = await readCounters(inspect, k.meta);
+        expect([meta?.version, meta?.base, meta?.snapshotVersion], `meta at v${v}`).toEqual([v, base, sv]);
         expect(await inspect.llen(k.stream), `entries at v${v}`).toBe(v - base);
         expect(await inspect.exists(k.snapshot), `snapshot at v${v}`).toBe(sv > 0 ? 1 : 0);
+      }
+    });
+  });
+
+  it('reads a meta from before the counters were packed and converts it at its next write (randomized, checked against the model)', async () => {
+    await withInspector('legacy', { snapshotEvery: 7, streamMaxLen: 10 }, async (engine, inspect) => {
+      const coin = mulberry32(31);
+      let converted = 0;
+      // Between batches, some touched users' metas go back to the text fields of before the
+      // packing: every reader and writer must take them as they are.
+      await randomizedOps(engine, mulberry32(29), 400, async (uids) => {
+        for (const uid of uids) if (coin() < 0.5 && (await unpackToLegacy(inspect, userKeys('legacy', uid).meta))) converted++;
+      });
+      expect(converted).toBeGreaterThan(20);
+      for (const uid of ['u1', 'u2', 'u3']) {
+        const k = userKeys('legacy', uid);
+        await unpackToLegacy(inspect, k.meta);
+        expect(Object.keys(await inspect.hgetall(k.meta)), uid).not.toContain(USER_META_PACKED);
+        const before = await readCounters(inspect, k.meta);
+        const [result] = await engine.applyUserOps([join(uid, 'fresh')]);
+        expect(result?.version, uid).toBe((before?.version ?? 0) + 1);
+        const fields = Object.keys(await inspect.hgetall(k.meta));
+        expect(fields, uid).toContain(USER_META_PACKED);
+        expect(
+          fields.filter((f) => USER_META_COUNTERS.some((c) => c.legacy === f)),
+          uid,
+        ).toEqual([]);
+        expect(await readCounter(inspect, k.meta, 'members'), uid).toBe((before?.members ?? 0) + 1);
+        // Small enough for Redis's compact hash encoding (hash-max-listpack-value 64).
+        expect(await inspect.object('ENCODING', k.meta), uid).toBe('listpack');
       }
     });
   });
@@ -402,12 +434,11 @@ describe('redis engine storage', () => {
         const k = userKeys('derived', uid);
         const records = Object.entries(await inspect.hgetall(k.records)).map(([conv, text]) => decodeRecord(conv, text));
         const members = records.filter((r) => r.member);
-        expect(Number((await inspect.hget(k.meta, 'n')) ?? 0), uid).toBe(members.length);
+        expect(await readCounter(inspect, k.meta, 'members'), uid).toBe(members.length);
         const large = members.filter((r) => r.large).map((r) => r.conv);
         expect(sorted(await inspect.hkeys(k.large)), uid).toEqual(sorted(large));
         expect(sorted((await engine.pull(uid, null, 0)).largeConvs), uid).toEqual(sorted(large));
-        const cats = new Map<string, number>();
-        for (const [field, value] of Object.entries(await inspect.hgetall(k.meta))) if (field.startsWith('k:')) cats.set(field.slice(2), Number(value));
+        const cats = await categoryTotals(inspect, k.meta);
         const expected = new Map<string, number>();
         for (const r of members) {
           if (r.large || r.muted || r.lastSeq <= r.deletedSeq) continue;

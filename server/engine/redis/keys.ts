@@ -4,8 +4,9 @@
  * braces, no `|`, `,`, `;` or `#`), so an id can never break out of its tag or of the text
  * formats in ../state-text.ts. Names are short on purpose: a key name is paid for once per user.
  *
- * - `<p>:{u:<uid>}:m` hash: the user's meta and stored totals (epoch, run id, version, base, member
- *   count, snapshot version, total, mentions, `k:<category>`), a small listpack;
+ * - `<p>:{u:<uid>}:m` hash: the user's meta and stored totals (epoch `e`, run id `r`, the counters
+ *   packed in `h`: version, base, member count, snapshot version, totals, clocks (user-meta.ts),
+ *   and `k:<category>` for the categories other than the default), a small listpack;
  * - `<p>:{u:<uid>}:c` hash: conversation -> record (../state-text.ts);
  * - `<p>:{u:<uid>}:s` list: the stream entries after `base`, one per version (index = v - base - 1);
  * - `<p>:{u:<uid>}:p` string: the newest snapshot;

@@ -21,6 +21,7 @@ import {
 } from './keys.js';
 import type { RunTracker } from './runs.js';
 import type { ScriptCommands } from './scripts.js';
+import { countersOf, USER_META_COUNTER_FIELDS } from './user-meta.js';
 
 export interface RedisDurableDeps {
   client: (Redis | Cluster) & ScriptCommands;
@@ -253,7 +254,7 @@ export class RedisDurableStore implements DurableStore {
   async inspectUser(uid: string): Promise<InspectedUser> {
     const { prefix, client, cluster } = this.deps;
     const k = userKeys(prefix, uid);
-    const [meta, fields] = await Promise.all([client.hmget(k.meta, 'e', 'w'), client.hgetall(k.records)]);
+    const [meta, fields] = await Promise.all([client.hmgetBuffer(k.meta, 'e', ...USER_META_COUNTER_FIELDS), client.hgetall(k.records)]);
     const records = new Map(Object.entries(fields));
     const convs = [...records.keys()];
     const marked = new Set<string>();
@@ -262,7 +263,7 @@ export class RedisDurableStore implements DurableStore {
       const scores = await client.zmscore(dirty, ...convs.map((conv) => `${uid}|${conv}`));
       for (const [i, conv] of convs.entries()) if (scores[i] != null) marked.add(conv);
     }
-    return { present: meta[0] != null, w: Number(meta[1] ?? 0), records, marked };
+    return { present: meta[0] != null, w: countersOf(meta.slice(1))?.w ?? 0, records, marked };
   }
 
   async markUser(uid: string, convs: readonly string[]): Promise<void> {
@@ -275,7 +276,7 @@ export class RedisDurableStore implements DurableStore {
     // mark there already carries its record's last change. (A change between the read and the
     // mark raises the mark past this; a drain between them clears it, and this older score then
     // writes the same state again, which PostgreSQL keeps at its newer version.)
-    const w = Number((await client.hget(meta, 'w')) ?? 0) || Date.now();
+    const w = countersOf(await client.hmgetBuffer(meta, ...USER_META_COUNTER_FIELDS))?.w || Date.now();
     await client.zadd(dirty, 'NX', ...convs.flatMap((conv) => [w, `${uid}|${conv}`]));
   }
 

@@ -51,6 +51,7 @@ import { RedisDurableStore } from './redis-durable.js';
 import { publishCommand, RedisNotifications } from './redis-notifications.js';
 import { ClusterRuns, type RunTracker, type RunWaits, SingleRun } from './runs.js';
 import { buildLibrary, defineScripts, ensureLibrary, type Library, type ScriptedCluster, type ScriptedRedis } from './scripts.js';
+import { countersOf, USER_META_COUNTER_FIELDS } from './user-meta.js';
 import { appendUserOps, opArgs } from './user-ops.js';
 import { watchCluster, watchRedis } from './watch-redis.js';
 
@@ -420,13 +421,13 @@ export class RedisEngine implements Engine {
   }
 
   async memberships(uids: readonly string[], conv: string): Promise<UserMemberships[]> {
-    // Two HGETs per user (its own hash tag), pipelined by auto-pipelining; no script: the count
+    // Two reads per user (its own hash tag), pipelined by auto-pipelining; no script: the count
     // is a plain read that the conversation cap checks again after its change.
     const read = (uid: string): Promise<{ found: boolean; memberships: UserMemberships }> => {
       const k = userKeys(this.prefix, uid);
-      return Promise.all([this.client.hget(k.meta, 'n'), this.client.hget(k.records, conv)]).then(([count, record]) => ({
-        found: count != null,
-        memberships: { uid, conversations: Number(count ?? 0), member: record != null && decodeRecord(conv, record).member },
+      return Promise.all([this.client.hmgetBuffer(k.meta, 'e', ...USER_META_COUNTER_FIELDS), this.client.hget(k.records, conv)]).then(([meta, record]) => ({
+        found: meta[0] != null,
+        memberships: { uid, conversations: countersOf(meta.slice(1))?.members ?? 0, member: record != null && decodeRecord(conv, record).member },
       }));
     };
     const first = await Promise.all(uids.map(read));

@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import type { Cluster, Redis } from 'ioredis';
 import type { Reply } from './codec.js';
 import { luaKeyNames } from './keys.js';
+import { luaUserMeta } from './user-meta.js';
 
 /** One function of the library: its file under lua/, its number of KEYS and how the engine treats it. */
 interface ScriptSpec {
@@ -111,8 +112,8 @@ export interface Library {
 export function buildLibrary(): Library {
   const dir = luaDir();
   const names = Object.keys(SCRIPTS) as ScriptName[];
-  // The key names first (rendered from keys.ts), then the shared Lua.
-  const parts = [luaKeyNames(), ...LIBRARY_PRELUDE.map((file) => readLua(dir, file))];
+  // The key names and the meta's layout first (rendered from keys.ts, user-meta.ts), then the shared Lua.
+  const parts = [luaKeyNames(), luaUserMeta(), ...LIBRARY_PRELUDE.map((file) => readLua(dir, file))];
   const bodies = names.map((name) => readLua(dir, SCRIPTS[name].file));
   const hash = createHash('sha1')
     .update([...parts, ...bodies].join('\0'))

@@ -14,18 +14,22 @@
 --          {entry text, ...} (versions from+1, from+2, ...), {large conv, ...}, {conv, head, ...}}
 
 local keys = { meta = KEYS[1], records = KEYS[2], stream = KEYS[3], snapshot = KEYS[4] }
-local exists, epoch, version, base, members, sv, lastActive = userMeta(keys.meta, ARGV[1], 'b', 'n', 'sv', 'a')
+local exists, epoch, version, base, members, sv, expiredAt, total, mentions, defaultTotal, w, lastActive, legacy =
+  userMeta(keys.meta, ARGV[1])
 if not exists then return { epoch, 0, 0, 1, 0, '', {}, {}, {} } end
+-- Writes the counters as they are now (the activity or the stream's restart moved them).
+local function writeMeta()
+  writeCounters(keys.meta, legacy, version, base, members, sv, expiredAt, total, mentions, defaultTotal, w, lastActive)
+  legacy = false
+end
 if ARGV[8] ~= '' then
   local nowMs = tonumber(ARGV[10])
-  if touchDue(num(lastActive), nowMs, tonumber(ARGV[11])) then
+  if touchDue(lastActive, nowMs, tonumber(ARGV[11])) then
     redis.call('ZADD', ARGV[8], nowMs, ARGV[9])
-    redis.call('HSET', keys.meta, 'a', int(nowMs))
+    lastActive = nowMs
+    writeMeta()
   end
 end
-base = tonumber(base or '0')
-members = tonumber(members or '0')
-sv = tonumber(sv or '0')
 
 local sinceEpoch = ARGV[2]
 local sinceVersion = tonumber(ARGV[3])
@@ -43,7 +47,7 @@ end
 local function restart()
   restartStream(keys, {}, idle)
   base, sv = version, version
-  redis.call('HSET', keys.meta, 'b', int(base), 'sv', int(sv))
+  writeMeta()
 end
 
 local reset = needsReset()

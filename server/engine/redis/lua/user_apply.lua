@@ -5,9 +5,10 @@
 -- Redis Cluster one call carries users of several slots of ONE master.
 --
 -- Per user, the keys `<prefix>:{u:<uid>}:` + m, c, s, p, L (keys.ts):
---   m  meta hash: e epoch, r run id, v version, b base, n member conversations, sv snapshot
---      version, t total, x mentions, k:<category> per-category totals, ex when the idle expiry
---      was last pushed back
+--   m  meta hash: e epoch, r run id, h the counters packed (server/engine/redis/user-meta.ts:
+--      version, base, member conversations, snapshot version, when the idle expiry was last
+--      pushed back, total, mentions, the default category's total, the durable tier's write
+--      clock w and last activity), k:<category> the other categories' totals
 --   c  records hash: conv -> record (server/engine/state-text.ts)
 --   s  list: the entries after b (state text, or the bare conv when the user left)
 --   p  string: the snapshot at sv

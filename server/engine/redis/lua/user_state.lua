@@ -1,7 +1,7 @@
 -- user_state.lua: every record and the stored totals of one user, read in one atomic step. A
 -- user the store has never seen gets nothing, and nothing is created. lib/user.lua comes first in the library.
 --
--- KEYS[1] m  meta hash (totals: t, x, k:<category>)   KEYS[2] c  records hash (user_apply.lua)
+-- KEYS[1] m  meta hash (totals: the packed counters' and k:<category>)   KEYS[2] c  records hash (user_apply.lua)
 -- ARGV[1] the Redis run id
 -- ARGV[2] the conversation key head (keys.ts convKeyHead), or '' : with it, the head of each
 --   read-diffused conversation the user is a member of is read in this step too (one Redis, where
@@ -9,12 +9,17 @@
 -- Returns {epoch, version, {conv, record, ...}, {t, x, k:<category>, value, ...}, {conv, head, ...}}
 -- (the heads of the conversations that have one; a conversation Redis lacks is left out).
 
-local exists, epoch, version, total, mentions = userMeta(KEYS[1], ARGV[1], 't', 'x')
+local exists, epoch, version, _, _, _, _, total, mentions, defaultTotal = userMeta(KEYS[1], ARGV[1])
 if not exists then return { epoch, 0, {}, {}, {} } end
-local totals = { total or '0', mentions or '0' }
+local totals = { int(total), int(mentions) }
+if defaultTotal ~= 0 then
+  totals[3] = 'default'
+  totals[4] = int(defaultTotal)
+end
 local meta = redis.call('HGETALL', KEYS[1])
 for i = 1, #meta, 2 do
-  if string.sub(meta[i], 1, 2) == 'k:' then
+  -- k:default is a text field only in a meta from before the packing: its counter is read above.
+  if string.sub(meta[i], 1, 2) == 'k:' and meta[i] ~= 'k:default' then
     totals[#totals + 1] = string.sub(meta[i], 3)
     totals[#totals + 1] = meta[i + 1]
   end

@@ -6,7 +6,25 @@
 -- Returns {meta field/value..., record field/value..., stream length, {entries after the
 --          snapshot version}, snapshot text or nil, {large conv...}, stream TTL, snapshot TTL}
 
-local meta = redis.call('HGETALL', KEYS[1])
+-- The meta's fields, the packed counters among them as the text fields of before the packing
+-- (user-meta.ts legacy names), so the reader sees one layout.
+local raw = redis.call('HGETALL', KEYS[1])
+local meta, packed = {}, nil
+for i = 1, #raw, 2 do
+  if raw[i] == META_PACKED then
+    packed = raw[i + 1]
+  else
+    meta[#meta + 1] = raw[i]
+    meta[#meta + 1] = raw[i + 1]
+  end
+end
+if packed then
+  local values = { sunpack(META_PACK, packed) }
+  for i, name in ipairs(META_LEGACY) do
+    meta[#meta + 1] = name
+    meta[#meta + 1] = int(values[i])
+  end
+end
 local base, sv = 0, 0
 for i = 1, #meta, 2 do
   if meta[i] == 'b' then base = tonumber(meta[i + 1]) elseif meta[i] == 'sv' then sv = tonumber(meta[i + 1]) end

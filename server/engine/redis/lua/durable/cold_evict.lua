@@ -12,8 +12,10 @@
 
 local uid, cutoff = ARGV[1], tonumber(ARGV[2])
 local score = redis.call('ZSCORE', KEYS[6], uid)
-local active = redis.call('HGET', KEYS[1], 'a')
-if (score and tonumber(score) > cutoff) or (active and tonumber(active) > cutoff) then
+-- The last activity (ms) the meta holds; 0: none.
+local active = select(10, counters(KEYS[1], redis.call('HGET', KEYS[1], META_PACKED)))
+if active == 0 then active = nil end
+if (score and tonumber(score) > cutoff) or (active and active > cutoff) then
   if not score and active then redis.call('ZADD', KEYS[6], active, uid) end
   return 0
 end

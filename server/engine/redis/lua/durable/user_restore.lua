@@ -51,7 +51,10 @@ if #fields > 0 then call('HSET', KEYS[2], unpack(fields)) end
 local keys = { meta = KEYS[1], records = KEYS[2], stream = KEYS[3], snapshot = KEYS[4], large = KEYS[5] }
 local nowMs = tonumber(ARGV[7])
 local restored = rebuildUser(keys, ARGV[1], ARGV[2], true, tonumber(ARGV[3]), ARGV[4], ARGV[5])
-call('HSET', KEYS[1], 'w', int(nextWrite(tonumber(ARGV[6]), nowMs)), 'a', int(nowMs))
+-- The write clock past every row's, and the activity now (a user with no membership gets a meta
+-- of only these, as before the restore).
+local v, b, n, sv, ex, t, x, kd, _, _, legacy = counters(KEYS[1], call('HGET', KEYS[1], META_PACKED))
+writeCounters(KEYS[1], legacy, v, b, n, sv, ex, t, x, kd, nextWrite(tonumber(ARGV[6]), nowMs), nowMs)
 if restored == 1 and ARGV[8] ~= '' then call('ZADD', ARGV[8], nowMs, ARGV[9]) end
 call('ZREM', ARGV[10], ARGV[9])
 return restored == 1 and 1 or 2

@@ -120,13 +120,10 @@ local function contribution(r)
 end
 
 -- One user's ops (argv[first..last]); appends this user's results to `out`.
--- The meta fields read up front (META_FIELDS order), the default category's total with them
--- (most changes touch it); the other per-category totals are read when touched.
--- The durable tier's w and a come last, and are read only with the tier on: each field an HMGET
--- names costs ~2k instructions (its argument, lookup and reply), the command itself ~7k.
-local META_FIELDS_DURABLE = { 'e', 'r', 'v', 'b', 'n', 'sv', 't', 'x', 'ex', 'k:default', 'w', 'a' }
-local META_FIELDS_PLAIN = { 'e', 'r', 'v', 'b', 'n', 'sv', 't', 'x', 'ex', 'k:default' }
-local META_FIELDS -- one of the two, per call
+-- The meta is read up front: its epoch, run id and packed counters (lib/user.lua counters), the
+-- default category's total among them (most changes touch it); the other per-category totals
+-- are read when touched. Each field an HMGET names costs ~2k instructions (its argument, lookup
+-- and reply), the command itself ~7k: the counters' 10 fields were 30k of an op's ~190k.
 
 -- Per-category deltas of the stored totals: the default category's in a number, the others in a
 -- table made only when one is touched (most users have only the default category).
@@ -158,15 +155,9 @@ local function applyUser(uid, tag, metaKey, meta, first, last, out, shard)
   -- most calls touch no snapshot, and each name is another string to allocate.
   local exists = meta[1] ~= false
   local epoch = currentEpoch(metaKey, meta[1], meta[2], runId)
-  local version = num(meta[3])
-  local base = num(meta[4])
-  local members = num(meta[5])
-  local sv = num(meta[6])
-  local total = num(meta[7])
-  local mentionTotal = num(meta[8])
-  local expiredAt = num(meta[9])
-  local startVersion, startBase, startMembers, startSv = version, base, members, sv
-  local startTotal, startMentions = total, mentionTotal
+  local version, base, members, sv, expiredAt, total, mentionTotal, defaultTotal, w, lastActive, legacy =
+    counters(metaKey, meta[3])
+  local startVersion, startBase = version, base
 
   -- conv -> record as of the ops so far (false: none); made with its first key, as a constructor
   -- sizes it (an empty table is rehashed at its first insert).
@@ -261,22 +252,22 @@ local function applyUser(uid, tag, metaKey, meta, first, last, out, shard)
     end
     call('HSET', recordsKey, unpack(fields))
   end
-  local w, lastActive = num(meta[11]), num(meta[12])
-  local startW = w
-  local wText = meta[11] or '0' -- w's text, formatted once when it moves (the mark and the meta both carry it)
+  local clockMoved = false
   if durableNow then
     if dirtyOrder then
       w = nextWrite(w, durableNow)
-      wText = int(w)
-      markDirty(marks, dirtyUsersKeyOf(prefix, shard), wText, uid, dirtyOrder)
+      clockMoved = true
+      markDirty(marks, dirtyUsersKeyOf(prefix, shard), int(w), uid, dirtyOrder)
     end
     if (exists or version ~= startVersion) and touchDue(lastActive, durableNow, activityEvery) then
       markActive(marks, activityKeyOf(prefix, shard), durableNow, uid)
       lastActive = durableNow
+      clockMoved = true
     end
   end
   if version == startVersion then
-    if w ~= startW or lastActive ~= num(meta[12]) then call('HSET', metaKey, 'w', wText, 'a', int(lastActive)) end
+    -- Nothing visible changed (the counters but the clocks are as read).
+    if clockMoved then writeCounters(metaKey, legacy, version, base, members, sv, expiredAt, total, mentionTotal, defaultTotal, w, lastActive) end
     return
   end
   local streamKey = tag .. USER_STREAM
@@ -291,23 +282,14 @@ local function applyUser(uid, tag, metaKey, meta, first, last, out, shard)
   elseif base > startBase then
     call('LTRIM', streamKey, base - startBase, -1)
   end
-  -- Only the meta fields that moved, in a list sized up front (appending to a short list
-  -- rehashes it at every power of two): `n` counts what is set.
-  local fields = { 'v', int(version), false, false, false, false, false, false, false, false, false, false, false, false }
-  local n = 2
-  if base ~= startBase then fields[n + 1], fields[n + 2], n = 'b', int(base), n + 2 end
-  if members ~= startMembers then fields[n + 1], fields[n + 2], n = 'n', int(members), n + 2 end
-  if sv ~= startSv then fields[n + 1], fields[n + 2], n = 'sv', int(sv), n + 2 end
-  if total ~= startTotal then fields[n + 1], fields[n + 2], n = 't', int(total), n + 2 end
-  if mentionTotal ~= startMentions then fields[n + 1], fields[n + 2], n = 'x', int(mentionTotal), n + 2 end
-  if w ~= startW then fields[n + 1], fields[n + 2], n = 'w', wText, n + 2 end
-  if lastActive ~= num(meta[12]) then fields[n + 1], fields[n + 2], n = 'a', int(lastActive), n + 2 end
+  -- Besides the counters, the meta's text fields that moved: the epoch of a user's first visible
+  -- change, the totals of categories other than the default.
+  local fields, gone
   if not exists then
     -- The user's first visible change: its stream (and epoch) begins.
     epoch = newEpoch(metaKey, runId)
     out[epochAt] = epoch
-    fields[n + 1], fields[n + 2], n = 'e', epoch, n + 2
-    fields[n + 1], fields[n + 2], n = 'r', runId, n + 2
+    fields = { 'e', epoch, 'r', runId }
   end
   if idle > 0 then
     -- Pushing the expiry back costs two commands: do it when the list is new, and otherwise
@@ -316,24 +298,29 @@ local function applyUser(uid, tag, metaKey, meta, first, last, out, shard)
     if now - expiredAt >= idle / 8 then
       if not fresh then call('EXPIRE', streamKey, idle) end
       call('EXPIRE', tag .. USER_SNAPSHOT, idle)
-      fields[n + 1], fields[n + 2], n = 'ex', int(now), n + 2
+      expiredAt = now
     end
   end
-  local gone
-  if defaultDelta ~= 0 then
-    local value = num(meta[10]) + defaultDelta
-    if value == 0 then gone = { 'k:default' } else fields[n + 1], fields[n + 2], n = 'k:default', int(value), n + 2 end
-  end
+  defaultTotal = defaultTotal + defaultDelta
   if otherDeltas then
     for category, delta in pairs(otherDeltas) do
       if delta ~= 0 then
         local field = 'k:' .. category
         local value = num(call('HGET', metaKey, field)) + delta
-        if value == 0 then gone = push(gone, field) else fields[n + 1], fields[n + 2], n = field, int(value), n + 2 end
+        if value == 0 then
+          gone = push(gone, field)
+        else
+          fields = push(fields, field)
+          fields[#fields + 1] = int(value)
+        end
       end
     end
   end
-  call('HSET', metaKey, unpack(fields, 1, n))
+  if fields then
+    writeCounters(metaKey, legacy, version, base, members, sv, expiredAt, total, mentionTotal, defaultTotal, w, lastActive, unpack(fields))
+  else
+    writeCounters(metaKey, legacy, version, base, members, sv, expiredAt, total, mentionTotal, defaultTotal, w, lastActive)
+  end
   if gone then call('HDEL', metaKey, unpack(gone)) end
   -- The large hash holds exactly the conversations whose record is a member and large.
   if wasLargeMember then
@@ -360,13 +347,13 @@ local function applyAll()
     local metaKey = tag .. USER_META
     local meta
     if checkLocal then
-      meta = rpcall('HMGET', metaKey, unpack(META_FIELDS))
+      meta = rpcall('HMGET', metaKey, 'e', 'r', META_PACKED)
       if meta.err then
         results[#results + 1] = 'moved'
         return
       end
     else
-      meta = call('HMGET', metaKey, unpack(META_FIELDS))
+      meta = call('HMGET', metaKey, 'e', 'r', META_PACKED)
     end
     if check == '1' and meta[1] == false then
       results[#results + 1] = 'absent'
@@ -387,7 +374,6 @@ local function applyUsers(args)
   withResults = args[11] == '1'
   durableNow = args[12] ~= '' and tonumber(args[12]) or nil
   activityEvery = tonumber(args[13])
-  META_FIELDS = durableNow and META_FIELDS_DURABLE or META_FIELDS_PLAIN
   results = {}
   -- The durable tier's marks and activity touches of every user of the call (markDirty), written
   -- once per set after the last user, also when a user's ops raise an error: what was applied

@@ -1,5 +1,5 @@
 -- lib/rebuild.lua: rebuild what one user's records determine, atomically: the stored totals
--- (t, x, k:<category>), the member count (n) and the large hash (L); with `restream` (or for a
+-- (the packed counters' and k:<category>), the member count (n) and the large hash (L); with `restream` (or for a
 -- user without meta but with member records) the stream also starts over under `epoch`: the
 -- version goes up by one and base, snapshot version and a snapshot built from the records are
 -- put at it, with no entries, and one change is published under the new epoch so connected
@@ -28,18 +28,22 @@ local function rebuildUser(keys, epoch, runId, restream, idle, channel, publishC
     end
   end
 
-  local meta = redis.call('HMGET', keys.meta, 'e', 'v')
+  local meta = redis.call('HMGET', keys.meta, 'e', META_PACKED)
   local exists = meta[1] ~= false
   if not exists and members == 0 then return 0 end
+  local version, base, _, sv, expiredAt, _, _, _, w, lastActive, legacy = counters(keys.meta, meta[2])
 
-  local fields = { 'n', int(members), 't', int(total), 'x', int(mentions) }
+  -- The meta's text fields besides the counters: the other categories' totals (the default's is a counter).
+  local fields = {}
   local gone = {}
   for _, field in ipairs(redis.call('HKEYS', keys.meta)) do
-    if string.sub(field, 1, 2) == 'k:' and not categories[string.sub(field, 3)] then gone[#gone + 1] = field end
+    if string.sub(field, 1, 2) == 'k:' and field ~= 'k:default' and not categories[string.sub(field, 3)] then gone[#gone + 1] = field end
   end
   for category, n in pairs(categories) do
-    fields[#fields + 1] = 'k:' .. category
-    fields[#fields + 1] = int(n)
+    if category ~= 'default' then
+      fields[#fields + 1] = 'k:' .. category
+      fields[#fields + 1] = int(n)
+    end
   end
 
   redis.call('DEL', keys.large)
@@ -49,15 +53,15 @@ local function rebuildUser(keys, epoch, runId, restream, idle, channel, publishC
   end
 
   restream = restream or not exists
-  local version
   if restream then
-    version = tonumber(meta[2] or '0') + 1
-    for _, v in ipairs({ 'e', epoch, 'r', runId, 'v', int(version), 'b', int(version), 'sv', int(version) }) do
+    version = version + 1
+    base, sv = version, version
+    for _, v in ipairs({ 'e', epoch, 'r', runId }) do
       fields[#fields + 1] = v
     end
     restartStream(keys, {}, idle)
   end
-  redis.call('HSET', keys.meta, unpack(fields))
+  writeCounters(keys.meta, legacy, version, base, members, sv, expiredAt, total, mentions, categories.default or 0, w, lastActive, unpack(fields))
   if #gone > 0 then redis.call('HDEL', keys.meta, unpack(gone)) end
   if restream and firstState and channel ~= '' then
     redis.call(publishCmd, channel, epoch .. '|\n' .. int(version) .. '|' .. firstState)

@@ -11,9 +11,11 @@ local tonumber, unpack, ipairs, pairs, error
 local call, rpcall
 local format, match, gmatch, byte, sub
 local max, min, floor, concat
+local spack, sunpack
 
 local function bindGlobals()
   local G = _G
+  spack, sunpack = struct.pack, struct.unpack
   tonumber, unpack, ipairs, pairs, error = G.tonumber, G.unpack, G.ipairs, G.pairs, G.error
   call, rpcall = redis.call, redis.pcall
   format, match, gmatch, byte, sub = string.format, string.match, string.gmatch, string.byte, string.sub
@@ -72,13 +74,39 @@ local function currentEpoch(metaKey, epoch, runIdThen, runId)
   return epoch
 end
 
--- userMeta(metaKey, runId, field...): one HMGET of the user's meta hash (epoch, run id, version and
--- the extra fields named). Returns whether the user exists, the epoch (currentEpoch), the version
--- (0 when none) and the extra fields' raw values (false when absent).
-local function userMeta(metaKey, runId, ...)
-  local meta = call('HMGET', metaKey, 'e', 'r', 'v', ...)
+-- The user's counters (server/engine/redis/user-meta.ts, which declares them in this order):
+-- version, base, members, snapshot version, stream expiry (s), total, mentions, the default
+-- category's total, the write clock w and the last activity (ms). From the meta's packed field
+-- when it has one: one struct.unpack, no number texts to parse. Otherwise from the text fields
+-- of a meta written before the packing (or none: zeros), and the last value says whether that
+-- meta had any (writeCounters then drops them).
+local function counters(metaKey, packed)
+  if packed then
+    local v, b, n, sv, ex, t, x, kd, w, a = sunpack(META_PACK, packed)
+    return v, b, n, sv, ex, t, x, kd, w, a, false
+  end
+  local old = call('HMGET', metaKey, unpack(META_LEGACY))
+  local legacy = false
+  for i = 1, #META_LEGACY do
+    if old[i] then legacy = true end
+  end
+  return num(old[1]), num(old[2]), num(old[3]), num(old[4]), num(old[5]), num(old[6]), num(old[7]),
+    num(old[8]), num(old[9]), num(old[10]), legacy
+end
+
+-- Writes the counters (counters' order), and the field/value pairs after them, in one HSET; a
+-- meta that still had the text fields of before the packing loses them in the same step.
+local function writeCounters(metaKey, legacy, v, b, n, sv, ex, t, x, kd, w, a, ...)
+  call('HSET', metaKey, META_PACKED, spack(META_PACK, v, b, n, sv, ex, t, x, kd, w, a), ...)
+  if legacy then call('HDEL', metaKey, unpack(META_LEGACY)) end
+end
+
+-- userMeta(metaKey, runId): one HMGET of the user's meta hash (epoch, run id, packed counters).
+-- Returns whether the user exists, the epoch (currentEpoch), then counters().
+local function userMeta(metaKey, runId)
+  local meta = call('HMGET', metaKey, 'e', 'r', META_PACKED)
   local epoch = currentEpoch(metaKey, meta[1], meta[2], runId)
-  return meta[1] ~= false, epoch, num(meta[3]), unpack(meta, 4)
+  return meta[1] ~= false, epoch, counters(metaKey, meta[3])
 end
 
 -- pull.lua's and user_state.lua's heads: appends `conv` and its head (the conversation hash's

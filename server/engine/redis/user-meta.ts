@@ -36,10 +36,22 @@ export const USER_META_PACKED = 'h';
 export type UserCounterName = (typeof USER_META_COUNTERS)[number]['name'];
 export type UserCounters = Record<UserCounterName, number>;
 
-const SIZE: Record<string, number> = { I6: 6, i4: 4, I4: 4, d: 8 };
+interface Codec {
+  size: number;
+  read(buf: Buffer, at: number): number;
+  write(buf: Buffer, at: number, value: number): void;
+}
+
+/** Lua struct's codes as Buffer reads and writes (little-endian, as `<` asks). */
+const CODECS: Record<(typeof USER_META_COUNTERS)[number]['code'], Codec> = {
+  I6: { size: 6, read: (b, at) => b.readUIntLE(at, 6), write: (b, at, v) => b.writeUIntLE(v, at, 6) },
+  I4: { size: 4, read: (b, at) => b.readUInt32LE(at), write: (b, at, v) => b.writeUInt32LE(v, at) },
+  i4: { size: 4, read: (b, at) => b.readInt32LE(at), write: (b, at, v) => b.writeInt32LE(v, at) },
+  d: { size: 8, read: (b, at) => b.readDoubleLE(at), write: (b, at, v) => b.writeDoubleLE(v, at) },
+};
 
 /** Bytes of the packed field. */
-const USER_META_PACKED_BYTES = USER_META_COUNTERS.reduce((sum, c) => sum + (SIZE[c.code] ?? 0), 0);
+const USER_META_PACKED_BYTES = USER_META_COUNTERS.reduce((sum, c) => sum + CODECS[c.code].size, 0);
 
 /** The Lua library's declarations of the layout (scripts.ts puts them first, with the key names). */
 export function luaUserMeta(): string {
@@ -59,8 +71,8 @@ function decodeUserCounters(packed: Buffer): UserCounters {
   const out = {} as UserCounters;
   let at = 0;
   for (const c of USER_META_COUNTERS) {
-    out[c.name] = readCode(packed, at, c.code);
-    at += SIZE[c.code] ?? 0;
+    out[c.name] = CODECS[c.code].read(packed, at);
+    at += CODECS[c.code].size;
   }
   return out;
 }
@@ -70,8 +82,8 @@ export function encodeUserCounters(counters: UserCounters): Buffer {
   const out = Buffer.alloc(USER_META_PACKED_BYTES);
   let at = 0;
   for (const c of USER_META_COUNTERS) {
-    writeCode(out, at, c.code, counters[c.name]);
-    at += SIZE[c.code] ?? 0;
+    CODECS[c.code].write(out, at, counters[c.name]);
+    at += CODECS[c.code].size;
   }
   return out;
 }
@@ -90,37 +102,3 @@ export function countersOf(fields: readonly (Buffer | null)[]): UserCounters | n
 
 /** The fields to HMGET (as Buffers) for countersOf. */
 export const USER_META_COUNTER_FIELDS: readonly string[] = [USER_META_PACKED, ...USER_META_COUNTERS.map((c) => c.legacy)];
-
-function readCode(buf: Buffer, at: number, code: string): number {
-  switch (code) {
-    case 'I6':
-      return buf.readUIntLE(at, 6);
-    case 'I4':
-      return buf.readUInt32LE(at);
-    case 'i4':
-      return buf.readInt32LE(at);
-    case 'd':
-      return buf.readDoubleLE(at);
-    default:
-      throw new Error(`unknown counter code ${code}`);
-  }
-}
-
-function writeCode(buf: Buffer, at: number, code: string, value: number): void {
-  switch (code) {
-    case 'I6':
-      buf.writeUIntLE(value, at, 6);
-      return;
-    case 'I4':
-      buf.writeUInt32LE(value, at);
-      return;
-    case 'i4':
-      buf.writeInt32LE(value, at);
-      return;
-    case 'd':
-      buf.writeDoubleLE(value, at);
-      return;
-    default:
-      throw new Error(`unknown counter code ${code}`);
-  }
-}

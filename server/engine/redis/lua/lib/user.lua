@@ -85,6 +85,9 @@ local function counters(metaKey, packed)
     local v, b, n, sv, ex, t, x, kd, w, a = sunpack(META_PACK, packed)
     return v, b, n, sv, ex, t, x, kd, w, a, false
   end
+  -- Most metas without the packed field do not exist at all (a user's first op): one EXISTS
+  -- (~5k instructions) instead of the old fields' HMGET (~27k).
+  if call('EXISTS', metaKey) == 0 then return 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, false end
   local old = call('HMGET', metaKey, unpack(META_LEGACY))
   local legacy = false
   for i = 1, #META_LEGACY do

@@ -5,7 +5,7 @@ import type { PgStore } from '../../server/durable/pg-store.js';
 import type { DurableStore, PersistedRecord } from '../../server/engine/durable-backing.js';
 import { type RedisDurableDeps, RedisDurableStore } from '../../server/engine/redis/redis-durable.js';
 import { Metrics } from '../../server/metrics/metrics.js';
-import { readCounter } from '../helpers/user-meta.js';
+import { readCounter, setCounter, unpackToLegacy } from '../helpers/user-meta.js';
 import { durableStack } from './stack.js';
 
 /**
@@ -339,6 +339,26 @@ describe('durable tier: the drain pipeline', () => {
     const { rows } = await stack.sql.query<{ muted: boolean; w: string }>("SELECT muted, w FROM redpoint_user_conv WHERE uid = 'mku' AND conv = 'mkc'");
     expect(rows.map((r) => ({ muted: r.muted, w: Number(r.w) }))).toEqual([{ muted: false, w: (await store.inspectUser('mku')).w }]);
     expect(await markOf()).toBeUndefined();
+  });
+
+  it('a meta from before the packed counters keeps its write clock: the next change is marked after it, and the meta is packed again', async () => {
+    const { store, pg } = parts();
+    await stack.server.members('legw', { add: ['la', 'lb'] });
+    await stack.server.post([1, 2].map((seq) => ({ conv: 'legw', seq, sender: 'lb' })));
+    await drainer(store, pg, 1_000).drainAll(Date.now() + 20_000);
+    const [meta = ''] = await stack.admin.keys('*{u:la}:m');
+    // A clock ahead of the wall clock: a clock not read from the old fields would start below it.
+    const ahead = Date.now() + 3_600_000;
+    await setCounter(stack.admin, meta, 'w', ahead);
+    expect(await unpackToLegacy(stack.admin, meta)).toBe(true);
+    await stack.server.ok('POST', '/v1/users/la/read', { conv: 'legw', seq: 2 });
+    const taken = (await store.takeRecords('', 0, 1_000)).filter((r) => r.member === 'la|legw');
+    expect(taken.map((r) => r.w)).toEqual([ahead + 1]);
+    expect(await readCounter(stack.admin, meta, 'w')).toBe(ahead + 1);
+    expect(Object.keys(await stack.admin.hgetall(meta))).not.toContain('w');
+    await drainer(store, pg, 1_000).drainAll(Date.now() + 20_000);
+    const { rows } = await stack.sql.query<{ w: string }>("SELECT w FROM redpoint_user_conv WHERE uid = 'la' AND conv = 'legw'");
+    expect(rows.map((r) => Number(r.w))).toEqual([ahead + 1]);
   });
 
   it("a take's version is its record's last change: an older take landing after a newer one (an operator's reset-read between them) leaves the newer row", async () => {

@@ -3,6 +3,7 @@ import { clusterSection } from './scenarios/cluster.js';
 import { diffusionSection } from './scenarios/diffusion.js';
 import { durableSection } from './scenarios/durable.js';
 import { heavyUserSection } from './scenarios/heavy-user.js';
+import { luaPartsSection } from './scenarios/lua-parts.js';
 import { memorySection } from './scenarios/memory.js';
 import { messageInstructionsSection } from './scenarios/message-instructions.js';
 import { orderSection } from './scenarios/order.js';
@@ -23,6 +24,7 @@ export const SECTIONS: readonly Section[] = [
   storeSection,
   redisCostSection,
   messageInstructionsSection,
+  luaPartsSection,
   diffusionSection,
   storeInstructionsSection,
   clusterSection,

@@ -141,6 +141,14 @@ local function addCategory(category, amount)
   end
 end
 
+-- Per user, the convs whose record changed (in order of first change), the stream entries and
+-- the notification lines: lists of the CALL, reused by each of its users (applyUser counts what
+-- it put in them; what a user before left past that count is never read). A table made per
+-- user and list was ~2k instructions each (the table, its array part, their frees, the
+-- collector's sweep), and a group message makes three per member (bench/reports/redis-cost.md,
+-- "the symbol build's profile").
+local changedConvs, streamEntries, noticeLines, recordFields
+
 -- Appends `v` to the list `t`, made on first use with a constructor: Lua 5.1 rehashes an empty
 -- table on its first insert, and most users' lists here hold one element.
 local function push(t, v)
@@ -165,8 +173,7 @@ local function applyUser(uid, tag, metaKey, meta, first, last, out, shard)
   defaultDelta, otherDeltas = 0, nil
   local epochAt = #out + 1
   out[epochAt] = epoch
-  local dirtyOrder -- the convs whose record changed, in order of first change
-  local entries, lines
+  local changedCount, entryCount = 0, 0 -- in changedConvs, and in streamEntries and noticeLines
   local wasLargeMember -- conv -> whether it was in the large hash before this script
 
   local i = first
@@ -199,7 +206,8 @@ local function applyUser(uid, tag, metaKey, meta, first, last, out, shard)
       if text ~= textBefore then
         if not after.dirty then
           after.dirty = true
-          dirtyOrder = push(dirtyOrder, conv)
+          changedCount = changedCount + 1
+          changedConvs[changedCount] = conv
         end
         current[conv] = after
         after.text = text
@@ -221,8 +229,9 @@ local function applyUser(uid, tag, metaKey, meta, first, last, out, shard)
           version = version + 1
           shownText = isMember and stateTextOf(after, lsText, rsText, dsText) or nil
           local entry = shownText or conv
-          entries = push(entries, entry)
-          lines = push(lines, int(version) .. '|' .. entry)
+          entryCount = entryCount + 1
+          streamEntries[entryCount] = entry
+          noticeLines[entryCount] = int(version) .. '|' .. entry
           local interval = snapshotInterval(snapshotEvery, streamMaxLen, members)
           if version - sv >= interval then
             local snap = snapshotText(recordsKey, current)
@@ -244,20 +253,24 @@ local function applyUser(uid, tag, metaKey, meta, first, last, out, shard)
   end
 
   -- Only what changed is written.
-  if dirtyOrder then
-    local fields = {}
-    for k, conv in ipairs(dirtyOrder) do
-      fields[2 * k - 1] = conv
-      fields[2 * k] = current[conv].text
+  -- One record (most users of a message) without unpack's call and the field list.
+  if changedCount == 1 then
+    local conv = changedConvs[1]
+    call('HSET', recordsKey, conv, current[conv].text)
+  elseif changedCount > 1 then
+    for k = 1, changedCount do
+      local conv = changedConvs[k]
+      recordFields[2 * k - 1] = conv
+      recordFields[2 * k] = current[conv].text
     end
-    call('HSET', recordsKey, unpack(fields))
+    call('HSET', recordsKey, unpack(recordFields, 1, 2 * changedCount))
   end
   local clockMoved = false
   if durableNow then
-    if dirtyOrder then
+    if changedCount > 0 then
       w = nextWrite(w, durableNow)
       clockMoved = true
-      markDirty(marks, dirtyUsersKeyOf(prefix, shard), int(w), uid, dirtyOrder)
+      markDirty(marks, dirtyUsersKeyOf(prefix, shard), int(w), uid, changedConvs, changedCount)
     end
     if (exists or version ~= startVersion) and touchDue(lastActive, durableNow, activityEvery) then
       markActive(marks, activityKeyOf(prefix, shard), durableNow, uid)
@@ -273,8 +286,9 @@ local function applyUser(uid, tag, metaKey, meta, first, last, out, shard)
   local streamKey = tag .. USER_STREAM
 
   -- The list held the versions after startBase; a list that holds fewer expired while idle.
-  local length = call('RPUSH', streamKey, unpack(entries))
-  local fresh = length == #entries
+  local length
+  if entryCount == 1 then length = call('RPUSH', streamKey, streamEntries[1]) else length = call('RPUSH', streamKey, unpack(streamEntries, 1, entryCount)) end
+  local fresh = length == entryCount
   if length ~= version - startBase then
     -- History restarts at the version just reached (these changes were pushed all the same).
     restartStream({ records = recordsKey, stream = streamKey, snapshot = tag .. USER_SNAPSHOT }, current, idle)
@@ -331,7 +345,8 @@ local function applyUser(uid, tag, metaKey, meta, first, last, out, shard)
     end
   end
   if publishCmd ~= '' then
-    call(publishCmd, userChannelOf(prefix, uid), epoch .. '|' .. at .. '\n' .. concat(lines, '\n'))
+    local body = entryCount == 1 and noticeLines[1] or concat(noticeLines, '\n', 1, entryCount)
+    call(publishCmd, userChannelOf(prefix, uid), epoch .. '|' .. at .. '\n' .. body)
   end
 end
 
@@ -379,11 +394,13 @@ local function applyUsers(args)
   -- once per set after the last user, also when a user's ops raise an error: what was applied
   -- before it stays applied (a script is not rolled back), and so must be marked.
   marks = {}
+  changedConvs, streamEntries, noticeLines, recordFields = {}, {}, {}, {}
   local ok, err = pcall(applyAll)
   writePending(marks)
   -- Nothing of this call stays referenced from the library once it returns.
   local reply = results
   argv, results, marks = nil, nil, nil
+  changedConvs, streamEntries, noticeLines, recordFields = nil, nil, nil, nil
   if not ok then error(err, 0) end
   return reply
 end

@@ -250,15 +250,16 @@ end
 -- written once per set at the end of the call (writePending): on one Redis every user's marks go
 -- to one set, and each command a script runs costs ~8k instructions around it, so a group
 -- message's members cost one ZADD, not one each.
-local function markDirty(pending, dirtyKey, w, uid, convs)
+-- `convs[1..count]` are the user's changed records (the list may hold more past `count`).
+local function markDirty(pending, dirtyKey, w, uid, convs, count)
   local args = pending[dirtyKey]
   if not args then
     args = { 'GT' }
     pending[dirtyKey] = args
   end
   local n = #args
-  for _, conv in ipairs(convs) do
-    args[n + 1], args[n + 2] = w, uid .. '|' .. conv
+  for k = 1, count do
+    args[n + 1], args[n + 2] = w, uid .. '|' .. convs[k]
     n = n + 2
   end
 end

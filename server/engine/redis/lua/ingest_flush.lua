@@ -34,21 +34,30 @@ while i <= #ARGV do
 end
 local recorded = script_convRecord(KEYS, record)
 
--- mergeOps: one op per (user, conversation); users in order of their first op.
-local users, opsOf, opCount = {}, {}, 0
+-- mergeOps: one op per (user, conversation); users in order of their first op. A user's ops are
+-- a chain from opOf[uid] in order of creation: most users of a flush have one (a group
+-- message's members), and a table per user for the list and its index was ~2 of the ~150k
+-- instructions a member costs (bench/reports/redis-cost.md, "the symbol build's profile").
+local users, opOf, opCount = {}, {}, 0
+local function newOp(conv)
+  opCount = opCount + 1
+  return { conv = conv, lastSeq = 0, readSeq = 0, mentions = '', count = 1, after = false }
+end
 local function opFor(uid, conv)
-  local ops = opsOf[uid]
-  if not ops then
-    ops = {}
-    opsOf[uid] = ops
+  local first = opOf[uid]
+  if not first then
+    first = newOp(conv)
+    opOf[uid] = first
     users[#users + 1] = uid
+    return first
   end
-  local op = ops[conv]
-  if not op then
-    op = { conv = conv, lastSeq = 0, readSeq = 0, mentions = '' }
-    ops[conv] = op
-    ops[#ops + 1] = op
-    opCount = opCount + 1
+  local op = first
+  while op.conv ~= conv do
+    if not op.after then
+      op.after = newOp(conv)
+      first.count = first.count + 1
+    end
+    op = op.after
   end
   return op
 end
@@ -57,17 +66,22 @@ for k, c in ipairs(convs) do
   if type(r) == 'table' then
     local listed = r[6]
     local large = r[2] == 1
-    local member = {}
-    for _, uid in ipairs(listed) do member[uid] = true end
+    -- Which candidates are members: one pass over the listed uids against the few candidates
+    -- (false: not seen listed), not a set of every member of a write-diffused conversation.
+    local candidate = {}
+    for j = 0, c.count - 1 do candidate[ARGV[c.first + 4 * j]] = false end
+    for _, uid in ipairs(listed) do
+      if candidate[uid] == false then candidate[uid] = true end
+    end
     for j = 0, c.count - 1 do
       local base = c.first + 4 * j
       local uid = ARGV[base]
-      if member[uid] then
+      if candidate[uid] then
         local last, read, mentions = tonumber(ARGV[base + 1]), tonumber(ARGV[base + 2]), ARGV[base + 3]
         if last > 0 or mentions ~= '' then
           local op = opFor(uid, c.conv)
-          op.lastSeq = math.max(op.lastSeq, last)
-          op.readSeq = math.max(op.readSeq, read)
+          if last > op.lastSeq then op.lastSeq = last end
+          if read > op.readSeq then op.readSeq = read end
           op.mentions = mentions
         end
       end
@@ -77,7 +91,7 @@ for k, c in ipairs(convs) do
       for _, uid in ipairs(listed) do
         if string.byte(uid, 1) ~= 35 then -- '#': the conversation's own fields
           local op = opFor(uid, c.conv)
-          op.lastSeq = math.max(op.lastSeq, top)
+          if top > op.lastSeq then op.lastSeq = top end
         end
       end
     end
@@ -88,14 +102,15 @@ if opCount > tonumber(ARGV[13]) then return { recorded, {}, {}, 0 } end
 
 local apply = { ARGV[5], prefix, ARGV[6], ARGV[7], ARGV[8], ARGV[9], publishCmd, at, ARGV[10], '0', '0', durableNow, ARGV[11] }
 local check = ARGV[12]
+local n = #apply
 for _, uid in ipairs(users) do
-  local ops = opsOf[uid]
-  local n = #apply
-  apply[n + 1], apply[n + 2], apply[n + 3], apply[n + 4] = uid, #ops, '', check
+  local op = opOf[uid]
+  apply[n + 1], apply[n + 2], apply[n + 3], apply[n + 4] = uid, op.count, '', check
   n = n + 4
-  for _, op in ipairs(ops) do
+  while op do
     apply[n + 1], apply[n + 2], apply[n + 3], apply[n + 4], apply[n + 5] = 'm', op.conv, op.lastSeq, op.readSeq, op.mentions
     n = n + 5
+    op = op.after
   end
 end
 return { recorded, users, script_userApply({}, apply), 1 }

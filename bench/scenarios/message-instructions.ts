@@ -13,11 +13,12 @@ import { SyncService } from '../../server/sync/sync-service.js';
 import { startPostgres } from '../../test/helpers/postgres-server.js';
 import { findOnPath, startRedisServer } from '../../test/helpers/redis-server.js';
 import { seedMessage } from '../baselines/seed-counters.js';
+import { PROFILE_CATEGORIES, type Profile, readProfile } from '../lib/callgrind-profile.js';
 import { redisStats, statsConnection, statsDelta } from '../lib/redis-info.js';
 import { emptyReport, fmt, type Section } from '../lib/section.js';
 import { defaultEngineOptions } from './engine-setup.js';
 import { type Conv, flushOne, makeConvs } from './redis-cost.js';
-import { type Counts, readDump } from './store-instructions.js';
+import { type Counts, dumpPath, readDump } from './store-instructions.js';
 
 const run = promisify(execFile);
 
@@ -45,6 +46,8 @@ interface Counted {
   messages: number;
   deliveries: number;
   counts: Counts;
+  /** Where the instructions went by kind of work (only telling with a symbol build). */
+  profile: Profile;
   commands: number;
 }
 
@@ -76,7 +79,9 @@ export const messageInstructionsSection: Section = {
       { name: '30-member group', tag: 'g', size: 30, count: 40, drainEvery: 160 },
     ];
     const dumps = process.env.BENCH_CALLGRIND_DIR ?? (await mkdtemp(join(tmpdir(), 'redpoint-callgrind-')));
+    const binary = process.env.BENCH_REDIS_SERVER;
     const redis = await startRedisServer({
+      ...(binary ? { binary } : {}),
       runUnder: ['valgrind', '--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${dumps}/callgrind.out.%p`],
       startTimeoutMs: 120_000,
     });
@@ -122,7 +127,9 @@ export const messageInstructionsSection: Section = {
         const d = statsDelta(before, after);
         let commands = 0;
         for (const [name] of after.commands) if (name !== 'info') commands += d.command(name).calls;
-        return { system, messages, deliveries, counts: await readDump(dumps, pid, ++dumpCount), commands };
+        dumpCount += 1;
+        const counts = await readDump(dumps, pid, dumpCount);
+        return { system, messages, deliveries, counts, profile: await readProfile(dumpPath(dumps, pid, dumpCount)), commands };
       };
       const rows: Array<{ shape: string; results: Counted[] }> = [];
       for (const shape of shapes) {
@@ -168,6 +175,26 @@ export const messageInstructionsSection: Section = {
           ),
         },
       });
+      const profiled = rows.flatMap(({ shape, results }) => results.filter((r) => r.profile.hasSymbols && r.counts.script > 0).map((r) => ({ shape, r })));
+      if (profiled.length > 0) {
+        report.tables.push({
+          caption: "Where the instructions go (symbol build): each function's own instructions by kind of work, per delivered member",
+          table: {
+            header: ['kind of work', ...profiled.map(({ shape, r }) => `${shape}, ${r.system}`)],
+            rows: PROFILE_CATEGORIES.map((category) => [
+              category,
+              ...profiled.map(({ r }) => {
+                const n = r.profile.byCategory[category];
+                return `${fmt.int(n / r.deliveries)} (${((100 * n) / r.profile.total).toFixed(1)}%)`;
+              }),
+            ]),
+          },
+        });
+      } else {
+        report.method.push(
+          "Set `BENCH_REDIS_SERVER` to a redis-server built with symbols (`bench/tools/redis-with-symbols.sh` builds one) for a table of where the instructions go by kind of work (the Lua interpreter's bytecode, tables, strings, collector, redis.call, Redis commands, memory).",
+        );
+      }
       report.data = { perConv, shapes, rows };
       return report;
     } finally {

@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { promisify } from 'node:util';
 import { snapshotInterval } from '../../server/engine/rules.js';
 import { findOnPath, startRedisServer } from '../../test/helpers/redis-server.js';
@@ -143,11 +143,16 @@ function perOp(c: Counts, ops: number): { total: number; script: number; command
 }
 
 /** The `n`-th dump (callgrind_control --dump) of process `pid`, summed by callgrind_annotate. */
+/** The path of the n-th dump callgrind_control --dump wrote for redis-server `pid` into `dir`. */
+export function dumpPath(dir: string, pid: number, n: number): string {
+  return join(dir, `callgrind.out.${pid}.${n}`);
+}
+
 export async function readDump(dir: string, pid: number, n: number): Promise<Counts> {
-  const name = `callgrind.out.${pid}.${n}`;
+  const path = dumpPath(dir, pid, n);
   const files = await readdir(dir);
-  if (!files.includes(name)) throw new Error(`store-instructions: no callgrind dump ${name} in ${dir}`);
-  const { stdout } = await run('callgrind_annotate', ['--inclusive=yes', '--threshold=100', join(dir, name)], { maxBuffer: 64 * 1024 * 1024 });
+  if (!files.includes(basename(path))) throw new Error(`store-instructions: no callgrind dump ${path}`);
+  const { stdout } = await run('callgrind_annotate', ['--inclusive=yes', '--threshold=100', path], { maxBuffer: 64 * 1024 * 1024 });
   const total = countOf(stdout, /^\s*([\d,]+) \([^)]*\)\s+PROGRAM TOTALS/m);
   const fn = (name: string) => countOf(stdout, new RegExp(`^\\s*([\\d,]+) \\([^)]*\\)\\s+\\S*:${name} \\[`, 'm'));
   return { total, script: FUNCTIONS.scripts.reduce((n, name) => n + fn(name), 0), commands: fn(FUNCTIONS.commands), replies: fn(FUNCTIONS.replies) };

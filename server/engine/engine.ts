@@ -70,8 +70,10 @@ export interface Engine {
    * `recordMessages(items, at)`, then `applyUserOps` of the message ops ingest.ts `mergeOps`
    * derives from `messages` and the members read (no results). The same outcome as the two steps
    * (nothing running between them is one of their interleavings); returns what recordMessages
-   * would, and how many user ops it applied. A failure after some of it landed is an
-   * OutcomeUnknownError.
+   * would, except that `members` may be left empty (the store used them itself: a reply listing
+   * every member costs the store more than the rest of it, and the caller needs only which
+   * conversations exist), and how many user ops it applied. A failure after some of it landed is
+   * an OutcomeUnknownError.
    */
   recordAndApply?(
     items: readonly MessageRecord[],

@@ -4,9 +4,10 @@ import { join as joinPath } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import type { ConvState, Cursor } from '../../protocol/types.js';
-import type { Engine, EngineOptions, UserOp } from '../../server/engine/engine.js';
+import type { ConvState, Cursor, MessageEvent } from '../../protocol/types.js';
+import type { Engine, EngineOptions, RecordedMessage, UserOp } from '../../server/engine/engine.js';
 import { UNSEEN_EPOCH } from '../../server/engine/engine.js';
+import { mergeOps } from '../../server/engine/merge-ops.js';
 import { userKeys } from '../../server/engine/redis/keys.js';
 import { createRedisEngine, type RedisEngine } from '../../server/engine/redis/redis-engine.js';
 import { buildLibrary, LIBRARY_PRELUDE, SCRIPTS, type ScriptName } from '../../server/engine/redis/scripts.js';
@@ -448,6 +449,60 @@ describe('redis engine storage', () => {
         expect(cats, uid).toEqual(expected);
       }
     });
+  });
+
+  it("a flush in one call (recordAndApply) leaves every user as the two steps do: too many ops for one call, one-to-one, read-diffused, mentions, an unknown conversation", async () => {
+    const one = await createRedisEngine({ url: server().url, ...OPTS, prefix: `t${++prefixes}` });
+    const two = await createRedisEngine({ url: server().url, ...OPTS, prefix: `t${++prefixes}` });
+    try {
+      // 150 members: more user ops than one ingest_flush call applies (MAX_FLUSH_OPS).
+      const crowd = Array.from({ length: 150 }, (_, i) => `m${i}`);
+      const rosters: [string, string[], number][] = [
+        ['big', crowd, 1_000],
+        ['dm', ['a', 'b'], 1_000],
+        ['wide', ['a', 'b', 'c', 'd'], 2],
+      ];
+      const gens = new Map<string, number>();
+      for (const e of [one, two]) {
+        for (const [conv, uids, threshold] of rosters) {
+          const step = await e.changeMembers(conv, { add: uids, remove: [], threshold });
+          if (e === one) gens.set(conv, step.info.gen);
+          await e.applyUserOps(uids.map((uid) => join(uid, conv, 0, 'group', step.info.large)));
+        }
+      }
+      const messages: MessageEvent[] = [
+        { conv: 'big', seq: 1, sender: 'm0', mentions: ['m7', 'm8'] },
+        { conv: 'dm', seq: 1, sender: 'a' },
+        { conv: 'dm', seq: 2, sender: 'b', mentions: ['a'] },
+        { conv: 'wide', seq: 5, sender: 'c', mentions: ['d', 'nobody'] },
+        { conv: 'gone', seq: 1, sender: 'a' },
+      ];
+      const items = ['big', 'dm', 'wide', 'gone'].map((conv) => {
+        const own = messages.filter((m) => m.conv === conv);
+        return { conv, seq: Math.max(...own.map((m) => m.seq)), candidates: [...new Set(own.flatMap((m) => [m.sender, ...(m.mentions ?? [])]))] };
+      });
+      const whole = await one.recordAndApply(items, messages, Date.now());
+      const recorded = await two.recordMessages(items, Date.now());
+      const byConv = new Map(recorded.flatMap((r) => (r ? [[r.info.conv, r] as const] : [])));
+      const ops = mergeOps(messages, byConv);
+      await two.applyUserOps(ops, { results: false });
+      // Generations are stamped by each engine's clock: each its own.
+      const info = (r: RecordedMessage | null) => (r ? { ...r.info, gen: 0 } : null);
+      expect(whole.recorded.map(info)).toEqual(recorded.map(info));
+      expect(whole.recorded.map((r) => r && r.info.gen)).toEqual(items.map((i) => gens.get(i.conv) ?? null));
+      expect(whole.userOps).toBe(ops.length);
+      for (const uid of [...crowd, 'a', 'b', 'c', 'd']) {
+        const [got, want] = await Promise.all([one.userState(uid), two.userState(uid)]);
+        expect(sorted(got.states, (s) => s.conv), uid).toEqual(sorted(want.states, (s) => s.conv));
+        expect(got.totals, uid).toEqual(want.totals);
+        expect(got.version, uid).toBe(want.version);
+      }
+      expect((await one.userState('m7')).totals.mentions).toBe(1);
+      expect((await one.userState('a')).totals.total).toBe(1);
+    } finally {
+      await one.close();
+      await two.close();
+    }
   });
 
   it('reads of unknown users and refused ops create no key', async () => {

@@ -328,25 +328,37 @@ export class RedisEngine implements Engine {
         ),
       ),
     );
-    const recorded = asArray(reply[0]).map((part, i) => (part === 0 ? null : recordedOf((items[i] as MessageRecord).conv, part)));
+    // ingest_flush.lua's flat reply: applied, user ops, absent users, five values per
+    // conversation, the absent uids, then (only when the ops must be derived here) each
+    // conversation's listed uids.
+    const applied = asNumber(reply[0]) === 1;
+    const userOps = asNumber(reply[1]);
+    const absentCount = asNumber(reply[2]);
+    const listedAt = 3 + 5 * items.length + absentCount;
+    const recorded = items.map((item, i): RecordedMessage | null => {
+      const at5 = 3 + 5 * i;
+      if (reply[at5] === null) return null;
+      const info = convInfo(item.conv, reply.slice(at5, at5 + 5));
+      const listed = reply.length > listedAt ? asStrings(reply[listedAt + i]) : [];
+      return { info, members: info.large ? listed : listed.filter((f) => !f.startsWith(CONV_FIELD)) };
+    });
+    const absent = new Set(asStrings(reply.slice(3 + 5 * items.length, listedAt)));
+    const unknown = this.durable ? items.filter((_, i) => recorded[i] === null) : [];
+    if (applied && absent.size === 0 && unknown.length === 0) return { recorded, userOps };
+    // The members were listed (the reply has them in these two cases): the ops derived here.
     const byConv = new Map<string, RecordedMessage>();
     items.forEach((item, i) => {
       const r = recorded[i];
       if (r) byConv.set(item.conv, r);
     });
-    const ops = mergeOps(messages, byConv);
-    if (asNumber(reply[3]) === 0) {
+    const ops = !applied || absent.size > 0 ? mergeOps(messages, byConv) : [];
+    if (!applied) {
       // Too many user ops for one script: the heads moved, the user steps go in chunks.
       await this.applyUserOps(ops, { at, results: false }).catch((err: unknown) => {
         throw afterPartOfIt(err);
       });
       return { recorded, userOps: ops.length };
     }
-    const uids = asStrings(reply[1]);
-    const epochs = asStrings(reply[2]);
-    const absent = new Set(uids.filter((_, i) => epochs[i] === ABSENT));
-    const unknown = this.durable ? items.filter((_, i) => recorded[i] === null) : [];
-    if (absent.size === 0 && unknown.length === 0) return { recorded, userOps: ops.length };
     // Durable: what Redis lacked is restored and applied now, after the rest landed.
     try {
       if (absent.size > 0)
@@ -364,12 +376,12 @@ export class RedisEngine implements Engine {
           const j = unknown.indexOf(item);
           if (j >= 0) recorded[i] = again.recorded[j] ?? null;
         });
-        return { recorded, userOps: ops.length + again.userOps };
+        return { recorded, userOps: userOps + again.userOps };
       }
     } catch (err) {
       throw afterPartOfIt(err);
     }
-    return { recorded, userOps: ops.length };
+    return { recorded, userOps };
   }
 
   /** recordMessages, then the message ops mergeOps derives from what it read: what Ingest does without recordAndApply. */

@@ -13,11 +13,11 @@
 -- ARGV[6..] per conversation: conv, shard (keys.ts: the key suffix of its slot's dirty set),
 --         seq, number of candidates, the candidates
 -- Returns per conversation: 0 when it does not exist (nothing is created), else
--- {maxSeq, large 1|0, category, gen, member count, {uid, ...}}; for a write-diffused one the list
+-- {maxSeq, large 1|0, category, gen, member count, {uid, ...}} (gen and member count as stored:
+-- texts, or false when unset; the caller parses them); for a write-diffused one the list
 -- is HKEYS: the members plus the '#' fields, which the caller drops. On a cluster, a conversation
 -- not on this master (a slot moved) ends the reply with the marker 'moved' before it is touched.
 
-local function int(n) return string.format('%d', n) end
 local prefix, at, publishCmd, checkLocal = ARGV[1], ARGV[2], ARGV[3], ARGV[4] == '1'
 local durableNow = ARGV[5]
 -- unpack() is bounded by the Lua C stack (LUAI_MAXCSTACK 8000): work in chunks.
@@ -43,7 +43,7 @@ while i <= #ARGV do
   if not meta[1] then
     out[#out + 1] = 0
   else
-    local maxSeq = tonumber(meta[1])
+    local maxSeq = num(meta[1])
     local raised = seq > maxSeq
     if raised then
       maxSeq = seq
@@ -67,7 +67,7 @@ while i <= #ARGV do
       end
       if raised and publishCmd ~= '' then redis.call(publishCmd, convChannelOf(prefix, conv), int(maxSeq) .. '|' .. at) end
     end
-    out[#out + 1] = { maxSeq, large and 1 or 0, meta[3], tonumber(meta[4]), tonumber(meta[5]), members }
+    out[#out + 1] = { maxSeq, large and 1 or 0, meta[3], meta[4], meta[5], members }
   end
 end
 return out

@@ -17,18 +17,27 @@
 -- ARGV[14..] per conversation: conv, seq (the newest of the flush), number of candidates, then
 --          per candidate (senders, mentioned users, distinct): uid, lastSeq (0: not a sender or
 --          mentioned), readSeq (its own message's seq when a sender, else 0), mention seqs 'a,b'
--- Returns {conv_record.lua's reply, {uid, ...} in the order applied, user_apply.lua's reply
---          (per user: epoch or 'absent'), 1 | 0 when the user ops were too many and not applied}
+-- Returns one flat array: 1 | 0 (0: the user ops were too many and none was applied), the number
+--          of user ops, the number of absent users (ARGV[12]), then per conversation five values,
+--          conv_record.lua's {maxSeq, large, category, gen, member count} (five false: no such
+--          conversation), then the absent users' uids; and only when the caller must derive the
+--          user ops itself (none applied, or users absent), per conversation its listed uids
+--          (conv_record.lua's sixth value; {} when it does not exist). A script's reply costs per
+--          table and per value (luaReplyToRedisReply: ~2k instructions a table, ~0.8k a string):
+--          the nested reply of before, with every member listed, was ~29k of a one-to-one
+--          message's ~440k (bench/reports/redis-cost.md, "the flush's reply").
 
 local prefix, at, publishCmd, durableNow = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local record = { prefix, at, publishCmd, '0', durableNow }
 local convs = {}
 local i = 14
+local n = 5
 while i <= #ARGV do
-  local conv, seq, count = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])
-  local n = #record
+  -- seq and count as numbers: conv_record.lua's tonumber of a number is not a strtod.
+  local conv, seq, count = ARGV[i], tonumber(ARGV[i + 1]), setting(ARGV[i + 2])
   record[n + 1], record[n + 2], record[n + 3], record[n + 4] = conv, '', seq, count
   for c = 0, count - 1 do record[n + 5 + c] = ARGV[i + 3 + 4 * c] end
+  n = n + 4 + count
   convs[#convs + 1] = { conv = conv, seq = seq, first = i + 3, count = count }
   i = i + 3 + 4 * count
 end
@@ -77,7 +86,7 @@ for k, c in ipairs(convs) do
       local base = c.first + 4 * j
       local uid = ARGV[base]
       if candidate[uid] then
-        local last, read, mentions = tonumber(ARGV[base + 1]), tonumber(ARGV[base + 2]), ARGV[base + 3]
+        local last, read, mentions = num(ARGV[base + 1]), num(ARGV[base + 2]), ARGV[base + 3]
         if last > 0 or mentions ~= '' then
           local op = opFor(uid, c.conv)
           if last > op.lastSeq then op.lastSeq = last end
@@ -87,7 +96,7 @@ for k, c in ipairs(convs) do
       end
     end
     if not large then
-      local top = tonumber(c.seq)
+      local top = c.seq
       for _, uid in ipairs(listed) do
         if string.byte(uid, 1) ~= 35 then -- '#': the conversation's own fields
           local op = opFor(uid, c.conv)
@@ -97,8 +106,35 @@ for k, c in ipairs(convs) do
     end
   end
 end
-if #users == 0 then return { recorded, {}, {}, 1 } end
-if opCount > tonumber(ARGV[13]) then return { recorded, {}, {}, 0 } end
+-- The reply (the header): the counts, then each conversation's five values, then the absent
+-- uids, then (withListed) each conversation's listed uids.
+local function reply(applied, absent, withListed)
+  local out = { applied, opCount, absent and #absent or 0 }
+  local o = 3
+  for k = 1, #convs do
+    local r = recorded[k]
+    if type(r) == 'table' then
+      out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5] = r[1], r[2], r[3], r[4], r[5]
+    else
+      out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5] = false, false, false, false, false
+    end
+    o = o + 5
+  end
+  if absent then
+    for k = 1, #absent do out[o + k] = absent[k] end
+    o = o + #absent
+  end
+  if withListed then
+    for k = 1, #convs do
+      local r = recorded[k]
+      out[o + k] = type(r) == 'table' and r[6] or {}
+    end
+  end
+  return out
+end
+
+if #users == 0 then return reply(1, nil, false) end
+if opCount > setting(ARGV[13]) then return reply(0, nil, true) end
 
 local apply = { ARGV[5], prefix, ARGV[6], ARGV[7], ARGV[8], ARGV[9], publishCmd, at, ARGV[10], '0', '0', durableNow, ARGV[11] }
 local check = ARGV[12]
@@ -113,4 +149,11 @@ for _, uid in ipairs(users) do
     op = op.after
   end
 end
-return { recorded, users, script_userApply({}, apply), 1 }
+local epochs = script_userApply({}, apply)
+local absent
+if check == '1' then
+  for k = 1, #users do
+    if epochs[k] == 'absent' then absent = absent or {}; absent[#absent + 1] = users[k] end
+  end
+end
+return reply(1, absent, absent ~= nil)

@@ -62,12 +62,12 @@ end
 local function apply(r, op, conv, i)
   if op == 'm' then
     r = r or blank(conv)
-    local lastSeq = tonumber(argv[i + 2])
+    local lastSeq = num(argv[i + 2])
     if lastSeq > r.lastSeq then r.lastSeq = lastSeq end
     raiseRead(r, num(argv[i + 3]))
     r.mentions = mergeMentions(r.mentions, argv[i + 4], r.readSeq)
   elseif op == 'r' then
-    if r and r.member then raiseRead(r, tonumber(argv[i + 2])) end
+    if r and r.member then raiseRead(r, num(argv[i + 2])) end
   elseif op == 'g' then
     local gen = tonumber(argv[i + 2])
     if r and gen < tonumber(r.gen) then return r end
@@ -382,13 +382,13 @@ end
 -- user_apply.lua's call: its ARGV (the header there says what each holds); returns its reply.
 local function applyUsers(args)
   argv, runId, prefix = args, args[1], args[2]
-  snapshotEvery, streamMaxLen = tonumber(args[3]), tonumber(args[4])
-  mentionCap, idle = tonumber(args[5]), tonumber(args[6])
-  publishCmd, at, now = args[7], args[8], tonumber(args[9])
+  snapshotEvery, streamMaxLen = setting(args[3]), setting(args[4])
+  mentionCap, idle = setting(args[5]), setting(args[6])
+  publishCmd, at, now = args[7], args[8], num(args[9])
   checkLocal = args[10] == '1'
   withResults = args[11] == '1'
-  durableNow = args[12] ~= '' and tonumber(args[12]) or nil
-  activityEvery = tonumber(args[13])
+  durableNow = args[12] ~= '' and num(args[12]) or nil
+  activityEvery = setting(args[13])
   results = {}
   -- The durable tier's marks and activity touches of every user of the call (markDirty), written
   -- once per set after the last user, also when a user's ops raise an error: what was applied

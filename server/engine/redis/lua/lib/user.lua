@@ -45,9 +45,26 @@ end
 
 -- A stored or argument number: tonumber is a strtod call (about 1,000 instructions, a large
 -- part of a script's cost), and the commonest texts (absent, 0, 1, -1) need none.
+-- Past those, `s + 0` (one strtod; tonumber of a text is two): every text here is a number the
+-- engine wrote or sent.
 local function num(s)
   if not s or s == '0' then return 0 elseif s == '1' then return 1 elseif s == '-1' then return -1 end
-  return tonumber(s)
+  return s + 0
+end
+
+-- A call's settings (snapshotEvery, streamMaxLen, the mention cap, ...) are texts in every call
+-- and the same in nearly every call: their numbers are kept by text, so most calls look them up
+-- (a table get of an interned string) instead of parsing them (Lua 5.1's tonumber of a text is
+-- two strtod calls, ~930 instructions). Bounded: a text that is not a setting only costs a reset.
+local settingsSeen, settingsCount = {}, 0
+local function setting(s)
+  local v = settingsSeen[s]
+  if v then return v end
+  v = tonumber(s)
+  if settingsCount >= 64 then settingsSeen, settingsCount = {}, 0 end
+  settingsSeen[s] = v
+  settingsCount = settingsCount + 1
+  return v
 end
 
 -- A user with no meta (never seen, or only pending records so far) has this epoch and version 0:

@@ -451,7 +451,7 @@ describe('redis engine storage', () => {
     });
   });
 
-  it("a flush in one call (recordAndApply) leaves every user as the two steps do: too many ops for one call, one-to-one, read-diffused, mentions, an unknown conversation", async () => {
+  it('a flush in one call (recordAndApply) leaves every user as the two steps do: too many ops for one call, one-to-one, read-diffused, mentions, an unknown conversation', async () => {
     const one = await createRedisEngine({ url: server().url, ...OPTS, prefix: `t${++prefixes}` });
     const two = await createRedisEngine({ url: server().url, ...OPTS, prefix: `t${++prefixes}` });
     try {
@@ -489,11 +489,14 @@ describe('redis engine storage', () => {
       // Generations are stamped by each engine's clock: each its own.
       const info = (r: RecordedMessage | null) => (r ? { ...r.info, gen: 0 } : null);
       expect(whole.recorded.map(info)).toEqual(recorded.map(info));
-      expect(whole.recorded.map((r) => r && r.info.gen)).toEqual(items.map((i) => gens.get(i.conv) ?? null));
+      expect(whole.recorded.map((r) => r?.info.gen ?? null)).toEqual(items.map((i) => gens.get(i.conv) ?? null));
       expect(whole.userOps).toBe(ops.length);
       for (const uid of [...crowd, 'a', 'b', 'c', 'd']) {
         const [got, want] = await Promise.all([one.userState(uid), two.userState(uid)]);
-        expect(sorted(got.states, (s) => s.conv), uid).toEqual(sorted(want.states, (s) => s.conv));
+        expect(
+          sorted(got.states, (s) => s.conv),
+          uid,
+        ).toEqual(sorted(want.states, (s) => s.conv));
         expect(got.totals, uid).toEqual(want.totals);
         expect(got.version, uid).toBe(want.version);
       }

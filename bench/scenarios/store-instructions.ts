@@ -142,12 +142,12 @@ function perOp(c: Counts, ops: number): { total: number; script: number; command
   };
 }
 
-/** The `n`-th dump (callgrind_control --dump) of process `pid`, summed by callgrind_annotate. */
 /** The path of the n-th dump callgrind_control --dump wrote for redis-server `pid` into `dir`. */
 export function dumpPath(dir: string, pid: number, n: number): string {
   return join(dir, `callgrind.out.${pid}.${n}`);
 }
 
+/** The `n`-th dump (callgrind_control --dump) of process `pid`, summed by callgrind_annotate. */
 export async function readDump(dir: string, pid: number, n: number): Promise<Counts> {
   const path = dumpPath(dir, pid, n);
   const files = await readdir(dir);

@@ -15,15 +15,25 @@ if [ -x "$cache/redis-server" ]; then
   exit 0
 fi
 
+work="$(mktemp -d)"
 sources=/etc/apt/sources.list.d/redpoint-deb-src.sources
+added=''
+# The deb-src entry this adds is removed again on exit: the machine's package lists are left as
+# they were found.
+cleanup() {
+  rm -rf "$work"
+  if [ -n "$added" ]; then
+    rm -f "$sources"
+    apt-get update -qq >&2 || true
+  fi
+}
+trap cleanup EXIT
 if ! apt-get source --print-uris redis >/dev/null 2>&1; then
   # The machine's own deb entries, as deb-src: the source of the same version as the binary.
   sed -n '/^Types: deb$/,/^$/p' /etc/apt/sources.list.d/debian.sources | sed 's/^Types: deb$/Types: deb-src/' >"$sources"
+  added=1
   apt-get update -qq >&2
 fi
-
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
 (cd "$work" && apt-get source --download-only -qq redis >&2)
 tarball="$(ls "$work"/redis_*.orig.tar.* | head -n 1)"
 tar -xf "$tarball" -C "$work"

@@ -90,7 +90,9 @@ export const durableSection: Section = {
       }) as typeof metrics.persistLag.observe;
 
       // 1. Ingest, tier off vs on (its drainer running alongside, as in a server).
-      const ingest = async (engine: RedisEngine, tag: string): Promise<{ messages: number; seconds: number }> => {
+      // The conversations of a run, made before it (tier on: drained too, so the run's time and
+      // CPU are its messages', as they are with the tier off).
+      const setUp = async (engine: RedisEngine, tag: string): Promise<void> => {
         const sync = new SyncService(engine, { largeGroupThreshold: 500 });
         for (let i = 0; i < convs; i += 200) {
           await Promise.all(
@@ -99,6 +101,10 @@ export const durableSection: Section = {
             ),
           );
         }
+        if (engine === durable) await persister.drainAll(Date.now() + 120_000);
+      };
+      const ingest = async (engine: RedisEngine, tag: string): Promise<{ messages: number; seconds: number }> => {
+        const sync = new SyncService(engine, { largeGroupThreshold: 500 });
         const started = performance.now();
         for (let seq = 1; seq <= rounds; seq++) {
           const inFlight: Promise<void>[] = [];
@@ -122,6 +128,11 @@ export const durableSection: Section = {
       // Redis growing, other jobs on the machine) weighs on both sides alike. The persist rounds
       // below use the tier-on engine's 'x' conversations.
       const totals = { off: { messages: 0, seconds: 0 }, on: { messages: 0, seconds: 0 } };
+      // All the CPU each side spends on its messages: this process, redis-server and PostgreSQL,
+      // during the run and, tier on, during the drain of what the run left (the same work, done
+      // later). Its ratio is what the tier costs a machine whose cores are all busy.
+      const ingestCpu = { off: emptyCost(), on: emptyCost() };
+      const ingestStats = statsConnection(redis.url);
       for (const [side, tag] of [
         ['off', 'y'],
         ['on', 'y'],
@@ -131,21 +142,31 @@ export const durableSection: Section = {
         ctx.log(`  durable: ingest, tier ${side}`);
         lagCaptured = side === 'on';
         changes = side === 'on' ? changeLag : undefined;
+        await setUp(side === 'on' ? durable : plain, tag);
         if (side === 'on') persister.start();
-        const run = await ingest(side === 'on' ? durable : plain, tag);
+        let run = { messages: 0, seconds: 0 };
+        await measure(ingestCpu[side], 0, ingestStats, postgres.pid() ?? 0, async () => {
+          run = await ingest(side === 'on' ? durable : plain, tag);
+          if (side === 'on') {
+            // What the run left undrained is drained outside its time, as before: each run starts clean.
+            await persister.stop();
+            await persister.drainAll(Date.now() + 120_000);
+          }
+        });
+        ingestCpu[side].rows += run.messages;
         totals[side].messages += run.messages;
         totals[side].seconds += run.seconds;
         if (side === 'on') {
-          // What the run left undrained is drained outside it, as before: each run starts clean.
-          await persister.stop();
-          await persister.drainAll(Date.now() + 120_000);
           unwritten += changeLag.settle();
           lagCaptured = false;
           changes = undefined;
         }
       }
+      ingestStats.disconnect();
       const off = totals.off.messages / totals.off.seconds;
       const on = totals.on.messages / totals.on.seconds;
+      const cpuPerMessage = (c: Cost): number => (c.nodeMicros + c.redisMicros + c.postgresMicros) / Math.max(1, c.rows);
+      const cpuRatio = cpuPerMessage(ingestCpu.on) / cpuPerMessage(ingestCpu.off);
 
       // 1b. The lag at a steady load: the saturating ingest above leaves the drainer what CPU the
       // ingest does not take, so its changes wait about as long as the run lasts. A server is run
@@ -211,7 +232,9 @@ export const durableSection: Section = {
       const postgresPid = postgres.pid() ?? 0;
       const drain = emptyCost();
       const raw = emptyCost();
-      const persistRounds = quick ? 2 : 5;
+      // Even: the drainer and the baseline go first equally often (whoever goes first meets the
+      // pages and WAL as the previous round left them).
+      const persistRounds = quick ? 2 : 6;
       for (let round = 1; round <= persistRounds; round++) {
         await Promise.all(Array.from({ length: convs }, (_, i) => sync.read(`xa${i}`, `x${i}`, round)));
         // The baseline's rows: exactly what the drainer is about to write.
@@ -279,7 +302,7 @@ export const durableSection: Section = {
       const afterBytes = (after - base) / pairs;
 
       report.method.push(
-        `One redis-server and one private PostgreSQL on the same 2 cores, the engines in this process. Ingest: ${fmt.int(convs)} one-to-one conversations, ${rounds} rounds of one message each, all submitted at once through SyncService (group commit); the tier-on engine's drainer runs alongside (200 ms passes); twice per engine, in the order off, on, on, off, rates over the sum of both runs; the drain lag is every change acknowledged during the tier-on runs and during ${steadySeconds} s of open-loop messages at half the tier-on rate, from its acknowledgement to the end of the first PostgreSQL write that holds it (bench/lib/change-lag.ts; it may over-state, never under-state), and, as the drainer's metric counts it, every record it cleared during those runs and just after (what they left), from its last change (its mark's score, ms) to its mark's clear. Rosters: ${fmt.int(rosterConvs)} new one-to-one conversations at once, then the drain of their rosters and records, timed. Persist: ${persistRounds} rounds of ${fmt.int(convs)} dirty records (one read each per round), drained to PostgreSQL by the Persister, the drainer and the baseline taking turns to go first; the raw baseline upserts the same rows (read from Redis just before the drain; PostgreSQL holds them, so both take the upsert's update path) with the drainer's own multi-row unnest statement, in its chunks of ${fmt.int(DRAIN_PIPELINE.recordsPerChunk)} with ${DRAIN_PIPELINE.chunksInFlight} in flight; for reference, the same statement inserting as many new rows from one client in batches of 2,000. CPU per row by stage: this process (process.cpuUsage: the drainer, or the baseline's client), redis-server (INFO used_cpu) and PostgreSQL's process tree (/proc, 10 ms ticks); the last column is the pipeline's bound if the three did not share 2 cores (1 / the busiest stage's CPU per row), a projection, not a measurement. Restore: a user's keys deleted, then one position() call (load from PostgreSQL, user_restore.lua, read). Memory: INFO used_memory over ${fmt.int(pairs)} (user, conversation) pairs (groups of 10), before and after the cold sweep removed the users idle for an hour, then 10% touching again.`,
+        `One redis-server and one private PostgreSQL on the same 2 cores, the engines in this process. Ingest: ${fmt.int(convs)} one-to-one conversations, ${rounds} rounds of one message each, all submitted at once through SyncService (group commit); the tier-on engine's drainer runs alongside (200 ms passes); twice per engine, in the order off, on, on, off, rates over the sum of both runs; CPU per message sums this process, redis-server and PostgreSQL over each run and, tier on, over the drain of what the run left (the drain's work is the tier's cost even when it waits), so its ratio is the ingest rate a machine with every core busy can sustain with the drain keeping up; the drain lag is every change acknowledged during the tier-on runs and during ${steadySeconds} s of open-loop messages at half the tier-on rate, from its acknowledgement to the end of the first PostgreSQL write that holds it (bench/lib/change-lag.ts; it may over-state, never under-state), and, as the drainer's metric counts it, every record it cleared during those runs and just after (what they left), from its last change (its mark's score, ms) to its mark's clear. Rosters: ${fmt.int(rosterConvs)} new one-to-one conversations at once, then the drain of their rosters and records, timed. Persist: ${persistRounds} rounds of ${fmt.int(convs)} dirty records (one read each per round), drained to PostgreSQL by the Persister, the drainer and the baseline taking turns to go first; the raw baseline upserts the same rows (read from Redis just before the drain; PostgreSQL holds them, so both take the upsert's update path) with the drainer's own multi-row unnest statement, in its chunks of ${fmt.int(DRAIN_PIPELINE.recordsPerChunk)} with ${DRAIN_PIPELINE.chunksInFlight} in flight; for reference, the same statement inserting as many new rows from one client in batches of 2,000. CPU per row by stage: this process (process.cpuUsage: the drainer, or the baseline's client), redis-server (INFO used_cpu) and PostgreSQL's process tree (/proc, 10 ms ticks); the last column is the pipeline's bound if the three did not share 2 cores (1 / the busiest stage's CPU per row), a projection, not a measurement. Restore: a user's keys deleted, then one position() call (load from PostgreSQL, user_restore.lua, read). Memory: INFO used_memory over ${fmt.int(pairs)} (user, conversation) pairs (groups of 10), before and after the cold sweep removed the users idle for an hour, then 10% touching again.`,
       );
       report.tables.push({
         caption: 'Ingest and persistence',
@@ -287,6 +310,13 @@ export const durableSection: Section = {
           header: ['measure', 'value', 'baseline', 'ratio'],
           rows: [
             ['ingest, messages/s (tier on vs off)', fmtRate(on), fmtRate(off), fmt.ratio(on / off)],
+            [
+              'CPU per message, all of it (this process, Redis, PostgreSQL; tier on: its whole drain included), µs (tier on vs off)',
+              cpuPerMessage(ingestCpu.on).toFixed(1),
+              cpuPerMessage(ingestCpu.off).toFixed(1),
+              fmt.ratio(cpuRatio),
+            ],
+            ['ingest a saturated machine sustains with the drain keeping up (1 / the CPU ratio above)', '', '', fmt.ratio(1 / cpuRatio)],
             ['persisted pairs/s (drainer vs raw upsert of the same rows)', fmtRate(persistRate), fmtRate(rawRate), fmt.ratio(persistRate / rawRate)],
             ['persisted pairs/s (drainer vs raw insert of new rows)', fmtRate(persistRate), fmtRate(rawInsert), fmt.ratio(persistRate / rawInsert)],
             [
@@ -299,6 +329,16 @@ export const durableSection: Section = {
         },
       });
       const perRow = (c: Cost, micros: number): string => (micros / Math.max(1, c.rows)).toFixed(1);
+      report.tables.push({
+        caption: `Ingest: CPU per message by stage, µs (${fmt.int(totals.on.messages)} messages a side; tier on: the run and the drain of what it left)`,
+        table: {
+          header: ['tier', 'this process', 'redis-server', 'PostgreSQL', 'all'],
+          rows: (['off', 'on'] as const).map((side) => {
+            const c = ingestCpu[side];
+            return [side, perRow(c, c.nodeMicros), perRow(c, c.redisMicros), perRow(c, c.postgresMicros), cpuPerMessage(c).toFixed(1)];
+          }),
+        },
+      });
       const bound = (c: Cost): number => (1e6 / Math.max(c.nodeMicros, c.redisMicros, c.postgresMicros)) * c.rows;
       report.tables.push({
         caption: `Persisting: CPU per row by stage, µs (${persistRounds} rounds of ${fmt.int(convs)} changed rows each)`,
@@ -370,7 +410,7 @@ export const durableSection: Section = {
         atMost('Redis bytes per registered pair, 10% active (vs ~300 B without the tier)', afterBytes, 60, (n) => `${n.toFixed(0)} B`),
       );
       report.data = {
-        ingest: { on, off, lag: lagSummary, recordLag: recordLagSummary, changeLag: changeLagSummary, steadyLag: steadyLagSummary, steadyRate, unwritten },
+        ingest: { on, off, cpu: ingestCpu, cpuRatio, lag: lagSummary, recordLag: recordLagSummary, changeLag: changeLagSummary, steadyLag: steadyLagSummary, steadyRate, unwritten },
         persist: { rounds: persistRounds, drain, raw, persistRate, rawRate, rawInsert },
         rosters: { conversations: rosterConvs, seconds: rosterSeconds },
         restore: Object.fromEntries([...restore].map(([k, h]) => [k, h.summary()])),

@@ -410,7 +410,18 @@ export const durableSection: Section = {
         atMost('Redis bytes per registered pair, 10% active (vs ~300 B without the tier)', afterBytes, 60, (n) => `${n.toFixed(0)} B`),
       );
       report.data = {
-        ingest: { on, off, cpu: ingestCpu, cpuRatio, lag: lagSummary, recordLag: recordLagSummary, changeLag: changeLagSummary, steadyLag: steadyLagSummary, steadyRate, unwritten },
+        ingest: {
+          on,
+          off,
+          cpu: ingestCpu,
+          cpuRatio,
+          lag: lagSummary,
+          recordLag: recordLagSummary,
+          changeLag: changeLagSummary,
+          steadyLag: steadyLagSummary,
+          steadyRate,
+          unwritten,
+        },
         persist: { rounds: persistRounds, drain, raw, persistRate, rawRate, rawInsert },
         rosters: { conversations: rosterConvs, seconds: rosterSeconds },
         restore: Object.fromEntries([...restore].map(([k, h]) => [k, h.summary()])),

@@ -432,6 +432,27 @@ describe('durable tier: the drain pipeline', () => {
     expect(await storedMembers(pg, 'dl-c2')).toEqual(['dl-q', 'dl-u']);
   });
 
+  it("heads chosen as a deadlock's victim are written again (two drainers' passes cross on the same conversations)", async () => {
+    const { store, pg } = parts();
+    await stack.server.members('hd-c1', { add: ['hd-u', 'hd-p'] });
+    await stack.server.members('hd-c2', { add: ['hd-u', 'hd-q'] });
+    await drainer(store, pg, 1_000).drainAll(Date.now() + 20_000);
+    // Another writer (a second drainer's heads or rosters) holds hd-c2's row, then asks for
+    // hd-c1's, which the heads' upsert holds by then: PostgreSQL aborts the first to wait, the heads.
+    await stack.sql.query('BEGIN');
+    await stack.sql.query("UPDATE redpoint_conversations SET max_seq = max_seq WHERE conv = 'hd-c2'");
+    const heads = pg.writeHeads([
+      { conv: 'hd-c1', maxSeq: 7 },
+      { conv: 'hd-c2', maxSeq: 8 },
+    ]);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    await stack.sql.query("UPDATE redpoint_conversations SET max_seq = max_seq WHERE conv = 'hd-c1'");
+    await stack.sql.query('COMMIT');
+    await expect(heads).resolves.toBeUndefined();
+    const saved = await pg.loadConversations(['hd-c1', 'hd-c2']);
+    expect([saved.get('hd-c1')?.maxSeq, saved.get('hd-c2')?.maxSeq]).toEqual([7, 8]);
+  });
+
   it('a batch of rosters: each written as alone, bounded by its members too', async () => {
     const { store, pg } = parts();
     // Four conversations: one replaced (a member left), one whose stored generation is newer (only

@@ -51,7 +51,12 @@ describe('durable tier: the model holds across Redis losing everything', () => {
   };
 
   // Counterexamples found by the random runs, replayed on every run (seed and path pin the scenario).
-  const FOUND = [{ seed: -1326661010, path: '226', what: 'deleted, left, joined again, then Redis lost: deletedSeq must start over with the join' }];
+  const FOUND = [
+    { seed: -1326661010, path: '226', what: 'deleted, left, joined again, then Redis lost: deletedSeq must start over with the join' },
+    // The wipe's drain and the server's own drainer wrote the same heads in different orders:
+    // a deadlock, and the heads' upsert was not run again (pipeline.test.ts holds it exactly).
+    { seed: -1300534207, path: '9', what: "two drainers' heads crossing: a deadlock's victim is written again" },
+  ];
   for (const found of FOUND) {
     it(`found: ${found.what} (seed ${found.seed})`, async () => {
       await fc.assert(

@@ -48,8 +48,10 @@ export class PgStore implements DurableBacking {
     // One statement is its own transaction: BEGIN and COMMIT would be two more round trips.
     // Named: parsed and planned once per connection, not for every chunk (with three chunks in
     // flight, a 500-row upsert took ~45 ms unnamed and ~15 ms named).
-    if (gone.uid.length === 0) await this.pool.query({ name: 'redpoint_upsert_records', text: UPSERT_RECORDS, values: columnArrays(up) });
-    else if (up.uid.length === 0) await this.pool.query(DELETE_RECORDS, [gone.uid, gone.conv, gone.w]);
+    if (gone.uid.length === 0) {
+      const values = columnArrays(up);
+      await againIfDeadlocked(() => this.pool.query({ name: 'redpoint_upsert_records', text: UPSERT_RECORDS, values }));
+    } else if (up.uid.length === 0) await againIfDeadlocked(() => this.pool.query(DELETE_RECORDS, [gone.uid, gone.conv, gone.w]));
     else {
       await this.transaction(async (client) => {
         await client.query(UPSERT_RECORDS, columnArrays(up));
@@ -62,7 +64,12 @@ export class PgStore implements DurableBacking {
   /** Raises conversations' heads (a row not there yet gets one, completed by its membership's drain). */
   async writeHeads(heads: ReadonlyArray<{ conv: string; maxSeq: number }>): Promise<void> {
     if (heads.length === 0) return;
-    await this.pool.query(UPSERT_HEADS, [heads.map((h) => h.conv), heads.map((h) => String(h.maxSeq))]);
+    // In key order, as the rosters' rows: two drainers' heads, or heads and a roster batch, lock
+    // shared rows in one order. Other writers of these rows (a deletion) can still cross them,
+    // and the statement is all or nothing and idempotent: a deadlock's victim runs again.
+    const inKeyOrder = [...heads].sort((a, b) => byText(a.conv, b.conv));
+    const values = [inKeyOrder.map((h) => h.conv), inKeyOrder.map((h) => String(h.maxSeq))];
+    await againIfDeadlocked(() => this.pool.query(UPSERT_HEADS, values));
   }
 
   /** A conversation's whole state: replaces its roster unless the stored generation is newer. */
@@ -148,14 +155,8 @@ export class PgStore implements DurableBacking {
    * conversations and an erasure one user's memberships in several, so the two can cross (rarely:
    * both must touch two of one user's memberships at once), and `work` is all or nothing.
    */
-  private async transaction(work: (client: pg.PoolClient) => Promise<void>): Promise<void> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await this.transactionOnce(work);
-      } catch (err) {
-        if (attempt >= DEADLOCK_ATTEMPTS || (err as { code?: unknown }).code !== DEADLOCK_DETECTED) throw err;
-      }
-    }
+  private transaction(work: (client: pg.PoolClient) => Promise<void>): Promise<void> {
+    return againIfDeadlocked(() => this.transactionOnce(work));
   }
 
   private async transactionOnce(work: (client: pg.PoolClient) => Promise<void>): Promise<void> {
@@ -478,6 +479,20 @@ const byText = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 const CONVERSATION_LOCK = 7_270_415;
 const DEADLOCK_DETECTED = '40P01';
 const DEADLOCK_ATTEMPTS = 3;
+
+/**
+ * Runs `write` (all or nothing: one statement, or one transaction) again when PostgreSQL chose
+ * it as a deadlock's victim, which rolled it back whole; every write here is idempotent.
+ */
+async function againIfDeadlocked<T>(write: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await write();
+    } catch (err) {
+      if (attempt >= DEADLOCK_ATTEMPTS || (err as { code?: unknown }).code !== DEADLOCK_DETECTED) throw err;
+    }
+  }
+}
 
 /** A conversation row (as `c`) not at or below its deletion's tombstone: anything else is a write that raced the deletion. */
 const NOT_DELETED = 'NOT EXISTS (SELECT 1 FROM redpoint_deleted_conversations d WHERE d.conv = c.conv AND d.gen >= c.gen)';

@@ -132,7 +132,8 @@ export const durableSection: Section = {
       // during the run and, tier on, during the drain of what the run left (the same work, done
       // later). Its ratio is what the tier costs a machine whose cores are all busy.
       const ingestCpu = { off: emptyCost(), on: emptyCost() };
-      const ingestStats = statsConnection(redis.url);
+      // Redis INFO for the CPU of each stage, here and in the persist rounds below.
+      const redisInfo = statsConnection(redis.url);
       for (const [side, tag] of [
         ['off', 'y'],
         ['on', 'y'],
@@ -145,7 +146,7 @@ export const durableSection: Section = {
         await setUp(side === 'on' ? durable : plain, tag);
         if (side === 'on') persister.start();
         let run = { messages: 0, seconds: 0 };
-        await measure(ingestCpu[side], 0, ingestStats, postgres.pid() ?? 0, async () => {
+        await measure(ingestCpu[side], convs * rounds, redisInfo, postgres.pid() ?? 0, async () => {
           run = await ingest(side === 'on' ? durable : plain, tag);
           if (side === 'on') {
             // What the run left undrained is drained outside its time, as before: each run starts clean.
@@ -153,7 +154,6 @@ export const durableSection: Section = {
             await persister.drainAll(Date.now() + 120_000);
           }
         });
-        ingestCpu[side].rows += run.messages;
         totals[side].messages += run.messages;
         totals[side].seconds += run.seconds;
         if (side === 'on') {
@@ -162,7 +162,6 @@ export const durableSection: Section = {
           changes = undefined;
         }
       }
-      ingestStats.disconnect();
       const off = totals.off.messages / totals.off.seconds;
       const on = totals.on.messages / totals.on.seconds;
       const cpuPerMessage = (c: Cost): number => (c.nodeMicros + c.redisMicros + c.postgresMicros) / Math.max(1, c.rows);
@@ -228,7 +227,6 @@ export const durableSection: Section = {
       // turns to go first; CPU per row of each stage (this process, redis-server, PostgreSQL).
       ctx.log('  durable: persist rate');
       const sync = new SyncService(durable, { largeGroupThreshold: 500 });
-      const redisInfo = statsConnection(redis.url);
       const postgresPid = postgres.pid() ?? 0;
       const drain = emptyCost();
       const raw = emptyCost();

@@ -2,6 +2,7 @@ import type { ConvEntry, ConvState, Cursor, MessageEvent, Snapshot } from '../..
 import type { DurableStore } from './durable-backing.js';
 import type { Notifications } from './notifications.js';
 import type { MemberTag, UserOp } from './ops.js';
+import type { ClaimOutcome } from './rules.js';
 
 export type { MembershipOp, MemberTag, UserOp } from './ops.js';
 
@@ -95,11 +96,15 @@ export interface Engine {
   /** Every conversation the user is a member of, with the stored totals (write-diffused part). */
   userState(uid: string): Promise<StoredUserState>;
   /**
-   * For each uid: how many conversations the user's record counts them a member of, and whether
-   * `conv` is one of them (the conversation cap's check, sync/conversation-cap.ts). Plain reads,
-   * no atomic step: the caller checks again after its change.
+   * The conversation cap's step (sync/conversation-cap.ts), before `changeMembers` adds `uids` to
+   * `conv`: for each user, atomically on that user, rules.ts `claimOutcome` over the user's
+   * member count and live claims. A `claimed` join is counted against the user's cap from then
+   * on, by every process, until its membership op lands (the record is a member: the member
+   * count has it) or `holdMs` pass (a call that failed between its claim and its join and was
+   * not retried). A claim is taken again by a repeat (its hold starts over). Users are
+   * independent steps; the store may run them in any order.
    */
-  memberships(uids: readonly string[], conv: string): Promise<UserMemberships[]>;
+  claimJoins(conv: string, uids: readonly string[], terms: ClaimTerms): Promise<JoinClaim[]>;
 
   /** The durable tier's side of this store (the drainer and the cold sweep call it); only stores with a durable tier behind them (Redis). */
   durableStore?(): DurableStore;
@@ -207,10 +212,18 @@ export interface StoredPull {
   heads?: Map<string, number>;
 }
 
-export interface UserMemberships {
+export interface ClaimTerms {
+  /** MAX_CONVERSATIONS_PER_USER (above 0). */
+  cap: number;
+  /** How long a claim counts without its membership op landing (ms). */
+  holdMs: number;
+}
+
+export interface JoinClaim {
   uid: string;
-  conversations: number;
-  member: boolean;
+  outcome: ClaimOutcome;
+  /** The user's conversations and live claims of other joins, as the claim counted them. */
+  held: number;
 }
 
 export interface StoredUserState {

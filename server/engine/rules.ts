@@ -178,6 +178,23 @@ export function applyRule(before: StoredConv | undefined, op: UserOp): StoredCon
   }
 }
 
+/** What the conversation cap's claim answers for one user joining one conversation (Engine.claimJoins). */
+export const CLAIM_OUTCOMES = ['member', 'claimed', 'full'] as const;
+export type ClaimOutcome = (typeof CLAIM_OUTCOMES)[number];
+
+/**
+ * MAX_CONVERSATIONS_PER_USER's decision for a user joining a conversation, made in one step on
+ * the user (user_claim.lua's twin of the same name): a current member is never refused; a join
+ * already claimed keeps its claim (a retry, or another call adding the same user to the same
+ * conversation); otherwise the join is claimed while `held` — the conversations the user is a
+ * member of plus the live claims of other joins — is below `cap`, else refused.
+ */
+export function claimOutcome(member: boolean, claimed: boolean, held: number, cap: number): ClaimOutcome {
+  if (member) return 'member';
+  if (claimed || held < cap) return 'claimed';
+  return 'full';
+}
+
 export function sameState(a: ConvState | null, b: ConvState | null): boolean {
   if (a === b) return true;
   if (!a || !b) return false;

@@ -5,39 +5,44 @@ import type { Engine } from '../engine/engine.js';
 const NAMED_IN_MESSAGE = 10;
 
 /**
- * MAX_CONVERSATIONS_PER_USER: a membership call that would make a user a member of more
- * conversations than the cap is refused with 422 `conversation_limit`.
+ * How long a claimed join counts against its user's cap without its membership landing: far
+ * longer than a membership call takes (each of its store steps ends within STORE_TIMEOUT_MS),
+ * short enough that a call which failed after its claims, and was not retried, holds a user's
+ * place only for a while.
+ */
+export const JOIN_HOLD_MS = 60_000;
+
+export interface CapDecision {
+  /** The users of the call that may join: current members, and joins claimed now. */
+  admitted: string[];
+  /** The users at the cap: they must not be added. */
+  full: string[];
+}
+
+/**
+ * MAX_CONVERSATIONS_PER_USER: a membership call may not make a user a member of more
+ * conversations than the cap; such a user is left out and the call answers 422
+ * `conversation_limit`.
  *
- * The count is not kept in an atomic step with the join (that would be the engine's user step),
- * so the check is made twice. Before the change: a user already at the cap who is not yet a
- * member refuses the call, nothing applied. After it: two calls racing past the first check may
- * both have joined the same user; each one that now sees the user over the cap withdraws its own
- * new join (a membership change removing the user again) and is refused. Whichever call's
- * second check comes last sees every join that the others kept, so once the calls have answered
- * no user is over the cap (some racing calls may be refused that one at a time would have been
- * accepted). A process that dies between its join and its withdrawal leaves the user over the
- * cap by that join until the user leaves a conversation.
+ * The user's count and the conversation's members live under different keys (on a Redis
+ * Cluster, on different masters), so the decision is made on the user, before the conversation
+ * step: each new join is claimed there, atomically with the user's member count and the claims
+ * of the user's other joins in flight (Engine.claimJoins). Concurrent joins of one user, from
+ * any process, are thus decided one after the other: exactly the room left is claimed, and a
+ * refusal sees every join that will land. A refused user is never added, so nothing is withdrawn.
  */
 export class ConversationCap {
   constructor(
     private readonly engine: Engine,
     readonly max: number,
+    private readonly holdMs: number = JOIN_HOLD_MS,
   ) {}
 
-  /** The uids of `add` that would be new members of `conv`; throws when one is already at the cap. */
-  async before(conv: string, add: readonly string[]): Promise<string[]> {
-    const found = await this.engine.memberships([...new Set(add)], conv);
-    const joining = found.filter((m) => !m.member);
-    const full = joining.filter((m) => m.conversations >= this.max).map((m) => m.uid);
-    if (full.length > 0) throw this.refusal(full, 'nothing was applied');
-    return joining.map((m) => m.uid);
-  }
-
-  /** Of the users that joined, those now over the cap (their joins must be withdrawn). */
-  async over(conv: string, joined: readonly string[]): Promise<string[]> {
-    if (joined.length === 0) return [];
-    const found = await this.engine.memberships(joined, conv);
-    return found.filter((m) => m.member && m.conversations > this.max).map((m) => m.uid);
+  /** Claims the joins of `add` to `conv` on their users. */
+  async claim(conv: string, add: readonly string[]): Promise<CapDecision> {
+    const claims = await this.engine.claimJoins(conv, [...new Set(add)], { cap: this.max, holdMs: this.holdMs });
+    const full = new Set(claims.filter((c) => c.outcome === 'full').map((c) => c.uid));
+    return { admitted: add.filter((uid) => !full.has(uid)), full: [...full] };
   }
 
   refusal(uids: readonly string[], what: string): RedpointError {
@@ -45,7 +50,7 @@ export class ConversationCap {
     const more = uids.length > NAMED_IN_MESSAGE ? ` and ${uids.length - NAMED_IN_MESSAGE} more` : '';
     return new RedpointError(
       'conversation_limit',
-      `${uids.length === 1 ? 'user' : 'users'} ${named}${more} would be in more than ${this.max} conversations (MAX_CONVERSATIONS_PER_USER); ${what}`,
+      `${uids.length === 1 ? 'user' : 'users'} ${named}${more} would be in more than ${this.max} conversations (MAX_CONVERSATIONS_PER_USER) and ${uids.length === 1 ? 'was' : 'were'} not added; ${what}`,
     );
   }
 }

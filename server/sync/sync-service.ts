@@ -62,13 +62,13 @@ export class SyncService {
     if (overlap.length > 0) throw new RedpointError('invalid_request', `both added and removed: ${overlap.join(', ')}`);
     const cap = this.options.conversationCap;
     if (!cap || change.add.length === 0) return changeMembership(this.engine, this.options.largeGroupThreshold, conv, change);
-    const joining = await cap.before(conv, change.add);
-    const result = await changeMembership(this.engine, this.options.largeGroupThreshold, conv, change);
-    // A call racing this one may have joined the same users meanwhile: see ConversationCap.
-    const over = await cap.over(conv, joining);
-    if (over.length === 0) return result;
-    await changeMembership(this.engine, this.options.largeGroupThreshold, conv, { add: [], remove: over });
-    throw cap.refusal(over, 'the change was applied for everyone else and withdrawn for them');
+    // Each new join is claimed on its user first, atomically with the user's count: a user at
+    // the cap is left out of the change, never added and withdrawn (ConversationCap).
+    const { admitted, full } = await cap.claim(conv, change.add);
+    if (full.length === 0) return changeMembership(this.engine, this.options.largeGroupThreshold, conv, change);
+    if (admitted.length === 0 && change.remove.length === 0 && change.category === undefined) throw cap.refusal(full, 'nothing was applied');
+    await changeMembership(this.engine, this.options.largeGroupThreshold, conv, { ...change, add: admitted });
+    throw cap.refusal(full, 'the rest of the change was applied');
   }
 
   async read(uid: string, conv: string, seq: number): Promise<UserOpResult> {

@@ -2,9 +2,11 @@ import type { Cursor } from '../../../protocol/types.js';
 import type { EngineAdmin } from '../admin.js';
 import {
   type ApplyOptions,
+  type ClaimTerms,
   type ConvInfo,
   type Engine,
   type EngineOptions,
+  type JoinClaim,
   type MembersChange,
   type MembersStep,
   type MemberTag,
@@ -14,13 +16,13 @@ import {
   type StoredPull,
   type StoredUserState,
   UNSEEN_EPOCH,
-  type UserMemberships,
   type UserOp,
   type UserOpResult,
 } from '../engine.js';
 import type { UserChange } from '../notifications.js';
 import {
   applyRule,
+  claimOutcome,
   contribution,
   needsReset,
   type StoredConv,
@@ -64,6 +66,8 @@ export class MemoryEngine implements Engine {
   readonly notifications = new LocalNotifications();
   private readonly conversations = new Map<string, MemoryConversation>();
   private readonly users = new Map<string, MemoryUser>();
+  /** uid → conv → deadline (ms): the conversation cap's joins claimed and not yet landed (claimJoins). */
+  private readonly claims = new Map<string, Map<string, number>>();
   private closed = false;
 
   private toolbox: MemoryAdmin | undefined;
@@ -206,10 +210,24 @@ export class MemoryEngine implements Engine {
     return { epoch: user?.epoch ?? UNSEEN_EPOCH, version: user?.version ?? 0 };
   }
 
-  async memberships(uids: readonly string[], conv: string): Promise<UserMemberships[]> {
+  async claimJoins(conv: string, uids: readonly string[], terms: ClaimTerms): Promise<JoinClaim[]> {
+    const now = Date.now();
     return uids.map((uid) => {
       const user = this.users.get(uid);
-      return { uid, conversations: user?.memberCount ?? 0, member: user ? recordOf(user, conv)?.member === true : false };
+      const isMember = (c: string): boolean => (user ? recordOf(user, c)?.member === true : false);
+      const claims = this.claims.get(uid) ?? new Map<string, number>();
+      let others = 0;
+      for (const [c, deadline] of claims) {
+        // A claim whose join landed is in the member count now; a lapsed one counts no more.
+        if (deadline <= now || isMember(c)) claims.delete(c);
+        else if (c !== conv) others++;
+      }
+      const held = (user?.memberCount ?? 0) + others;
+      const outcome = claimOutcome(isMember(conv), claims.has(conv), held, terms.cap);
+      if (outcome === 'claimed') claims.set(conv, now + terms.holdMs);
+      if (claims.size > 0) this.claims.set(uid, claims);
+      else this.claims.delete(uid);
+      return { uid, outcome, held };
     });
   }
 

@@ -11,6 +11,8 @@
  * - `<p>:{u:<uid>}:s` list: the stream entries after `base`, one per version (index = v - base - 1);
  * - `<p>:{u:<uid>}:p` string: the newest snapshot;
  * - `<p>:{u:<uid>}:L` hash: the read-diffused conversations the user is a member of (only when any);
+ * - `<p>:{u:<uid>}:j` hash: the conversation cap's joins claimed and not yet landed, conversation
+ *   -> deadline (ms, Redis's clock; user_claim.lua), expiring with its newest claim (only when any);
  * - `<p>:{c:<conv>}` hash: the conversation's `#`-fields (maxSeq, mode, category, generation,
  *   pending rewrite, member count) and one field per member (uid -> join tag).
  */
@@ -20,15 +22,23 @@ export interface UserKeys {
   stream: string;
   snapshot: string;
   large: string;
+  claims: string;
 }
 
 /** The last letter of each of a user's key names, after userKeyTag. */
-const USER_KEY_SUFFIX: UserKeys = { meta: 'm', records: 'c', stream: 's', snapshot: 'p', large: 'L' };
+const USER_KEY_SUFFIX: UserKeys = { meta: 'm', records: 'c', stream: 's', snapshot: 'p', large: 'L', claims: 'j' };
 
 export function userKeys(prefix: string, uid: string): UserKeys {
   const tag = userKeyTag(prefix, uid);
   const s = USER_KEY_SUFFIX;
-  return { meta: tag + s.meta, records: tag + s.records, stream: tag + s.stream, snapshot: tag + s.snapshot, large: tag + s.large };
+  return {
+    meta: tag + s.meta,
+    records: tag + s.records,
+    stream: tag + s.stream,
+    snapshot: tag + s.snapshot,
+    large: tag + s.large,
+    claims: tag + s.claims,
+  };
 }
 
 /** What each of a user's key names starts with: the user's hash tag, then ':'. */

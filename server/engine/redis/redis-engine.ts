@@ -7,9 +7,11 @@ import type { EngineAdmin } from '../admin.js';
 import type { DurableBacking, DurableStore, PersistedConversation, PersistedUser } from '../durable-backing.js';
 import type {
   ApplyOptions,
+  ClaimTerms,
   ConvInfo,
   Engine,
   EngineOptions,
+  JoinClaim,
   MembersChange,
   MembersStep,
   MemberTag,
@@ -18,7 +20,6 @@ import type {
   Roster,
   StoredPull,
   StoredUserState,
-  UserMemberships,
   UserOp,
   UserOpResult,
 } from '../engine.js';
@@ -33,6 +34,7 @@ import { asArray, asNumber, asString, asStrings, type Reply } from './codec.js';
 import { CommandGuard, guardCommands } from './command-guard.js';
 import { convInfo } from './conv-info.js';
 import { flushArgs } from './flush-call.js';
+import { joinClaimOf } from './join-claims.js';
 import {
   activityKey,
   convKey,
@@ -432,25 +434,28 @@ export class RedisEngine implements Engine {
     );
   }
 
-  async memberships(uids: readonly string[], conv: string): Promise<UserMemberships[]> {
-    // Two reads per user (its own hash tag), pipelined by auto-pipelining; no script: the count
-    // is a plain read that the conversation cap checks again after its change.
-    const read = (uid: string): Promise<{ found: boolean; memberships: UserMemberships }> => {
+  async claimJoins(conv: string, uids: readonly string[], terms: ClaimTerms): Promise<JoinClaim[]> {
+    // One step per user (its own hash tag, so any master of a cluster), pipelined by auto-pipelining.
+    const claim = async (uid: string, check: boolean): Promise<JoinClaim | null> => {
       const k = userKeys(this.prefix, uid);
-      return Promise.all([this.client.hmgetBuffer(k.meta, 'e', ...USER_META_COUNTER_FIELDS), this.client.hget(k.records, conv)]).then(([meta, record]) => ({
-        found: meta[0] != null,
-        memberships: { uid, conversations: countersOf(meta.slice(1))?.members ?? 0, member: record != null && decodeRecord(conv, record).member },
-      }));
+      const reply = await this.client.userClaim(k.meta, k.records, k.claims, conv, terms.cap, terms.holdMs, check ? '1' : '0');
+      return reply === ABSENT ? null : joinClaimOf(uid, reply);
     };
-    const first = await Promise.all(uids.map(read));
-    if (!this.durable || first.every((r) => r.found)) return first.map((r) => r.memberships);
+    const out = await Promise.all(uids.map((uid) => claim(uid, this.durable !== undefined)));
     // Durable: a user Redis lacks (cold, or lost) is counted from PostgreSQL's rows, restored
     // first; counted as new it would pass the cap with every conversation it already has.
-    const missing = uids.filter((_, i) => !first[i]?.found);
-    const fresh = new Set<string>();
-    await this.restoreUsers(missing, fresh);
-    const again = new Map(await Promise.all(missing.filter((uid) => !fresh.has(uid)).map(async (uid) => [uid, (await read(uid)).memberships] as const)));
-    return first.map((r) => again.get(r.memberships.uid) ?? r.memberships);
+    for (let round = 0; out.includes(null); round++) {
+      const missing = uids.filter((_, i) => out[i] === null);
+      if (round >= 2) throw new StoreUnavailableError('restore', `users vanished again while being restored (${missing.slice(0, 3).join(', ')}); retry`);
+      const fresh = new Set<string>();
+      await this.restoreUsers(missing, fresh);
+      await Promise.all(
+        uids.map(async (uid, i) => {
+          if (out[i] === null) out[i] = await claim(uid, !fresh.has(uid));
+        }),
+      );
+    }
+    return out as JoinClaim[];
   }
 
   async heads(convs: readonly string[]): Promise<Map<string, number>> {

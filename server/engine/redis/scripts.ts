@@ -39,6 +39,7 @@ export const SCRIPTS = {
   pull: { file: 'pull.lua', keys: 5, user: true, read: true },
   userState: { file: 'user_state.lua', keys: 2, user: true, read: true },
   position: { file: 'position.lua', keys: 1, user: true, read: true },
+  userClaim: { file: 'user_claim.lua', keys: 3 },
   convMembers: { file: 'conv_members.lua', keys: 2 },
   convRecord: { file: 'conv_record.lua', keys: 1, crossSlot: true },
   convFinishRewrite: { file: 'conv_finish_rewrite.lua', keys: 1 },

@@ -1,0 +1,52 @@
+-- user_claim.lua: the conversation cap's claim of one user joining one conversation
+-- (Engine.claimJoins, server/sync/conversation-cap.ts), atomically on the user: rules.ts
+-- claimOutcome over the user's member count and the live claims of its other joins. A claim is
+-- spent once the user's record of its conversation is a member (the member count has it then),
+-- and lapses at its deadline. lib/user.lua comes first in the library.
+--
+-- KEYS[1] m  meta hash (user_apply.lua)   KEYS[2] c  records hash
+-- KEYS[3] j  claims hash: conversation -> deadline, ms of Redis's clock (keys.ts)
+-- ARGV[1] the conversation   ARGV[2] the cap   ARGV[3] how long a claim holds (ms)
+-- ARGV[4] durable tier: 1: a user without meta is reported 'absent' and nothing is written (the
+--         caller restores it from PostgreSQL first, then asks again), else 0
+-- Returns {outcome, held}: outcome 'member', 'claimed' or 'full' (rules.ts CLAIM_OUTCOMES), held
+-- the member count plus the live claims of other conversations; or 'absent'.
+
+-- rules.ts claimOutcome, line for line.
+local function claimOutcome(member, claimed, held, cap)
+  if member then return 'member' end
+  if claimed or held < cap then return 'claimed' end
+  return 'full'
+end
+
+local conv, cap, holdMs = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local meta = call('HMGET', KEYS[1], 'e', META_PACKED)
+if ARGV[4] == '1' and not meta[1] then return 'absent' end
+local _, _, members = counters(KEYS[1], meta[2])
+local function isMember(c)
+  local raw = call('HGET', KEYS[2], c)
+  return raw and decodeRecord(c, raw).member or false
+end
+local t = call('TIME')
+local now = tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000)
+local claims = call('HGETALL', KEYS[3])
+local others, mine, gone = 0, false, {}
+for i = 1, #claims, 2 do
+  local c = claims[i]
+  if tonumber(claims[i + 1]) <= now or isMember(c) then
+    gone[#gone + 1] = c
+  elseif c == conv then
+    mine = true
+  else
+    others = others + 1
+  end
+end
+if #gone > 0 then call('HDEL', KEYS[3], unpack(gone)) end
+local held = members + others
+local outcome = claimOutcome(isMember(conv), mine, held, cap)
+if outcome == 'claimed' then
+  call('HSET', KEYS[3], conv, int(now + holdMs))
+  -- The hash goes with its newest claim.
+  call('PEXPIRE', KEYS[3], holdMs)
+end
+return { outcome, held }

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { LIMITS } from '../../protocol/limits.js';
 import type { ConvState } from '../../protocol/types.js';
 import type { Engine, EngineOptions, UserOp } from '../../server/engine/engine.js';
+import { claimConformance } from './conformance-claims.js';
 import { conversationConformance } from './conformance-conversations.js';
 import { convWith, del, expectTotalsConsistent, join, leave, message, mulberry32, one, plainTotals, read } from './conformance-helpers.js';
 import { modelRandomRun } from './conformance-model.js';
@@ -40,6 +41,7 @@ export function engineConformance(name: string, makeEngine: MakeEngine): void {
     const totals = async (e: Engine, uid: string) => plainTotals((await e.userState(uid)).totals);
 
     conversationConformance(use);
+    claimConformance(use);
 
     describe('per-user state', () => {
       it('join does not make older messages unread; restating a membership, or an older one, changes nothing', async () => {

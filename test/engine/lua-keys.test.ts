@@ -40,7 +40,7 @@ describe('key names in Lua, rendered from keys.ts', () => {
 local p, id, shard = ARGV[1], ARGV[2], ARGV[3]
 local tag = userKeyTag(p, id)
 return {
-  tag .. USER_META, tag .. USER_RECORDS, tag .. USER_STREAM, tag .. USER_SNAPSHOT, tag .. USER_LARGE,
+  tag .. USER_META, tag .. USER_RECORDS, tag .. USER_STREAM, tag .. USER_SNAPSHOT, tag .. USER_LARGE, tag .. USER_CLAIMS,
   userChannelOf(p, id), convKeyOf(p, id), convChannelOf(p, id),
   dirtyUsersKeyOf(p, shard), dirtyConvsKeyOf(p, shard), activityKeyOf(p, shard),
   convKeyAfterHead(ARGV[4], id), userRecordsAfterHead(ARGV[5], id),
@@ -57,6 +57,7 @@ return {
         k.stream,
         k.snapshot,
         k.large,
+        k.claims,
         userChannel(prefix, id),
         convKey(prefix, id),
         convChannel(prefix, id),

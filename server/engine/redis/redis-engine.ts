@@ -53,7 +53,6 @@ import { RedisDurableStore } from './redis-durable.js';
 import { publishCommand, RedisNotifications } from './redis-notifications.js';
 import { ClusterRuns, type RunTracker, type RunWaits, SingleRun } from './runs.js';
 import { buildLibrary, defineScripts, ensureLibrary, type Library, type ScriptedCluster, type ScriptedRedis } from './scripts.js';
-import { countersOf, USER_META_COUNTER_FIELDS } from './user-meta.js';
 import { appendUserOps, opArgs } from './user-ops.js';
 import { watchCluster, watchRedis } from './watch-redis.js';
 

@@ -41,7 +41,7 @@ export const THRESHOLD = 3;
 
 export function memoryStore(): TestStore {
   const engine = new MemoryEngine(STORE_OPTIONS);
-  const inner = engine as unknown as { users: Map<string, MemoryUser>; conversations: Map<string, MemoryConversation> };
+  const inner = engine as unknown as { users: Map<string, MemoryUser>; conversations: Map<string, MemoryConversation>; claims: Map<string, unknown> };
   const user = (uid: string): MemoryUser => {
     const u = inner.users.get(uid);
     if (!u) throw new Error(`no user ${uid}`);
@@ -72,6 +72,7 @@ export function memoryStore(): TestStore {
     async traces(uid) {
       const out: string[] = [];
       if (inner.users.has(uid)) out.push(`user ${uid}`);
+      if (inner.claims.has(uid)) out.push(`claims of ${uid}`);
       for (const [conv, c] of inner.conversations) if (tableHas(c.members, uid)) out.push(`member of ${conv}`);
       return out;
     },

@@ -203,6 +203,8 @@ export function toolboxSuite(name: string, makeStore: MakeStore): void {
     it('erase forgets a user everywhere and leaves no trace; the others stay right', async () => {
       const { store, sync } = await fresh();
       await ordinaryWorkload(sync);
+      // A join of ann in flight (the conversation cap's claim): erased with the rest.
+      await store.engine.claimJoins('later', ['ann'], { cap: 100, holdMs: 60_000 });
       const result = await store.toolbox.eraseUser('ann', { scan: true });
       expect(result.conversations).toEqual(['big', 'dm', 'g1']);
       expect(await store.traces('ann')).toEqual([]);

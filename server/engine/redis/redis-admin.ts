@@ -164,7 +164,8 @@ export class RedisAdmin implements EngineAdmin {
 
   async wipeUser(uid: string, expected: readonly StoredConv[]): Promise<boolean> {
     const args = expected.flatMap((rec) => [rec.conv, encodeRecord(rec)]);
-    const reply = await this.client.adminUserWipe(...keyList(userKeys(this.deps.prefix, uid)), userChannel(this.deps.prefix, uid), this.deps.publish, ...args);
+    const k = userKeys(this.deps.prefix, uid);
+    const reply = await this.client.adminUserWipe(...keyList(k), k.claims, userChannel(this.deps.prefix, uid), this.deps.publish, ...args);
     return asNumber(reply) === 1;
   }
 

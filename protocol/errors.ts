@@ -16,7 +16,8 @@ export const ERROR_CODES = {
   seq_jump: { status: 422, reason: "A seq jumps further above its conversation's head than MAX_SEQ_JUMP allows (seqs are dense)." },
   conversation_limit: {
     status: 422,
-    reason: 'A membership change would put a user in more conversations than MAX_CONVERSATIONS_PER_USER allows; those users were not added, the rest of the change was.',
+    reason:
+      'A membership change would put a user in more conversations than MAX_CONVERSATIONS_PER_USER allows; those users were not added, the rest of the change was.',
   },
   rate_limited: { status: 429, reason: 'Too many requests or frames; slow down.' },
   internal: { status: 500, reason: 'An unexpected server error; the request may be retried.' },

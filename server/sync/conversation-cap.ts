@@ -10,7 +10,7 @@ const NAMED_IN_MESSAGE = 10;
  * short enough that a call which failed after its claims, and was not retried, holds a user's
  * place only for a while.
  */
-export const JOIN_HOLD_MS = 60_000;
+const JOIN_HOLD_MS = 60_000;
 
 export interface CapDecision {
   /** The users of the call that may join: current members, and joins claimed now. */

@@ -1,49 +1,34 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ChildServer, spawnServer } from '../../bench/lib/child-server.js';
 import { HttpTarget } from '../../bench/lib/http.js';
 import type { UnreadSummary } from '../../protocol/types.js';
-import { freePort } from '../helpers/processes.js';
 import { type RedisServer, startRedisServer } from '../helpers/redis-server.js';
+import { type ServerProcess, spawnServer } from '../helpers/server-process.js';
+import { TEST_API_KEY } from '../helpers/test-server.js';
 
 /**
  * MAX_CONVERSATIONS_PER_USER across processes (issue 45): two real server processes on one
- * Redis, many joins of one user at once, split between them. The cap is decided atomically on
- * the user with the join (the claim, sync/conversation-cap.ts), so exactly the cap's worth of
- * joins is admitted, every 422 names the user and leaves them out of that conversation alone,
- * and a 422 is answered again while the user is at the cap, and not after a leave.
+ * Redis (the first with two worker threads), many joins of one user at once, spread over them.
+ * The cap is decided atomically on the user before the join (the claim, sync/conversation-cap.ts),
+ * so exactly the cap's worth of joins is admitted, every 422 names the user and leaves them out
+ * of that conversation alone, and a 422 is answered again while the user is at the cap, and not
+ * after a leave.
  */
-const API_KEY = 'cap-race-api-key-0123456789abcdef';
 const CAP = 20;
 const JOINS = 60;
 
 describe('the conversation cap across two server processes', () => {
   let redis: RedisServer;
-  const servers: ChildServer[] = [];
+  const servers: ServerProcess[] = [];
   const http: HttpTarget[] = [];
 
   beforeAll(async () => {
     redis = await startRedisServer();
-    for (const name of ['A', 'B']) {
-      const port = await freePort();
-      servers.push(
-        await spawnServer({
-          name: `cap server ${name}`,
-          script: 'server/main.ts',
-          port,
-          env: {
-            REDIS_URL: redis.url,
-            REDPOINT_API_KEY: API_KEY,
-            REDPOINT_JWT_SECRET: 'cap-race-jwt-secret-0123456789abcdef-0123456789',
-            HOST: '127.0.0.1',
-            MAX_CONVERSATIONS_PER_USER: String(CAP),
-            LOG_LEVEL: 'warn',
-          },
-          readyPath: '/readyz',
-        }),
-      );
-      http.push(new HttpTarget(port, { authorization: `Bearer ${API_KEY}` }, 64, 30_000));
+    for (const workers of ['2', '1']) {
+      const server = await spawnServer({ REDIS_URL: redis.url, MAX_CONVERSATIONS_PER_USER: String(CAP), WORKERS: workers });
+      servers.push(server);
+      http.push(new HttpTarget(server.port, { authorization: `Bearer ${TEST_API_KEY}` }, 64, 30_000));
     }
-  }, 60_000);
+  }, 120_000);
 
   afterAll(async () => {
     for (const h of http) h.close();

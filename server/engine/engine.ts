@@ -99,10 +99,10 @@ export interface Engine {
    * The conversation cap's step (sync/conversation-cap.ts), before `changeMembers` adds `uids` to
    * `conv`: for each user, atomically on that user, rules.ts `claimOutcome` over the user's
    * member count and live claims. A `claimed` join is counted against the user's cap from then
-   * on, by every process, until its membership op lands (the record is a member: the member
-   * count has it) or `holdMs` pass (a call that failed between its claim and its join and was
-   * not retried). A claim is taken again by a repeat (its hold starts over). Users are
-   * independent steps; the store may run them in any order.
+   * on, by every process, until a membership op of `conv` lands on the user's record (its join:
+   * the member count has it then; or a newer op that won over it) or `holdMs` pass (a call that
+   * failed between its claim and its join and was not retried): rules.ts `claimLive`. A repeat
+   * keeps the claim (its hold starts over). Users are independent steps, in any order.
    */
   claimJoins(conv: string, uids: readonly string[], terms: ClaimTerms): Promise<JoinClaim[]>;
 

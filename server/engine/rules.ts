@@ -195,6 +195,17 @@ export function claimOutcome(member: boolean, claimed: boolean, held: number, ca
   return 'full';
 }
 
+/**
+ * Whether a join claim still holds a place (user_claim.lua's twin of the same name): until its
+ * deadline, and only while no membership op of its conversation has landed on the user's record
+ * since it was taken (`gen`: the record's generation then, 0 for none). Its own join moves the
+ * generation (the member count has the join from then on), and so does a newer op that won over
+ * it: either way the claim is spent.
+ */
+export function claimLive(claim: { deadline: number; gen: number }, recordGen: number, now: number): boolean {
+  return now < claim.deadline && recordGen === claim.gen;
+}
+
 export function sameState(a: ConvState | null, b: ConvState | null): boolean {
   if (a === b) return true;
   if (!a || !b) return false;

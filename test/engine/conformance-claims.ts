@@ -37,6 +37,25 @@ export function claimConformance(use: UseEngine): void {
       expect(await outcomes(e, 'c4', ['u'])).toEqual(['u:full:2']);
     });
 
+    it('a claim is spent by the membership op that lands after it, whatever comes next', async () => {
+      const e = await use();
+      await one(e, join('u', 'c1'));
+      // Claimed, joined, left again before any other claim looked: the claim is spent all the same.
+      expect(await outcomes(e, 'c2', ['u'])).toEqual(['u:claimed:1']);
+      await one(e, join('u', 'c2'));
+      await one(e, leave('u', 'c2'));
+      expect(await outcomes(e, 'c3', ['u'])).toEqual(['u:claimed:1']);
+      // A join that lost to a newer leave (the op arrived late): the leave spent the claim.
+      await one(e, join('u', 'c3'));
+      expect(await outcomes(e, 'c4', ['u'])).toEqual(['u:full:2']);
+      const late = join('u', 'c4');
+      await one(e, leave('u', 'c3'));
+      expect(await outcomes(e, 'c4', ['u'])).toEqual(['u:claimed:1']);
+      await one(e, leave('u', 'c4'));
+      await one(e, late);
+      expect(await outcomes(e, 'c5', ['u'])).toEqual(['u:claimed:1']);
+    });
+
     it('concurrent claims of one user are decided one after another: exactly the room left', async () => {
       const e = await use();
       const convs = Array.from({ length: 12 }, (_, i) => `r${i}`);

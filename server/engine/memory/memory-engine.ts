@@ -22,6 +22,7 @@ import {
 import type { UserChange } from '../notifications.js';
 import {
   applyRule,
+  claimLive,
   claimOutcome,
   contribution,
   needsReset,
@@ -66,8 +67,8 @@ export class MemoryEngine implements Engine {
   readonly notifications = new LocalNotifications();
   private readonly conversations = new Map<string, MemoryConversation>();
   private readonly users = new Map<string, MemoryUser>();
-  /** uid → conv → deadline (ms): the conversation cap's joins claimed and not yet landed (claimJoins). */
-  private readonly claims = new Map<string, Map<string, number>>();
+  /** uid → conv → deadline (ms) and the record's generation then: the conversation cap's joins claimed and not yet landed (claimJoins). */
+  private readonly claims = new Map<string, Map<string, { deadline: number; gen: number }>>();
   private closed = false;
 
   private toolbox: MemoryAdmin | undefined;
@@ -214,17 +215,17 @@ export class MemoryEngine implements Engine {
     const now = Date.now();
     return uids.map((uid) => {
       const user = this.users.get(uid);
-      const isMember = (c: string): boolean => (user ? recordOf(user, c)?.member === true : false);
-      const claims = this.claims.get(uid) ?? new Map<string, number>();
+      const genOf = (c: string): number => (user ? (recordOf(user, c)?.gen ?? 0) : 0);
+      const claims = this.claims.get(uid) ?? new Map<string, { deadline: number; gen: number }>();
       let others = 0;
-      for (const [c, deadline] of claims) {
-        // A claim whose join landed is in the member count now; a lapsed one counts no more.
-        if (deadline <= now || isMember(c)) claims.delete(c);
+      for (const [c, claim] of claims) {
+        if (!claimLive(claim, genOf(c), now)) claims.delete(c);
         else if (c !== conv) others++;
       }
       const held = (user?.memberCount ?? 0) + others;
-      const outcome = claimOutcome(isMember(conv), claims.has(conv), held, terms.cap);
-      if (outcome === 'claimed') claims.set(conv, now + terms.holdMs);
+      const member = user ? recordOf(user, conv)?.member === true : false;
+      const outcome = claimOutcome(member, claims.has(conv), held, terms.cap);
+      if (outcome === 'claimed') claims.set(conv, { deadline: now + terms.holdMs, gen: genOf(conv) });
       if (claims.size > 0) this.claims.set(uid, claims);
       else this.claims.delete(uid);
       return { uid, outcome, held };

@@ -12,7 +12,7 @@
  * - `<p>:{u:<uid>}:p` string: the newest snapshot;
  * - `<p>:{u:<uid>}:L` hash: the read-diffused conversations the user is a member of (only when any);
  * - `<p>:{u:<uid>}:j` hash: the conversation cap's joins claimed and not yet landed, conversation
- *   -> deadline (ms, Redis's clock; user_claim.lua), expiring with its newest claim (only when any);
+ *   -> 'deadline|gen' (user_claim.lua), expiring with its newest claim (only when any);
  * - `<p>:{c:<conv>}` hash: the conversation's `#`-fields (maxSeq, mode, category, generation,
  *   pending rewrite, member count) and one field per member (uid -> join tag).
  */

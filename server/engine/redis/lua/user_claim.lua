@@ -1,11 +1,12 @@
 -- user_claim.lua: the conversation cap's claim of one user joining one conversation
 -- (Engine.claimJoins, server/sync/conversation-cap.ts), atomically on the user: rules.ts
--- claimOutcome over the user's member count and the live claims of its other joins. A claim is
--- spent once the user's record of its conversation is a member (the member count has it then),
--- and lapses at its deadline. lib/user.lua comes first in the library.
+-- claimOutcome over the user's member count and the live claims of its other joins (rules.ts
+-- claimLive: spent once a membership op of its conversation lands on the user's record, lapsed
+-- at its deadline). lib/user.lua comes first in the library.
 --
 -- KEYS[1] m  meta hash (user_apply.lua)   KEYS[2] c  records hash
--- KEYS[3] j  claims hash: conversation -> deadline, ms of Redis's clock (keys.ts)
+-- KEYS[3] j  claims hash: conversation -> 'deadline|gen': the deadline in ms of Redis's clock,
+--         the generation of the user's record of that conversation when claimed ('0': none)
 -- ARGV[1] the conversation   ARGV[2] the cap   ARGV[3] how long a claim holds (ms)
 -- ARGV[4] durable tier: 1: a user without meta is reported 'absent' and nothing is written (the
 --         caller restores it from PostgreSQL first, then asks again), else 0
@@ -19,13 +20,20 @@ local function claimOutcome(member, claimed, held, cap)
   return 'full'
 end
 
+-- rules.ts claimLive: `claim` is the stored 'deadline|gen', `recordGen` the record's gen text now.
+local function claimLive(claim, recordGen, now)
+  local deadline, gen = match(claim, '^(%d+)|(%d+)$')
+  return now < tonumber(deadline) and recordGen == gen
+end
+
 local conv, cap, holdMs = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local meta = call('HMGET', KEYS[1], 'e', META_PACKED)
 if ARGV[4] == '1' and not meta[1] then return 'absent' end
 local _, _, members = counters(KEYS[1], meta[2])
-local function isMember(c)
+-- The user's record of `c` (nil: none).
+local function record(c)
   local raw = call('HGET', KEYS[2], c)
-  return raw and decodeRecord(c, raw).member or false
+  return raw and decodeRecord(c, raw) or nil
 end
 local t = call('TIME')
 local now = tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000)
@@ -33,7 +41,8 @@ local claims = call('HGETALL', KEYS[3])
 local others, mine, gone = 0, false, {}
 for i = 1, #claims, 2 do
   local c = claims[i]
-  if tonumber(claims[i + 1]) <= now or isMember(c) then
+  local r = record(c)
+  if not claimLive(claims[i + 1], r and r.gen or '0', now) then
     gone[#gone + 1] = c
   elseif c == conv then
     mine = true
@@ -43,9 +52,10 @@ for i = 1, #claims, 2 do
 end
 if #gone > 0 then call('HDEL', KEYS[3], unpack(gone)) end
 local held = members + others
-local outcome = claimOutcome(isMember(conv), mine, held, cap)
+local r = record(conv)
+local outcome = claimOutcome(r ~= nil and r.member, mine, held, cap)
 if outcome == 'claimed' then
-  call('HSET', KEYS[3], conv, int(now + holdMs))
+  call('HSET', KEYS[3], conv, int(now + holdMs) .. '|' .. (r and r.gen or '0'))
   -- The hash goes with its newest claim.
   call('PEXPIRE', KEYS[3], holdMs)
 end

@@ -44,10 +44,38 @@ export class Model {
   readonly conversations = new Map<string, Conversation>();
   private readonly users = new Map<string, Map<string, Membership>>();
 
-  constructor(readonly largeGroupThreshold: number) {}
+  /** `maxConversationsPerUser`: MAX_CONVERSATIONS_PER_USER (0: no cap). */
+  constructor(
+    readonly largeGroupThreshold: number,
+    readonly maxConversationsPerUser = 0,
+  ) {}
 
-  /** PUT /v1/conversations/:conv/members. Returns the member count after the change. */
-  changeMembers(conv: string, add: readonly string[], remove: readonly string[], category?: string): { members: number; large: boolean } {
+  /**
+   * PUT /v1/conversations/:conv/members. Returns the member count after the change, and the
+   * users left out at the cap (the call then answers 422 conversation_limit; the rest of it is
+   * applied, unless it asked nothing else).
+   */
+  changeMembers(
+    conv: string,
+    add: readonly string[],
+    remove: readonly string[],
+    category?: string,
+  ): { members: number; large: boolean; refused: string[] } {
+    const cap = this.maxConversationsPerUser;
+    const refused = cap > 0 ? [...new Set(add)].filter((uid) => !this.isMember(uid, conv) && this.conversationCount(uid) >= cap) : [];
+    const admitted = add.filter((uid) => !refused.includes(uid));
+    if (refused.length > 0 && admitted.length === 0 && remove.length === 0 && category === undefined) {
+      const size = this.conversations.get(conv)?.members.size ?? 0;
+      return { members: size, large: size > this.largeGroupThreshold, refused };
+    }
+    return { ...this.applyMembers(conv, admitted, remove, category), refused };
+  }
+
+  private conversationCount(uid: string): number {
+    return [...(this.users.get(uid)?.values() ?? [])].filter((m) => m.member).length;
+  }
+
+  private applyMembers(conv: string, add: readonly string[], remove: readonly string[], category?: string): { members: number; large: boolean } {
     let c = this.conversations.get(conv);
     if (!c) {
       c = { maxSeq: 0, category: category ?? DEFAULT_CATEGORY, members: new Set() };

@@ -2,6 +2,7 @@ import type { Engine } from '../../server/engine/engine.js';
 
 /** The Engine methods that talk to the store (each is one await point of a caller). */
 export const STORE_CALLS = [
+  'claimJoins',
   'changeMembers',
   'roster',
   'finishRewrite',

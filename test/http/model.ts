@@ -55,12 +55,7 @@ export class Model {
    * users left out at the cap (the call then answers 422 conversation_limit; the rest of it is
    * applied, unless it asked nothing else).
    */
-  changeMembers(
-    conv: string,
-    add: readonly string[],
-    remove: readonly string[],
-    category?: string,
-  ): { members: number; large: boolean; refused: string[] } {
+  changeMembers(conv: string, add: readonly string[], remove: readonly string[], category?: string): { members: number; large: boolean; refused: string[] } {
     const cap = this.maxConversationsPerUser;
     const refused = cap > 0 ? [...new Set(add)].filter((uid) => !this.isMember(uid, conv) && this.conversationCount(uid) >= cap) : [];
     const admitted = add.filter((uid) => !refused.includes(uid));

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { ConvState, Cursor, MessageEvent, UnreadSummary } from '../../protocol/types.js';
 import { RedpointError } from '../../protocol/errors.js';
+import type { ConvState, Cursor, MessageEvent, UnreadSummary } from '../../protocol/types.js';
 import type { Engine } from '../../server/engine/engine.js';
 import { ConversationCap } from '../../server/sync/conversation-cap.js';
 import { SyncService } from '../../server/sync/sync-service.js';
@@ -132,7 +132,10 @@ export const SCENARIOS: Scenario[] = [
     name: 'a join of a user at the cap while another process removes it elsewhere',
     threshold: 3,
     cap: 2,
-    setup: [{ members: 'g1', add: ['u'] }, { members: 'g2', add: ['u', 'a'] }],
+    setup: [
+      { members: 'g1', add: ['u'] },
+      { members: 'g2', add: ['u', 'a'] },
+    ],
     change: { members: 'g3', add: ['u', 'a'] },
     concurrent: { members: 'g1', remove: ['u'] },
     after: [{ messages: [m('g3', 1, 'a', ['u'])] }],

@@ -51,19 +51,19 @@ export class Model {
   ) {}
 
   /**
-   * PUT /v1/conversations/:conv/members. Returns the member count after the change, and the
-   * users left out at the cap (the call then answers 422 conversation_limit; the rest of it is
-   * applied, unless it asked nothing else).
+   * PUT /v1/conversations/:conv/members. Returns the member count after the change. A user at the
+   * cap is left out (the call then answers 422 conversation_limit); the rest of the call is
+   * applied, unless it asked nothing else.
    */
-  changeMembers(conv: string, add: readonly string[], remove: readonly string[], category?: string): { members: number; large: boolean; refused: string[] } {
+  changeMembers(conv: string, add: readonly string[], remove: readonly string[], category?: string): { members: number; large: boolean } {
     const cap = this.maxConversationsPerUser;
     const refused = cap > 0 ? [...new Set(add)].filter((uid) => !this.isMember(uid, conv) && this.conversationCount(uid) >= cap) : [];
     const admitted = add.filter((uid) => !refused.includes(uid));
     if (refused.length > 0 && admitted.length === 0 && remove.length === 0 && category === undefined) {
       const size = this.conversations.get(conv)?.members.size ?? 0;
-      return { members: size, large: size > this.largeGroupThreshold, refused };
+      return { members: size, large: size > this.largeGroupThreshold };
     }
-    return { ...this.applyMembers(conv, admitted, remove, category), refused };
+    return this.applyMembers(conv, admitted, remove, category);
   }
 
   private conversationCount(uid: string): number {

@@ -186,8 +186,8 @@ const Env = Type.Object({
    */
   MAX_READ_AHEAD: Type.Integer({ minimum: 0, maximum: 281_474_976_710_656, default: 1000 }),
   /**
-   * Most conversations one user may be a member of: a membership call that would add a user to
-   * one more is refused (422 conversation_limit); 0: no cap. The default is what the heavy-user
+   * Most conversations one user may be a member of: a membership call leaves out a user it would
+   * add to one more (422 conversation_limit, the rest applied); 0: no cap. The default is what the heavy-user
    * bench shows one user can cost without slowing everyone else (docs/security.md).
    */
   MAX_CONVERSATIONS_PER_USER: Type.Integer({ minimum: 0, maximum: 10_000_000, default: DEFAULT_MAX_CONVERSATIONS_PER_USER }),

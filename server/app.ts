@@ -196,6 +196,7 @@ export async function startServer(
         })
       : undefined;
 
+  const durableStore = ownTier && first ? store.durableStore?.() : undefined;
   let listenSocket: us_listen_socket;
   let ops: OpsListener | undefined;
   let queues: RunningQueues | undefined;
@@ -205,6 +206,8 @@ export async function startServer(
     if (first && config.queue) {
       queues = await startQueues(config.queue, { sync, seqGuard, onMessages: (n) => metrics.ingestMessageCounts.add('', n) }, metrics.registry, log);
     }
+    // Before serving, and before the port is taken: a failure here leaves nothing listening.
+    if (ownTier && durableStore) await ownTier.prepare(durableStore, log);
     listenSocket = await (worker ? listenShared : listenExclusive)(app, config.host, config.port);
     if (config.opsPort !== undefined && first) {
       ops = await startOpsListener(config.host, config.opsPort, { engine: store, metrics, log, router: routerOptions, database }).catch((err: unknown) => {
@@ -225,8 +228,6 @@ export async function startServer(
   const port = uws.us_socket_local_port(listenSocket);
   metrics.ready.set(1);
   reconcileJob?.start();
-  const durableStore = ownTier && first ? store.durableStore?.() : undefined;
-  if (ownTier && durableStore) await ownTier.prepare(durableStore, log);
   const durable =
     ownTier && (durableStore ? { tier: ownTier, ...ownTier.run(durableStore, log, metrics) } : { tier: ownTier, persister: undefined, sweep: undefined });
 

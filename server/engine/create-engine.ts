@@ -1,5 +1,6 @@
 import { type Logger, pino } from 'pino';
 import { type RedisSelection, redisTargetOf } from '../redis-target.js';
+import { redisFailure, redisServiceOf } from '../start-failure.js';
 import type { Engine, EngineOptions } from './engine.js';
 import { MemoryEngine } from './memory/memory-engine.js';
 import type { RedisDurableOptions } from './redis/redis-engine.js';
@@ -46,6 +47,8 @@ export async function createEngine(selection: EngineSelection): Promise<Engine> 
     ...(selection.health ? { health: selection.health } : {}),
     ...(selection.durable ? { durable: selection.durable } : {}),
     ...(selection.redisWaitReplicas ? { waitReplicas: { count: selection.redisWaitReplicas, timeoutMs: selection.redisWaitTimeoutMs ?? 1_000 } } : {}),
+  }).catch((err: unknown) => {
+    throw redisFailure(redisServiceOf(target), err);
   });
   try {
     await enforceRedisSettings(engine.masters(), selection.allowEviction ?? false, selection.log ?? pino({ level: 'silent' }));

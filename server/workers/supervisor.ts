@@ -117,31 +117,11 @@ export async function runWorkers(config: Config, log: Logger, count: number, sig
       });
     });
 
-  try {
-    await Promise.all(Array.from({ length: count }, (_, i) => spawn(i)));
-  } catch (err) {
-    stopping = true;
-    const reason = err instanceof Error ? err.message : String(err);
-    log.fatal({ event: 'start_failed', err: reason }, `cannot start: ${reason}`);
-    await Promise.all(slots.map((s) => s?.worker.terminate()));
-    process.exit(1);
-  }
-  log.info(
-    { event: 'listening', host: config.host, port, opsPort: config.opsPort, workers: count },
-    `listening on http://${config.host}:${port} with ${count} workers${config.opsPort !== undefined ? ` (operations on port ${config.opsPort})` : ''}`,
-  );
-
-  const stop = async (signal: string): Promise<void> => {
-    if (stopping) return;
-    stopping = true;
-    const started = Date.now();
-    log.info({ event: 'shutdown', signal, workers: count }, 'shutting down every worker: refusing new work, answering requests in flight, draining writes');
-    const bound = shutdownBoundMs(config.storeTimeoutMs);
-    const force = setTimeout(() => {
-      log.error({ event: 'shutdown_forced', boundMs: bound }, `shutdown took longer than ${bound} ms; exiting`);
-      process.exit(1);
-    }, bound);
-    force.unref();
+  /**
+   * Every worker closes its server (one still starting closes it once started), then the threads
+   * end: ending a thread whose uWS app still listens aborts the process. The exit codes of their closes.
+   */
+  const closeWorkers = async (): Promise<number[]> => {
     const codes = await Promise.all(
       slots.map(
         (s) =>
@@ -157,6 +137,40 @@ export async function runWorkers(config: Config, log: Logger, count: number, sig
     );
     await Promise.all(slots.map((s) => s?.worker.terminate()));
     guard.close();
+    return codes;
+  };
+  /** After this long, a shutdown that has not finished is abandoned: exit 1. */
+  const exitIfStuck = (): void => {
+    const bound = shutdownBoundMs(config.storeTimeoutMs);
+    const force = setTimeout(() => {
+      log.error({ event: 'shutdown_forced', boundMs: bound }, `shutdown took longer than ${bound} ms; exiting`);
+      process.exit(1);
+    }, bound);
+    force.unref();
+  };
+
+  try {
+    await Promise.all(Array.from({ length: count }, (_, i) => spawn(i)));
+  } catch (err) {
+    stopping = true;
+    const reason = err instanceof Error ? err.message : String(err);
+    log.fatal({ event: 'start_failed', err: reason }, `cannot start: ${reason}`);
+    exitIfStuck();
+    await closeWorkers();
+    process.exit(1);
+  }
+  log.info(
+    { event: 'listening', host: config.host, port, opsPort: config.opsPort, workers: count },
+    `listening on http://${config.host}:${port} with ${count} workers${config.opsPort !== undefined ? ` (operations on port ${config.opsPort})` : ''}`,
+  );
+
+  const stop = async (signal: string): Promise<void> => {
+    if (stopping) return;
+    stopping = true;
+    const started = Date.now();
+    log.info({ event: 'shutdown', signal, workers: count }, 'shutting down every worker: refusing new work, answering requests in flight, draining writes');
+    exitIfStuck();
+    const codes = await closeWorkers();
     log.info({ event: 'shutdown_done', ms: Date.now() - started }, 'bye');
     process.exit(codes.every((c) => c === 0) ? 0 : 1);
   };

@@ -11,12 +11,16 @@ export function outboxDdl(table: string): string[] {
   return [...OUTBOX_PARTS.flatMap((part) => part.create(table))];
 }
 
-/** A column of an outbox table: its DDL, and the type PostgreSQL reports for it (format_type). */
+/** A column of an outbox table: the type PostgreSQL reports for it (format_type), and its DDL after the name. */
 interface OutboxColumn {
   name: string;
-  ddl: string;
   type: 'bigint' | 'integer' | 'jsonb' | 'text' | 'timestamp with time zone';
+  ddl: string;
 }
+
+/** A column whose DDL type is the reported one unless `ddlType` says otherwise (bigserial is reported as bigint). */
+const column = (name: string, type: OutboxColumn['type'], rest: string, ddlType: string = type): OutboxColumn => ({ name, type, ddl: `${ddlType} ${rest}` });
+const TIME = 'timestamp with time zone';
 
 /**
  * The outbox's three tables, declared once: the DDL that creates them and the shape check of a
@@ -26,29 +30,25 @@ interface OutboxColumn {
 export const OUTBOX_TABLES: ReadonlyArray<{ suffix: '' | '_retry' | '_dead'; columns: readonly OutboxColumn[] }> = [
   {
     suffix: '',
-    columns: [
-      { name: 'id', ddl: 'bigserial PRIMARY KEY', type: 'bigint' },
-      { name: 'payload', ddl: 'jsonb NOT NULL', type: 'jsonb' },
-      { name: 'created_at', ddl: 'timestamptz NOT NULL DEFAULT now()', type: 'timestamp with time zone' },
-    ],
+    columns: [column('id', 'bigint', 'PRIMARY KEY', 'bigserial'), column('payload', 'jsonb', 'NOT NULL'), column('created_at', TIME, 'NOT NULL DEFAULT now()')],
   },
   {
     suffix: '_retry',
     columns: [
-      { name: 'id', ddl: 'bigint PRIMARY KEY', type: 'bigint' },
-      { name: 'attempts', ddl: 'integer NOT NULL', type: 'integer' },
-      { name: 'next_at', ddl: 'timestamptz NOT NULL', type: 'timestamp with time zone' },
-      { name: 'reason', ddl: 'text NOT NULL', type: 'text' },
+      column('id', 'bigint', 'PRIMARY KEY'),
+      column('attempts', 'integer', 'NOT NULL'),
+      column('next_at', TIME, 'NOT NULL'),
+      column('reason', 'text', 'NOT NULL'),
     ],
   },
   {
     suffix: '_dead',
     columns: [
-      { name: 'id', ddl: 'bigint PRIMARY KEY', type: 'bigint' },
-      { name: 'payload', ddl: 'jsonb NOT NULL', type: 'jsonb' },
-      { name: 'created_at', ddl: 'timestamptz NOT NULL', type: 'timestamp with time zone' },
-      { name: 'failed_at', ddl: 'timestamptz NOT NULL DEFAULT now()', type: 'timestamp with time zone' },
-      { name: 'reason', ddl: 'text NOT NULL', type: 'text' },
+      column('id', 'bigint', 'PRIMARY KEY'),
+      column('payload', 'jsonb', 'NOT NULL'),
+      column('created_at', TIME, 'NOT NULL'),
+      column('failed_at', TIME, 'NOT NULL DEFAULT now()'),
+      column('reason', 'text', 'NOT NULL'),
     ],
   },
 ];

@@ -71,9 +71,12 @@ export function postgresFailure(at: Omit<ServiceAt, 'service'>, err: unknown, do
   // Class 28 (authorization) and 3D (no such database): the login itself was refused.
   if (state?.startsWith('28') || state?.startsWith('3D')) return new StartFailure(`${where} refused the login: ${messageOf(err)}`, { cause: err });
   if (state) return new StartFailure(`${where} refused ${doing}: ${messageOf(err)}`, { cause: err });
-  // No SQLSTATE and no network error: something answered (or kept silent) that does not speak
-  // PostgreSQL's protocol (a Redis, an HTTP server on that port), or the pool timed out.
-  return new StartFailure(`${where} did not answer as PostgreSQL (${messageOf(err)})`, { cause: err });
+  // The connection was cut or timed out before any reply PostgreSQL would give: something that
+  // does not speak its protocol listens there (a Redis, an HTTP server), or nothing answers.
+  if (/Connection terminated|timeout|ended unexpectedly/i.test(messageOf(err))) {
+    return new StartFailure(`${where} did not answer as PostgreSQL (${messageOf(err)})`, { cause: err });
+  }
+  return new StartFailure(`${where}: ${messageOf(err)}`, { cause: err });
 }
 
 /** `err` from connecting to Redis at `at`, named; the engine's other refusals (settings, scripts) are left as they are. */

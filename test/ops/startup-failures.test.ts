@@ -1,3 +1,4 @@
+import { type AddressInfo, createServer } from 'node:net';
 import pg from 'pg';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -52,6 +53,18 @@ describe('start-up failures exit 1 with a line naming the cause', () => {
       await client.end();
     }
   };
+
+  it('a failure in the first worker after the other listens (OPS_PORT taken): the listening worker closes, exit 1', async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    try {
+      const port = (taken.address() as AddressInfo).port;
+      const msg = await failedStart({ OPS_PORT: String(port) });
+      expect(msg).toMatch(new RegExp(`^cannot start: OPS_PORT: .*127\\.0\\.0\\.1:${port}`));
+    } finally {
+      taken.close();
+    }
+  }, 180_000);
 
   it('DATABASE_URL at a closed port: PostgreSQL refused the connection', async () => {
     const msg = await failedStart({ DATABASE_URL: `postgres://postgres@127.0.0.1:${closedPort}/postgres` });

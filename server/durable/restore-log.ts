@@ -25,6 +25,7 @@ export class RestoreLog {
   private users = 0;
   private conversations = 0;
   private startedAt = 0;
+  private lastAt = 0;
   private quiet: NodeJS.Timeout | undefined;
   private longest: NodeJS.Timeout | undefined;
 
@@ -45,6 +46,7 @@ export class RestoreLog {
     if (n <= 0) return;
     if (kind === 'user') this.users += n;
     else this.conversations += n;
+    this.lastAt = Date.now();
     if (this.longest === undefined) {
       this.startedAt = Date.now();
       this.longest = setTimeout(() => this.flush(), this.options.longestMs ?? LONGEST_MS);
@@ -65,7 +67,8 @@ export class RestoreLog {
     if (users === 0 && conversations === 0) return;
     this.users = 0;
     this.conversations = 0;
-    const ms = Date.now() - this.startedAt;
+    // From the burst's first restore to its last: how long Redis was being filled again.
+    const ms = this.lastAt - this.startedAt;
     this.bursts.inc();
     this.log.info(
       { event: 'restored', users, conversations, source: this.options.source, ms },

@@ -1,5 +1,8 @@
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pino } from 'pino';
+import { Registry } from 'prom-client';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { RestoreLog } from '../../server/durable/restore-log.js';
 import { type LoggedServer, startLoggedServer } from '../helpers/logged-server.js';
 import { type PostgresServer, startPostgres } from '../helpers/postgres-server.js';
 import { type RedisServer, startRedisServer } from '../helpers/redis-server.js';
@@ -47,8 +50,8 @@ describe('restores from PostgreSQL are logged, one line per burst', () => {
     expect(server.lines.filter((l) => l.event === 'restored')).toEqual([]);
 
     await admin.flushall();
-    // Three touches close together: one burst.
-    for (const uid of ['alice', 'bob', 'carol']) await ok('GET', `/v1/users/${uid}/unread`);
+    // Three touches at once: one burst (its bounds are RestoreLog's, tested with a fake clock below).
+    await Promise.all(['alice', 'bob', 'carol'].map((uid) => ok('GET', `/v1/users/${uid}/unread`)));
     const line = await server.waitLog((l) => l.event === 'restored');
     expect(line.level).toBe(30);
     expect(line).toMatchObject({ users: 3, source: `PostgreSQL at 127.0.0.1:${postgres.port}` });
@@ -68,4 +71,48 @@ describe('restores from PostgreSQL are logged, one line per burst', () => {
     expect(server.lines.filter((l) => l.event === 'restored')).toHaveLength(2);
     expect(metricValue(await server.metrics(), 'redpoint_restore_bursts_total')).toBe(2);
   }, 60_000);
+});
+
+describe('RestoreLog: where a burst ends', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  function logged(): { restoreLog: RestoreLog; lines: Array<Record<string, unknown>>; registry: Registry } {
+    const lines: Array<Record<string, unknown>> = [];
+    const log = pino({ level: 'info' }, { write: (chunk: string) => lines.push(JSON.parse(chunk) as Record<string, unknown>) });
+    const registry = new Registry();
+    return { restoreLog: new RestoreLog(log, registry, { source: 'PostgreSQL at db:5432', quietMs: 1_000, longestMs: 30_000 }), lines, registry };
+  }
+
+  it('restores less than the quiet time apart are one line; a quiet second ends the burst', () => {
+    vi.useFakeTimers();
+    const { restoreLog, lines } = logged();
+    restoreLog.add('user', 2);
+    vi.advanceTimersByTime(900);
+    restoreLog.add('conversation', 1);
+    vi.advanceTimersByTime(900);
+    restoreLog.add('user', 1);
+    expect(lines).toEqual([]);
+    vi.advanceTimersByTime(1_000);
+    expect(lines).toMatchObject([{ event: 'restored', users: 3, conversations: 1, source: 'PostgreSQL at db:5432', ms: 1_800 }]);
+    restoreLog.add('user', 1);
+    vi.advanceTimersByTime(1_000);
+    expect(lines.map((l) => l.users)).toEqual([3, 1]);
+  });
+
+  it('a burst that goes on is reported every longest time; flush reports what is pending, once', async () => {
+    vi.useFakeTimers();
+    const { restoreLog, lines, registry } = logged();
+    for (let t = 0; t < 32; t++) {
+      restoreLog.add('user', 1);
+      vi.advanceTimersByTime(999);
+    }
+    expect(lines).toHaveLength(1);
+    restoreLog.flush();
+    restoreLog.flush();
+    expect(lines).toHaveLength(2);
+    expect(lines.map((l) => l.users)).toEqual([31, 1]);
+    expect((await registry.getSingleMetric('redpoint_restore_bursts_total')?.get())?.values[0]?.value).toBe(2);
+  });
 });

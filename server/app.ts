@@ -7,6 +7,7 @@ import type { ColdSweep } from './durable/cold-sweep.js';
 import { DbReconciler } from './durable/db-reconcile.js';
 import { DurableTier } from './durable/durable-tier.js';
 import type { Persister } from './durable/persister.js';
+import { RestoreLog } from './durable/restore-log.js';
 import { adminOf } from './engine/admin.js';
 import { createEngine } from './engine/create-engine.js';
 import type { Engine } from './engine/engine.js';
@@ -28,6 +29,7 @@ import { VERSION } from './ops/build-info.js';
 import { type OpsListener, startOpsListener } from './ops/ops-listener.js';
 import { type RunningQueues, startQueues } from './queue/start-queue.js';
 import { DEFAULT_STORE_TIMEOUT_MS, redisTargetOf } from './redis-target.js';
+import { addressOfUrl } from './start-failure.js';
 import { ConversationCap } from './sync/conversation-cap.js';
 import { DEFAULT_MAX_READ_AHEAD, ReadCap } from './sync/read-cap.js';
 import { SeqGuard } from './sync/seq-guard.js';
@@ -110,6 +112,8 @@ export async function startServer(
   // The durable tier first: the engine restores from it from its first request on.
   const ownTier = config.durable && !engine ? await DurableTier.open(config.durable, log) : undefined;
   const tier = ownTier ?? attachedTier;
+  const restoreLog =
+    ownTier && config.durable && new RestoreLog(log, metrics.registry, { source: `PostgreSQL at ${addressOfUrl(config.durable.databaseUrl, 5432)}` });
   const store =
     engine ??
     (await createEngine({
@@ -130,7 +134,10 @@ export async function startServer(
       durable: ownTier && {
         backing: ownTier.pg,
         activityEveryMs: ownTier.activityEveryMs,
-        onRestore: (kind, n) => metrics.restored.inc({ kind }, n),
+        onRestore: (kind, n) => {
+          metrics.restored.inc({ kind }, n);
+          restoreLog?.add(kind, n);
+        },
       },
     }).catch(async (err: unknown) => {
       await ownTier?.close();
@@ -196,6 +203,7 @@ export async function startServer(
         })
       : undefined;
 
+  const durableStore = ownTier && first ? store.durableStore?.() : undefined;
   let listenSocket: us_listen_socket;
   let ops: OpsListener | undefined;
   let queues: RunningQueues | undefined;
@@ -205,6 +213,8 @@ export async function startServer(
     if (first && config.queue) {
       queues = await startQueues(config.queue, { sync, seqGuard, onMessages: (n) => metrics.ingestMessageCounts.add('', n) }, metrics.registry, log);
     }
+    // Before serving, and before the port is taken: a failure here leaves nothing listening.
+    if (ownTier && durableStore) await ownTier.prepare(durableStore, log);
     listenSocket = await (worker ? listenShared : listenExclusive)(app, config.host, config.port);
     if (config.opsPort !== undefined && first) {
       ops = await startOpsListener(config.host, config.opsPort, { engine: store, metrics, log, router: routerOptions, database }).catch((err: unknown) => {
@@ -225,8 +235,6 @@ export async function startServer(
   const port = uws.us_socket_local_port(listenSocket);
   metrics.ready.set(1);
   reconcileJob?.start();
-  const durableStore = ownTier && first ? store.durableStore?.() : undefined;
-  if (ownTier && durableStore) await ownTier.prepare(durableStore, log);
   const durable =
     ownTier && (durableStore ? { tier: ownTier, ...ownTier.run(durableStore, log, metrics) } : { tier: ownTier, persister: undefined, sweep: undefined });
 
@@ -252,6 +260,7 @@ export async function startServer(
       // The drainer's pass in flight finishes (its marks are cleared or stay in Redis for the next process).
       await ownTier?.close();
       await store.close();
+      restoreLog?.flush();
       // Clients still sending on keep-alive connections get their 503 (and a close) first.
       await Promise.all([router.quiet(QUIET_MS, MAX_LINGER_MS), ops?.router.quiet(QUIET_MS, MAX_LINGER_MS)]);
       // What a client whose request fails from here on can rely on: 0 unanswered means it was never read.

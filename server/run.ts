@@ -81,10 +81,9 @@ export async function runRedpoint(options: RunOptions = {}): Promise<void> {
       server = await startServer(config, log, undefined, undefined, routes);
     } catch (err) {
       // A start-up failure (store unreachable, port taken, Redis settings refused, native module) is
-      // one clear line, not a stack.
+      // one clear line, not a stack; a service unreached is named with its variable (start-failure.ts).
       const reason = err instanceof Error ? err.message : String(err);
-      const hint = where && /connect|not ready/i.test(reason) ? ` (is Redis reachable at ${where}?)` : '';
-      log.fatal({ event: 'start_failed', err: reason }, `cannot start: ${reason}${hint}`);
+      log.fatal({ event: 'start_failed', err: reason }, `cannot start: ${reason}`);
       process.exit(1);
     }
     log.info(

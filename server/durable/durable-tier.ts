@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { DurableConfig } from '../config.js';
 import type { DurableStore } from '../engine/durable-backing.js';
 import type { Metrics } from '../metrics/metrics.js';
+import { addressOfUrl, postgresFailure } from '../start-failure.js';
 import { ColdSweep } from './cold-sweep.js';
 import { Persister } from './persister.js';
 import { PgStore } from './pg-store.js';
@@ -36,7 +37,7 @@ export class DurableTier {
       return new DurableTier(pg, config);
     } catch (err) {
       await pg.close().catch(() => undefined);
-      throw err;
+      throw postgresFailure({ variable: 'DATABASE_URL', address: addressOfUrl(config.databaseUrl, 5432) }, err, "the durable tier's schema");
     }
   }
 

@@ -1,5 +1,7 @@
+import type { Redis } from 'ioredis';
 import { type Logger, pino } from 'pino';
-import { type RedisSelection, redisTargetOf } from '../redis-target.js';
+import { formatNode, type RedisSelection, redisTargetOf, type SentinelTarget } from '../redis-target.js';
+import { redisFailure, redisServiceOf } from '../start-failure.js';
 import type { Engine, EngineOptions } from './engine.js';
 import { MemoryEngine } from './memory/memory-engine.js';
 import type { RedisDurableOptions } from './redis/redis-engine.js';
@@ -46,12 +48,30 @@ export async function createEngine(selection: EngineSelection): Promise<Engine> 
     ...(selection.health ? { health: selection.health } : {}),
     ...(selection.durable ? { durable: selection.durable } : {}),
     ...(selection.redisWaitReplicas ? { waitReplicas: { count: selection.redisWaitReplicas, timeoutMs: selection.redisWaitTimeoutMs ?? 1_000 } } : {}),
+  }).catch((err: unknown) => {
+    throw redisFailure(redisServiceOf(target), err);
   });
   try {
-    await enforceRedisSettings(engine.masters(), selection.allowEviction ?? false, selection.log ?? pino({ level: 'silent' }));
+    await enforceRedisSettings(engine.masters(), selection.allowEviction ?? false, selection.log ?? pino({ level: 'silent' }), {
+      durable: selection.durable !== undefined,
+      ...(target.sentinel ? { nameOf: sentinelMasterName(target.sentinel) } : {}),
+    });
   } catch (err) {
     await engine.close();
     throw err;
   }
   return engine;
+}
+
+/**
+ * A master reached through Sentinels, as the configuration names it: its name, the address the
+ * Sentinels gave (the connection's peer: its options still hold ioredis's default localhost:6379)
+ * and the Sentinels asked.
+ */
+function sentinelMasterName(sentinel: SentinelTarget): (node: Redis) => string {
+  return (node) => {
+    const peer = node.stream?.remoteAddress;
+    const at = peer ? ` at ${peer.includes(':') ? `[${peer}]` : peer}:${node.stream.remotePort}` : '';
+    return `master ${sentinel.name}${at} (Sentinels ${sentinel.sentinels.map(formatNode).join(',')})`;
+  };
 }

@@ -1,6 +1,7 @@
 import pg from 'pg';
 import type { Logger } from 'pino';
-import { backlogSql, channelOf, OUTBOX_PARTS, settleSql, takeSql } from './outbox-sql.js';
+import { addressOfUrl, postgresFailure, StartFailure } from '../start-failure.js';
+import { backlogSql, COLUMNS_SQL, channelOf, OUTBOX_PARTS, settleSql, shapeProblems, takeSql } from './outbox-sql.js';
 import type { Outcome } from './outcome.js';
 import type { Delivery, DeliveryBatch, QueueSource } from './source.js';
 
@@ -45,24 +46,40 @@ export class OutboxSource implements QueueSource {
   }
 
   async open(): Promise<void> {
-    const client = await this.pool.connect();
+    const client = await this.pool.connect().catch((err: unknown) => {
+      throw this.failure(err, 'the login');
+    });
     try {
       await client.query('BEGIN');
       // Two processes starting at once must not race CREATE ... IF NOT EXISTS (it is not atomic).
       await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`${this.lockKey}:ddl`]);
+      const { table } = this.options;
+      // The table first: one of the wrong shape is refused before anything is created beside it
+      // (and the transaction takes back whatever was).
       for (const part of OUTBOX_PARTS) {
-        const found = await client.query<{ ok: boolean }>(part.exists(this.options.table));
-        if (found.rows[0]?.ok) continue;
-        for (const statement of part.create(this.options.table)) await client.query(statement);
+        const found = await client.query<{ ok: boolean }>(part.exists(table));
+        if (found.rows[0]?.ok) {
+          if (part.suffix === undefined) continue;
+          const columns = await client.query<{ name: string | null; type: string | null; kind: string }>(COLUMNS_SQL, [`${table}${part.suffix}`]);
+          const problems = shapeProblems(part.suffix, columns.rows);
+          if (problems.length > 0) throw new StartFailure(`INGEST_OUTBOX_TABLE: ${table}${part.suffix} is not an outbox table: ${problems.join('; ')}`);
+          continue;
+        }
+        for (const statement of part.create(table)) await client.query(statement);
       }
       await client.query('COMMIT');
     } catch (err) {
       await client.query('ROLLBACK').catch(() => undefined);
-      throw new Error(`outbox ${this.options.table}: cannot create its tables: ${(err as Error).message}`, { cause: err });
+      throw this.failure(err, "the outbox's tables");
     } finally {
       client.release();
     }
     await this.listen();
+  }
+
+  /** A start-up failure naming INGEST_OUTBOX_URL and where it points. */
+  private failure(err: unknown, doing: string): Error {
+    return postgresFailure({ variable: 'INGEST_OUTBOX_URL', address: addressOfUrl(this.options.url, 5432) }, err, doing);
   }
 
   async next(max: number, signal: AbortSignal): Promise<DeliveryBatch | null> {

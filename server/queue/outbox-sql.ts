@@ -11,30 +11,93 @@ export function outboxDdl(table: string): string[] {
   return [...OUTBOX_PARTS.flatMap((part) => part.create(table))];
 }
 
+/** A column of an outbox table: the type PostgreSQL reports for it (format_type), and its DDL after the name. */
+interface OutboxColumn {
+  name: string;
+  type: 'bigint' | 'integer' | 'jsonb' | 'text' | 'timestamp with time zone';
+  ddl: string;
+}
+
+/** A column whose DDL type is the reported one unless `ddlType` says otherwise (bigserial is reported as bigint). */
+const column = (name: string, type: OutboxColumn['type'], rest: string, ddlType: string = type): OutboxColumn => ({ name, type, ddl: `${ddlType} ${rest}` });
+const TIME = 'timestamp with time zone';
+
+/**
+ * The outbox's three tables, declared once: the DDL that creates them and the shape check of a
+ * table that exists (`shapeProblems`) both come from here. These are the columns the reader and
+ * the settlement statements below use; a table may have more.
+ */
+export const OUTBOX_TABLES: ReadonlyArray<{ suffix: '' | '_retry' | '_dead'; columns: readonly OutboxColumn[] }> = [
+  {
+    suffix: '',
+    columns: [column('id', 'bigint', 'PRIMARY KEY', 'bigserial'), column('payload', 'jsonb', 'NOT NULL'), column('created_at', TIME, 'NOT NULL DEFAULT now()')],
+  },
+  {
+    suffix: '_retry',
+    columns: [
+      column('id', 'bigint', 'PRIMARY KEY'),
+      column('attempts', 'integer', 'NOT NULL'),
+      column('next_at', TIME, 'NOT NULL'),
+      column('reason', 'text', 'NOT NULL'),
+    ],
+  },
+  {
+    suffix: '_dead',
+    columns: [
+      column('id', 'bigint', 'PRIMARY KEY'),
+      column('payload', 'jsonb', 'NOT NULL'),
+      column('created_at', TIME, 'NOT NULL'),
+      column('failed_at', TIME, 'NOT NULL DEFAULT now()'),
+      column('reason', 'text', 'NOT NULL'),
+    ],
+  },
+];
+
+/** The columns of an existing table (name and format_type), or no rows when it does not exist; $1 is the table name. */
+export const COLUMNS_SQL = `SELECT a.attname AS name, format_type(a.atttypid, a.atttypmod) AS type, c.relkind AS kind
+  FROM pg_class c LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+  WHERE c.oid = to_regclass($1)`;
+
+/**
+ * What is wrong with an existing table as outbox table `suffix` (empty: nothing), from its
+ * columns as COLUMNS_SQL lists them: not a table, a column of another type, columns missing.
+ */
+export function shapeProblems(
+  suffix: (typeof OUTBOX_TABLES)[number]['suffix'],
+  found: ReadonlyArray<{ name: string | null; type: string | null; kind: string }>,
+): string[] {
+  const spec = OUTBOX_TABLES.find((t) => t.suffix === suffix);
+  if (!spec) throw new Error(`no outbox table ${suffix}`);
+  const kind = found[0]?.kind;
+  // r: a table, p: a partitioned table. A view, a sequence, an index cannot hold the rows.
+  if (kind !== undefined && kind !== 'r' && kind !== 'p') return ['it is not a table'];
+  const types = new Map(found.map((c) => [c.name, c.type]));
+  const problems: string[] = [];
+  const missing: string[] = [];
+  for (const column of spec.columns) {
+    const type = types.get(column.name);
+    if (type === undefined) missing.push(`${column.name} (${column.type})`);
+    else if (type !== column.type) problems.push(`${column.name} is ${type} (an outbox needs ${column.type})`);
+  }
+  if (missing.length > 0) problems.push(`it lacks ${missing.join(', ')}`);
+  return problems;
+}
+
 /**
  * Each object of the outbox, how to tell it exists and how to create it: Redpoint creates only
  * what is missing, so a message service that owns the tables need grant it no more than
- * SELECT, INSERT, UPDATE and DELETE on them.
+ * SELECT, INSERT, UPDATE and DELETE on them. A table has `suffix`; its shape is checked when it exists.
  */
-export const OUTBOX_PARTS: ReadonlyArray<{ exists: (table: string) => string; create: (table: string) => string[] }> = [
-  {
-    exists: (table) => `SELECT to_regclass('${table}') IS NOT NULL AS ok`,
-    create: (table) => [
-      `CREATE TABLE IF NOT EXISTS ${table} (id bigserial PRIMARY KEY, payload jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now())`,
-    ],
-  },
-  {
-    exists: (table) => `SELECT to_regclass('${table}_retry') IS NOT NULL AS ok`,
-    create: (table) => [
-      `CREATE TABLE IF NOT EXISTS ${table}_retry (id bigint PRIMARY KEY, attempts integer NOT NULL, next_at timestamptz NOT NULL, reason text NOT NULL)`,
-    ],
-  },
-  {
-    exists: (table) => `SELECT to_regclass('${table}_dead') IS NOT NULL AS ok`,
-    create: (table) => [
-      `CREATE TABLE IF NOT EXISTS ${table}_dead (id bigint PRIMARY KEY, payload jsonb NOT NULL, created_at timestamptz NOT NULL, failed_at timestamptz NOT NULL DEFAULT now(), reason text NOT NULL)`,
-    ],
-  },
+export const OUTBOX_PARTS: ReadonlyArray<{
+  suffix?: (typeof OUTBOX_TABLES)[number]['suffix'];
+  exists: (table: string) => string;
+  create: (table: string) => string[];
+}> = [
+  ...OUTBOX_TABLES.map((spec) => ({
+    suffix: spec.suffix,
+    exists: (table: string) => `SELECT to_regclass('${table}${spec.suffix}') IS NOT NULL AS ok`,
+    create: (table: string) => [`CREATE TABLE IF NOT EXISTS ${table}${spec.suffix} (${spec.columns.map((c) => `${c.name} ${c.ddl}`).join(', ')})`],
+  })),
   {
     exists: (table) => `SELECT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = to_regclass('${table}') AND tgname = '${lastPart(table)}_notify') AS ok`,
     create: (table) => [

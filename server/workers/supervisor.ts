@@ -5,6 +5,7 @@ import { AggregatorRegistry, type MetricObjectWithValues, type MetricValue } fro
 import { shutdownBoundMs } from '../app.js';
 import type { Config } from '../config.js';
 import { exitAtOnce, type StopSignals } from '../stop-signals.js';
+import { checkServices } from './check-services.js';
 import type { FromWorker, ToWorker, WorkerStart } from './messages.js';
 import { claimPort, probePort } from './port-guard.js';
 
@@ -25,7 +26,7 @@ interface Slot {
  * WORKERS=N (Redis engines): N server threads in this process serve one port, each with its own
  * uWS app, event loop and store connections; pushes cross threads through the store's pub/sub as
  * they cross processes. This thread only supervises: it checks the port is free and holds its
- * guard (so no second Redpoint joins it by accident), starts the workers, starts again one that
+ * guard (so no second Redpoint joins it by accident), checks PostgreSQL (check-services.ts), starts the workers, starts again one that
  * dies, assembles /metrics from all of them, and on SIGTERM/SIGINT shuts them all down.
  */
 export async function runWorkers(config: Config, log: Logger, count: number, signals: StopSignals, routesModule?: string): Promise<void> {
@@ -34,6 +35,7 @@ export async function runWorkers(config: Config, log: Logger, count: number, sig
   try {
     port = await probePort(config.host, config.port);
     guard = await claimPort(config.host, port);
+    await checkServices(config, log);
   } catch (err) {
     const reason = err instanceof Error ? err.message : String(err);
     log.fatal({ event: 'start_failed', err: reason }, `cannot start: ${reason}`);
@@ -117,31 +119,11 @@ export async function runWorkers(config: Config, log: Logger, count: number, sig
       });
     });
 
-  try {
-    await Promise.all(Array.from({ length: count }, (_, i) => spawn(i)));
-  } catch (err) {
-    stopping = true;
-    const reason = err instanceof Error ? err.message : String(err);
-    log.fatal({ event: 'start_failed', err: reason }, `cannot start: ${reason}`);
-    await Promise.all(slots.map((s) => s?.worker.terminate()));
-    process.exit(1);
-  }
-  log.info(
-    { event: 'listening', host: config.host, port, opsPort: config.opsPort, workers: count },
-    `listening on http://${config.host}:${port} with ${count} workers${config.opsPort !== undefined ? ` (operations on port ${config.opsPort})` : ''}`,
-  );
-
-  const stop = async (signal: string): Promise<void> => {
-    if (stopping) return;
-    stopping = true;
-    const started = Date.now();
-    log.info({ event: 'shutdown', signal, workers: count }, 'shutting down every worker: refusing new work, answering requests in flight, draining writes');
-    const bound = shutdownBoundMs(config.storeTimeoutMs);
-    const force = setTimeout(() => {
-      log.error({ event: 'shutdown_forced', boundMs: bound }, `shutdown took longer than ${bound} ms; exiting`);
-      process.exit(1);
-    }, bound);
-    force.unref();
+  /**
+   * Every worker closes its server (one still starting closes it once started), then the threads
+   * end: ending a thread whose uWS app still listens aborts the process. The exit codes of their closes.
+   */
+  const closeWorkers = async (): Promise<number[]> => {
     const codes = await Promise.all(
       slots.map(
         (s) =>
@@ -157,6 +139,40 @@ export async function runWorkers(config: Config, log: Logger, count: number, sig
     );
     await Promise.all(slots.map((s) => s?.worker.terminate()));
     guard.close();
+    return codes;
+  };
+  /** After this long, a shutdown that has not finished is abandoned: exit 1. */
+  const exitIfStuck = (): void => {
+    const bound = shutdownBoundMs(config.storeTimeoutMs);
+    const force = setTimeout(() => {
+      log.error({ event: 'shutdown_forced', boundMs: bound }, `shutdown took longer than ${bound} ms; exiting`);
+      process.exit(1);
+    }, bound);
+    force.unref();
+  };
+
+  try {
+    await Promise.all(Array.from({ length: count }, (_, i) => spawn(i)));
+  } catch (err) {
+    stopping = true;
+    const reason = err instanceof Error ? err.message : String(err);
+    log.fatal({ event: 'start_failed', err: reason }, `cannot start: ${reason}`);
+    exitIfStuck();
+    await closeWorkers();
+    process.exit(1);
+  }
+  log.info(
+    { event: 'listening', host: config.host, port, opsPort: config.opsPort, workers: count },
+    `listening on http://${config.host}:${port} with ${count} workers${config.opsPort !== undefined ? ` (operations on port ${config.opsPort})` : ''}`,
+  );
+
+  const stop = async (signal: string): Promise<void> => {
+    if (stopping) return;
+    stopping = true;
+    const started = Date.now();
+    log.info({ event: 'shutdown', signal, workers: count }, 'shutting down every worker: refusing new work, answering requests in flight, draining writes');
+    exitIfStuck();
+    const codes = await closeWorkers();
     log.info({ event: 'shutdown_done', ms: Date.now() - started }, 'bye');
     process.exit(codes.every((c) => c === 0) ? 0 : 1);
   };

@@ -22,6 +22,34 @@ let nextId = 0;
 const waiting = new Map<number, (text: string) => void>();
 let server: RunningServer | undefined;
 
+/** The server, or undefined when it failed to start (the supervisor heard why). */
+const starting = (async (): Promise<RunningServer | undefined> => {
+  try {
+    const routes = start.routesModule ? await loadRouteHook(start.routesModule) : undefined;
+    server = await startServer(
+      config,
+      log,
+      undefined,
+      {
+        index: start.index,
+        count: start.count,
+        exposition: () =>
+          new Promise<string>((resolve) => {
+            const id = ++nextId;
+            waiting.set(id, resolve);
+            send({ t: 'metrics?', id });
+          }),
+      },
+      routes,
+    );
+    send({ t: 'ready', port: server.port });
+    return server;
+  } catch (err) {
+    send({ t: 'failed', message: err instanceof Error ? err.message : String(err) });
+    return undefined;
+  }
+})();
+
 port.on('message', (message: ToWorker) => {
   switch (message.t) {
     case 'collect':
@@ -32,33 +60,15 @@ port.on('message', (message: ToWorker) => {
       waiting.delete(message.id);
       return;
     case 'shutdown':
-      void (server?.close() ?? Promise.resolve()).then(
-        () => send({ t: 'closed', code: 0 }),
-        () => send({ t: 'closed', code: 1 }),
-      );
+      // A shutdown that comes while the server is still starting (another worker failed to
+      // start) waits for it and closes it: a thread ended with its port still listening aborts
+      // the whole process (uv_loop_close() while having open handles).
+      void starting
+        .then((s) => s?.close())
+        .then(
+          () => send({ t: 'closed', code: 0 }),
+          () => send({ t: 'closed', code: 1 }),
+        );
       return;
   }
 });
-
-try {
-  const routes = start.routesModule ? await loadRouteHook(start.routesModule) : undefined;
-  server = await startServer(
-    config,
-    log,
-    undefined,
-    {
-      index: start.index,
-      count: start.count,
-      exposition: () =>
-        new Promise<string>((resolve) => {
-          const id = ++nextId;
-          waiting.set(id, resolve);
-          send({ t: 'metrics?', id });
-        }),
-    },
-    routes,
-  );
-  send({ t: 'ready', port: server.port });
-} catch (err) {
-  send({ t: 'failed', message: err instanceof Error ? err.message : String(err) });
-}

@@ -2,6 +2,8 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { judgeRedisSettings } from '../../server/engine/redis/settings-check.js';
 import { startLoggedServer } from '../helpers/logged-server.js';
+import { startPostgres } from '../helpers/postgres-server.js';
+import { startSentinel } from '../helpers/redis-sentinel.js';
 import { type RedisServer, startRedisServer } from '../helpers/redis-server.js';
 import { spawnServer } from '../helpers/server-process.js';
 
@@ -47,6 +49,44 @@ describe("Redis's settings at start", () => {
       await admin.config('SET', 'appendonly', 'no');
     }
   });
+
+  it('persistence off under the durable tier: the warning says what a restart loses (what PostgreSQL lacks), not every count', async () => {
+    const postgres = await startPostgres();
+    try {
+      const s = await startLoggedServer({ REDIS_URL: redis.url, DATABASE_URL: await postgres.createDatabase('settings') });
+      try {
+        const warning = s.lines.find((l) => l.event === 'redis_persistence_off');
+        expect(warning?.msg).not.toMatch(/every count/);
+        expect(warning?.msg).toMatch(
+          new RegExp(
+            `^Redis 127\\.0\\.0\\.1:${redis.port} has no persistence .*: a Redis restart loses the changes the durable tier has not yet written to PostgreSQL`,
+          ),
+        );
+      } finally {
+        await s.close();
+      }
+    } finally {
+      await postgres.stop();
+    }
+  }, 60_000);
+
+  it('behind Sentinels, the warning names the master and the Sentinels configured, not a default address', async () => {
+    const deployment = await startSentinel({ replicas: 0 });
+    try {
+      const master = await deployment.master();
+      const s = await startLoggedServer({ REDIS_SENTINELS: deployment.sentinelList, REDIS_SENTINEL_MASTER: deployment.name });
+      try {
+        const warning = s.lines.find((l) => l.event === 'redis_persistence_off');
+        const node = `master ${deployment.name} at 127.0.0.1:${master.port} (Sentinels ${deployment.sentinelList})`;
+        expect(warning?.node).toBe(node);
+        expect(warning?.msg).toMatch(new RegExp(`^Redis ${node.replace(/[.()]/g, '\\$&')} has no persistence`));
+      } finally {
+        await s.close();
+      }
+    } finally {
+      await deployment.stop();
+    }
+  }, 60_000);
 
   it('a maxmemory-policy that evicts keys: refuses to start (exit 1) unless REDIS_ALLOW_EVICTION is set', async () => {
     await admin.config('SET', 'maxmemory-policy', 'allkeys-lru');

@@ -171,13 +171,19 @@ export class RedisEngine implements Engine {
     const whole = `engine@${address}`;
     if (client instanceof Cluster) watchCluster(health, 'engine', client);
     else watchRedis(health, whole, client);
-    const swallow = (): void => {}; // connect() rejects with the same error
+    // connect() rejects with "Connection is closed." once ioredis gives up; the socket's own
+    // error (ECONNREFUSED, ENOTFOUND...) came as an event before it and says why.
+    let socketError: Error | undefined;
+    const swallow = (err: Error): void => {
+      socketError = err;
+    };
     client.on('error', swallow);
     try {
       const library = buildLibrary();
       await client.connect().catch((err: unknown) => {
-        const reason = err instanceof Error ? err.message : String(err);
-        throw new StoreUnavailableError('not_ready', `cannot connect to Redis: ${reason}`, { cause: err });
+        const cause = socketError ?? err;
+        const reason = cause instanceof Error ? cause.message : String(cause);
+        throw new StoreUnavailableError('not_ready', `cannot connect to Redis: ${reason}`, { cause });
       });
       const waits: RunWaits = { deadline: () => health.waitDeadline(whole, timeoutMs), failed: (err) => health.failed(err) };
       // On a cluster, the library is loaded on each new master connection before user scripts use it.

@@ -29,8 +29,7 @@ export interface Verdict {
  * Reads the settings with CONFIG GET; where CONFIG is not allowed (managed Redis services rename
  * or deny it), falls back to INFO, which shows AOF and the eviction policy but not RDB save points.
  */
-async function readRedisSettings(node: Redis): Promise<RedisSettings> {
-  const name = redisAddress(node);
+async function readRedisSettings(node: Redis, name: string): Promise<RedisSettings> {
   try {
     const get = async (param: string): Promise<string | undefined> => {
       const reply = (await node.call('CONFIG', 'GET', param)) as string[];
@@ -51,8 +50,18 @@ async function readRedisSettings(node: Redis): Promise<RedisSettings> {
   }
 }
 
-/** What the settings of every master mean for Redpoint's counts. */
-export function judgeRedisSettings(all: readonly RedisSettings[], allowEviction: boolean): Verdict {
+/**
+ * What the settings of every master mean for Redpoint's counts. Under the durable tier
+ * (`durable`), a Redis that loses its data loses only what the drainer has not yet written to
+ * PostgreSQL: the rest is restored on touch.
+ */
+export function judgeRedisSettings(all: readonly RedisSettings[], allowEviction: boolean, durable = false): Verdict {
+  const restartLoses = durable
+    ? 'a Redis restart loses the changes the durable tier has not yet written to PostgreSQL (up to PERSIST_INTERVAL_MS of them; the rest is restored on touch)'
+    : 'a Redis restart resets every count to zero';
+  const crashLoses = durable
+    ? 'a crash loses the writes since the last snapshot that the durable tier has not yet written to PostgreSQL'
+    : 'a crash loses every write since the last snapshot';
   const warnings: Finding[] = [];
   const evicting: string[] = [];
   for (const s of all) {
@@ -60,13 +69,13 @@ export function judgeRedisSettings(all: readonly RedisSettings[], allowEviction:
       warnings.push({
         event: 'redis_persistence_off',
         node: s.node,
-        message: `Redis ${s.node} has no persistence (appendonly no, no save points): a Redis restart resets every count to zero. Set appendonly yes and appendfsync everysec (docs/operations.md, Production checklist).`,
+        message: `Redis ${s.node} has no persistence (appendonly no, no save points): ${restartLoses}. Set appendonly yes and appendfsync everysec (docs/operations.md, Production checklist).`,
       });
     } else if (s.aof === false && s.rdb === true) {
       warnings.push({
         event: 'redis_persistence_rdb_only',
         node: s.node,
-        message: `Redis ${s.node} persists with RDB snapshots only: a crash loses every write since the last snapshot. Set appendonly yes and appendfsync everysec.`,
+        message: `Redis ${s.node} persists with RDB snapshots only: ${crashLoses}. Set appendonly yes and appendfsync everysec.`,
       });
     } else if (s.aof === undefined) {
       warnings.push({
@@ -101,9 +110,18 @@ export function judgeRedisSettings(all: readonly RedisSettings[], allowEviction:
   };
 }
 
+/** What the check knows of the deployment, so that its findings are true of it. */
+export interface SettingsContext {
+  /** How a master is named in a finding (default: its connection's host:port). */
+  nameOf?: (node: Redis) => string;
+  /** The durable tier is on (DATABASE_URL). */
+  durable?: boolean;
+}
+
 /** Reads every master's settings, logs the warnings, and throws when Redpoint must not start. */
-export async function enforceRedisSettings(masters: readonly Redis[], allowEviction: boolean, log: Logger): Promise<void> {
-  const verdict = judgeRedisSettings(await Promise.all(masters.map(readRedisSettings)), allowEviction);
+export async function enforceRedisSettings(masters: readonly Redis[], allowEviction: boolean, log: Logger, context: SettingsContext = {}): Promise<void> {
+  const nameOf = context.nameOf ?? redisAddress;
+  const verdict = judgeRedisSettings(await Promise.all(masters.map((node) => readRedisSettings(node, nameOf(node)))), allowEviction, context.durable);
   for (const w of verdict.warnings) log.warn({ event: w.event, node: w.node }, w.message);
   if (verdict.refusal) throw new Error(verdict.refusal);
 }

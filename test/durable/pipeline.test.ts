@@ -441,9 +441,11 @@ describe('durable tier: the drain pipeline', () => {
     // hd-c1's, which the heads' upsert holds by then: PostgreSQL aborts the first to wait, the heads.
     await stack.sql.query('BEGIN');
     await stack.sql.query("UPDATE redpoint_conversations SET max_seq = max_seq WHERE conv = 'hd-c2'");
+    const gen = async (conv: string): Promise<number> => Number((await store.readConversation(conv))?.gen);
+    const [gen1, gen2] = [await gen('hd-c1'), await gen('hd-c2')];
     const heads = pg.writeHeads([
-      { conv: 'hd-c1', maxSeq: 7 },
-      { conv: 'hd-c2', maxSeq: 8 },
+      { conv: 'hd-c1', maxSeq: 7, gen: gen1 },
+      { conv: 'hd-c2', maxSeq: 8, gen: gen2 },
     ]);
     await new Promise((resolve) => setTimeout(resolve, 200));
     await stack.sql.query("UPDATE redpoint_conversations SET max_seq = max_seq WHERE conv = 'hd-c1'");

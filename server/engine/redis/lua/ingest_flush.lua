@@ -147,8 +147,7 @@ for _, uid in ipairs(users) do
   apply[n + 1], apply[n + 2], apply[n + 3], apply[n + 4] = uid, op.count, '', check
   n = n + 4
   while op do
-    apply[n + 1], apply[n + 2], apply[n + 3], apply[n + 4], apply[n + 5] = 'm', op.conv, op.lastSeq, op.readSeq, op.mentions
-    apply[n + 6] = genOf[op.conv]
+    apply[n + 1], apply[n + 2], apply[n + 3], apply[n + 4], apply[n + 5], apply[n + 6] = 'm', op.conv, op.lastSeq, op.readSeq, op.mentions, genOf[op.conv]
     n = n + 6
     op = op.after
   end

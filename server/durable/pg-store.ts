@@ -74,7 +74,7 @@ export class PgStore implements DurableBacking {
     await againIfDeadlocked(() => this.pool.query(UPSERT_HEADS, values));
   }
 
-  /** A conversation's whole state: replaces its roster unless the stored generation is newer. */
+  /** A conversation's whole state: replaces its roster and head unless the stored generation is newer. */
   writeConversation(conv: string, state: PersistedConversation): Promise<void> {
     return this.writeConversations([{ conv, state }]);
   }
@@ -82,8 +82,9 @@ export class PgStore implements DurableBacking {
   /**
    * Several conversations' whole states in one transaction of a few statements (the drainer's
    * rosters: one transaction each took ~8 round trips, ~300 rosters a second). Per conversation as
-   * writeConversation: nothing at or below its deletion's tombstone, only the head raised where the
-   * stored generation is newer, otherwise the row and its members replaced.
+   * writeConversation: nothing at or below its deletion's tombstone, nothing where the stored
+   * generation is newer (its head too was read after this one: a head read at an older generation
+   * may be one a rebase lowered since), otherwise the row and its members replaced.
    */
   async writeConversations(items: ReadonlyArray<{ conv: string; state: PersistedConversation }>): Promise<void> {
     const byConv = new Map<string, PersistedConversation>();
@@ -107,20 +108,14 @@ export class PgStore implements DurableBacking {
       );
       const tombstone = new Map(deleted.rows.map((r) => [r.conv, Number(r.gen)]));
       const storedGen = new Map(stored.rows.map((r) => [r.conv, Number(r.gen)]));
-      const raise = { conv: [] as string[], maxSeq: [] as string[], gen: [] as string[] };
       const whole: Array<{ conv: string; state: PersistedConversation }> = [];
       for (const conv of convs) {
         const state = byConv.get(conv) as PersistedConversation;
         const gone = tombstone.get(conv);
         if (gone !== undefined && gone >= state.gen) continue;
         const gen = storedGen.get(conv);
-        if (gen !== undefined && gen > state.gen) {
-          raise.conv.push(conv);
-          raise.maxSeq.push(String(state.maxSeq));
-          raise.gen.push(String(state.gen));
-        } else whole.push({ conv, state });
+        if (gen === undefined || gen <= state.gen) whole.push({ conv, state });
       }
-      if (raise.conv.length > 0) await client.query(RAISE_HEADS, [raise.conv, raise.maxSeq, raise.gen]);
       if (whole.length === 0) return;
       await client.query(UPSERT_CONVERSATIONS, [
         whole.map((w) => w.conv),
@@ -529,11 +524,6 @@ const UPSERT_CONVERSATIONS = `
   ON CONFLICT (conv) DO UPDATE SET
     ${headAt('EXCLUDED.max_seq', 'EXCLUDED.gen')}, large = EXCLUDED.large, category = EXCLUDED.category,
     gen = EXCLUDED.gen, rewrite_gen = EXCLUDED.rewrite_gen, updated_at = now()`;
-
-/** Where the stored generation is newer than the roster read from Redis, only the head moves. */
-const RAISE_HEADS = `
-  UPDATE redpoint_conversations AS t SET ${headAt('v.max_seq', 'v.gen')}, updated_at = now()
-  FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS v(conv, max_seq, gen) WHERE t.conv = v.conv`;
 
 /** Members of the conversations $1 that are not among the (conv, uid) pairs $2, $3. */
 const DELETE_FORMER_MEMBERS = `

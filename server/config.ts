@@ -9,7 +9,6 @@ import { type CorsOrigins, parseCorsOrigins } from './cors-config.js';
 import { defaultUserBudgetOptions, type UserBudgetOptions } from './gateway/user-budget.js';
 import { OUTBOX_TABLE_PATTERN } from './queue/outbox-sql.js';
 import { DEFAULT_QUEUE_BATCH, DEFAULT_RETRY_SECONDS, type QueueConfig } from './queue/start-queue.js';
-import { DEFAULT_MAX_SEQ_JUMP } from './sync/seq-guard.js';
 import {
   BOTH_TARGETS,
   DEFAULT_STORE_TIMEOUT_MS,
@@ -19,6 +18,7 @@ import {
   type RedisNodeAddress,
   redisTargetOf,
 } from './redis-target.js';
+import { DEFAULT_MAX_SEQ_JUMP } from './sync/seq-guard.js';
 
 export interface WsOptions {
   helloTimeoutMs: number;

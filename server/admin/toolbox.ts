@@ -7,8 +7,8 @@ import { type EraseResult, eraseUser, type UserTraces, userTraces } from './eras
 import { type HeadAssertion, type HeadsResult, reassertHeads } from './heads.js';
 import { type ImportBatch, type ImportBatchResult, importBatch } from './import.js';
 import { type ConversationInspection, inspectConversation, inspectUser, type UserInspection } from './inspect.js';
-import { type ReconcilePage, Reconciler } from './reconcile.js';
 import { type RebaseResult, rebaseConversation } from './rebase.js';
+import { type ReconcilePage, Reconciler } from './reconcile.js';
 import { resetRead } from './reset-read.js';
 
 /** Walk from `cursor` ('' starts; ignored when `users` or `conversations` is given), `count` ids per page. */

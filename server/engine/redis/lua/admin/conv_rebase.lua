@@ -33,11 +33,7 @@ for i = 1, #all, 2 do
     out[#out + 1] = tag
   end
 end
--- unpack() is bounded by the Lua C stack: write in chunks.
-local CHUNK = 1000
-for i = 1, #tags, CHUNK do
-  redis.call('HSET', K, unpack(tags, i, math.min(i + CHUNK - 1, #tags)))
-end
+hsetChunks(K, tags)
 redis.call('HSET', K, '#s', int(head), '#g', int(gen))
 if ARGV[2] ~= '' then redis.call('ZADD', KEYS[2], 'NX', ARGV[2], 'm|' .. ARGV[3]) end
 return { before, head, gen, meta[2] == '1' and 1 or 0, meta[3] or 'default', out }

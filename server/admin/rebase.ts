@@ -37,7 +37,10 @@ const RESTREAMS_AT_ONCE = 32;
  * head the reply names); a member already rebased at G only max-merges. Mentions above the new
  * head that raced step 2 are dropped with the bad ones, and a read above the new head that lands
  * after a member's rebase (sent by a client that had not yet seen it) stands until
- * `redpoint reset-read`. Null: no such conversation.
+ * `redpoint reset-read`. A membership change that rewrites the members (a mode or category
+ * switch) between steps 1 and 2 restates them at G first, and their rebase ops then find G taken:
+ * they keep the old lastSeq until the rebase runs again. Former members are not in the roster and
+ * keep theirs. Null: no such conversation.
  */
 export async function rebaseConversation(engine: Engine, admin: EngineAdmin, conv: string, seq: number): Promise<RebaseResult | null> {
   const step = await admin.rebaseConversation(conv, seq);

@@ -5,7 +5,8 @@ import type { Engine } from '../engine/engine.js';
  * MAX_SEQ_JUMP's default. Far below any id that is not a dense per-conversation seq (a Unix time
  * in seconds is ~1.8e9, in milliseconds ~1.8e12, a snowflake beyond 2^48), yet ten times what one
  * process can have in flight for one conversation between the guard's head read and the apply
- * (INGEST_BATCH's 10,000 at most; ten HTTP batches of 1,000), so dense traffic is never refused.
+ * (INGEST_BATCH's 10,000 at most; ten HTTP batches of 1,000): dense traffic is not refused unless
+ * many processes burst into one conversation at once.
  * A jump it lets through costs at most this many phantom unread. docs/configuration.md argues it.
  */
 export const DEFAULT_MAX_SEQ_JUMP = 100_000;

@@ -177,6 +177,18 @@ export const DeleteConversationReplySchema = Type.Object(
 );
 export type DeleteResult = Static<typeof DeleteConversationReplySchema>;
 
+export const RebaseReplySchema = Type.Object(
+  {
+    conv: Id,
+    before: Type.Integer({ minimum: 0, description: 'The head before the rebase.' }),
+    head: Type.Integer({ minimum: 0, description: 'The head after it: the lower of `before` and the seq asked for.' }),
+    gen: Generation,
+    members: Type.Integer({ minimum: 0, description: 'Members rebased (every member, each one with a new stream epoch).' }),
+  },
+  { $id: 'RebaseReply', additionalProperties: false },
+);
+export type RebaseResult = Static<typeof RebaseReplySchema>;
+
 export const HeadsReplySchema = Type.Object(
   {
     heads: Type.Array(Head, { description: "Each known conversation's head after the call (at least what was asserted), sorted by conversation." }),

@@ -22,6 +22,12 @@ export const ResetReadBody = Type.Object(
   { additionalProperties: false },
 );
 
+/** `POST /v1/admin/conversations/:conv/rebase`: the head to lower the conversation to. */
+export const RebaseBody = Type.Object(
+  { seq: { ...ReadSeq, description: "The conversation's new head (0: start over); a head at or below it is kept." } },
+  { additionalProperties: false },
+);
+
 /** `DELETE /v1/users/:uid?scan=1`: also walk every conversation for the user. */
 export const EraseQuery = Type.Object({
   scan: Type.Optional(

@@ -13,7 +13,7 @@ export const ERROR_CODES = {
   method_not_allowed: { status: 405, reason: 'The endpoint exists but not with this method.' },
   payload_too_large: { status: 413, reason: 'The body exceeds the size limit.' },
   unsupported_media_type: { status: 415, reason: 'Send application/json (or application/msgpack where accepted).' },
-  seq_jump: { status: 422, reason: "A seq jumps further above its conversation's head than MAX_SEQ_JUMP allows (seqs are dense)." },
+  seq_jump: { status: 422, reason: "A seq jumps further above its conversation's head (0 for a new one) than MAX_SEQ_JUMP allows (seqs are dense)." },
   conversation_limit: {
     status: 422,
     reason:

@@ -7,11 +7,12 @@ import {
   EraseReplySchema,
   HeadsReplySchema,
   ImportReplySchema,
+  RebaseReplySchema,
   ReconcilePageSchema,
   UserInspectionSchema,
   UserTracesSchema,
 } from './admin-replies.js';
-import { CountQuery, EraseQuery, Head, HeadBody, HeadsBody, HeadsQueryBody, ImportBody, ReconcileBody, ResetReadBody } from './admin-schemas.js';
+import { CountQuery, EraseQuery, Head, HeadBody, HeadsBody, HeadsQueryBody, ImportBody, RebaseBody, ReconcileBody, ResetReadBody } from './admin-schemas.js';
 import { ERROR_CODES, type ErrorCode } from './errors.js';
 import {
   ChangeReplySchema,
@@ -127,6 +128,18 @@ const OPERATOR_ENDPOINTS: readonly Endpoint[] = [
       "Lowers the user's readSeq in the conversation to `seq` (absent: the conversation's head now), never below where it was deleted; never raises it. The user's devices get it as an ordinary change. Mentions the earlier read dropped are not restored. Logged and counted (`redpoint_read_resets_total`). Retry-safe.",
     body: ResetReadBody,
     replies: [{ status: 200, description: "The change reply: the user's position after, and the conversation's state.", schema: ChangeReplySchema }],
+    errors: ['unknown_conversation'],
+  },
+  {
+    ...OPERATOR,
+    method: 'post',
+    path: '/v1/admin/conversations/:conv/rebase',
+    operationId: 'rebaseConversation',
+    summary: "Lower a conversation's head that went wrong, with every member's state",
+    description:
+      "The repair of a head raised by a message id or a timestamp sent as a seq: the head becomes the lower of it and `seq` (0: start over), and every member's lastSeq becomes the new head, with readSeq, deletedSeq and mentions at most it, under a new generation that a late message from before cannot undo. Messages keep flowing meanwhile; one at or below the new head counts. Every member's stream starts over (new epoch: clients take a snapshot). Repeating it lowers to `seq` again: only safe while no message above `seq` arrived since. Logged.",
+    body: RebaseBody,
+    replies: [{ status: 200, description: 'The head before and after, the generation and how many members were rebased.', schema: RebaseReplySchema }],
     errors: ['unknown_conversation'],
   },
   {

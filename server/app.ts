@@ -32,7 +32,7 @@ import { DEFAULT_STORE_TIMEOUT_MS, redisTargetOf } from './redis-target.js';
 import { addressOfUrl } from './start-failure.js';
 import { ConversationCap } from './sync/conversation-cap.js';
 import { DEFAULT_MAX_READ_AHEAD, ReadCap } from './sync/read-cap.js';
-import { SeqGuard } from './sync/seq-guard.js';
+import { DEFAULT_MAX_SEQ_JUMP, SeqGuard } from './sync/seq-guard.js';
 import { SyncService } from './sync/sync-service.js';
 
 /** The durable tier of a running server; the drainer and sweep run in the first worker only. */
@@ -173,7 +173,7 @@ export async function startServer(
   // One budget per user for their sockets and their HTTP requests alike.
   const budgets = new UserBudgets({ ...defaultUserBudgetOptions, ...config.userBudget });
   const gateway = new WsGateway(app, sync, auth, metrics, log, { ...defaultWsOptions, ...config.ws }, budgets);
-  const seqGuard = new SeqGuard(store, { maxJump: config.maxSeqJump ?? 0, action: config.seqJumpAction ?? 'refuse' }, (jump) => {
+  const seqGuard = new SeqGuard(store, { maxJump: config.maxSeqJump ?? DEFAULT_MAX_SEQ_JUMP, action: config.seqJumpAction ?? 'refuse' }, (jump) => {
     metrics.seqJumps.inc({ action: jump.refused ? 'refused' : 'warned' });
     log.warn(jump, `seq ${jump.seq} of conversation ${jump.conv} jumps ${jump.seq - jump.head} above its head ${jump.head}${jump.refused ? ': refused' : ''}`);
   });

@@ -4,6 +4,7 @@ import { dbReconcileCommand } from './cli/db-reconcile-command.js';
 import { deleteCommand, eraseCommand, headCommand } from './cli/erase-command.js';
 import { importCommand } from './cli/import-command.js';
 import { inspectCommand } from './cli/inspect-command.js';
+import { rebaseCommand } from './cli/rebase-command.js';
 import { reconcileCommand } from './cli/reconcile-command.js';
 import { resetReadCommand } from './cli/reset-read-command.js';
 import { restoreCommand } from './cli/restore-command.js';
@@ -21,6 +22,7 @@ const USAGE = `redpoint: the operator's toolbox (docs/cli.md)
   redpoint head C MAXSEQ
   redpoint restore [--rate N]   (durable tier: warm every user from PostgreSQL into Redis)
   redpoint reset-read U C [SEQ]   (lower U's read position in C to SEQ, default C's head)
+  redpoint rebase C SEQ   (lower C's head that went wrong to SEQ, with every member's state)
 
 The store: REDIS_URL or REDIS_CLUSTER_NODES (and the server's other variables), as for the
 server; or --url http://host:port of a running server (REDPOINT_API_KEY), which a memory engine
@@ -155,6 +157,13 @@ async function main(argv: string[]): Promise<number> {
       const [uid = '', conv = '', seqText] = rest;
       const seq = seqText === undefined ? undefined : positiveInt('SEQ', seqText, 0);
       run = (toolbox) => resetReadCommand(toolbox, uid, conv, seq, out);
+      break;
+    }
+    case 'rebase': {
+      exact(2);
+      const conv = rest[0] ?? '';
+      const seq = positiveInt('SEQ', rest[1] ?? '', 0);
+      run = (toolbox) => rebaseCommand(toolbox, conv, seq, out);
       break;
     }
     default:

@@ -18,6 +18,7 @@ import {
   type RedisNodeAddress,
   redisTargetOf,
 } from './redis-target.js';
+import { DEFAULT_MAX_SEQ_JUMP } from './sync/seq-guard.js';
 
 export interface WsOptions {
   helloTimeoutMs: number;
@@ -174,8 +175,8 @@ const Env = Type.Object({
   RECONCILE_EVERY: Type.Integer({ minimum: 0, maximum: 31_536_000, default: 0 }),
   /** Users and conversations the reconcile job checks per second, so production traffic is not hurt. */
   RECONCILE_RATE: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 200 }),
-  /** A message seq more than this above its conversation's head is a jump (counted, logged, refused); 0: no check. */
-  MAX_SEQ_JUMP: Type.Integer({ minimum: 0, maximum: 281_474_976_710_656, default: 0 }),
+  /** A message seq more than this above its conversation's head (0 for a new one) is a jump (counted, logged, refused); 0: no check. */
+  MAX_SEQ_JUMP: Type.Integer({ minimum: 0, maximum: 281_474_976_710_656, default: DEFAULT_MAX_SEQ_JUMP }),
   /** What a jump gets: `refuse` (422 seq_jump, nothing applied) or `warn` (counted and logged, applied). */
   SEQ_JUMP_ACTION: Type.Union([Type.Literal('refuse'), Type.Literal('warn')], { default: 'refuse' }),
   /**
@@ -260,7 +261,7 @@ export interface Config extends AuthSettings {
   reconcileEverySeconds?: number;
   /** Ids the reconcile job checks per second. */
   reconcileRate?: number;
-  /** Seq sanity (0 or absent: off), and what a jump gets. */
+  /** Seq sanity (0: off; absent: DEFAULT_MAX_SEQ_JUMP), and what a jump gets. */
   maxSeqJump?: number;
   seqJumpAction?: 'refuse' | 'warn';
   /** Queue ingest (INGEST_*): the outbox and JetStream sources, when set. */

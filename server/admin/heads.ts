@@ -33,7 +33,7 @@ export async function reassertHeads(engine: Engine, assertions: readonly HeadAss
     }
     heads.push({ conv, maxSeq: recorded.info.maxSeq });
     if (recorded.info.large || recorded.members.length === 0) return;
-    const ops: UserOp[] = recorded.members.map((uid) => ({ type: 'message', uid, conv, lastSeq: seq, readSeq: 0, mentionSeqs: [] }));
+    const ops: UserOp[] = recorded.members.map((uid) => ({ type: 'message', uid, conv, lastSeq: seq, readSeq: 0, mentionSeqs: [], gen: recorded.info.gen }));
     await engine.applyUserOps(ops);
   });
   return { heads: heads.sort((a, b) => (a.conv < b.conv ? -1 : 1)), unknown: unknown.sort() };

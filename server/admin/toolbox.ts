@@ -7,6 +7,7 @@ import { type EraseResult, eraseUser, type UserTraces, userTraces } from './eras
 import { type HeadAssertion, type HeadsResult, reassertHeads } from './heads.js';
 import { type ImportBatch, type ImportBatchResult, importBatch } from './import.js';
 import { type ConversationInspection, inspectConversation, inspectUser, type UserInspection } from './inspect.js';
+import { type RebaseResult, rebaseConversation } from './rebase.js';
 import { type ReconcilePage, Reconciler } from './reconcile.js';
 import { resetRead } from './reset-read.js';
 
@@ -41,6 +42,8 @@ export interface Toolbox {
   heads(convs: readonly string[]): Promise<Record<string, number>>;
   /** Lowers the user's read position in `conv` to `seq` (absent: the head now); reset-read.ts. */
   resetRead(uid: string, conv: string, seq?: number): Promise<ResetReadResult>;
+  /** Lowers `conv`'s head to `seq` and rebases every member to it (rebase.ts); null: no such conversation. */
+  rebase(conv: string, seq: number): Promise<RebaseResult | null>;
   close(): Promise<void>;
 }
 
@@ -131,6 +134,12 @@ export class LocalToolbox implements Toolbox {
   async resetRead(uid: string, conv: string, seq?: number): Promise<ResetReadResult> {
     const { changed, epoch, version, state } = await resetRead(this.engine, uid, conv, seq);
     return { changed, epoch, version, state };
+  }
+
+  async rebase(conv: string, seq: number): Promise<RebaseResult | null> {
+    // A conversation evicted to PostgreSQL is put back by the engine's own restore (RedisAdmin);
+    // the rows the rebase changes go to PostgreSQL through the drain, by generation (pg-store.ts).
+    return rebaseConversation(this.engine, this.admin, conv, seq);
   }
 
   async close(): Promise<void> {

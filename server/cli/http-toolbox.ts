@@ -3,6 +3,7 @@ import type { EraseResult } from '../admin/erase.js';
 import type { HeadAssertion, HeadsResult } from '../admin/heads.js';
 import type { ImportBatch, ImportBatchResult } from '../admin/import.js';
 import type { ConversationInspection, UserInspection } from '../admin/inspect.js';
+import type { RebaseResult } from '../admin/rebase.js';
 import type { ReconcilePage } from '../admin/reconcile.js';
 import type { ReconcileRequest, ResetReadResult, Toolbox } from '../admin/toolbox.js';
 
@@ -62,6 +63,10 @@ export class HttpToolbox implements Toolbox {
 
   resetRead(uid: string, conv: string, seq?: number): Promise<ResetReadResult> {
     return this.call('PUT', `/v1/users/${encodeURIComponent(uid)}/conversations/${encodeURIComponent(conv)}/read`, seq === undefined ? {} : { seq });
+  }
+
+  rebase(conv: string, seq: number): Promise<RebaseResult | null> {
+    return this.call<RebaseResult>('POST', `/v1/admin/conversations/${encodeURIComponent(conv)}/rebase`, { seq }).catch(notFoundAsNull);
   }
 
   async close(): Promise<void> {}

@@ -290,11 +290,16 @@ export class Persister {
     let cleared = 0;
     // Heads: one read of Redis, one statement, one clear for all of them.
     const values = await this.store.readHeads(shard, heads);
-    const read = heads.map((conv, i) => ({ conv, head: values[i] ?? null }));
-    const present = read.filter((h): h is { conv: string; head: string } => h.head !== null);
-    await this.pg.writeHeads(present.map((h) => ({ conv: h.conv, maxSeq: Number(h.head) })));
+    const present = heads.flatMap((conv, i) => {
+      const value = values[i];
+      return value ? [{ conv, maxSeq: Number(value.head), gen: value.gen }] : [];
+    });
+    await this.pg.writeHeads(present);
     this.metrics.persistRows.inc({ kind: 'head' }, present.length);
-    cleared += await this.store.clearHeads(shard, read);
+    cleared += await this.store.clearHeads(
+      shard,
+      heads.map((conv, i) => ({ conv, head: values[i]?.head ?? null })),
+    );
     // Rosters: batches, each one transaction (a roster is rewritten whole). At least one batch
     // per pass, so they always move.
     let written = 0;

@@ -5,8 +5,9 @@ import { decodeRecordFast } from '../engine/state-text.js';
 
 /**
  * PostgreSQL, the system of record behind Redis (schema.ts). Writes are idempotent and
- * order-insensitive: lastSeq and gen merge with GREATEST, deletedSeq with GREATEST within one
- * membership (a newer join_gen's wins: a join starts it over), and every other column of a
+ * order-insensitive: gen merges with GREATEST, lastSeq and deletedSeq with GREATEST within one
+ * membership (a newer join_gen's wins: a join, or an operator's rebase, starts them over), a
+ * conversation's head by the generation it was read at (`head_gen`, then GREATEST), and every other column of a
  * user's record (readSeq included) is taken from the row read at the larger write clock `w`, so a replay or two drainers racing can
  * never put an older state over a newer one. Conversations order by their membership generation.
  */
@@ -62,17 +63,18 @@ export class PgStore implements DurableBacking {
   }
 
   /** Raises conversations' heads (a row not there yet gets one, completed by its membership's drain). */
-  async writeHeads(heads: ReadonlyArray<{ conv: string; maxSeq: number }>): Promise<void> {
+  /** Heads as read from Redis, each with the conversation's generation read with it. */
+  async writeHeads(heads: ReadonlyArray<{ conv: string; maxSeq: number; gen: number }>): Promise<void> {
     if (heads.length === 0) return;
     // In key order, as the rosters' rows: two drainers' heads, or heads and a roster batch, lock
     // shared rows in one order. Other writers of these rows (a deletion) can still cross them,
     // and the statement is all or nothing and idempotent: a deadlock's victim runs again.
     const inKeyOrder = [...heads].sort((a, b) => byText(a.conv, b.conv));
-    const values = [inKeyOrder.map((h) => h.conv), inKeyOrder.map((h) => String(h.maxSeq))];
+    const values = [inKeyOrder.map((h) => h.conv), inKeyOrder.map((h) => String(h.maxSeq)), inKeyOrder.map((h) => String(h.gen))];
     await againIfDeadlocked(() => this.pool.query(UPSERT_HEADS, values));
   }
 
-  /** A conversation's whole state: replaces its roster unless the stored generation is newer. */
+  /** A conversation's whole state: replaces its roster and head unless the stored generation is newer. */
   writeConversation(conv: string, state: PersistedConversation): Promise<void> {
     return this.writeConversations([{ conv, state }]);
   }
@@ -80,8 +82,9 @@ export class PgStore implements DurableBacking {
   /**
    * Several conversations' whole states in one transaction of a few statements (the drainer's
    * rosters: one transaction each took ~8 round trips, ~300 rosters a second). Per conversation as
-   * writeConversation: nothing at or below its deletion's tombstone, only the head raised where the
-   * stored generation is newer, otherwise the row and its members replaced.
+   * writeConversation: nothing at or below its deletion's tombstone, nothing where the stored
+   * generation is newer (its head too was read after this one: a head read at an older generation
+   * may be one a rebase lowered since), otherwise the row and its members replaced.
    */
   async writeConversations(items: ReadonlyArray<{ conv: string; state: PersistedConversation }>): Promise<void> {
     const byConv = new Map<string, PersistedConversation>();
@@ -105,19 +108,14 @@ export class PgStore implements DurableBacking {
       );
       const tombstone = new Map(deleted.rows.map((r) => [r.conv, Number(r.gen)]));
       const storedGen = new Map(stored.rows.map((r) => [r.conv, Number(r.gen)]));
-      const raise = { conv: [] as string[], maxSeq: [] as string[] };
       const whole: Array<{ conv: string; state: PersistedConversation }> = [];
       for (const conv of convs) {
         const state = byConv.get(conv) as PersistedConversation;
         const gone = tombstone.get(conv);
         if (gone !== undefined && gone >= state.gen) continue;
         const gen = storedGen.get(conv);
-        if (gen !== undefined && gen > state.gen) {
-          raise.conv.push(conv);
-          raise.maxSeq.push(String(state.maxSeq));
-        } else whole.push({ conv, state });
+        if (gen === undefined || gen <= state.gen) whole.push({ conv, state });
       }
-      if (raise.conv.length > 0) await client.query(RAISE_HEADS, [raise.conv, raise.maxSeq]);
       if (whole.length === 0) return;
       await client.query(UPSERT_CONVERSATIONS, [
         whole.map((w) => w.conv),
@@ -450,6 +448,19 @@ function textArray(values: readonly string[]): string {
  */
 const newer = (column: string): string => `${column} = CASE WHEN EXCLUDED.w >= t.w THEN EXCLUDED.${column} ELSE t.${column} END`;
 
+/** A register that only rises within one membership: the newer membership's value, else the larger. */
+const byJoin = (column: string): string =>
+  `CASE WHEN EXCLUDED.join_gen > t.join_gen THEN EXCLUDED.${column} WHEN EXCLUDED.join_gen < t.join_gen THEN t.${column} ELSE GREATEST(t.${column}, EXCLUDED.${column}) END`;
+
+/**
+ * A conversation's head, as read at generation `gen` (an SQL expression): a head read at a newer
+ * generation wins, one read at an older is dropped, at the same the larger (the head only rises
+ * within a generation; a rebase lowers it under a new one).
+ */
+const headAt = (maxSeq: string, gen: string): string =>
+  `max_seq = CASE WHEN ${gen} > t.head_gen THEN ${maxSeq} WHEN ${gen} < t.head_gen THEN t.max_seq ELSE GREATEST(t.max_seq, ${maxSeq}) END,
+    head_gen = GREATEST(t.head_gen, ${gen})`;
+
 // One statement for a whole batch: arrays unnested into rows (one round trip, one plan).
 const UPSERT_RECORDS = `
   INSERT INTO redpoint_user_conv AS t (${RECORD_COLUMNS})
@@ -462,11 +473,10 @@ const UPSERT_RECORDS = `
   -- a state read before the user was erased is not written back (a user created again is newer)
   WHERE NOT EXISTS (SELECT 1 FROM redpoint_erased e WHERE e.uid = u.uid AND e.w >= u.w)
   ON CONFLICT (uid, conv) DO UPDATE SET
-    last_seq = GREATEST(t.last_seq, EXCLUDED.last_seq),
-    -- deletedSeq is a max-register within one membership: a new join (join_gen) starts it over
-    deleted_seq = CASE WHEN EXCLUDED.join_gen > t.join_gen THEN EXCLUDED.deleted_seq
-                       WHEN EXCLUDED.join_gen < t.join_gen THEN t.deleted_seq
-                       ELSE GREATEST(t.deleted_seq, EXCLUDED.deleted_seq) END,
+    -- lastSeq and deletedSeq are max-registers within one membership: a new join (join_gen)
+    -- starts them over, and an operator's rebase is a new membership that lowers lastSeq
+    last_seq = ${byJoin('last_seq')},
+    deleted_seq = ${byJoin('deleted_seq')},
     gen = GREATEST(t.gen, EXCLUDED.gen),
     ${['read_seq', 'member', 'muted', 'marked_unread', 'large', 'join_gen', 'category', 'mention_seqs'].map(newer).join(',\n    ')},
     w = GREATEST(t.w, EXCLUDED.w),
@@ -503,21 +513,17 @@ const DELETE_RECORDS = `
   WHERE t.uid = d.uid AND t.conv = d.conv AND t.w <= d.w`;
 
 const UPSERT_HEADS = `
-  INSERT INTO redpoint_conversations AS t (conv, max_seq, large, category, gen)
-  SELECT conv, max_seq, false, 'default', 0 FROM unnest($1::text[], $2::bigint[]) AS h(conv, max_seq)
-  ON CONFLICT (conv) DO UPDATE SET max_seq = GREATEST(t.max_seq, EXCLUDED.max_seq), updated_at = now()`;
+  INSERT INTO redpoint_conversations AS t (conv, max_seq, large, category, gen, head_gen)
+  SELECT conv, max_seq, false, 'default', 0, head_gen FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS h(conv, max_seq, head_gen)
+  ON CONFLICT (conv) DO UPDATE SET ${headAt('EXCLUDED.max_seq', 'EXCLUDED.head_gen')}, updated_at = now()`;
 
 const UPSERT_CONVERSATIONS = `
-  INSERT INTO redpoint_conversations AS t (conv, max_seq, large, category, gen, rewrite_gen)
-  SELECT * FROM unnest($1::text[], $2::bigint[], $3::boolean[], $4::text[], $5::bigint[], $6::bigint[])
+  INSERT INTO redpoint_conversations AS t (conv, max_seq, large, category, gen, rewrite_gen, head_gen)
+  SELECT c.*, c.gen FROM unnest($1::text[], $2::bigint[], $3::boolean[], $4::text[], $5::bigint[], $6::bigint[])
+    AS c(conv, max_seq, large, category, gen, rewrite_gen)
   ON CONFLICT (conv) DO UPDATE SET
-    max_seq = GREATEST(t.max_seq, EXCLUDED.max_seq), large = EXCLUDED.large, category = EXCLUDED.category,
+    ${headAt('EXCLUDED.max_seq', 'EXCLUDED.gen')}, large = EXCLUDED.large, category = EXCLUDED.category,
     gen = EXCLUDED.gen, rewrite_gen = EXCLUDED.rewrite_gen, updated_at = now()`;
-
-/** Where the stored generation is newer than the roster read from Redis, only the head moves. */
-const RAISE_HEADS = `
-  UPDATE redpoint_conversations AS t SET max_seq = GREATEST(t.max_seq, v.max_seq), updated_at = now()
-  FROM unnest($1::text[], $2::bigint[]) AS v(conv, max_seq) WHERE t.conv = v.conv`;
 
 /** Members of the conversations $1 that are not among the (conv, uid) pairs $2, $3. */
 const DELETE_FORMER_MEMBERS = `

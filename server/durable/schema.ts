@@ -63,6 +63,12 @@ const MIGRATIONS: readonly string[] = [
      gen bigint NOT NULL,
      deleted_at timestamptz NOT NULL DEFAULT now()
    );`,
+  // 4: the generation a conversation's stored head was read at. Heads merge by (head_gen,
+  // max_seq), not by max_seq alone: an operator's rebase (admin/rebase.ts) lowers a head under a
+  // newer generation, and a head read before it must not raise it back. Existing rows were read
+  // at their roster's generation at least.
+  `ALTER TABLE redpoint_conversations ADD COLUMN head_gen bigint NOT NULL DEFAULT 0;
+   UPDATE redpoint_conversations SET head_gen = gen;`,
 ];
 
 const SCHEMA_VERSION = MIGRATIONS.length;

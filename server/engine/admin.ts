@@ -44,6 +44,13 @@ export interface EngineAdmin {
    */
   repairConversation(conv: string, minGen: number): Promise<RawConversation | null>;
   /**
+   * The conversation step of a rebase (admin/rebase.ts), atomically: the head is lowered to `seq`
+   * when it is above, the generation raised past every one given, and every member's join tag
+   * set to that generation and a join head at most the new head. Returns the step, with the new
+   * tags; null when the conversation does not exist.
+   */
+  rebaseConversation(conv: string, seq: number): Promise<RebaseStep | null>;
+  /**
    * Deletes every key of the user if its records are still exactly `expected` (one atomic step);
    * false when they changed (the caller looks again). Connected clients are told to pull.
    */
@@ -115,6 +122,17 @@ export interface ConversationView {
   rewrite: number;
   /** Null: the conversation does not list the user. */
   tag: { joinGen: number; joinHead: number } | null;
+}
+
+export interface RebaseStep {
+  /** The head before the step, and after it (the lower of it and the seq asked for). */
+  before: number;
+  head: number;
+  gen: number;
+  large: boolean;
+  category: string;
+  /** Every member, with its new tag. */
+  members: MemberTag[];
 }
 
 export interface DeleteStep {

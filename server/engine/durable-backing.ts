@@ -52,8 +52,8 @@ export interface DurableStore {
   clearRecords(shard: DirtyShard, records: readonly TakenRecord[]): Promise<number>;
   /** A conversation as the drainer writes it, with the texts of its head and generation (for the clear). */
   readConversation(conv: string): Promise<{ state: PersistedConversation; head: string; gen: string } | null>;
-  /** The conversation's head alone (null: gone). */
-  readHeads(shard: DirtyShard, convs: readonly string[]): Promise<Array<string | null>>;
+  /** The conversation's head (its text, for the clear) and the generation read with it (null: gone). */
+  readHeads(shard: DirtyShard, convs: readonly string[]): Promise<Array<{ head: string; gen: number } | null>>;
   /** After PostgreSQL committed these heads, clears the 'h|' marks of the conversations whose head is still as read; returns how many. */
   clearHeads(shard: DirtyShard, heads: ReadonlyArray<{ conv: string; head: string | null }>): Promise<number>;
   /** Clears a conversation's mark if the field it was read with (`h`: head, `m`: generation) is still `value`. */

@@ -18,7 +18,8 @@ export function mergeOps(messages: readonly MessageEvent[], byConv: ReadonlyMap<
     const key = `${uid}\u0000${conv}`;
     let op = ops.get(key);
     if (!op) {
-      op = { type: 'message', uid, conv, lastSeq: 0, readSeq: 0, mentionSeqs: [] };
+      // The generation the conversation step read: a member rejoined or rebased since ignores it.
+      op = { type: 'message', uid, conv, lastSeq: 0, readSeq: 0, mentionSeqs: [], gen: byConv.get(conv)?.info.gen ?? 0 };
       ops.set(key, op);
     }
     return op;

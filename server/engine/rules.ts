@@ -116,10 +116,32 @@ function copy(rec: StoredConv): StoredConv {
   return { ...rec, mentionSeqs: [...rec.mentionSeqs] };
 }
 
+/**
+ * The rebase of one record to `head` (the operator lowered the conversation's head to it): every
+ * message up to `head` counts as delivered (lastSeq set to it, not max-merged: the one place a
+ * record's lastSeq goes down), nothing read, deleted or mentioned lies above it. A record that was
+ * pending (its join had not landed) joins as that join would have, at `joinHead`.
+ */
+function rebaseRecord(rec: StoredConv, joinHead: number, head: number): void {
+  if (!rec.member) {
+    rec.member = true;
+    raiseRead(rec, joinHead);
+    rec.markedUnread = false;
+    rec.deletedSeq = -1;
+  }
+  rec.lastSeq = head;
+  rec.readSeq = Math.min(rec.readSeq, head);
+  rec.deletedSeq = Math.min(rec.deletedSeq, head);
+  rec.mentionSeqs = rec.mentionSeqs.filter((m) => m > rec.readSeq && m <= head);
+}
+
 /** Returns the record after `op` (a new object, or `before` itself when the op does not apply). */
 export function applyRule(before: StoredConv | undefined, op: UserOp): StoredConv | undefined {
   switch (op.type) {
     case 'message': {
+      // Made before this membership began (a rejoin or a rebase since): its join covered it, and
+      // a rebase must not see the old head come back.
+      if (before?.member && op.gen !== undefined && op.gen < before.joinGen) return before;
       // The conversation step listed this user as a member: a pending record keeps the raise.
       const rec = before ? copy(before) : blankRecord(op.conv);
       rec.lastSeq = Math.max(rec.lastSeq, op.lastSeq);
@@ -138,7 +160,10 @@ export function applyRule(before: StoredConv | undefined, op: UserOp): StoredCon
       const rec = before ? copy(before) : blankRecord(op.conv);
       rec.gen = op.gen;
       if (op.member) {
-        if (!rec.member || rec.joinGen !== op.joinGen) {
+        if (op.rebase && (!rec.member || rec.joinGen !== op.joinGen)) {
+          rebaseRecord(rec, op.joinHead, op.head);
+          rec.joinGen = op.joinGen;
+        } else if (!rec.member || rec.joinGen !== op.joinGen) {
           // A new membership: nothing before its join head is unread; muted is kept.
           rec.member = true;
           rec.joinGen = op.joinGen;

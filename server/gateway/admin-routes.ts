@@ -1,5 +1,15 @@
 import type { Logger } from 'pino';
-import { CountQuery, EraseQuery, HeadBody, HeadsBody, HeadsQueryBody, ImportBody, ReconcileBody, ResetReadBody } from '../../protocol/admin-schemas.js';
+import {
+  CountQuery,
+  EraseQuery,
+  HeadBody,
+  HeadsBody,
+  HeadsQueryBody,
+  ImportBody,
+  RebaseBody,
+  ReconcileBody,
+  ResetReadBody,
+} from '../../protocol/admin-schemas.js';
 import { RedpointError } from '../../protocol/errors.js';
 import { decode } from '../../protocol/schemas.js';
 import type { Toolbox } from '../admin/toolbox.js';
@@ -94,6 +104,21 @@ export function registerAdminRoutes(router: HttpRouter, { toolbox, auth, metrics
     body,
   );
 
+  router.route(
+    'post',
+    '/v1/admin/conversations/:conv/rebase',
+    async (ctx) => {
+      const conv = param(ctx, 0);
+      const { seq } = decode(RebaseBody, ctx.body);
+      const result = await toolbox.rebase(conv, seq);
+      if (!result) throw new RedpointError('unknown_conversation', `unknown conversation: ${conv}`);
+      // The audit trail of the one operator act that lowers a head.
+      log.info({ ...result, apiKey: ctx.apiKeyName }, `rebase: ${conv} head ${result.before} -> ${result.head}, ${result.members} members`);
+      return { body: result };
+    },
+    body,
+  );
+
   router.route('post', '/v1/admin/reconcile', async (ctx) => ({ body: await toolbox.reconcile(decode(ReconcileBody, ctx.body)) }), body);
 
   router.route('get', '/v1/admin/count', async (ctx) => ({ body: { count: await toolbox.count(decode(CountQuery, Object.fromEntries(ctx.query)).kind) } }), {
@@ -136,6 +161,7 @@ export function registerAdminRoutes(router: HttpRouter, { toolbox, auth, metrics
     '/v1/users/:uid',
     '/v1/conversations/:conv',
     '/v1/users/:uid/conversations/:conv/read',
+    '/v1/admin/conversations/:conv/rebase',
     '/v1/admin/reconcile',
     '/v1/admin/count',
     '/v1/admin/users/:uid',

@@ -1,6 +1,16 @@
 import { RedpointError } from '../../protocol/errors.js';
 import type { Engine } from '../engine/engine.js';
 
+/**
+ * MAX_SEQ_JUMP's default. Far below any id that is not a dense per-conversation seq (a Unix time
+ * in seconds is ~1.8e9, in milliseconds ~1.8e12, a snowflake beyond 2^48), yet ten times what one
+ * process can have in flight for one conversation between the guard's head read and the apply
+ * (INGEST_BATCH's 10,000 at most; ten HTTP batches of 1,000): dense traffic is not refused unless
+ * many processes burst into one conversation at once.
+ * A jump it lets through costs at most this many phantom unread. docs/configuration.md argues it.
+ */
+export const DEFAULT_MAX_SEQ_JUMP = 100_000;
+
 export interface SeqJump {
   conv: string;
   seq: number;
@@ -21,7 +31,10 @@ export interface SeqGuardOptions {
  * make a badge of 1.7 billion that no read short of that seq clears. The guard compares each seq
  * with the conversation's head read just before (one round trip per request, only when on). The
  * head may move in between; a jump is then measured from a head a few messages old, which is
- * what a threshold in the thousands is for.
+ * what a threshold in the thousands is for. A new conversation's head is 0, so its first seq is
+ * measured from 0 like any other: a conversation carried over from another system with its seqs
+ * already high gets its head from `redpoint import` (or `PUT /v1/conversations/:conv/head` in
+ * steps) before its messages, not from its first message.
  */
 export class SeqGuard {
   constructor(
@@ -52,7 +65,7 @@ export class SeqGuard {
     if (refuse && first) {
       throw new RedpointError(
         'seq_jump',
-        `seq ${first.seq} of conversation ${first.conv} is ${first.seq - first.head} above its head ${first.head} (MAX_SEQ_JUMP ${this.options.maxJump}); seqs must be dense per conversation`,
+        `seq ${first.seq} of conversation ${first.conv} is ${first.seq - first.head} above its head ${first.head}, more than MAX_SEQ_JUMP ${this.options.maxJump} allows: seqs must be dense per conversation (1, 2, 3, ...), not message ids or timestamps; a head that is already wrong is lowered with \`redpoint rebase\``,
       );
     }
   }

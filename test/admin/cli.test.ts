@@ -111,6 +111,21 @@ describe('the redpoint CLI on a Redis store (REDIS_URL)', () => {
     expect((await redpoint(['reset-read', 'ann', 'oops', '-1'], env)).code).toBe(2);
   });
 
+  it('rebase lowers a head that went wrong with every member; an unknown conversation is exit 1', async () => {
+    await server.members('jump', { add: ['ann', 'ben'] });
+    await server.post({ conv: 'jump', seq: 1, sender: 'ben' });
+    // Within MAX_SEQ_JUMP, and still 90,000 phantom unread.
+    await server.post({ conv: 'jump', seq: 90_001, sender: 'ben' });
+    const rebased = await redpoint(['rebase', 'jump', '1'], env);
+    expect(rebased.code, rebased.stderr).toBe(0);
+    expect(rebased.stdout).toContain('conversation jump: head lowered from 90001 to 1; 2 members rebased');
+    expect((await server.unread('ann')).conversations.find((c) => c.conv === 'jump')).toMatchObject({ lastSeq: 1, unread: 1 });
+    await server.post({ conv: 'jump', seq: 2, sender: 'ben' });
+    expect((await server.unread('ann')).conversations.find((c) => c.conv === 'jump')).toMatchObject({ lastSeq: 2, unread: 2 });
+    expect((await redpoint(['rebase', 'nowhere', '1'], env)).code).toBe(1);
+    expect((await redpoint(['rebase', 'jump'], env)).code).toBe(2);
+  });
+
   it('head re-asserts a head; delete conv removes it for all; erase user leaves no key (a SCAN proves it)', async () => {
     expect((await redpoint(['head', 'team', '5'], env)).stdout).toContain('head 5');
     expect((await server.unread('cat')).conversations.find((c) => c.conv === 'team')?.unread).toBe(3);
@@ -214,5 +229,14 @@ describe('the redpoint CLI on a memory engine, through the server (--url)', () =
     expect(metrics).toContain('redpoint_read_resets_total{outcome="lowered"} 1');
     const plain = await redpoint(['reconcile', '--conv', 'fix', '--url', server.url], env);
     expect(plain.stdout).toContain('checked 0 users and 1 conversation in');
+  });
+
+  it('rebase through the server', async () => {
+    await server.members('hop', { add: ['yul', 'xan'] });
+    await server.post({ conv: 'hop', seq: 50_000, sender: 'xan' });
+    const rebased = await redpoint(['rebase', 'hop', '3', '--url', server.url], env);
+    expect(rebased.stdout).toContain('conversation hop: head lowered from 50000 to 3; 2 members rebased');
+    expect((await server.unread('yul')).conversations.find((c) => c.conv === 'hop')).toMatchObject({ lastSeq: 3, unread: 3 });
+    expect((await redpoint(['rebase', 'nowhere', '1', '--url', server.url], env)).code).toBe(1);
   });
 });

@@ -261,5 +261,98 @@ export function toolboxSuite(name: string, makeStore: MakeStore): void {
       expect((await sync.unread('ann')).version).toBe(ann.version);
       expect((await walk(store.toolbox, false)).findings).toEqual([]);
     });
+
+    /** g: ann, ben, cat (write diffusion) and big: four members (read diffusion), both raised to a timestamp by ben. */
+    const BAD = 1_796_520_749_000;
+    const wrongHeads = async (sync: SyncService): Promise<void> => {
+      await sync.changeMembers('g', { add: ['ann', 'ben', 'cat'], remove: [] });
+      await sync.changeMembers('big', { add: ['ann', 'ben', 'cat', 'dan'], remove: [] });
+      await sync.postMessages([
+        { conv: 'g', seq: 1, sender: 'ben' },
+        { conv: 'g', seq: 2, sender: 'ben' },
+        { conv: 'big', seq: 1, sender: 'ben' },
+      ]);
+      await sync.read('ann', 'g', 1);
+      await sync.postMessages([
+        { conv: 'g', seq: BAD, sender: 'ben', mentions: ['ann'] },
+        { conv: 'big', seq: BAD, sender: 'ben', mentions: ['ann'] },
+      ]);
+      await sync.read('cat', 'g', BAD);
+      await sync.read('cat', 'big', BAD);
+    };
+    const stateOf = async (sync: SyncService, uid: string, conv: string) => (await sync.unread(uid)).conversations.find((c) => c.conv === conv);
+
+    it('rebase lowers a head a timestamp raised, with every member: lastSeq, readSeq, mentions, totals; streams start over', async () => {
+      const { store, sync } = await fresh();
+      await wrongHeads(sync);
+      expect((await sync.unread('ann')).total).toBeGreaterThan(BAD);
+      const annBefore = await sync.position('ann');
+      expect(await store.toolbox.rebase('g', 2)).toMatchObject({ conv: 'g', before: BAD, head: 2, members: 3 });
+      expect(await store.toolbox.rebase('big', 1)).toMatchObject({ conv: 'big', before: BAD, head: 1, members: 4 });
+      expect(await store.toolbox.heads(['g', 'big'])).toEqual({ g: 2, big: 1 });
+      expect(await stateOf(sync, 'ann', 'g')).toMatchObject({ lastSeq: 2, readSeq: 1, unread: 1, mentions: 0 });
+      expect(await stateOf(sync, 'ben', 'g')).toMatchObject({ lastSeq: 2, readSeq: 2, unread: 0 });
+      expect(await stateOf(sync, 'cat', 'g')).toMatchObject({ lastSeq: 2, readSeq: 2, unread: 0 });
+      expect(await stateOf(sync, 'ann', 'big')).toMatchObject({ lastSeq: 1, unread: 1, mentions: 0 });
+      expect(await stateOf(sync, 'cat', 'big')).toMatchObject({ lastSeq: 1, readSeq: 1, unread: 0 });
+      expect((await sync.unread('ann')).total).toBe(2);
+      // A new epoch: clients take a snapshot instead of keeping what they held.
+      expect((await sync.position('ann')).epoch).not.toBe(annBefore.epoch);
+      // Dense seqs count from the new heads on, and nothing is left inconsistent.
+      await sync.postMessages([
+        { conv: 'g', seq: 3, sender: 'ben' },
+        { conv: 'big', seq: 2, sender: 'ben' },
+      ]);
+      expect(await stateOf(sync, 'cat', 'g')).toMatchObject({ lastSeq: 3, unread: 1 });
+      expect(await stateOf(sync, 'dan', 'big')).toMatchObject({ lastSeq: 2, unread: 2 });
+      expect((await walk(store.toolbox, false)).findings).toEqual([]);
+      // To 0: the conversation starts over; an unknown one is null.
+      expect(await store.toolbox.rebase('g', 0)).toMatchObject({ before: 3, head: 0 });
+      expect(await stateOf(sync, 'cat', 'g')).toMatchObject({ lastSeq: 0, readSeq: 0, unread: 0 });
+      expect(await store.toolbox.rebase('nope', 1)).toBeNull();
+    });
+
+    it('rebase with traffic in flight: a late op from before cannot bring the old head back; messages at and above the new head count', async () => {
+      const { store, sync } = await fresh();
+      await wrongHeads(sync);
+      // 1. A bad message recorded before the rebase whose user steps land after it.
+      const lateRelease = deferred();
+      const lateReached = deferred();
+      const late = controlledEngine(store.engine, (p) => {
+        if (p.method !== 'applyUserOps' || p.phase !== 'before') return { kind: 'pass' };
+        lateReached.resolve();
+        return { kind: 'hold', release: lateRelease.promise };
+      });
+      const lateFlush = new SyncService(late.engine, { largeGroupThreshold: THRESHOLD }).postMessages([
+        { conv: 'g', seq: BAD + 1, sender: 'ben', mentions: ['ann'] },
+      ]);
+      await lateReached.promise;
+      // 2. The rebase's member steps held while a message above the new head (3) and one below
+      //    it (2, again) go through whole: they land on records not yet rebased.
+      const rebaseRelease = deferred();
+      const rebaseReached = deferred();
+      const held = controlledEngine(store.engine, (p) => {
+        if (p.method !== 'applyUserOps' || p.phase !== 'before' || p.index !== 0) return { kind: 'pass' };
+        rebaseReached.resolve();
+        return { kind: 'hold', release: rebaseRelease.promise };
+      });
+      const toolbox = new LocalToolbox(held.engine, adminOf(store.engine), { ...STORE_OPTIONS, largeGroupThreshold: THRESHOLD });
+      const rebasing = toolbox.rebase('g', 2);
+      await rebaseReached.promise;
+      await sync.postMessages([{ conv: 'g', seq: 3, sender: 'ben', mentions: ['cat'] }]);
+      await sync.postMessages([{ conv: 'g', seq: 2, sender: 'ben' }]);
+      rebaseRelease.resolve();
+      expect(await rebasing).toMatchObject({ before: BAD + 1, head: 2, members: 3 });
+      lateRelease.resolve();
+      await lateFlush;
+      expect(await store.toolbox.heads(['g'])).toEqual({ g: 3 });
+      expect(await stateOf(sync, 'ann', 'g')).toMatchObject({ lastSeq: 3, readSeq: 1, unread: 2, mentions: 0 });
+      expect(await stateOf(sync, 'ben', 'g')).toMatchObject({ lastSeq: 3, readSeq: 2, unread: 1 });
+      expect(await stateOf(sync, 'cat', 'g')).toMatchObject({ lastSeq: 3, readSeq: 2, unread: 1 });
+      expect((await walk(store.toolbox, false)).findings).toEqual([]);
+      // The same messages again (a retried flush) change nothing.
+      await sync.postMessages([{ conv: 'g', seq: 3, sender: 'ben' }]);
+      expect(await stateOf(sync, 'ann', 'g')).toMatchObject({ lastSeq: 3, unread: 2 });
+    });
   });
 }

@@ -29,7 +29,7 @@ describe('durable tier: a drain pass in flight across a conversation deletion', 
     if (!read) throw new Error('no conversation to read');
     await stack.server.ok('DELETE', '/v1/conversations/dr-c1');
     await pg.writeConversation('dr-c1', read.state);
-    await pg.writeHeads([{ conv: 'dr-c1', maxSeq: Number(read.head) }]);
+    await pg.writeHeads([{ conv: 'dr-c1', maxSeq: Number(read.head), gen: Number(read.gen) }]);
     await drain();
 
     const members = await stack.sql.query('SELECT uid FROM redpoint_conv_members WHERE conv = $1', ['dr-c1']);

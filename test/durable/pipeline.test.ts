@@ -439,11 +439,14 @@ describe('durable tier: the drain pipeline', () => {
     await drainer(store, pg, 1_000).drainAll(Date.now() + 20_000);
     // Another writer (a second drainer's heads or rosters) holds hd-c2's row, then asks for
     // hd-c1's, which the heads' upsert holds by then: PostgreSQL aborts the first to wait, the heads.
+    // Heads as a drainer reads them: with the generation read with them.
+    const gen = async (conv: string): Promise<number> => Number((await store.readConversation(conv))?.gen);
+    const [gen1, gen2] = [await gen('hd-c1'), await gen('hd-c2')];
     await stack.sql.query('BEGIN');
     await stack.sql.query("UPDATE redpoint_conversations SET max_seq = max_seq WHERE conv = 'hd-c2'");
     const heads = pg.writeHeads([
-      { conv: 'hd-c1', maxSeq: 7 },
-      { conv: 'hd-c2', maxSeq: 8 },
+      { conv: 'hd-c1', maxSeq: 7, gen: gen1 },
+      { conv: 'hd-c2', maxSeq: 8, gen: gen2 },
     ]);
     await new Promise((resolve) => setTimeout(resolve, 200));
     await stack.sql.query("UPDATE redpoint_conversations SET max_seq = max_seq WHERE conv = 'hd-c1'");
@@ -479,8 +482,9 @@ describe('durable tier: the drain pipeline', () => {
     const keep = await store.readConversation('rb-keep');
     const fresh = await store.readConversation('rb-new');
     if (!keep || !fresh) throw new Error('no conversation to read');
-    // The stale reads of rb-newer (an older generation, given a head above the stored 9) and of
-    // rb-gone (before its deletion), in one batch with the current ones.
+    // The stale reads of rb-newer (an older generation, given a head above the stored 9: a head
+    // read before a rebase lowered it) and of rb-gone (before its deletion), in one batch with
+    // the current ones.
     await pg.writeConversations([
       { conv: 'rb-newer', state: { ...oldNewer.state, maxSeq: 12 } },
       { conv: 'rb-gone', state: oldGone.state },
@@ -490,9 +494,10 @@ describe('durable tier: the drain pipeline', () => {
     const saved = await pg.loadConversations(['rb-keep', 'rb-newer', 'rb-gone', 'rb-new']);
     expect(await storedMembers(pg, 'rb-keep')).toEqual(['rb-a', 'rb-b']);
     expect(saved.get('rb-keep')?.maxSeq).toBe(4);
-    // The older generation's roster did not replace the newer one; its head still counts.
+    // The older generation's roster did not replace the newer one, nor did its head: the stored
+    // head was read at the newer generation (pg-store.ts headAt).
     expect(await storedMembers(pg, 'rb-newer')).toEqual(['rb-a', 'rb-b', 'rb-d']);
-    expect(saved.get('rb-newer')?.maxSeq).toBe(12);
+    expect(saved.get('rb-newer')?.maxSeq).toBe(9);
     expect(saved.has('rb-gone')).toBe(false);
     const gone = await stack.sql.query("SELECT uid FROM redpoint_conv_members WHERE conv = 'rb-gone'");
     expect(gone.rows).toEqual([]);

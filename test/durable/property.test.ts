@@ -19,7 +19,7 @@ const PATH = process.env.REDPOINT_DURABLE_PROPERTY_PATH;
 // and shrinking one (each attempt with wipes and drains) outlasts any test timeout; the first
 // counterexample, with its seed, is the report.
 // The model applies reads as given: MAX_READ_AHEAD's cap is off (test/http/property.test.ts).
-const CONFIG = { largeGroupThreshold: 3, snapshotEvery: 5, streamMaxLen: 10, config: { maxReadAhead: 0 } };
+const CONFIG = { largeGroupThreshold: 3, snapshotEvery: 5, streamMaxLen: 10, config: { maxReadAhead: 0, maxSeqJump: 0 } };
 
 /** A scenario with 1–3 wipes inserted at random points (after its setup). */
 const durableScenarioArb: fc.Arbitrary<Scenario> = fc

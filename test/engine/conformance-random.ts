@@ -36,7 +36,10 @@ export async function randomizedOps(e: Engine, rand: () => number, count: number
     if (r < 0.35) {
       const lastSeq = 1 + int(40);
       const mentionSeqs = rand() < 0.3 ? [lastSeq, int(lastSeq)] : [];
-      return { type: 'message', uid, conv, lastSeq, readSeq: rand() < 0.2 ? lastSeq : 0, mentionSeqs };
+      // Sometimes the conversation's generation as a flush read it: at, below or above the
+      // record's join generation (a message from before a rejoin or a rebase is ignored).
+      const gen = rec && rand() < 0.3 ? { gen: Math.max(0, rec.joinGen - 1 + int(2)) } : {};
+      return { type: 'message', uid, conv, lastSeq, readSeq: rand() < 0.2 ? lastSeq : 0, mentionSeqs, ...gen };
     }
     if (r < 0.5) return { type: 'read', uid, conv, seq: int(40) };
     // The operator's reset-read: the one op that lowers readSeq (to any seq, below deletedSeq too).
@@ -56,6 +59,8 @@ export async function randomizedOps(e: Engine, rand: () => number, count: number
         head: int(40),
         large: rand() < 0.15,
         category: pick(CATEGORIES),
+        // The operator's rebase: a new membership that lowers lastSeq to `head`.
+        ...(rand() < 0.15 ? { rebase: true as const } : {}),
       };
     }
     if (r < 0.8) return { type: 'membership', uid, conv, gen: rand() < 0.2 && rec ? rec.gen : nextGen(), member: false };

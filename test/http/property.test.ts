@@ -20,8 +20,10 @@ const ENGINES: EngineKind[] = ['memory', 'redis'];
 /**
  * The model applies every read as given, far ahead of the head included (reads may overtake
  * ingest); MAX_READ_AHEAD's cap is off here and has its own tests (test/http/read-ahead.test.ts).
+ * So is MAX_SEQ_JUMP: the model takes any seq (gaps of 2^40 included), the guard has its own
+ * (test/sync/seq-guard.test.ts).
  */
-const NO_READ_CAP = { maxReadAhead: 0 };
+const NO_READ_CAP = { maxReadAhead: 0, maxSeqJump: 0 };
 
 /**
  * Each scenario picks one of these servers (5 users, so groups go large at 4 or 3 members and

@@ -435,6 +435,31 @@ const CASES: Case[] = [
   },
   ...storeFailures('deleteConversationForAll', () => req('DELETE', '/v1/conversations/team')),
 
+  {
+    op: 'rebaseConversation',
+    status: 200,
+    name: 'a head lowered, its members with it',
+    setup: ok(req('PUT', '/v1/conversations/rebased/members', { body: { add: ['carol', 'dave'] } })),
+    request: () => req('POST', '/v1/admin/conversations/rebased/rebase', { body: { seq: 0 } }),
+  },
+  ...bodyErrors('rebaseConversation', 'POST', '/v1/admin/conversations/rebased/rebase'),
+  {
+    op: 'rebaseConversation',
+    status: 400,
+    name: 'a malformed :conv',
+    request: () => req('POST', `/v1/admin/conversations/${BAD_ID}/rebase`, { body: { seq: 0 } }),
+    code: 'invalid_request',
+  },
+  ...operatorAuthErrors('rebaseConversation', 'POST', '/v1/admin/conversations/rebased/rebase', { seq: 0 }),
+  {
+    op: 'rebaseConversation',
+    status: 404,
+    name: 'no such conversation',
+    request: () => req('POST', '/v1/admin/conversations/nowhere/rebase', { body: { seq: 0 } }),
+    code: 'unknown_conversation',
+  },
+  ...storeFailures('rebaseConversation', () => req('POST', '/v1/admin/conversations/rebased/rebase', { body: { seq: 0 } })),
+
   { op: 'inspectUser', status: 200, name: 'a user in a small and a large group', request: () => req('GET', '/v1/admin/users/alice') },
   { op: 'inspectUser', status: 200, name: 'a user never seen', request: () => req('GET', '/v1/admin/users/zoe') },
   {

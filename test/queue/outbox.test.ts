@@ -98,6 +98,23 @@ describe('ingest from a PostgreSQL outbox', () => {
     expect(await counterValue(server.server.metrics.registry, 'redpoint_ingest_dead_letters_total', { source: 'outbox' })).toBe(4);
   });
 
+  it('dead-letters a timestamp sent as a seq (MAX_SEQ_JUMP by default) and applies the records behind it', async () => {
+    const { server, outbox } = await setup();
+    await outbox.insert([
+      { type: 'members', conv: 'j1', add: ['u1', 'u2'] },
+      { type: 'message', conv: 'j1', seq: 1_796_520_749_000, sender: 'u1' },
+      { type: 'message', conv: 'j1', seq: 1, sender: 'u1' },
+    ]);
+    const [dead] = await eventually('one dead letter', async () => {
+      const rows = await outbox.dead();
+      return rows.length === 1 ? rows : undefined;
+    });
+    // Refused for good: a retry would meet the same head, so it is not retried.
+    expect(dead?.reason).toMatch(/^seq_jump: seq 1796520749000 of conversation j1 .* head 0\b.*MAX_SEQ_JUMP 100000/);
+    await eventually('u2 sees 1 unread', async () => ((await server.unread('u2')).total === 1 ? true : undefined));
+    await eventually('the rows are gone', async () => ((await outbox.count()) === 0 ? true : undefined));
+  });
+
   it('retries a record whose conversation does not exist yet until its membership arrives, and dead-letters it after the retry time', async () => {
     const { server, outbox } = await setup({ retrySeconds: 3 });
     await outbox.insert([{ type: 'message', conv: 'late', seq: 1, sender: 'x' }]);

@@ -1,8 +1,17 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type ConversationView, type DeleteStep, type EngineAdmin, type RawConversation, type RawUser, type ScanPage, totalsOfRecords } from '../admin.js';
+import {
+  type ConversationView,
+  type DeleteStep,
+  type EngineAdmin,
+  type RawConversation,
+  type RawUser,
+  type RebaseStep,
+  type ScanPage,
+  totalsOfRecords,
+} from '../admin.js';
 import { UNSEEN_EPOCH } from '../engine.js';
 import { type StoredConv, sameRecord, toConvState } from '../rules.js';
-import { encodeSnapshotText } from '../state-text.js';
+import { encodeMemberTag, encodeSnapshotText } from '../state-text.js';
 import { clearEntries } from './entry-log.js';
 import type { LocalNotifications } from './local-notifications.js';
 import {
@@ -141,6 +150,20 @@ export class MemoryAdmin implements EngineAdmin {
     // The member count is the map's size here: only the generation can need raising.
     if (c) c.gen = Math.max(c.gen, minGen);
     return this.readConversation(conv);
+  }
+
+  async rebaseConversation(conv: string, seq: number): Promise<RebaseStep | null> {
+    const c = this.conversations.get(conv);
+    if (!c) return null;
+    const before = c.maxSeq;
+    const head = Math.min(before, seq);
+    // Generations start from the clock (MemoryEngine.changeMembers): newer than every one given.
+    const gen = Math.max(c.gen + 1, Date.now());
+    const members = memberTags(c.members).map((tag) => ({ uid: tag.uid, joinGen: gen, joinHead: Math.min(tag.joinHead, head) }));
+    for (const tag of members) c.members = tableSet(c.members, tag.uid, encodeMemberTag(tag));
+    c.maxSeq = head;
+    c.gen = gen;
+    return { before, head, gen, large: c.large, category: c.category, members };
   }
 
   async wipeUser(uid: string, expected: readonly StoredConv[]): Promise<boolean> {

@@ -2,13 +2,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Cluster, Redis } from 'ioredis';
 import { nanoid } from 'nanoid';
 import { RedpointError } from '../../../protocol/errors.js';
-import type { ConversationView, DeleteStep, EngineAdmin, RawConversation, RawMeta, RawUser, ScanPage } from '../admin.js';
+import type { ConversationView, DeleteStep, EngineAdmin, RawConversation, RawMeta, RawUser, RebaseStep, ScanPage } from '../admin.js';
 import type { MemberTag } from '../engine.js';
 import type { StoredConv } from '../rules.js';
 import { decodeEntries, decodeMemberTag, decodeRecord, decodeSnapshotText, encodeRecord } from '../state-text.js';
 import { asArray, asNumber, asStrings } from './codec.js';
 import { convInfo } from './conv-info.js';
-import { convKey, type UserKeys, userChannel, userKeys } from './keys.js';
+import { convKey, dirtyConvsKey, shardOf, type UserKeys, userChannel, userKeys } from './keys.js';
 import type { RunTracker } from './runs.js';
 import type { ScriptCommands } from './scripts.js';
 
@@ -27,6 +27,10 @@ export interface RedisAdminDeps {
    * evicts conversations, and a restored member may be back before its conversation is.
    */
   restoreConversations?: (convs: readonly string[]) => Promise<unknown>;
+  /** A Redis Cluster (the dirty set of a conversation is then its slot's). */
+  cluster: boolean;
+  /** The durable tier is on: a rebased roster is marked for PostgreSQL. */
+  durable: boolean;
 }
 
 /** How long beginDelete waits for the clock to pass a conversation's generations before taking one anyway. */
@@ -160,6 +164,30 @@ export class RedisAdmin implements EngineAdmin {
   async repairConversation(conv: string, minGen: number): Promise<RawConversation | null> {
     await this.client.adminConvRepair(convKey(this.deps.prefix, conv), minGen);
     return this.readConversation(conv);
+  }
+
+  async rebaseConversation(conv: string, seq: number): Promise<RebaseStep | null> {
+    const key = convKey(this.deps.prefix, conv);
+    const dirty = dirtyConvsKey(this.deps.prefix, shardOf(key, this.deps.cluster));
+    let reply = await this.client.adminConvRebase(key, dirty, seq, this.deps.durable ? Date.now() : '', conv);
+    // Durable: a conversation evicted to PostgreSQL is still a conversation; put it back first.
+    if (reply === null && this.deps.restoreConversations) {
+      await this.deps.restoreConversations([conv]);
+      reply = await this.client.adminConvRebase(key, dirty, seq, this.deps.durable ? Date.now() : '', conv);
+    }
+    if (reply === null) return null;
+    const parts = asArray(reply);
+    const flat = asStrings(parts[5]);
+    const members: MemberTag[] = [];
+    for (let i = 0; i < flat.length; i += 2) members.push(decodeMemberTag(flat[i] as string, flat[i + 1] as string));
+    return {
+      before: asNumber(parts[0]),
+      head: asNumber(parts[1]),
+      gen: asNumber(parts[2]),
+      large: asNumber(parts[3]) === 1,
+      category: String(parts[4]),
+      members,
+    };
   }
 
   async wipeUser(uid: string, expected: readonly StoredConv[]): Promise<boolean> {

@@ -835,6 +835,8 @@ export class RedisEngine implements Engine {
       prefix: this.prefix,
       idleSeconds: this.idleSeconds,
       publish: this.publish,
+      cluster: this.cluster,
+      durable: this.durable !== undefined,
       ...(this.durable ? { restoreConversations: (convs: readonly string[]) => this.restoreConversations(convs) } : {}),
     });
     return this.toolbox;

@@ -61,6 +61,7 @@ export const SCRIPTS = {
   adminConvDelete: { file: 'admin/conv_delete.lua', keys: 2 },
   adminConvDeleteFinish: { file: 'admin/conv_delete_finish.lua', keys: 1 },
   adminConvRepair: { file: 'admin/conv_repair.lua', keys: 1 },
+  adminConvRebase: { file: 'admin/conv_rebase.lua', keys: 2 },
   // Last: it runs convRecord's and userApply's bodies (the library defines them before it).
   ingestFlush: { file: 'ingest_flush.lua', keys: 1, user: true, crossSlot: true },
 } as const satisfies Record<string, ScriptSpec>;

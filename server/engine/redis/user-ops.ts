@@ -18,9 +18,14 @@ export function mentionArg(seqs: readonly number[]): string {
   return (distinct.length > cap ? distinct.slice(distinct.length - cap) : distinct).join(',');
 }
 
+/** `<member><large><rebase>`: user_apply.lua reads each by its position. */
+function membershipFlags(op: { large: boolean; rebase?: true }): string {
+  return `1${op.large ? '1' : '0'}${op.rebase ? '1' : '0'}`;
+}
+
 /** How many arguments an op takes in user_apply.lua (its type, conversation and fields). */
 export function opArgs(op: UserOp): number {
-  return op.type === 'read' || op.type === 'reset-read' ? 3 : op.type === 'membership' ? 8 : 5;
+  return op.type === 'read' || op.type === 'reset-read' ? 3 : op.type === 'membership' ? 8 : op.type === 'message' ? 6 : 5;
 }
 
 /** Appends one user's ops as user_apply.lua reads them: type, conversation, then the type's fields. */
@@ -28,13 +33,13 @@ export function appendUserOps(args: (string | number)[], ops: readonly UserOp[])
   for (const op of ops) {
     switch (op.type) {
       case 'message':
-        args.push('m', op.conv, op.lastSeq, op.readSeq, mentionArg(op.mentionSeqs));
+        args.push('m', op.conv, op.lastSeq, op.readSeq, mentionArg(op.mentionSeqs), op.gen ?? '');
         break;
       case 'read':
         args.push('r', op.conv, op.seq);
         break;
       case 'membership':
-        if (op.member) args.push('g', op.conv, op.gen, op.large ? '11' : '10', op.joinGen, op.joinHead, op.head, op.category);
+        if (op.member) args.push('g', op.conv, op.gen, membershipFlags(op), op.joinGen, op.joinHead, op.head, op.category);
         else args.push('g', op.conv, op.gen, '00', 0, 0, 0, '');
         break;
       case 'settings':

@@ -1,6 +1,6 @@
 -- ingest_flush.lua: a whole ingest flush on ONE Redis in one call: the conversation step of every
 -- conversation (conv_record.lua, unchanged), then the message ops it implies (a port of
--- ingest.ts mergeOps), then every user step (user_apply.lua, unchanged), each user's ops
+-- ingest.ts mergeOps, each op carrying its conversation's generation), then every user step (user_apply.lua, unchanged), each user's ops
 -- atomically and in order. One call instead of two saves a round trip, a reply to decode and
 -- the ops' arguments; the semantics are the two steps' (nothing runs between them, which the
 -- rules allow and no longer need). Not for a cluster: there a user's keys may live on another
@@ -70,9 +70,12 @@ local function opFor(uid, conv)
   end
   return op
 end
+-- conv -> its generation as this flush's conversation step read it (the message ops carry it).
+local genOf = {}
 for k, c in ipairs(convs) do
   local r = recorded[k]
   if type(r) == 'table' then
+    genOf[c.conv] = r[4] or ''
     local listed = r[6]
     local large = r[2] == 1
     -- Which candidates are members: one pass over the listed uids against the few candidates
@@ -144,8 +147,8 @@ for _, uid in ipairs(users) do
   apply[n + 1], apply[n + 2], apply[n + 3], apply[n + 4] = uid, op.count, '', check
   n = n + 4
   while op do
-    apply[n + 1], apply[n + 2], apply[n + 3], apply[n + 4], apply[n + 5] = 'm', op.conv, op.lastSeq, op.readSeq, op.mentions
-    n = n + 5
+    apply[n + 1], apply[n + 2], apply[n + 3], apply[n + 4], apply[n + 5], apply[n + 6] = 'm', op.conv, op.lastSeq, op.readSeq, op.mentions, genOf[op.conv]
+    n = n + 6
     op = op.after
   end
 end

@@ -25,9 +25,9 @@
 --   activity sets, keys.ts), check (1: a user without meta is reported 'absent' and nothing of
 --   theirs is applied, so the caller can restore them first), then the ops, each its type,
 --   conversation and fields:
---   m (message):    lastSeq, readSeq, mention seqs 'a,b,c'
+--   m (message):    lastSeq, readSeq, mention seqs 'a,b,c', the conversation's gen ('' = no check)
 --   r (read):       seq
---   g (membership): gen, flags <member><large>, joinGen, joinHead, head, category
+--   g (membership): gen, flags <member><large>[<rebase>], joinGen, joinHead, head, category
 --   s (settings):   muted 1|0|-, markedUnread 1|0|-, deleteAt (or -)
 --   R (reset-read): seq (readSeq lowered to it, never below deletedSeq)
 -- Publishes each user's changes on `<prefix>:bus:{u:<uid>}`, in version order: 'epoch|at', then

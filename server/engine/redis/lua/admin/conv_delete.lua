@@ -43,11 +43,7 @@ for i = 1, #all, 2 do
     fields[#fields + 1] = all[i + 1]
   end
 end
--- unpack() is bounded by the Lua C stack: write in chunks.
-local CHUNK = 1000
-for i = 1, #fields, CHUNK do
-  redis.call('HSET', deletion, unpack(fields, i, math.min(i + CHUNK - 1, #fields)))
-end
+hsetChunks(deletion, fields)
 local head = math.max(tonumber(meta[2] or '0'), tonumber(d[2] or '0'))
 redis.call('HSET', deletion, '#g', int(gen), '#s', int(head))
 redis.call('DEL', conv)

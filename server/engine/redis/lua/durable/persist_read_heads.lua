@@ -6,10 +6,13 @@
 -- slot, and every conversation marked in it lives in it)
 -- ARGV[1] the head of a conversation's key name (keys.ts convKeyHead; convKeyAfterHead(head, conv) is the key)
 -- ARGV[2] the conversations, joined by '\n' (ids never hold '\n')
--- Returns their heads ('#s') in order, joined by '\n', empty where the conversation is gone.
+-- Returns their heads ('#s') and generations ('#g', read with the head: PostgreSQL orders heads
+-- by it, so one read before an operator's rebase cannot raise the lowered head), each
+-- '<head> <gen>', in order, joined by '\n'; empty where the conversation is gone.
 
 local head, out = ARGV[1], {}
 for conv in string.gmatch(ARGV[2], '[^\n]+') do
-  out[#out + 1] = redis.call('HGET', convKeyAfterHead(head, conv), '#s') or ''
+  local fields = redis.call('HMGET', convKeyAfterHead(head, conv), '#s', '#g')
+  out[#out + 1] = fields[1] and (fields[1] .. ' ' .. (fields[2] or '0')) or ''
 end
 return table.concat(out, '\n')

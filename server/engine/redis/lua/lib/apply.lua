@@ -8,7 +8,7 @@
 -- per call, 19.5k since: with one message per flush it is paid per message).
 local argv, runId, prefix, snapshotEvery, streamMaxLen, mentionCap, idle, publishCmd, at, now
 local checkLocal, withResults, durableNow, activityEvery
-local FIELDS = { m = 3, r = 1, g = 6, s = 3, R = 1 }
+local FIELDS = { m = 4, r = 1, g = 6, s = 3, R = 1 }
 
 local function blank(conv)
   return {
@@ -61,6 +61,9 @@ end
 -- never changed in place, only replaced). Returns the record after the op (nil: still none).
 local function apply(r, op, conv, i)
   if op == 'm' then
+    -- rules.ts: made before this membership began (a rejoin or a rebase since): ignored.
+    local opGen = argv[i + 5]
+    if r and r.member and opGen ~= '' and tonumber(opGen) < tonumber(r.joinGen) then return r end
     r = r or blank(conv)
     local lastSeq = num(argv[i + 2])
     if lastSeq > r.lastSeq then r.lastSeq = lastSeq end
@@ -76,7 +79,25 @@ local function apply(r, op, conv, i)
     local flags = argv[i + 3]
     if byte(flags, 1) == 49 then
       local joinGen = int(tonumber(argv[i + 4]))
-      if not r.member or r.joinGen ~= joinGen then
+      if byte(flags, 3) == 49 and (not r.member or r.joinGen ~= joinGen) then
+        -- rules.ts rebaseRecord: the operator lowered the head; lastSeq is set to it.
+        local head = tonumber(argv[i + 6])
+        if not r.member then
+          r.member = true
+          raiseRead(r, tonumber(argv[i + 5]))
+          r.marked = false
+          r.deletedSeq = -1
+        end
+        r.joinGen = joinGen
+        r.lastSeq = head
+        r.readSeq = min(r.readSeq, head)
+        r.deletedSeq = min(r.deletedSeq, head)
+        local kept = {}
+        for _, m in ipairs(r.mentions) do
+          if m > r.readSeq and m <= head then kept[#kept + 1] = m end
+        end
+        r.mentions = kept
+      elseif not r.member or r.joinGen ~= joinGen then
         r.member = true
         r.joinGen = joinGen
         raiseRead(r, tonumber(argv[i + 5]))

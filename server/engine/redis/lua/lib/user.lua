@@ -29,6 +29,14 @@ local function int(n)
   return format('%d', n)
 end
 
+-- HSET of a flat field/value list of any length: unpack() is bounded by the Lua C stack
+-- (LUAI_MAXCSTACK 8000), so in chunks of 1000.
+local function hsetChunks(key, fields)
+  for i = 1, #fields, 1000 do
+    redis.call('HSET', key, unpack(fields, i, math.min(i + 999, #fields)))
+  end
+end
+
 -- The stamp of an eviction in the slot's evicted set (keys.ts evictedKey): Redis's clock in µs,
 -- as an exact decimal. No two evictions of one key share it (a restore lies between them).
 local function evictionStamp()

@@ -1,0 +1,39 @@
+-- admin/conv_rebase.lua: the conversation step of an operator's rebase (admin/rebase.ts): lower
+-- the head '#s' to ARGV[1] when it is above, and start every member over at a new generation:
+-- '#g' and each member's join tag become that generation, join heads at most the new head. A
+-- message recorded before this step carries an older generation than the tags now hold, so the
+-- rebased records ignore it (rules.ts): the old head cannot come back through it.
+--
+-- KEYS[1] the conversation hash (conv_members.lua)   KEYS[2] the dirty set of its slot (durable tier)
+-- ARGV[1] the seq to lower the head to   ARGV[2] durable tier: now in ms ('' = off): the roster
+--         (head, generation, tags) is marked 'm|<conv>' in KEYS[2]   ARGV[3] the conversation id
+-- Returns nil (no such conversation) or {head before, head after, gen, large 1|0, category,
+--          {uid, join tag, ...}}
+
+local function int(n) return string.format('%d', n) end
+local K = KEYS[1]
+local meta = redis.call('HMGET', K, '#s', '#l', '#c', '#g')
+if not meta[1] then return nil end
+local before = tonumber(meta[1])
+local head = math.min(before, tonumber(ARGV[1]))
+-- Generations start from the clock (conv_members.lua): the rebase's is newer than every one given.
+local now = redis.call('TIME')
+local gen = math.max(tonumber(meta[4] or '0') + 1, tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000))
+
+local all = redis.call('HGETALL', K)
+local tags, out = {}, {}
+for i = 1, #all, 2 do
+  local uid = all[i]
+  if string.sub(uid, 1, 1) ~= '#' then
+    local joinHead = tonumber(string.match(all[i + 1], '|(%d+)$'))
+    local tag = int(gen) .. '|' .. int(math.min(joinHead, head))
+    tags[#tags + 1] = uid
+    tags[#tags + 1] = tag
+    out[#out + 1] = uid
+    out[#out + 1] = tag
+  end
+end
+hsetChunks(K, tags)
+redis.call('HSET', K, '#s', int(head), '#g', int(gen))
+if ARGV[2] ~= '' then redis.call('ZADD', KEYS[2], 'NX', ARGV[2], 'm|' .. ARGV[3]) end
+return { before, head, gen, meta[2] == '1' and 1 or 0, meta[3] or 'default', out }

@@ -7,6 +7,7 @@ import type { ErrorBody } from '../../protocol/replies.js';
 import { OutcomeUnknownError, StoreUnavailableError } from '../engine/store-errors.js';
 import { httpRequestKey, type Metrics } from '../metrics/metrics.js';
 import { wireError } from './error-mapper.js';
+import { framingFault } from './framing.js';
 import { RetryLaterError } from './user-budget.js';
 import type { HttpRequest, HttpResponse, TemplatedApp } from './uws.js';
 
@@ -193,6 +194,7 @@ export class HttpRouter {
   }
 
   private handle(res: HttpResponse, req: HttpRequest, handler: Handler, paramNames: readonly string[], name: string, options: RouteOptions): void {
+    if (this.refusedFraming(res, req, name)) return;
     const started = performance.now();
     const params: string[] = [];
     for (let i = 0; i < paramNames.length; i++) params.push(req.getParameter(i));
@@ -376,9 +378,37 @@ export class HttpRouter {
 
   /** Answers at once (404/405), in the format the client asked for. */
   private sendError(res: HttpResponse, req: HttpRequest, err: RedpointError): void {
+    if (this.refusedFraming(res, req, 'fallback')) return;
     const ctx = this.context(req, [], []);
     this.received++;
     this.finish(res, { aborted: false }, ctx, 'fallback', performance.now(), this.toErrorReply(err, ctx, false));
+  }
+
+  /**
+   * Every route and the 404/405 fallback start here: a request whose body length is ambiguous
+   * is answered 400 `bad_framing` without reading it, and its connection closed, so that no byte
+   * after its headers is read as a request. The answer is written on the next turn, not now: as
+   * soon as this handler returns, uWS parses whatever follows the first Content-Length's body in
+   * the bytes already read, and serves it if this request is answered; a request found there
+   * while this one is unanswered makes uWS close the connection unread instead (onAborted, so the
+   * client sees no reply rather than another request's). Bytes that come later are not read:
+   * the 400 ends the connection.
+   */
+  private refusedFraming(res: HttpResponse, req: HttpRequest, name: string): boolean {
+    const fault = framingFault(req);
+    if (fault === undefined) return false;
+    const started = performance.now();
+    const ctx = this.context(req, [], []);
+    // bodyPending: the body is never read, so finish() closes the connection.
+    const state: AbortState = { aborted: false, bodyPending: true };
+    res.onAborted(() => {
+      state.aborted = true;
+    });
+    this.received++;
+    this.log.info({ event: 'bad_framing', requestId: ctx.requestId, method: ctx.method, url: ctx.url, fault }, 'request refused: ambiguous framing');
+    const reply = this.toErrorReply(new RedpointError('bad_framing', fault), ctx, false);
+    setImmediate(() => this.finish(res, state, ctx, name, started, reply));
+    return true;
   }
 }
 

@@ -101,7 +101,7 @@ export type Method = 'get' | 'post' | 'put' | 'del' | 'options';
  * The status a request is counted under when its client went away before its body arrived
  * (nginx's "client closed request"): a client's event, never written to anyone, not a 5xx.
  */
-export const CLIENT_CLOSED_REQUEST = 499;
+const CLIENT_CLOSED_REQUEST = 499;
 
 /** The client closed its connection in the middle of sending the body. */
 class ClientAbortedError extends Error {

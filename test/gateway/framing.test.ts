@@ -38,7 +38,7 @@ function exchange(port: number, request: string, waitMs: number): Promise<Exchan
 
 const AUTH = `Authorization: Bearer ${TEST_API_KEY}\r\n`;
 /** The request smuggled in a body: it must never be answered. */
-const SMUGGLED = 'GET /v1/users/bob/unread HTTP/1.1\r\nHost: x\r\n' + AUTH + '\r\n';
+const SMUGGLED = `GET /v1/users/bob/unread HTTP/1.1\r\nHost: x\r\n${AUTH}\r\n`;
 const post = (headers: string, body: string): string =>
   `POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n${AUTH}${headers}\r\n${body}`;
 const MESSAGE = '{"conv":"smuggle","seq":1,"sender":"alice"}';

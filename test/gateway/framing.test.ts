@@ -1,5 +1,6 @@
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadedUws } from '../../server/gateway/uws.js';
 import { startTestServer, TEST_API_KEY, type TestServer } from '../helpers/test-server.js';
 
 /**
@@ -70,8 +71,9 @@ const GATEWAY_REFUSES: Array<[string, string]> = [
 ];
 
 /**
- * Refused by uWebSockets.js' own parser before any route sees the request: the connection closes
- * with no reply at all (at once, or at its idle timeout for the last three), and nothing after
+ * Refused by uWebSockets.js' own parser before any route sees the request: the pinned build
+ * closes the connection with no reply at all (at once, or at its idle timeout for the last
+ * three), and nothing after
  * the headers is read as a request. Pinned here so that a uWS upgrade that starts accepting one
  * of them fails this test instead of reopening the hole.
  */
@@ -112,7 +114,9 @@ describe('HTTP framing (RFC 9112 §6.3)', () => {
   it.each(GATEWAY_REFUSES)('%s: 400 bad_framing, and the connection closed', async (_name, request) => {
     const reply = await exchange(s.port, request, 5_000);
     expect(reply.statuses).toEqual([400]);
-    expect(reply.text).toContain('"code":"bad_framing"');
+    // The pinned build hands these to the routes and the gateway answers; a build whose parser
+    // refuses them itself answers with its own 400.
+    if (loadedUws.build === 'uWebSockets.js') expect(reply.text).toContain('"code":"bad_framing"');
     expect(reply.text.toLowerCase()).toContain('connection: close');
     expect(reply.closed).toBe(true);
   });
@@ -130,7 +134,8 @@ describe('HTTP framing (RFC 9112 §6.3)', () => {
     async () => {
       // All at once: the slowest wait for uWS' idle timeout.
       const replies = await Promise.all(PARSER_REFUSES.map(([, request]) => exchange(s.port, request, PARSER_CLOSE_MS)));
-      const seen = PARSER_REFUSES.map(([name], i) => ({ name, statuses: replies[i]?.statuses, closed: replies[i]?.closed }));
+      // No reply from the pinned build; a 400 from a build that answers before closing is as good.
+      const seen = PARSER_REFUSES.map(([name], i) => ({ name, statuses: replies[i]?.statuses.filter((status) => status !== 400), closed: replies[i]?.closed }));
       expect(seen).toEqual(PARSER_REFUSES.map(([name]) => ({ name, statuses: [], closed: true })));
     },
     PARSER_CLOSE_MS + 10_000,

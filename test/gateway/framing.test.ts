@@ -73,8 +73,7 @@ const GATEWAY_REFUSES: Array<[string, string]> = [
 /**
  * Refused by uWebSockets.js' own parser before any route sees the request: the pinned build
  * closes the connection with no reply at all (at once, or at its idle timeout for the last
- * three), and nothing after
- * the headers is read as a request. Pinned here so that a uWS upgrade that starts accepting one
+ * three), and nothing after the headers is read as a request. Pinned here so that a uWS upgrade that starts accepting one
  * of them fails this test instead of reopening the hole.
  */
 const PARSER_REFUSES: Array<[string, string]> = [

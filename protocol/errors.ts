@@ -5,6 +5,11 @@
 export const ERROR_CODES = {
   bad_json: { status: 400, reason: 'The body is not valid JSON / MessagePack.' },
   invalid_request: { status: 400, reason: 'The body or query does not match the schema (types, ranges, lengths).' },
+  bad_framing: {
+    status: 400,
+    reason:
+      "The request's length is ambiguous (a repeated Content-Length or Transfer-Encoding, both together, a coding other than chunked); the connection is closed.",
+  },
   unauthorized: { status: 401, reason: 'No credentials, or credentials that do not verify (forged, wrong key).' },
   token_expired: { status: 401, reason: 'The JWT has expired; fetch a new one.' },
   forbidden: { status: 403, reason: "The credentials are valid but do not allow this (another user's data)." },

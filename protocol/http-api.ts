@@ -408,7 +408,8 @@ export function pathParameters(path: string): string[] {
  * A write to the store may also answer `503 outcome_unknown` (the store took it but did not confirm).
  */
 export function errorCodesOf(endpoint: Endpoint): ErrorCode[] {
-  const codes = new Set<ErrorCode>();
+  // Any request may carry ambiguous framing headers; it is refused before its route runs.
+  const codes = new Set<ErrorCode>(['bad_framing']);
   if (pathParameters(endpoint.path).length > 0 || endpoint.query) codes.add('invalid_request');
   if (endpoint.body) for (const code of ['bad_json', 'invalid_request', 'payload_too_large', 'unsupported_media_type'] as const) codes.add(code);
   if (endpoint.auth.length > 0) codes.add('unauthorized');

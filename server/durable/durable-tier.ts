@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { DurableConfig } from '../config.js';
 import type { DurableStore } from '../engine/durable-backing.js';
-import type { Metrics } from '../metrics/metrics.js';
+import { type DurableReadings, type Metrics, SCRAPE_READ_MS } from '../metrics/metrics.js';
 import { addressOfUrl, postgresFailure } from '../start-failure.js';
 import { ColdSweep } from './cold-sweep.js';
 import { Persister } from './persister.js';
@@ -23,10 +23,18 @@ export class DurableTier {
   private persister: Persister | undefined;
   private sweep: ColdSweep | undefined;
 
+  /**
+   * One connection of its own for the health check: the drainer's pool may be all taken by
+   * statements waiting on a lock, and PostgreSQL answering is what the check asks.
+   */
+  private readonly probe: PgStore;
+
   private constructor(
     readonly pg: PgStore,
     private readonly config: DurableConfig,
-  ) {}
+  ) {
+    this.probe = PgStore.connect(config.databaseUrl, { max: 1, statementTimeoutMs: SCRAPE_READ_MS });
+  }
 
   /** Connects and migrates; fails when PostgreSQL does not answer or its schema is newer than this build. */
   static async open(config: DurableConfig, log: Logger): Promise<DurableTier> {
@@ -78,10 +86,18 @@ export class DurableTier {
     return { persister: this.persister, sweep: this.sweep };
   }
 
-  /** For /readyz: PostgreSQL answers (reported, never failing readiness: Redis keeps serving without it). */
+  /** What the tier's gauges read when scraped, in any process (worker) over `store`, whether it drains or not. */
+  readings(store: DurableStore): DurableReadings {
+    return {
+      backlog: async () => store.backlog(await store.busyShards(0, store.shardCount)),
+      database: () => this.databaseReady(),
+    };
+  }
+
+  /** For /readyz and the gauge: PostgreSQL answers (reported, never failing readiness: Redis keeps serving without it). */
   async databaseReady(): Promise<boolean> {
     try {
-      await this.pg.ping();
+      await this.probe.ping();
       return true;
     } catch {
       return false;
@@ -91,6 +107,6 @@ export class DurableTier {
   /** Stops the drainer and the sweep after their passes in flight, then closes the pool. */
   async close(): Promise<void> {
     await Promise.all([this.persister?.stop(), this.sweep?.stop()]);
-    await this.pg.close().catch(() => undefined);
+    await Promise.all([this.pg.close().catch(() => undefined), this.probe.close().catch(() => undefined)]);
   }
 }

@@ -129,9 +129,8 @@ export class Persister {
     }
   }
 
-  /** One log line per change of PostgreSQL's state, not one per failed pass. */
+  /** One log line per change of PostgreSQL's state, not one per failed pass (the gauge reads PostgreSQL itself when scraped). */
   private databaseState(up: boolean, err?: unknown): void {
-    this.metrics.databaseUp.set(up ? 1 : 0);
     if (this.databaseUp === up) return;
     const first = this.databaseUp === undefined;
     this.databaseUp = up;
@@ -142,15 +141,14 @@ export class Persister {
     }
   }
 
+  /** The backlog warning. The gauges read the backlog themselves when scraped (Metrics.durable). */
   private async report(): Promise<void> {
-    // The gauge covers the whole store: on a cluster that is a look at all 16,384 slots, so it
-    // is refreshed every few seconds rather than on every pass.
+    // The whole store: on a cluster that is a look at all 16,384 slots, so every few seconds
+    // rather than on every pass.
     const now = Date.now();
     if (this.store.shardCount > 1 && now - this.reportedAt < CLUSTER_REPORT_EVERY_MS) return;
     this.reportedAt = now;
-    const { marks, oldest } = await this.store.backlog(await this.allShards());
-    this.metrics.persistBacklog.set(marks);
-    this.metrics.persistOldest.set(oldest === null ? 0 : Math.max(0, (Date.now() - oldest) / 1000));
+    const { marks } = await this.store.backlog(await this.allShards());
     if (marks >= this.options.backlogWarn && !this.warned) {
       this.warned = true;
       this.log.warn({ event: 'persist_backlog', marks }, `durable tier: ${marks} changes wait for PostgreSQL in Redis memory`);

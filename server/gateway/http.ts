@@ -7,6 +7,7 @@ import type { ErrorBody } from '../../protocol/replies.js';
 import { OutcomeUnknownError, StoreUnavailableError } from '../engine/store-errors.js';
 import { httpRequestKey, type Metrics } from '../metrics/metrics.js';
 import { wireError } from './error-mapper.js';
+import { framingFault } from './framing.js';
 import { RetryLaterError } from './user-budget.js';
 import type { HttpRequest, HttpResponse, TemplatedApp } from './uws.js';
 
@@ -95,6 +96,19 @@ export const KEEP_ALIVE_HINT_SECONDS = 5;
 const KEEP_ALIVE_HINT = `timeout=${KEEP_ALIVE_HINT_SECONDS}`;
 
 export type Method = 'get' | 'post' | 'put' | 'del' | 'options';
+
+/**
+ * The status a request is counted under when its client went away before its body arrived
+ * (nginx's "client closed request"): a client's event, never written to anyone, not a 5xx.
+ */
+const CLIENT_CLOSED_REQUEST = 499;
+
+/** The client closed its connection in the middle of sending the body. */
+class ClientAbortedError extends Error {
+  constructor(readonly received: number) {
+    super('client aborted the request');
+  }
+}
 
 let requestCounter = 0;
 
@@ -193,6 +207,7 @@ export class HttpRouter {
   }
 
   private handle(res: HttpResponse, req: HttpRequest, handler: Handler, paramNames: readonly string[], name: string, options: RouteOptions): void {
+    if (this.refusedFraming(res, req, name)) return;
     const started = performance.now();
     const params: string[] = [];
     for (let i = 0; i < paramNames.length; i++) params.push(req.getParameter(i));
@@ -254,7 +269,15 @@ export class HttpRouter {
       if (this.inFlight.size === 0) this.drained?.();
     };
     const fail = (err: unknown): void => {
-      if (!answered) answer(this.toErrorReply(err, ctx, write));
+      if (answered) return;
+      if (err instanceof ClientAbortedError) {
+        // Mobile networks drop uploads all the time: info, no stack, no error count.
+        this.log.info(
+          { event: 'request_aborted', requestId: ctx.requestId, method: ctx.method, url: ctx.url, bodyBytes: err.received },
+          'client went away before its request body arrived',
+        );
+        answer({ status: CLIENT_CLOSED_REQUEST, body: null });
+      } else answer(this.toErrorReply(err, ctx, write));
     };
     // The bound of every request: whatever the handler still waits for, the client gets an
     // answer that says what is known (nothing applied before the handler ran; unknown after).
@@ -376,9 +399,37 @@ export class HttpRouter {
 
   /** Answers at once (404/405), in the format the client asked for. */
   private sendError(res: HttpResponse, req: HttpRequest, err: RedpointError): void {
+    if (this.refusedFraming(res, req, 'fallback')) return;
     const ctx = this.context(req, [], []);
     this.received++;
     this.finish(res, { aborted: false }, ctx, 'fallback', performance.now(), this.toErrorReply(err, ctx, false));
+  }
+
+  /**
+   * Every route and the 404/405 fallback start here: a request whose body length is ambiguous
+   * is answered 400 `bad_framing` without reading it, and its connection closed, so that no byte
+   * after its headers is read as a request. The answer is written on the next turn, not now: as
+   * soon as this handler returns, uWS parses whatever follows the first Content-Length's body in
+   * the bytes already read, and serves it if this request is answered; a request found there
+   * while this one is unanswered makes uWS close the connection unread instead (onAborted, so the
+   * client sees no reply rather than another request's). Bytes that come later are not read:
+   * the 400 ends the connection.
+   */
+  private refusedFraming(res: HttpResponse, req: HttpRequest, name: string): boolean {
+    const fault = framingFault(req);
+    if (fault === undefined) return false;
+    const started = performance.now();
+    const ctx = this.context(req, [], []);
+    // bodyPending: the body is never read, so finish() closes the connection.
+    const state: AbortState = { aborted: false, bodyPending: true };
+    res.onAborted(() => {
+      state.aborted = true;
+    });
+    this.received++;
+    this.log.info({ event: 'bad_framing', requestId: ctx.requestId, method: ctx.method, url: ctx.url, fault }, 'request refused: ambiguous framing');
+    const reply = this.toErrorReply(new RedpointError('bad_framing', fault), ctx, false);
+    setImmediate(() => this.finish(res, state, ctx, name, started, reply));
+    return true;
   }
 }
 
@@ -455,7 +506,7 @@ function readBody(res: HttpResponse, state: AbortState): Promise<Buffer> {
         resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
       }
     });
-    state.onAbort = () => reject(new Error('client aborted the request'));
+    state.onAbort = () => reject(new ClientAbortedError(size));
   });
 }
 
@@ -480,6 +531,7 @@ const STATUS_TEXT: Record<number, string> = {
   415: 'Unsupported Media Type',
   422: 'Unprocessable Content',
   429: 'Too Many Requests',
+  499: 'Client Closed Request',
   500: 'Internal Server Error',
   503: 'Service Unavailable',
 };

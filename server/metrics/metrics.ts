@@ -51,6 +51,37 @@ function summing(sources: ReadonlySet<() => number>): { collect(this: Gauge): vo
   };
 }
 
+/**
+ * What the durable tier's gauges read from their sources whenever the metrics are read (a scrape,
+ * the workers' aggregation), rather than what a drain pass last saw: "backlog 0" must mean that
+ * every acknowledged change is in PostgreSQL at that moment, and a stalled pass sees nothing.
+ */
+export interface DurableReadings {
+  /** The marks waiting in Redis now, and the oldest one's time (ms since the epoch; null: none). */
+  backlog(): Promise<{ marks: number; oldest: number | null }>;
+  /** Whether PostgreSQL answers now. */
+  database(): Promise<boolean>;
+}
+
+/**
+ * How long a read of the metrics waits for Redis or PostgreSQL (below the workers' 2 s collect
+ * bound): past it the backlog gauges read NaN (unknown, never a reassuring 0) and the database 0.
+ */
+export const SCRAPE_READ_MS = 1_000;
+
+/** `work`'s value, or `fallback` when it fails or takes longer than SCRAPE_READ_MS. */
+async function readWithin<T>(work: () => Promise<T>, fallback: T): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<T>((resolve) => {
+    timer = setTimeout(() => resolve(fallback), SCRAPE_READ_MS);
+  });
+  try {
+    return await Promise.race([work().catch(() => fallback), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** Key of an HTTP request's label set in `Metrics.httpRequestCounts`: status, a space, the route. */
 export const httpRequestKey = (route: string, status: number): string => `${status} ${route}`;
 
@@ -264,18 +295,29 @@ export class Metrics {
     labelNames: ['code', 'transport'] as const,
     registers: [this.registry],
   });
-  // The durable tier (server/durable/), when DATABASE_URL is set.
+  // The durable tier (server/durable/), when DATABASE_URL is set. Every worker reads these from
+  // Redis and PostgreSQL when the metrics are read: the same values, whichever worker drains.
   readonly persistBacklog = new Gauge({
     name: 'redpoint_persist_backlog',
-    help: 'Changes acknowledged but not yet in PostgreSQL (dirty record and conversation marks), for the whole store as this process last read it; 0 when caught up',
+    help: 'Changes acknowledged but not yet in PostgreSQL (dirty record and conversation marks in Redis), read when scraped; 0: every acknowledged change is in PostgreSQL; NaN: Redis did not answer within 1 s',
     registers: [this.registry],
     aggregator: 'max',
+    collect: async () => {
+      const backlog = await this.readBacklog();
+      if (backlog !== undefined) this.persistBacklog.set(backlog === null ? Number.NaN : backlog.marks);
+    },
   });
   readonly persistOldest = new Gauge({
     name: 'redpoint_persist_oldest_seconds',
-    help: 'Age of the least recently changed record (or conversation mark) not yet in PostgreSQL, from its last change (0 when caught up)',
+    help: 'Age of the least recently changed record (or conversation mark) not yet in PostgreSQL, from its last change, read when scraped (0 when caught up; NaN: Redis did not answer within 1 s)',
     registers: [this.registry],
     aggregator: 'max',
+    collect: async () => {
+      const backlog = await this.readBacklog();
+      if (backlog === undefined) return;
+      if (backlog === null) this.persistOldest.set(Number.NaN);
+      else this.persistOldest.set(backlog.oldest === null ? 0 : Math.max(0, (Date.now() - backlog.oldest) / 1000));
+    },
   });
   readonly persistLag = new Histogram({
     name: 'redpoint_persist_lag_seconds',
@@ -296,9 +338,13 @@ export class Metrics {
   });
   readonly databaseUp = new Gauge({
     name: 'redpoint_database_up',
-    help: '1 while the last PostgreSQL call of the durable tier succeeded',
+    help: '1 when PostgreSQL answered the durable tier (SELECT 1 within 1 s) when scraped',
     registers: [this.registry],
     aggregator: 'min',
+    collect: async () => {
+      const durable = this.durable;
+      if (durable) this.databaseUp.set((await readWithin(() => durable.database(), false)) ? 1 : 0);
+    },
   });
   readonly restored = new Counter({
     name: 'redpoint_restored_total',
@@ -319,6 +365,21 @@ export class Metrics {
     registers: [this.registry],
     aggregator: 'first',
   });
+
+  /** Set when the durable tier is on: what its gauges read when the metrics are read. */
+  durable: DurableReadings | undefined;
+  /** The backlog read in progress: the two gauges it feeds are collected together and share it. */
+  private backlogRead: Promise<{ marks: number; oldest: number | null } | null> | undefined;
+
+  /** The backlog now (null: Redis did not answer in time; undefined: no durable tier). */
+  private readBacklog(): Promise<{ marks: number; oldest: number | null } | null | undefined> {
+    const durable = this.durable;
+    if (!durable) return Promise.resolve(undefined);
+    this.backlogRead ??= readWithin<{ marks: number; oldest: number | null } | null>(() => durable.backlog(), null).finally(() => {
+      this.backlogRead = undefined;
+    });
+    return this.backlogRead;
+  }
 
   /**
    * The Prometheus text of /metrics: this registry's, or, in a worker of several, every worker's

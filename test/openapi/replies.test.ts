@@ -587,6 +587,26 @@ const CASES: Case[] = [
 ];
 
 /**
+ * Any request can be refused for its framing (400 `bad_framing`) before its route runs: one per
+ * operation, its 200 request without a body and with a Transfer-Encoding other than chunked.
+ */
+const FRAMING_CASES: Case[] = [...new Set(CASES.map((c) => c.op))].map((op): Case => {
+  const first = CASES.find((c) => c.op === op && c.status === 200);
+  if (!first) throw new Error(`no 200 case for ${op}`);
+  return {
+    op,
+    status: 400,
+    name: 'ambiguous framing',
+    code: 'bad_framing',
+    ...(first.on ? { on: first.on } : {}),
+    request: () => {
+      const { body: _body, ...spec } = first.request();
+      return { ...spec, headers: { ...spec.headers, 'transfer-encoding': 'gzip, chunked' } };
+    },
+  };
+});
+
+/**
  * Endpoints that never reach the store, so nothing a client or the store does makes them fail
  * with 500: their 500 reply is the shared error body, checked on every store-backed endpoint.
  * The demo assets' text 500 needs esbuild to be missing.
@@ -631,7 +651,7 @@ async function checked(c: Case, accept: string): Promise<unknown> {
 }
 
 describe('every reply of every endpoint matches the OpenAPI document', () => {
-  for (const c of CASES) {
+  for (const c of [...CASES, ...FRAMING_CASES]) {
     it(`${c.op} ${c.status}: ${c.name}`, async () => {
       const spec = c.request();
       if (c.status === 200 && typeof spec.body === 'string') contract.checkRequest(c.op, JSON.parse(spec.body));

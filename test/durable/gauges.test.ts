@@ -1,0 +1,114 @@
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type PostgresServer, startPostgres } from '../helpers/postgres-server.js';
+import { type RedisServer, startRedisServer } from '../helpers/redis-server.js';
+import { type ServerProcess, spawnServer } from '../helpers/server-process.js';
+import { TEST_API_KEY } from '../helpers/test-server.js';
+
+/**
+ * The durable tier's gauges as an operator scrapes them from a production-mode server: two
+ * workers (the default), a private Redis and PostgreSQL, a drain pass every 3 s (issue 45, 3).
+ * `redpoint_database_up` said 0 with PostgreSQL up (only the draining worker set it, and the
+ * workers are combined with `min`); the backlog gauges were set after successful passes only,
+ * so a stalled PostgreSQL, or a change made since the last pass, read as "backlog 0".
+ */
+const PERSIST_INTERVAL_MS = 3_000;
+const api = { authorization: `Bearer ${TEST_API_KEY}`, 'content-type': 'application/json' };
+
+describe('durable gauges, read when scraped (WORKERS=2)', () => {
+  let postgres: PostgresServer;
+  let redis: RedisServer;
+  let server: ServerProcess;
+  let sql: pg.Client;
+  let databaseUrl: string;
+
+  beforeAll(async () => {
+    [postgres, redis] = await Promise.all([startPostgres(), startRedisServer()]);
+    databaseUrl = await postgres.createDatabase('gauges');
+    server = await spawnServer(
+      { REDIS_URL: redis.url, DATABASE_URL: databaseUrl, WORKERS: '2', PERSIST_INTERVAL_MS: String(PERSIST_INTERVAL_MS) },
+      { listenTimeoutMs: 120_000 },
+    );
+    sql = new pg.Client({ connectionString: databaseUrl });
+    await sql.connect();
+  }, 180_000);
+  afterAll(async () => {
+    await sql?.end().catch(() => undefined);
+    await server?.stop();
+    await Promise.all([redis?.stop(), postgres?.stop()]);
+  });
+
+  /** Every unlabelled sample of one scrape, by name. */
+  async function scrape(): Promise<Map<string, number>> {
+    const text = await (await fetch(`${server.url}/metrics`)).text();
+    const samples = new Map<string, number>();
+    for (const [, name, value] of text.matchAll(/^(redpoint_[a-z_]+) (\S+)$/gm)) samples.set(name as string, Number(value));
+    return samples;
+  }
+
+  async function call(method: string, path: string, body: unknown): Promise<void> {
+    const res = await fetch(server.url + path, { method, headers: api, body: JSON.stringify(body) });
+    expect(res.status, `${method} ${path}: ${await res.text()}`).toBe(200);
+  }
+
+  /** The conversation's records in PostgreSQL that have its first message. */
+  async function rowsOf(conv: string): Promise<number> {
+    return Number((await sql.query<{ n: string }>('SELECT count(*) AS n FROM redpoint_user_conv WHERE conv = $1 AND last_seq > 0', [conv])).rows[0]?.n);
+  }
+
+  it('redpoint_database_up is 1 while PostgreSQL answers, whichever worker drains', async () => {
+    expect((await scrape()).get('redpoint_database_up')).toBe(1);
+  });
+
+  it('right after an acknowledged change, a backlog of 0 means the change is in PostgreSQL', async () => {
+    await call('PUT', '/v1/conversations/fresh/members', { add: ['alice', 'bob'] });
+    await call('POST', '/v1/messages', { conv: 'fresh', seq: 1, sender: 'alice' });
+    const backlog = (await scrape()).get('redpoint_persist_backlog');
+    // The next pass is up to 3 s away: the change is almost always still only in Redis here.
+    if (backlog === 0) expect(await rowsOf('fresh'), 'backlog 0 while the change is not in PostgreSQL').toBe(2);
+    else expect(backlog).toBeGreaterThanOrEqual(1);
+  });
+
+  it('with PostgreSQL locked, the gauges grow at every scrape; once it is released they fall to 0 and every change is in PostgreSQL', async () => {
+    const convs = Array.from({ length: 20 }, (_, i) => `locked-${i}`);
+    // The oldest mark may be a roster's, from here.
+    const since = Date.now();
+    for (const conv of convs) await call('PUT', `/v1/conversations/${conv}/members`, { add: ['carol', 'dave'] });
+    const locker = new pg.Client({ connectionString: databaseUrl });
+    await locker.connect();
+    try {
+      await locker.query('BEGIN');
+      await locker.query('LOCK TABLE redpoint_user_conv, redpoint_conversations IN ACCESS EXCLUSIVE MODE');
+      for (const conv of convs) await call('POST', '/v1/messages', { conv, seq: 1, sender: 'carol' });
+      // Scraped over more than a drain interval: passes run into the lock, the gauges say so.
+      let last = 0;
+      for (;;) {
+        const samples = await scrape();
+        const backlog = samples.get('redpoint_persist_backlog') ?? Number.NaN;
+        const oldest = samples.get('redpoint_persist_oldest_seconds') ?? Number.NaN;
+        expect(backlog).toBeGreaterThanOrEqual(convs.length);
+        expect(oldest).toBeGreaterThanOrEqual(last);
+        expect(oldest).toBeLessThanOrEqual((Date.now() - since) / 1000 + 1);
+        expect(samples.get('redpoint_database_up'), 'PostgreSQL answers, locked tables or not').toBe(1);
+        last = oldest;
+        if (oldest > (PERSIST_INTERVAL_MS * 1.5) / 1000) break;
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+    } finally {
+      await locker.query('COMMIT').catch(() => undefined);
+      await locker.end();
+    }
+    // Released: the next passes drain; "backlog 0" is then the truth.
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      const samples = await scrape();
+      if (samples.get('redpoint_persist_backlog') === 0) {
+        expect(samples.get('redpoint_persist_oldest_seconds')).toBe(0);
+        break;
+      }
+      if (Date.now() > deadline) throw new Error(`still ${samples.get('redpoint_persist_backlog')} marks a minute after the lock`);
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    for (const conv of convs) expect(await rowsOf(conv), conv).toBe(2);
+  }, 120_000);
+});

@@ -69,7 +69,8 @@ const times = async (page: Page): Promise<Array<{ text: string; at: number }>> =
 
 /** The chat list as a product shows it: by last activity with its time, no action buttons at rest, the tools folded away. */
 async function expectChatList(page: Page): Promise<void> {
-  await expect.poll(() => listed(page), { timeout: 15_000 }).toEqual(SEEDED);
+  // Every row timed (the record may arrive after the counts), in the seed's order.
+  await expect.poll(async () => ({ order: await listed(page), timed: (await times(page)).length }), { timeout: 15_000 }).toEqual({ order: SEEDED, timed: 5 });
   const shown = await times(page);
   expect(shown.map((t) => t.text)).toEqual(SEEDED.map(() => expect.stringMatching(RELATIVE)));
   for (const [i, t] of shown.entries()) {
@@ -106,9 +107,13 @@ describe('the demo as a messenger', () => {
     await desktop.mouse.move(0, 0);
     await desktop.screenshot({ path: join(ARTIFACTS, 'demo-1280.png') });
 
-    // A row's menu: opened from the keyboard, its items are menu items, Escape closes it and gives the focus back.
+    // A row's menu from the keyboard: Tab from the row to its trigger (shown once the row has the
+    // focus), Enter opens it; its items are menu items; Escape closes it and gives the focus back.
     const trigger = row(desktop, 'design-team').locator('button[data-action="menu"]');
-    await trigger.focus();
+    expect(await trigger.isVisible()).toBe(false);
+    await row(desktop, 'design-team').locator('[data-action="open"]').focus();
+    await desktop.keyboard.press('Tab');
+    expect(await trigger.evaluate((el) => el === el.ownerDocument.activeElement)).toBe(true);
     await desktop.keyboard.press('Enter');
     const menu = row(desktop, 'design-team').locator('[role="menu"]');
     await menu.waitFor({ state: 'visible' });
@@ -116,6 +121,12 @@ describe('the demo as a messenger', () => {
     expect(await trigger.getAttribute('aria-haspopup')).toBe('menu');
     expect(await menu.locator('[role="menuitem"]').allTextContents()).toEqual(['Mark as read', 'Mute', 'Delete']);
     expect(await desktop.locator('#conversations [role="menu"]:visible').count()).toBe(1);
+    expect(
+      await menu
+        .locator('[role="menuitem"]')
+        .first()
+        .evaluate((el) => el === el.ownerDocument.activeElement),
+    ).toBe(true);
     expect(await layoutProblems(desktop)).toEqual([]);
     await desktop.screenshot({ path: join(ARTIFACTS, 'demo-1280-row-menu.png') });
     await desktop.keyboard.press('Escape');

@@ -7,6 +7,7 @@ import { DEV_API_KEY, DEV_JWT_SECRET } from '../../server/config.js';
 import { expectWithin } from '../helpers/bound.js';
 import { type Harness, startHarness } from '../sdk/harness.js';
 import { type LaunchedBrowser, launchChromium } from './chromium.js';
+import { openTools, row, rowAction } from './demo-ui.js';
 import { layoutProblems, withProbe } from './layout.js';
 
 /**
@@ -77,7 +78,6 @@ async function open(uid: string, device: string, options: typeof PHONE | typeof 
 /** The conversation ids in the order the page lists them. */
 const listed = async (page: Page): Promise<string[]> =>
   Promise.all((await page.locator('#conversations > li[data-conv]').all()).map(async (r) => (await r.getAttribute('data-conv')) ?? ''));
-const row = (page: Page, conv: string) => page.locator(`#conversations li[data-conv="${conv}"]`);
 
 describe('the demo as a chat list', () => {
   it('two devices of one user, and one opened later, list the conversations in one order: by last activity, then id', async () => {
@@ -98,7 +98,7 @@ describe('the demo as a chat list', () => {
     const { page: c } = await open('olga', 'C');
     await expect.poll(() => listed(c), { timeout: 10_000 }).toEqual(expected);
     // Reading changes no order; a new message moves its conversation up everywhere.
-    await a.locator('li[data-conv="c-alpha"] button[data-action="read"]').click();
+    await rowAction(a, 'c-alpha', 'read');
     await h.post({ conv: 'c-beta', seq: 1, sender: 'pete' });
     const after = ['c-beta', 'c-delta', 'c-alpha', 'c-gamma'];
     for (const page of [a, b, c]) await expect.poll(() => listed(page), { timeout: 10_000 }).toEqual(after);
@@ -123,6 +123,7 @@ describe('the demo as a chat list', () => {
 
   it('seeded on one user\'s page: the private chat is named after the other person on each side, never after yourself; "From" is someone else, so Send shows', async () => {
     const { page: alice } = await open('alice', 'S');
+    await openTools(alice);
     await alice.locator('#seed').click();
     await alice.locator('#conversations li[data-conv="dm:alice:bob"]').waitFor({ timeout: 15_000 });
     expect(await row(alice, 'dm:alice:bob').locator('[data-role="name"]').textContent()).toBe('bob');
@@ -134,6 +135,7 @@ describe('the demo as a chat list', () => {
     expect(names).not.toContain('bob');
 
     // On bob's page "From" is a member who is not bob, and a message from them counts for bob.
+    await openTools(bob);
     await bob.locator('#send-conv').selectOption('dm:alice:bob');
     await expect.poll(() => bob.locator('#send-form input[name="sender"]').inputValue()).toBe('alice');
     const before = Number(await row(bob, 'dm:alice:bob').getAttribute('data-unread'));
@@ -163,8 +165,8 @@ describe('the demo as a chat list', () => {
     await h.members('tog-2', { add: ['tom', 'pete'], category: 'group' });
     const { page } = await open('tom', 'P', PHONE);
     await row(page, 'tog').waitFor();
-    // One visible button per row: the menu.
-    const visible = (conv: string) => row(page, conv).locator('button:visible');
+    // One visible control per row besides the row itself (which opens the conversation): the menu.
+    const visible = (conv: string) => row(page, conv).locator('button[data-action]:not([data-action="open"]):visible');
     expect(await visible('tog').count()).toBe(1);
     expect(await visible('tog-2').count()).toBe(1);
     expect(await visible('tog').getAttribute('data-action')).toBe('menu');

@@ -566,7 +566,10 @@ const CASES: Case[] = [
     status: 400,
     name: 'a sent message past the seq reported',
     request: () =>
-      req('POST', '/demo/activity', { auth: 'none', body: { conv: 'team', seq: 1, messages: [{ seq: 3, sender: 'bob', text: '', mention: false, agoMs: 0 }] } }),
+      req('POST', '/demo/activity', {
+        auth: 'none',
+        body: { conv: 'team', seq: 1, messages: [{ seq: 3, sender: 'bob', text: '', mention: false, agoMs: 0 }] },
+      }),
     code: 'invalid_request',
     on: 'dev',
   },

@@ -235,7 +235,7 @@ function buttons(): string[] {
   const all = [...document.querySelectorAll('#conversations li')].flatMap(rowButtons);
   if (all.length === 0) problems.push('no conversation buttons');
   for (const button of all) {
-    const what = `${button.closest('li')?.getAttribute('data-conv')} / ${button.textContent}`;
+    const what = `${button.closest('li')?.getAttribute('data-conv')} / ${button.getAttribute('aria-label') ?? button.textContent}`;
     const style = getComputedStyle(button);
     if (style.cursor !== 'pointer') problems.push(`${what}: cursor is ${style.cursor}, not pointer`);
     let opacity = 1;

@@ -65,7 +65,7 @@ export const SyncQuery = Type.Object({
 export const DevTokenBody = Type.Object({ uid: Id }, { additionalProperties: false });
 
 /** A message the demo's test tools sent: Redpoint keeps no text, so the dev entry keeps these for the page. */
-export const DemoSentMessage = Type.Object(
+const DemoSentMessage = Type.Object(
   {
     seq: Seq,
     sender: Id,

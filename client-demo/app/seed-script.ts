@@ -4,7 +4,7 @@
  * `cast` maps a name to someone other than the page's user (on bob's page, "bob" is alice).
  */
 
-export interface SeedLine {
+interface SeedLine {
   from: string;
   text: string;
   mention?: boolean;

@@ -1,13 +1,9 @@
-import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { registerRoutes as registerDemoPage } from '../../client-demo/page-routes.js';
-import { DEV_API_KEY, DEV_JWT_SECRET } from '../../server/config.js';
-import { type Harness, startHarness } from '../sdk/harness.js';
-import { type LaunchedBrowser, launchChromium } from './chromium.js';
+import type { Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
+import { ARTIFACTS, type ContextOptions, demoSuite, PHONE } from './demo-suite.js';
 import { openRowMenu, openTools, row } from './demo-ui.js';
-import { layoutProblems, withProbe } from './layout.js';
+import { layoutProblems } from './layout.js';
 
 /**
  * The demo page as a messenger, at desktop (1280×800) and phone (390×844) width in real
@@ -16,44 +12,16 @@ import { layoutProblems, withProbe } from './layout.js';
  * and read state) and is read by opening it, on this device and the other. Facts are asserted
  * on the DOM and boxes; the screenshots go to test-artifacts/ for a person to look at.
  */
-const ARTIFACTS = join(process.cwd(), 'test-artifacts');
 const UID = 'alice';
 const DESKTOP = { viewport: { width: 1280, height: 800 } };
-const PHONE = { viewport: { width: 390, height: 844 }, deviceScaleFactor: 3, isMobile: true, hasTouch: true };
 /** The seed's conversations, most recently active first (its script spaces them so). */
 const SEEDED = ['dm:alice:bob', 'design-team', 'release-train', 'announcements', 'random'];
 /** What a row's time may read: minutes or hours ago, yesterday, a weekday, a date. */
 const RELATIVE = /^(now|\d{1,2} min|\d{1,2} h|Yesterday|Mon|Tue|Wed|Thu|Fri|Sat|Sun|\d{1,2} [A-Z][a-z]{2})$/;
 
-let h: Harness;
-let chromium: LaunchedBrowser;
-let browser: Browser;
-const contexts: BrowserContext[] = [];
-const pageErrors: string[] = [];
-
-beforeAll(async () => {
-  h = await startHarness({ config: { devMode: true, apiKey: DEV_API_KEY, jwtSecret: DEV_JWT_SECRET }, routes: registerDemoPage });
-  chromium = await launchChromium();
-  browser = chromium.browser;
-  await mkdir(ARTIFACTS, { recursive: true });
-});
-
-afterAll(async () => {
-  await Promise.all(contexts.map((c) => c.close()));
-  await chromium?.close();
-  await h?.close();
-});
-
-async function open(device: string, options: typeof DESKTOP | typeof PHONE): Promise<Page> {
-  const context = await browser.newContext(options);
-  contexts.push(context);
-  await withProbe(context);
-  const page = await context.newPage();
-  page.on('pageerror', (err) => pageErrors.push(`${device}: ${err.message}`));
-  await page.goto(`${h.url}/?uid=${UID}&device=${device}`);
-  await page.locator('#connection[data-state="live"]').waitFor({ timeout: 15_000 });
-  return page;
-}
+const suite = demoSuite();
+const pageErrors = suite.pageErrors;
+const open = async (device: string, options: ContextOptions): Promise<Page> => (await suite.open(UID, device, options)).page;
 
 const listed = async (page: Page): Promise<string[]> =>
   Promise.all((await page.locator('#conversations > li[data-conv]').all()).map(async (r) => (await r.getAttribute('data-conv')) ?? ''));
@@ -149,7 +117,7 @@ describe('the demo as a messenger', () => {
     await expect.poll(() => row(desktop, 'design-team').getAttribute('data-unread')).toBe('0');
     expect(await row(desktop, 'design-team').getAttribute('aria-current')).toBe('true');
     await expect.poll(() => row(other, 'design-team').getAttribute('data-unread'), { timeout: 10_000 }).toBe('0');
-    await expect.poll(async () => (await h.unread(UID)).conversations.find((c) => c.conv === 'design-team')?.unread).toBe(0);
+    await expect.poll(async () => (await suite.h.unread(UID)).conversations.find((c) => c.conv === 'design-team')?.unread).toBe(0);
     expect(await layoutProblems(desktop)).toEqual([]);
     await desktop.mouse.move(0, 0);
     await desktop.screenshot({ path: join(ARTIFACTS, 'messenger-1280-conversation.png') });

@@ -3,7 +3,7 @@ import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, describe, expect, it } from 'vitest';
 import { expectWithin } from '../helpers/bound.js';
 import { ARTIFACTS, type ContextOptions, demoSuite, PHONE } from './demo-suite.js';
-import { openTools, row, rowAction } from './demo-ui.js';
+import { openRowMenu, openTools, row, rowAction } from './demo-ui.js';
 import { layoutProblems } from './layout.js';
 
 /**
@@ -141,7 +141,7 @@ describe('the demo as a chat list', () => {
     expect(await visible('tog-2').count()).toBe(1);
     expect(await visible('tog').getAttribute('data-action')).toBe('menu');
 
-    await row(page, 'tog').locator('button[data-action="menu"]').click();
+    await openRowMenu(page, 'tog');
     expect(await visible('tog').count()).toBeGreaterThan(1);
     expect(await visible('tog-2').count()).toBe(1);
     await page.screenshot({ path: join(ARTIFACTS, 'demo-390-row-menu.png') });
@@ -152,12 +152,12 @@ describe('the demo as a chat list', () => {
     await expect.poll(async () => (await suite.h.unread('tom')).conversations.find((c) => c.conv === 'tog')?.markedUnread).toBe(true);
     // The action closed the menu; open it again: the same place now says "Mark as read".
     expect(await visible('tog').count()).toBe(1);
-    await row(page, 'tog').locator('button[data-action="menu"]').click();
+    await openRowMenu(page, 'tog');
     expect(await row(page, 'tog').locator('button[data-action="read"]').textContent()).toBe('Mark as read');
     await row(page, 'tog').locator('button[data-action="read"]').click();
     await expect.poll(() => row(page, 'tog').locator('[data-role="marked"]').count()).toBe(0);
     await expect.poll(async () => (await suite.h.unread('tom')).conversations.find((c) => c.conv === 'tog')?.markedUnread).toBe(false);
-    await row(page, 'tog').locator('button[data-action="menu"]').click();
+    await openRowMenu(page, 'tog');
     expect(await row(page, 'tog').locator('button[data-action="mark-unread"]').textContent()).toBe('Mark as unread');
   });
 });

@@ -45,7 +45,11 @@ function marks(c: ConversationView): HTMLElement {
  */
 function subtitle(c: ConversationView, ctx: ListContext): string {
   const last = ctx.messages(c.conv).at(-1);
-  if (last && last.seq === c.lastSeq) return `${last.sender === ctx.uid ? 'You' : last.sender}: ${last.text}`;
+  if (last && last.seq === c.lastSeq) {
+    // A private chat is named after the other person already: only your own lines say who.
+    if (last.sender === ctx.uid) return `You: ${last.text}`;
+    return c.category === 'private' ? last.text : `${last.sender}: ${last.text}`;
+  }
   const kind = CATEGORY_LABELS[c.category] ?? c.category;
   let news: string;
   if (c.mentions > 0) news = `${c.mentions === 1 ? 'You were mentioned' : `${c.mentions} mentions of you`} · ${c.unread} new`;

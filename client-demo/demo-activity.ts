@@ -1,36 +1,74 @@
+import { RedpointError } from '../protocol/errors.js';
 import { DemoActivityBody, decode } from '../protocol/schemas.js';
 import type { HttpRouter } from '../server/gateway/http.js';
 
 /** Conversations the record keeps; past that the least recently active are forgotten. */
 const MAX_CONVERSATIONS = 10_000;
+/** Sent messages kept per conversation (the newest). */
+const MAX_MESSAGES = 20;
+
+interface SentMessage {
+  seq: number;
+  sender: string;
+  text: string;
+  mention: boolean;
+  at: number;
+}
+
+interface Activity {
+  seq: number;
+  at: number;
+  messages: SentMessage[];
+}
 
 /**
- * The demo's chat-list order, shared by its devices. Redpoint keeps counts, not message times,
- * and a device that opened later cannot know what moved when: so each device reports the newest
- * message it sees arrive (`POST /demo/activity {conv, seq}`), the first report of a higher seq
- * stamps the conversation with the time now, and every device sorts by the same stamps (then by
- * id). Two devices reporting the same message get the same record back. In the dev entry's
- * process only, in memory: a real app orders its list by its own message times.
+ * The demo's chat-list order and message texts, shared by its devices. Redpoint keeps counts,
+ * not messages or their times, and a device that opened later cannot know what moved when. So:
+ * - each device reports the newest message it sees arrive (`POST /demo/activity {conv, seq}`),
+ *   and the first report of a higher seq stamps the conversation with the time now;
+ * - the page's test tools report what they sent (`messages`: sender, text, how long ago), and a
+ *   sent message's own time is the stamp of its seq whichever report came first;
+ * every device sorts by the same stamps (then by id) and shows the same texts. In the dev
+ * entry's process only, in memory: a real app orders its list by its own message times (and
+ * until Redpoint carries a message time, devices stamping by what they saw may disagree).
  */
 export function registerDemoActivity(router: HttpRouter): string[] {
-  const record = new Map<string, { seq: number; at: number }>();
-  const reply = () => ({ body: { activity: Object.fromEntries([...record].map(([conv, r]) => [conv, r.at])) } });
+  const record = new Map<string, Activity>();
+  const reply = () => ({
+    body: {
+      activity: Object.fromEntries([...record].map(([conv, r]) => [conv, r.at])),
+      messages: Object.fromEntries([...record].filter(([, r]) => r.messages.length > 0).map(([conv, r]) => [conv, r.messages])),
+    },
+  });
 
   router.route('get', '/demo/activity', async () => reply(), { name: 'demo' });
   router.route(
     'post',
     '/demo/activity',
     async (ctx) => {
-      const { conv, seq } = decode(DemoActivityBody, ctx.body);
-      const known = record.get(conv);
-      if (!known || seq > known.seq) {
-        // Re-inserted, so the Map's order is the order of activity and the oldest goes first.
-        record.delete(conv);
-        record.set(conv, { seq, at: Math.max(Date.now(), (known?.at ?? 0) + 1) });
-        for (const oldest of record.keys()) {
-          if (record.size <= MAX_CONVERSATIONS) break;
-          record.delete(oldest);
-        }
+      const { conv, seq, messages = [] } = decode(DemoActivityBody, ctx.body);
+      const beyond = messages.find((m) => m.seq > seq);
+      if (beyond) throw new RedpointError('invalid_request', `messages[].seq ${beyond.seq} is past the report's seq ${seq}: report the newest seq sent`);
+      const now = Date.now();
+      const known = record.get(conv) ?? { seq: 0, at: 0, messages: [] };
+      const bySeq = new Map(known.messages.map((m) => [m.seq, m]));
+      for (const { agoMs, ...m } of messages) bySeq.set(m.seq, { ...m, at: now - agoMs });
+      const kept = [...bySeq.values()].sort((a, b) => a.seq - b.seq).slice(-MAX_MESSAGES);
+      const newest = kept.at(-1);
+      let { seq: headSeq, at } = known;
+      if (messages.length > 0 && newest && newest.seq >= headSeq) {
+        // The sender's own time beats a device's "seen now" for the same message.
+        ({ seq: headSeq, at } = newest);
+      } else if (seq > headSeq) {
+        headSeq = seq;
+        at = Math.max(now, known.at + 1);
+      }
+      // Re-inserted, so the Map's order is the order of reports and the oldest goes first.
+      record.delete(conv);
+      record.set(conv, { seq: headSeq, at, messages: kept });
+      for (const oldest of record.keys()) {
+        if (record.size <= MAX_CONVERSATIONS) break;
+        record.delete(oldest);
       }
       return reply();
     },

@@ -354,7 +354,7 @@ export const ENDPOINTS: readonly Endpoint[] = [
     path: '/demo/activity',
     operationId: 'demoActivity',
     tag: 'dev mode',
-    summary: "The demo page's chat-list order: when each conversation was last active",
+    summary: "The demo page's chat-list order and the test tools' messages: when each conversation was last active",
     description:
       "Served by the dev entry in dev mode only. Redpoint keeps counts, not message times; the demo's devices share this record so that every device lists conversations in one order (by last activity, then id).",
     auth: [],
@@ -367,7 +367,8 @@ export const ENDPOINTS: readonly Endpoint[] = [
     operationId: 'reportDemoActivity',
     tag: 'dev mode',
     summary: "A device of the demo saw a conversation's newest message",
-    description: 'Dev entry, dev mode only. The first report of a higher seq stamps the conversation with the time now; later ones change nothing.',
+    description:
+      "Dev entry, dev mode only. The first report of a higher seq stamps the conversation with the time now; later ones change nothing. `messages` are what the demo's test tools sent (Redpoint keeps no text): each is kept (the last 20 per conversation) and a sent message's own time (`agoMs` before now) stamps its seq, whichever report came first.",
     auth: [],
     body: DemoActivityBody,
     replies: [{ status: 200, description: 'The record after the report.', schema: DemoActivityReplySchema }],

@@ -137,8 +137,19 @@ export const DevTokenReplySchema = Type.Object(
 export const DemoActivityReplySchema = Type.Object(
   {
     activity: Type.Record(Type.String(), Type.Integer({ minimum: 0 }), {
-      description: 'Conversation id → when a device of the demo first saw its newest message (ms since the Unix epoch).',
+      description:
+        "Conversation id → when its newest message was sent (the test tools' own time) or a device of the demo first saw it (ms since the Unix epoch).",
     }),
+    messages: Type.Record(
+      Type.String(),
+      Type.Array(
+        Type.Object(
+          { seq: SeqValue, sender: Type.String(), text: Type.String(), mention: Type.Boolean(), at: Type.Integer({ minimum: 0 }) },
+          { additionalProperties: false },
+        ),
+      ),
+      { description: "Conversation id → the last messages the demo's test tools sent to it, oldest first." },
+    ),
   },
   { $id: 'DemoActivityReply', additionalProperties: false },
 );

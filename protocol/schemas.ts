@@ -64,8 +64,26 @@ export const SyncQuery = Type.Object({
 /** `POST /dev/token` (dev mode only). */
 export const DevTokenBody = Type.Object({ uid: Id }, { additionalProperties: false });
 
-/** The demo page (dev entry only): a device saw `conv`'s newest message become `seq`. */
-export const DemoActivityBody = Type.Object({ conv: Id, seq: Seq }, { additionalProperties: false });
+/** A message the demo's test tools sent: Redpoint keeps no text, so the dev entry keeps these for the page. */
+const DemoSentMessage = Type.Object(
+  {
+    seq: Seq,
+    sender: Id,
+    text: Type.String({ maxLength: 500 }),
+    mention: Type.Boolean({ description: 'It @-mentioned the user whose page sent it.' }),
+    agoMs: Type.Integer({ minimum: 0, maximum: 30 * 86_400_000, description: 'How long ago it was sent (the seed spaces its messages out).' }),
+  },
+  { additionalProperties: false },
+);
+
+/**
+ * The demo page (dev entry only): a device saw `conv`'s newest message become `seq`; with
+ * `messages`, the test tools sent those (each seq at most `seq`).
+ */
+export const DemoActivityBody = Type.Object(
+  { conv: Id, seq: Seq, messages: Type.Optional(Type.Array(DemoSentMessage, { maxItems: 50 })) },
+  { additionalProperties: false },
+);
 
 const compiled = new WeakMap<TSchema, TypeCheck<TSchema>>();
 

@@ -34,13 +34,29 @@ export function setServerSettings(uid: string, conv: string, settings: { muted?:
   return call('PUT', `/v1/users/${encodeURIComponent(uid)}/conversations/${encodeURIComponent(conv)}`, settings);
 }
 
-/** The demo's shared chat-list order (dev entry only): conversation → when it was last active. */
-export async function getActivity(): Promise<Record<string, number>> {
-  return ((await call('GET', '/demo/activity')) as { activity: Record<string, number> }).activity;
+/** A message the test tools sent, as the dev entry keeps it for every device (Redpoint keeps no text). */
+export interface SentMessage {
+  seq: number;
+  sender: string;
+  text: string;
+  mention: boolean;
+  /** When it was sent (ms since the epoch). */
+  at: number;
 }
 
-export async function reportActivity(conv: string, seq: number): Promise<Record<string, number>> {
-  return ((await call('POST', '/demo/activity', { conv, seq })) as { activity: Record<string, number> }).activity;
+/** The demo's shared record (dev entry only): when each conversation was last active, and what the tools sent to it. */
+export interface ActivityRecord {
+  activity: Record<string, number>;
+  messages: Record<string, SentMessage[]>;
+}
+
+export async function getActivity(): Promise<ActivityRecord> {
+  return (await call('GET', '/demo/activity')) as ActivityRecord;
+}
+
+/** This device saw `conv` reach `seq`; with `messages`, the tools sent those (`agoMs`: how long ago). */
+export async function reportActivity(conv: string, seq: number, messages?: Array<Omit<SentMessage, 'at'> & { agoMs: number }>): Promise<ActivityRecord> {
+  return (await call('POST', '/demo/activity', { conv, seq, ...(messages ? { messages } : {}) })) as ActivityRecord;
 }
 
 /** Up to 100 members of a conversation (the operator's inspection; the page holds the dev API key). */

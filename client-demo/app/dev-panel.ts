@@ -1,9 +1,11 @@
 import type { RedpointClient } from '@redpoint/client';
+import type { Activity } from './activity.js';
 import { createConversation, membersOf, sendMessages, setServerSettings } from './api.js';
+import { displayName } from './names.js';
+import { SAMPLE_TEXTS, seedChats } from './seed-script.js';
 import type { StatusLine } from './status-line.js';
-import { displayName } from './view.js';
 
-/** The right-hand panel: make conversations and send test messages through the HTTP API. */
+/** The test tools: make conversations and send test messages through the HTTP API. */
 
 function form(id: string): HTMLFormElement {
   const el = document.getElementById(id);
@@ -11,7 +13,14 @@ function form(id: string): HTMLFormElement {
   return el;
 }
 
-export function setupDevPanel(client: RedpointClient, uid: string, log: StatusLine): () => void {
+interface Outgoing {
+  sender: string;
+  text: string;
+  mention: boolean;
+  agoMs: number;
+}
+
+export function setupDevPanel(client: RedpointClient, uid: string, log: StatusLine, activity: Activity): () => void {
   const known = new Set<string>();
   const select = document.getElementById('send-conv') as HTMLSelectElement;
   const sender = document.querySelector<HTMLInputElement>('#send-form input[name="sender"]');
@@ -39,9 +48,11 @@ export function setupDevPanel(client: RedpointClient, uid: string, log: StatusLi
     return seq;
   };
 
-  const send = async (conv: string, sender: string, count: number, mention: boolean): Promise<void> => {
-    const messages = Array.from({ length: count }, () => ({ conv, seq: nextSeq(conv), sender, ...(mention ? { mentions: [uid] } : {}) }));
-    await sendMessages(messages);
+  /** Sends to Redpoint, then tells the dev entry what was sent (Redpoint keeps no text). */
+  const send = async (conv: string, outgoing: Outgoing[]): Promise<void> => {
+    const numbered = outgoing.map((m) => ({ ...m, seq: nextSeq(conv) }));
+    await sendMessages(numbered.map(({ seq, sender, mention }) => ({ conv, seq, sender, ...(mention ? { mentions: [uid] } : {}) })));
+    await activity.sent(conv, numbered);
   };
 
   const refreshOptions = (): void => {
@@ -78,34 +89,42 @@ export function setupDevPanel(client: RedpointClient, uid: string, log: StatusLi
     });
   });
 
+  let samples = 0;
   form('send-form').addEventListener('submit', (event) => {
     event.preventDefault();
     const data = new FormData(event.currentTarget as HTMLFormElement);
     const conv = String(data.get('conv'));
     const count = Math.min(50, Math.max(1, Number(data.get('count')) || 1));
-    run(`Sent ${count} message(s) to ${conv}`, () => send(conv, String(data.get('sender')).trim() || someoneElse([]), count, data.get('mention') === 'on'));
+    const from = String(data.get('sender')).trim() || someoneElse([]);
+    const typed = String(data.get('text') ?? '').trim();
+    const outgoing = Array.from({ length: count }, () => ({
+      sender: from,
+      text: typed || (SAMPLE_TEXTS[samples++ % SAMPLE_TEXTS.length] ?? ''),
+      mention: data.get('mention') === 'on',
+      agoMs: 0,
+    }));
+    run(`Sent ${count} message(s) to ${displayName(conv, uid)}`, () => send(conv, outgoing));
   });
 
   document.getElementById('seed')?.addEventListener('click', () => {
     run('Seeded demo conversations', async () => {
       // The cast never includes this user: on bob's page, "bob" is alice.
-      const cast = (name: string): string => (name === uid ? 'alice' : name);
-      const friend = cast('bob');
-      // A private chat is named by both members (sorted), and each side shows the other's name.
-      const dm = `dm:${[uid, friend].sort().join(':')}`;
-      await createConversation(dm, [uid, friend], 'private');
-      await createConversation('design-team', [uid, friend, cast('carol'), cast('dave')], 'group');
-      await createConversation('release-train', [uid, cast('carol'), cast('erin')], 'group');
-      await createConversation('announcements', [uid, 'redpoint-bot'], 'system');
-      await createConversation('random', [uid, cast('dave'), cast('erin')], 'group');
-      await send(dm, friend, 2, false);
-      await send('design-team', cast('carol'), 5, false);
-      await send('design-team', cast('dave'), 1, true);
-      await send('release-train', cast('erin'), 3, false);
-      await send('announcements', 'redpoint-bot', 1, false);
-      await send('random', cast('dave'), 12, false);
-      await setServerSettings(uid, 'random', { muted: true });
-      for (const conv of [dm, 'design-team', 'release-train', 'announcements', 'random']) known.add(conv);
+      const chats = seedChats(uid, (name) => (name === uid ? 'alice' : name));
+      for (const chat of chats) await createConversation(chat.conv, chat.members, chat.category);
+      for (const chat of chats) {
+        const last = chat.lines.length - 1;
+        await send(
+          chat.conv,
+          chat.lines.map((line, i) => ({
+            sender: line.from,
+            text: line.text,
+            mention: line.mention ?? false,
+            agoMs: (chat.lastAgoMin + 3 * (last - i)) * 60_000,
+          })),
+        );
+        if (chat.muted) await setServerSettings(uid, chat.conv, { muted: true });
+        known.add(chat.conv);
+      }
       refreshOptions();
     });
   });

@@ -1,12 +1,17 @@
-import { type ConversationView, RedpointClient, type RedpointState } from '@redpoint/client';
+import { RedpointClient, type RedpointState } from '@redpoint/client';
 import { IndexedDbCache } from '@redpoint/client/idb';
 import { msgpack } from '@redpoint/client/msgpack';
 import { shareTabs } from '@redpoint/client/tabs';
-import { devToken, getActivity, reportActivity } from './api.js';
+import { Activity } from './activity.js';
+import { devToken } from './api.js';
+import type { ListContext } from './chat-list.js';
+import type { OpenConversation } from './conversation-pane.js';
 import { setupDevPanel } from './dev-panel.js';
+import { Menus } from './menu.js';
 import { setupResetNotice } from './reset-notice.js';
 import { StatusLine } from './status-line.js';
-import { type Action, render, setMenu } from './view.js';
+import { setupTools } from './tools.js';
+import { render } from './view.js';
 
 /**
  * The demo page: one user (`?uid=`, default alice) on one device (`?device=`). Counts come from
@@ -35,24 +40,18 @@ if (!logEl) throw new Error('#log missing from index.html');
 const log = new StatusLine(logEl);
 setupResetNotice(client);
 
-/**
- * One order on every device: most recently active first, then by id. The times come from the
- * dev server's shared record (client-demo/demo-activity.ts): each device reports the newest
- * message it sees arrive, and all of them sort by the same stamps.
- */
-let activity: Record<string, number> = Object.create(null) as Record<string, number>;
-const lastSeen = new Map<string, number>();
-const order = (a: ConversationView, b: ConversationView): number => (activity[b.conv] ?? 0) - (activity[a.conv] ?? 0) || (a.conv < b.conv ? -1 : 1);
-const adopt = (record: Record<string, number>): void => {
-  activity = Object.assign(Object.create(null) as Record<string, number>, record);
-  if (!scheduled) {
-    scheduled = true;
-    requestAnimationFrame(paint);
-  }
+let scheduled = false;
+const schedule = (): void => {
+  if (scheduled) return;
+  scheduled = true;
+  requestAnimationFrame(paint);
 };
-const fetchActivity = (): void => {
-  getActivity().then(adopt, (err: unknown) => console.warn('[demo] activity', err));
-};
+const activity = new Activity(schedule);
+const menus = new Menus(schedule);
+const tools = setupTools();
+
+/** The open conversation, and the lastSeq up to which this page has read it (or left it marked unread). */
+let open: (OpenConversation & { readTo: number }) | null = null;
 
 /**
  * When each conversation's shown count last changed (ms since epoch): read by the browser test.
@@ -60,21 +59,30 @@ const fetchActivity = (): void => {
  */
 const shownAt: Record<string, { unread: number; at: number }> = Object.create(null) as Record<string, { unread: number; at: number }>;
 let staleSince: number | null = null;
-let scheduled = false;
-const refreshOptions = setupDevPanel(client, uid, log);
+const refreshOptions = setupDevPanel(client, uid, log, activity);
+
+/** A conversation on screen is read, as in any messenger: on opening, and as new messages arrive while it shows. */
+function readOpen(state: RedpointState): void {
+  if (!open) return;
+  const c = state.conversations.find((v) => v.conv === open?.conv);
+  if (!c) {
+    open = null;
+    return;
+  }
+  if (c.lastSeq > open.readTo && c.unread > 0 && document.visibilityState === 'visible') {
+    open.readTo = c.lastSeq;
+    client.markRead(c.conv);
+  }
+}
 
 function paint(): void {
   scheduled = false;
   const state: RedpointState = client.state;
-  for (const c of state.conversations) {
-    const before = lastSeen.get(c.conv);
-    if (before === c.lastSeq) continue;
-    // A newer message arrived while this page watched: report it (the reply is the shared record).
-    if (before !== undefined && c.lastSeq > before) reportActivity(c.conv, c.lastSeq).then(adopt, (err: unknown) => console.warn('[demo] activity', err));
-    lastSeen.set(c.conv, c.lastSeq);
-  }
+  activity.watch(state);
+  readOpen(state);
   staleSince = state.stale ? (staleSince ?? Date.now()) : null;
-  render(state, order, uid, device, staleSince);
+  const list: ListContext = { uid, now: Date.now(), open: open?.conv ?? null, menus, at: (c) => activity.at(c), messages: (c) => activity.messages(c) };
+  render({ state, order: activity.order, device, staleSince, list, open });
   log.connection(state.connection === 'open' && !state.stale);
   const now = Date.now();
   for (const c of state.conversations) {
@@ -83,22 +91,40 @@ function paint(): void {
   refreshOptions();
 }
 
-client.on('change', () => {
-  if (scheduled) return;
-  scheduled = true;
-  requestAnimationFrame(paint);
-});
-client.on('error', (err) => console.warn('[redpoint]', err.message));
+function openConversation(conv: string): void {
+  const c = client.state.conversations.find((v) => v.conv === conv);
+  if (!c) return;
+  open = { conv, readAtOpen: c.readSeq, readTo: c.lastSeq };
+  // Opening reads it, a "marked unread" dot included.
+  if (c.unread > 0 || c.markedUnread) client.markRead(conv);
+  menus.close(false);
+  schedule();
+}
 
-const list = document.getElementById('conversations');
-list?.addEventListener('click', (event) => {
+client.on('change', schedule);
+client.on('error', (err) => console.warn('[redpoint]', err.message));
+document.addEventListener('visibilitychange', schedule);
+// Relative times ("5 min") move on by themselves.
+setInterval(schedule, 30_000);
+
+document.addEventListener('click', (event) => {
   const button = (event.target as HTMLElement).closest<HTMLButtonElement>('button[data-action]');
-  const conv = button?.dataset.conv;
-  if (!button || !conv) return;
-  const action = button.dataset.action as Action;
-  // On a phone the row's actions sit behind one control; any action closes it again.
-  if (list) setMenu(list, conv, action === 'menu' && !button.closest('li')?.classList.contains('open'));
-  if (action === 'menu') return;
+  const action = button?.dataset.action;
+  if (!button || !action) {
+    // A click anywhere else closes an open menu.
+    if (!(event.target as HTMLElement).closest('[role="menu"]')) menus.close(false);
+    return;
+  }
+  const conv = button.dataset.conv;
+  if (action === 'back') {
+    open = null;
+    schedule();
+    return;
+  }
+  if (!conv) return;
+  if (action === 'menu') return menus.toggle(button.dataset.menu ?? '');
+  if (action === 'open') return openConversation(conv);
+  menus.close(true);
   const done = (p: Promise<void>, what: string): void => {
     p.then(
       () => log.info(`${what} ${conv}`),
@@ -108,8 +134,21 @@ list?.addEventListener('click', (event) => {
   if (action === 'read') client.markRead(conv);
   else if (action === 'mute') done(client.mute(conv, true), 'Muted');
   else if (action === 'unmute') done(client.mute(conv, false), 'Unmuted');
-  else if (action === 'mark-unread') done(client.markUnread(conv), 'Marked unread');
-  else if (action === 'delete') done(client.deleteConversation(conv), 'Deleted');
+  else if (action === 'mark-unread') {
+    // Marked unread while open: it stays so until a new message comes (no read on the next paint).
+    if (open?.conv === conv) open.readTo = client.lastSeq(conv);
+    done(client.markUnread(conv), 'Marked unread');
+  } else if (action === 'delete') {
+    if (open?.conv === conv) open = null;
+    done(client.deleteConversation(conv), 'Deleted');
+  }
+});
+
+document.addEventListener('keydown', (event) => {
+  menus.onKey(event);
+  if (event.key !== 'Escape') return;
+  if (menus.close(true)) return;
+  if (tools.isOpen()) return tools.set(false);
 });
 
 Object.assign(window, {
@@ -121,10 +160,10 @@ Object.assign(window, {
     order: () =>
       client.state.conversations
         .slice()
-        .sort(order)
+        .sort(activity.order)
         .map((c) => c.conv),
   },
 });
 paint();
-fetchActivity();
+activity.load();
 void client.start();

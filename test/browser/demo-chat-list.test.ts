@@ -1,13 +1,10 @@
-import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { registerRoutes as registerDemoPage } from '../../client-demo/page-routes.js';
-import { DEV_API_KEY, DEV_JWT_SECRET } from '../../server/config.js';
+import type { BrowserContext, Page } from 'playwright-core';
+import { afterAll, describe, expect, it } from 'vitest';
 import { expectWithin } from '../helpers/bound.js';
-import { type Harness, startHarness } from '../sdk/harness.js';
-import { type LaunchedBrowser, launchChromium } from './chromium.js';
-import { layoutProblems, withProbe } from './layout.js';
+import { ARTIFACTS, type ContextOptions, demoSuite, PHONE } from './demo-suite.js';
+import { openRowMenu, openTools, row, rowAction } from './demo-ui.js';
+import { layoutProblems } from './layout.js';
 
 /**
  * The demo page as a chat list, in real Chromium against a real dev-mode server: one order on
@@ -15,8 +12,6 @@ import { layoutProblems, withProbe } from './layout.js';
  * the row actions behind one control on a phone, a "Mark as unread" that toggles, subtitles that
  * read like a chat list. Each device is a browser context of its own (own storage, own socket).
  */
-const ARTIFACTS = join(process.cwd(), 'test-artifacts');
-const PHONE = { viewport: { width: 390, height: 844 }, deviceScaleFactor: 3, isMobile: true, hasTouch: true };
 const DESKTOP = { viewport: { width: 1200, height: 780 } };
 
 /**
@@ -43,51 +38,26 @@ const OFFLINE_BADGE_AFTER = `Promise.race([
   new Promise((_, reject) => setTimeout(() => reject(new Error('the browser never fired its offline event')), 10000)),
 ])`;
 
-let h: Harness;
-let chromium: LaunchedBrowser;
-let browser: Browser;
-const contexts: BrowserContext[] = [];
-const pageErrors: string[] = [];
-
-beforeAll(async () => {
-  h = await startHarness({ config: { devMode: true, apiKey: DEV_API_KEY, jwtSecret: DEV_JWT_SECRET }, routes: registerDemoPage });
-  chromium = await launchChromium();
-  browser = chromium.browser;
-  await mkdir(ARTIFACTS, { recursive: true });
+const suite = demoSuite();
+afterAll(() => {
+  expect(suite.pageErrors).toEqual([]);
 });
-
-afterAll(async () => {
-  await Promise.all(contexts.map((c) => c.close()));
-  await chromium?.close();
-  await h?.close();
-  expect(pageErrors).toEqual([]);
-});
-
-async function open(uid: string, device: string, options: typeof PHONE | typeof DESKTOP = DESKTOP): Promise<{ page: Page; context: BrowserContext }> {
-  const context = await browser.newContext(options);
-  contexts.push(context);
-  await withProbe(context);
-  const page = await context.newPage();
-  page.on('pageerror', (err) => pageErrors.push(`${uid}/${device}: ${err.message}`));
-  await page.goto(`${h.url}/?uid=${uid}&device=${device}`);
-  await page.locator('#connection[data-state="live"]').waitFor({ timeout: 15_000 });
-  return { page, context };
-}
+const open = (uid: string, device: string, options: ContextOptions = DESKTOP): Promise<{ page: Page; context: BrowserContext }> =>
+  suite.open(uid, device, options);
 
 /** The conversation ids in the order the page lists them. */
 const listed = async (page: Page): Promise<string[]> =>
   Promise.all((await page.locator('#conversations > li[data-conv]').all()).map(async (r) => (await r.getAttribute('data-conv')) ?? ''));
-const row = (page: Page, conv: string) => page.locator(`#conversations li[data-conv="${conv}"]`);
 
 describe('the demo as a chat list', () => {
   it('two devices of one user, and one opened later, list the conversations in one order: by last activity, then id', async () => {
-    for (const conv of ['c-alpha', 'c-beta', 'c-gamma', 'c-delta']) await h.members(conv, { add: ['olga', 'pete'], category: 'group' });
+    for (const conv of ['c-alpha', 'c-beta', 'c-gamma', 'c-delta']) await suite.h.members(conv, { add: ['olga', 'pete'], category: 'group' });
     const { page: a } = await open('olga', 'A');
     const { page: b } = await open('olga', 'B');
     await expect.poll(() => listed(a)).toEqual(['c-alpha', 'c-beta', 'c-delta', 'c-gamma']);
     // Messages land in this order while both watch: most recent first on both.
     for (const conv of ['c-gamma', 'c-alpha', 'c-delta']) {
-      await h.post({ conv, seq: 1, sender: 'pete' });
+      await suite.h.post({ conv, seq: 1, sender: 'pete' });
       await expect.poll(() => row(a, conv).getAttribute('data-unread')).toBe('1');
       await expect.poll(() => row(b, conv).getAttribute('data-unread')).toBe('1');
     }
@@ -98,14 +68,14 @@ describe('the demo as a chat list', () => {
     const { page: c } = await open('olga', 'C');
     await expect.poll(() => listed(c), { timeout: 10_000 }).toEqual(expected);
     // Reading changes no order; a new message moves its conversation up everywhere.
-    await a.locator('li[data-conv="c-alpha"] button[data-action="read"]').click();
-    await h.post({ conv: 'c-beta', seq: 1, sender: 'pete' });
+    await rowAction(a, 'c-alpha', 'read');
+    await suite.h.post({ conv: 'c-beta', seq: 1, sender: 'pete' });
     const after = ['c-beta', 'c-delta', 'c-alpha', 'c-gamma'];
     for (const page of [a, b, c]) await expect.poll(() => listed(page), { timeout: 10_000 }).toEqual(after);
   });
 
   it('going offline shows within 1 s, and live again when the network is back', async () => {
-    await h.members('net', { add: ['nina', 'pete'], category: 'group' });
+    await suite.h.members('net', { add: ['nina', 'pete'], category: 'group' });
     const { page, context } = await open('nina', 'N');
     // Timed inside the page, from the browser's own `offline` event to the badge changing, so the
     // figure is the demo's reaction and not the DevTools round trips of a loaded machine.
@@ -123,6 +93,7 @@ describe('the demo as a chat list', () => {
 
   it('seeded on one user\'s page: the private chat is named after the other person on each side, never after yourself; "From" is someone else, so Send shows', async () => {
     const { page: alice } = await open('alice', 'S');
+    await openTools(alice);
     await alice.locator('#seed').click();
     await alice.locator('#conversations li[data-conv="dm:alice:bob"]').waitFor({ timeout: 15_000 });
     expect(await row(alice, 'dm:alice:bob').locator('[data-role="name"]').textContent()).toBe('bob');
@@ -134,6 +105,7 @@ describe('the demo as a chat list', () => {
     expect(names).not.toContain('bob');
 
     // On bob's page "From" is a member who is not bob, and a message from them counts for bob.
+    await openTools(bob);
     await bob.locator('#send-conv').selectOption('dm:alice:bob');
     await expect.poll(() => bob.locator('#send-form input[name="sender"]').inputValue()).toBe('alice');
     const before = Number(await row(bob, 'dm:alice:bob').getAttribute('data-unread'));
@@ -145,9 +117,9 @@ describe('the demo as a chat list', () => {
   });
 
   it('subtitles read like a chat list', async () => {
-    await h.members('subs', { add: ['sara', 'pete'], category: 'group' });
-    await h.members('quiet', { add: ['sara', 'pete'], category: 'private' });
-    await h.post([
+    await suite.h.members('subs', { add: ['sara', 'pete'], category: 'group' });
+    await suite.h.members('quiet', { add: ['sara', 'pete'], category: 'private' });
+    await suite.h.post([
       { conv: 'subs', seq: 1, sender: 'pete' },
       { conv: 'subs', seq: 2, sender: 'pete' },
       { conv: 'subs', seq: 3, sender: 'pete', mentions: ['sara'] },
@@ -159,17 +131,17 @@ describe('the demo as a chat list', () => {
   });
 
   it('on a phone each row has one control for its actions; "Mark as unread" toggles to "Mark as read" and back', async () => {
-    await h.members('tog', { add: ['tom', 'pete'], category: 'group' });
-    await h.members('tog-2', { add: ['tom', 'pete'], category: 'group' });
+    await suite.h.members('tog', { add: ['tom', 'pete'], category: 'group' });
+    await suite.h.members('tog-2', { add: ['tom', 'pete'], category: 'group' });
     const { page } = await open('tom', 'P', PHONE);
     await row(page, 'tog').waitFor();
-    // One visible button per row: the menu.
-    const visible = (conv: string) => row(page, conv).locator('button:visible');
+    // One visible control per row besides the row itself (which opens the conversation): the menu.
+    const visible = (conv: string) => row(page, conv).locator('button[data-action]:not([data-action="open"]):visible');
     expect(await visible('tog').count()).toBe(1);
     expect(await visible('tog-2').count()).toBe(1);
     expect(await visible('tog').getAttribute('data-action')).toBe('menu');
 
-    await row(page, 'tog').locator('button[data-action="menu"]').click();
+    await openRowMenu(page, 'tog');
     expect(await visible('tog').count()).toBeGreaterThan(1);
     expect(await visible('tog-2').count()).toBe(1);
     await page.screenshot({ path: join(ARTIFACTS, 'demo-390-row-menu.png') });
@@ -177,15 +149,15 @@ describe('the demo as a chat list', () => {
 
     await row(page, 'tog').locator('button[data-action="mark-unread"]').click();
     await row(page, 'tog').locator('[data-role="marked"]').waitFor();
-    await expect.poll(async () => (await h.unread('tom')).conversations.find((c) => c.conv === 'tog')?.markedUnread).toBe(true);
+    await expect.poll(async () => (await suite.h.unread('tom')).conversations.find((c) => c.conv === 'tog')?.markedUnread).toBe(true);
     // The action closed the menu; open it again: the same place now says "Mark as read".
     expect(await visible('tog').count()).toBe(1);
-    await row(page, 'tog').locator('button[data-action="menu"]').click();
+    await openRowMenu(page, 'tog');
     expect(await row(page, 'tog').locator('button[data-action="read"]').textContent()).toBe('Mark as read');
     await row(page, 'tog').locator('button[data-action="read"]').click();
     await expect.poll(() => row(page, 'tog').locator('[data-role="marked"]').count()).toBe(0);
-    await expect.poll(async () => (await h.unread('tom')).conversations.find((c) => c.conv === 'tog')?.markedUnread).toBe(false);
-    await row(page, 'tog').locator('button[data-action="menu"]').click();
+    await expect.poll(async () => (await suite.h.unread('tom')).conversations.find((c) => c.conv === 'tog')?.markedUnread).toBe(false);
+    await openRowMenu(page, 'tog');
     expect(await row(page, 'tog').locator('button[data-action="mark-unread"]').textContent()).toBe('Mark as unread');
   });
 });

@@ -1,20 +1,16 @@
-import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { registerRoutes as registerDemoPage } from '../../client-demo/page-routes.js';
+import type { BrowserContext, Locator, Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
 import type { RedpointState } from '../../client-demo/sdk/src/index.js';
-import { DEV_API_KEY, DEV_JWT_SECRET } from '../../server/config.js';
-import { type Harness, startHarness } from '../sdk/harness.js';
 import { shown, truth } from '../sdk/wait.js';
-import { type LaunchedBrowser, launchChromium } from './chromium.js';
+import { ARTIFACTS, demoSuite } from './demo-suite.js';
+import { openRowMenu, rowAction } from './demo-ui.js';
 
 /**
  * The demo page in real Chromium, as two devices of one user (two browser contexts: separate
  * storage, separate sockets) against a real server in dev mode. Fails, never skips, without
  * Chromium: install it with `apt-get install -y chromium`.
  */
-const ARTIFACTS = join(process.cwd(), 'test-artifacts');
 const UID = 'alice';
 
 /** What main.ts exposes on `window.redpoint`. */
@@ -22,33 +18,14 @@ interface DemoGlobals {
   redpoint: { client: { state: RedpointState }; shownAt: Record<string, { unread: number; at: number }> };
 }
 
-let h: Harness;
-let chromium: LaunchedBrowser;
-let browser: Browser;
-const contexts: BrowserContext[] = [];
-const pageErrors: string[] = [];
-
-beforeAll(async () => {
-  h = await startHarness({ config: { devMode: true, apiKey: DEV_API_KEY, jwtSecret: DEV_JWT_SECRET }, routes: registerDemoPage });
-  // Not a persistent context: two devices need two separate storages (two contexts).
-  chromium = await launchChromium();
-  browser = chromium.browser;
-  await mkdir(ARTIFACTS, { recursive: true });
-});
-
-afterAll(async () => {
-  await Promise.all(contexts.map((c) => c.close()));
-  await chromium?.close();
-  await h?.close();
-});
+const suite = demoSuite();
+const pageErrors = suite.pageErrors;
+/** Each device's browser context (its own storage: a page opened in it later is the same device). */
+const devices = new Map<string, BrowserContext>();
 
 async function openDevice(device: string): Promise<Page> {
-  const context = await browser.newContext({ viewport: { width: 1200, height: 780 } });
-  contexts.push(context);
-  const page = await context.newPage();
-  page.on('pageerror', (err) => pageErrors.push(`${device}: ${err.message}`));
-  await page.goto(`${h.url}/?uid=${UID}&device=${device}`);
-  await page.locator('#connection[data-state="live"]').waitFor({ timeout: 10_000 });
+  const { page, context } = await suite.open(UID, device, { viewport: { width: 1200, height: 780 } });
+  devices.set(device, context);
   return page;
 }
 
@@ -68,7 +45,7 @@ function state(page: Page): Promise<RedpointState> {
 async function converged(pages: Page[]): Promise<void> {
   const deadline = Date.now() + 15_000;
   for (;;) {
-    const expected = JSON.stringify(truth(await h.unread(UID)));
+    const expected = JSON.stringify(truth(await suite.h.unread(UID)));
     const states = await Promise.all(pages.map(state));
     if (states.every((s) => s.status === 'SYNCED' && !s.stale && JSON.stringify(shown(s)) === expected)) return;
     if (Date.now() > deadline)
@@ -93,10 +70,10 @@ async function text(locator: Locator): Promise<string> {
 
 describe('demo page, two devices of one user', () => {
   it('dots appear and clear on both, survive a server stop as stale counts, and converge after a restart', async () => {
-    await h.members('bob', { add: [UID, 'bob'], category: 'private' });
-    await h.members('design-team', { add: [UID, 'bob', 'carol', 'dave'], category: 'group' });
-    await h.members('release-train', { add: [UID, 'carol', 'erin'], category: 'group' });
-    await h.members('random', { add: [UID, 'dave', 'erin'], category: 'group' });
+    await suite.h.members('bob', { add: [UID, 'bob'], category: 'private' });
+    await suite.h.members('design-team', { add: [UID, 'bob', 'carol', 'dave'], category: 'group' });
+    await suite.h.members('release-train', { add: [UID, 'carol', 'erin'], category: 'group' });
+    await suite.h.members('random', { add: [UID, 'dave', 'erin'], category: 'group' });
     const [a, b] = await Promise.all([openDevice('A'), openDevice('B')]);
 
     // Message → the dot appears on both; read on A → it clears on B. Measured per run.
@@ -104,13 +81,15 @@ describe('demo page, two devices of one user', () => {
     const clear: number[] = [];
     for (let run = 1; run <= 5; run++) {
       const sent = Date.now();
-      await h.post({ conv: 'bob', seq: run, sender: 'bob' });
+      await suite.h.post({ conv: 'bob', seq: run, sender: 'bob' });
       const [atA, atB] = await Promise.all([shownAt(a, 'bob', 1), shownAt(b, 'bob', 1)]);
       appear.push(Math.max(atA, atB) - sent);
       expect(await text(badge(b, 'bob'))).toBe('1');
 
+      // The menu opens before the clock starts: the figure is the read's, not the menu's.
+      await openRowMenu(a, 'bob');
       const clicked = Date.now();
-      await a.locator('li[data-conv="bob"] button[data-action="read"]').click();
+      await a.locator('li[data-conv="bob"] [role="menu"] button[data-action="read"]').click();
       const clearedB = await shownAt(b, 'bob', 0);
       clear.push(clearedB - clicked);
       expect(await badge(a, 'bob').count()).toBe(0);
@@ -120,7 +99,7 @@ describe('demo page, two devices of one user', () => {
     console.log(`read on A clears B: median ${median(clear)} ms (runs: ${clear.join(', ')}; includes the 500 ms read batch window)`);
 
     // Something worth looking at: mentions, a muted group, a "marked unread" dot.
-    await h.api('POST', '/v1/messages', {
+    await suite.h.api('POST', '/v1/messages', {
       messages: [
         ...[1, 2, 3, 4, 5].map((seq) => ({ conv: 'design-team', seq, sender: 'carol' })),
         { conv: 'design-team', seq: 6, sender: 'dave', mentions: [UID] },
@@ -130,9 +109,9 @@ describe('demo page, two devices of one user', () => {
         { conv: 'bob', seq: 7, sender: 'bob' },
       ],
     });
-    await h.api('PUT', `/v1/users/${UID}/conversations/random`, { muted: true });
-    await b.locator('li[data-conv="release-train"] button[data-action="read"]').click();
-    await b.locator('li[data-conv="release-train"] button[data-action="mark-unread"]').click();
+    await suite.h.api('PUT', `/v1/users/${UID}/conversations/random`, { muted: true });
+    await rowAction(b, 'release-train', 'read');
+    await rowAction(b, 'release-train', 'mark-unread');
     await converged([a, b]);
     await a.locator('li[data-conv="release-train"] [data-role="marked"]').waitFor();
     await a.locator('li[data-conv="design-team"] [data-role="mention"]').waitFor();
@@ -141,15 +120,10 @@ describe('demo page, two devices of one user', () => {
     // Nothing hovered in the picture (the last click left the pointer on a button).
     await a.mouse.move(0, 0);
     await a.screenshot({ path: join(ARTIFACTS, 'demo-live.png') });
-    // The README's picture is refreshed on request only, so a test run leaves the tree clean.
-    if (process.env.UPDATE_DOCS_SCREENSHOT === '1') {
-      await mkdir('docs', { recursive: true });
-      await a.screenshot({ path: join('docs', 'demo.png') });
-    }
 
     // Server stopped: both pages keep the counts, marked stale; no blank list, no zeros.
     const before = await Promise.all([a, b].map(async (p) => shown(await state(p))));
-    await h.down();
+    await suite.h.down();
     for (const page of [a, b]) {
       await page.locator('#connection[data-state="offline"]').waitFor({ timeout: 10_000 });
       await page.locator('body[data-stale="true"]').waitFor();
@@ -164,9 +138,9 @@ describe('demo page, two devices of one user', () => {
     await b.screenshot({ path: join(ARTIFACTS, 'demo-stale.png') });
 
     // Restarted on the same port over the same state: both reconnect and converge, live again.
-    await h.up();
+    await suite.h.up();
     await Promise.all([a, b].map((p) => p.locator('#connection[data-state="live"]').waitFor({ timeout: 15_000 })));
-    await h.post({ conv: 'bob', seq: 8, sender: 'bob' });
+    await suite.h.post({ conv: 'bob', seq: 8, sender: 'bob' });
     await Promise.all([shownAt(a, 'bob', 3), shownAt(b, 'bob', 3)]);
     await converged([a, b]);
     await a.screenshot({ path: join(ARTIFACTS, 'demo-after-restart.png') });
@@ -175,9 +149,9 @@ describe('demo page, two devices of one user', () => {
     // IndexedDB, marked stale, instead of a blank list or zeros. (`share=0`: a tab of its own;
     // sharing, it would follow page B's live socket.)
     const expected = shown(await state(b));
-    const offlineTab = await contexts[1]!.newPage();
+    const offlineTab = await devices.get('B')!.newPage();
     await offlineTab.routeWebSocket(/\/v1\/ws/, (ws) => ws.close({ code: 1011, reason: 'test: no socket' }));
-    await offlineTab.goto(`${h.url}/?uid=${UID}&device=B&share=0`);
+    await offlineTab.goto(`${suite.h.url}/?uid=${UID}&device=B&share=0`);
     await offlineTab.locator('body[data-stale="true"]').waitFor();
     const cached = await state(offlineTab);
     expect(cached.status).toBe('DIRTY');

@@ -575,6 +575,29 @@ const CASES: Case[] = [
     request: () => req('POST', '/demo/activity', { auth: 'none', body: { conv: 'team', seq: 1 } }),
     on: 'dev',
   },
+  {
+    op: 'reportDemoActivity',
+    status: 200,
+    name: 'the test tools sent messages',
+    request: () =>
+      req('POST', '/demo/activity', {
+        auth: 'none',
+        body: { conv: 'team', seq: 2, messages: [{ seq: 2, sender: 'bob', text: 'hi', mention: false, agoMs: 60_000 }] },
+      }),
+    on: 'dev',
+  },
+  {
+    op: 'reportDemoActivity',
+    status: 400,
+    name: 'a sent message past the seq reported',
+    request: () =>
+      req('POST', '/demo/activity', {
+        auth: 'none',
+        body: { conv: 'team', seq: 1, messages: [{ seq: 3, sender: 'bob', text: '', mention: false, agoMs: 0 }] },
+      }),
+    code: 'invalid_request',
+    on: 'dev',
+  },
   ...bodyErrors('reportDemoActivity', 'POST', '/demo/activity', 'none').map((c): Case => ({ ...c, on: 'dev' })),
   { op: 'demoActivity', status: 200, name: 'the record', request: () => req('GET', '/demo/activity', { auth: 'none' }), on: 'dev' },
   ...(

@@ -76,8 +76,12 @@ function layout(minName: number): string[] {
   region(problems, 'header', topbar, headerParts);
   for (const [name, el] of headerParts) fits(problems, 'header', name, el);
 
-  const rows = [...document.querySelectorAll('#conversations > li[data-conv]')];
-  if (rows.length === 0) problems.push('no conversation rows');
+  // A phone shows the list or the open conversation, not both.
+  const list = document.querySelector('#conversations');
+  const rows = list && rendered(list) ? [...list.querySelectorAll(':scope > li[data-conv]')] : [];
+  const pane = document.querySelector('#conversation');
+  if (pane && rendered(pane)) paneLayout(problems, pane);
+  else if (rows.length === 0) problems.push('no conversation rows');
   for (const row of rows) {
     const what = `row ${row.getAttribute('data-conv')}`;
     const found = parts(
@@ -88,6 +92,7 @@ function layout(minName: number): string[] {
         ['avatar', '.avatar'],
         ['name', '.conv-name'],
         ['muted tag', '[data-role="muted"]'],
+        ['time', '[data-role="time"]'],
         ['subtitle', '.conv-sub'],
         ['mentions', '[data-role="mention"]'],
         ['unread count', '[data-role="unread"]'],
@@ -95,9 +100,20 @@ function layout(minName: number): string[] {
       ],
       ['avatar', 'name', 'subtitle'],
     );
-    const buttons = [...row.querySelectorAll('button')].filter(rendered).map((b): [string, Element] => [`button ${b.textContent}`, b]);
-    if (buttons.length === 0) problems.push(`${what}: no buttons`);
+    // The row's parts sit in its one big button (that opens it); beside it the menu's trigger, shown or not.
+    if (!row.querySelector('button[data-action="menu"][aria-haspopup="menu"]')) problems.push(`${what}: no menu button`);
+    const buttons = rowButtons(row).map((b): [string, Element] => [`button ${b.getAttribute('aria-label') ?? b.textContent}`, b]);
     region(problems, what, row, [...found, ...buttons]);
+    const menu = row.querySelector('[role="menu"]');
+    if (menu && rendered(menu)) {
+      region(problems, `${what} menu`, null, [['menu', menu]]);
+      region(
+        problems,
+        `${what} menu`,
+        menu,
+        [...menu.querySelectorAll('[role="menuitem"]')].map((item): [string, Element] => [`item ${item.textContent}`, item]),
+      );
+    }
     for (const [name, el] of [...found, ...buttons]) if (name !== 'avatar' && name !== 'marked dot') fits(problems, what, name, el);
     const nameEl = row.querySelector('.conv-name');
     if (nameEl) {
@@ -118,9 +134,37 @@ function layout(minName: number): string[] {
     problems,
     'test tools',
     null,
-    [...document.querySelectorAll('.panel > .card')].map((card, i) => [`card ${i + 1}`, card]),
+    [...document.querySelectorAll('.panel > .card')].filter(rendered).map((card, i) => [`card ${i + 1}`, card]),
   );
   return problems;
+}
+
+/** The open conversation: its header's parts apart and on screen, its messages inside the viewport's width. */
+function paneLayout(problems: string[], pane: Element): void {
+  const head = pane.querySelector('.pane-head');
+  const found = parts(
+    problems,
+    'conversation header',
+    head,
+    [
+      ['back', '[data-action="back"]'],
+      ['avatar', '.avatar'],
+      ['title', '[data-role="title"]'],
+      ['menu button', '[data-action="menu"]'],
+    ],
+    ['avatar', 'title', 'menu button'],
+  ).filter(([, el]) => rendered(el));
+  region(problems, 'conversation header', head, found);
+  fits(problems, 'conversation header', 'title', pane.querySelector('[data-role="title"]') ?? pane);
+  region(
+    problems,
+    'conversation',
+    null,
+    [...pane.querySelectorAll('[data-role="facts"] > *, [data-role="message"]')].map((el, i): [string, Element] => [
+      `${el.getAttribute('data-role')} ${i + 1}`,
+      el,
+    ]),
+  );
 }
 
 /** `selector` is on screen and not covered: in the viewport, clear of the header bar and of `clearOf`, and hit at its centre. */
@@ -182,16 +226,16 @@ function behind(el: Element): Rgba {
 }
 
 /**
- * Each conversation button reads as a button at rest (no hover): cursor pointer, fully opaque,
+ * Each conversation button showing (a menu's trigger) reads as a button at rest: cursor pointer, fully opaque,
  * an edge that stands out from the row (a fill, or a border, of its own), and a legible label
  * (WCAG AA, 4.5:1) on its fill.
  */
 function buttons(): string[] {
   const problems: string[] = [];
-  const all = [...document.querySelectorAll('#conversations button[data-action]')].filter(rendered);
+  const all = [...document.querySelectorAll('#conversations li')].flatMap(rowButtons);
   if (all.length === 0) problems.push('no conversation buttons');
   for (const button of all) {
-    const what = `${button.closest('li')?.getAttribute('data-conv')} / ${button.textContent}`;
+    const what = `${button.closest('li')?.getAttribute('data-conv')} / ${button.getAttribute('aria-label') ?? button.textContent}`;
     const style = getComputedStyle(button);
     if (style.cursor !== 'pointer') problems.push(`${what}: cursor is ${style.cursor}, not pointer`);
     let opacity = 1;
@@ -230,9 +274,16 @@ function heights(selector: string): number[] {
   return [...document.querySelectorAll(selector)].filter(rendered).map((el) => el.getBoundingClientRect().height);
 }
 
-/** Laid out at all: an element under display: none (a phone row's closed actions) has no boxes. */
+/** Laid out at all: an element under display: none (a closed menu) has no boxes. */
 function rendered(el: Element): boolean {
   return el.getClientRects().length > 0;
+}
+
+/** A row's buttons that show as buttons: not the row itself (the button that opens it), not a menu's items, not hidden. */
+function rowButtons(row: Element): Element[] {
+  return [...row.querySelectorAll('button[data-action]')].filter(
+    (b) => rendered(b) && getComputedStyle(b).visibility === 'visible' && b.getAttribute('data-action') !== 'open' && !b.closest('[role="menu"]'),
+  );
 }
 
 Object.assign(globalThis, { layoutProbe: { layout, cover, buttons, scrollToY, whole, heights } });

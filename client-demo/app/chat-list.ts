@@ -1,0 +1,128 @@
+import type { ConversationView } from '@redpoint/client';
+import type { SentMessage } from './api.js';
+import { count, h, ICONS, icon } from './dom.js';
+import type { MenuItem, Menus } from './menu.js';
+import { CATEGORY_LABELS, colorOf, displayName, initials } from './names.js';
+import { timeAgo } from './time-ago.js';
+
+/** The chat list: one row per conversation, as a messenger draws it. */
+
+export interface ListContext {
+  uid: string;
+  now: number;
+  open: string | null;
+  menus: Menus;
+  at(conv: string): number | undefined;
+  messages(conv: string): readonly SentMessage[];
+}
+
+/** A row's actions (and the open conversation's): one toggle for read, one for mute, delete. */
+export function actions(c: ConversationView): MenuItem[] {
+  const unreadish = c.unread > 0 || c.markedUnread;
+  return [
+    unreadish ? { action: 'read', label: 'Mark as read' } : { action: 'mark-unread', label: 'Mark as unread' },
+    c.muted ? { action: 'unmute', label: 'Unmute' } : { action: 'mute', label: 'Mute' },
+    { action: 'delete', label: 'Delete', danger: true },
+  ];
+}
+
+/** The marks on the right of a row: the mentions (@), the number, or the "marked unread" dot. */
+function marks(c: ConversationView): HTMLElement {
+  const box = h('span', { class: 'marks' });
+  if (c.mentions > 0) {
+    box.append(
+      h('span', { class: 'mention', 'data-role': 'mention', title: `${c.mentions} mention${c.mentions === 1 ? '' : 's'} of you` }, `@${count(c.mentions)}`),
+    );
+  }
+  if (c.unread > 0) box.append(h('span', { class: `pill${c.muted ? ' muted' : ''}`, 'data-role': 'unread' }, count(c.unread)));
+  else if (c.markedUnread) box.append(h('span', { class: `dot${c.muted ? ' muted' : ''}`, 'data-role': 'marked', title: 'Marked as unread' }));
+  return box;
+}
+
+/**
+ * The line under the name: the last message when the test tools sent it (who and what), else
+ * what Redpoint knows (what is new, or that nothing is).
+ */
+function subtitle(c: ConversationView, ctx: ListContext): string {
+  const last = ctx.messages(c.conv).at(-1);
+  if (last && last.seq === c.lastSeq) {
+    // A private chat is named after the other person already: only your own lines say who.
+    if (last.sender === ctx.uid) return `You: ${last.text}`;
+    return c.category === 'private' ? last.text : `${last.sender}: ${last.text}`;
+  }
+  const kind = CATEGORY_LABELS[c.category] ?? c.category;
+  let news: string;
+  if (c.mentions > 0) news = `${c.mentions === 1 ? 'You were mentioned' : `${c.mentions} mentions of you`} · ${c.unread} new`;
+  else if (c.unread > 0) news = `${c.unread} new message${c.unread === 1 ? '' : 's'}`;
+  else if (c.markedUnread) news = 'Marked as unread';
+  else news = 'No new messages';
+  return `${kind} · ${news}`;
+}
+
+export function avatar(name: string): HTMLElement {
+  return h('span', { class: 'avatar', 'aria-hidden': 'true', style: `background:${colorOf(name)}` }, initials(name));
+}
+
+function row(c: ConversationView, ctx: ListContext): HTMLElement {
+  const name = displayName(c.conv, ctx.uid);
+  const at = ctx.at(c.conv);
+  const active = ctx.open === c.conv;
+  const classes = [
+    'conv',
+    c.muted ? 'is-muted' : '',
+    c.pending ? 'is-pending' : '',
+    c.unread > 0 || c.markedUnread ? 'is-unread' : '',
+    active ? 'is-active' : '',
+  ];
+  const [trigger, menu] = ctx.menus.render(`row:${c.conv}`, c.conv, name, actions(c));
+  return h(
+    'li',
+    {
+      class: classes.filter(Boolean).join(' '),
+      'data-conv': c.conv,
+      'data-unread': String(c.unread),
+      'aria-current': active ? 'true' : undefined,
+    },
+    h(
+      'button',
+      { class: 'conv-open', type: 'button', 'data-action': 'open', 'data-conv': c.conv, 'data-focus': `open:${c.conv}` },
+      avatar(name),
+      h(
+        'span',
+        { class: 'conv-top' },
+        h('span', { class: 'conv-name', 'data-role': 'name', title: c.conv }, name),
+        c.muted ? h('span', { class: 'muted-icon', 'data-role': 'muted', title: 'Muted' }, icon(ICONS.muted), h('span', { class: 'sr-only' }, 'muted')) : null,
+        at === undefined
+          ? null
+          : h(
+              'time',
+              { class: 'conv-time', 'data-role': 'time', datetime: new Date(at).toISOString(), title: new Date(at).toLocaleString() },
+              timeAgo(at, ctx.now),
+            ),
+      ),
+      h('span', { class: 'conv-bottom' }, h('span', { class: 'conv-sub', 'data-role': 'sub' }, subtitle(c, ctx)), marks(c)),
+    ),
+    trigger,
+    menu,
+  );
+}
+
+function skeleton(): HTMLElement {
+  return h(
+    'li',
+    { class: 'conv skeleton' },
+    h(
+      'span',
+      { class: 'conv-open' },
+      h('span', { class: 'avatar' }),
+      h('span', { class: 'conv-top' }, h('span', { class: 'bar' })),
+      h('span', { class: 'conv-bottom' }, h('span', { class: 'bar short' })),
+    ),
+  );
+}
+
+/** The list's rows (skeletons while nothing is known: never a fake empty list). */
+export function listRows(conversations: readonly ConversationView[] | null, ctx: ListContext): HTMLElement[] {
+  if (!conversations) return [skeleton(), skeleton(), skeleton()];
+  return conversations.map((c) => row(c, ctx));
+}

@@ -1,0 +1,95 @@
+import type { ConversationView } from '@redpoint/client';
+import { actions, avatar, type ListContext } from './chat-list.js';
+import { h, ICONS, icon } from './dom.js';
+import { CATEGORY_LABELS, displayName } from './names.js';
+import { clockTime, lastActive } from './time-ago.js';
+
+/**
+ * The open conversation. Redpoint does not store messages: it counts them. So the view shows
+ * what it knows (the seq range, the read position, unread and mentions) and, as messages, what
+ * the demo's test tools sent (the dev entry keeps those); a seq sent some other way shows as a gap.
+ */
+
+export interface OpenConversation {
+  conv: string;
+  /** The read position when it was opened: what came after it is under the "new" divider. */
+  readAtOpen: number;
+}
+
+function facts(c: ConversationView): HTMLElement {
+  const range = c.lastSeq > 0 ? `#1–#${c.lastSeq}` : 'no messages yet';
+  const readState = c.lastSeq > 0 ? `Read up to #${c.readSeq} of ${range}` : 'No messages yet';
+  return h(
+    'div',
+    { class: 'facts', 'data-role': 'facts' },
+    h('span', { class: 'fact', 'data-role': 'read-state' }, readState),
+    h('span', { class: `fact${c.unread > 0 ? ' hot' : ''}`, 'data-role': 'fact-unread' }, `${c.unread} unread`),
+    c.mentions > 0 ? h('span', { class: 'fact hot', 'data-role': 'fact-mentions' }, `@ ${c.mentions} mention${c.mentions === 1 ? '' : 's'}`) : null,
+    c.markedUnread ? h('span', { class: 'fact', 'data-role': 'fact-marked' }, 'Marked unread') : null,
+    c.muted ? h('span', { class: 'fact', 'data-role': 'fact-muted' }, 'Muted') : null,
+  );
+}
+
+function messages(c: ConversationView, open: OpenConversation, ctx: ListContext): HTMLElement {
+  const sent = ctx.messages(c.conv).filter((m) => m.seq <= c.lastSeq);
+  const list = h('ol', { class: 'messages', 'data-role': 'messages' });
+  const unseen = sent.filter((m) => m.seq > open.readAtOpen).length;
+  let divided = false;
+  for (const m of sent) {
+    if (!divided && m.seq > open.readAtOpen && unseen > 0) {
+      divided = true;
+      list.append(h('li', { class: 'new-divider', 'data-role': 'new-divider' }, `${unseen} new message${unseen === 1 ? '' : 's'}`));
+    }
+    const mine = m.sender === ctx.uid;
+    list.append(
+      h(
+        'li',
+        {
+          class: `msg${mine ? ' mine' : ''}${m.mention ? ' is-mention' : ''}`,
+          'data-role': 'message',
+          'data-seq': String(m.seq),
+          'data-read': String(m.seq <= c.readSeq),
+          'data-mention': String(m.mention),
+        },
+        mine ? null : h('span', { class: 'msg-sender' }, m.sender),
+        h('span', { class: 'msg-text' }, m.mention ? h('span', { class: 'at' }, `@${ctx.uid} `) : null, m.text),
+        h('span', { class: 'msg-meta', title: new Date(m.at).toLocaleString() }, `#${m.seq} · ${clockTime(m.at)}`),
+      ),
+    );
+  }
+  if (sent.length === 0) {
+    list.append(
+      h('li', { class: 'msg-empty' }, c.lastSeq > 0 ? 'These messages were not sent from this demo, so it has no text for them.' : 'No messages yet.'),
+    );
+  }
+  return list;
+}
+
+export function conversationPane(c: ConversationView, open: OpenConversation, ctx: ListContext): HTMLElement[] {
+  const name = displayName(c.conv, ctx.uid);
+  const [trigger, menu] = ctx.menus.render(`pane:${c.conv}`, c.conv, name, actions(c));
+  const at = ctx.at(c.conv);
+  const kind = CATEGORY_LABELS[c.category] ?? c.category;
+  return [
+    h(
+      'header',
+      { class: 'pane-head' },
+      h('button', { class: 'icon-btn back', type: 'button', 'data-action': 'back', 'aria-label': 'Back to chats' }, icon(ICONS.back)),
+      avatar(name),
+      h(
+        'div',
+        { class: 'pane-title' },
+        h('h2', { 'data-role': 'title' }, name),
+        h('span', { class: 'pane-sub' }, at === undefined ? kind : `${kind} · ${lastActive(at, ctx.now)}`),
+      ),
+      h('div', { class: 'pane-menu' }, trigger, menu),
+    ),
+    facts(c),
+    messages(c, open, ctx),
+    h(
+      'p',
+      { class: 'pane-note' },
+      'Redpoint counts messages and read positions; it does not store messages. The texts above are what this demo’s test tools sent.',
+    ),
+  ];
+}

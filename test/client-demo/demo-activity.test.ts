@@ -1,0 +1,65 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { registerRoutes as registerDemoPage } from '../../client-demo/page-routes.js';
+import { DEV_API_KEY, DEV_JWT_SECRET } from '../../server/config.js';
+import { startTestServer, type TestServer } from '../helpers/test-server.js';
+
+/**
+ * The demo's shared record (client-demo/demo-activity.ts) over HTTP on a real dev-mode server:
+ * a sent message's own time stamps its seq whichever report comes first (the page's "seen it"
+ * and the tools' "sent it" race), a plain report only stamps a higher seq, bad input changes nothing.
+ */
+let server: TestServer;
+
+beforeAll(async () => {
+  server = await startTestServer({ config: { devMode: true, apiKey: DEV_API_KEY, jwtSecret: DEV_JWT_SECRET }, routes: registerDemoPage });
+});
+afterAll(async () => {
+  await server?.close();
+});
+
+interface Record {
+  activity: { [conv: string]: number };
+  messages: { [conv: string]: Array<{ seq: number; sender: string; text: string; mention: boolean; at: number }> };
+}
+
+async function report(body: unknown): Promise<{ status: number; record: Record }> {
+  const res = await fetch(`${server.url}/demo/activity`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  return { status: res.status, record: (await res.json()) as Record };
+}
+const current = async (): Promise<Record> => (await (await fetch(`${server.url}/demo/activity`)).json()) as Record;
+const HOUR = 3_600_000;
+const sent = (seq: number, agoMs: number) => ({ seq, sender: 'carol', text: `line ${seq}`, mention: seq === 2, agoMs });
+
+describe('the demo activity record', () => {
+  it("a sent message's own time wins over a device's 'seen now', in either order", async () => {
+    // Seen first, then reported as sent an hour ago.
+    await report({ conv: 'seen-first', seq: 2 });
+    const before = Date.now();
+    const { record } = await report({ conv: 'seen-first', seq: 2, messages: [sent(1, HOUR + 60_000), sent(2, HOUR)] });
+    expect(record.activity['seen-first']).toBeLessThanOrEqual(before - HOUR + 1000);
+    expect(record.messages['seen-first']?.map((m) => [m.seq, m.text, m.mention])).toEqual([
+      [1, 'line 1', false],
+      [2, 'line 2', true],
+    ]);
+    // Sent first, then a device sees the same seq: nothing moves.
+    await report({ conv: 'sent-first', seq: 1, messages: [sent(1, HOUR)] });
+    const stamped = (await current()).activity['sent-first'];
+    await report({ conv: 'sent-first', seq: 1 });
+    expect((await current()).activity['sent-first']).toBe(stamped);
+    // A newer message seen stamps now.
+    const { record: after } = await report({ conv: 'sent-first', seq: 2 });
+    expect(after.activity['sent-first']).toBeGreaterThanOrEqual(before);
+  });
+
+  it('keeps the last 20 sent messages of a conversation', async () => {
+    for (let seq = 1; seq <= 25; seq++) await report({ conv: 'long', seq, messages: [sent(seq, 0)] });
+    expect((await current()).messages.long?.map((m) => m.seq)).toEqual(Array.from({ length: 20 }, (_, i) => i + 6));
+  });
+
+  it('a sent message past the seq reported is refused and changes nothing', async () => {
+    const before = await current();
+    const { status } = await report({ conv: 'bad', seq: 1, messages: [sent(3, 0)] });
+    expect(status).toBe(400);
+    expect(await current()).toEqual(before);
+  });
+});

@@ -9,7 +9,11 @@ export const ERROR_CODES = {
   token_expired: { status: 401, reason: 'The JWT has expired; fetch a new one.' },
   forbidden: { status: 403, reason: "The credentials are valid but do not allow this (another user's data)." },
   not_found: { status: 404, reason: 'No such endpoint.' },
-  unknown_conversation: { status: 404, reason: 'The conversation does not exist, or the user is not a member of it.' },
+  not_a_member: {
+    status: 403,
+    reason: 'The conversation exists but the user is not a member of it; the message service adds members with PUT /v1/conversations/{conv}/members.',
+  },
+  unknown_conversation: { status: 404, reason: 'The conversation does not exist; the message service creates it with PUT /v1/conversations/{conv}/members.' },
   method_not_allowed: { status: 405, reason: 'The endpoint exists but not with this method.' },
   payload_too_large: { status: 413, reason: 'The body exceeds the size limit.' },
   unsupported_media_type: { status: 415, reason: 'Send application/json (or application/msgpack where accepted).' },

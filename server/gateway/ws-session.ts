@@ -345,7 +345,7 @@ export class WsSession {
           id: frame.id,
           epoch: result.epoch,
           version: result.version,
-          ...(result.rejected.length > 0 ? { rejected: result.rejected.map((conv) => ({ conv, code: 'unknown_conversation' as const })) } : {}),
+          ...(result.rejected.length > 0 ? { rejected: result.rejected } : {}),
         });
       }
       case 'refresh':

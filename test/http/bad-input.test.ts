@@ -25,6 +25,8 @@ interface Case {
   code: ErrorCode;
   /** Text the error message must start with (what a person reads first). */
   message?: string;
+  /** Text the error message must contain: the fix it names. */
+  names?: string;
 }
 
 const json = (s: TestServer, method: string, path: string, raw: string | Uint8Array, contentType = 'application/json') =>
@@ -183,7 +185,13 @@ const CASES: Case[] = [
   { name: 'sync: negative limit', send: (s) => s.asUser(ALICE, 'GET', '/v1/sync?limit=-1'), status: 400, code: 'invalid_request' },
 
   // Unknown conversation: 404 and nothing applied, not even the known part of a batch.
-  { name: 'message to an unknown conversation', send: (s) => post(s, msg({ conv: 'nowhere' })), status: 404, code: 'unknown_conversation' },
+  {
+    name: 'message to an unknown conversation',
+    send: (s) => post(s, msg({ conv: 'nowhere' })),
+    status: 404,
+    code: 'unknown_conversation',
+    names: 'PUT /v1/conversations/nowhere/members',
+  },
   {
     name: 'batch with one unknown conversation',
     send: (s) => post(s, { messages: [msg(), msg({ seq: 101, mentions: [] }), msg({ conv: 'nowhere' })] }),
@@ -195,8 +203,36 @@ const CASES: Case[] = [
     send: (s) => s.api('POST', `/v1/users/${ALICE}/read`, { conv: 'nowhere', seq: 1 }),
     status: 404,
     code: 'unknown_conversation',
+    message: 'unknown conversation: nowhere',
+    names: 'PUT /v1/conversations/nowhere/members',
   },
-  { name: 'read by a non-member', send: (s) => s.api('POST', '/v1/users/mallory/read', { conv: CONV, seq: 1 }), status: 404, code: 'unknown_conversation' },
+  // The conversation exists; the user is not in it: a different fix (add the member), a different code.
+  {
+    name: 'read by a non-member (API key)',
+    send: (s) => s.api('POST', '/v1/users/mallory/read', { conv: CONV, seq: 1 }),
+    status: 403,
+    code: 'not_a_member',
+    message: `mallory is not a member of ${CONV}`,
+    names: `PUT /v1/conversations/${CONV}/members`,
+  },
+  {
+    name: "read by a non-member (the user's own token)",
+    send: (s) => s.asUser('mallory', 'POST', '/v1/users/mallory/read', { conv: CONV, seq: 1 }),
+    status: 403,
+    code: 'not_a_member',
+  },
+  {
+    name: 'settings by a non-member',
+    send: (s) => s.asUser('mallory', 'PUT', `/v1/users/mallory/conversations/${CONV}`, { muted: true }),
+    status: 403,
+    code: 'not_a_member',
+  },
+  {
+    name: 'delete by a non-member',
+    send: (s) => s.asUser('mallory', 'DELETE', `/v1/users/mallory/conversations/${CONV}`),
+    status: 403,
+    code: 'not_a_member',
+  },
   {
     name: 'delete of an unknown conversation',
     send: (s) => s.api('DELETE', `/v1/users/${ALICE}/conversations/nowhere`),
@@ -208,6 +244,7 @@ const CASES: Case[] = [
     send: (s) => s.api('PUT', `/v1/users/${ALICE}/conversations/nowhere`, { muted: true }),
     status: 404,
     code: 'unknown_conversation',
+    names: 'PUT /v1/conversations/nowhere/members',
   },
 
   // Routing.
@@ -370,6 +407,7 @@ for (const kind of ENGINES) {
         expect(res.contentType).toMatch(/^application\/json/);
         const message = (res.body as { error: { message: string } }).error.message;
         if (c.message) expect(message.startsWith(c.message), message).toBe(true);
+        if (c.names) expect(message).toContain(c.names);
         for (const [uid, before] of summaries) expect(await summary(uid), `${uid} after "${c.name}"`).toEqual(before);
       });
     }

@@ -383,7 +383,7 @@ export class HttpRouter {
 }
 
 function errorReply(e: RedpointError): Reply {
-  const body: ErrorBody = { error: { code: e.code, message: e.message } };
+  const body: ErrorBody = { error: { code: e.code, message: e.message, ...(e.check !== undefined ? { check: e.check } : {}) } };
   // A refusal for rate or cost says when to come back (whole seconds, as HTTP has it).
   if (e instanceof RetryLaterError)
     return { status: ERROR_CODES[e.code].status, body, headers: { 'retry-after': String(Math.max(1, Math.ceil(e.retryAfterMs / 1000))) } };

@@ -57,7 +57,11 @@ export function registerApiRoutes(router: HttpRouter, { sync, auth, metrics, seq
     if (isApiKey(ctx, credential)) return null;
     if (!looksLikeJwt(credential)) throw auth.apiKeyRefusal(credential, route(ctx), true);
     const subject = await auth.verifyUserToken(credential);
-    if (subject !== uid) throw new RedpointError('forbidden', 'a user token may only act for its own user');
+    if (subject !== uid)
+      throw new RedpointError(
+        'forbidden',
+        `a user token may only act for its own user (its sub is ${subject}): call /v1/users/${subject}/..., or act for any user with the API key`,
+      );
     // Client requests are rate limited per user (429 with Retry-After); the message service's are not.
     budgets.request(subject);
     return subject;

@@ -50,7 +50,7 @@ const post = (s: TestServer, body: unknown) => s.api('POST', '/v1/messages', bod
 const CASES: Case[] = [
   // Bodies that do not parse.
   { name: 'malformed JSON', send: (s) => json(s, 'POST', '/v1/messages', '{"conv": "room-1", "seq": 1,'), status: 400, code: 'bad_json' },
-  { name: 'empty body', send: (s) => json(s, 'POST', '/v1/messages', ''), status: 400, code: 'bad_json' },
+  { name: 'empty body', send: (s) => json(s, 'POST', '/v1/messages', ''), status: 400, code: 'bad_json', names: 'takes a JSON' },
   { name: 'JSON that is not an object', send: (s) => json(s, 'POST', '/v1/messages', '[1,2,3]'), status: 400, code: 'invalid_request' },
   { name: 'JSON null', send: (s) => json(s, 'POST', '/v1/messages', 'null'), status: 400, code: 'invalid_request' },
   {
@@ -94,6 +94,7 @@ const CASES: Case[] = [
     send: (s) => json(s, 'POST', '/v1/messages', JSON.stringify(msg()), 'text/plain'),
     status: 415,
     code: 'unsupported_media_type',
+    names: 'send application/json',
   },
 
   // Wrong types, missing and extra fields.
@@ -248,10 +249,23 @@ const CASES: Case[] = [
   },
 
   // Routing.
-  { name: 'unknown route', send: (s) => s.api('GET', '/v1/nothing-here'), status: 404, code: 'not_found' },
+  { name: 'unknown route', send: (s) => s.api('GET', '/v1/nothing-here'), status: 404, code: 'not_found', names: 'GET /openapi.json' },
   { name: 'unknown route under a user', send: (s) => s.api('GET', `/v1/users/${ALICE}/everything`), status: 404, code: 'not_found' },
-  { name: 'wrong method: GET /v1/messages', send: (s) => s.api('GET', '/v1/messages'), status: 405, code: 'method_not_allowed' },
+  {
+    name: 'wrong method: GET /v1/messages',
+    send: (s) => s.api('GET', '/v1/messages'),
+    status: 405,
+    code: 'method_not_allowed',
+    names: '/v1/messages takes POST',
+  },
   { name: 'wrong method: DELETE /v1/sync', send: (s) => s.asUser(ALICE, 'DELETE', '/v1/sync'), status: 405, code: 'method_not_allowed' },
+  {
+    name: 'wrong method: POST on a path that takes two others',
+    send: (s) => s.api('POST', `/v1/users/${ALICE}/conversations/${CONV}`, {}),
+    status: 405,
+    code: 'method_not_allowed',
+    names: 'takes DELETE, PUT',
+  },
   { name: 'wrong method: POST unread', send: (s) => s.api('POST', `/v1/users/${ALICE}/unread`, {}), status: 405, code: 'method_not_allowed' },
 
   // Credentials.
@@ -345,7 +359,13 @@ const CASES: Case[] = [
   },
 
   // A user's JWT acting for another user.
-  { name: "B's JWT reads A's unread", send: (s) => s.asUser(BOB, 'GET', `/v1/users/${ALICE}/unread`), status: 403, code: 'forbidden' },
+  {
+    name: "B's JWT reads A's unread",
+    send: (s) => s.asUser(BOB, 'GET', `/v1/users/${ALICE}/unread`),
+    status: 403,
+    code: 'forbidden',
+    names: `call /v1/users/${BOB}/..., or act for any user with the API key`,
+  },
   {
     name: "B's JWT marks A's conversation read",
     send: (s) => s.asUser(BOB, 'POST', `/v1/users/${ALICE}/read`, { conv: CONV, seq: 100 }),

@@ -7,10 +7,15 @@ import type { Engine } from '../engine/engine.js';
  * the user is not in needs the user added. Both fixes are the same endpoint (API key only).
  */
 export function unknownConversation(convs: readonly string[]): RedpointError {
-  const fix = convs.length === 1 ? `PUT /v1/conversations/${convs[0]}/members` : 'PUT /v1/conversations/{conv}/members for each';
+  if (convs.length === 1) {
+    return new RedpointError(
+      'unknown_conversation',
+      `unknown conversation: ${convs[0]}; create it by adding its members (PUT /v1/conversations/${convs[0]}/members, with the API key)`,
+    );
+  }
   return new RedpointError(
     'unknown_conversation',
-    `unknown conversation${convs.length === 1 ? '' : 's'}: ${convs.join(', ')}; create it by adding its members (${fix}, with the API key)`,
+    `unknown conversations: ${convs.join(', ')}; create each by adding its members (PUT /v1/conversations/{conv}/members, with the API key)`,
   );
 }
 

@@ -197,6 +197,18 @@ describe('WebSocket: the hello is refused with an error frame naming the check, 
   }
 });
 
+describe('WebSocket: the API key is not a user', () => {
+  it('the API key as the hello token → error unauthorized (wrong_credential), close 4002, the key not echoed', async () => {
+    const ws = await server.client('alice', { hello: false });
+    ws.send({ t: 'hello', token: TEST_API_KEY });
+    expect((await ws.waitClose()).code).toBe(4002);
+    const [err] = ws.framesOf('error') as ErrorFrame[];
+    expect(err).toMatchObject({ code: 'unauthorized', check: 'wrong_credential' });
+    expect(err?.message).toContain('user token');
+    expect(err?.message).not.toContain(TEST_API_KEY);
+  });
+});
+
 describe('the checks as PROTOCOL.md lists them', () => {
   it('its Credential checks table has every check of AUTH_CHECKS, each with the code it comes with', async () => {
     const text = await readFile(new URL('../../protocol/PROTOCOL.md', import.meta.url), 'utf8');

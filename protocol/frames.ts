@@ -1,4 +1,5 @@
 import { type Static, Type } from '@sinclair/typebox';
+import type { AuthCheck } from './errors.js';
 import { LIMITS } from './limits.js';
 import { Id, ReadSeq } from './schemas.js';
 import type { ConvState, PullReply } from './types.js';
@@ -163,6 +164,8 @@ export interface ErrorFrame {
   id?: number;
   code: string;
   message: string;
+  /** With `unauthorized` / `token_expired` (a refused hello or refresh): the credential check that failed. */
+  check?: AuthCheck;
   /** With `rate_limited`: milliseconds to wait before sending the request again. */
   retryAfterMs?: number;
 }

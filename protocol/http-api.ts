@@ -253,7 +253,7 @@ export const ENDPOINTS: readonly Endpoint[] = [
     auth: EITHER,
     body: ReadBody,
     replies: [CHANGE],
-    errors: ['unknown_conversation'],
+    errors: ['not_a_member', 'unknown_conversation'],
   },
   {
     method: 'put',
@@ -264,7 +264,7 @@ export const ENDPOINTS: readonly Endpoint[] = [
     auth: EITHER,
     body: SettingsBody,
     replies: [CHANGE],
-    errors: ['unknown_conversation'],
+    errors: ['not_a_member', 'unknown_conversation'],
   },
   {
     method: 'delete',
@@ -274,7 +274,7 @@ export const ENDPOINTS: readonly Endpoint[] = [
     summary: 'Delete (hide) a conversation until a newer message arrives',
     auth: EITHER,
     replies: [CHANGE],
-    errors: ['unknown_conversation'],
+    errors: ['not_a_member', 'unknown_conversation'],
   },
   {
     method: 'get',

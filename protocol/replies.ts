@@ -1,5 +1,5 @@
 import { type Static, Type } from '@sinclair/typebox';
-import { ERROR_CODES, type ErrorCode } from './errors.js';
+import { AUTH_CHECKS, type AuthCheck, ERROR_CODES, type ErrorCode } from './errors.js';
 import { Category, Id } from './schemas.js';
 
 /**
@@ -173,6 +173,14 @@ export const ErrorBodySchema = Type.Object(
       {
         code: errorCodeSchema(),
         message: Type.String({ description: 'For people; may change. Validation errors start with the path of the offending field.' }),
+        check: Type.Optional(
+          Type.Unsafe<AuthCheck>(
+            Type.String({
+              enum: Object.keys(AUTH_CHECKS),
+              description: 'With `unauthorized` and `token_expired`: which credential check failed (PROTOCOL.md, "Credential checks").',
+            }),
+          ),
+        ),
       },
       { additionalProperties: false },
     ),

@@ -1,6 +1,7 @@
 import { SignJWT } from 'jose';
 import { RedpointError } from '../../protocol/errors.js';
 import { ApiKeys, DEFAULT_KEY_NAME, type NamedApiKey } from './api-keys.js';
+import { DEV_API_KEY } from './auth-config.js';
 import { DEFAULT_KEY_SET_TIMING, type JwksSource, KeySet, type KeySetTiming } from './jwks.js';
 import {
   DEFAULT_CLOCK_TOLERANCE_SECONDS,
@@ -110,6 +111,29 @@ export class Authenticator {
     return this.apiKeyName(candidate) !== null;
   }
 
+  /**
+   * Why `candidate`, which is none of the API keys, is refused where one is wanted (`route`, as
+   * "POST /v1/messages"); `orToken`: the route takes a user token too. Never echoes the candidate.
+   * Called on the failure path only: comparing with the published dev key gives nothing away.
+   */
+  apiKeyRefusal(candidate: string, route: string, orToken: boolean): RedpointError {
+    if (candidate === DEV_API_KEY) {
+      return new RedpointError(
+        'unauthorized',
+        `that is the published dev API key, accepted only by a server in dev mode (no credential variable set); use one of this server's keys (REDPOINT_API_KEY / REDPOINT_API_KEYS)`,
+        'api_key',
+      );
+    }
+    if (!orToken && looksLikeJwt(candidate)) {
+      return new RedpointError('unauthorized', `${route} needs the API key (the message service's credential), not a user token`, 'wrong_credential');
+    }
+    return new RedpointError(
+      'unauthorized',
+      `${orToken ? 'the credential is neither' : 'the credential is not'} one of this server's API keys (REDPOINT_API_KEY / REDPOINT_API_KEYS)${orToken ? ' nor a JWT' : ''}: keys are compared whole, check for a key of another deployment or stray characters`,
+      'api_key',
+    );
+  }
+
   /** An HS256 token for `uid`, with the configured issuer and audience. Needs the shared secret. */
   async mintUserToken(uid: string, ttlSeconds = 3600): Promise<string> {
     if (!this.secret) throw new RedpointError('internal', 'no REDPOINT_JWT_SECRET: this server cannot mint tokens');
@@ -122,6 +146,11 @@ export class Authenticator {
     if (this.policy.audience !== undefined) jwt.setAudience(this.policy.audience);
     return jwt.sign(this.secret);
   }
+}
+
+/** Three dot-separated parts: meant as a JWT (verified as one), not as an API key. */
+export function looksLikeJwt(credential: string): boolean {
+  return credential.split('.').length === 3;
 }
 
 /** Extracts the credential of an `Authorization: Bearer <x>` header, or null. */

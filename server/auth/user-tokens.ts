@@ -1,6 +1,7 @@
-import { decodeProtectedHeader, type JWTPayload, type JWTVerifyOptions, errors as joseErrors, jwtVerify } from 'jose';
-import { RedpointError } from '../../protocol/errors.js';
+import { compactVerify, decodeProtectedHeader, type JWTPayload, type JWTVerifyOptions, errors as joseErrors, jwtVerify } from 'jose';
+import { type AuthCheck, RedpointError } from '../../protocol/errors.js';
 import { ID_PATTERN, LIMITS } from '../../protocol/limits.js';
+import { DEV_JWT_SECRET } from './auth-config.js';
 import { type KeySet, KeySetUnavailable } from './jwks.js';
 
 /** What a user token must satisfy beyond its signature. */
@@ -53,13 +54,13 @@ export class UserTokenVerifier {
     const { payload, kid } = await this.verifySignatureAndClaims(token);
     const sub = payload.sub;
     if (typeof sub !== 'string' || sub.length > LIMITS.idMaxLength || !UID_RE.test(sub)) {
-      throw new RedpointError('unauthorized', 'token subject is not a valid user id');
+      throw refused('claims', `the token's sub is not a valid user id (1-${LIMITS.idMaxLength} characters of ${ID_PATTERN})`);
     }
     const exp = payload.exp as number; // required by jwtVerify below
     const now = Math.floor(Date.now() / 1000);
     const start = Math.min(typeof payload.iat === 'number' ? payload.iat : now, now);
     if (exp - start > this.policy.maxTtlSeconds) {
-      throw new RedpointError('unauthorized', `token lifetime exceeds the maximum of ${this.policy.maxTtlSeconds} s`);
+      throw refused('lifetime', `token lifetime exceeds the maximum of ${this.policy.maxTtlSeconds} s (exp - iat, REDPOINT_JWT_MAX_TTL_SECONDS)`);
     }
     return { uid: sub, exp, kid };
   }
@@ -72,21 +73,43 @@ export class UserTokenVerifier {
       alg = header.alg;
       kid = header.kid;
     } catch {
-      throw new RedpointError('unauthorized', 'invalid token');
+      throw refused('malformed', 'the token is not a JWT (three base64url parts, a JSON header and payload)');
     }
     try {
       if (alg === SECRET_ALGORITHM) {
-        if (!this.secret) throw new RedpointError('unauthorized', `${alg} tokens are not accepted (no shared secret configured)`);
+        if (!this.secret) throw refused('algorithm', `${alg} tokens are not accepted: no REDPOINT_JWT_SECRET is configured (sign with a key of the JWK Set)`);
         return { payload: (await jwtVerify(token, this.secret, this.options([SECRET_ALGORITHM]))).payload, kid: undefined };
       }
       if ((PUBLIC_KEY_ALGORITHMS as readonly string[]).includes(alg ?? '')) {
-        if (!this.keySet) throw new RedpointError('unauthorized', `${alg} tokens are not accepted (no JWK Set configured)`);
+        if (!this.keySet) throw refused('algorithm', `${alg} tokens are not accepted: no JWK Set is configured (REDPOINT_JWKS_URL / _FILE)`);
         return { payload: (await jwtVerify(token, this.keySet.getKey, this.options(PUBLIC_KEY_ALGORITHMS))).payload, kid };
       }
-      throw new RedpointError('unauthorized', `unsupported token algorithm ${JSON.stringify(alg ?? null)}`);
+      throw refused('algorithm', `unsupported token algorithm ${JSON.stringify(alg ?? null)}: use HS256 (shared secret) or ES256 / RS256 (JWK Set)`);
     } catch (err) {
-      throw toRedpointError(err);
+      throw await this.explain(err, token, alg, kid);
     }
+  }
+
+  /**
+   * The failure as the client sees it, naming the check. A bad HS256 signature is tried once more
+   * against the published dev secret (on the failure path only): a token minted by a dev server
+   * is the commonest wrong secret, and saying so gives away nothing that is not public.
+   */
+  private async explain(err: unknown, token: string, alg: string | undefined, kid: string | undefined): Promise<RedpointError> {
+    if (err instanceof joseErrors.JWSSignatureVerificationFailed) {
+      if (alg !== SECRET_ALGORITHM) return refused('signature', `the signature does not verify with the JWK Set key ${JSON.stringify(kid ?? null)}`);
+      const dev = this.secret !== undefined && !sameBytes(this.secret, DEV_SECRET_BYTES) && (await verifies(token, DEV_SECRET_BYTES));
+      return refused(
+        'signature',
+        dev
+          ? 'the token is signed with the published dev secret; this server verifies with its own REDPOINT_JWT_SECRET: mint tokens with that'
+          : 'the signature does not verify with REDPOINT_JWT_SECRET (a token signed with another secret, or altered)',
+      );
+    }
+    if (err instanceof joseErrors.JWKSNoMatchingKey || err instanceof joseErrors.JWKSMultipleMatchingKeys) {
+      return refused('unknown_kid', `no key of the JWK Set has kid ${JSON.stringify(kid ?? null)}, even after reloading it`);
+    }
+    return toRedpointError(err);
   }
 
   private options(algorithms: readonly string[]): JWTVerifyOptions {
@@ -100,13 +123,45 @@ export class UserTokenVerifier {
   }
 }
 
+const DEV_SECRET_BYTES = new TextEncoder().encode(DEV_JWT_SECRET);
+
+function refused(check: AuthCheck, message: string): RedpointError {
+  return new RedpointError('unauthorized', message, check);
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  return a.length === b.length && a.every((byte, i) => byte === b[i]);
+}
+
+async function verifies(token: string, secret: Uint8Array): Promise<boolean> {
+  try {
+    await compactVerify(token, secret, { algorithms: [SECRET_ALGORITHM] });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The claim checks jose reports, by claim: the configured value they were held to is named, never a secret. */
+const CLAIM_CHECKS: Readonly<Record<string, { check: AuthCheck; fix: string }>> = {
+  iss: { check: 'issuer', fix: 'it must equal REDPOINT_JWT_ISSUER' },
+  aud: { check: 'audience', fix: 'it must contain REDPOINT_JWT_AUDIENCE' },
+  nbf: { check: 'not_yet_valid', fix: 'the token is not valid yet (nbf is in the future beyond the clock tolerance): check the issuing clock' },
+};
+
 function toRedpointError(err: unknown): RedpointError {
   if (err instanceof RedpointError) return err;
-  if (err instanceof joseErrors.JWTExpired) return new RedpointError('token_expired', 'token expired');
+  if (err instanceof joseErrors.JWTExpired) return new RedpointError('token_expired', 'token expired (exp has passed): fetch a new token', 'expired');
   if (err instanceof KeySetUnavailable) return new RedpointError('unavailable', 'cannot load the token signing keys; retry');
-  // The claim's name helps whoever wires up an identity provider; it says nothing secret.
-  if (err instanceof joseErrors.JWTClaimValidationFailed)
-    return new RedpointError('unauthorized', `invalid token: ${err.claim} claim rejected (${err.reason})`);
-  if (err instanceof joseErrors.JWKSNoMatchingKey) return new RedpointError('unauthorized', 'invalid token: no known key matches its kid');
-  return new RedpointError('unauthorized', 'invalid token');
+  if (err instanceof joseErrors.JWTClaimValidationFailed) {
+    const known = CLAIM_CHECKS[err.claim];
+    if (known) return refused(known.check, `the token's ${err.claim} claim is rejected (${err.reason}): ${known.fix}`);
+    return refused('claims', `the token's ${err.claim} claim is rejected (${err.reason}): sub must be a user id, exp a number of seconds`);
+  }
+  if (err instanceof joseErrors.JOSEAlgNotAllowed)
+    return refused('algorithm', 'the token algorithm is not accepted: use HS256 (shared secret) or ES256 / RS256 (JWK Set)');
+  if (err instanceof joseErrors.JWTInvalid || err instanceof joseErrors.JWSInvalid) {
+    return refused('malformed', 'the token is not a JWT (three base64url parts, a JSON header and payload)');
+  }
+  return refused('malformed', 'the token cannot be verified');
 }

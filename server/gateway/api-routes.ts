@@ -3,7 +3,7 @@ import { RedpointError } from '../../protocol/errors.js';
 import { LIMITS } from '../../protocol/limits.js';
 import { decode, decodeMessages, Id, MembersBody, ReadBody, SettingsBody, SyncQuery } from '../../protocol/schemas.js';
 import type { Cursor, MessageEvent } from '../../protocol/types.js';
-import { type Authenticator, bearer } from '../auth/tokens.js';
+import { type Authenticator, bearer, looksLikeJwt } from '../auth/tokens.js';
 import type { UserOpResult } from '../engine/engine.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { SeqGuard } from '../sync/seq-guard.js';
@@ -38,7 +38,8 @@ export function apiKeyAuthorization(
   };
   const service: Authorize = (ctx) => {
     const credential = bearer(ctx.authorization);
-    if (!credential || !isApiKey(ctx, credential)) throw new RedpointError('unauthorized', 'missing or wrong API key');
+    if (!credential) throw missingCredential('the API key');
+    if (!isApiKey(ctx, credential)) throw auth.apiKeyRefusal(credential, route(ctx), false);
     return null;
   };
   return { isApiKey, service };
@@ -52,10 +53,15 @@ export function registerApiRoutes(router: HttpRouter, { sync, auth, metrics, seq
   const actingForUser: Authorize = async (ctx) => {
     const uid = param(ctx, 0);
     const credential = bearer(ctx.authorization);
-    if (!credential) throw new RedpointError('unauthorized', 'missing Authorization: Bearer credential');
+    if (!credential) throw missingCredential('the API key or the user token');
     if (isApiKey(ctx, credential)) return null;
+    if (!looksLikeJwt(credential)) throw auth.apiKeyRefusal(credential, route(ctx), true);
     const subject = await auth.verifyUserToken(credential);
-    if (subject !== uid) throw new RedpointError('forbidden', 'a user token may only act for its own user');
+    if (subject !== uid)
+      throw new RedpointError(
+        'forbidden',
+        `a user token may only act for its own user (its sub is ${subject}): call /v1/users/${subject}/..., or act for any user with the API key`,
+      );
     // Client requests are rate limited per user (429 with Retry-After); the message service's are not.
     budgets.request(subject);
     return subject;
@@ -63,10 +69,10 @@ export function registerApiRoutes(router: HttpRouter, { sync, auth, metrics, seq
 
   const user: Authorize = async (ctx) => {
     const credential = bearer(ctx.authorization);
-    if (!credential) throw new RedpointError('unauthorized', 'missing Authorization: Bearer <jwt>');
+    if (!credential) throw missingCredential('a user token (JWT)');
     // The message service's key is not a user: say what the endpoint wants rather than "invalid token".
     if (auth.apiKeyName(credential) !== null) {
-      throw new RedpointError('unauthorized', `${ctx.method.toUpperCase()} ${ctx.url} needs a user token (JWT), not the API key: the stream is per user`);
+      throw new RedpointError('unauthorized', `${route(ctx)} needs a user token (JWT), not the API key: the stream is per user`, 'wrong_credential');
     }
     const subject = await auth.verifyUserToken(credential);
     budgets.request(subject);
@@ -186,6 +192,14 @@ export function registerApiRoutes(router: HttpRouter, { sync, auth, metrics, seq
 }
 
 const checkPathId = TypeCompiler.Compile(Id);
+
+function route(ctx: RequestContext): string {
+  return `${ctx.method.toUpperCase()} ${ctx.url}`;
+}
+
+function missingCredential(wanted: string): RedpointError {
+  return new RedpointError('unauthorized', `no credential: send ${wanted} as Authorization: Bearer <credential>`, 'missing');
+}
 
 export function param(ctx: RequestContext, index: number): string {
   // Named as the route writes it (`:uid`), so a bad id says which part of the path is wrong.

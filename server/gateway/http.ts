@@ -201,9 +201,12 @@ export class HttpRouter {
   /** Any method on a known path other than the registered ones → 405; unknown path → 404. */
   fallback(knownPatterns: readonly string[]): void {
     for (const pattern of knownPatterns) {
-      this.app.any(pattern, (res, req) => this.sendError(res, req, new RedpointError('method_not_allowed', 'method not allowed')));
+      const allowed = this.routes.filter((r) => r.pattern === pattern).map((r) => (r.method === 'del' ? 'DELETE' : r.method.toUpperCase()));
+      const refusal = new RedpointError('method_not_allowed', `method not allowed: ${pattern} takes ${allowed.join(', ')}`);
+      this.app.any(pattern, (res, req) => this.sendError(res, req, refusal));
     }
-    this.app.any('/*', (res, req) => this.sendError(res, req, new RedpointError('not_found', 'no such endpoint')));
+    const unknown = new RedpointError('not_found', 'no such endpoint: the endpoints are listed at GET /openapi.json');
+    this.app.any('/*', (res, req) => this.sendError(res, req, unknown));
   }
 
   private handle(res: HttpResponse, req: HttpRequest, handler: Handler, paramNames: readonly string[], name: string, options: RouteOptions): void {
@@ -434,7 +437,7 @@ export class HttpRouter {
 }
 
 function errorReply(e: RedpointError): Reply {
-  const body: ErrorBody = { error: { code: e.code, message: e.message } };
+  const body: ErrorBody = { error: { code: e.code, message: e.message, ...(e.check !== undefined ? { check: e.check } : {}) } };
   // A refusal for rate or cost says when to come back (whole seconds, as HTTP has it).
   if (e instanceof RetryLaterError)
     return { status: ERROR_CODES[e.code].status, body, headers: { 'retry-after': String(Math.max(1, Math.ceil(e.retryAfterMs / 1000))) } };
@@ -513,9 +516,9 @@ function readBody(res: HttpResponse, state: AbortState): Promise<Buffer> {
 function parseBody(raw: Buffer, contentType: string): unknown {
   if (contentType.startsWith('application/msgpack')) return decodeMsgpack(raw);
   if (contentType !== '' && !contentType.startsWith('application/json')) {
-    throw new RedpointError('unsupported_media_type', `unsupported content-type ${contentType}`);
+    throw new RedpointError('unsupported_media_type', `unsupported content-type ${contentType}: send application/json (or application/msgpack)`);
   }
-  if (raw.length === 0) throw new RedpointError('bad_json', 'empty body');
+  if (raw.length === 0) throw new RedpointError('bad_json', 'empty body: this endpoint takes a JSON (or MessagePack) body');
   return decodeJson(raw.toString('utf8'));
 }
 

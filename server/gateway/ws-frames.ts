@@ -49,7 +49,7 @@ export function parseClientFrame(message: ArrayBuffer, isBinary: boolean): Clien
     }
     id = usableId(value);
     if (value.t === 'hello' && (!('token' in value) || typeof value.token !== 'string' || value.token === '')) {
-      throw new RedpointError('unauthorized', 'hello without a token');
+      throw new RedpointError('unauthorized', 'hello without a token: send the user token (JWT) as `token`');
     }
     const schema = CLIENT_FRAME_SCHEMAS[value.t as keyof typeof CLIENT_FRAME_SCHEMAS];
     if (!schema) throw new RedpointError('invalid_request', `unknown frame type ${JSON.stringify(value.t).slice(0, 40)}`);

@@ -156,7 +156,10 @@ export class WsSession {
       metrics.errors.inc({ code: parsed.code });
       metrics.framesIn.inc({ type: 'invalid' });
       // A hello without a token is an authentication failure (4002), not a malformed frame.
-      if (parsed.code === 'unauthorized') return this.close(this.hello ? 'protocol_error' : 'unauthorized');
+      if (parsed.code === 'unauthorized') {
+        if (this.hello) return this.close('protocol_error');
+        return this.refuseHello(new RedpointError('unauthorized', parsed.message, 'missing'));
+      }
       // A request with a usable id is a bad request, answered like any other: its client waits
       // on that id, and it is no sign of a broken framing (only frames without one count).
       if (parsed.id !== undefined) {
@@ -345,7 +348,7 @@ export class WsSession {
           id: frame.id,
           epoch: result.epoch,
           version: result.version,
-          ...(result.rejected.length > 0 ? { rejected: result.rejected.map((conv) => ({ conv, code: 'unknown_conversation' as const })) } : {}),
+          ...(result.rejected.length > 0 ? { rejected: result.rejected } : {}),
         });
       }
       case 'refresh':
@@ -400,22 +403,29 @@ export class WsSession {
 
   private failed(err: unknown, id: number | undefined, write: boolean): void {
     const e = wireError(err, { write, transport: 'ws', log: this.host.log, metrics: this.host.metrics, fields: { conn: this.id } });
-    this.reply({ t: 'error', ...(id !== undefined ? { id } : {}), code: e.code, message: e.message, ...retryAfter(e) });
+    this.reply({
+      t: 'error',
+      ...(id !== undefined ? { id } : {}),
+      code: e.code,
+      message: e.message,
+      ...(e.check !== undefined ? { check: e.check } : {}),
+      ...retryAfter(e),
+    });
   }
 
   private async authenticate(frame: HelloFrame): Promise<void> {
     const { auth, metrics, options, fanout, log } = this.host;
     let uid: string;
     try {
+      // The message service's key is not a user: say what the socket wants rather than "not a JWT".
+      if (auth.isApiKey(frame.token)) {
+        throw new RedpointError('unauthorized', 'the WebSocket needs a user token (JWT) in hello, not the API key: the stream is per user', 'wrong_credential');
+      }
       const verified = await auth.verifyUser(frame.token);
       uid = verified.uid;
       if (!this.closed) this.holdToken(verified.exp, verified.kid);
     } catch (err) {
-      const code = err instanceof RedpointError ? err.code : 'unauthorized';
-      // The token is not wrong when the server cannot check it now (a JWK Set not loaded yet).
-      const reason = code === 'token_expired' ? 'token_expired' : code === 'unavailable' ? 'try_again_later' : 'unauthorized';
-      metrics.errors.inc({ code: reason === 'try_again_later' ? 'unavailable' : reason });
-      return this.close(reason);
+      return this.refuseHello(err);
     }
     if (this.closed) return;
     this.uid = uid;
@@ -436,6 +446,25 @@ export class WsSession {
       const e = wireError(err, { write: false, transport: 'ws', log, metrics, fields: { conn: this.id, frame: 'hello' } });
       this.reply({ t: 'error', code: e.code, message: 'initial sync failed; pull to retry', ...retryAfter(e) });
     }
+  }
+
+  /**
+   * The hello's token is refused: an `error` frame (no id) naming the check that failed goes out
+   * first, then the close code a client acts on (its reason text is only the code's name).
+   */
+  private refuseHello(err: unknown): void {
+    const e = err instanceof RedpointError ? err : new RedpointError('unauthorized', 'the token cannot be verified');
+    // The token is not wrong when the server cannot check it now (a JWK Set not loaded yet).
+    const reason = e.code === 'token_expired' ? 'token_expired' : e.code === 'unavailable' ? 'try_again_later' : 'unauthorized';
+    this.host.metrics.errors.inc({ code: reason === 'try_again_later' ? 'unavailable' : reason });
+    if (this.closed) return;
+    this.reply({
+      t: 'error',
+      code: reason === 'try_again_later' ? 'unavailable' : e.code,
+      message: e.message,
+      ...(e.check !== undefined ? { check: e.check } : {}),
+    });
+    this.close(reason);
   }
 
   private async sendPage(uid: string, since: Cursor | null, limit: number | undefined, id: number | undefined): Promise<void> {

@@ -1,8 +1,8 @@
-import { RedpointError } from '../../protocol/errors.js';
 import type { MessageEvent } from '../../protocol/types.js';
 import type { Engine, RecordedMessage } from '../engine/engine.js';
 import { mergeOps } from '../engine/merge-ops.js';
 import { afterPartOfIt } from '../engine/store-errors.js';
+import { unknownConversation } from './conversation-errors.js';
 
 interface Submission {
   messages: readonly MessageEvent[];
@@ -186,7 +186,7 @@ export class Ingest {
 
 function refuse(submission: Submission, unknown: ReadonlySet<string>): void {
   const names = [...new Set(submission.messages.map((m) => m.conv))].filter((conv) => unknown.has(conv));
-  submission.reject(new RedpointError('unknown_conversation', `unknown conversation: ${names.join(', ')}`));
+  submission.reject(unknownConversation(names));
 }
 
 /** Milliseconds since the Unix epoch with sub-ms precision, comparable across processes on one host. */

@@ -4,6 +4,7 @@ import type { Cursor, MessageEvent, PullReply, UnreadSummary } from '../../proto
 import { addToTotals, conversationViews, type Totals, toView } from '../../protocol/view.js';
 import type { Engine, UserOp, UserOpResult } from '../engine/engine.js';
 import type { ConversationCap } from './conversation-cap.js';
+import { notAMember, refusals, unknownConversation } from './conversation-errors.js';
 import { Ingest } from './ingest.js';
 import { changeMembership, type MembershipChange, type MembershipResult } from './membership.js';
 import type { ReadCap } from './read-cap.js';
@@ -11,7 +12,8 @@ import type { ReadCap } from './read-cap.js';
 export interface BatchResult {
   epoch: string;
   version: number;
-  rejected: string[];
+  /** The reads not applied, each with why: the conversation does not exist, or the user is not in it. */
+  rejected: Array<{ conv: string; code: 'unknown_conversation' | 'not_a_member' }>;
 }
 
 export interface SettingsChange {
@@ -86,7 +88,10 @@ export class SyncService {
     const started = performance.now();
     const results = await this.engine.applyUserOps(ops);
     this.onStoreCall?.('read', (performance.now() - started) / 1000);
-    const rejected = ops.filter((_, i) => !results[i]?.member).map((op) => op.conv);
+    const rejected = await refusals(
+      this.engine,
+      ops.filter((_, i) => !results[i]?.member).map((op) => op.conv),
+    );
     // Every result, no-op or not, reports the user's version after it: the last one is the
     // cursor after the batch (one user's ops run in order), with no extra round trip.
     const last = results.at(-1);
@@ -107,7 +112,7 @@ export class SyncService {
     let deleteAt: number | undefined;
     if (change.deleted) {
       const info = await this.engine.getConversation(conv);
-      if (!info) throw unknownConversation(conv);
+      if (!info) throw unknownConversation([conv]);
       deleteAt = info.maxSeq;
     }
     return this.applyMemberOp({
@@ -182,11 +187,8 @@ export class SyncService {
 
   private async applyMemberOp(op: UserOp): Promise<UserOpResult> {
     const [result] = await this.engine.applyUserOps([op]);
-    if (!result?.member) throw unknownConversation(op.conv);
-    return result;
+    if (result?.member) return result;
+    const [refused] = await refusals(this.engine, [op.conv]);
+    throw refused?.code === 'not_a_member' ? notAMember(op.uid, op.conv) : unknownConversation([op.conv]);
   }
-}
-
-function unknownConversation(conv: string): RedpointError {
-  return new RedpointError('unknown_conversation', `unknown conversation: ${conv}`);
 }

@@ -35,7 +35,9 @@ describe('HTTP request handling order', () => {
     expect(missing.status).toBe(404);
     expect(missing.headers.get('content-type')).toBe('application/msgpack');
     expect(missing.headers.get('x-request-id')).toBe('req-42');
-    expect(decodeMsgpack(new Uint8Array(await missing.arrayBuffer()))).toEqual({ error: { code: 'not_found', message: 'no such endpoint' } });
+    expect(decodeMsgpack(new Uint8Array(await missing.arrayBuffer()))).toEqual({
+      error: { code: 'not_found', message: 'no such endpoint: the endpoints are listed at GET /openapi.json' },
+    });
     const wrongMethod = await fetch(`${s.url}/v1/messages`, { method: 'GET' });
     expect(wrongMethod.status).toBe(405);
     expect(wrongMethod.headers.get('x-request-id')).toMatch(/^r[0-9a-z]+$/);

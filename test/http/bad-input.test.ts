@@ -25,6 +25,8 @@ interface Case {
   code: ErrorCode;
   /** Text the error message must start with (what a person reads first). */
   message?: string;
+  /** Text the error message must contain: the fix it names. */
+  names?: string;
 }
 
 const json = (s: TestServer, method: string, path: string, raw: string | Uint8Array, contentType = 'application/json') =>
@@ -48,7 +50,7 @@ const post = (s: TestServer, body: unknown) => s.api('POST', '/v1/messages', bod
 const CASES: Case[] = [
   // Bodies that do not parse.
   { name: 'malformed JSON', send: (s) => json(s, 'POST', '/v1/messages', '{"conv": "room-1", "seq": 1,'), status: 400, code: 'bad_json' },
-  { name: 'empty body', send: (s) => json(s, 'POST', '/v1/messages', ''), status: 400, code: 'bad_json' },
+  { name: 'empty body', send: (s) => json(s, 'POST', '/v1/messages', ''), status: 400, code: 'bad_json', names: 'takes a JSON' },
   { name: 'JSON that is not an object', send: (s) => json(s, 'POST', '/v1/messages', '[1,2,3]'), status: 400, code: 'invalid_request' },
   { name: 'JSON null', send: (s) => json(s, 'POST', '/v1/messages', 'null'), status: 400, code: 'invalid_request' },
   {
@@ -92,6 +94,7 @@ const CASES: Case[] = [
     send: (s) => json(s, 'POST', '/v1/messages', JSON.stringify(msg()), 'text/plain'),
     status: 415,
     code: 'unsupported_media_type',
+    names: 'send application/json',
   },
 
   // Wrong types, missing and extra fields.
@@ -183,7 +186,13 @@ const CASES: Case[] = [
   { name: 'sync: negative limit', send: (s) => s.asUser(ALICE, 'GET', '/v1/sync?limit=-1'), status: 400, code: 'invalid_request' },
 
   // Unknown conversation: 404 and nothing applied, not even the known part of a batch.
-  { name: 'message to an unknown conversation', send: (s) => post(s, msg({ conv: 'nowhere' })), status: 404, code: 'unknown_conversation' },
+  {
+    name: 'message to an unknown conversation',
+    send: (s) => post(s, msg({ conv: 'nowhere' })),
+    status: 404,
+    code: 'unknown_conversation',
+    names: 'PUT /v1/conversations/nowhere/members',
+  },
   {
     name: 'batch with one unknown conversation',
     send: (s) => post(s, { messages: [msg(), msg({ seq: 101, mentions: [] }), msg({ conv: 'nowhere' })] }),
@@ -195,8 +204,36 @@ const CASES: Case[] = [
     send: (s) => s.api('POST', `/v1/users/${ALICE}/read`, { conv: 'nowhere', seq: 1 }),
     status: 404,
     code: 'unknown_conversation',
+    message: 'unknown conversation: nowhere',
+    names: 'PUT /v1/conversations/nowhere/members',
   },
-  { name: 'read by a non-member', send: (s) => s.api('POST', '/v1/users/mallory/read', { conv: CONV, seq: 1 }), status: 404, code: 'unknown_conversation' },
+  // The conversation exists; the user is not in it: a different fix (add the member), a different code.
+  {
+    name: 'read by a non-member (API key)',
+    send: (s) => s.api('POST', '/v1/users/mallory/read', { conv: CONV, seq: 1 }),
+    status: 403,
+    code: 'not_a_member',
+    message: `mallory is not a member of ${CONV}`,
+    names: `PUT /v1/conversations/${CONV}/members`,
+  },
+  {
+    name: "read by a non-member (the user's own token)",
+    send: (s) => s.asUser('mallory', 'POST', '/v1/users/mallory/read', { conv: CONV, seq: 1 }),
+    status: 403,
+    code: 'not_a_member',
+  },
+  {
+    name: 'settings by a non-member',
+    send: (s) => s.asUser('mallory', 'PUT', `/v1/users/mallory/conversations/${CONV}`, { muted: true }),
+    status: 403,
+    code: 'not_a_member',
+  },
+  {
+    name: 'delete by a non-member',
+    send: (s) => s.asUser('mallory', 'DELETE', `/v1/users/mallory/conversations/${CONV}`),
+    status: 403,
+    code: 'not_a_member',
+  },
   {
     name: 'delete of an unknown conversation',
     send: (s) => s.api('DELETE', `/v1/users/${ALICE}/conversations/nowhere`),
@@ -208,13 +245,27 @@ const CASES: Case[] = [
     send: (s) => s.api('PUT', `/v1/users/${ALICE}/conversations/nowhere`, { muted: true }),
     status: 404,
     code: 'unknown_conversation',
+    names: 'PUT /v1/conversations/nowhere/members',
   },
 
   // Routing.
-  { name: 'unknown route', send: (s) => s.api('GET', '/v1/nothing-here'), status: 404, code: 'not_found' },
+  { name: 'unknown route', send: (s) => s.api('GET', '/v1/nothing-here'), status: 404, code: 'not_found', names: 'GET /openapi.json' },
   { name: 'unknown route under a user', send: (s) => s.api('GET', `/v1/users/${ALICE}/everything`), status: 404, code: 'not_found' },
-  { name: 'wrong method: GET /v1/messages', send: (s) => s.api('GET', '/v1/messages'), status: 405, code: 'method_not_allowed' },
+  {
+    name: 'wrong method: GET /v1/messages',
+    send: (s) => s.api('GET', '/v1/messages'),
+    status: 405,
+    code: 'method_not_allowed',
+    names: '/v1/messages takes POST',
+  },
   { name: 'wrong method: DELETE /v1/sync', send: (s) => s.asUser(ALICE, 'DELETE', '/v1/sync'), status: 405, code: 'method_not_allowed' },
+  {
+    name: 'wrong method: POST on a path that takes two others',
+    send: (s) => s.api('POST', `/v1/users/${ALICE}/conversations/${CONV}`, {}),
+    status: 405,
+    code: 'method_not_allowed',
+    names: 'takes DELETE, PUT',
+  },
   { name: 'wrong method: POST unread', send: (s) => s.api('POST', `/v1/users/${ALICE}/unread`, {}), status: 405, code: 'method_not_allowed' },
 
   // Credentials.
@@ -308,7 +359,13 @@ const CASES: Case[] = [
   },
 
   // A user's JWT acting for another user.
-  { name: "B's JWT reads A's unread", send: (s) => s.asUser(BOB, 'GET', `/v1/users/${ALICE}/unread`), status: 403, code: 'forbidden' },
+  {
+    name: "B's JWT reads A's unread",
+    send: (s) => s.asUser(BOB, 'GET', `/v1/users/${ALICE}/unread`),
+    status: 403,
+    code: 'forbidden',
+    names: `call /v1/users/${BOB}/..., or act for any user with the API key`,
+  },
   {
     name: "B's JWT marks A's conversation read",
     send: (s) => s.asUser(BOB, 'POST', `/v1/users/${ALICE}/read`, { conv: CONV, seq: 100 }),
@@ -370,6 +427,7 @@ for (const kind of ENGINES) {
         expect(res.contentType).toMatch(/^application\/json/);
         const message = (res.body as { error: { message: string } }).error.message;
         if (c.message) expect(message.startsWith(c.message), message).toBe(true);
+        if (c.names) expect(message).toContain(c.names);
         for (const [uid, before] of summaries) expect(await summary(uid), `${uid} after "${c.name}"`).toEqual(before);
       });
     }

@@ -17,8 +17,8 @@ export type ModelView = ConvView;
 /** GET /v1/users/:uid/unread without uid, epoch and version; `categories` holds only non-zero counts. */
 export type ModelSummary = Omit<UnreadSummary, 'uid' | 'epoch' | 'version'>;
 
-/** What the HTTP API answers: 200, or 404 unknown_conversation. */
-export type Outcome = 'ok' | 'unknown_conversation';
+/** What the HTTP API answers: 200, 404 unknown_conversation, or 403 not_a_member (the conversation exists). */
+export type Outcome = 'ok' | 'unknown_conversation' | 'not_a_member';
 
 interface Conversation {
   maxSeq: number;
@@ -116,7 +116,7 @@ export class Model {
   /** POST /v1/users/:uid/read */
   read(uid: string, conv: string, seq: number): Outcome {
     const m = this.activeMembership(uid, conv);
-    if (!m) return 'unknown_conversation';
+    if (!m) return this.refusal(conv);
     raiseRead(m, seq);
     return 'ok';
   }
@@ -125,7 +125,7 @@ export class Model {
   deleteConversation(uid: string, conv: string): Outcome {
     const m = this.activeMembership(uid, conv);
     const c = this.conversations.get(conv);
-    if (!m || !c) return 'unknown_conversation';
+    if (!m || !c) return this.refusal(conv);
     const upTo = Math.max(c.maxSeq, m.lastSeq);
     raiseRead(m, upTo);
     m.hiddenUpTo = Math.max(m.hiddenUpTo ?? upTo, upTo);
@@ -136,10 +136,15 @@ export class Model {
   /** PUT /v1/users/:uid/conversations/:conv */
   updateSettings(uid: string, conv: string, settings: { muted?: boolean; markedUnread?: boolean }): Outcome {
     const m = this.activeMembership(uid, conv);
-    if (!m) return 'unknown_conversation';
+    if (!m) return this.refusal(conv);
     if (settings.muted !== undefined) m.muted = settings.muted;
     if (settings.markedUnread !== undefined) m.markedUnread = settings.markedUnread;
     return 'ok';
+  }
+
+  /** Why a user's op found no membership. */
+  private refusal(conv: string): Outcome {
+    return this.conversations.has(conv) ? 'not_a_member' : 'unknown_conversation';
   }
 
   /** GET /v1/users/:uid/unread, minus the version. */

@@ -1,4 +1,5 @@
 import { expect } from 'vitest';
+import { ERROR_CODES } from '../../protocol/errors.js';
 import { LIMITS } from '../../protocol/limits.js';
 import type { UnreadSummary } from '../../protocol/types.js';
 import { mulberry32 } from '../helpers/prng.js';
@@ -288,7 +289,7 @@ class Run {
       expect(res.status, `${this.where(a)}: ${res.text}`).toBe(200);
     } else {
       expect({ status: res.status, code: (res.body as { error?: { code?: string } } | undefined)?.error?.code }, `${this.where(a)}: ${res.text}`).toEqual({
-        status: 404,
+        status: ERROR_CODES[outcome].status,
         code: outcome,
       });
     }

@@ -269,9 +269,16 @@ const CASES: Case[] = [
   ...userAuthErrors('markRead', 'POST', read, { conv: 'team', seq: 1 }),
   {
     op: 'markRead',
-    status: 404,
+    status: 403,
     name: 'a conversation the user is not in',
     request: () => req('POST', read('carol'), { body: { conv: 'team', seq: 1 } }),
+    code: 'not_a_member',
+  },
+  {
+    op: 'markRead',
+    status: 404,
+    name: 'an unknown conversation',
+    request: () => req('POST', read('carol'), { body: { conv: 'nowhere', seq: 1 } }),
     code: 'unknown_conversation',
   },
   ...storeFailures('markRead', () => req('POST', read('alice'), { auth: 'alice', body: { conv: 'team', seq: 2 } })),
@@ -286,6 +293,13 @@ const CASES: Case[] = [
     request: () => req('PUT', '/v1/users/alice/conversations/nowhere', { body: { muted: true } }),
     code: 'unknown_conversation',
   },
+  {
+    op: 'updateConversationSettings',
+    status: 403,
+    name: 'a conversation the user is not in',
+    request: () => req('PUT', '/v1/users/carol/conversations/team', { body: { muted: true } }),
+    code: 'not_a_member',
+  },
   ...storeFailures('updateConversationSettings', () => req('PUT', settings('alice'), { body: { markedUnread: true } })),
 
   { op: 'deleteConversation', status: 200, name: 'delete', request: () => req('DELETE', '/v1/users/bob/conversations/big') },
@@ -296,6 +310,13 @@ const CASES: Case[] = [
     name: 'an unknown conversation',
     request: () => req('DELETE', '/v1/users/alice/conversations/nowhere'),
     code: 'unknown_conversation',
+  },
+  {
+    op: 'deleteConversation',
+    status: 403,
+    name: 'a conversation the user is not in',
+    request: () => req('DELETE', '/v1/users/carol/conversations/team'),
+    code: 'not_a_member',
   },
   ...storeFailures('deleteConversation', () => req('DELETE', settings('alice'))),
 

@@ -76,7 +76,7 @@ describe('close codes', () => {
     expect(events.some((e) => e.closeCode === 4003)).toBe(true);
   });
 
-  it('4002 unauthorized: stays closed, no retry', async () => {
+  it('4002 unauthorized: gives up at once (auth_failed), no retry', async () => {
     let calls = 0;
     const timers = recordingTimers();
     const c = client('k3-me', {
@@ -87,7 +87,7 @@ describe('close codes', () => {
       },
     });
     await c.start();
-    const closed = await until(c, (s) => s.connection === 'closed', 'closed');
+    const closed = await until(c, (s) => s.connection === 'auth_failed', 'auth_failed');
     expect(closed.status).toBe('NO_DATA');
     expect(calls).toBe(1);
     expect(timers.delays.filter((ms) => ms !== 15_000)).toEqual([]);

@@ -40,7 +40,10 @@ describe('Ingest', () => {
     await expect(good).resolves.toBeUndefined();
     await expect(ghost).rejects.toMatchObject({ code: 'unknown_conversation' });
     // A request naming an unknown conversation changes nothing, not even its known ones.
-    await expect(mixed).rejects.toMatchObject({ code: 'unknown_conversation', message: 'unknown conversation: ghost2' });
+    await expect(mixed).rejects.toMatchObject({
+      code: 'unknown_conversation',
+      message: 'unknown conversation: ghost2; create it by adding its members (PUT /v1/conversations/ghost2/members, with the API key)',
+    });
     // `mixed` is refused before the flush (it names an unknown conversation among several);
     // `ghost` goes in and is refused by the record step, which creates nothing.
     expect(batches).toEqual([3]);

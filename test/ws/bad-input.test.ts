@@ -279,7 +279,7 @@ describe('hello', () => {
 });
 
 describe('requests the server refuses', () => {
-  it('a read of a conversation the user is not in: ack with `rejected`, version unchanged', async () => {
+  it('a read of a conversation the user is not in: ack with `rejected` (not_a_member, or unknown_conversation), version unchanged', async () => {
     const c = await open(alice);
     const ack = (await c.read([['elsewhere', 5]])) as AckFrame;
     expect(ack).toEqual({
@@ -287,14 +287,26 @@ describe('requests the server refuses', () => {
       id: ack.id,
       epoch: before.epoch,
       version: before.version,
-      rejected: [{ conv: 'elsewhere', code: 'unknown_conversation' }],
+      rejected: [{ conv: 'elsewhere', code: 'not_a_member' }],
     });
     const unknown = (await c.read([['no-such-conv', 1]])) as AckFrame;
     expect(unknown.rejected).toEqual([{ conv: 'no-such-conv', code: 'unknown_conversation' }]);
+    const both = (await c.read([
+      ['no-such-conv', 1],
+      ['elsewhere', 2],
+    ])) as AckFrame;
+    expect(both.rejected).toEqual([
+      { conv: 'no-such-conv', code: 'unknown_conversation' },
+      { conv: 'elsewhere', code: 'not_a_member' },
+    ]);
     const settings = (await c.settings('elsewhere', { muted: true })) as ErrorFrame;
-    expect(settings).toMatchObject({ t: 'error', code: 'unknown_conversation' });
+    expect(settings).toMatchObject({ t: 'error', code: 'not_a_member' });
+    expect(settings.message).toContain('PUT /v1/conversations/elsewhere/members');
     const deleted = (await c.settings('elsewhere', { deleted: true })) as ErrorFrame;
-    expect(deleted).toMatchObject({ t: 'error', code: 'unknown_conversation' });
+    expect(deleted).toMatchObject({ t: 'error', code: 'not_a_member' });
+    const missing = (await c.settings('no-such-conv', { muted: true })) as ErrorFrame;
+    expect(missing).toMatchObject({ t: 'error', code: 'unknown_conversation' });
+    expect(missing.message).toContain('PUT /v1/conversations/no-such-conv/members');
     await c.sync();
     expect(c.framesOf('change')).toEqual([]);
     await unharmed();

@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ERROR_CODES } from '../../protocol/errors.js';
 import type { AckFrame, ErrorFrame } from '../../protocol/frames.js';
 import { type RedisServer, startRedisServer } from '../helpers/redis-server.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
@@ -163,7 +164,7 @@ class Run {
         expect(ack.t, this.where(a)).toBe('ack');
         const rejected = (ack as AckFrame).rejected;
         if (rejected) coverage.rejected++;
-        expect(rejected, this.where(a)).toEqual(outcome === 'ok' ? undefined : [{ conv, code: 'unknown_conversation' }]);
+        expect(rejected, this.where(a)).toEqual(outcome === 'ok' ? undefined : [{ conv, code: outcome }]);
         return;
       }
       case 'delete': {
@@ -240,12 +241,12 @@ class Run {
 
   private async http(outcome: Outcome, method: string, path: string, body: unknown, a: Action): Promise<void> {
     const res = await this.next().api(method, path, body);
-    expect(res.status, `${this.where(a)} ${res.text}`).toBe(outcome === 'ok' ? 200 : 404);
+    expect(res.status, `${this.where(a)} ${res.text}`).toBe(outcome === 'ok' ? 200 : ERROR_CODES[outcome].status);
   }
 
   private socketReply(outcome: Outcome, reply: AckFrame | ErrorFrame, a: Action): void {
     if (outcome === 'ok') expect(reply.t, `${this.where(a)} ${JSON.stringify(reply)}`).toBe('ack');
-    else expect(reply, this.where(a)).toMatchObject({ t: 'error', code: 'unknown_conversation' });
+    else expect(reply, this.where(a)).toMatchObject({ t: 'error', code: outcome });
   }
 }
 

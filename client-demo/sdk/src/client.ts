@@ -1,5 +1,6 @@
 import type { ClientFrame } from '../../../protocol/frames.js';
 import { LIMITS } from '../../../protocol/limits.js';
+import { AuthError } from './auth-error.js';
 import { Backoff, DEFAULT_BACKOFF } from './backoff.js';
 import type { CacheAdapter } from './cache/cache.js';
 import { jsonCodec } from './codec.js';
@@ -23,6 +24,8 @@ import type { ClientOptions, ConversationView, RedpointEvents, RedpointState } f
  * and only a socket that stopped delivering gets the extra pull.
  */
 const DEFAULT_HEARTBEAT_MS = 150_000;
+/** Enough for a token source that served one stale token from a cache; few enough to stop a loop fast. */
+const DEFAULT_MAX_AUTH_FAILURES = 3;
 
 /**
  * Red dots that are never wrong: applies pushes strictly in version order, pulls on any gap, on
@@ -44,6 +47,7 @@ export class RedpointClient {
   private readonly cacheDebounceMs: number;
   private nextId = 1;
   private started = false;
+  private stopped = false;
   private stopLifecycle: () => void = () => undefined;
   private lastCloseCode: number | undefined;
 
@@ -68,14 +72,18 @@ export class RedpointClient {
         backoff: this.backoff,
         requestTimeoutMs: options.requestTimeoutMs ?? 15_000,
         heartbeatMs: options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS,
+        maxAuthFailures: Math.max(1, options.maxAuthFailures ?? DEFAULT_MAX_AUTH_FAILURES),
       },
       {
         hello: () => ({ ...(this.store.cursor ? { cursor: this.store.cursor } : {}), ...(options.device ? { device: options.device } : {}) }),
         welcomed: (welcome) => this.session.welcomed(welcome.uid),
         frame: (frame) => this.session.frame(frame),
-        down: (code, reconnect) => {
+        down: (_code, final) => {
           this.session.down();
-          if (!reconnect) this.publisher.closed(`connection closed (close code ${code})`, code);
+          if (!final) return;
+          // Giving up on the tokens is news the app must act on (sign the user in again).
+          if (final instanceof AuthError) this.events.emit('error', final);
+          this.publisher.fail(final);
         },
         state: (_state, code) => {
           this.lastCloseCode = code;
@@ -190,6 +198,7 @@ export class RedpointClient {
 
   /** Closes the socket and writes the cache. Reads not yet acknowledged stay in the cache. */
   async stop(): Promise<void> {
+    this.stopped = true;
     this.stopLifecycle();
     this.connection.stop();
     // The same teardown as a dropped socket (which connection.stop does not report), minus the reconnect.
@@ -232,6 +241,18 @@ export class RedpointClient {
   /** Hides the conversation until its next message. */
   deleteConversation(conv: string): Promise<void> {
     return this.settings(conv, { deleted: true });
+  }
+
+  /**
+   * Connects again after the client gave up: `auth_failed` (fix what `token()` returns first: the
+   * `AuthError` says which check failed), or a close code that said not to reconnect. Calls
+   * `token()` afresh; `ready()` then waits for the next sync. While offline, skips the backoff.
+   * Does nothing before `start()` or after `stop()`.
+   */
+  reconnect(): void {
+    if (!this.started || this.stopped) return;
+    this.publisher.reopen();
+    this.connection.restart();
   }
 
   /** Pulls now (e.g. on pull-to-refresh). */

@@ -1,8 +1,10 @@
 import { CLOSE_CODES } from '../../../protocol/close-codes.js';
-import type { ClientFrame, HelloFrame, ServerFrame, WelcomeFrame } from '../../../protocol/frames.js';
+import type { ClientFrame, ErrorFrame, HelloFrame, ServerFrame, WelcomeFrame } from '../../../protocol/frames.js';
+import { AuthError } from './auth-error.js';
 import type { Backoff } from './backoff.js';
 import type { WireFrame } from './codec.js';
 import { Deadlines, type RequestKey } from './deadlines.js';
+import { ClosedError } from './publisher.js';
 import { SnapshotParts } from './snapshot-parts.js';
 import { Timer, type Timers } from './timers.js';
 import type { FrameSocket, Transport } from './transport.js';
@@ -17,6 +19,8 @@ export interface ConnectionOptions {
   requestTimeoutMs: number;
   /** Nothing received this long on a welcomed socket: ask `idle` for a request (0: never). */
   heartbeatMs: number;
+  /** Hellos refused in a row (4003) before giving up (`auth_failed`); a 4002 gives up at once. */
+  maxAuthFailures: number;
 }
 
 export interface ConnectionHooks {
@@ -24,8 +28,8 @@ export interface ConnectionHooks {
   hello(): Omit<HelloFrame, 't' | 'token'>;
   welcomed(welcome: WelcomeFrame): void;
   frame(frame: ServerFrame): void;
-  /** The socket is gone; `reconnect` false means the client stays closed. */
-  down(code: number, reconnect: boolean): void;
+  /** The socket is gone; `final` (what `ready()` rejects with): the client stays closed, none: it reconnects. */
+  down(code: number, final: ClosedError | null): void;
   state(state: ConnectionState, closeCode: number | undefined): void;
   error(err: Error): void;
   /** The socket has been quiet for `heartbeatMs`: send a request (its deadline tells if the socket is dead). */
@@ -40,6 +44,7 @@ export const REQUEST_TIMEOUT_CLOSE = 4000;
 
 const RECONNECT_BY_CODE = new Map<number, boolean>(Object.values(CLOSE_CODES).map((c) => [c.code, c.reconnect]));
 const TOKEN_EXPIRED = CLOSE_CODES.token_expired.code;
+const UNAUTHORIZED = CLOSE_CODES.unauthorized.code;
 const NORMAL_CLOSURE = 1000;
 const REPLIES: ReadonlySet<string> = new Set(['sync', 'ack', 'refreshed', 'error']);
 /**
@@ -76,6 +81,10 @@ export class Connection {
   private expiresAt = Number.POSITIVE_INFINITY;
   /** Parts of large snapshots, held until the sync that completes each (per socket). */
   private parts = new SnapshotParts();
+  /** Hellos refused (4002 / 4003 before a welcome) since the last welcome. */
+  private authFailures = 0;
+  /** The `error` frame a refused hello got before its close: the cause reported. */
+  private refusal: ErrorFrame | null = null;
 
   constructor(
     private readonly options: ConnectionOptions,
@@ -110,6 +119,19 @@ export class Connection {
     this.welcomed = false;
     socket?.close(NORMAL_CLOSURE, 'client stopped');
     this.setState('closed', undefined);
+  }
+
+  /**
+   * Connects again after giving up (`auth_failed`, or a close code that said not to reconnect),
+   * with a fresh `token()` and the count of refusals started over; while offline, skips the backoff.
+   */
+  restart(): void {
+    if (this.state === 'offline') return this.reconnectNow();
+    if (this.state !== 'auth_failed' && this.state !== 'closed') return;
+    this.authFailures = 0;
+    this.token = null;
+    this.stopped = false;
+    void this.connect();
   }
 
   /** Skip the rest of the backoff (the page became visible, the network came back). */
@@ -154,6 +176,7 @@ export class Connection {
     if (generation !== this.generation) return;
     this.token = token;
     this.welcomed = false;
+    this.refusal = null;
     this.parts = new SnapshotParts();
     const current = () => generation === this.generation;
     try {
@@ -178,9 +201,15 @@ export class Connection {
 
   private onFrame(wire: WireFrame): void {
     const frame = wire as unknown as ServerFrame;
+    // The error a refused hello gets before its close: kept as the cause, nothing to keep alive.
+    if (!this.welcomed && frame.t === 'error' && frame.id === undefined) {
+      this.refusal = frame;
+      return;
+    }
     if (this.options.heartbeatMs > 0) this.heartbeat.rearm(this.options.heartbeatMs);
     if (frame.t === 'welcome') {
       this.welcomed = true;
+      this.authFailures = 0;
       this.scheduleRefresh(frame.expiresInMs);
       this.setState('open', undefined);
       this.hooks.welcomed(frame);
@@ -273,24 +302,38 @@ export class Connection {
   }
 
   private onClose(code: number, retryNow: boolean): void {
+    const refusedHello = !this.welcomed && (code === UNAUTHORIZED || code === TOKEN_EXPIRED);
     this.socket = null;
     this.welcomed = false;
     this.heartbeat.cancel();
     this.deadlines.clear();
     this.refreshTimer.cancel();
     if (code === TOKEN_EXPIRED) this.token = null;
+    // Only the server refusing a hello's token counts: a network failure says nothing about it.
+    if (refusedHello) this.authFailures += 1;
+    if (refusedHello && (code === UNAUTHORIZED || this.authFailures >= this.options.maxAuthFailures)) return this.giveUp(code);
     const reconnect = RECONNECT_BY_CODE.get(code) ?? true;
-    this.hooks.down(code, reconnect);
     if (!reconnect) {
+      this.hooks.down(code, new ClosedError(`connection closed (close code ${code})`, code));
       this.stopped = true;
       this.setState('closed', code);
       return;
     }
+    this.hooks.down(code, null);
     if (retryNow && !this.stopped) {
       void this.connect();
       return;
     }
     this.scheduleReconnect(code);
+  }
+
+  /** The server keeps refusing the tokens: stop, and report why until `restart()`. */
+  private giveUp(code: number): void {
+    const err = new AuthError(code, this.authFailures, this.refusal, code === TOKEN_EXPIRED ? 'token_expired' : 'unauthorized');
+    this.stopped = true;
+    this.token = null;
+    this.hooks.down(code, err);
+    this.setState('auth_failed', code);
   }
 
   private scheduleReconnect(code: number | undefined): void {

@@ -6,6 +6,7 @@
  */
 
 export { CLOSE_CODES, type CloseReason } from '../../../protocol/close-codes.js';
+export { AuthError } from './auth-error.js';
 export { Backoff, DEFAULT_BACKOFF } from './backoff.js';
 export type { CacheAdapter, CachedState } from './cache/cache.js';
 export { MemoryCache } from './cache/memory.js';

@@ -64,14 +64,24 @@ export class StatePublisher {
 
   /** The client stopped or closed for good: a `ready()` still waiting will not be met. */
   closed(reason: string, closeCode: number | undefined): void {
-    this.settle(new ClosedError(reason, closeCode));
+    this.fail(new ClosedError(reason, closeCode));
+  }
+
+  /** As `closed`, with the error `ready()` rejects with (an `AuthError`). */
+  fail(err: ClosedError): void {
+    this.settle(err);
+  }
+
+  /** The client connects again after closing for good: `ready()` waits for the next SYNCED. */
+  reopen(): void {
+    if (this.readyOutcome !== 'synced') this.readyOutcome = null;
   }
 
   private publish(): void {
     this.scheduled = false;
     const state = this.state;
     if (state.status === 'SYNCED') this.settle('synced');
-    else if (state.connection === 'closed') {
+    else if (state.connection === 'closed' || state.connection === 'auth_failed') {
       const code = this.hooks.closeCode();
       this.settle(new ClosedError(`connection closed${code === undefined ? '' : ` (close code ${code})`} before the first sync`, code));
     }

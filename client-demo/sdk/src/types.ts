@@ -16,9 +16,11 @@ export type SyncStatus = 'NO_DATA' | 'SYNCED' | 'DIRTY' | 'PENDING';
 
 /**
  * idle: not started; connecting: socket opening or hello sent; open: welcomed by the server;
- * offline: waiting to reconnect (backoff); closed: stopped, or the server said not to reconnect.
+ * offline: waiting to reconnect (backoff); closed: stopped, or the server said not to reconnect;
+ * auth_failed: the server refused the tokens (`maxAuthFailures` hellos in a row, or one 4002),
+ * nothing is retried until `reconnect()`.
  */
-export type ConnectionState = 'idle' | 'connecting' | 'open' | 'offline' | 'closed';
+export type ConnectionState = 'idle' | 'connecting' | 'open' | 'offline' | 'closed' | 'auth_failed';
 
 export interface Totals {
   /** Unread over unmuted, visible conversations: the badge. */
@@ -97,6 +99,14 @@ export interface ClientOptions {
    * is closed when the old one runs out (then reconnects with the next one).
    */
   token: () => Promise<string>;
+  /**
+   * Hellos refused in a row for an expired token (4003) before the client gives up: state
+   * `auth_failed`, an `AuthError` on `error` and from `ready()`, no more retries until
+   * `reconnect()`. Default 3. A 4002 (a token the server will never take) gives up at once; a
+   * network failure, a server down or a `token()` that throws never counts, and a welcome starts
+   * the count over.
+   */
+  maxAuthFailures?: number;
   /** Last known state across restarts; without one a start shows NO_DATA until the first sync. */
   cache?: CacheAdapter;
   /**

@@ -8,6 +8,8 @@ import { focusedKey } from './menu.js';
 
 function connectionLabel(state: RedpointState): { key: string; text: string } {
   if (state.connection === 'closed') return { key: 'closed', text: 'Disconnected' };
+  // The SDK stopped retrying: the token was refused again and again (not a network outage).
+  if (state.connection === 'auth_failed') return { key: 'closed', text: 'Sign-in refused' };
   if (state.connection !== 'open') return { key: 'offline', text: state.connection === 'connecting' ? 'Connecting…' : 'Offline' };
   if (state.status === 'DIRTY' || state.stale) return { key: 'syncing', text: 'Syncing…' };
   return { key: 'live', text: 'Live' };
@@ -30,7 +32,9 @@ function chrome(state: RedpointState, uid: string, device: string, staleSince: n
     banner.textContent =
       state.connection === 'open'
         ? 'Catching up — showing the last known counts…'
-        : `Not connected${since} — showing the last known counts. Reconnecting automatically…`;
+        : state.connection === 'auth_failed'
+          ? `Sign-in refused${since} — showing the last known counts. Reload to sign in again.`
+          : `Not connected${since} — showing the last known counts. Reconnecting automatically…`;
   }
 
   const total = byId('total');

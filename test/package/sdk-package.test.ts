@@ -6,11 +6,11 @@ import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RedpointState, StatusEvent } from '../../client-demo/sdk/src/index.js';
 import { type LaunchedBrowser, launchChromium } from '../browser/chromium.js';
+import { BUNDLES, type BundleSizes, readFigures, writeFigures } from '../docs/figures.js';
 import { expectWithin } from '../helpers/bound.js';
 import { type Harness, startHarness } from '../sdk/harness.js';
 import { untilServerSockets } from '../sdk/server-sockets.js';
 import { shown, truth } from '../sdk/wait.js';
-import { BUNDLES, type BundleSizes, readFigures, writeFigures } from '../docs/figures.js';
 import { type PackedSdk, packAndInstall, TOOLS } from './packed-sdk.js';
 import { type PageServer, servePage } from './page-server.js';
 

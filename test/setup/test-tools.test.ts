@@ -14,7 +14,11 @@ interface Result {
 /** scripts/test-tools.sh (npm test's pretest) with only the variables given. */
 async function testTools(env: Record<string, string>, args: string[] = []): Promise<Result> {
   try {
-    const { stdout, stderr } = await run('/bin/bash', ['scripts/test-tools.sh', ...args], { cwd: PROJECT_ROOT, env: { HOME: '/tmp', ...env }, timeout: 60_000 });
+    const { stdout, stderr } = await run('/bin/bash', ['scripts/test-tools.sh', ...args], {
+      cwd: PROJECT_ROOT,
+      env: { HOME: '/tmp', ...env },
+      timeout: 60_000,
+    });
     return { code: 0, stdout, stderr };
   } catch (err) {
     const e = err as { code?: number; stdout?: string; stderr?: string };

@@ -70,6 +70,9 @@ export interface Endpoint {
 
 const OPERATOR: Pick<Endpoint, 'tag' | 'auth'> = { tag: 'operator', auth: ['apiKey'] };
 
+/** Where `/healthz`, `/readyz` and `/metrics` are not: the ops paths' real 404 (`server/app.ts`). */
+const ON_OPS_PORT = 'With OPS_PORT set, served on that port only: PORT then answers `404 not_found`.';
+
 /** PROTOCOL.md "Operator endpoints": for the message service and operators, and the `redpoint` CLI's `/v1/admin/...`. */
 const OPERATOR_ENDPOINTS: readonly Endpoint[] = [
   {
@@ -304,8 +307,10 @@ export const ENDPOINTS: readonly Endpoint[] = [
     operationId: 'healthz',
     tag: 'operations',
     summary: 'Liveness',
+    description: ON_OPS_PORT,
     auth: [],
     replies: [{ status: 200, description: 'The process serves requests.', schema: HealthReplySchema }],
+    errors: ['not_found'],
   },
   {
     method: 'get',
@@ -313,11 +318,13 @@ export const ENDPOINTS: readonly Endpoint[] = [
     operationId: 'readyz',
     tag: 'operations',
     summary: 'Readiness: does the store answer?',
+    description: ON_OPS_PORT,
     auth: [],
     replies: [
       { status: 200, description: 'The store answers.', schema: ReadyReplySchema },
       { status: 503, description: 'The store does not answer (`ready: false`).', schema: ReadyReplySchema },
     ],
+    errors: ['not_found'],
   },
   {
     method: 'get',
@@ -325,8 +332,10 @@ export const ENDPOINTS: readonly Endpoint[] = [
     operationId: 'metrics',
     tag: 'operations',
     summary: 'Prometheus metrics',
+    description: ON_OPS_PORT,
     auth: [],
     replies: [{ status: 200, description: 'Prometheus text exposition (always text).', mediaType: 'text/plain' }],
+    errors: ['not_found'],
   },
   {
     method: 'get',
@@ -334,8 +343,10 @@ export const ENDPOINTS: readonly Endpoint[] = [
     operationId: 'openapi',
     tag: 'operations',
     summary: 'This document',
+    description: 'Served on PORT only: the OPS_PORT listener answers `404 not_found`.',
     auth: [],
     replies: [{ status: 200, description: 'The OpenAPI 3.1 document of this API.', schema: OpenApiReplySchema }],
+    errors: ['not_found'],
   },
   {
     method: 'post',
@@ -420,6 +431,8 @@ export function errorCodesOf(endpoint: Endpoint): ErrorCode[] {
   // A user's token acting for another user (`:uid` paths that also take the API key).
   if (endpoint.auth.includes('userToken') && pathParameters(endpoint.path).includes('uid')) codes.add('forbidden');
   for (const code of endpoint.errors ?? []) codes.add(code);
+  // A server that is not in dev mode does not route them: the catch-all's 404.
+  if (endpoint.devModeOnly) codes.add('not_found');
   codes.add('internal');
   codes.add('unavailable');
   if (endpoint.method !== 'get' && endpoint.write !== false && endpoint.tag !== 'operations' && !endpoint.devModeOnly) codes.add('outcome_unknown');

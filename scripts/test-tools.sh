@@ -20,6 +20,18 @@ TOOLS=(
   "openssl (the Redis TLS tests make their certificates)%command -v openssl%openssl%"
 )
 
+# `--packages`: the Debian packages of every tool, on one line, and nothing else (the Node 24 run's
+# root, scripts/trixie-check.sh, installs exactly these).
+if [ "${1:-}" = "--packages" ]; then
+  packages=()
+  for line in "${TOOLS[@]}"; do
+    IFS='%' read -r _ _ package _ <<<"$line"
+    packages+=("$package")
+  done
+  echo "${packages[*]}"
+  exit 0
+fi
+
 found() {
   "$BASH" -c "$1" >/dev/null 2>&1
 }

@@ -71,6 +71,15 @@ export function buildOpenApiDocument(options: { devMode?: boolean } = {}): JsonO
   return {
     openapi: '3.1.0',
     info: { title: 'Redpoint HTTP API', version: '1', license: { name: 'MIT', identifier: 'MIT' }, description: DESCRIPTION },
+    // Where a deployment answers is the operator's to say: a variable whose default is the address
+    // `npm start` serves on, so a client generator or "try it out" works against a dev server.
+    servers: [
+      {
+        url: '{origin}',
+        description: "A Redpoint server: `origin` is the scheme, host and PORT your clients reach it at (the default is the dev server's).",
+        variables: { origin: { default: 'http://127.0.0.1:8080' } },
+      },
+    ],
     tags: [
       { name: 'message service', description: 'Called by your message service with an API key.' },
       { name: 'client', description: "Called by apps with the user's JWT, or by your servers with an API key for any user." },

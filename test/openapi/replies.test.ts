@@ -2,6 +2,7 @@ import { Agent } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registerRoutes as registerDemoPage } from '../../client-demo/page-routes.js';
 import { encodeMsgpack } from '../../protocol/codec.js';
+import { ENDPOINTS } from '../../protocol/http-api.js';
 import { LIMITS } from '../../protocol/limits.js';
 import { type RunningServer, startServer } from '../../server/app.js';
 import { Authenticator } from '../../server/auth/tokens.js';
@@ -45,6 +46,8 @@ let prod: Server;
 let dev: Server;
 /** A server allowing one client request per second per user (burst 3): where the 429s are seen. */
 let limited: Server;
+/** A production server with the operations endpoints on their own port (OPS_PORT): where their 404s are seen. */
+let split: Server;
 let contract: Contract;
 let alice: string;
 let expired: string;
@@ -53,6 +56,7 @@ beforeAll(async () => {
   prod = await start(BASE);
   dev = await start({ ...BASE, devMode: true, apiKey: DEV_API_KEY, jwtSecret: DEV_JWT_SECRET }, registerDemoPage);
   limited = await start({ ...BASE, userBudget: { httpRequestsPerSecond: 1 } });
+  split = await start({ ...BASE, opsPort: 0 });
   alice = await prod.auth.mintUserToken('alice');
   expired = await prod.auth.mintUserToken('alice', -60);
   // The dev-mode server's document: the production one plus the dev-mode endpoints (see document.test.ts).
@@ -79,6 +83,7 @@ afterAll(async () => {
   await prod?.running.close();
   await dev?.running.close();
   await limited?.running.close();
+  await split?.running.close();
 });
 
 type Auth = 'api' | 'none' | 'alice' | 'expired' | 'bob';
@@ -110,7 +115,8 @@ interface Case {
   /** The error code expected (error replies). */
   code?: string;
   fault?: EngineFault;
-  on?: 'dev' | 'limited';
+  /** `split`: PORT of the server with OPS_PORT set; `splitOps`: its OPS_PORT. */
+  on?: 'dev' | 'limited' | 'split' | 'splitOps';
   /** Runs before each request (JSON and MessagePack alike), e.g. to re-create what the request removes. */
   setup?: () => Promise<void>;
   /** More to check on the reply's body than the document says (that a part worth validating is there). */
@@ -586,6 +592,27 @@ const CASES: Case[] = [
   { op: 'readyz', status: 503, name: 'the store does not answer', request: () => req('GET', '/readyz', { auth: 'none' }), fault: 'down' },
   { op: 'metrics', status: 200, name: 'Prometheus text', request: () => req('GET', '/metrics', { auth: 'none' }) },
   { op: 'openapi', status: 200, name: 'the document', request: () => req('GET', '/openapi.json', { auth: 'none' }) },
+  ...(
+    [
+      ['healthz', '/healthz', 'split'],
+      ['readyz', '/readyz', 'split'],
+      ['metrics', '/metrics', 'split'],
+      ['openapi', '/openapi.json', 'splitOps'],
+    ] as const
+  ).map(
+    ([op, path, on]): Case => ({ op, status: 404, name: 'asked on the other port', request: () => req('GET', path, { auth: 'none' }), code: 'not_found', on }),
+  ),
+  // A production server does not route the dev-mode endpoints.
+  ...ENDPOINTS.filter((e) => e.devModeOnly).map(
+    (e): Case => ({
+      op: e.operationId,
+      status: 404,
+      name: 'on a server not in dev mode',
+      request: () => req(e.method.toUpperCase(), e.path, { auth: 'none' }),
+      code: 'not_found',
+      on: 'split',
+    }),
+  ),
 
   { op: 'devToken', status: 200, name: 'a dev token', request: () => req('POST', '/dev/token', { auth: 'none', body: { uid: 'alice' } }), on: 'dev' },
   ...bodyErrors('devToken', 'POST', '/dev/token', 'none').map((c): Case => ({ ...c, on: 'dev' })),
@@ -673,7 +700,14 @@ async function openConnections(port: number, count: number): Promise<Agent> {
 }
 
 function serverOf(c: Case): Server {
-  return c.on === 'dev' ? dev : c.on === 'limited' ? limited : prod;
+  return c.on === 'dev' ? dev : c.on === 'limited' ? limited : c.on === 'split' || c.on === 'splitOps' ? split : prod;
+}
+
+function portOf(c: Case): number {
+  const server = serverOf(c).running;
+  if (c.on !== 'splitOps') return server.port;
+  if (server.opsPort === undefined) throw new Error('the split server has no OPS_PORT listener');
+  return server.opsPort;
 }
 
 async function checked(c: Case, accept: string): Promise<unknown> {
@@ -683,7 +717,7 @@ async function checked(c: Case, accept: string): Promise<unknown> {
   server.faulty.fault = c.fault ?? 'none';
   let reply: RawReply;
   try {
-    reply = await send(server.running.port, { ...spec, headers: { ...spec.headers, accept } });
+    reply = await send(portOf(c), { ...spec, headers: { ...spec.headers, accept } });
   } finally {
     server.faulty.fault = 'none';
   }

@@ -6,6 +6,7 @@ import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RedpointState, StatusEvent } from '../../client-demo/sdk/src/index.js';
 import { type LaunchedBrowser, launchChromium } from '../browser/chromium.js';
+import { BUNDLES, type BundleSizes, readFigures, writeFigures } from '../docs/figures.js';
 import { expectWithin } from '../helpers/bound.js';
 import { type Harness, startHarness } from '../sdk/harness.js';
 import { untilServerSockets } from '../sdk/server-sockets.js';
@@ -77,7 +78,7 @@ describe('the packed tarball', () => {
 
   it('bundles for the browser; a JSON-only bundle carries no MessagePack code (sizes min+gzip)', async () => {
     const sizes: Record<string, { min: number; gzip: number; msgpackr: boolean }> = {};
-    for (const name of ['bundle-json', 'bundle-msgpack', 'bundle-tabs']) {
+    for (const name of BUNDLES) {
       const out = await bundle(`${name}.ts`);
       sizes[name] = { min: out.code.length, gzip: gzipSync(out.code, { level: 9 }).length, msgpackr: out.inputs.some((i) => i.includes('msgpackr')) };
     }
@@ -90,8 +91,18 @@ describe('the packed tarball', () => {
     expect(sizes['bundle-json']?.msgpackr).toBe(false);
     expect(sizes['bundle-tabs']?.msgpackr).toBe(false);
     expect(sizes['bundle-msgpack']?.msgpackr).toBe(true);
-    // A ceiling, not the number (docs/using-from-an-app.md has that): MessagePack code in a JSON bundle would break it.
+    // A ceiling, not the number (docs/figures/sdk-bundle.json has that): MessagePack code in a JSON bundle would break it.
     expect(sizes['bundle-json']?.gzip).toBeLessThan(9 * 1024);
+    const measured = Object.fromEntries(BUNDLES.map((b) => [b, { min: sizes[b]?.min ?? 0, gzip: sizes[b]?.gzip ?? 0 }])) as BundleSizes;
+    if (process.env.REDPOINT_UPDATE_FIGURES === '1') await writeFigures(measured);
+    // The docs' figures, within what another zlib or esbuild build may round differently (1%).
+    const recorded = await readFigures();
+    for (const b of BUNDLES) {
+      for (const kind of ['min', 'gzip'] as const) {
+        const off = Math.abs(measured[b][kind] - recorded[b][kind]) / recorded[b][kind];
+        expect(off, `${b} ${kind}: ${measured[b][kind]} bytes, the docs say ${recorded[b][kind]} (REDPOINT_UPDATE_FIGURES=1 rewrites them)`).toBeLessThan(0.01);
+      }
+    }
   });
 });
 

@@ -12,9 +12,13 @@ interface Result {
 }
 
 /** scripts/test-tools.sh (npm test's pretest) with only the variables given. */
-async function testTools(env: Record<string, string>): Promise<Result> {
+async function testTools(env: Record<string, string>, args: string[] = []): Promise<Result> {
   try {
-    const { stdout, stderr } = await run('/bin/bash', ['scripts/test-tools.sh'], { cwd: PROJECT_ROOT, env: { HOME: '/tmp', ...env }, timeout: 60_000 });
+    const { stdout, stderr } = await run('/bin/bash', ['scripts/test-tools.sh', ...args], {
+      cwd: PROJECT_ROOT,
+      env: { HOME: '/tmp', ...env },
+      timeout: 60_000,
+    });
     return { code: 0, stdout, stderr };
   } catch (err) {
     const e = err as { code?: number; stdout?: string; stderr?: string };
@@ -41,5 +45,11 @@ describe('npm test: the test tools step', () => {
     expect(result.stderr).toContain('apt-get install -y --no-install-recommends prometheus');
     expect(result.stderr).toContain('REDPOINT_INSTALL_TEST_TOOLS=1 npm test');
     expect(result.stdout).not.toContain('installing');
+  });
+
+  it('--packages names the Debian package of every tool (the Node 24 root installs them), and checks nothing', async () => {
+    // Even where every tool is missing and consent is given: it only lists.
+    const result = await testTools({ PATH: '/nonexistent', REDPOINT_INSTALL_TEST_TOOLS: '1' }, ['--packages']);
+    expect(result).toEqual({ code: 0, stdout: 'redis-server redis-tools chromium prometheus postgresql nats-server openssl\n', stderr: '' });
   });
 });

@@ -1,0 +1,80 @@
+import type { ConvState, UnreadSummary } from '../../protocol/types.js';
+import { summarize } from '../../protocol/view.js';
+import { mergeMentions, type StoredConv, toConvState } from '../../server/engine/rules.js';
+import { mentionSeqOf } from './keys.js';
+
+/** One user's registers as the spike stores them (functions.lua's fold_read, parsed). */
+export interface Registers {
+  /** conv → `gen|joinGen|large|category` (membership, written by the conversation step). */
+  member: Map<string, string>;
+  last: Map<string, number>;
+  read: Map<string, number>;
+  /** conv → clock × 2 + muted. */
+  mute: Map<string, number>;
+  /** conv → pending mention seqs (any order, possibly at or below readSeq). */
+  mentions: Map<string, number[]>;
+}
+
+/** The membership value the conversation step writes: what rules.ts's membership op carries. */
+export function memberValue(gen: number, joinGen: number, large: boolean, category: string): string {
+  return `${gen}|${joinGen}|${large ? 1 : 0}|${category}`;
+}
+
+/**
+ * The registers of one conversation as the record rules.ts keeps (`StoredConv`), so the rules'
+ * own functions compute what clients see: mentions are the newest
+ * `LIMITS.mentionSeqsPerConversation` above readSeq (mergeMentions), and a user who is not a member
+ * has no record. What the spike does not store (markedUnread, deletedSeq) is at its blank value.
+ */
+export function recordOf(conv: string, member: string, r: Omit<Registers, 'member'>): StoredConv {
+  const [gen, joinGen, large, ...category] = member.split('|');
+  const readSeq = r.read.get(conv) ?? 0;
+  return {
+    conv,
+    member: true,
+    lastSeq: r.last.get(conv) ?? 0,
+    readSeq,
+    mentionSeqs: mergeMentions([], r.mentions.get(conv) ?? [], readSeq),
+    muted: (r.mute.get(conv) ?? 0) % 2 === 1,
+    markedUnread: false,
+    category: category.join('|'),
+    large: large === '1',
+    deletedSeq: -1,
+    gen: Number(gen),
+    joinGen: Number(joinGen),
+  };
+}
+
+/** Every conversation the user is a member of, as the states a pull or snapshot carries. */
+export function foldStates(r: Registers): ConvState[] {
+  const states: ConvState[] = [];
+  for (const [conv, member] of r.member) states.push(toConvState(recordOf(conv, member, r)));
+  return states;
+}
+
+/** `GET /unread`: the fold, summed by protocol/view.ts as the server and the SDK sum it. */
+export function foldUnread(uid: string, version: number, r: Registers, heads: Readonly<Record<string, number>>): UnreadSummary {
+  return summarize(uid, 'spike', version, foldStates(r), heads);
+}
+
+/** A reply of `ZRANGE … WITHSCORES` (member, score, member, score, …) as a map. */
+export function scored(reply: readonly string[]): Map<string, number> {
+  const out = new Map<string, number>();
+  for (let i = 0; i + 1 < reply.length; i += 2) out.set(reply[i] as string, Number(reply[i + 1]));
+  return out;
+}
+
+/** Mention members (`conv\0seq`) grouped by conversation. */
+export function mentionsByConv(members: readonly string[]): Map<string, number[]> {
+  const out = new Map<string, number[]>();
+  for (const m of members) {
+    const conv = m.slice(0, m.lastIndexOf('\u0000'));
+    let seqs = out.get(conv);
+    if (!seqs) {
+      seqs = [];
+      out.set(conv, seqs);
+    }
+    seqs.push(mentionSeqOf(m));
+  }
+  return out;
+}

@@ -1,4 +1,5 @@
 import type { Section } from './lib/section.js';
+import { engineSpikeSection } from './spike/engine-spike.js';
 import { clusterSection } from './scenarios/cluster.js';
 import { diffusionSection } from './scenarios/diffusion.js';
 import { durableSection } from './scenarios/durable.js';
@@ -39,6 +40,7 @@ export const SECTIONS: readonly Section[] = [
   queueIngestSection,
   durableSection,
   heavyUserSection,
+  engineSpikeSection,
 ];
 
 /** Sections that `--only ingest` runs along with the ingest table (they explain it). */

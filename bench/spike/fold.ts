@@ -78,3 +78,67 @@ export function mentionsByConv(members: readonly string[]): Map<string, number[]
   }
   return out;
 }
+
+/** A fresh, empty set of registers. */
+export function emptyRegisters(): Registers {
+  return { member: new Map(), last: new Map(), read: new Map(), mute: new Map(), mentions: new Map() };
+}
+
+/**
+ * Compaction's snapshot: the registers of every conversation the user is a member of, one line
+ * each (`conv`, membership, last, read, mute, pending mentions), after the stream position
+ * `version` they were read at. Ids hold no tab or newline (protocol ID_PATTERN).
+ */
+export function snapshotText(version: number, r: Registers): string {
+  const lines = [String(version)];
+  for (const [conv, member] of r.member) {
+    const rec = recordOf(conv, member, r);
+    lines.push([conv, member, rec.lastSeq, rec.readSeq, r.mute.get(conv) ?? 0, rec.mentionSeqs.join(',')].join('\t'));
+  }
+  return lines.join('\n');
+}
+
+export function parseSnapshot(text: string): Registers {
+  const r = emptyRegisters();
+  if (text === '') return r;
+  const lines = text.split('\n');
+  for (let i = 1; i < lines.length; i++) {
+    const [conv = '', member = '', last, read, mute, mentions = ''] = (lines[i] as string).split('\t');
+    r.member.set(conv, member);
+    r.last.set(conv, Number(last));
+    r.read.set(conv, Number(read));
+    r.mute.set(conv, Number(mute));
+    if (mentions !== '') r.mentions.set(conv, mentions.split(',').map(Number));
+  }
+  return r;
+}
+
+/**
+ * functions.lua's `changed` reply (ids, membership, last, read, mute, mentions per id) laid over
+ * `r`: each named conversation's registers are read whole, so they replace what `r` had.
+ */
+export function overlayChanged(r: Registers, reply: readonly unknown[]): Registers {
+  const [convs = [], member = [], last = [], read = [], mute = [], mentions = []] = reply as [
+    string[],
+    (string | null)[],
+    (string | null)[],
+    (string | null)[],
+    (string | null)[],
+    string[][],
+  ];
+  convs.forEach((conv, i) => {
+    const m = member[i];
+    if (m === null || m === undefined) {
+      r.member.delete(conv);
+      return;
+    }
+    r.member.set(conv, m);
+    r.last.set(conv, Number(last[i] ?? 0));
+    r.read.set(conv, Number(read[i] ?? 0));
+    r.mute.set(conv, Number(mute[i] ?? 0));
+    const seqs = mentionsByConv(mentions[i] ?? []).get(conv);
+    if (seqs) r.mentions.set(conv, seqs);
+    else r.mentions.delete(conv);
+  });
+  return r;
+}

@@ -47,28 +47,63 @@ local function fold_read(keys)
   }
 end
 
--- A pull: the conversations changed after the cursor, each with its registers.
--- KEYS: member, last, read, mute, mentions, stream. ARGV: cursor (a version), limit.
-local function pull(keys, args)
-  local cursor, limit = tonumber(args[1]), tonumber(args[2])
-  local version = redis.call('LLEN', keys[6])
-  local entries = redis.call('LRANGE', keys[6], cursor, cursor + limit - 1)
-  local seen, out = {}, { version, cursor + #entries }
+-- The registers of the conversations named in `entries` (stream entries), appended to `out`:
+-- their ids, then HMGET of membership, ZMSCORE of last, read and mute, and each one's mentions.
+-- KEYS: member, last, read, mute, mentions.
+local function changed(keys, entries, out)
+  local convs, seen = {}, {}
   for _, conv in ipairs(entries) do
     if not seen[conv] then
       seen[conv] = true
-      out[#out + 1] = conv
-      out[#out + 1] = redis.call('HGET', keys[1], conv) or ''
-      out[#out + 1] = redis.call('ZSCORE', keys[2], conv) or '0'
-      out[#out + 1] = redis.call('ZSCORE', keys[3], conv) or '0'
-      out[#out + 1] = redis.call('ZSCORE', keys[4], conv) or '0'
-      out[#out + 1] = redis.call('ZRANGE', keys[5], '[' .. conv .. '\0', '(' .. conv .. '\1', 'BYLEX')
+      convs[#convs + 1] = conv
     end
   end
+  out[#out + 1] = convs
+  if #convs == 0 then return out end
+  out[#out + 1] = redis.call('HMGET', keys[1], unpack(convs))
+  out[#out + 1] = redis.call('ZMSCORE', keys[2], unpack(convs))
+  out[#out + 1] = redis.call('ZMSCORE', keys[3], unpack(convs))
+  out[#out + 1] = redis.call('ZMSCORE', keys[4], unpack(convs))
+  local mentions = {}
+  if redis.call('EXISTS', keys[5]) == 1 then
+    for i, conv in ipairs(convs) do mentions[i] = redis.call('ZRANGE', keys[5], '[' .. conv .. '\0', '(' .. conv .. '\1', 'BYLEX') end
+  end
+  out[#out + 1] = mentions
   return out
+end
+
+-- A pull: the conversations changed after the cursor, with their registers.
+-- KEYS: member, last, read, mute, mentions, stream. ARGV: cursor (a version), limit.
+local function pull(keys, args)
+  local cursor, limit = tonumber(args[1]), tonumber(args[2])
+  local entries = redis.call('LRANGE', keys[6], cursor, cursor + limit - 1)
+  return changed(keys, entries, { redis.call('LLEN', keys[6]), cursor + #entries })
+end
+
+-- `GET /unread` from the newest snapshot (`<version>\n<folded registers>`, written by compaction)
+-- and the conversations changed after it. KEYS: member, last, read, mute, mentions, stream, snapshot.
+local function unread(keys)
+  local snapshot = redis.call('GET', keys[7])
+  local at = 0
+  if snapshot then at = tonumber(string.sub(snapshot, 1, string.find(snapshot, '\n', 1, true) - 1)) end
+  local entries = redis.call('LRANGE', keys[6], at, -1)
+  return changed(keys, entries, { snapshot or '', at + #entries })
+end
+
+-- Compaction's write: the snapshot folded at stream position ARGV[1], unless one as new or newer
+-- is there (a position is a max-register too: a slower compaction never replaces a newer one).
+-- Registers raised after that position are in the stream after it, so no write is lost.
+-- KEYS: snapshot. ARGV: version, text (`<version>\n…`).
+local function snapshot(keys, args)
+  local current = redis.call('GET', keys[1])
+  if current and tonumber(string.sub(current, 1, string.find(current, '\n', 1, true) - 1)) >= tonumber(args[1]) then return 0 end
+  redis.call('SET', keys[1], args[2])
+  return 1
 end
 
 redis.register_function('spike_message', message)
 redis.register_function('spike_raise', raise)
 redis.register_function{ function_name = 'spike_fold_read', callback = fold_read, flags = { 'no-writes' } }
 redis.register_function{ function_name = 'spike_pull', callback = pull, flags = { 'no-writes' } }
+redis.register_function{ function_name = 'spike_unread', callback = unread, flags = { 'no-writes' } }
+redis.register_function('spike_snapshot', snapshot)

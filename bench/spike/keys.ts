@@ -17,6 +17,8 @@ export interface UserKeys {
   member: string;
   /** The stream: one conversation id per change; the version is its length. */
   stream: string;
+  /** The newest snapshot: `<version>\n` and the folded registers (fold.ts's snapshotText), written by compaction. */
+  snapshot: string;
   /** The user's channel (PUBLISH: the version and the conversation). */
   channel: string;
 }
@@ -35,6 +37,7 @@ export function userKeys(uid: string): UserKeys {
     mentions: `${tag}:m`,
     member: `${tag}:c`,
     stream: `${tag}:x`,
+    snapshot: `${tag}:p`,
     channel: `${tag}:bus`,
   };
 }

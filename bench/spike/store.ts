@@ -1,8 +1,18 @@
 import { readFileSync } from 'node:fs';
 import type { Redis } from 'ioredis';
 import type { ConvState, UnreadSummary } from '../../protocol/types.js';
-import { toConvState } from '../../server/engine/rules.js';
-import { foldUnread, memberValue, mentionsByConv, recordOf, scored } from './fold.js';
+import {
+  emptyRegisters,
+  foldStates,
+  foldUnread,
+  memberValue,
+  mentionsByConv,
+  overlayChanged,
+  parseSnapshot,
+  type Registers,
+  scored,
+  snapshotText,
+} from './fold.js';
 import { foldKeys, HEADS_KEY, mentionMember, userKeys } from './keys.js';
 
 const LIBRARY = readFileSync(new URL('./functions.lua', import.meta.url), 'utf8');
@@ -75,8 +85,49 @@ export class SpikeStore {
     await this.redis.call('FCALL', 'spike_raise', 2, k.mute, k.stream, conv, clock * 2 + (muted ? 1 : 0), k.channel);
   }
 
-  /** `GET /unread`: one round trip for the user's registers, the rules run here. */
+  /** `GET /unread` from every register: one round trip for the user's registers, the rules run here. */
   async unread(uid: string): Promise<UnreadSummary> {
+    const { registers, version } = await this.registers(uid);
+    // Read-diffused groups would add their heads here (read at fold time, as today): the spike's are all write-diffused.
+    return foldUnread(uid, version, registers, {});
+  }
+
+  /** The conversations changed after `cursor` (a version), with their states as the fold sees them. */
+  async pull(uid: string, cursor: number, limit: number): Promise<SpikePull> {
+    const k = userKeys(uid);
+    const keys = [...foldKeys(k), k.stream];
+    const [version, next, ...changed] = (await this.redis.call('FCALL_RO', 'spike_pull', keys.length, ...keys, cursor, limit)) as [
+      number,
+      number,
+      ...unknown[],
+    ];
+    return { version, next, states: foldStates(overlayChanged(emptyRegisters(), changed)) };
+  }
+
+  /**
+   * `GET /unread` from compaction's snapshot and what changed after it: one round trip, whose
+   * Redis cost is one string and the stream's tail instead of every register.
+   */
+  async unreadFromSnapshot(uid: string): Promise<UnreadSummary> {
+    const k = userKeys(uid);
+    const keys = [...foldKeys(k), k.stream, k.snapshot];
+    const [snapshot, version, ...changed] = (await this.redis.call('FCALL_RO', 'spike_unread', keys.length, ...keys)) as [string, number, ...unknown[]];
+    return foldUnread(uid, version, overlayChanged(parseSnapshot(snapshot), changed), {});
+  }
+
+  /**
+   * Compaction (off the hot path: a worker, when a user's stream has grown past its snapshot by
+   * an interval): folds the registers and writes the snapshot at the stream position they were
+   * read at, unless a newer snapshot is there. Returns whether it wrote. The stream is not
+   * trimmed in the spike (that needs a base offset, as today's engine keeps).
+   */
+  async compact(uid: string): Promise<boolean> {
+    const k = userKeys(uid);
+    const { registers, version } = await this.registers(uid);
+    return Number(await this.redis.call('FCALL', 'spike_snapshot', 1, k.snapshot, version, snapshotText(version, registers))) === 1;
+  }
+
+  private async registers(uid: string): Promise<{ registers: Registers; version: number }> {
     const k = userKeys(uid);
     const keys = [...foldKeys(k), k.stream];
     const [member, last, read, mute, mentions, version] = (await this.redis.call('FCALL_RO', 'spike_fold_read', keys.length, ...keys)) as [
@@ -87,34 +138,7 @@ export class SpikeStore {
       string[],
       number,
     ];
-    const registers = { member: pairs(member), last: scored(last), read: scored(read), mute: scored(mute), mentions: mentionsByConv(mentions) };
-    // Read-diffused groups would add their heads here (read at fold time, as today): the spike's are all write-diffused.
-    return foldUnread(uid, version, registers, {});
-  }
-
-  /** The conversations changed after `cursor` (a version), with their states as the fold sees them. */
-  async pull(uid: string, cursor: number, limit: number): Promise<SpikePull> {
-    const k = userKeys(uid);
-    const keys = [...foldKeys(k), k.stream];
-    const reply = (await this.redis.call('FCALL_RO', 'spike_pull', keys.length, ...keys, cursor, limit)) as unknown[];
-    const states: ConvState[] = [];
-    for (let i = 2; i + 5 < reply.length; i += 6) {
-      const conv = reply[i] as string;
-      const member = reply[i + 1] as string;
-      if (member === '') continue;
-      const mentions = mentionsByConv(reply[i + 5] as string[]);
-      states.push(
-        toConvState(
-          recordOf(conv, member, {
-            last: new Map([[conv, Number(reply[i + 2])]]),
-            read: new Map([[conv, Number(reply[i + 3])]]),
-            mute: new Map([[conv, Number(reply[i + 4])]]),
-            mentions,
-          }),
-        ),
-      );
-    }
-    return { version: Number(reply[0]), next: Number(reply[1]), states };
+    return { registers: { member: pairs(member), last: scored(last), read: scored(read), mute: scored(mute), mentions: mentionsByConv(mentions) }, version };
   }
 }
 

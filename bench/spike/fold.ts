@@ -1,7 +1,6 @@
 import type { ConvState, UnreadSummary } from '../../protocol/types.js';
 import { summarize } from '../../protocol/view.js';
 import { mergeMentions, type StoredConv, toConvState } from '../../server/engine/rules.js';
-import { mentionSeqOf } from './keys.js';
 
 /** One user's registers as the spike stores them (functions.lua's fold_read, parsed). */
 export interface Registers {
@@ -64,19 +63,15 @@ export function scored(reply: readonly string[]): Map<string, number> {
   return out;
 }
 
-/** Mention members (`conv\0seq`) grouped by conversation. */
-export function mentionsByConv(members: readonly string[]): Map<string, number[]> {
+/** The pending-mentions hash (conv → `seq,seq,…`) as seqs per conversation. */
+export function mentionsByConv(hash: ReadonlyMap<string, string>): Map<string, number[]> {
   const out = new Map<string, number[]>();
-  for (const m of members) {
-    const conv = m.slice(0, m.lastIndexOf('\u0000'));
-    let seqs = out.get(conv);
-    if (!seqs) {
-      seqs = [];
-      out.set(conv, seqs);
-    }
-    seqs.push(mentionSeqOf(m));
-  }
+  for (const [conv, seqs] of hash) out.set(conv, parseSeqs(seqs));
   return out;
+}
+
+function parseSeqs(seqs: string): number[] {
+  return seqs.split(',').map(Number);
 }
 
 /** A fresh, empty set of registers. */
@@ -118,14 +113,8 @@ export function parseSnapshot(text: string): Registers {
  * `r`: each named conversation's registers are read whole, so they replace what `r` had.
  */
 export function overlayChanged(r: Registers, reply: readonly unknown[]): Registers {
-  const [convs = [], member = [], last = [], read = [], mute = [], mentions = []] = reply as [
-    string[],
-    (string | null)[],
-    (string | null)[],
-    (string | null)[],
-    (string | null)[],
-    string[][],
-  ];
+  const [ids, member = [], last = [], read = [], mute = [], mentions = []] = reply as Array<Array<string | null> | undefined>;
+  const convs = (ids ?? []) as string[];
   convs.forEach((conv, i) => {
     const m = member[i];
     if (m === null || m === undefined) {
@@ -136,8 +125,8 @@ export function overlayChanged(r: Registers, reply: readonly unknown[]): Registe
     r.last.set(conv, Number(last[i] ?? 0));
     r.read.set(conv, Number(read[i] ?? 0));
     r.mute.set(conv, Number(mute[i] ?? 0));
-    const seqs = mentionsByConv(mentions[i] ?? []).get(conv);
-    if (seqs) r.mentions.set(conv, seqs);
+    const seqs = mentions[i];
+    if (seqs) r.mentions.set(conv, parseSeqs(seqs));
     else r.mentions.delete(conv);
   });
   return r;

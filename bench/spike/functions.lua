@@ -2,10 +2,22 @@
 
 -- The spike's write path (issue 42): native max-registers, no rules. One call per message on
 -- one Redis. KEYS: the heads key, then per member: last, read, stream, mentions.
--- ARGV: conv, seq, sender's index (1-based, 0 none), then per member: channel, mentioned (0/1),
--- and last the mention's member (`conv\0seq`).
+-- ARGV: conv, seq, sender's index (1-based, 0 none), then per member: channel, mentioned (0/1).
+-- Mentions are rare: a mentioned member's pending mentions (a hash conv → `seq,seq,…`) are read
+-- and rewritten, a seq already there is not added again.
 -- A member's stream gets one entry, and its channel one publish, only when a register moved
 -- (CH): a duplicate or an older seq appends nothing.
+local function mention(key, conv, seq)
+  local seqs = redis.call('HGET', key, conv)
+  if not seqs then
+    redis.call('HSET', key, conv, seq)
+    return 1
+  end
+  if string.find(',' .. seqs .. ',', ',' .. seq .. ',', 1, true) then return 0 end
+  redis.call('HSET', key, conv, seqs .. ',' .. seq)
+  return 1
+end
+
 local function message(keys, args)
   local conv, seq, sender = args[1], args[2], tonumber(args[3])
   redis.call('ZADD', keys[1], 'GT', seq, conv)
@@ -15,7 +27,7 @@ local function message(keys, args)
     local b = 1 + (i - 1) * 4
     local ch = redis.call('ZADD', keys[b + 1], 'GT', 'CH', seq, conv)
     if i == sender then ch = ch + redis.call('ZADD', keys[b + 2], 'GT', 'CH', seq, conv) end
-    if args[3 + 2 * i] == '1' then ch = ch + redis.call('ZADD', keys[b + 4], 'NX', 'CH', 0, args[#args]) end
+    if args[3 + 2 * i] == '1' then ch = ch + mention(keys[b + 4], conv, seq) end
     if ch > 0 then
       local v = redis.call('RPUSH', keys[b + 3], conv)
       redis.call('PUBLISH', args[2 + 2 * i], v .. ' ' .. conv)
@@ -42,13 +54,13 @@ local function fold_read(keys)
     redis.call('ZRANGE', keys[2], 0, -1, 'WITHSCORES'),
     redis.call('ZRANGE', keys[3], 0, -1, 'WITHSCORES'),
     redis.call('ZRANGE', keys[4], 0, -1, 'WITHSCORES'),
-    redis.call('ZRANGE', keys[5], 0, -1),
+    redis.call('HGETALL', keys[5]),
     redis.call('LLEN', keys[6]),
   }
 end
 
 -- The registers of the conversations named in `entries` (stream entries), appended to `out`:
--- their ids, then HMGET of membership, ZMSCORE of last, read and mute, and each one's mentions.
+-- their ids, then HMGET of membership, ZMSCORE of last, read and mute, HMGET of pending mentions.
 -- KEYS: member, last, read, mute, mentions.
 local function changed(keys, entries, out)
   local convs, seen = {}, {}
@@ -64,11 +76,7 @@ local function changed(keys, entries, out)
   out[#out + 1] = redis.call('ZMSCORE', keys[2], unpack(convs))
   out[#out + 1] = redis.call('ZMSCORE', keys[3], unpack(convs))
   out[#out + 1] = redis.call('ZMSCORE', keys[4], unpack(convs))
-  local mentions = {}
-  if redis.call('EXISTS', keys[5]) == 1 then
-    for i, conv in ipairs(convs) do mentions[i] = redis.call('ZRANGE', keys[5], '[' .. conv .. '\0', '(' .. conv .. '\1', 'BYLEX') end
-  end
-  out[#out + 1] = mentions
+  out[#out + 1] = redis.call('HMGET', keys[5], unpack(convs))
   return out
 end
 

@@ -11,7 +11,7 @@ export interface UserKeys {
   read: string;
   /** mute: score = write clock × 2 + muted, so `ZADD GT` is last-writer-wins by the clock. */
   mute: string;
-  /** Pending mentions: members `conv\0seq` (seq zero-padded) at score 0, ranged by lex per conversation. */
+  /** Pending mentions (rare): conv → `seq,seq,…`, in no order; the fold keeps those above readSeq. */
   mentions: string;
   /** Membership, written by the conversation-level step (not the hot path): conv → `gen|joinGen|large|category`. */
   member: string;
@@ -45,15 +45,4 @@ export function userKeys(uid: string): UserKeys {
 /** Keys a fold reads, in the order the read functions take them. */
 export function foldKeys(k: UserKeys): string[] {
   return [k.member, k.last, k.read, k.mute, k.mentions];
-}
-
-/** Seqs are padded so that the lex order of `conv\0seq` is the seq order within a conversation; NUL ends the id. */
-const SEQ_DIGITS = 16;
-
-export function mentionMember(conv: string, seq: number): string {
-  return `${conv}\u0000${String(seq).padStart(SEQ_DIGITS, '0')}`;
-}
-
-export function mentionSeqOf(member: string): number {
-  return Number(member.slice(member.length - SEQ_DIGITS));
 }

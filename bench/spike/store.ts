@@ -13,7 +13,7 @@ import {
   scored,
   snapshotText,
 } from './fold.js';
-import { foldKeys, HEADS_KEY, mentionMember, userKeys } from './keys.js';
+import { foldKeys, HEADS_KEY, userKeys } from './keys.js';
 
 const LIBRARY = readFileSync(new URL('./functions.lua', import.meta.url), 'utf8');
 
@@ -55,7 +55,6 @@ export class SpikeStore {
       keys.push(k.last, k.read, k.stream, k.mentions);
       args.push(k.channel, mentioned.has(uid) && uid !== m.sender ? 1 : 0);
     }
-    args.push(mentionMember(m.conv, m.seq));
     return Number(await this.redis.call('FCALL', 'spike_message', keys.length, ...keys, ...args));
   }
 
@@ -138,7 +137,10 @@ export class SpikeStore {
       string[],
       number,
     ];
-    return { registers: { member: pairs(member), last: scored(last), read: scored(read), mute: scored(mute), mentions: mentionsByConv(mentions) }, version };
+    return {
+      registers: { member: pairs(member), last: scored(last), read: scored(read), mute: scored(mute), mentions: mentionsByConv(pairs(mentions)) },
+      version,
+    };
   }
 }
 

@@ -1,5 +1,4 @@
 import type { Section } from './lib/section.js';
-import { engineSpikeSection } from './spike/engine-spike.js';
 import { clusterSection } from './scenarios/cluster.js';
 import { diffusionSection } from './scenarios/diffusion.js';
 import { durableSection } from './scenarios/durable.js';
@@ -18,6 +17,7 @@ import { storeSection } from './scenarios/store.js';
 import { storeInstructionsSection } from './scenarios/store-instructions.js';
 import { sweepSection } from './scenarios/sweep.js';
 import { workersSection } from './scenarios/workers.js';
+import { engineSpikeSection } from './spike/engine-spike.js';
 
 /** Every scenario beyond the notify and ingest tables, in the order a full run takes them. */
 export const SECTIONS: readonly Section[] = [

@@ -1,8 +1,8 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SpikeStore } from '../../bench/spike/store.js';
 import type { MessageEvent } from '../../protocol/types.js';
 import { summarize } from '../../protocol/view.js';
-import { SpikeStore } from '../../bench/spike/store.js';
 import type { RecordedMessage } from '../../server/engine/engine.js';
 import { mergeOps } from '../../server/engine/merge-ops.js';
 import type { UserOp } from '../../server/engine/ops.js';

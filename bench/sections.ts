@@ -17,6 +17,7 @@ import { storeSection } from './scenarios/store.js';
 import { storeInstructionsSection } from './scenarios/store-instructions.js';
 import { sweepSection } from './scenarios/sweep.js';
 import { workersSection } from './scenarios/workers.js';
+import { engineSpikeSection } from './spike/engine-spike.js';
 
 /** Every scenario beyond the notify and ingest tables, in the order a full run takes them. */
 export const SECTIONS: readonly Section[] = [
@@ -39,6 +40,7 @@ export const SECTIONS: readonly Section[] = [
   queueIngestSection,
   durableSection,
   heavyUserSection,
+  engineSpikeSection,
 ];
 
 /** Sections that `--only ingest` runs along with the ingest table (they explain it). */

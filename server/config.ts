@@ -18,6 +18,7 @@ import {
   type RedisNodeAddress,
   redisTargetOf,
 } from './redis-target.js';
+import { DEFAULT_MAX_READ_AHEAD } from './sync/read-cap.js';
 import { DEFAULT_MAX_SEQ_JUMP } from './sync/seq-guard.js';
 
 export interface WsOptions {
@@ -185,7 +186,7 @@ const Env = Type.Object({
    * overtake the ingest of what it reads, but a buggy client's read of seq 999 at head 2 would
    * otherwise silence every message up to 999 for good.
    */
-  MAX_READ_AHEAD: Type.Integer({ minimum: 0, maximum: 281_474_976_710_656, default: 1000 }),
+  MAX_READ_AHEAD: Type.Integer({ minimum: 0, maximum: 281_474_976_710_656, default: DEFAULT_MAX_READ_AHEAD }),
   /**
    * Most conversations one user may be a member of: a membership call leaves out a user it would
    * add to one more (422 conversation_limit, the rest applied); 0: no cap. The default is what the heavy-user
@@ -531,6 +532,12 @@ export function describeConfig(config: Config): Record<string, unknown> {
     streamMaxLen: config.streamMaxLen,
     streamIdleSeconds: config.streamIdleSeconds ?? null,
     logLevel: config.logLevel,
+    // What decides which requests are refused or capped: an operator checks these first.
+    maxSeqJump: config.maxSeqJump ?? DEFAULT_MAX_SEQ_JUMP,
+    seqJumpAction: config.seqJumpAction ?? 'refuse',
+    maxReadAhead: config.maxReadAhead ?? DEFAULT_MAX_READ_AHEAD,
+    maxConversationsPerUser: config.maxConversationsPerUser ?? DEFAULT_MAX_CONVERSATIONS_PER_USER,
+    reconcileEverySeconds: config.reconcileEverySeconds ?? 0,
     queue: {
       outbox: config.queue?.outbox ? { url: withoutQuery(config.queue.outbox.url), table: config.queue.outbox.table } : null,
       nats: config.queue?.nats ? { url: withoutQuery(config.queue.nats.url), stream: config.queue.nats.stream, subject: config.queue.nats.subject } : null,

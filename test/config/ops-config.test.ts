@@ -31,6 +31,19 @@ describe('operations settings', () => {
     expect(shown).toMatchObject({ apiKey: `*** (${TEST_API_KEY.length} chars)`, redis: 'redis://***@redis.internal:6380/1', storeTimeoutMs: 2000 });
   });
 
+  it('the startup line shows the limits that decide what is refused, so an operator can see which are in effect', () => {
+    expect(describeConfig(loadConfig({}))).toMatchObject({
+      maxSeqJump: 100_000,
+      seqJumpAction: 'refuse',
+      maxReadAhead: 1000,
+      maxConversationsPerUser: 10_000,
+      reconcileEverySeconds: 0,
+    });
+    expect(
+      describeConfig(loadConfig({ MAX_SEQ_JUMP: '0', SEQ_JUMP_ACTION: 'warn', MAX_READ_AHEAD: '5', MAX_CONVERSATIONS_PER_USER: '20', RECONCILE_EVERY: '60' })),
+    ).toMatchObject({ maxSeqJump: 0, seqJumpAction: 'warn', maxReadAhead: 5, maxConversationsPerUser: 20, reconcileEverySeconds: 60 });
+  });
+
   it('the process logs one short startup line first (version, how to read the logs), then that configuration', async () => {
     const server = await spawnServer({ STORE_TIMEOUT_MS: '1500' });
     try {

@@ -144,6 +144,22 @@ describe('HTTP framing (RFC 9112 §6.3)', () => {
     expect(await s.unread('bob')).toMatchObject({ total: 0 });
   });
 
+  /**
+   * What the pinned uWebSockets.js does not serve, as PROTOCOL.md (*One request at a time, on
+   * HTTP/1.1*) tells clients: pinned so that a uWS change fails here before the document lies.
+   */
+  it(
+    'HTTP/1.0, a chunk extension: no reply, the connection closed',
+    async () => {
+      const [http10, extension] = await Promise.all([
+        exchange(s.port, 'GET /healthz HTTP/1.0\r\nHost: x\r\n\r\n', PARSER_CLOSE_MS),
+        exchange(s.port, post('Transfer-Encoding: chunked\r\n', `${MESSAGE.length.toString(16)};note=1\r\n${MESSAGE}\r\n0\r\n\r\n`), PARSER_CLOSE_MS),
+      ]);
+      expect({ http10, extension }).toEqual({ http10: { text: '', closed: true, statuses: [] }, extension: { text: '', closed: true, statuses: [] } });
+    },
+    PARSER_CLOSE_MS + 10_000,
+  );
+
   it.each([
     ['Content-Length with optional whitespace and leading zeros', post(`Connection: close\r\nContent-Length:   00${MESSAGE.length}\r\n`, MESSAGE)],
     ['chunked', post('Connection: close\r\nTransfer-Encoding: chunked\r\n', `${MESSAGE.length.toString(16)}\r\n${MESSAGE}\r\n0\r\n\r\n`)],
@@ -153,5 +169,32 @@ describe('HTTP framing (RFC 9112 §6.3)', () => {
     const reply = await exchange(s.port, request, 5_000);
     expect(reply.statuses).toEqual([200]);
     expect(reply.closed).toBe(true);
+  });
+});
+
+/**
+ * Pipelining (PROTOCOL.md, *One request at a time, on HTTP/1.1*): uWS serves a request sent
+ * before the previous reply only if that reply was given before uWS parsed it. On Redis every
+ * route but the health checks waits for the store, so a pipelined request behind one closes the
+ * connection with no reply to either (on the memory engine the store answers in the same turn
+ * and both are served: hence Redis here).
+ */
+describe('HTTP pipelining on a store that answers later (Redis)', () => {
+  let s: TestServer;
+  beforeAll(async () => {
+    s = await startTestServer({ engine: 'redis' });
+  });
+  afterAll(async () => {
+    await s?.close();
+  });
+
+  it('behind a reply given at once: both served; behind one that waits for the store: no reply, the connection closed', async () => {
+    const healthz = 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n';
+    const [atOnce, behindStore] = await Promise.all([exchange(s.port, healthz + healthz, 5_000), exchange(s.port, SMUGGLED + healthz, 5_000)]);
+    expect(atOnce.statuses).toEqual([200, 200]);
+    expect(behindStore).toEqual({ text: '', closed: true, statuses: [] });
+    // One at a time on one connection: served.
+    const unread = await exchange(s.port, SMUGGLED.replace('\r\n\r\n', '\r\nConnection: close\r\n\r\n'), 5_000);
+    expect(unread.statuses).toEqual([200]);
   });
 });

@@ -112,6 +112,7 @@ export function registerAdminRoutes(router: HttpRouter, { toolbox, auth, metrics
       const { seq } = decode(RebaseBody, ctx.body);
       const result = await toolbox.rebase(conv, seq);
       if (!result) throw new RedpointError('unknown_conversation', `unknown conversation: ${conv}`);
+      seqGuard.forget(conv);
       // The audit trail of the one operator act that lowers a head.
       log.info({ ...result, apiKey: ctx.apiKeyName }, `rebase: ${conv} head ${result.before} -> ${result.head}, ${result.members} members`);
       return { body: result };

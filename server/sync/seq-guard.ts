@@ -23,7 +23,22 @@ export interface SeqGuardOptions {
   maxJump: number;
   /** `refuse`: the request fails with 422 `seq_jump`, nothing applied; `warn`: counted and logged only. */
   action: 'refuse' | 'warn';
+  /** How long a head read from the store vouches for later seqs (ms); default HEAD_MEMORY_MS. */
+  headMemoryMs?: number;
+  /** The clock (tests inject one). */
+  now?: () => number;
 }
+
+/**
+ * A head read from the store is remembered this long: heads only rise, so a remembered head is a
+ * lower bound, and a seq within MAX_SEQ_JUMP of it passes without a round trip (dense traffic
+ * costs one head read per conversation per this interval, not one per request). The one act that
+ * lowers a head, `redpoint rebase`, forgets it in the process that ran it; other processes may
+ * measure from the old head for at most this long (docs/cli.md).
+ */
+export const HEAD_MEMORY_MS = 10_000;
+/** At most this many heads remembered; the oldest read is forgotten first. */
+const HEADS_REMEMBERED = 100_000;
 
 /**
  * Seq sanity. Seqs are dense per conversation by contract, and unread counts are differences of
@@ -37,11 +52,19 @@ export interface SeqGuardOptions {
  * steps) before its messages, not from its first message.
  */
 export class SeqGuard {
+  /** conv -> the head read from the store and when (Map order: oldest read first). */
+  private readonly known = new Map<string, { head: number; at: number }>();
+
   constructor(
-    private readonly engine: Engine,
+    private readonly engine: Pick<Engine, 'heads'>,
     private readonly options: SeqGuardOptions,
     private readonly onJump: (jump: SeqJump) => void,
   ) {}
+
+  /** After a rebase lowered `conv`'s head: measure from the store's head again. */
+  forget(conv: string): void {
+    this.known.delete(conv);
+  }
 
   get enabled(): boolean {
     return this.options.maxJump > 0;
@@ -52,10 +75,28 @@ export class SeqGuard {
     if (!this.enabled || items.length === 0) return;
     const top = new Map<string, number>();
     for (const { conv, seq } of items) top.set(conv, Math.max(top.get(conv) ?? 0, seq));
-    const heads = await this.engine.heads([...top.keys()]);
+    const now = (this.options.now ?? Date.now)();
+    const memoryMs = this.options.headMemoryMs ?? HEAD_MEMORY_MS;
+    const unsure: string[] = [];
+    for (const [conv, seq] of top) {
+      const known = this.known.get(conv);
+      if (!known || now - known.at >= memoryMs || seq - known.head > this.options.maxJump) unsure.push(conv);
+    }
+    if (unsure.length === 0) return;
+    const heads = await this.engine.heads(unsure);
+    for (const [conv, head] of heads) {
+      this.known.delete(conv);
+      this.known.set(conv, { head, at: now });
+    }
+    while (this.known.size > HEADS_REMEMBERED) {
+      const oldest = this.known.keys().next();
+      if (oldest.done) break;
+      this.known.delete(oldest.value);
+    }
     const refuse = this.options.action === 'refuse';
     const jumps: SeqJump[] = [];
-    for (const [conv, seq] of top) {
+    for (const conv of unsure) {
+      const seq = top.get(conv) ?? 0;
       const head = heads.get(conv);
       // An unknown conversation is ingest's to refuse (404).
       if (head !== undefined && seq - head > this.options.maxJump) jumps.push({ conv, seq, head, refused: refuse });

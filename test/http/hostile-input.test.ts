@@ -13,7 +13,9 @@ const ENGINES: EngineKind[] = ['memory', 'redis'];
 describe.each(ENGINES)('hostile but valid input (%s engine)', (engine) => {
   let s: TestServer;
   beforeAll(async () => {
-    s = await startTestServer({ engine, largeGroupThreshold: 3, snapshotEvery: 20, streamMaxLen: 200 });
+    // 110,000 seqs of one conversation in flight at once: more than MAX_SEQ_JUMP's default lets
+    // run ahead of the head (docs/configuration.md, Seq sanity), so the check is off here.
+    s = await startTestServer({ engine, largeGroupThreshold: 3, snapshotEvery: 20, streamMaxLen: 200, config: { maxSeqJump: 0 } });
   });
   afterAll(async () => {
     await s?.close();

@@ -1,4 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { RedpointError } from '../../protocol/errors.js';
+import { SeqGuard } from '../../server/sync/seq-guard.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 
 interface ErrorBody {
@@ -39,5 +41,62 @@ describe('seq guard by default', () => {
     expect(refused.body.error.message).toMatch(/seq 1796520749 .* head 1\b.*MAX_SEQ_JUMP 100000/);
     await s.post({ conv: 'team', seq: 2, sender: 'ben' });
     expect((await s.unread('ann')).total).toBe(2);
+  });
+});
+
+/**
+ * The guard's round trips: a head read vouches for dense seqs for HEAD_MEMORY_MS (heads only
+ * rise, so it is a lower bound), a seq past it is measured against the store's head again, and
+ * a rebase makes the process forget it.
+ */
+describe('seq guard: remembered heads', () => {
+  const setup = () => {
+    const store = new Map<string, number>([['c', 10]]);
+    const reads: string[][] = [];
+    let now = 0;
+    const guard = new SeqGuard(
+      {
+        heads: async (convs) => {
+          reads.push([...convs]);
+          return new Map(convs.flatMap((c) => (store.has(c) ? [[c, store.get(c) ?? 0] as const] : [])));
+        },
+      },
+      { maxJump: 100, action: 'refuse', headMemoryMs: 1_000, now: () => now },
+      () => undefined,
+    );
+    return { store, reads, guard, tick: (ms: number) => (now += ms) };
+  };
+  const refusedWith = async (p: Promise<void>): Promise<string> => {
+    const err = await p.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    return err instanceof RedpointError ? err.code : 'passed';
+  };
+
+  it('reads a head once for dense traffic, again past the jump or after the memory lapses', async () => {
+    const { store, reads, guard, tick } = setup();
+    for (let seq = 11; seq <= 60; seq++) await guard.check([{ conv: 'c', seq }]);
+    expect(reads).toEqual([['c']]);
+    // 10 + 100 is the remembered bound; the store's head has moved on, so 150 passes after a read.
+    store.set('c', 60);
+    await guard.check([{ conv: 'c', seq: 150 }]);
+    expect(reads).toHaveLength(2);
+    expect(await refusedWith(guard.check([{ conv: 'c', seq: 161 }]))).toBe('seq_jump');
+    tick(1_000);
+    await guard.check([{ conv: 'c', seq: 61 }]);
+    expect(reads).toHaveLength(4);
+  });
+
+  it('after forget (a rebase lowered the head), a seq is measured from the store again', async () => {
+    const { store, reads, guard } = setup();
+    await guard.check([{ conv: 'c', seq: 11 }]);
+    store.set('c', 1);
+    // Still within 10 + 100 of the remembered head: passes without a read until forgotten.
+    await guard.check([{ conv: 'c', seq: 105 }]);
+    expect(reads).toHaveLength(1);
+    guard.forget('c');
+    expect(await refusedWith(guard.check([{ conv: 'c', seq: 105 }]))).toBe('seq_jump');
+    expect(reads).toHaveLength(2);
   });
 });

@@ -226,6 +226,7 @@ export class RedisDurableStore implements DurableStore {
       activityKey(this.deps.prefix, shard),
       dirtyUsersKey(this.deps.prefix, shard),
       evictedKey(this.deps.prefix, shard),
+      k.claims,
       uid,
       before,
     );

@@ -20,12 +20,6 @@ local function claimOutcome(member, claimed, held, cap)
   return 'full'
 end
 
--- rules.ts claimLive: `claim` is the stored 'deadline|gen', `recordGen` the record's gen text now.
-local function claimLive(claim, recordGen, now)
-  local deadline, gen = match(claim, '^(%d+)|(%d+)$')
-  return now < tonumber(deadline) and recordGen == gen
-end
-
 local conv, cap, holdMs = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local meta = call('HMGET', KEYS[1], 'e', META_PACKED)
 if ARGV[4] == '1' and not meta[1] then return 'absent' end
@@ -35,8 +29,7 @@ local function record(c)
   local raw = call('HGET', KEYS[2], c)
   return raw and decodeRecord(c, raw) or nil
 end
-local t = call('TIME')
-local now = tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000)
+local now = redisNowMs()
 local claims = call('HGETALL', KEYS[3])
 local others, mine, gone = 0, false, {}
 for i = 1, #claims, 2 do

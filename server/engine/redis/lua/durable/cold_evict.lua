@@ -6,6 +6,8 @@
 -- KEYS[1] m  KEYS[2] c  KEYS[3] s  KEYS[4] p  KEYS[5] L  (layouts: user_apply.lua)
 -- KEYS[6] the activity set of the user's slot   KEYS[7] its dirty set   KEYS[8] its evicted set
 -- (keys.ts evictedKey: the user enters it with this eviction's stamp)
+-- KEYS[9] j  the conversation cap's claims (user_claim.lua): a live claim is a join in flight,
+--         so the user is not cold; spent or lapsed claims go with the user
 -- ARGV[1] uid   ARGV[2] cutoff (ms): active after it means not cold
 -- Returns the user's conversations when evicted (the sweep looks at them next: their members may
 -- all be cold now), 0 when active again, -1 when something is not yet in PostgreSQL.
@@ -27,7 +29,15 @@ for i = 1, #convs, 1000 do
     if s then return -1 end
   end
 end
-redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5])
+local claims = redis.call('HGETALL', KEYS[9])
+if #claims > 0 then
+  local now = redisNowMs()
+  for i = 1, #claims, 2 do
+    local raw = redis.call('HGET', KEYS[2], claims[i])
+    if claimLive(claims[i + 1], raw and decodeRecord(claims[i], raw).gen or '0', now) then return 0 end
+  end
+end
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[9])
 redis.call('ZREM', KEYS[6], uid)
 redis.call('ZADD', KEYS[8], evictionStamp(), uid)
 return convs

@@ -29,6 +29,19 @@ local function int(n)
   return format('%d', n)
 end
 
+-- rules.ts claimLive (the conversation cap's claims, user_claim.lua; cold_evict.lua keeps a user
+-- with a live one): `claim` is the stored 'deadline|gen', `recordGen` the record's gen text now.
+local function claimLive(claim, recordGen, now)
+  local deadline, gen = match(claim, '^(%d+)|(%d+)$')
+  return now < tonumber(deadline) and recordGen == gen
+end
+
+-- Redis's clock in ms (claims' deadlines are taken on it, so every master judges them alike).
+local function redisNowMs()
+  local t = call('TIME')
+  return tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000)
+end
+
 -- HSET of a flat field/value list of any length: unpack() is bounded by the Lua C stack
 -- (LUAI_MAXCSTACK 8000), so in chunks of 1000.
 local function hsetChunks(key, fields)

@@ -178,6 +178,25 @@ describe('durable tier: cold users leave Redis', () => {
     expect(await keysOf('ca')).not.toEqual([]);
   });
 
+  it('a user with a join in flight (a live cap claim) is not cold; once the claim lapses it goes, claims and all', async () => {
+    await stack.server.members('cold-3', { add: ['ja', 'jb'] });
+    await stack.server.durable?.persister.drainAll(Date.now() + 20_000);
+    const store = stack.server.engine.durableStore?.();
+    const durable = stack.server.durable;
+    if (!store || !durable) throw new Error('no durable tier');
+    // The cap's claim of a join whose membership op has not landed (a call between its steps).
+    const [claim] = await stack.server.engine.claimJoins('cold-3-next', ['ja'], { cap: 10, holdMs: 1_500 });
+    expect(claim?.outcome).toBe('claimed');
+    const { ColdSweep } = await import('../../server/durable/cold-sweep.js');
+    const sweep = new ColdSweep(store, durable.tier.pg, { coldAfterSeconds: 1, sweepSeconds: 1 }, silent, stack.server.server.metrics);
+    await sweep.sweepOnce(Date.now() + 60_000);
+    expect(await keysOf('ja')).toContain('c:{u:ja}:j');
+    expect(await keysOf('ja')).not.toEqual(['c:{u:ja}:j']);
+    await new Promise((resolve) => setTimeout(resolve, 1_600));
+    await sweep.sweepOnce(Date.now() + 60_000);
+    expect(await keysOf('ja')).toEqual([]);
+  });
+
   it('an eviction racing a message to that user: the message counts, once', async () => {
     await stack.server.members('cold-2', { add: ['ra', 'rb'] });
     await stack.server.post({ conv: 'cold-2', seq: 1, sender: 'rb' });

@@ -198,8 +198,9 @@ for (const kind of ENGINES) {
         );
         // Not vacuous: the random runs crossed the large-group threshold, met 404s, synced
         // across snapshots and from saved cursors, read marked conversations where they stood
-        // and past it (the fixed cases above do not count here).
-        for (const key of [
+        // and past it (the fixed cases above do not count here). Claimed of a run of the default
+        // size: a few runs (a quick or mutation run) may not come upon every one.
+        const EXERCISED = [
           'modeSwitches',
           'notFound',
           'syncSnapshots',
@@ -207,9 +208,8 @@ for (const kind of ENGINES) {
           'protoNameRuns',
           'markedReadsAtReadSeq',
           'marksClearedByRead',
-        ] as const) {
-          expect(coverage[key] - before[key], `random runs exercised ${key}`).toBeGreaterThan(0);
-        }
+        ] as const;
+        if (NUM_RUNS >= 100) for (const key of EXERCISED) expect(coverage[key] - before[key], `random runs exercised ${key}`).toBeGreaterThan(0);
         // Reconcile finds nothing on the stores the scenarios left (tombstones, pending records,
         // mode switches). Here, not in a test of its own: that one would depend on running after this.
         for (const server of servers) {

@@ -10,6 +10,7 @@ export default defineConfig({
     include: [
       'test/engine/memory.test.ts',
       'test/engine/memory-structures.test.ts',
+      'test/engine/rules.test.ts',
       'test/engine/runs.test.ts',
       'test/sync/ingest.test.ts',
       'test/http/property.test.ts',

@@ -197,18 +197,11 @@ for (const kind of ENGINES) {
           { numRuns: NUM_RUNS, endOnFailure: process.env.CI !== undefined, ...(SEED !== undefined ? { seed: Number(SEED) } : {}) },
         );
         // Not vacuous: the random runs crossed the large-group threshold, met 404s, synced
-        // across snapshots and from saved cursors, read marked conversations where they stood
-        // and past it (the fixed cases above do not count here). Claimed of a run of the default
-        // size: a few runs (a quick or mutation run) may not come upon every one.
-        const EXERCISED = [
-          'modeSwitches',
-          'notFound',
-          'syncSnapshots',
-          'savedCursorSyncs',
-          'protoNameRuns',
-          'markedReadsAtReadSeq',
-          'marksClearedByRead',
-        ] as const;
+        // across snapshots and from saved cursors, and read marked conversations where they
+        // stood (the fixed cases above do not count here). Marks cleared by a read are counted
+        // too but rarer (~8 in 200 runs): the engine model run holds both at a fixed seed.
+        // Claimed of a run of the default size: a quick or mutation run may not meet every one.
+        const EXERCISED = ['modeSwitches', 'notFound', 'syncSnapshots', 'savedCursorSyncs', 'protoNameRuns', 'markedReadsAtReadSeq'] as const;
         if (NUM_RUNS >= 100) for (const key of EXERCISED) expect(coverage[key] - before[key], `random runs exercised ${key}`).toBeGreaterThan(0);
         // Reconcile finds nothing on the stores the scenarios left (tombstones, pending records,
         // mode switches). Here, not in a test of its own: that one would depend on running after this.

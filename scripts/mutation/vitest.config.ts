@@ -12,6 +12,7 @@ export default defineConfig({
       'test/engine/memory-structures.test.ts',
       'test/engine/rules.test.ts',
       'test/engine/runs.test.ts',
+      'test/engine/state-text.test.ts',
       'test/sync/ingest.test.ts',
       'test/http/property.test.ts',
     ],

@@ -38,6 +38,12 @@ describe('runOf', () => {
     expect(() => runOf(info(RUN, REPLID).replace(/^master_replid:.*$/m, ''))).toThrow('master_replid');
   });
 
+  it('reads lines ended by LF alone as by CRLF, and refuses a field with more than hex digits on its line', () => {
+    expect(runOf(info(RUN, REPLID).replace(/\r\n/g, '\n'))).toBe(runOf(info(RUN, REPLID)));
+    expect(() => runOf(info(`${RUN}x`, REPLID))).toThrow('run_id');
+    expect(() => runOf(info(RUN, `${REPLID}x`))).toThrow('master_replid');
+  });
+
   it('refuses an INFO without a run_id or a master_replid, rather than tie epochs to a partial run', () => {
     expect(() => runOf(info(RUN, REPLID).replace(/^run_id:.*$/m, ''))).toThrow('run_id');
     expect(() => runOf(info(RUN, REPLID).replace(/^master_replid:.*$/m, ''))).toThrow('master_replid');

@@ -61,6 +61,21 @@ describe('durable tier: the drain pipeline', () => {
       .sort();
   }
 
+  /** A PgStore whose writes of `uid`'s records announce themselves (`took`), then wait for `gate`. */
+  function heldRecords(pg: PgStore, uid: string, took: () => void, gate: Promise<void>): PgStore {
+    return Object.create(pg, {
+      writeRecords: {
+        value: async (records: readonly PersistedRecord[]) => {
+          if (records.some((r) => r.uid === uid)) {
+            took();
+            await gate;
+          }
+          return pg.writeRecords(records);
+        },
+      },
+    });
+  }
+
   /** PostgreSQL's read position of each (uid, conv) the tag names. */
   async function storedReads(tag: string): Promise<Map<string, number>> {
     const { rows } = await stack.sql.query<{ uid: string; conv: string; read_seq: string }>(
@@ -228,26 +243,13 @@ describe('durable tier: the drain pipeline', () => {
     await stack.server.members('aba', { add: ['abau', 'abav'] });
     await drainer(store, pg, 50).drainAll(Date.now() + 20_000);
     const mute = (muted: boolean): Promise<unknown> => stack.server.ok('PUT', '/v1/users/abau/conversations/aba', { muted });
-    /** A PgStore whose upserts of abau's record announce themselves, then wait for `gate`. */
-    const held = (took: () => void, gate: Promise<void>): PgStore =>
-      Object.create(pg, {
-        writeRecords: {
-          value: async (records: readonly PersistedRecord[]) => {
-            if (records.some((r) => r.uid === 'abau')) {
-              took();
-              await gate;
-            }
-            return pg.writeRecords(records);
-          },
-        },
-      });
     const a = pause();
     const b = pause();
     await mute(true);
-    const drainA = drainer(store, held(a.tookNow, a.gate), 50).drainOnce();
+    const drainA = drainer(store, heldRecords(pg, 'abau', a.tookNow, a.gate), 50).drainOnce();
     await a.took; // A holds "muted"
     await mute(false);
-    const drainB = drainer(store, held(b.tookNow, b.gate), 50).drainOnce();
+    const drainB = drainer(store, heldRecords(pg, 'abau', b.tookNow, b.gate), 50).drainOnce();
     await b.took; // B holds "not muted", the newer state
     await mute(true); // back to A's text, at a newer write clock
     a.open();
@@ -258,6 +260,31 @@ describe('durable tier: the drain pipeline', () => {
     const { rows } = await stack.sql.query<{ muted: boolean }>("SELECT muted FROM redpoint_user_conv WHERE uid = 'abau' AND conv = 'aba'");
     expect(rows.map((r) => r.muted)).toEqual([true]);
     expect((await store.dirty('', 10_000, 'users')).users.filter((m) => m.member.startsWith('abau'))).toEqual([]);
+  });
+
+  it("a drainer's older read of a record landing after another drainer wrote a newer head: PostgreSQL keeps the newer last_seq, and a restore counts every message", async () => {
+    const { store, pg } = parts();
+    await stack.server.members('lsq', { add: ['lsqa', 'lsqb'] });
+    await stack.server.post({ conv: 'lsq', seq: 1, sender: 'lsqb' });
+    await drainer(store, pg, 50).drainAll(Date.now() + 20_000);
+    const first = pause();
+    await stack.server.post({ conv: 'lsq', seq: 2, sender: 'lsqb' });
+    const drainA = drainer(store, heldRecords(pg, 'lsqa', first.tookNow, first.gate), 50).drainOnce();
+    await first.took; // A holds lsqa's record at head 2
+    await stack.server.post({ conv: 'lsq', seq: 3, sender: 'lsqb' });
+    await drainer(store, pg, 50).drainAll(Date.now() + 20_000); // B writes head 3 (a newer write clock)
+    first.open();
+    await drainA; // A's head 2 lands last
+    const { rows } = await stack.sql.query<{ last_seq: string; read_seq: string }>(
+      "SELECT last_seq, read_seq FROM redpoint_user_conv WHERE uid = 'lsqa' AND conv = 'lsq'",
+    );
+    expect(rows.map((r) => [Number(r.last_seq), Number(r.read_seq)])).toEqual([[3, 0]]);
+    // Redis loses the user; the restore reads PostgreSQL's row.
+    const keys = await stack.admin.keys('*{u:lsqa}*');
+    expect(keys.length).toBeGreaterThan(0);
+    await stack.admin.del(...keys);
+    const row = (await stack.server.unread('lsqa')).conversations.find((c) => c.conv === 'lsq');
+    expect(row?.unread).toBe(3);
   });
 
   it('a roster read by one drainer, changed, and drained by another before the first one writes: the older roster does not land over the newer', async () => {

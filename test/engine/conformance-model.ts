@@ -34,14 +34,24 @@ type Step =
   | { t: 'delete'; uid: string; conv: string }
   | { t: 'settings'; uid: string; conv: string; muted?: boolean; markedUnread?: boolean };
 
-export async function modelRandomRun(engine: Engine, rand: () => number, steps: number): Promise<{ checks: number; switches: number; notFound: number }> {
+/** What a run exercised, so a green run can show it was not vacuous. */
+export interface ModelRunStats {
+  checks: number;
+  switches: number;
+  notFound: number;
+  /** Reads of a marked conversation at exactly its readSeq (the mark stays) and past it (the mark goes). */
+  markedReadsAtReadSeq: number;
+  marksClearedByRead: number;
+}
+
+export async function modelRandomRun(engine: Engine, rand: () => number, steps: number): Promise<ModelRunStats> {
   const pick = <T>(list: readonly T[]): T => list[Math.floor(rand() * list.length)] as T;
   const subset = <T>(list: readonly T[], p: number): T[] => list.filter(() => rand() < p);
   const sync = new SyncService(engine, { largeGroupThreshold: THRESHOLD });
   const model = new Model(THRESHOLD);
   const nextSeq = new Map<string, number>();
   const sent: MessageEvent[] = [];
-  const stats = { checks: 0, switches: 0, notFound: 0 };
+  const stats: ModelRunStats = { checks: 0, switches: 0, notFound: 0, markedReadsAtReadSeq: 0, marksClearedByRead: 0 };
 
   const members = (conv: string): string[] => USERS.filter((u) => model.isMember(u, conv));
   /** Mostly a member of `conv` (the paths that apply), sometimes anyone (the 404 paths). */
@@ -65,7 +75,17 @@ export async function modelRandomRun(engine: Engine, rand: () => number, steps: 
       return { t: 'message', message: { conv, seq, sender: actor(conv), ...(mentions.length > 0 ? { mentions } : {}) } };
     }
     if (r < 0.62 && sent.length > 0) return { t: 'redeliver', messages: Array.from({ length: 1 + Math.floor(rand() * 3) }, () => pick(sent)) };
-    if (r < 0.82) return { t: 'read', uid: actor(conv), conv, seq: Math.floor(rand() * ((nextSeq.get(conv) ?? 0) + 2)) };
+    if (r < 0.82) {
+      const uid = actor(conv);
+      const at = model.readPosition(uid, conv);
+      // Some reads of a marked conversation land where the user already read: nothing moves, so the mark stays.
+      const seq = at?.markedUnread && rand() < 0.4 ? at.readSeq : Math.floor(rand() * ((nextSeq.get(conv) ?? 0) + 2));
+      if (at?.markedUnread) {
+        if (seq === at.readSeq) stats.markedReadsAtReadSeq++;
+        else if (seq > at.readSeq) stats.marksClearedByRead++;
+      }
+      return { t: 'read', uid, conv, seq };
+    }
     if (r < 0.88) return { t: 'delete', uid: actor(conv), conv };
     return {
       t: 'settings',

@@ -41,7 +41,8 @@ export async function randomizedOps(e: Engine, rand: () => number, count: number
       const gen = rec && rand() < 0.3 ? { gen: Math.max(0, rec.joinGen - 1 + int(2)) } : {};
       return { type: 'message', uid, conv, lastSeq, readSeq: rand() < 0.2 ? lastSeq : 0, mentionSeqs, ...gen };
     }
-    if (r < 0.5) return { type: 'read', uid, conv, seq: int(40) };
+    // Some reads land exactly at readSeq: they move nothing, so a mark stays (raiseRead).
+    if (r < 0.5) return { type: 'read', uid, conv, seq: rec && rand() < 0.3 ? rec.readSeq : int(40) };
     // The operator's reset-read: the one op that lowers readSeq (to any seq, below deletedSeq too).
     if (r < 0.55) return { type: 'reset-read', uid, conv, seq: int(40) };
     if (r < 0.75) {

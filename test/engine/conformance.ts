@@ -5,7 +5,7 @@ import type { Engine, EngineOptions, UserOp } from '../../server/engine/engine.j
 import { claimConformance } from './conformance-claims.js';
 import { conversationConformance } from './conformance-conversations.js';
 import { convWith, del, expectTotalsConsistent, join, leave, message, mulberry32, one, plainTotals, read } from './conformance-helpers.js';
-import { modelRandomRun } from './conformance-model.js';
+import { type ModelRunStats, modelRandomRun } from './conformance-model.js';
 import { notificationConformance } from './conformance-notify.js';
 import { pullConformance } from './conformance-pull.js';
 import { randomizedOps } from './conformance-random.js';
@@ -377,14 +377,17 @@ export function engineConformance(name: string, makeEngine: MakeEngine): void {
       });
 
       it('random API calls through SyncService equal the independent reference model: pulled states, stored totals, summaries', async () => {
-        const totals = { checks: 0, switches: 0, notFound: 0 };
+        const totals: ModelRunStats = { checks: 0, switches: 0, notFound: 0, markedReadsAtReadSeq: 0, marksClearedByRead: 0 };
         for (const seed of [7, 1999, 20260101]) {
           const stats = await modelRandomRun(await use({ snapshotEvery: 4, streamMaxLen: 8 }), mulberry32(seed), 150);
-          for (const key of Object.keys(totals) as (keyof typeof totals)[]) totals[key] += stats[key];
+          for (const key of Object.keys(totals) as (keyof ModelRunStats)[]) totals[key] += stats[key];
         }
-        // Not vacuous: the runs crossed the threshold and met the 404 paths.
+        // Not vacuous: the runs crossed the threshold, met the 404 paths, and read marked
+        // conversations both where they stood (the mark stays) and past it (the mark goes).
         expect(totals.switches).toBeGreaterThan(0);
         expect(totals.notFound).toBeGreaterThan(0);
+        expect(totals.markedReadsAtReadSeq).toBeGreaterThan(0);
+        expect(totals.marksClearedByRead).toBeGreaterThan(0);
       });
 
       it('expectTotalsConsistent sees a wrong stored total (the check can fail)', async () => {

@@ -171,3 +171,53 @@ describe('redis engine behind Sentinel', () => {
     }
   }, 180_000);
 });
+
+describe('redis engine behind Sentinel: a master failed over and back', () => {
+  const pair: () => SentinelDeployment = fileFixture('Sentinel (one replica)', () => startSentinel({ replicas: 1, downAfterMs: 1_000 }));
+
+  /** The run_id of a data node's process (INFO server). */
+  async function processRunId(d: SentinelDeployment, node: RedisServer): Promise<string | undefined> {
+    const probe = d.probe(node);
+    try {
+      return /^run_id:(\w+)/m.exec(await probe.info('server'))?.[1];
+    } finally {
+      probe.disconnect();
+    }
+  }
+
+  // Two forced failovers: each may take up to forceFailover's attempts (see the test above).
+  it('the users it held start new epochs once it is master again: same process, same run_id, but it resynced as a replica and may have dropped writes', async () => {
+    const d = pair();
+    const engine = await createRedisEngine({
+      sentinel: { sentinels: d.sentinelAddresses, name: d.name },
+      ...OPTS,
+      storeTimeoutMs: STORE_TIMEOUT_MS,
+      prefix: `s${++prefixes}`,
+    });
+    try {
+      await engine.applyUserOps(conversation('back', 'c', 1, 2));
+      const before = await engine.position('back');
+      const first = await d.master();
+      const runId = await processRunId(d, first);
+      // The user is left alone while the other node is master: only the fail-back can change its epoch.
+      const other = await d.forceFailover(first);
+      await d.waitReplica(first);
+      expect(await d.forceFailover(other)).toBe(first);
+      expect(await processRunId(d, first)).toBe(runId);
+      const deadline = Date.now() + 20_000;
+      for (;;) {
+        try {
+          await engine.applyUserOps([message('back', 'c', 3)]);
+          break;
+        } catch (err) {
+          if (!(err instanceof StoreError) || Date.now() > deadline) throw err;
+          await delay(50);
+        }
+      }
+      const after = await engine.position('back');
+      expect(after.epoch).not.toBe(before.epoch);
+    } finally {
+      await engine.close();
+    }
+  }, 180_000);
+});

@@ -179,14 +179,16 @@ export async function startSentinel(options: SentinelOptions = {}): Promise<Sent
       // Sentinel tries a forced failover once: one that aborted (its replica not promoted within
       // the failover-timeout) is not retried, so it is asked again.
       for (let attempt = 1; ; attempt++) {
-        // Until Sentinel counts the previous failover finished, it refuses another (INPROG).
+        // Until Sentinel counts the previous failover finished, it refuses another (INPROG); a
+        // master it demoted counts as a replica to promote only once Sentinel has read its INFO as
+        // one (every 10 s), until then NOGOODSLAVE (a failover back to it).
         for (const deadline = Date.now() + 30_000; ; ) {
           const asked = await once(sentinels[0]?.port ?? 0, sentinelOptions, (r) => r.call('SENTINEL', 'FAILOVER', NAME)).then(
             () => null,
             (err: unknown) => err,
           );
           if (asked === null) break;
-          if (!String(asked).includes('INPROG') || Date.now() > deadline) throw asked;
+          if (!/INPROG|NOGOODSLAVE/.test(String(asked)) || Date.now() > deadline) throw asked;
           await delay(250);
         }
         try {

@@ -121,6 +121,12 @@ export class Model {
     return 'ok';
   }
 
+  /** A member's read position and mark (undefined: not a member): where a read "again" aims. */
+  readPosition(uid: string, conv: string): { readSeq: number; markedUnread: boolean } | undefined {
+    const m = this.activeMembership(uid, conv);
+    return m ? { readSeq: m.readSeq, markedUnread: m.markedUnread } : undefined;
+  }
+
   /** DELETE /v1/users/:uid/conversations/:conv */
   deleteConversation(uid: string, conv: string): Outcome {
     const m = this.activeMembership(uid, conv);

@@ -31,6 +31,9 @@ export const coverage = {
   maxVersion: 0,
   protoNameRuns: 0,
   wipes: 0,
+  /** Reads of a marked conversation at exactly its readSeq (the mark stays) and past it (the mark goes). */
+  markedReadsAtReadSeq: 0,
+  marksClearedByRead: 0,
 };
 
 /** Returns what was exercised since the last call, and starts counting afresh. */
@@ -46,6 +49,8 @@ export function takeCoverage(): typeof coverage {
     savedCursorSyncs: 0,
     maxVersion: 0,
     protoNameRuns: 0,
+    markedReadsAtReadSeq: 0,
+    marksClearedByRead: 0,
   });
   return taken;
 }
@@ -163,7 +168,16 @@ class Run {
         const u = this.actor(a.user, a.conv, a.pick);
         const top = this.nextSeq.get(a.conv) ?? 0;
         const conv = this.conv(a.conv);
-        const seq = a.all ? (this.model.conversations.get(conv)?.maxSeq ?? 0) : Math.min(Math.floor((top * a.permille) / 1000), LIMITS.maxSeq);
+        const at = this.model.readPosition(this.uid(u), conv);
+        // A marked conversation opened again where the user already read (`all`, permille above
+        // 550): the read moves nothing, so the mark stays. Other reads that reach past readSeq clear it.
+        const again = a.all && a.permille > 550 && at?.markedUnread === true;
+        const head = this.model.conversations.get(conv)?.maxSeq ?? 0;
+        const seq = again ? (at?.readSeq ?? 0) : a.all ? head : Math.min(Math.floor((top * a.permille) / 1000), LIMITS.maxSeq);
+        if (at?.markedUnread) {
+          if (seq === at.readSeq) coverage.markedReadsAtReadSeq++;
+          else if (seq > at.readSeq) coverage.marksClearedByRead++;
+        }
         const outcome = this.model.read(this.uid(u), conv, seq);
         const res = await this.actAs(u, a.jwt, 'POST', `/v1/users/${this.uid(u)}/read`, { conv, seq });
         this.expectStatus(res, outcome, a);

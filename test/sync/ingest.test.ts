@@ -93,6 +93,19 @@ describe('Ingest', () => {
       ['bob', 9, 9, []],
       ['alice', 9, 0, [9]],
     ]);
+    // Each with the seq of its own message: the conversation's head is not theirs to follow.
+    const two = mergeOps(
+      [
+        { conv: 'big', seq: 5, sender: 'bob', mentions: ['alice'] },
+        { conv: 'big', seq: 9, sender: 'carol' },
+      ],
+      new Map([['big', { info: info('big', 9, true, 10_000), members: ['bob', 'alice', 'carol'] }]]),
+    );
+    expect(two.map((op) => [op.uid, op.lastSeq])).toEqual([
+      ['bob', 5],
+      ['alice', 5],
+      ['carol', 9],
+    ]);
   });
 
   it('keeps at most the newest LIMITS.mentionSeqsPerConversation mention seqs in one op', () => {

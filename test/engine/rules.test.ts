@@ -1,0 +1,137 @@
+import { describe, expect, it } from 'vitest';
+import {
+  applyRule,
+  contribution,
+  mergeMentions,
+  needsReset,
+  type StoredConv,
+  type StreamPosition,
+  sameRecord,
+  trimmedBase,
+} from '../../server/engine/rules.js';
+
+/**
+ * The rules of rules.ts that the engines' conformance suites cannot reach through an engine: a
+ * function's own contract at its boundaries (the surviving mutants of `npm run mutate` named
+ * them: bench/reports/mutation.md). The engines' behaviour is in conformance.ts.
+ */
+const member = (over: Partial<StoredConv> = {}): StoredConv => ({
+  conv: 'c',
+  member: true,
+  lastSeq: 10,
+  readSeq: 4,
+  mentionSeqs: [6, 9],
+  muted: false,
+  markedUnread: false,
+  category: 'group',
+  large: false,
+  deletedSeq: -1,
+  gen: 5,
+  joinGen: 5,
+  ...over,
+});
+
+describe('contribution', () => {
+  it('counts a visible, unmuted, write-diffused membership', () => {
+    expect(contribution(member())).toEqual({ unread: 6, mentions: 2, category: 'group' });
+  });
+
+  it('counts nothing while the conversation is deleted up to its head, whatever the record holds (a restored row)', () => {
+    expect(contribution(member({ deletedSeq: 10 }))).toEqual({ unread: 0, mentions: 0, category: '' });
+    expect(contribution(member({ deletedSeq: 9 }))).toEqual({ unread: 6, mentions: 2, category: 'group' });
+  });
+});
+
+describe('mergeMentions', () => {
+  it('keeps the seqs above readSeq, distinct, in numeric order', () => {
+    expect(mergeMentions([4, 9, 12], [10, 3, 12, 100], 4)).toEqual([9, 10, 12, 100]);
+  });
+
+  it('keeps the newest `cap`', () => {
+    expect(mergeMentions([11, 2], [30, 5, 20], 0, 3)).toEqual([11, 20, 30]);
+    expect(mergeMentions([1, 2], [3], 0, 3)).toEqual([1, 2, 3]);
+  });
+});
+
+describe('applyRule', () => {
+  it("applies a membership op of the record's own generation (a register ordered by gen: equal is not older)", () => {
+    const after = applyRule(member(), { type: 'membership', uid: 'u', conv: 'c', gen: 5, member: false });
+    expect(after?.member).toBe(false);
+    expect(applyRule(member(), { type: 'membership', uid: 'u', conv: 'c', gen: 4, member: false })?.member).toBe(true);
+  });
+
+  it('returns the record itself when an op does not apply (an operator reset-read to where the user is already)', () => {
+    const rec = member();
+    expect(applyRule(rec, { type: 'reset-read', uid: 'u', conv: 'c', seq: 4 })).toBe(rec);
+    expect(applyRule(rec, { type: 'reset-read', uid: 'u', conv: 'c', seq: 3 })?.readSeq).toBe(3);
+  });
+});
+
+describe('sameRecord', () => {
+  it('is true for the same record, or an equal copy; false against none', () => {
+    const rec = member();
+    expect(sameRecord(rec, rec)).toBe(true);
+    expect(sameRecord(undefined, undefined)).toBe(true);
+    expect(sameRecord(rec, { ...rec, mentionSeqs: [...rec.mentionSeqs] })).toBe(true);
+    expect(sameRecord(rec, undefined)).toBe(false);
+    expect(sameRecord(undefined, rec)).toBe(false);
+  });
+
+  const changes: Partial<StoredConv>[] = [
+    { member: false },
+    { lastSeq: 11 },
+    { readSeq: 5 },
+    { muted: true },
+    { markedUnread: true },
+    { category: 'private' },
+    { large: true },
+    { deletedSeq: 3 },
+    { gen: 6 },
+    { joinGen: 4 },
+    { mentionSeqs: [6] },
+    { mentionSeqs: [6, 8] },
+    { mentionSeqs: [7, 9] },
+  ];
+  for (const change of changes) {
+    it(`sees a record that differs only in ${JSON.stringify(change)}`, () => {
+      expect(sameRecord(member(), member(change))).toBe(false);
+      expect(sameRecord(member(change), member())).toBe(false);
+    });
+  }
+});
+
+describe('needsReset', () => {
+  const pos = (over: Partial<StreamPosition> = {}): StreamPosition => ({ epoch: 'e', version: 30, base: 10, snapshotVersion: 20, interval: 5, ...over });
+
+  it('resets a cursor ahead of the stream or behind its trimmed base', () => {
+    expect(needsReset(pos(), { epoch: 'e', version: 31 })).toBe(true);
+    expect(needsReset(pos(), { epoch: 'e', version: 9 })).toBe(true);
+    expect(needsReset(pos({ snapshotVersion: 0 }), { epoch: 'e', version: 31 })).toBe(true);
+    expect(needsReset(pos({ snapshotVersion: 0 }), { epoch: 'e', version: 9 })).toBe(true);
+  });
+
+  it('continues within the stream unless a newer snapshot is closer than the deltas', () => {
+    expect(needsReset(pos(), { epoch: 'e', version: 10 })).toBe(true);
+    expect(needsReset(pos(), { epoch: 'e', version: 25 })).toBe(false);
+    // Far behind, but no snapshot newer than the cursor: only deltas can bring it.
+    expect(needsReset(pos(), { epoch: 'e', version: 20 })).toBe(false);
+    expect(needsReset(pos({ snapshotVersion: 12 }), { epoch: 'e', version: 15 })).toBe(false);
+  });
+});
+
+describe('trimmedBase', () => {
+  it('keeps the base until the stream holds an interval and a quarter', () => {
+    // interval 8: a quarter is 2, so up to 10 entries stay.
+    expect(trimmedBase(0, 10, 10, 8)).toBe(0);
+    expect(trimmedBase(5, 14, 14, 8)).toBe(5);
+    expect(trimmedBase(0, 11, 10, 8)).toBe(3);
+    // interval 2: a quarter rounds to 0, at least 1.
+    expect(trimmedBase(0, 3, 3, 2)).toBe(0);
+    expect(trimmedBase(0, 4, 4, 2)).toBe(2);
+  });
+
+  it('trims to one interval behind the version, never past the snapshot', () => {
+    expect(trimmedBase(0, 11, 2, 8)).toBe(2);
+    expect(trimmedBase(0, 30, 25, 8)).toBe(22);
+  });
+});

@@ -1,0 +1,116 @@
+import { describe, expect, it } from 'vitest';
+import type { ConvState } from '../../protocol/types.js';
+import {
+  decodeEntries,
+  decodeEntryText,
+  decodeMemberTag,
+  decodeRecord,
+  decodeRecordFast,
+  decodeSnapshotText,
+  decodeState,
+  encodeEntryText,
+  encodeMemberTag,
+  encodeRecord,
+  encodeSnapshotText,
+} from '../../server/engine/state-text.js';
+
+/**
+ * The stored texts at their edges: what a corrupted or hand-written store holds must be refused,
+ * not read as another number (memory-structures.test.ts holds the round trips and the fast
+ * decoder against the plain one; the mutants that survived those are named in
+ * bench/reports/mutation.md).
+ */
+const state = (over: Partial<ConvState> = {}): ConvState => ({
+  conv: 'c1',
+  lastSeq: 9,
+  readSeq: 4,
+  mentions: 2,
+  muted: true,
+  markedUnread: false,
+  category: 'group',
+  large: true,
+  deletedSeq: -1,
+  ...over,
+});
+
+describe('record text', () => {
+  it('reads each flag from its own place and the default category from the empty one', () => {
+    const rec = decodeRecord('c', '0101|9|4|-1|3|2||6,8');
+    expect(rec).toEqual({
+      conv: 'c',
+      member: false,
+      muted: true,
+      markedUnread: false,
+      large: true,
+      lastSeq: 9,
+      readSeq: 4,
+      deletedSeq: -1,
+      gen: 3,
+      joinGen: 2,
+      category: 'default',
+      mentionSeqs: [6, 8],
+    });
+    expect(encodeRecord(rec)).toBe('0101|9|4|-1|3|2||6,8');
+    expect(decodeRecordFast('c', '0101|9|4|-1|3|2||6,8')).toEqual(rec);
+    expect(decodeRecordFast('c', '1010|9|4|-1|3|2|group|')).toMatchObject({
+      member: true,
+      muted: false,
+      markedUnread: true,
+      large: false,
+      category: 'group',
+      mentionSeqs: [],
+    });
+  });
+
+  it('refuses a record of another shape or with a number that is not a safe integer, naming the conversation or the text', () => {
+    for (const text of ['0101|9|4|-1|3|2|', '0101|9|4|-1|3|2|||', '0101|9|4|-1|3|2|g|6|x']) {
+      expect(() => decodeRecord('c9', text), text).toThrow('malformed stored record of c9');
+    }
+    for (const text of ['0101||4|-1|3|2||', '0101|9|4.5|-1|3|2||', '0101|9|4|-1|3|2||6,', '0101|9|4|-1|3|9007199254740993||', '0101|x|4|-1|3|2||']) {
+      expect(() => decodeRecord('c', text), text).toThrow('malformed stored number');
+      expect(() => decodeRecordFast('c', text), text).toThrow('malformed stored number');
+    }
+  });
+});
+
+describe('entry text', () => {
+  it('writes and reads a state, flags in their places, the default category as empty', () => {
+    expect(encodeEntryText('c1', state())).toBe('c1|101|9|4|2|-1|group');
+    expect(encodeEntryText('c1', state({ muted: false, markedUnread: true, large: false, category: 'default' }))).toBe('c1|010|9|4|2|-1|');
+    expect(decodeEntryText('c1|101|9|4|2|-1|group')).toEqual({ conv: 'c1', state: state() });
+    expect(decodeEntryText('c1|010|9|4|2|-1|').state).toEqual(state({ muted: false, markedUnread: true, large: false, category: 'default' }));
+  });
+
+  it('a left conversation is the bare id; an empty state text is none', () => {
+    expect(encodeEntryText('c1', null)).toBe('c1');
+    expect(decodeEntryText('c1')).toEqual({ conv: 'c1', state: null });
+    expect(decodeState('')).toBeNull();
+    expect(decodeState('c1|101|9|4|2|-1|group')).toEqual(state());
+  });
+
+  it('refuses an entry of another shape', () => {
+    for (const text of ['c1|101|9|4|2|-1', 'c1|101|9|4|2|-1|g|x']) expect(() => decodeEntryText(text), text).toThrow('malformed stored entry');
+    expect(() => decodeEntryText('c1|101|9|4|x|-1|g')).toThrow('malformed stored number');
+  });
+});
+
+describe('snapshot and entries', () => {
+  it('an empty snapshot is no states; left conversations in one are skipped', () => {
+    expect(decodeSnapshotText('')).toEqual([]);
+    expect(decodeSnapshotText(`${encodeSnapshotText([state(), state({ conv: 'c2' })])}\nc3`)).toEqual([state(), state({ conv: 'c2' })]);
+  });
+
+  it('entries take their versions from their positions', () => {
+    expect(decodeEntries(['c1|101|9|4|2|-1|group', 'c2'], 7)).toEqual([
+      { v: 7, conv: 'c1', state: state() },
+      { v: 8, conv: 'c2', state: null },
+    ]);
+  });
+});
+
+describe('member tag', () => {
+  it('is joinGen|joinHead, both ways', () => {
+    expect(encodeMemberTag({ joinGen: 12, joinHead: 340 })).toBe('12|340');
+    expect(decodeMemberTag('u1', '12|340')).toEqual({ uid: 'u1', joinGen: 12, joinHead: 340 });
+  });
+});

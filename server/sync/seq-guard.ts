@@ -36,7 +36,7 @@ export interface SeqGuardOptions {
  * lowers a head, `redpoint rebase`, forgets it in the process that ran it; other processes may
  * measure from the old head for at most this long (docs/cli.md).
  */
-export const HEAD_MEMORY_MS = 10_000;
+const HEAD_MEMORY_MS = 10_000;
 /** At most this many heads remembered; the oldest read is forgotten first. */
 const HEADS_REMEMBERED = 100_000;
 

@@ -131,7 +131,7 @@ const OPERATOR_ENDPOINTS: readonly Endpoint[] = [
       "Lowers the user's readSeq in the conversation to `seq` (absent: the conversation's head now), never below where it was deleted; never raises it. The user's devices get it as an ordinary change. Mentions the earlier read dropped are not restored. Logged and counted (`redpoint_read_resets_total`). Retry-safe.",
     body: ResetReadBody,
     replies: [{ status: 200, description: "The change reply: the user's position after, and the conversation's state.", schema: ChangeReplySchema }],
-    errors: ['unknown_conversation'],
+    errors: ['unknown_conversation', 'not_a_member'],
   },
   {
     ...OPERATOR,

@@ -1,5 +1,5 @@
-import { RedpointError } from '../../protocol/errors.js';
 import type { Engine, UserOpResult } from '../engine/engine.js';
+import { notAMember, refusals, unknownConversation } from '../sync/conversation-errors.js';
 
 /**
  * The operator's undo of a read that went too far (a buggy client read seq 999 at head 2, and
@@ -16,9 +16,12 @@ export async function resetRead(engine: Engine, uid: string, conv: string, seq?:
   let target = seq;
   if (target === undefined) {
     target = (await engine.heads([conv])).get(conv);
-    if (target === undefined) throw new RedpointError('unknown_conversation', `unknown conversation: ${conv}`);
+    if (target === undefined) throw unknownConversation([conv]);
   }
   const [result] = await engine.applyUserOps([{ type: 'reset-read', uid, conv, seq: target }]);
-  if (!result?.member) throw new RedpointError('unknown_conversation', `unknown conversation: ${conv} (or ${uid} is not a member)`);
+  if (!result?.member) {
+    const [refusal] = await refusals(engine, [conv]);
+    throw refusal?.code === 'not_a_member' ? notAMember(uid, conv) : unknownConversation([conv]);
+  }
   return result;
 }

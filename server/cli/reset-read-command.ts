@@ -3,7 +3,7 @@ import { HttpError } from './http-toolbox.js';
 
 /**
  * `redpoint reset-read U C [SEQ]`: lowers U's read position in C to SEQ (default: C's head now),
- * the undo of a read that went too far. Exit 1 when U is not a member of C (or C does not exist).
+ * the undo of a read that went too far. Exit 1 when U is not a member of C, or C does not exist.
  * Through `--url` the server logs and counts it (redpoint_read_resets_total); on a store reached
  * directly this output is the record.
  */
@@ -13,8 +13,12 @@ export async function resetReadCommand(toolbox: Toolbox, uid: string, conv: stri
     result = await toolbox.resetRead(uid, conv, seq);
   } catch (err) {
     const code = err instanceof HttpError ? err.code : err instanceof Error && 'code' in err ? String(err.code) : '';
+    if (code === 'not_a_member') {
+      out(`${uid} in ${conv}: ${uid} is not a member of ${conv}\n`);
+      return 1;
+    }
     if (code !== 'unknown_conversation') throw err;
-    out(`${uid} in ${conv}: not found (no such conversation, or ${uid} is not a member)\n`);
+    out(`${uid} in ${conv}: no such conversation\n`);
     return 1;
   }
   const readSeq = result.state?.readSeq;

@@ -106,7 +106,10 @@ describe('the redpoint CLI on a Redis store (REDIS_URL)', () => {
     expect((await redpoint(['reset-read', 'ann', 'oops', '5'], env)).stdout).toContain('unchanged, read position already at 2');
     const stranger = await redpoint(['reset-read', 'zoe', 'oops'], env);
     expect(stranger.code).toBe(1);
-    expect(stranger.stdout).toContain('not found');
+    expect(stranger.stdout).toContain('zoe is not a member of oops');
+    const nowhere = await redpoint(['reset-read', 'ann', 'nowhere'], env);
+    expect(nowhere.code).toBe(1);
+    expect(nowhere.stdout).toContain('no such conversation');
     expect((await redpoint(['reset-read', 'ann'], env)).code).toBe(2);
     expect((await redpoint(['reset-read', 'ann', 'oops', '-1'], env)).code).toBe(2);
   });

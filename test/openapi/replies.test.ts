@@ -352,9 +352,16 @@ const CASES: Case[] = [
   ...operatorAuthErrors('resetRead', 'PUT', '/v1/users/dave/conversations/side/read', {}),
   {
     op: 'resetRead',
-    status: 404,
+    status: 403,
     name: 'not a member',
     request: () => req('PUT', '/v1/users/alice/conversations/side/read', { body: {} }),
+    code: 'not_a_member',
+  },
+  {
+    op: 'resetRead',
+    status: 404,
+    name: 'an unknown conversation',
+    request: () => req('PUT', '/v1/users/alice/conversations/nowhere/read', { body: {} }),
     code: 'unknown_conversation',
   },
   ...storeFailures('resetRead', () => req('PUT', '/v1/users/dave/conversations/side/read', { body: { seq: 0 } })),

@@ -96,13 +96,13 @@ export async function modelRandomRun(engine: Engine, rand: () => number, steps: 
     };
   };
 
-  /** What the engine answered, as the model's outcome (404 unknown_conversation, else ok). */
+  /** What the engine answered, as the model's outcome (404 unknown_conversation, 403 not_a_member, else ok). */
   const outcomeOf = async (run: () => Promise<unknown>): Promise<Outcome> => {
     try {
       await run();
       return 'ok';
     } catch (err) {
-      if (err instanceof RedpointError && err.code === 'unknown_conversation') return 'unknown_conversation';
+      if (err instanceof RedpointError && (err.code === 'unknown_conversation' || err.code === 'not_a_member')) return err.code;
       throw err;
     }
   };

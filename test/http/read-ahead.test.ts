@@ -90,7 +90,7 @@ describe.each(['memory', 'redis'] as const)('reads that overshoot (%s)', (engine
     expect(await metric(s, 'redpoint_read_resets_total{outcome="unchanged"}')).toBe('redpoint_read_resets_total{outcome="unchanged"} 2');
   });
 
-  it('reset-read is for operators: a user token gets 401; bad input is refused and changes nothing; unknown pairs are 404', async () => {
+  it('reset-read is for operators: a user token gets 401; bad input is refused and changes nothing; an unknown conversation is 404, a user outside it 403', async () => {
     const s = await start();
     await s.ok('POST', '/v1/users/alice/read', { conv: 'ops', seq: 2 });
     const asAlice = await s.request('PUT', '/v1/users/alice/conversations/ops/read', { auth: { user: 'alice' }, body: {} });
@@ -101,7 +101,8 @@ describe.each(['memory', 'redis'] as const)('reads that overshoot (%s)', (engine
       expect(bad.body.error.code).toBe('invalid_request');
     }
     expect((await s.api('PUT', '/v1/users/alice/conversations/nope/read', {})).status).toBe(404);
-    expect((await s.api('PUT', '/v1/users/carol/conversations/ops/read', { seq: 0 })).status).toBe(404);
+    const outsider = await s.api<{ error: { code: string } }>('PUT', '/v1/users/carol/conversations/ops/read', { seq: 0 });
+    expect([outsider.status, outsider.body.error.code]).toEqual([403, 'not_a_member']);
     expect((await opsOf(s, 'alice'))?.readSeq).toBe(2);
   });
 

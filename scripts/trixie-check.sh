@@ -16,6 +16,8 @@
 # Node's) is never touched. NODE_VERSIONS (default "24") picks the Node majors, one run each;
 # SUITE_TIMEOUT_SECONDS (default 1500) bounds each suite run.
 set -euo pipefail
+# A step that fails says which, instead of the run ending without a word (set -e).
+trap 'echo "trixie-check: line $LINENO failed (exit $?): $BASH_COMMAND" >&2' ERR
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 here="$(pwd)"
 root="${ROOT:-/var/cache/redpoint-trixie}"
@@ -41,7 +43,8 @@ mounted_under() {
 unmount_under() {
   local m
   # Deepest first.
-  for m in $(awk -v dir="$1" '$2 == dir || index($2, dir "/") == 1 { print $2 }' /proc/mounts | sort -r); do umount "$m"; done
+  # A mount a killed run left busy is detached lazily rather than failing this run.
+  for m in $(awk -v dir="$1" '$2 == dir || index($2, dir "/") == 1 { print $2 }' /proc/mounts | sort -r); do umount "$m" || umount -l "$m"; done
 }
 
 build_root() {

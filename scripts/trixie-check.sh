@@ -150,7 +150,8 @@ rm -rf "${root:?}$src"
 mkdir -p "$root$src"
 git ls-files -z --cached --others --exclude-standard | tar --null --files-from=- --ignore-failed-read -cf - | tar -xf - -C "$root$src"
 
-os="$(chroot "$root" /bin/sh -c '. /etc/os-release; echo "$PRETTY_NAME"') ($(chroot "$root" ldd --version | head -1))"
+# sed reads all of ldd's output: head would close the pipe early, and ldd's SIGPIPE (141) ends the run under pipefail.
+os="$(chroot "$root" /bin/sh -c '. /etc/os-release; echo "$PRETTY_NAME"') ($(chroot "$root" ldd --version | sed -n 1p))"
 status=0
 for v in $versions; do
   node="$(chroot "$root" "/opt/node$v/bin/node" --version)"

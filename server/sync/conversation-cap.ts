@@ -41,8 +41,22 @@ export class ConversationCap {
   /** Claims the joins of `add` to `conv` on their users. */
   async claim(conv: string, add: readonly string[]): Promise<CapDecision> {
     const claims = await this.engine.claimJoins(conv, [...new Set(add)], { cap: this.max, holdMs: this.holdMs });
-    const full = new Set(claims.filter((c) => c.outcome === 'full').map((c) => c.uid));
+    const atCap = claims.filter((c) => c.outcome === 'full').map((c) => c.uid);
+    const full = new Set(atCap.length > 0 ? await this.unlisted(conv, atCap) : []);
     return { admitted: add.filter((uid) => !full.has(uid)), full: [...full] };
+  }
+
+  /**
+   * Of `uids` (at the cap on their own records), those `conv` does not list. One it lists is a
+   * member there already: an earlier attempt of the call made the conversation step and died
+   * before the user's step, and its claim has lapsed since. Re-adding a member is never refused,
+   * and the retry finishes that join; refused, the user would stay on the roster without a record
+   * while the 422 said it was not added. Read only when someone is at the cap.
+   */
+  private async unlisted(conv: string, uids: readonly string[]): Promise<string[]> {
+    const roster = await this.engine.roster(conv);
+    const listed = new Set(roster?.members.map((m) => m.uid));
+    return uids.filter((uid) => !listed.has(uid));
   }
 
   refusal(uids: readonly string[], what: string): RedpointError {

@@ -109,6 +109,23 @@ for (const [kind, make] of kinds) {
       await new Promise((resolve) => setTimeout(resolve, 1_600));
       expect(await attempt(sync, 'h4', ['u'])).toBe('accepted');
     });
+
+    it('a retry of a call that died after its conversation step finishes the join, even once its claim lapsed and the user filled up', async () => {
+      const { engine, sync } = await service(1_500);
+      const cap = new ConversationCap(engine, CAP, 1_500);
+      await sync.changeMembers('k1', { add: ['u'], remove: [] });
+      await sync.changeMembers('k2', { add: ['u'], remove: [] });
+      // A call claimed u's join to k3, made the conversation step, and died before u's user step.
+      await cap.claim('k3', ['u']);
+      await engine.changeMembers('k3', { add: ['u'], remove: [], threshold: 2 });
+      await new Promise((resolve) => setTimeout(resolve, 1_600));
+      expect(await attempt(sync, 'k4', ['u'])).toBe('accepted');
+      // k3 lists u: u is a member there, and a re-add is never refused; the retry finishes the
+      // join (a 422 saying u was not added would leave u on k3's roster without a record).
+      expect(await attempt(sync, 'k3', ['u'])).toBe('accepted');
+      expect(await convsOf(engine, 'u')).toEqual(['k1', 'k2', 'k3', 'k4']);
+      expect((await engine.roster('k3'))?.members.map((m) => m.uid)).toEqual(['u']);
+    });
   });
 }
 

@@ -24,28 +24,12 @@ local conv, cap, holdMs = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local meta = call('HMGET', KEYS[1], 'e', META_PACKED)
 if ARGV[4] == '1' and not meta[1] then return 'absent' end
 local _, _, members = counters(KEYS[1], meta[2])
--- The user's record of `c` (nil: none).
-local function record(c)
-  local raw = call('HGET', KEYS[2], c)
-  return raw and decodeRecord(c, raw) or nil
-end
 local now = redisNowMs()
-local claims = call('HGETALL', KEYS[3])
-local others, mine, gone = 0, false, {}
-for i = 1, #claims, 2 do
-  local c = claims[i]
-  local r = record(c)
-  if not claimLive(claims[i + 1], r and r.gen or '0', now) then
-    gone[#gone + 1] = c
-  elseif c == conv then
-    mine = true
-  else
-    others = others + 1
-  end
-end
+local others, mine, gone = judgeClaims(KEYS[3], KEYS[2], conv, now)
 if #gone > 0 then call('HDEL', KEYS[3], unpack(gone)) end
 local held = members + others
-local r = record(conv)
+local raw = call('HGET', KEYS[2], conv)
+local r = raw and decodeRecord(conv, raw) or nil
 local outcome = claimOutcome(r ~= nil and r.member, mine, held, cap)
 if outcome == 'claimed' then
   call('HSET', KEYS[3], conv, int(now + holdMs) .. '|' .. (r and r.gen or '0'))

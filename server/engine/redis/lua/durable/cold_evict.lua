@@ -29,14 +29,7 @@ for i = 1, #convs, 1000 do
     if s then return -1 end
   end
 end
-local claims = redis.call('HGETALL', KEYS[9])
-if #claims > 0 then
-  local now = redisNowMs()
-  for i = 1, #claims, 2 do
-    local raw = redis.call('HGET', KEYS[2], claims[i])
-    if claimLive(claims[i + 1], raw and decodeRecord(claims[i], raw).gen or '0', now) then return 0 end
-  end
-end
+if judgeClaims(KEYS[9], KEYS[2], nil, redisNowMs()) > 0 then return 0 end
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[9])
 redis.call('ZREM', KEYS[6], uid)
 redis.call('ZADD', KEYS[8], evictionStamp(), uid)

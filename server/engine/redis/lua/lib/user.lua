@@ -29,13 +29,6 @@ local function int(n)
   return format('%d', n)
 end
 
--- rules.ts claimLive (the conversation cap's claims, user_claim.lua; cold_evict.lua keeps a user
--- with a live one): `claim` is the stored 'deadline|gen', `recordGen` the record's gen text now.
-local function claimLive(claim, recordGen, now)
-  local deadline, gen = match(claim, '^(%d+)|(%d+)$')
-  return now < tonumber(deadline) and recordGen == gen
-end
-
 -- Redis's clock in ms (claims' deadlines are taken on it, so every master judges them alike).
 local function redisNowMs()
   local t = call('TIME')
@@ -186,6 +179,33 @@ local function decodeRecord(conv, raw)
     lastSeq = num(ls), readSeq = num(rs), deletedSeq = num(ds),
     gen = g, joinGen = jg, category = cat == '' and 'default' or cat, mentions = seqs, text = raw, dirty = false,
   }
+end
+
+-- rules.ts claimLive: `claim` is the stored 'deadline|gen', `recordGen` the record's gen text now.
+local function claimLive(claim, recordGen, now)
+  local deadline, gen = match(claim, '^(%d+)|(%d+)$')
+  return now < tonumber(deadline) and recordGen == gen
+end
+
+-- The user's join claims (user_claim.lua's hash) judged by claimLive against the user's records:
+-- how many live ones name a conversation other than `conv`, whether `conv`'s is live, and the
+-- conversations of the spent or lapsed ones. user_claim.lua decides with it; cold_evict.lua keeps
+-- a user with a live claim (a join in flight).
+local function judgeClaims(claimsKey, recordsKey, conv, now)
+  local claims = call('HGETALL', claimsKey)
+  local others, mine, gone = 0, false, {}
+  for i = 1, #claims, 2 do
+    local c = claims[i]
+    local raw = call('HGET', recordsKey, c)
+    if not claimLive(claims[i + 1], raw and decodeRecord(c, raw).gen or '0', now) then
+      gone[#gone + 1] = c
+    elseif c == conv then
+      mine = true
+    else
+      others = others + 1
+    end
+  end
+  return others, mine, gone
 end
 
 -- A flag's text: a table lookup, not a function call (record flags are always booleans).

@@ -34,7 +34,8 @@ function networkCode(err: unknown): string | undefined {
   for (let e: unknown = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
     const code = (e as NodeJS.ErrnoException).code;
     if (typeof code === 'string' && code in UNREACHED) return code;
-    if (e instanceof AggregateError) for (const inner of e.errors) if (networkCode(inner)) return networkCode(inner);
+    const inner = e instanceof AggregateError ? e.errors.map(networkCode).find((c) => c !== undefined) : undefined;
+    if (inner) return inner;
   }
   return undefined;
 }

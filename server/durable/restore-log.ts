@@ -18,7 +18,8 @@ export interface RestoreLogOptions {
  * after Redis lost its data every first touch restores, after a cold sweep a returning user does.
  * One info line per burst says how many users and conversations came back and from where (one
  * line per restore would flood the log after a wipe; none left only `redpoint_restored_total` to
- * tell), and `redpoint_restore_bursts_total` counts the bursts.
+ * tell), and `redpoint_restore_bursts_total` counts the bursts. Each server (each worker of
+ * WORKERS, each process) has its own: a burst they share is one line from each, for its restores.
  */
 export class RestoreLog {
   private readonly bursts: Counter;

@@ -70,8 +70,8 @@ export async function createEngine(selection: EngineSelection): Promise<Engine> 
  */
 function sentinelMasterName(sentinel: SentinelTarget): (node: Redis) => string {
   return (node) => {
-    const peer = node.stream?.remoteAddress;
-    const at = peer ? ` at ${peer.includes(':') ? `[${peer}]` : peer}:${node.stream.remotePort}` : '';
+    const { remoteAddress: host, remotePort: port } = node.stream ?? {};
+    const at = host && port ? ` at ${formatNode({ host, port })}` : '';
     return `master ${sentinel.name}${at} (Sentinels ${sentinel.sentinels.map(formatNode).join(',')})`;
   };
 }

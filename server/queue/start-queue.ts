@@ -39,14 +39,16 @@ export async function startQueues(config: QueueConfig, target: RecordTarget, reg
   if (config.outbox) sources.push(new OutboxSource({ ...config.outbox, ...(config.outboxPollMs ? { pollMs: config.outboxPollMs } : {}) }, log));
   if (config.nats) sources.push(new JetStreamSource({ ...config.nats, batch: config.batch }, log));
   if (sources.length === 0) return undefined;
-  const opened: QueueSource[] = [];
+  // The source whose open failed is closed too: it may hold what it opened before failing (the
+  // outbox's pooled connection after a refused table, the NATS connection after a stream error).
+  const tried: QueueSource[] = [];
   try {
     for (const source of sources) {
+      tried.push(source);
       await source.open();
-      opened.push(source);
     }
   } catch (err) {
-    await Promise.all(opened.map((s) => s.close().catch(() => undefined)));
+    await Promise.all(tried.map((s) => s.close().catch(() => undefined)));
     throw err;
   }
   const metrics = new QueueMetrics(registry);

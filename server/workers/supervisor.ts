@@ -5,7 +5,6 @@ import { AggregatorRegistry, type MetricObjectWithValues, type MetricValue } fro
 import { shutdownBoundMs } from '../app.js';
 import type { Config } from '../config.js';
 import { exitAtOnce, type StopSignals } from '../stop-signals.js';
-import { checkServices } from './check-services.js';
 import type { FromWorker, ToWorker, WorkerStart } from './messages.js';
 import { claimPort, probePort } from './port-guard.js';
 
@@ -26,7 +25,7 @@ interface Slot {
  * WORKERS=N (Redis engines): N server threads in this process serve one port, each with its own
  * uWS app, event loop and store connections; pushes cross threads through the store's pub/sub as
  * they cross processes. This thread only supervises: it checks the port is free and holds its
- * guard (so no second Redpoint joins it by accident), checks PostgreSQL (check-services.ts), starts the workers, starts again one that
+ * guard (so no second Redpoint joins it by accident), starts the workers, starts again one that
  * dies, assembles /metrics from all of them, and on SIGTERM/SIGINT shuts them all down.
  */
 export async function runWorkers(config: Config, log: Logger, count: number, signals: StopSignals, routesModule?: string): Promise<void> {
@@ -35,7 +34,6 @@ export async function runWorkers(config: Config, log: Logger, count: number, sig
   try {
     port = await probePort(config.host, config.port);
     guard = await claimPort(config.host, port);
-    await checkServices(config, log);
   } catch (err) {
     const reason = err instanceof Error ? err.message : String(err);
     log.fatal({ event: 'start_failed', err: reason }, `cannot start: ${reason}`);

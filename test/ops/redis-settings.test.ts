@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { judgeRedisSettings } from '../../server/engine/redis/settings-check.js';
-import { startLoggedServer } from '../helpers/logged-server.js';
+import { type LogLine, startLoggedServer } from '../helpers/logged-server.js';
 import { startPostgres } from '../helpers/postgres-server.js';
 import { startSentinel } from '../helpers/redis-sentinel.js';
 import { type RedisServer, startRedisServer } from '../helpers/redis-server.js';
@@ -17,6 +17,13 @@ async function clientCount(probe: Redis): Promise<number> {
     .split('\n').length;
 }
 
+/** The log lines of a server started over `env` (in process) and closed again: the settings check speaks at start. */
+async function startLines(env: Record<string, string>): Promise<LogLine[]> {
+  const s = await startLoggedServer(env);
+  await s.close();
+  return s.lines;
+}
+
 describe("Redis's settings at start", () => {
   let redis: RedisServer;
   let admin: Redis;
@@ -30,22 +37,16 @@ describe("Redis's settings at start", () => {
   });
 
   it('persistence off: starts, with a warning that a Redis restart resets every count', async () => {
-    const s = await startLoggedServer({ REDIS_URL: redis.url });
-    try {
-      const warning = s.lines.find((l) => l.event === 'redis_persistence_off');
-      expect(warning?.level).toBe(40);
-      expect(warning?.msg).toMatch(/a Redis restart resets every count/);
-      expect(warning?.node).toBe(`127.0.0.1:${redis.port}`);
-    } finally {
-      await s.close();
-    }
+    const warning = (await startLines({ REDIS_URL: redis.url })).find((l) => l.event === 'redis_persistence_off');
+    expect(warning?.level).toBe(40);
+    expect(warning?.msg).toMatch(/a Redis restart resets every count/);
+    expect(warning?.node).toBe(`127.0.0.1:${redis.port}`);
     // With AOF on, nothing to say.
     await admin.config('SET', 'appendonly', 'yes');
-    const quiet = await startLoggedServer({ REDIS_URL: redis.url });
     try {
-      expect(quiet.lines.filter((l) => String(l.event).startsWith('redis_'))).toEqual([]);
+      const quiet = await startLines({ REDIS_URL: redis.url });
+      expect(quiet.filter((l) => String(l.event).startsWith('redis_'))).toEqual([]);
     } finally {
-      await quiet.close();
       await admin.config('SET', 'appendonly', 'no');
     }
   });
@@ -53,18 +54,14 @@ describe("Redis's settings at start", () => {
   it('persistence off under the durable tier: the warning says what a restart loses (what PostgreSQL lacks), not every count', async () => {
     const postgres = await startPostgres();
     try {
-      const s = await startLoggedServer({ REDIS_URL: redis.url, DATABASE_URL: await postgres.createDatabase('settings') });
-      try {
-        const warning = s.lines.find((l) => l.event === 'redis_persistence_off');
-        expect(warning?.msg).not.toMatch(/every count/);
-        expect(warning?.msg).toMatch(
-          new RegExp(
-            `^Redis 127\\.0\\.0\\.1:${redis.port} has no persistence .*: a Redis restart loses the changes the durable tier has not yet written to PostgreSQL`,
-          ),
-        );
-      } finally {
-        await s.close();
-      }
+      const lines = await startLines({ REDIS_URL: redis.url, DATABASE_URL: await postgres.createDatabase('settings') });
+      const warning = lines.find((l) => l.event === 'redis_persistence_off');
+      expect(warning?.msg).not.toMatch(/every count/);
+      expect(warning?.msg).toMatch(
+        new RegExp(
+          `^Redis 127\\.0\\.0\\.1:${redis.port} has no persistence .*: a Redis restart loses the changes the durable tier has not yet written to PostgreSQL`,
+        ),
+      );
     } finally {
       await postgres.stop();
     }
@@ -74,15 +71,11 @@ describe("Redis's settings at start", () => {
     const deployment = await startSentinel({ replicas: 0 });
     try {
       const master = await deployment.master();
-      const s = await startLoggedServer({ REDIS_SENTINELS: deployment.sentinelList, REDIS_SENTINEL_MASTER: deployment.name });
-      try {
-        const warning = s.lines.find((l) => l.event === 'redis_persistence_off');
-        const node = `master ${deployment.name} at 127.0.0.1:${master.port} (Sentinels ${deployment.sentinelList})`;
-        expect(warning?.node).toBe(node);
-        expect(warning?.msg).toMatch(new RegExp(`^Redis ${node.replace(/[.()]/g, '\\$&')} has no persistence`));
-      } finally {
-        await s.close();
-      }
+      const lines = await startLines({ REDIS_SENTINELS: deployment.sentinelList, REDIS_SENTINEL_MASTER: deployment.name });
+      const warning = lines.find((l) => l.event === 'redis_persistence_off');
+      const node = `master ${deployment.name} at 127.0.0.1:${master.port} (Sentinels ${deployment.sentinelList})`;
+      expect(warning?.node).toBe(node);
+      expect(warning?.msg).toMatch(new RegExp(`^Redis ${node.replace(/[.()]/g, '\\$&')} has no persistence`));
     } finally {
       await deployment.stop();
     }

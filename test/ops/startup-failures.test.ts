@@ -64,29 +64,29 @@ describe('start-up failures exit 1 with a line naming the cause', () => {
     } finally {
       taken.close();
     }
-  }, 180_000);
+  });
 
   it('DATABASE_URL at a closed port: PostgreSQL refused the connection', async () => {
     const msg = await failedStart({ DATABASE_URL: `postgres://postgres@127.0.0.1:${closedPort}/postgres` });
     expect(msg).toBe(`cannot start: DATABASE_URL: PostgreSQL at 127.0.0.1:${closedPort} refused the connection`);
-  }, 180_000);
+  });
 
   it('DATABASE_URL at a Redis port: what answered there is not PostgreSQL', async () => {
     const msg = await failedStart({ DATABASE_URL: `postgres://postgres@127.0.0.1:${redis.port}/postgres` });
     expect(msg).toMatch(new RegExp(`^cannot start: DATABASE_URL: PostgreSQL at 127\\.0\\.0\\.1:${redis.port} did not answer as PostgreSQL`));
-  }, 180_000);
+  });
 
   it('INGEST_OUTBOX_URL at a closed port and at a Redis port name INGEST_OUTBOX_URL', async () => {
     const refused = await failedStart({ INGEST_OUTBOX_URL: `postgres://postgres@127.0.0.1:${closedPort}/postgres` });
     expect(refused).toBe(`cannot start: INGEST_OUTBOX_URL: PostgreSQL at 127.0.0.1:${closedPort} refused the connection`);
     const redisThere = await failedStart({ INGEST_OUTBOX_URL: `postgres://postgres@127.0.0.1:${redis.port}/postgres` });
     expect(redisThere).toMatch(new RegExp(`^cannot start: INGEST_OUTBOX_URL: PostgreSQL at 127\\.0\\.0\\.1:${redis.port} did not answer as PostgreSQL`));
-  }, 300_000);
+  }, 120_000);
 
   it('REDIS_URL unreachable: Redis refused the connection', async () => {
     const msg = await failedStart({ REDIS_URL: `redis://127.0.0.1:${closedPort}` });
     expect(msg).toMatch(new RegExp(`^cannot start: REDIS_URL: Redis at 127\\.0\\.0\\.1:${closedPort} refused the connection`));
-  }, 180_000);
+  });
 
   it('a database user without CREATE rights: DATABASE_URL named with what PostgreSQL refused', async () => {
     const url = await postgres.createDatabase(`nocreate${++dbCount}`);
@@ -94,7 +94,7 @@ describe('start-up failures exit 1 with a line naming the cause', () => {
     await query(url, 'CREATE ROLE limited LOGIN');
     const msg = await failedStart({ DATABASE_URL: url.replace('postgres@', 'limited@') });
     expect(msg).toMatch(/^cannot start: DATABASE_URL: PostgreSQL at 127\.0\.0\.1:\d+ refused the durable tier's schema: permission denied for schema public/);
-  }, 180_000);
+  });
 
   it("a database that does not exist: the login refused, with PostgreSQL's reason (in process: no need to spawn for the wording)", async () => {
     const url = postgres.url.replace(/\/postgres$/, '/nosuchdb');
@@ -109,7 +109,7 @@ describe('start-up failures exit 1 with a line naming the cause', () => {
     expect(msg).toBe(
       'cannot start: INGEST_OUTBOX_TABLE: pg_catalog.pg_class is not an outbox table: it lacks id (bigint), payload (jsonb), created_at (timestamp with time zone)',
     );
-  }, 180_000);
+  });
 
   it('an existing table of the wrong shape is refused, and nothing is created beside it', async () => {
     const url = await postgres.createDatabase(`shape${++dbCount}`);
@@ -122,5 +122,5 @@ describe('start-up failures exit 1 with a line naming the cause', () => {
     expect(tables.map((t) => t.name)).toEqual(['events']);
     const functions = await query<{ name: string }>(url, "SELECT proname AS name FROM pg_proc WHERE proname LIKE 'events%'");
     expect(functions).toEqual([]);
-  }, 180_000);
+  });
 });

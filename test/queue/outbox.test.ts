@@ -202,6 +202,25 @@ describe('ingest from a PostgreSQL outbox', () => {
     await eventually('the rows are gone', async () => ((await owner.count()) === 0 ? true : undefined));
   });
 
+  it('a start refused (an outbox table of the wrong shape) leaves no connection of its own open in PostgreSQL', async () => {
+    const url = await postgres.createDatabase(`outbox${++dbCount}`);
+    const owner = await OutboxWriter.open(url);
+    cleanup.push(() => owner.close());
+    await owner.client.query('CREATE TABLE redpoint_outbox (id text PRIMARY KEY, payload jsonb NOT NULL)');
+    const starting = startTestServer({ engine: 'redis', redis, config: { queue: { outbox: { url, table: 'redpoint_outbox' }, batch: 50, retrySeconds: 2 } } });
+    await expect(starting).rejects.toThrow(/is not an outbox table/);
+    // The pool's idle connection would otherwise linger for pg's idle timeout (10 s).
+    const left = async (): Promise<number> =>
+      Number(
+        (
+          await owner.client.query<{ n: string }>(
+            "SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = 'redpoint-outbox' AND datname = current_database()",
+          )
+        ).rows[0]?.n,
+      );
+    await eventually('no redpoint-outbox connection left', async () => ((await left()) === 0 ? true : undefined), 3_000);
+  });
+
   it('reports the rows waiting and the age of the oldest', async () => {
     const { server, outbox } = await setup({ retrySeconds: 600 });
     // Waiting for conversations that do not exist: they stay, retried now and then.

@@ -183,8 +183,8 @@ export async function startServer(
   const adminPaths = registerAdminRoutes(router, { toolbox, auth, metrics, seqGuard, log });
   // With OPS_PORT the operations endpoints live only there; the main port answers them 404.
   const database = tier ? () => tier.databaseReady() : undefined;
-  const readable = store.durableStore?.();
-  if (tier && readable) metrics.durable = tier.readings(readable);
+  const readable = first ? store.durableStore?.() : undefined;
+  metrics.readDurable(tier && readable ? tier.readings(readable) : undefined);
   const opsPaths = config.opsPort === undefined ? registerOpsRoutes(router, { engine: store, metrics, database }) : [];
   const docPaths = registerOpenApiRoute(router, config.devMode);
   // Token minting exists only with the published dev credentials (loopback).

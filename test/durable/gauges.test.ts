@@ -1,9 +1,10 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startServer } from '../../server/app.js';
 import { type PostgresServer, startPostgres } from '../helpers/postgres-server.js';
 import { type RedisServer, startRedisServer } from '../helpers/redis-server.js';
 import { type ServerProcess, spawnServer } from '../helpers/server-process.js';
-import { TEST_API_KEY } from '../helpers/test-server.js';
+import { silentLogger, startTestServer, TEST_API_KEY, testConfig } from '../helpers/test-server.js';
 
 /**
  * The durable tier's gauges as an operator scrapes them from a production-mode server: two
@@ -13,6 +14,7 @@ import { TEST_API_KEY } from '../helpers/test-server.js';
  * so a stalled PostgreSQL, or a change made since the last pass, read as "backlog 0".
  */
 const PERSIST_INTERVAL_MS = 3_000;
+const DURABLE_GAUGES = ['redpoint_persist_backlog', 'redpoint_persist_oldest_seconds', 'redpoint_database_up'];
 const api = { authorization: `Bearer ${TEST_API_KEY}`, 'content-type': 'application/json' };
 
 describe('durable gauges, read when scraped (WORKERS=2)', () => {
@@ -55,6 +57,25 @@ describe('durable gauges, read when scraped (WORKERS=2)', () => {
   async function rowsOf(conv: string): Promise<number> {
     return Number((await sql.query<{ n: string }>('SELECT count(*) AS n FROM redpoint_user_conv WHERE conv = $1 AND last_seq > 0', [conv])).rows[0]?.n);
   }
+
+  /**
+   * The workers are combined (max, min), so one reading is the value: every worker reading it was
+   * N times the Redis look per scrape (on a cluster, an EXISTS for each of 16,384 slots, each).
+   */
+  it('a second worker reads neither Redis nor PostgreSQL for them: the first worker reports them', async () => {
+    const durable = { databaseUrl, persistIntervalMs: 60_000, persistBatch: 2_000, backlogWarn: 1_000_000, coldAfterSeconds: 0, coldSweepSeconds: 60 };
+    const second = await startServer(testConfig({ redisUrl: redis.url, durable }), silentLogger, undefined, {
+      index: 1,
+      count: 2,
+      exposition: () => Promise.resolve(''),
+    });
+    try {
+      const names = (await second.metrics.registry.getMetricsAsJSON()).map((m) => m.name);
+      expect(names.filter((name) => DURABLE_GAUGES.includes(name))).toEqual([]);
+    } finally {
+      await second.close();
+    }
+  });
 
   it('redpoint_database_up is 1 while PostgreSQL answers, whichever worker drains', async () => {
     expect((await scrape()).get('redpoint_database_up')).toBe(1);
@@ -111,4 +132,17 @@ describe('durable gauges, read when scraped (WORKERS=2)', () => {
     }
     for (const conv of convs) expect(await rowsOf(conv), conv).toBe(2);
   }, 120_000);
+});
+
+/** Without DATABASE_URL there is nothing to read: a `redpoint_database_up 0` there trips the alert docs/durable.md advises. */
+describe('durable gauges without a durable tier', () => {
+  it('are not exposed', async () => {
+    const s = await startTestServer();
+    try {
+      const text = await (await fetch(`${s.url}/metrics`)).text();
+      expect(DURABLE_GAUGES.filter((name) => new RegExp(`^${name} `, 'm').test(text))).toEqual([]);
+    } finally {
+      await s.close();
+    }
+  });
 });

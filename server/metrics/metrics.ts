@@ -69,11 +69,11 @@ export interface DurableReadings {
  */
 export const SCRAPE_READ_MS = 1_000;
 
-/** `work`'s value, or `fallback` when it fails or takes longer than SCRAPE_READ_MS. */
-async function readWithin<T>(work: () => Promise<T>, fallback: T): Promise<T> {
+/** `work`'s value, or `fallback` when it fails or takes longer than `ms`: a scrape never waits on a source that does not answer. */
+export async function readWithin<T>(work: () => Promise<T>, fallback: T, ms = SCRAPE_READ_MS): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<T>((resolve) => {
-    timer = setTimeout(() => resolve(fallback), SCRAPE_READ_MS);
+    timer = setTimeout(() => resolve(fallback), ms);
   });
   try {
     return await Promise.race([work().catch(() => fallback), late]);

@@ -172,7 +172,9 @@ export async function startServer(
   const router = new HttpRouter(app, metrics, log, routerOptions);
   // One budget per user for their sockets and their HTTP requests alike.
   const budgets = new UserBudgets({ ...defaultUserBudgetOptions, ...config.userBudget });
-  const gateway = new WsGateway(app, sync, auth, metrics, log, { ...defaultWsOptions, ...config.ws }, budgets);
+  const gateway = new WsGateway(app, sync, auth, metrics, log, { ...defaultWsOptions, ...config.ws }, budgets, (res, req) =>
+    router.refusedFraming(res, req, '/v1/ws'),
+  );
   const seqGuard = new SeqGuard(store, { maxJump: config.maxSeqJump ?? DEFAULT_MAX_SEQ_JUMP, action: config.seqJumpAction ?? 'refuse' }, (jump) => {
     metrics.seqJumps.inc({ action: jump.refused ? 'refused' : 'warned' });
     log.warn(jump, `seq ${jump.seq} of conversation ${jump.conv} jumps ${jump.seq - jump.head} above its head ${jump.head}${jump.refused ? ': refused' : ''}`);

@@ -172,7 +172,9 @@ export async function startServer(
   const router = new HttpRouter(app, metrics, log, routerOptions);
   // One budget per user for their sockets and their HTTP requests alike.
   const budgets = new UserBudgets({ ...defaultUserBudgetOptions, ...config.userBudget });
-  const gateway = new WsGateway(app, sync, auth, metrics, log, { ...defaultWsOptions, ...config.ws }, budgets);
+  const gateway = new WsGateway(app, sync, auth, metrics, log, { ...defaultWsOptions, ...config.ws }, budgets, (res, req) =>
+    router.refusedFraming(res, req, '/v1/ws'),
+  );
   const seqGuard = new SeqGuard(store, { maxJump: config.maxSeqJump ?? DEFAULT_MAX_SEQ_JUMP, action: config.seqJumpAction ?? 'refuse' }, (jump) => {
     metrics.seqJumps.inc({ action: jump.refused ? 'refused' : 'warned' });
     log.warn(jump, `seq ${jump.seq} of conversation ${jump.conv} jumps ${jump.seq - jump.head} above its head ${jump.head}${jump.refused ? ': refused' : ''}`);
@@ -183,8 +185,8 @@ export async function startServer(
   const adminPaths = registerAdminRoutes(router, { toolbox, auth, metrics, seqGuard, log });
   // With OPS_PORT the operations endpoints live only there; the main port answers them 404.
   const database = tier ? () => tier.databaseReady() : undefined;
-  const readable = store.durableStore?.();
-  if (tier && readable) metrics.durable = tier.readings(readable);
+  const readable = first ? store.durableStore?.() : undefined;
+  metrics.readDurable(tier && readable ? tier.readings(readable) : undefined);
   const opsPaths = config.opsPort === undefined ? registerOpsRoutes(router, { engine: store, metrics, database }) : [];
   const docPaths = registerOpenApiRoute(router, config.devMode);
   // Token minting exists only with the published dev credentials (loopback).

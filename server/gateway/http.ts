@@ -409,7 +409,7 @@ export class HttpRouter {
   }
 
   /**
-   * Every route and the 404/405 fallback start here: a request whose body length is ambiguous
+   * Every route, the 404/405 fallback and the WebSocket upgrade start here: a request whose body length is ambiguous
    * is answered 400 `bad_framing` without reading it, and its connection closed, so that no byte
    * after its headers is read as a request. The answer is written on the next turn, not now: as
    * soon as this handler returns, uWS parses whatever follows the first Content-Length's body in
@@ -418,7 +418,7 @@ export class HttpRouter {
    * client sees no reply rather than another request's). Bytes that come later are not read:
    * the 400 ends the connection.
    */
-  private refusedFraming(res: HttpResponse, req: HttpRequest, name: string): boolean {
+  refusedFraming(res: HttpResponse, req: HttpRequest, name: string): boolean {
     const fault = framingFault(req);
     if (fault === undefined) return false;
     const started = performance.now();

@@ -7,7 +7,7 @@ import type { SyncService } from '../sync/sync-service.js';
 import { Fanout } from './fanout.js';
 import { RollingSweep } from './rolling-sweep.js';
 import type { UserBudgets } from './user-budget.js';
-import { type TemplatedApp, uws } from './uws.js';
+import { type HttpRequest, type HttpResponse, type TemplatedApp, uws } from './uws.js';
 import { checkVersion } from './version-check.js';
 import { type SessionHost, type Socket, type SocketData, WsSession } from './ws-session.js';
 
@@ -38,6 +38,8 @@ export class WsGateway implements SessionHost {
     readonly log: Logger,
     readonly options: WsOptions,
     readonly budgets: UserBudgets,
+    /** The HTTP router's framing check (HttpRouter.refusedFraming): an upgrade request is no route of its. */
+    refusedFraming: (res: HttpResponse, req: HttpRequest) => boolean,
   ) {
     this.fanout = new Fanout(app, sync.engine.notifications, metrics, { onUserChange: (c) => this.followMembership(c) }, options.testDropPushRatio ?? 0);
     this.sweep = new RollingSweep(options.versionEverySeconds * 1000, Math.min(SWEEP_TICK_MS, options.versionEverySeconds * 1000), SWEEP_CONCURRENCY, (uid) =>
@@ -57,6 +59,7 @@ export class WsGateway implements SessionHost {
       closeOnBackpressureLimit: 0,
       compression: uws.DISABLED,
       upgrade: (res, req, context) => {
+        if (refusedFraming(res, req)) return;
         const data: SocketData = { remote: Buffer.from(res.getRemoteAddressAsText()).toString(), session: undefined };
         res.upgrade(data, req.getHeader('sec-websocket-key'), req.getHeader('sec-websocket-protocol'), req.getHeader('sec-websocket-extensions'), context);
       },

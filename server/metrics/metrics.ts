@@ -69,11 +69,11 @@ export interface DurableReadings {
  */
 export const SCRAPE_READ_MS = 1_000;
 
-/** `work`'s value, or `fallback` when it fails or takes longer than SCRAPE_READ_MS. */
-async function readWithin<T>(work: () => Promise<T>, fallback: T): Promise<T> {
+/** `work`'s value, or `fallback` when it fails or takes longer than `ms`: a scrape never waits on a source that does not answer. */
+export async function readWithin<T>(work: () => Promise<T>, fallback: T, ms = SCRAPE_READ_MS): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<T>((resolve) => {
-    timer = setTimeout(() => resolve(fallback), SCRAPE_READ_MS);
+    timer = setTimeout(() => resolve(fallback), ms);
   });
   try {
     return await Promise.race([work().catch(() => fallback), late]);
@@ -81,6 +81,9 @@ async function readWithin<T>(work: () => Promise<T>, fallback: T): Promise<T> {
     clearTimeout(timer);
   }
 }
+
+/** The durable tier's gauges, read when scraped (Metrics.readDurable). */
+const DURABLE_GAUGES = ['redpoint_persist_backlog', 'redpoint_persist_oldest_seconds', 'redpoint_database_up'] as const;
 
 /** Key of an HTTP request's label set in `Metrics.httpRequestCounts`: status, a space, the route. */
 export const httpRequestKey = (route: string, status: number): string => `${status} ${route}`;
@@ -295,10 +298,10 @@ export class Metrics {
     labelNames: ['code', 'transport'] as const,
     registers: [this.registry],
   });
-  // The durable tier (server/durable/), when DATABASE_URL is set. Every worker reads these from
-  // Redis and PostgreSQL when the metrics are read: the same values, whichever worker drains.
+  // The durable tier (server/durable/), when DATABASE_URL is set: read from Redis and PostgreSQL
+  // when the metrics are read, by the first worker only (readDurable).
   readonly persistBacklog = new Gauge({
-    name: 'redpoint_persist_backlog',
+    name: DURABLE_GAUGES[0],
     help: 'Changes acknowledged but not yet in PostgreSQL (dirty record and conversation marks in Redis), read when scraped; 0: every acknowledged change is in PostgreSQL; NaN: Redis did not answer within 1 s',
     registers: [this.registry],
     aggregator: 'max',
@@ -308,7 +311,7 @@ export class Metrics {
     },
   });
   readonly persistOldest = new Gauge({
-    name: 'redpoint_persist_oldest_seconds',
+    name: DURABLE_GAUGES[1],
     help: 'Age of the least recently changed record (or conversation mark) not yet in PostgreSQL, from its last change, read when scraped (0 when caught up; NaN: Redis did not answer within 1 s)',
     registers: [this.registry],
     aggregator: 'max',
@@ -337,7 +340,7 @@ export class Metrics {
     registers: [this.registry],
   });
   readonly databaseUp = new Gauge({
-    name: 'redpoint_database_up',
+    name: DURABLE_GAUGES[2],
     help: '1 when PostgreSQL answered the durable tier (SELECT 1 within 1 s) when scraped',
     registers: [this.registry],
     aggregator: 'min',
@@ -366,10 +369,21 @@ export class Metrics {
     aggregator: 'first',
   });
 
-  /** Set when the durable tier is on: what its gauges read when the metrics are read. */
-  durable: DurableReadings | undefined;
+  /** What the durable tier's gauges read when the metrics are read (readDurable). */
+  private durable: DurableReadings | undefined;
   /** The backlog read in progress: the two gauges it feeds are collected together and share it. */
   private backlogRead: Promise<{ marks: number; oldest: number | null } | null> | undefined;
+
+  /**
+   * Where the durable tier's gauges read from; undefined removes them. Without a durable tier
+   * there is nothing to read (a `redpoint_database_up 0` would trip its alert), and a worker other
+   * than the first leaves them to it: the workers' values are combined (max, min), so a second
+   * reading only repeats the Redis look (on a cluster, every slot) and the `SELECT 1` per scrape.
+   */
+  readDurable(readings: DurableReadings | undefined): void {
+    this.durable = readings;
+    if (!readings) for (const name of DURABLE_GAUGES) this.registry.removeSingleMetric(name);
+  }
 
   /** The backlog now (null: Redis did not answer in time; undefined: no durable tier). */
   private readBacklog(): Promise<{ marks: number; oldest: number | null } | null | undefined> {

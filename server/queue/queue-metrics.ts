@@ -1,4 +1,5 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
+import { readWithin } from '../metrics/metrics.js';
 
 /** Bound on reading a backlog for a scrape: a scrape never waits on a queue that does not answer. */
 const BACKLOG_TIMEOUT_MS = 2_000;
@@ -39,7 +40,7 @@ export class QueueMetrics {
         const out = new Map<string, { waiting: number; oldestSeconds: number }>();
         await Promise.all(
           [...backlogs].map(async ([source, backlog]) => {
-            const value = await withTimeout(backlog(), BACKLOG_TIMEOUT_MS).catch(() => undefined);
+            const value = await readWithin(backlog, undefined, BACKLOG_TIMEOUT_MS);
             if (value) out.set(source, value);
           }),
         );
@@ -72,14 +73,5 @@ export class QueueMetrics {
 
   watch(source: string, backlog: () => Promise<{ waiting: number; oldestSeconds: number }>): void {
     this.backlogs.set(source, backlog);
-  }
-}
-
-async function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([work, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('timeout')), ms)))]);
-  } finally {
-    clearTimeout(timer);
   }
 }

@@ -55,6 +55,11 @@ const GATEWAY_REFUSES: Array<[string, string]> = [
   ['two equal Content-Length', post(`Content-Length: ${MESSAGE.length}\r\nContent-Length: ${MESSAGE.length}\r\n`, MESSAGE)],
   ['an empty Content-Length, then one', post(`Content-Length:\r\nContent-Length: ${MESSAGE.length}\r\n`, MESSAGE)],
   ['a repeated Content-Length on a GET', `GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nContent-Length: ${SMUGGLED.length}\r\n\r\n`],
+  // A WebSocket upgrade is no route of the router, and was upgraded (101) all the same.
+  [
+    'a repeated Content-Length on a WebSocket upgrade',
+    `GET /v1/ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nContent-Length: 0\r\nContent-Length: 0\r\n\r\n`,
+  ],
   ['a repeated Content-Length on an unknown path', `GET /nowhere HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nContent-Length: 0\r\n\r\n`],
   [
     'Transfer-Encoding other than chunked, chunked last',

@@ -134,6 +134,11 @@ export class Authenticator {
     );
   }
 
+  /** The API key sent where a user token is wanted (`where`: "GET /v1/sync", "the WebSocket ... in hello"). */
+  userTokenRefusal(where: string): RedpointError {
+    return new RedpointError('unauthorized', `${where} needs a user token (JWT), not the API key: the stream is per user`, 'wrong_credential');
+  }
+
   /** An HS256 token for `uid`, with the configured issuer and audience. Needs the shared secret. */
   async mintUserToken(uid: string, ttlSeconds = 3600): Promise<string> {
     if (!this.secret) throw new RedpointError('internal', 'no REDPOINT_JWT_SECRET: this server cannot mint tokens');

@@ -71,9 +71,7 @@ export function registerApiRoutes(router: HttpRouter, { sync, auth, metrics, seq
     const credential = bearer(ctx.authorization);
     if (!credential) throw missingCredential('a user token (JWT)');
     // The message service's key is not a user: say what the endpoint wants rather than "invalid token".
-    if (auth.apiKeyName(credential) !== null) {
-      throw new RedpointError('unauthorized', `${route(ctx)} needs a user token (JWT), not the API key: the stream is per user`, 'wrong_credential');
-    }
+    if (auth.isApiKey(credential)) throw auth.userTokenRefusal(route(ctx));
     const subject = await auth.verifyUserToken(credential);
     budgets.request(subject);
     return subject;

@@ -418,9 +418,7 @@ export class WsSession {
     let uid: string;
     try {
       // The message service's key is not a user: say what the socket wants rather than "not a JWT".
-      if (auth.isApiKey(frame.token)) {
-        throw new RedpointError('unauthorized', 'the WebSocket needs a user token (JWT) in hello, not the API key: the stream is per user', 'wrong_credential');
-      }
+      if (auth.isApiKey(frame.token)) throw auth.userTokenRefusal('the WebSocket hello');
       const verified = await auth.verifyUser(frame.token);
       uid = verified.uid;
       if (!this.closed) this.holdToken(verified.exp, verified.kid);

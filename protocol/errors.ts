@@ -8,7 +8,7 @@ export const ERROR_CODES = {
   bad_framing: {
     status: 400,
     reason:
-      "The request's length is ambiguous (a repeated Content-Length or Transfer-Encoding, both together, a coding other than chunked); the connection is closed.",
+      "The request's length is ambiguous (a repeated Content-Length or Transfer-Encoding, a coding besides chunked); the connection is closed.",
   },
   unauthorized: { status: 401, reason: 'No credentials, or credentials that do not verify (forged, wrong key).' },
   token_expired: { status: 401, reason: 'The JWT has expired; fetch a new one.' },

@@ -95,6 +95,20 @@ export class Authenticator {
   }
 
   /**
+   * As `verifyUser`, where only a user token is taken (`where`: "GET /v1/sync", "the WebSocket
+   * hello"): the message service's key sent there is refused as the wrong credential rather than
+   * "not a JWT". Compared with the API keys on the failure path only, not on every request.
+   */
+  async verifyUserOnly(token: string, where: string): Promise<VerifiedToken> {
+    try {
+      return await this.verifier.verify(token);
+    } catch (err) {
+      if (!this.isApiKey(token)) throw err;
+      throw new RedpointError('unauthorized', `${where} needs a user token (JWT), not the API key: the stream is per user`, 'wrong_credential');
+    }
+  }
+
+  /**
    * Hears the kids a JWK Set reload dropped (a retired or compromised key), so that sockets
    * authenticated with them can be closed. Returns the unsubscribe.
    */
@@ -132,11 +146,6 @@ export class Authenticator {
       `${orToken ? 'the credential is neither' : 'the credential is not'} one of this server's API keys (REDPOINT_API_KEY / REDPOINT_API_KEYS)${orToken ? ' nor a JWT' : ''}: keys are compared whole, check for a key of another deployment or stray characters`,
       'api_key',
     );
-  }
-
-  /** The API key sent where a user token is wanted (`where`: "GET /v1/sync", "the WebSocket ... in hello"). */
-  userTokenRefusal(where: string): RedpointError {
-    return new RedpointError('unauthorized', `${where} needs a user token (JWT), not the API key: the stream is per user`, 'wrong_credential');
   }
 
   /** An HS256 token for `uid`, with the configured issuer and audience. Needs the shared secret. */

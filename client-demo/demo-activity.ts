@@ -1,4 +1,5 @@
 import { RedpointError } from '../protocol/errors.js';
+import type { DemoKeptMessage } from '../protocol/replies.js';
 import { DemoActivityBody, decode } from '../protocol/schemas.js';
 import type { HttpRouter } from '../server/gateway/http.js';
 
@@ -7,18 +8,10 @@ const MAX_CONVERSATIONS = 10_000;
 /** Sent messages kept per conversation (the newest). */
 const MAX_MESSAGES = 20;
 
-interface SentMessage {
-  seq: number;
-  sender: string;
-  text: string;
-  mention: boolean;
-  at: number;
-}
-
 interface Activity {
   seq: number;
   at: number;
-  messages: SentMessage[];
+  messages: DemoKeptMessage[];
 }
 
 /**

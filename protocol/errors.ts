@@ -7,8 +7,7 @@ export const ERROR_CODES = {
   invalid_request: { status: 400, reason: 'The body or query does not match the schema (types, ranges, lengths).' },
   bad_framing: {
     status: 400,
-    reason:
-      "The request's length is ambiguous (a repeated Content-Length or Transfer-Encoding, both together, a coding other than chunked); the connection is closed.",
+    reason: "The request's length is ambiguous (a repeated Content-Length or Transfer-Encoding, a coding besides chunked); the connection is closed.",
   },
   unauthorized: { status: 401, reason: 'No credentials, or credentials that do not verify (forged, wrong key).' },
   token_expired: { status: 401, reason: 'The JWT has expired; fetch a new one.' },

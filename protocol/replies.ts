@@ -154,6 +154,10 @@ export const DemoActivityReplySchema = Type.Object(
   { $id: 'DemoActivityReply', additionalProperties: false },
 );
 
+/** The demo's shared record (dev entry only), and one message of it. */
+export type DemoActivityReply = Static<typeof DemoActivityReplySchema>;
+export type DemoKeptMessage = DemoActivityReply['messages'][string][number];
+
 /** `/openapi.json` is the document itself; its own schema is the OpenAPI 3.1 specification. */
 export const OpenApiReplySchema = Type.Object(
   { openapi: Type.Literal('3.1.0'), info: Type.Object({}), paths: Type.Object({}) },

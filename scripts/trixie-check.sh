@@ -120,8 +120,9 @@ cleanup() {
   local i p
   # Whatever still runs in the root (a server a killed test started) goes first: it would keep
   # ports, and its open files would keep the mounts busy.
+  # (A process that ended meanwhile fails its kill: under set -e that would end the cleanup before the unmounts.)
   for p in /proc/[0-9]*; do
-    [ "$(readlink "$p/root" 2>/dev/null)" = "$root" ] && kill -9 "${p#/proc/}" 2>/dev/null
+    if [ "$(readlink "$p/root" 2>/dev/null)" = "$root" ]; then kill -9 "${p#/proc/}" 2>/dev/null || true; fi
   done
   for ((i = ${#mounts_made[@]} - 1; i >= 0; i--)); do umount "${mounts_made[i]}" || umount -l "${mounts_made[i]}" || true; done
 }

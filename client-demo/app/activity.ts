@@ -1,5 +1,6 @@
 import type { ConversationView, RedpointState } from '@redpoint/client';
-import { type ActivityRecord, getActivity, reportActivity, type SentMessage } from './api.js';
+import type { DemoActivityReply, DemoKeptMessage } from '../../protocol/replies.js';
+import { getActivity, reportActivity } from './api.js';
 
 /**
  * The chat list's order and the conversation's messages, from the dev entry's shared record
@@ -10,7 +11,10 @@ import { type ActivityRecord, getActivity, reportActivity, type SentMessage } fr
  * that were not watching may disagree with what a real message service would say.
  */
 export class Activity {
-  private record: ActivityRecord = { activity: Object.create(null) as Record<string, number>, messages: Object.create(null) as Record<string, SentMessage[]> };
+  private record: DemoActivityReply = {
+    activity: Object.create(null) as Record<string, number>,
+    messages: Object.create(null) as Record<string, DemoKeptMessage[]>,
+  };
   private readonly lastSeen = new Map<string, number>();
   private settle: ReturnType<typeof setTimeout> | undefined;
 
@@ -25,7 +29,7 @@ export class Activity {
   }
 
   /** What the test tools sent to `conv`, oldest first. */
-  messages(conv: string): readonly SentMessage[] {
+  messages(conv: string): readonly DemoKeptMessage[] {
     return (Object.hasOwn(this.record.messages, conv) ? this.record.messages[conv] : undefined) ?? [];
   }
 
@@ -53,15 +57,15 @@ export class Activity {
   }
 
   /** The tools sent `messages` to `conv`. */
-  sent(conv: string, messages: Array<Omit<SentMessage, 'at'> & { agoMs: number }>): Promise<void> {
+  sent(conv: string, messages: Array<Omit<DemoKeptMessage, 'at'> & { agoMs: number }>): Promise<void> {
     const seq = Math.max(...messages.map((m) => m.seq));
     return reportActivity(conv, seq, messages).then(this.adopt);
   }
 
-  private readonly adopt = (record: ActivityRecord): void => {
+  private readonly adopt = (record: DemoActivityReply): void => {
     this.record = {
       activity: Object.assign(Object.create(null) as Record<string, number>, record.activity),
-      messages: Object.assign(Object.create(null) as Record<string, SentMessage[]>, record.messages),
+      messages: Object.assign(Object.create(null) as Record<string, DemoKeptMessage[]>, record.messages),
     };
     this.changed();
   };

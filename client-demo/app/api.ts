@@ -1,3 +1,4 @@
+import type { DemoActivityReply, DemoKeptMessage } from '../../protocol/replies.js';
 import type { MessageInput } from '../../protocol/schemas.js';
 
 /** The page's calls to the server's HTTP API (dev mode only: the published dev API key). */
@@ -34,29 +35,13 @@ export function setServerSettings(uid: string, conv: string, settings: { muted?:
   return call('PUT', `/v1/users/${encodeURIComponent(uid)}/conversations/${encodeURIComponent(conv)}`, settings);
 }
 
-/** A message the test tools sent, as the dev entry keeps it for every device (Redpoint keeps no text). */
-export interface SentMessage {
-  seq: number;
-  sender: string;
-  text: string;
-  mention: boolean;
-  /** When it was sent (ms since the epoch). */
-  at: number;
-}
-
-/** The demo's shared record (dev entry only): when each conversation was last active, and what the tools sent to it. */
-export interface ActivityRecord {
-  activity: Record<string, number>;
-  messages: Record<string, SentMessage[]>;
-}
-
-export async function getActivity(): Promise<ActivityRecord> {
-  return (await call('GET', '/demo/activity')) as ActivityRecord;
+export async function getActivity(): Promise<DemoActivityReply> {
+  return (await call('GET', '/demo/activity')) as DemoActivityReply;
 }
 
 /** This device saw `conv` reach `seq`; with `messages`, the tools sent those (`agoMs`: how long ago). */
-export async function reportActivity(conv: string, seq: number, messages?: Array<Omit<SentMessage, 'at'> & { agoMs: number }>): Promise<ActivityRecord> {
-  return (await call('POST', '/demo/activity', { conv, seq, ...(messages ? { messages } : {}) })) as ActivityRecord;
+export async function reportActivity(conv: string, seq: number, messages?: Array<Omit<DemoKeptMessage, 'at'> & { agoMs: number }>): Promise<DemoActivityReply> {
+  return (await call('POST', '/demo/activity', { conv, seq, ...(messages ? { messages } : {}) })) as DemoActivityReply;
 }
 
 /** Up to 100 members of a conversation (the operator's inspection; the page holds the dev API key). */

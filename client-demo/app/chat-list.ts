@@ -1,5 +1,5 @@
 import type { ConversationView } from '@redpoint/client';
-import type { SentMessage } from './api.js';
+import type { DemoKeptMessage } from '../../protocol/replies.js';
 import { count, h, ICONS, icon } from './dom.js';
 import type { MenuItem, Menus } from './menu.js';
 import { CATEGORY_LABELS, colorOf, displayName, initials } from './names.js';
@@ -13,7 +13,7 @@ export interface ListContext {
   open: string | null;
   menus: Menus;
   at(conv: string): number | undefined;
-  messages(conv: string): readonly SentMessage[];
+  messages(conv: string): readonly DemoKeptMessage[];
 }
 
 /** A row's actions (and the open conversation's): one toggle for read, one for mute, delete. */

@@ -4,6 +4,21 @@
  * bench/reports/mutation.md.
  */
 
+import { readFileSync } from 'node:fs';
+
+/**
+ * `file:first-last`, the lines of the top-level function `name` in `file` (from its `function`
+ * line to the first `}` at the start of a line after it), found now: line numbers written here
+ * would point at other code after any edit of the file above the function.
+ */
+function linesOf(file, name) {
+  const lines = readFileSync(new URL(`../../${file}`, import.meta.url), 'utf8').split('\n');
+  const first = lines.findIndex((line) => new RegExp(`^(export )?function ${name}\\(`).test(line));
+  const last = lines.findIndex((line, i) => i > first && line.startsWith('}'));
+  if (first < 0 || last < 0) throw new Error(`stryker.config.mjs: no top-level function ${name} in ${file}`);
+  return `${file}:${first + 1}-${last + 1}`;
+}
+
 // The HTTP property on the memory engine only, 10 scenarios of one seed: a mutant is killed or
 // not the same way on every run (and in the dry run). The test runners inherit these.
 process.env.REDPOINT_PROPERTY_ENGINES ??= 'memory';
@@ -21,8 +36,8 @@ export default {
     'server/engine/merge-ops.ts',
     // Only the run id a user's epoch is tied to (parseRunId, runOf): the trackers around it, and
     // the INFO they read, need real Redis servers.
-    'server/engine/redis/runs.ts:97-101',
-    'server/engine/redis/runs.ts:120-126',
+    linesOf('server/engine/redis/runs.ts', 'parseRunId'),
+    linesOf('server/engine/redis/runs.ts', 'runOf'),
   ],
   coverageAnalysis: 'perTest',
   concurrency: 2,

@@ -1,5 +1,5 @@
 import type { Engine, UserOpResult } from '../engine/engine.js';
-import { notAMember, refusals, unknownConversation } from '../sync/conversation-errors.js';
+import { refusal, unknownConversation } from '../sync/conversation-errors.js';
 
 /**
  * The operator's undo of a read that went too far (a buggy client read seq 999 at head 2, and
@@ -19,9 +19,6 @@ export async function resetRead(engine: Engine, uid: string, conv: string, seq?:
     if (target === undefined) throw unknownConversation([conv]);
   }
   const [result] = await engine.applyUserOps([{ type: 'reset-read', uid, conv, seq: target }]);
-  if (!result?.member) {
-    const [refusal] = await refusals(engine, [conv]);
-    throw refusal?.code === 'not_a_member' ? notAMember(uid, conv) : unknownConversation([conv]);
-  }
+  if (!result?.member) throw await refusal(engine, uid, conv);
   return result;
 }

@@ -95,6 +95,20 @@ export class Authenticator {
   }
 
   /**
+   * As `verifyUser`, where only a user token is taken (`where`: "GET /v1/sync", "the WebSocket
+   * hello"): the message service's key sent there is refused as the wrong credential rather than
+   * "not a JWT". Compared with the API keys on the failure path only, not on every request.
+   */
+  async verifyUserOnly(token: string, where: string): Promise<VerifiedToken> {
+    try {
+      return await this.verifier.verify(token);
+    } catch (err) {
+      if (!this.isApiKey(token)) throw err;
+      throw new RedpointError('unauthorized', `${where} needs a user token (JWT), not the API key: the stream is per user`, 'wrong_credential');
+    }
+  }
+
+  /**
    * Hears the kids a JWK Set reload dropped (a retired or compromised key), so that sockets
    * authenticated with them can be closed. Returns the unsubscribe.
    */

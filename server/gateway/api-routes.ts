@@ -70,11 +70,7 @@ export function registerApiRoutes(router: HttpRouter, { sync, auth, metrics, seq
   const user: Authorize = async (ctx) => {
     const credential = bearer(ctx.authorization);
     if (!credential) throw missingCredential('a user token (JWT)');
-    // The message service's key is not a user: say what the endpoint wants rather than "invalid token".
-    if (auth.apiKeyName(credential) !== null) {
-      throw new RedpointError('unauthorized', `${route(ctx)} needs a user token (JWT), not the API key: the stream is per user`, 'wrong_credential');
-    }
-    const subject = await auth.verifyUserToken(credential);
+    const { uid: subject } = await auth.verifyUserOnly(credential, route(ctx));
     budgets.request(subject);
     return subject;
   };

@@ -417,11 +417,7 @@ export class WsSession {
     const { auth, metrics, options, fanout, log } = this.host;
     let uid: string;
     try {
-      // The message service's key is not a user: say what the socket wants rather than "not a JWT".
-      if (auth.isApiKey(frame.token)) {
-        throw new RedpointError('unauthorized', 'the WebSocket needs a user token (JWT) in hello, not the API key: the stream is per user', 'wrong_credential');
-      }
-      const verified = await auth.verifyUser(frame.token);
+      const verified = await auth.verifyUserOnly(frame.token, 'the WebSocket hello');
       uid = verified.uid;
       if (!this.closed) this.holdToken(verified.exp, verified.kid);
     } catch (err) {

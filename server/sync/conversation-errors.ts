@@ -19,7 +19,7 @@ export function unknownConversation(convs: readonly string[]): RedpointError {
   );
 }
 
-export function notAMember(uid: string, conv: string): RedpointError {
+function notAMember(uid: string, conv: string): RedpointError {
   return new RedpointError(
     'not_a_member',
     `${uid} is not a member of ${conv}; the message service adds members with PUT /v1/conversations/${conv}/members {"add":["${uid}"]}`,
@@ -35,4 +35,10 @@ export async function refusals(engine: Engine, convs: readonly string[]): Promis
   if (convs.length === 0) return [];
   const missing = new Set(await engine.missingConversations(convs));
   return convs.map((conv) => ({ conv, code: missing.has(conv) ? 'unknown_conversation' : 'not_a_member' }));
+}
+
+/** The error for `uid`'s op on `conv` that found no membership: refusals() for one conversation. */
+export async function refusal(engine: Engine, uid: string, conv: string): Promise<RedpointError> {
+  const [found] = await refusals(engine, [conv]);
+  return found?.code === 'not_a_member' ? notAMember(uid, conv) : unknownConversation([conv]);
 }

@@ -4,7 +4,7 @@ import type { Cursor, MessageEvent, PullReply, UnreadSummary } from '../../proto
 import { addToTotals, conversationViews, type Totals, toView } from '../../protocol/view.js';
 import type { Engine, UserOp, UserOpResult } from '../engine/engine.js';
 import type { ConversationCap } from './conversation-cap.js';
-import { notAMember, refusals, unknownConversation } from './conversation-errors.js';
+import { refusal, refusals, unknownConversation } from './conversation-errors.js';
 import { Ingest } from './ingest.js';
 import { changeMembership, type MembershipChange, type MembershipResult } from './membership.js';
 import type { ReadCap } from './read-cap.js';
@@ -188,7 +188,6 @@ export class SyncService {
   private async applyMemberOp(op: UserOp): Promise<UserOpResult> {
     const [result] = await this.engine.applyUserOps([op]);
     if (result?.member) return result;
-    const [refused] = await refusals(this.engine, [op.conv]);
-    throw refused?.code === 'not_a_member' ? notAMember(op.uid, op.conv) : unknownConversation([op.conv]);
+    throw await refusal(this.engine, op.uid, op.conv);
   }
 }

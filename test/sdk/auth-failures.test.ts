@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { AuthError, ClosedError, type RedpointClient } from '../../client-demo/sdk/src/index.js';
+import { AuthError, ClosedError, type RedpointClient, type Timers } from '../../client-demo/sdk/src/index.js';
 import { sdkSuite } from './harness.js';
 import { recordingTimers } from './recording-timers.js';
 import { newTap, tapped } from './tap.js';
@@ -99,6 +99,34 @@ describe('repeated authentication failures', () => {
     expect(states).not.toContain('auth_failed');
     expect(tap.received.filter((r) => r.frame.t === 'welcome')).toHaveLength(2);
     await convergedTo(h, c, 'af3-me');
+  });
+
+  it("reconnect() while waiting to retry starts the count over, as after giving up: the app's new token gets its own tries", async () => {
+    await dm('af6');
+    let calls = 0;
+    // Retries wait for reconnect(): the backoff's timers (all under 10 s) are held, never fired.
+    const timers: Timers = {
+      setTimeout: (fn, ms) => (ms < 10_000 ? { held: fn } : setTimeout(fn, ms)),
+      clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
+    };
+    const c = suite.client('af6-me', {
+      timers,
+      backoff: { baseMs: 9_000, maxMs: 9_000 },
+      token: () => {
+        calls += 1;
+        return h.token('af6-me', -60);
+      },
+    });
+    const offline = async (n: number) => until(c, (s) => calls === n && s.connection === 'offline', `offline after refused hello ${n}`);
+    await c.start();
+    await offline(1);
+    // Two more refusals, each after a reconnect(): without the restart of the count the third
+    // would be the third in a row and give up.
+    c.reconnect();
+    await offline(2);
+    c.reconnect();
+    await offline(3);
+    expect(c.state.connection).toBe('offline');
   });
 
   it('a server that is down is not an authentication failure: no giving up, however many attempts', async () => {

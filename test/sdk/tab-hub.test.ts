@@ -96,6 +96,20 @@ describe('the shared socket of a leader tab', () => {
     await untilServerSockets(h, 1);
   });
 
+  it('a refused hello (4002) stops every client waiting on it, each with the check the server named', async () => {
+    const tap = newTap();
+    const { transport } = sharedSocket(tap);
+    const clients = [1, 2].map(() => client('hb4-me', { transport, token: async () => 'abc.def.ghi', backoff: { baseMs: 20, maxMs: 100 } }));
+    const refusals = clients.map((c) => c.ready().catch((e: unknown) => e));
+    await Promise.all(clients.map((c) => c.start()));
+    // One hello went out: the second client waited on the socket the first one opened.
+    for (const err of await Promise.all(refusals)) {
+      expect(err).toMatchObject({ name: 'AuthError', code: 'unauthorized', check: 'malformed', closeCode: 4002, attempts: 1 });
+    }
+    expect(tap.sent.filter((s) => s.frame.t === 'hello')).toHaveLength(1);
+    for (const c of clients) expect(c.state.connection).toBe('auth_failed');
+  });
+
   it('one client whose request goes unanswered makes the hub drop the shared socket; all come back', async () => {
     await dm('hb3', 1);
     let swallowed = false;

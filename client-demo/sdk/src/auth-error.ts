@@ -9,7 +9,7 @@ export class AuthError extends ClosedError {
   /** The server's error code: `unauthorized` or `token_expired`. */
   readonly code: string;
   /** Which credential check failed (PROTOCOL.md, "Credential checks"), when the server said. */
-  readonly check: string | undefined;
+  readonly check: ErrorFrame['check'];
   /** Refused hellos in a row behind this (1 for a 4002: the server says not to retry that token). */
   readonly attempts: number;
   declare readonly closeCode: number;

@@ -246,7 +246,8 @@ export class RedpointClient {
   /**
    * Connects again after the client gave up: `auth_failed` (fix what `token()` returns first: the
    * `AuthError` says which check failed), or a close code that said not to reconnect. Calls
-   * `token()` afresh; `ready()` then waits for the next sync. While offline, skips the backoff.
+   * `token()` afresh, with the count of refused hellos started over; `ready()` then waits for the
+   * next sync. While offline (waiting to retry), does the same at once, skipping the backoff.
    * Does nothing before `start()` or after `stop()`.
    */
   reconnect(): void {

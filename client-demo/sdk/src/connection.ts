@@ -122,14 +122,15 @@ export class Connection {
   }
 
   /**
-   * Connects again after giving up (`auth_failed`, or a close code that said not to reconnect),
-   * with a fresh `token()` and the count of refusals started over; while offline, skips the backoff.
+   * The app says its `token()` is fixed: connects again with a fresh token and the count of
+   * refusals started over, after giving up (`auth_failed`, or a close code that said not to
+   * reconnect) or while waiting to retry (skipping the backoff).
    */
   restart(): void {
-    if (this.state === 'offline') return this.reconnectNow();
-    if (this.state !== 'auth_failed' && this.state !== 'closed') return;
+    if (this.state !== 'offline' && this.state !== 'auth_failed' && this.state !== 'closed') return;
     this.authFailures = 0;
     this.token = null;
+    if (this.state === 'offline') return this.reconnectNow();
     this.stopped = false;
     void this.connect();
   }

@@ -103,8 +103,8 @@ export interface ClientOptions {
    * Hellos refused in a row for an expired token (4003) before the client gives up: state
    * `auth_failed`, an `AuthError` on `error` and from `ready()`, no more retries until
    * `reconnect()`. Default 3. A 4002 (a token the server will never take) gives up at once; a
-   * network failure, a server down or a `token()` that throws never counts, and a welcome starts
-   * the count over.
+   * network failure, a server down or a `token()` that throws never counts, and a welcome or a
+   * `reconnect()` starts the count over.
    */
   maxAuthFailures?: number;
   /** Last known state across restarts; without one a start shows NO_DATA until the first sync. */

@@ -130,6 +130,13 @@ export class Hub {
       this.deliver(route.key, route.id === null ? { ...rest, t: frame.t } : { ...rest, t: frame.t, id: route.id });
       return;
     }
+    // Before the welcome, an error without an id refuses the hello's token, which every waiting
+    // port's hello rode on: each client reports the check that failed (its close follows).
+    if (frame.t === 'error' && !this.welcome) {
+      if (this.opener) this.deliver(this.opener, frame);
+      for (const [key] of this.greeting) this.deliver(key, frame);
+      return;
+    }
     // Without an id, a sync or an error answers the socket's own hello.
     if (frame.t === 'sync' || frame.t === 'sync-part' || frame.t === 'error') {
       if (this.opener) this.deliver(this.opener, frame);

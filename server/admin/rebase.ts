@@ -34,9 +34,11 @@ const RESTREAMS_AT_ONCE = 32;
  *    which a max-merging view (a read-diffused conversation's head) would otherwise keep.
  *
  * Repeating it lowers to `seq` again: safe as long as no message above `seq` arrived since (the
- * head the reply names); a member already rebased at G only max-merges. Mentions above the new
- * head that raced step 2 are dropped with the bad ones, and a read above the new head that lands
- * after a member's rebase (sent by a client that had not yet seen it) stands until
+ * head the reply names); a member already rebased at G only max-merges. Mentions and reads above
+ * the new head that raced the rebase are lowered with the bad ones (a sender whose message landed
+ * between steps 1 and 2 sees it unread; one recorded before step 1 and applied after it is
+ * ignored with its generation, its read too: test/admin/interleavings.ts), and a read above the
+ * new head that lands after a member's rebase (sent by a client that had not yet seen it) stands until
  * `redpoint reset-read`. A membership change that rewrites the members (a mode or category
  * switch) between steps 1 and 2 restates them at G first, and their rebase ops then find G taken:
  * they keep the old lastSeq until the rebase runs again. Former members are not in the roster and

@@ -1,4 +1,5 @@
 import type { RebaseResult } from '../../protocol/admin-replies.js';
+import { RedpointError } from '../../protocol/errors.js';
 import type { EngineAdmin } from '../engine/admin.js';
 import type { Engine, UserOp } from '../engine/engine.js';
 import { mapLimit } from './map-limit.js';
@@ -65,7 +66,16 @@ export async function rebaseConversation(engine: Engine, admin: EngineAdmin, con
   }
   // A max-merge at the new head: it raises nothing, it reads the head and the members now.
   const [now] = await engine.recordMessages([{ conv, seq: step.head, candidates: [] }]);
-  if (now && !now.info.large && now.members.length > 0) {
+  // Step 1 did not hold: Redis was replaced by an empty server and the conversation came back
+  // from PostgreSQL as it was before (its old generation and head), or it was deleted. The
+  // members' records are lowered, the head is not: no reply may say it is.
+  if (!now || now.info.gen < step.gen) {
+    throw new RedpointError(
+      'internal',
+      `rebase of ${conv}: its head was lost between the rebase's steps (Redis replaced, or the conversation deleted); run it again`,
+    );
+  }
+  if (!now.info.large && now.members.length > 0) {
     const head = now.info.maxSeq;
     const gen = now.info.gen;
     await engine.applyUserOps(

@@ -61,9 +61,11 @@ end
 -- never changed in place, only replaced). Returns the record after the op (nil: still none).
 local function apply(r, op, conv, i)
   if op == 'm' then
-    -- rules.ts: made before this membership began (a rejoin or a rebase since): ignored.
-    local opGen = argv[i + 5]
-    if r and r.member and opGen ~= '' and tonumber(opGen) < tonumber(r.joinGen) then return r end
+    -- rules.ts: made before this membership began (a rejoin or a rebase since): ignored. Both
+    -- are canonical '%d' texts, most often the same (a membership unchanged since the join):
+    -- compared as texts first, read as numbers (two strtod calls) only when they differ.
+    local opGen, joinGen = argv[i + 5], r and r.joinGen
+    if r and r.member and opGen ~= '' and opGen ~= joinGen and tonumber(opGen) < tonumber(joinGen) then return r end
     r = r or blank(conv)
     local lastSeq = num(argv[i + 2])
     if lastSeq > r.lastSeq then r.lastSeq = lastSeq end

@@ -1,4 +1,5 @@
 import type { RebaseResult } from '../../protocol/admin-replies.js';
+import { RedpointError } from '../../protocol/errors.js';
 import type { EngineAdmin } from '../engine/admin.js';
 import type { Engine, UserOp } from '../engine/engine.js';
 import { mapLimit } from './map-limit.js';
@@ -34,9 +35,11 @@ const RESTREAMS_AT_ONCE = 32;
  *    which a max-merging view (a read-diffused conversation's head) would otherwise keep.
  *
  * Repeating it lowers to `seq` again: safe as long as no message above `seq` arrived since (the
- * head the reply names); a member already rebased at G only max-merges. Mentions above the new
- * head that raced step 2 are dropped with the bad ones, and a read above the new head that lands
- * after a member's rebase (sent by a client that had not yet seen it) stands until
+ * head the reply names); a member already rebased at G only max-merges. Mentions and reads above
+ * the new head that raced the rebase are lowered with the bad ones (a sender whose message landed
+ * between steps 1 and 2 sees it unread; one recorded before step 1 and applied after it is
+ * ignored with its generation, its read too: test/admin/interleavings.ts), and a read above the
+ * new head that lands after a member's rebase (sent by a client that had not yet seen it) stands until
  * `redpoint reset-read`. A membership change that rewrites the members (a mode or category
  * switch) between steps 1 and 2 restates them at G first, and their rebase ops then find G taken:
  * they keep the old lastSeq until the rebase runs again. Former members are not in the roster and
@@ -63,7 +66,16 @@ export async function rebaseConversation(engine: Engine, admin: EngineAdmin, con
   }
   // A max-merge at the new head: it raises nothing, it reads the head and the members now.
   const [now] = await engine.recordMessages([{ conv, seq: step.head, candidates: [] }]);
-  if (now && !now.info.large && now.members.length > 0) {
+  // Step 1 did not hold: Redis was replaced by an empty server and the conversation came back
+  // from PostgreSQL as it was before (its old generation and head), or it was deleted. The
+  // members' records are lowered, the head is not: no reply may say it is.
+  if (!now || now.info.gen < step.gen) {
+    throw new RedpointError(
+      'internal',
+      `rebase of ${conv}: its head was lost between the rebase's steps (Redis replaced, or the conversation deleted); run it again`,
+    );
+  }
+  if (!now.info.large && now.members.length > 0) {
     const head = now.info.maxSeq;
     const gen = now.info.gen;
     await engine.applyUserOps(

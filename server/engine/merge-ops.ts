@@ -14,12 +14,13 @@ type MessageOp = Extract<UserOp, { type: 'message' }>;
  */
 export function mergeOps(messages: readonly MessageEvent[], byConv: ReadonlyMap<string, RecordedMessage>): MessageOp[] {
   const ops = new Map<string, MessageOp & { mentionSeqs: number[] }>();
-  const opFor = (uid: string, conv: string): MessageOp & { mentionSeqs: number[] } => {
+  // `gen`: the generation the conversation step read (a member rejoined or rebased since ignores
+  // the op), passed in by callers that hold the step's reply already.
+  const opFor = (uid: string, conv: string, gen: number): MessageOp & { mentionSeqs: number[] } => {
     const key = `${uid}\u0000${conv}`;
     let op = ops.get(key);
     if (!op) {
-      // The generation the conversation step read: a member rejoined or rebased since ignores it.
-      op = { type: 'message', uid, conv, lastSeq: 0, readSeq: 0, mentionSeqs: [], gen: byConv.get(conv)?.info.gen ?? 0 };
+      op = { type: 'message', uid, conv, lastSeq: 0, readSeq: 0, mentionSeqs: [], gen };
       ops.set(key, op);
     }
     return op;
@@ -33,7 +34,7 @@ export function mergeOps(messages: readonly MessageEvent[], byConv: ReadonlyMap<
     if (!r || !members) continue;
     top.set(m.conv, Math.max(top.get(m.conv) ?? 0, m.seq));
     if (members.has(m.sender)) {
-      const own = opFor(m.sender, m.conv);
+      const own = opFor(m.sender, m.conv, r.info.gen);
       own.lastSeq = Math.max(own.lastSeq, m.seq);
       own.readSeq = Math.max(own.readSeq, m.seq);
     }
@@ -41,7 +42,7 @@ export function mergeOps(messages: readonly MessageEvent[], byConv: ReadonlyMap<
     if (m.mentions === undefined || m.mentions.length === 0) continue;
     for (const uid of new Set(m.mentions)) {
       if (uid === m.sender || !members.has(uid)) continue;
-      const op = opFor(uid, m.conv);
+      const op = opFor(uid, m.conv, r.info.gen);
       op.lastSeq = Math.max(op.lastSeq, m.seq);
       op.mentionSeqs.push(m.seq);
     }
@@ -50,7 +51,7 @@ export function mergeOps(messages: readonly MessageEvent[], byConv: ReadonlyMap<
     if (r.info.large) continue;
     const seq = top.get(conv) ?? 0;
     for (const uid of r.members) {
-      const op = opFor(uid, conv);
+      const op = opFor(uid, conv, r.info.gen);
       op.lastSeq = Math.max(op.lastSeq, seq);
     }
   }

@@ -119,16 +119,9 @@ function copy(rec: StoredConv): StoredConv {
 /**
  * The rebase of one record to `head` (the operator lowered the conversation's head to it): every
  * message up to `head` counts as delivered (lastSeq set to it, not max-merged: the one place a
- * record's lastSeq goes down), nothing read, deleted or mentioned lies above it. A record that was
- * pending (its join had not landed) joins as that join would have, at `joinHead`.
+ * record's lastSeq goes down), nothing read, deleted or mentioned lies above it.
  */
-function rebaseRecord(rec: StoredConv, joinHead: number, head: number): void {
-  if (!rec.member) {
-    rec.member = true;
-    raiseRead(rec, joinHead);
-    rec.markedUnread = false;
-    rec.deletedSeq = -1;
-  }
+function lowerTo(rec: StoredConv, head: number): void {
   rec.lastSeq = head;
   rec.readSeq = Math.min(rec.readSeq, head);
   rec.deletedSeq = Math.min(rec.deletedSeq, head);
@@ -160,17 +153,18 @@ export function applyRule(before: StoredConv | undefined, op: UserOp): StoredCon
       const rec = before ? copy(before) : blankRecord(op.conv);
       rec.gen = op.gen;
       if (op.member) {
-        if (op.rebase && (!rec.member || rec.joinGen !== op.joinGen)) {
-          rebaseRecord(rec, op.joinHead, op.head);
+        if (!rec.member || rec.joinGen !== op.joinGen) {
+          // A new membership: nothing before its join head is unread; muted is kept. A rebase
+          // keeps a member's own positions, only lowered (a pending record joins first).
+          if (!rec.member || !op.rebase) {
+            rec.member = true;
+            raiseRead(rec, op.joinHead);
+            rec.mentionSeqs = rec.mentionSeqs.filter((m) => m > rec.readSeq);
+            rec.markedUnread = false;
+            rec.deletedSeq = -1;
+          }
           rec.joinGen = op.joinGen;
-        } else if (!rec.member || rec.joinGen !== op.joinGen) {
-          // A new membership: nothing before its join head is unread; muted is kept.
-          rec.member = true;
-          rec.joinGen = op.joinGen;
-          raiseRead(rec, op.joinHead);
-          rec.mentionSeqs = rec.mentionSeqs.filter((m) => m > rec.readSeq);
-          rec.markedUnread = false;
-          rec.deletedSeq = -1;
+          if (op.rebase) lowerTo(rec, op.head);
         }
         rec.lastSeq = Math.max(rec.lastSeq, op.head);
         rec.large = op.large;

@@ -33,8 +33,8 @@ export interface SeqGuardOptions {
  * A head read from the store is remembered this long: heads only rise, so a remembered head is a
  * lower bound, and a seq within MAX_SEQ_JUMP of it passes without a round trip (dense traffic
  * costs one head read per conversation per this interval, not one per request). The one act that
- * lowers a head, `redpoint rebase`, forgets it in the process that ran it; other processes may
- * measure from the old head for at most this long (docs/cli.md).
+ * lowers a head, `redpoint rebase`, forgets it in the server thread that served it; other threads
+ * (processes, or other WORKERS) may measure from the old head for at most this long (docs/cli.md).
  */
 const HEAD_MEMORY_MS = 10_000;
 /** At most this many heads remembered; the oldest read is forgotten first. */

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { RebaseResult } from '../../protocol/admin-replies.js';
+import { rebaseConversation } from '../../server/admin/rebase.js';
+import { adminOf, type EngineAdmin } from '../../server/engine/admin.js';
 import type { PersistedRecord } from '../../server/engine/durable-backing.js';
 import { decodeRecord, encodeRecord } from '../../server/engine/state-text.js';
 import { durableStack } from './stack.js';
@@ -57,5 +59,31 @@ describe('durable tier: a rebase', () => {
     expect(await stack.server.ok('POST', '/v1/admin/heads', { convs: ['rb-c'] })).toEqual({ heads: { 'rb-c': 2 } });
     expect(await stateOf('rb-b', 'rb-c')).toMatchObject({ lastSeq: 2, readSeq: 0, unread: 2 });
     expect(await stateOf('rb-a', 'rb-c')).toMatchObject({ lastSeq: 2, readSeq: 2, unread: 0 });
+  });
+
+  it('is refused, not acknowledged, when Redis is replaced by an empty server between its steps; a retry completes it', async () => {
+    const { drain } = parts();
+    await stack.server.members('rb-w', { add: ['rb-x', 'rb-y'] });
+    await stack.server.post({ conv: 'rb-w', seq: 1, sender: 'rb-x' });
+    await stack.server.post({ conv: 'rb-w', seq: BAD, sender: 'rb-x' });
+    await drain();
+
+    // The conversation step lands, then Redis is lost before it reached PostgreSQL: the
+    // conversation comes back from there with the bad head, at its old generation.
+    const engine = stack.server.engine;
+    const real = adminOf(engine);
+    const rebaseThenWipe: EngineAdmin['rebaseConversation'] = async (conv, seq) => {
+      const step = await real.rebaseConversation(conv, seq);
+      await stack.admin.flushall();
+      return step;
+    };
+    const wiped = new Proxy(real, {
+      get: (target, key) => (key === 'rebaseConversation' ? rebaseThenWipe : Reflect.get(target, key, target)),
+    });
+    await expect(rebaseConversation(engine, wiped, 'rb-w', 1)).rejects.toThrow(/run it again/);
+
+    expect(await stack.server.ok<RebaseResult>('POST', '/v1/admin/conversations/rb-w/rebase', { seq: 1 })).toMatchObject({ before: BAD, head: 1, members: 2 });
+    expect(await stack.server.ok('POST', '/v1/admin/heads', { convs: ['rb-w'] })).toEqual({ heads: { 'rb-w': 1 } });
+    expect(await stateOf('rb-y', 'rb-w')).toMatchObject({ lastSeq: 1, readSeq: 0, unread: 1 });
   });
 });

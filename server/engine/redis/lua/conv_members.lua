@@ -28,10 +28,7 @@ local gen, count, rewrite = tonumber(meta[4]), tonumber(meta[5]), meta[6]
 local categoryChanged = not created and ARGV[2] == '1' and ARGV[3] ~= category
 if categoryChanged then category = ARGV[3] end
 
--- Generations also order records against a conversation recreated after a store lost it, so
--- they start from the clock (ms), not from 1.
-local now = redis.call('TIME')
-local nextGen = math.max(gen + 1, tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000))
+local nextGen = nextGeneration(gen)
 local newTag = int(nextGen) .. '|' .. int(maxSeq)
 
 -- unpack() is bounded by the Lua C stack (LUAI_MAXCSTACK 8000): work in chunks.

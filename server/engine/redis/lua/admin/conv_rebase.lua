@@ -16,9 +16,8 @@ local meta = redis.call('HMGET', K, '#s', '#l', '#c', '#g')
 if not meta[1] then return nil end
 local before = tonumber(meta[1])
 local head = math.min(before, tonumber(ARGV[1]))
--- Generations start from the clock (conv_members.lua): the rebase's is newer than every one given.
-local now = redis.call('TIME')
-local gen = math.max(tonumber(meta[4] or '0') + 1, tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000))
+-- Newer than every generation given (lib/user.lua).
+local gen = nextGeneration(tonumber(meta[4] or '0'))
 
 local all = redis.call('HGETALL', K)
 local tags, out = {}, {}

@@ -61,9 +61,11 @@ end
 -- never changed in place, only replaced). Returns the record after the op (nil: still none).
 local function apply(r, op, conv, i)
   if op == 'm' then
-    -- rules.ts: made before this membership began (a rejoin or a rebase since): ignored.
-    local opGen = argv[i + 5]
-    if r and r.member and opGen ~= '' and tonumber(opGen) < tonumber(r.joinGen) then return r end
+    -- rules.ts: made before this membership began (a rejoin or a rebase since): ignored. Both
+    -- are canonical '%d' texts, most often the same (a membership unchanged since the join):
+    -- compared as texts first, read as numbers (two strtod calls) only when they differ.
+    local opGen, joinGen = argv[i + 5], r and r.joinGen
+    if r and r.member and opGen ~= '' and opGen ~= joinGen and tonumber(opGen) < tonumber(joinGen) then return r end
     r = r or blank(conv)
     local lastSeq = num(argv[i + 2])
     if lastSeq > r.lastSeq then r.lastSeq = lastSeq end
@@ -79,31 +81,28 @@ local function apply(r, op, conv, i)
     local flags = argv[i + 3]
     if byte(flags, 1) == 49 then
       local joinGen = int(tonumber(argv[i + 4]))
-      if byte(flags, 3) == 49 and (not r.member or r.joinGen ~= joinGen) then
-        -- rules.ts rebaseRecord: the operator lowered the head; lastSeq is set to it.
-        local head = tonumber(argv[i + 6])
-        if not r.member then
+      if not r.member or r.joinGen ~= joinGen then
+        local rebase = byte(flags, 3) == 49
+        if not r.member or not rebase then
           r.member = true
           raiseRead(r, tonumber(argv[i + 5]))
+          r.mentions = keepAbove(r.mentions, r.readSeq)
           r.marked = false
           r.deletedSeq = -1
         end
         r.joinGen = joinGen
-        r.lastSeq = head
-        r.readSeq = min(r.readSeq, head)
-        r.deletedSeq = min(r.deletedSeq, head)
-        local kept = {}
-        for _, m in ipairs(r.mentions) do
-          if m > r.readSeq and m <= head then kept[#kept + 1] = m end
+        if rebase then
+          -- rules.ts lowerTo: the operator lowered the head; lastSeq is set to it.
+          local head = tonumber(argv[i + 6])
+          r.lastSeq = head
+          r.readSeq = min(r.readSeq, head)
+          r.deletedSeq = min(r.deletedSeq, head)
+          local kept = {}
+          for _, m in ipairs(r.mentions) do
+            if m > r.readSeq and m <= head then kept[#kept + 1] = m end
+          end
+          r.mentions = kept
         end
-        r.mentions = kept
-      elseif not r.member or r.joinGen ~= joinGen then
-        r.member = true
-        r.joinGen = joinGen
-        raiseRead(r, tonumber(argv[i + 5]))
-        r.mentions = keepAbove(r.mentions, r.readSeq)
-        r.marked = false
-        r.deletedSeq = -1
       end
       r.lastSeq = max(r.lastSeq, tonumber(argv[i + 6]))
       r.large = byte(flags, 2) == 49

@@ -35,6 +35,13 @@ local function redisNowMs()
   return tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000)
 end
 
+-- A conversation's membership generation after `gen` (conv_members.lua, conv_rebase.lua): from
+-- the clock (ms), not from 1, so generations also order records against a conversation recreated
+-- after a store lost it; always above `gen`.
+local function nextGeneration(gen)
+  return math.max(gen + 1, redisNowMs())
+end
+
 -- HSET of a flat field/value list of any length: unpack() is bounded by the Lua C stack
 -- (LUAI_MAXCSTACK 8000), so in chunks of 1000.
 local function hsetChunks(key, fields)

@@ -1,0 +1,116 @@
+import type { Cluster, Redis } from 'ioredis';
+import { type BadgeClaim, type BadgeMarks, type BadgeRelease, DELIVERED_TTL_MS, type DeliveredBadge } from '../badge-marks.js';
+import { asArray, asNumber, asString, asStrings } from './codec.js';
+import { hookClaimsKey, hookConvsKey, hookCoolKey, hookDeliveredKey, hookDirtyKey, SLOTS, shardOf, slotShard, userKeyHead } from './keys.js';
+import type { ScriptCommands } from './scripts.js';
+
+export interface RedisBadgeMarksDeps {
+  client: (Redis | Cluster) & ScriptCommands;
+  prefix: string;
+  cluster: boolean;
+}
+
+/** Slots whose sets are looked for in one round of EXISTS (a cluster's shards are its 16,384 slots). */
+const SLOTS_PER_PROBE = 1_024;
+
+/**
+ * The Redis engine's badge marks (../badge-marks.ts): the sets of keys.ts `hookDirtyKey` and its
+ * siblings, one of each on one Redis, one per slot on a cluster (a user step marks its user in the
+ * user's slot: one script, one slot). Each method is one script per shard (lua/hook/).
+ */
+export class RedisBadgeMarks implements BadgeMarks {
+  constructor(private readonly deps: RedisBadgeMarksDeps) {}
+
+  async claimUsers(now: number, leaseMs: number, max: number): Promise<BadgeClaim[]> {
+    const { client, prefix } = this.deps;
+    const out: BadgeClaim[] = [];
+    for (const shard of await this.shards('users')) {
+      if (out.length >= max) break;
+      const reply = asArray(
+        await client.hookClaim(
+          hookDirtyKey(prefix, shard),
+          hookClaimsKey(prefix, shard),
+          hookCoolKey(prefix, shard),
+          userKeyHead(prefix),
+          now,
+          leaseMs,
+          max - out.length,
+        ),
+      );
+      const lease = asNumber(reply[0]);
+      for (let i = 1; i + 2 < reply.length; i += 3) {
+        const text = asString(reply[i + 2]);
+        out.push({ uid: asString(reply[i]), lease, dueAt: asNumber(reply[i + 1]), delivered: deliveredOf(text) });
+      }
+    }
+    return out;
+  }
+
+  async release(claim: BadgeClaim, outcome: BadgeRelease): Promise<void> {
+    const { client, prefix } = this.deps;
+    const shard = this.shardOfUser(claim.uid);
+    const keys = [hookDirtyKey(prefix, shard), hookClaimsKey(prefix, shard), hookCoolKey(prefix, shard)];
+    if (outcome.kind === 'retry') {
+      await client.hookRelease(...keys, userKeyHead(prefix), claim.uid, claim.lease, 'r', outcome.at);
+      return;
+    }
+    const { seq, badge } = outcome.delivered;
+    await client.hookRelease(...keys, userKeyHead(prefix), claim.uid, claim.lease, 'd', outcome.coolUntil, `${seq}|${badge}`, DELIVERED_TTL_MS);
+  }
+
+  async takeConversations(now: number, coolUntil: number, max: number): Promise<string[]> {
+    const { client, prefix } = this.deps;
+    const out: string[] = [];
+    for (const shard of await this.shards('convs')) {
+      if (out.length >= max) break;
+      out.push(...asStrings(await client.hookTakeConvs(hookConvsKey(prefix, shard), hookCoolKey(prefix, shard), now, coolUntil, max - out.length)));
+    }
+    return out;
+  }
+
+  async markUsers(uids: readonly string[], now: number): Promise<void> {
+    const { client, prefix } = this.deps;
+    const byShard = new Map<string, string[]>();
+    for (const uid of uids) {
+      const shard = this.shardOfUser(uid);
+      const list = byShard.get(shard);
+      if (list) list.push(uid);
+      else byShard.set(shard, [uid]);
+    }
+    await Promise.all([...byShard].map(([shard, list]) => client.hookMarkUsers(hookDirtyKey(prefix, shard), now, ...list)));
+  }
+
+  /** A user's shard: its slot's on a cluster (keys.ts shardOf over any key of the user), '' on one Redis. */
+  private shardOfUser(uid: string): string {
+    return shardOf(hookDeliveredKey(this.deps.prefix, uid), this.deps.cluster);
+  }
+
+  /**
+   * The shards that may hold work: '' on one Redis; on a cluster, the slots where a set of the
+   * kind exists, probed with EXISTS in rounds (~16 pipelined rounds per call: the price of
+   * marking in the user's own slot, paid by the drainer, never by ingest).
+   */
+  private async shards(kind: 'users' | 'convs'): Promise<string[]> {
+    if (!this.deps.cluster) return [''];
+    const { client, prefix } = this.deps;
+    const found: string[] = [];
+    for (let start = 0; start < SLOTS; start += SLOTS_PER_PROBE) {
+      const shards = Array.from({ length: Math.min(SLOTS_PER_PROBE, SLOTS - start) }, (_, i) => slotShard(start + i));
+      const counts = await Promise.all(
+        shards.map((shard) =>
+          kind === 'users' ? client.exists(hookDirtyKey(prefix, shard), hookClaimsKey(prefix, shard)) : client.exists(hookConvsKey(prefix, shard)),
+        ),
+      );
+      shards.forEach((shard, i) => {
+        if ((counts[i] ?? 0) > 0) found.push(shard);
+      });
+    }
+    return found;
+  }
+}
+
+function deliveredOf(text: string): DeliveredBadge | null {
+  const bar = text.indexOf('|');
+  if (bar < 0) return null;
+  return { seq: Number(text.slice(0, bar)), badge: text.slice(bar + 1) };
+}

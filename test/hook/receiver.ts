@@ -23,6 +23,9 @@ export class BadgeReceiver {
   /** Requests answered with anything but 2xx. */
   refused = 0;
   mode: 'ok' | 'unavailable' | { delayMs: number } = 'ok';
+  /** Requests that arrived for a user while another request for that user was still being answered. */
+  overlaps = 0;
+  private readonly open = new Map<string, number>();
   private server: Server | undefined;
   private port = 0;
 
@@ -81,12 +84,20 @@ export class BadgeReceiver {
       this.refused++;
       return 503;
     }
-    if (typeof mode === 'object') await sleep(mode.delayMs);
     if (verifyBadgeRequest(this.secret, request, body) !== 'ok') {
       this.refused++;
       return 401;
     }
-    this.events.push(JSON.parse(body) as BadgeEvent);
+    const event = JSON.parse(body) as BadgeEvent;
+    const open = this.open.get(event.uid) ?? 0;
+    if (open > 0) this.overlaps++;
+    this.open.set(event.uid, open + 1);
+    try {
+      if (typeof mode === 'object') await sleep(mode.delayMs);
+    } finally {
+      this.open.set(event.uid, (this.open.get(event.uid) ?? 1) - 1);
+    }
+    this.events.push(event);
     return 204;
   }
 }

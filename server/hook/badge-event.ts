@@ -1,30 +1,42 @@
+import { type Static, Type } from '@sinclair/typebox';
+import { Category, Id } from '../../protocol/schemas.js';
 import type { UnreadSummary } from '../../protocol/types.js';
 
+const Counts = {
+  total: Type.Integer({ description: 'As `total` of GET /v1/users/:uid/unread.' }),
+  mentions: Type.Integer({ description: 'As `mentions` of GET /v1/users/:uid/unread.' }),
+  categories: Type.Record(Category, Type.Integer(), { description: '`total` split by category; categories at zero are left out.' }),
+};
+
 /** The badge: what GET /v1/users/:uid/unread reports as totals. */
-export interface Badge {
-  total: number;
-  mentions: number;
-  categories: Record<string, number>;
-}
+export const BadgeSchema = Type.Object(Counts, { additionalProperties: false });
+export type Badge = Static<typeof BadgeSchema>;
 
 /**
- * One badge event (PROTOCOL.md "Badge hook", docs/badge-hook.md): the user's latest badge, the
- * last one delivered before it and the difference, a per-user sequence that only rises, and the
- * idempotency key (the same event sent again carries the same key).
+ * One badge event (PROTOCOL.md "Badge hook", docs/badge-hook.md, which prints this schema and a
+ * test checks it is this one): the user's latest badge, the last one delivered before it and the
+ * difference, a per-user sequence that only rises, and the idempotency key (the same event sent
+ * again carries the same key).
  */
-export interface BadgeEvent {
-  type: 'badge';
-  uid: string;
-  seq: number;
-  key: string;
-  /** When the event was made (ms since the epoch). */
-  at: number;
-  badge: Badge;
-  /** The badge of the last event delivered for this user, or null when none is remembered. */
-  previous: Badge | null;
-  /** badge − previous, per field (previous null: counted from zero). */
-  change: Badge;
-}
+export const BadgeEventSchema = Type.Object(
+  {
+    type: Type.Literal('badge'),
+    uid: Id,
+    seq: Type.Integer({ minimum: 1, description: 'Rises with every new badge of this user: ignore an event whose seq is not above the last one applied.' }),
+    key: Type.String({ description: 'Idempotency key `<uid>:<seq>` (also the Idempotency-Key header, and Nats-Msg-Id on JetStream).' }),
+    at: Type.Integer({ description: 'When the event was made, ms since the Unix epoch.' }),
+    badge: BadgeSchema,
+    previous: Type.Union([BadgeSchema, Type.Null()], {
+      description: 'The badge of the last event delivered for this user; null when none is remembered (30 days).',
+    }),
+    change: Type.Object(Counts, {
+      additionalProperties: false,
+      description: 'badge minus previous, per field (from zero when previous is null); negative when the badge dropped.',
+    }),
+  },
+  { additionalProperties: false },
+);
+export type BadgeEvent = Static<typeof BadgeEventSchema>;
 
 export function badgeOf(summary: Pick<UnreadSummary, 'total' | 'mentions' | 'categories'>): Badge {
   return { total: summary.total, mentions: summary.mentions, categories: { ...summary.categories } };

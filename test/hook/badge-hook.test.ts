@@ -156,7 +156,7 @@ describe.each(['memory', 'redis'] as const)('badge hook on the %s engine, a real
     const ts = Number(real.timestamp);
     expect(verifyBadgeRequest(SECRET, real, real.body, ts)).toBe('ok');
     // The body changed: its badge lowered by a forger.
-    const forged = real.body.replace(/"total":\d+/, '"total":0');
+    const forged = real.body.replace(/"total":\d+/, '"total":999');
     expect(forged).not.toBe(real.body);
     expect(verifyBadgeRequest(SECRET, real, forged, ts)).toBe('bad_signature');
     // Signed with another secret.
@@ -168,6 +168,9 @@ describe.each(['memory', 'redis'] as const)('badge hook on the %s engine, a real
     // The same request replayed ten minutes later.
     expect(verifyBadgeRequest(SECRET, real, real.body, ts + 600)).toBe('stale_timestamp');
     expect(verifyBadgeRequest(SECRET, { ...real, signature: undefined }, real.body, ts)).toBe('missing');
+    // Every event matched the documented schema.
+    expect(receiver.invalid).toBe(0);
+    expect(receiver.events.length).toBeGreaterThan(0);
     // Every request carried its event's idempotency key.
     expect(real.idempotencyKey).toBe((JSON.parse(real.body) as BadgeEvent).key);
   });

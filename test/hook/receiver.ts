@@ -1,7 +1,8 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { BadgeEvent } from '../../server/hook/badge-event.js';
+import { Value } from '@sinclair/typebox/value';
+import { type BadgeEvent, BadgeEventSchema } from '../../server/hook/badge-event.js';
 import { SIGNATURE_HEADER, TIMESTAMP_HEADER, verifyBadgeRequest } from '../../server/hook/signature.js';
 
 /** One request as it arrived: the raw body and the headers the check reads. */
@@ -23,6 +24,8 @@ export class BadgeReceiver {
   /** Requests answered with anything but 2xx. */
   refused = 0;
   mode: 'ok' | 'unavailable' | { delayMs: number } = 'ok';
+  /** Accepted events that do not match the documented schema (BadgeEventSchema). */
+  invalid = 0;
   /** Requests that arrived for a user while another request for that user was still being answered. */
   overlaps = 0;
   private readonly open = new Map<string, number>();
@@ -89,6 +92,7 @@ export class BadgeReceiver {
       return 401;
     }
     const event = JSON.parse(body) as BadgeEvent;
+    if (!Value.Check(BadgeEventSchema, event)) this.invalid++;
     const open = this.open.get(event.uid) ?? 0;
     if (open > 0) this.overlaps++;
     this.open.set(event.uid, open + 1);

@@ -9,7 +9,7 @@ const Counts = {
 };
 
 /** The badge: what GET /v1/users/:uid/unread reports as totals. */
-export const BadgeSchema = Type.Object(Counts, { additionalProperties: false });
+const BadgeSchema = Type.Object(Counts, { additionalProperties: false });
 export type Badge = Static<typeof BadgeSchema>;
 
 /**

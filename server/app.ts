@@ -24,6 +24,7 @@ import type { RouteHook } from './gateway/route-hook.js';
 import { defaultUserBudgetOptions, UserBudgets } from './gateway/user-budget.js';
 import { closeApp, type us_listen_socket, uws } from './gateway/uws.js';
 import { WsGateway } from './gateway/ws-gateway.js';
+import { SocketPresence } from './hook/presence.js';
 import { type RunningHook, startBadgeHook } from './hook/start-hook.js';
 import { Metrics } from './metrics/metrics.js';
 import { VERSION } from './ops/build-info.js';
@@ -214,6 +215,9 @@ export async function startServer(
   let ops: OpsListener | undefined;
   let queues: RunningQueues | undefined;
   let hook: RunningHook | undefined;
+  // The socket-less rule's presence: every worker tells the store whose sockets it holds.
+  const presence = config.badgeHook?.socketlessOnly ? new SocketPresence(store.badgeMarks(), gateway, log) : undefined;
+  presence?.start();
   try {
     // Records go through the same ingest (and group commit) as POST /v1/messages. One worker
     // consumes: the sources are shared by processes anyway, and its batches already merge.
@@ -235,6 +239,7 @@ export async function startServer(
     // Nothing was served yet: release the store connections this call opened.
     await queues?.close();
     await hook?.close();
+    presence?.stop();
     health.close();
     gateway.shutdown();
     if (!engine) await store.close();
@@ -269,6 +274,7 @@ export async function startServer(
       await within(sync.idle(), storeTimeoutMs);
       // Deliveries in flight end (or their claims expire for another process to take).
       if (hook) await within(hook.close(), storeTimeoutMs);
+      presence?.stop();
       // The drainer's pass in flight finishes (its marks are cleared or stay in Redis for the next process).
       await ownTier?.close();
       await store.close();

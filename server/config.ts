@@ -234,6 +234,11 @@ const Env = Type.Object({
   BADGE_HOOK_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 60_000, default: 5_000 }),
   /** After a dead letter, the user's latest badge is tried again this many ms later (a push service that comes back gets it). */
   BADGE_HOOK_PARK_MS: Type.Integer({ minimum: 100, maximum: 86_400_000, default: 60_000 }),
+  /** true: no event while the user has a live WebSocket in any server process; its last socket's close delivers what changed meanwhile. */
+  BADGE_HOOK_SOCKETLESS_ONLY: Type.Union(
+    ['true', 'false', '1', '0'].map((v) => Type.Literal(v)),
+    { default: 'false' },
+  ),
   /** Users delivered at once per process, at most (the rest wait as marks in the store, one per user). */
   BADGE_HOOK_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 1_000, default: 32 }),
   /** pino level. */
@@ -311,6 +316,8 @@ export interface BadgeHookConfig {
   retryMs: number;
   parkMs: number;
   concurrency: number;
+  /** No event while the user has a live socket in any process (server/hook/presence.ts). */
+  socketlessOnly: boolean;
 }
 
 export interface DurableConfig {
@@ -545,6 +552,7 @@ function badgeHookOf(values: EnvValues): BadgeHookConfig | undefined {
     retryMs: values.BADGE_HOOK_RETRY_MS,
     parkMs: values.BADGE_HOOK_PARK_MS,
     concurrency: values.BADGE_HOOK_CONCURRENCY,
+    socketlessOnly: values.BADGE_HOOK_SOCKETLESS_ONLY === 'true' || values.BADGE_HOOK_SOCKETLESS_ONLY === '1',
   };
 }
 
@@ -609,6 +617,7 @@ export function describeConfig(config: Config): Record<string, unknown> {
           nats: config.badgeHook.nats ? { url: withoutQuery(config.badgeHook.nats.url), subject: config.badgeHook.nats.subject } : null,
           intervalMs: config.badgeHook.intervalMs,
           attempts: config.badgeHook.attempts,
+          socketlessOnly: config.badgeHook.socketlessOnly,
         }
       : null,
     ws: { ...defaultWsOptions, ...config.ws },

@@ -17,7 +17,7 @@ export interface BadgeMarks {
    * what was last delivered for them. A due mark of a user cooling down (released `delivered`
    * with a later `coolUntil`) is put off to that time instead. Expired claims are marked again.
    */
-  claimUsers(now: number, leaseMs: number, max: number): Promise<BadgeClaim[]>;
+  claimUsers(now: number, leaseMs: number, max: number, options?: ClaimOptions): Promise<BadgeClaim[]>;
   /** Ends a claim (only while it is still this claim's: a lease taken over is left alone). */
   release(claim: BadgeClaim, outcome: BadgeRelease): Promise<void>;
   /**
@@ -29,6 +29,20 @@ export interface BadgeMarks {
   takeConversations(now: number, coolUntil: number, max: number): Promise<string[]>;
   /** Marks users whose badge may have changed outside a user step (members of a read-diffused conversation). */
   markUsers(uids: readonly string[], now: number): Promise<void>;
+  /**
+   * Server process `process` holds a live socket of each of `uids` until `until` (ms; refreshed
+   * before then), or (`until` null) no longer holds any: its entry is removed and the user
+   * marked, so a change skipped while the socket was live is delivered now (socket-less rule).
+   */
+  setPresence(process: string, uids: readonly string[], until: number | null, now: number): Promise<void>;
+}
+
+export interface ClaimOptions {
+  /**
+   * BADGE_HOOK_SOCKETLESS_ONLY: a user some process holds a live socket of (setPresence) is not
+   * claimed; its mark is put off to when the newest presence entry lapses.
+   */
+  socketlessOnly?: boolean;
 }
 
 export interface BadgeClaim {

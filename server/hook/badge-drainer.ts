@@ -13,6 +13,8 @@ export interface DrainerOptions {
   concurrency: number;
   /** One sink attempt's bound (ms): with `attempts` and `retryMs` it sizes the claim's lease. */
   attemptTimeoutMs: number;
+  /** BADGE_HOOK_SOCKETLESS_ONLY: users with a live socket in any process are left for later (presence.ts). */
+  socketlessOnly: boolean;
 }
 
 export interface DrainerDeps {
@@ -90,7 +92,7 @@ export class BadgeDrainer {
       }
       const room = this.options.concurrency - this.inFlight;
       if (room <= 0 || this.stopped) return;
-      const claims = await marks.claimUsers(now, this.leaseMs, room);
+      const claims = await marks.claimUsers(now, this.leaseMs, room, { socketlessOnly: this.options.socketlessOnly });
       for (const claim of claims) this.track(this.handle(claim));
     } catch (err) {
       this.deps.log.warn({ event: 'badge_hook_poll_failed', err }, 'badge hook: polling the marks failed');

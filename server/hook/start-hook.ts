@@ -37,6 +37,7 @@ export async function startBadgeHook(config: BadgeHookConfig, engine: Engine, sy
       parkMs: config.parkMs,
       concurrency: config.concurrency,
       attemptTimeoutMs: config.webhook?.timeoutMs ?? 5_000,
+      socketlessOnly: config.socketlessOnly,
     },
   );
   drainer.start();

@@ -25,7 +25,7 @@ afterAll(async () => {
 });
 
 function hook(subject: string) {
-  return { nats: { url: nats.url, subject }, intervalMs: 200, attempts: 4, retryMs: 100, parkMs: 1_000, concurrency: 8 };
+  return { nats: { url: nats.url, subject }, intervalMs: 200, attempts: 4, retryMs: 100, parkMs: 1_000, concurrency: 8, socketlessOnly: false };
 }
 
 async function settled(s: TestServer, events: BadgeEvent[], uid: string): Promise<BadgeEvent> {

@@ -30,6 +30,7 @@ describe('badge hook, two servers on one Redis', () => {
       retryMs: 50,
       parkMs: 500,
       concurrency: 4,
+      socketlessOnly: false,
     };
     servers = await Promise.all([0, 1].map(() => startTestServer({ engine: 'redis', redis, redisPrefix: 'two', config: { badgeHook } })));
   });

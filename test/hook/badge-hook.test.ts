@@ -17,6 +17,7 @@ function hookConfig(url: string, overrides: Partial<BadgeHookConfig> = {}): Badg
     retryMs: 100,
     parkMs: 1_000,
     concurrency: 8,
+    socketlessOnly: false,
     ...overrides,
   };
 }

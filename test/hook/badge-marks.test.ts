@@ -93,6 +93,30 @@ function suite(name: string, make: () => Make): void {
       expect(claimed).toEqual(expect.arrayContaining(['m3', 'm4']));
     });
 
+    it('socket-less only: a user some process holds a socket of is put off; its last socket closing, or a lapsed entry, makes it due', async () => {
+      const { sync, marks } = await open();
+      await sync.changeMembers('sl', { add: ['u', 'v', 'w'], remove: [] });
+      await sync.postMessages([{ conv: 'sl', seq: 1, sender: 'w' }]);
+      const now = Date.now() + 1;
+      const only = { socketlessOnly: true };
+      await marks.setPresence('p1', ['u'], now + 10_000, now);
+      await marks.setPresence('p2', ['u'], now + 5_000, now);
+      await marks.setPresence('p3', ['v'], now + 3_000, now);
+      const first = (await marks.claimUsers(now, 50, 100, only)).map((c) => c.uid);
+      expect(first).toContain('w');
+      expect(first).not.toContain('u');
+      expect(first).not.toContain('v');
+      // One process closes its socket: another still holds one.
+      await marks.setPresence('p1', ['u'], null, now + 1);
+      expect((await marks.claimUsers(now + 2, 50, 100, only)).map((c) => c.uid)).not.toContain('u');
+      // The last one closes: due now. v's entry lapses at now + 3 s (its process died): due then
+      // (the store's own expiry of the entry is on the real clock, 3 s away: the lapse counts here).
+      await marks.setPresence('p2', ['u'], null, now + 3);
+      expect((await marks.claimUsers(now + 3, 50, 100, only)).map((c) => c.uid)).toEqual(['u']);
+      expect((await marks.claimUsers(now + 2_999, 50, 100, only)).map((c) => c.uid)).not.toContain('v');
+      expect((await marks.claimUsers(now + 3_000, 50, 100, only)).map((c) => c.uid)).toContain('v');
+    });
+
     it('with the hook off nothing is marked', async () => {
       const { sync, marks } = await open(false);
       await sync.changeMembers('off', { add: ['p', 'q', 'r', 's'], remove: [] });

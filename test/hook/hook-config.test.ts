@@ -20,6 +20,7 @@ describe('BADGE_HOOK_* configuration', () => {
       retryMs: 250,
       parkMs: 60_000,
       concurrency: 32,
+      socketlessOnly: false,
     });
     const described = JSON.stringify(describeConfig(config));
     expect(described).not.toContain(secret);

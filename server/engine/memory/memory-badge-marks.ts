@@ -1,4 +1,4 @@
-import { type BadgeClaim, type BadgeMarks, type BadgeRelease, DELIVERED_TTL_MS, type DeliveredBadge } from '../badge-marks.js';
+import { type BadgeClaim, type BadgeMarks, type BadgeRelease, type ClaimOptions, DELIVERED_TTL_MS, type DeliveredBadge } from '../badge-marks.js';
 
 /**
  * The memory engine's badge marks (engine/badge-marks.ts): the Redis sets' semantics in maps.
@@ -15,6 +15,8 @@ export class MemoryBadgeMarks implements BadgeMarks {
   private readonly convDue = new Map<string, number>();
   private readonly convCool = new Map<string, number>();
   private readonly delivered = new Map<string, DeliveredBadge & { until: number }>();
+  /** uid → process → until when that process holds a live socket of the user. */
+  private readonly presence = new Map<string, Map<string, number>>();
 
   /** The user step's mark: an existing one keeps its due time. */
   markUser(uid: string, now: number): void {
@@ -29,7 +31,32 @@ export class MemoryBadgeMarks implements BadgeMarks {
     for (const uid of uids) this.markUser(uid, now);
   }
 
-  async claimUsers(now: number, leaseMs: number, max: number): Promise<BadgeClaim[]> {
+  async setPresence(process: string, uids: readonly string[], until: number | null, now: number): Promise<void> {
+    for (const uid of uids) {
+      let held = this.presence.get(uid);
+      if (until === null) {
+        held?.delete(process);
+        if (held?.size === 0) this.presence.delete(uid);
+        // A mark put off while the socket lived is due now (claimUsers puts it off again if the user is claimed or cooling).
+        this.due.set(uid, Math.min(this.due.get(uid) ?? now, now));
+        continue;
+      }
+      if (!held) this.presence.set(uid, (held = new Map()));
+      held.set(process, until);
+    }
+  }
+
+  /** Until when some process holds a socket of `uid`, when after `now`. */
+  private liveUntil(uid: string, now: number): number | undefined {
+    let latest: number | undefined;
+    for (const [process, until] of this.presence.get(uid) ?? []) {
+      if (until <= now) this.presence.get(uid)?.delete(process);
+      else if (latest === undefined || until > latest) latest = until;
+    }
+    return latest;
+  }
+
+  async claimUsers(now: number, leaseMs: number, max: number, options: ClaimOptions = {}): Promise<BadgeClaim[]> {
     for (const [uid, deadline] of this.claims) {
       if (deadline > now) continue;
       this.claims.delete(uid);
@@ -45,7 +72,7 @@ export class MemoryBadgeMarks implements BadgeMarks {
         this.due.set(uid, busy);
         continue;
       }
-      const until = this.cool.get(uid);
+      const until = this.cool.get(uid) ?? (options.socketlessOnly ? this.liveUntil(uid, now) : undefined);
       if (until !== undefined) {
         this.due.set(uid, until);
         continue;

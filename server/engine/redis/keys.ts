@@ -165,7 +165,9 @@ export function intactKey(prefix: string, shard: string): string {
  * - `<p>:hg<shard>` sorted set: read-diffused conversations whose head moved (members marked at
  *   drain time), scored as `hd`.
  *
- * And per user, beside its keys: `<p>:{u:<uid>}:b` string 'seq|badge' of the last event delivered.
+ * And per user, beside its keys: `<p>:{u:<uid>}:b` string 'seq|badge' of the last event delivered;
+ * `<p>:{u:<uid>}:o` hash (BADGE_HOOK_SOCKETLESS_ONLY): server process id -> until when (ms) that
+ * process holds a socket of the user, expiring with its newest entry.
  */
 export function hookDirtyKey(prefix: string, shard: string): string {
   return `${prefix}:hd${shard}`;
@@ -185,6 +187,10 @@ export function hookConvsKey(prefix: string, shard: string): string {
 
 export function hookDeliveredKey(prefix: string, uid: string): string {
   return `${userKeyTag(prefix, uid)}b`;
+}
+
+export function hookPresenceKey(prefix: string, uid: string): string {
+  return `${userKeyTag(prefix, uid)}o`;
 }
 
 export const SLOTS = 16_384;
@@ -232,6 +238,7 @@ export function luaKeyNames(): string {
     ['hookDirtyKeyOf', ['prefix', 'shard'], hookDirtyKey(X, Y)],
     ['hookConvsKeyOf', ['prefix', 'shard'], hookConvsKey(X, Y)],
     ['hookDeliveredAfterHead', ['head', 'uid'], afterHead(hookDeliveredKey(Z, Y), userKeyHead(Z))],
+    ['hookPresenceAfterHead', ['head', 'uid'], afterHead(hookPresenceKey(Z, Y), userKeyHead(Z))],
     // For the scripts handed a key head (keys.ts userKeyHead, convKeyHead) instead of the prefix.
     ['convKeyAfterHead', ['head', 'conv'], afterHead(convKey(Z, Y), convKeyHead(Z))],
     ['userRecordsAfterHead', ['head', 'uid'], afterHead(userKeys(Z, Y).records, userKeyHead(Z))],

@@ -1,7 +1,7 @@
 import type { Cluster, Redis } from 'ioredis';
-import { type BadgeClaim, type BadgeMarks, type BadgeRelease, DELIVERED_TTL_MS, type DeliveredBadge } from '../badge-marks.js';
+import { type BadgeClaim, type BadgeMarks, type BadgeRelease, type ClaimOptions, DELIVERED_TTL_MS, type DeliveredBadge } from '../badge-marks.js';
 import { asArray, asNumber, asString, asStrings } from './codec.js';
-import { hookClaimsKey, hookConvsKey, hookCoolKey, hookDeliveredKey, hookDirtyKey, SLOTS, shardOf, slotShard, userKeyHead } from './keys.js';
+import { hookClaimsKey, hookConvsKey, hookCoolKey, hookDeliveredKey, hookDirtyKey, hookPresenceKey, SLOTS, shardOf, slotShard, userKeyHead } from './keys.js';
 import type { ScriptCommands } from './scripts.js';
 
 export interface RedisBadgeMarksDeps {
@@ -21,7 +21,7 @@ const SLOTS_PER_PROBE = 1_024;
 export class RedisBadgeMarks implements BadgeMarks {
   constructor(private readonly deps: RedisBadgeMarksDeps) {}
 
-  async claimUsers(now: number, leaseMs: number, max: number): Promise<BadgeClaim[]> {
+  async claimUsers(now: number, leaseMs: number, max: number, options: ClaimOptions = {}): Promise<BadgeClaim[]> {
     const { client, prefix } = this.deps;
     const out: BadgeClaim[] = [];
     for (const shard of await this.shards('users')) {
@@ -35,6 +35,7 @@ export class RedisBadgeMarks implements BadgeMarks {
           now,
           leaseMs,
           max - out.length,
+          options.socketlessOnly ? '1' : '0',
         ),
       );
       const lease = asNumber(reply[0]);
@@ -69,6 +70,10 @@ export class RedisBadgeMarks implements BadgeMarks {
   }
 
   async markUsers(uids: readonly string[], now: number): Promise<void> {
+    await this.mark(uids, now, 'NX');
+  }
+
+  private async mark(uids: readonly string[], now: number, flag: 'NX' | 'LT'): Promise<void> {
     const { client, prefix } = this.deps;
     const byShard = new Map<string, string[]>();
     for (const uid of uids) {
@@ -77,7 +82,14 @@ export class RedisBadgeMarks implements BadgeMarks {
       if (list) list.push(uid);
       else byShard.set(shard, [uid]);
     }
-    await Promise.all([...byShard].map(([shard, list]) => client.hookMarkUsers(hookDirtyKey(prefix, shard), now, ...list)));
+    await Promise.all([...byShard].map(([shard, list]) => client.hookMarkUsers(hookDirtyKey(prefix, shard), now, flag, ...list)));
+  }
+
+  async setPresence(process: string, uids: readonly string[], until: number | null, now: number): Promise<void> {
+    const { client, prefix } = this.deps;
+    await Promise.all(uids.map((uid) => client.hookPresence(hookPresenceKey(prefix, uid), process, until ?? '')));
+    // The last socket closed: a mark put off while it lived is due now.
+    if (until === null) await this.mark(uids, now, 'LT');
   }
 
   /** A user's shard: its slot's on a cluster (keys.ts shardOf over any key of the user), '' on one Redis. */

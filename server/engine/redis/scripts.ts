@@ -68,6 +68,7 @@ export const SCRIPTS = {
   hookRelease: { file: 'hook/release.lua', keys: 3, read: true },
   hookTakeConvs: { file: 'hook/take_convs.lua', keys: 2, read: true },
   hookMarkUsers: { file: 'hook/mark_users.lua', keys: 1, read: true },
+  hookPresence: { file: 'hook/presence.lua', keys: 1, read: true },
   // Last: it runs convRecord's and userApply's bodies (the library defines them before it).
   ingestFlush: { file: 'ingest_flush.lua', keys: 1, user: true, crossSlot: true },
 } as const satisfies Record<string, ScriptSpec>;

@@ -44,6 +44,8 @@ export class BadgeDrainer {
   private polling: Promise<void> | undefined;
   private readonly running = new Set<Promise<void>>();
   private stopped = false;
+  /** Aborts the backoffs in flight on stop: their users are handed back (due at once) for another process. */
+  private readonly stopping = new AbortController();
   private readonly leaseMs: number;
   private readonly pollMs: number;
 
@@ -65,6 +67,7 @@ export class BadgeDrainer {
   /** Stops polling and waits for the deliveries in flight (each ends within its lease at most). */
   async stop(): Promise<void> {
     this.stopped = true;
+    this.stopping.abort();
     clearTimeout(this.timer);
     await this.polling;
     await Promise.all(this.running);
@@ -122,7 +125,15 @@ export class BadgeDrainer {
           metrics.retries.inc();
           // Exponential backoff with jitter: half the step fixed, half random.
           const step = retryMs * 2 ** (attempt - 2);
-          await sleep(step / 2 + Math.random() * (step / 2));
+          const signal = this.stopping.signal;
+          await sleep(step / 2 + Math.random() * (step / 2), undefined, { signal }).catch((err: unknown) => {
+            if (!signal.aborted) throw err;
+          });
+          if (signal.aborted) {
+            // Shutting down: the user is due again at once, for whichever process drains next.
+            await marks.release(claim, { kind: 'retry', at: Date.now() });
+            return;
+          }
         }
         const badge = await this.deps.fold(claim.uid);
         const text = badgeText(badge);
@@ -148,8 +159,12 @@ export class BadgeDrainer {
       log.warn({ event: 'badge_hook_dead_letter', uid: claim.uid, attempts }, 'badge hook: event not accepted after its last attempt');
       await marks.release(claim, { kind: 'retry', at: Date.now() + parkMs });
     } catch (err) {
-      // The store failed (fold or release): the claim expires and the user is marked again.
       log.warn({ event: 'badge_hook_store_failed', uid: claim.uid, err }, 'badge hook: store call failed');
+      // The store failed (fold or release): hand the user back for a retry after the first
+      // backoff; if that fails too, the claim expires and the next claim step marks it again.
+      await marks.release(claim, { kind: 'retry', at: Date.now() + retryMs }).catch((again: unknown) => {
+        log.debug({ event: 'badge_hook_release_failed', uid: claim.uid, err: again }, 'badge hook: release failed (the claim will expire)');
+      });
     }
   }
 

@@ -65,4 +65,26 @@ describe('badge hook, two servers on one Redis', () => {
       expect(new Set(seqs).size, uid).toBe(seqs.length);
     }
   });
+
+  it('a server shut down while its deliveries retry hands them back: the other server delivers the final badge', async () => {
+    const [a, b] = servers as [TestServer, TestServer];
+    await b.members('late', { add: ['lea', 'max'] });
+    await vi.waitFor(() => expect(receiver.last('lea')?.badge.total).toBe(0), { timeout: 10_000, interval: 50 });
+    receiver.mode = 'unavailable';
+    const refused = receiver.refused;
+    for (let seq = 1; seq <= 4; seq++) await b.post({ conv: 'late', seq, sender: 'max' });
+    await vi.waitFor(() => expect(receiver.refused).toBeGreaterThan(refused + 1), { timeout: 10_000, interval: 20 });
+    // Both drainers may hold some of the retries; one server goes away, the other stays.
+    await a.close();
+    receiver.mode = { delayMs: 10 };
+    const last = await vi.waitFor(
+      async () => {
+        const total = (await b.unread('lea')).total;
+        expect(receiver.last('lea')?.badge.total).toBe(total);
+        return total;
+      },
+      { timeout: 20_000, interval: 50 },
+    );
+    expect(last).toBe(4);
+  });
 });

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BadgeMarks } from '../../server/engine/badge-marks.js';
 import type { Engine } from '../../server/engine/engine.js';
 import { MemoryEngine } from '../../server/engine/memory/memory-engine.js';
-import { createRedisEngine } from '../../server/engine/redis/redis-engine.js';
+import { createRedisEngine, type RedisEngine } from '../../server/engine/redis/redis-engine.js';
 import { SyncService } from '../../server/sync/sync-service.js';
 import { type RedisCluster, startRedisCluster } from '../helpers/redis-cluster.js';
 import { type RedisServer, startRedisServer } from '../helpers/redis-server.js';
@@ -115,6 +115,21 @@ function suite(name: string, make: () => Make): void {
       expect((await marks.claimUsers(now + 3, 50, 100, only)).map((c) => c.uid)).toEqual(['u']);
       expect((await marks.claimUsers(now + 2_999, 50, 100, only)).map((c) => c.uid)).not.toContain('v');
       expect((await marks.claimUsers(now + 3_000, 50, 100, only)).map((c) => c.uid)).toContain('v');
+    });
+
+    it('erasing a user (the admin wipe) forgets its last delivered badge and its presence', async () => {
+      const { engine, marks } = await open();
+      const now = Date.now() + 1;
+      await marks.markUsers(['ghost'], now);
+      const [claim] = await marks.claimUsers(now, 5_000, 100);
+      expect(claim?.uid).toBe('ghost');
+      if (!claim) throw new Error('no claim');
+      await marks.release(claim, { kind: 'delivered', delivered: { seq: 5, badge: '{"total":3}' }, coolUntil: now });
+      await marks.setPresence('p', ['ghost'], now + 10_000, now);
+      expect(await (engine as MemoryEngine | RedisEngine).admin().wipeUser('ghost', [])).toBe(true);
+      await marks.markUsers(['ghost'], now + 1);
+      const [again] = await marks.claimUsers(now + 1, 5_000, 100, { socketlessOnly: true });
+      expect(again).toMatchObject({ uid: 'ghost', delivered: null });
     });
 
     it('with the hook off nothing is marked', async () => {

@@ -27,6 +27,12 @@ export class MemoryBadgeMarks implements BadgeMarks {
     if (!this.convDue.has(conv)) this.convDue.set(conv, Math.max(now, this.convCool.get(conv) ?? 0));
   }
 
+  /** A wiped user (erase): its last delivered badge and its presence go (as the Redis wipe deletes its :b and :o keys). */
+  forget(uid: string): void {
+    this.delivered.delete(uid);
+    this.presence.delete(uid);
+  }
+
   async markUsers(uids: readonly string[], now: number): Promise<void> {
     for (const uid of uids) this.markUser(uid, now);
   }

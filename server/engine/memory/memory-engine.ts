@@ -85,7 +85,7 @@ export class MemoryEngine implements Engine {
 
   /** The operator's view of this store (server/engine/admin.ts): one per engine, sharing its state. */
   admin(): EngineAdmin {
-    this.toolbox ??= new MemoryAdmin(this.conversations, this.users, this.notifications, this.claims);
+    this.toolbox ??= new MemoryAdmin(this.conversations, this.users, this.notifications, this.claims, (uid) => this.marks.forget(uid));
     return this.toolbox;
   }
 

@@ -57,7 +57,7 @@ export const SCRIPTS = {
   // The operator's toolbox (redis-admin.ts).
   adminUserRead: { file: 'admin/user_read.lua', keys: 5, read: true },
   adminUserRebuild: { file: 'admin/user_rebuild.lua', keys: 5, user: true },
-  adminUserWipe: { file: 'admin/user_wipe.lua', keys: 6 },
+  adminUserWipe: { file: 'admin/user_wipe.lua', keys: 8 },
   adminConvDelete: { file: 'admin/conv_delete.lua', keys: 2 },
   adminConvDeleteFinish: { file: 'admin/conv_delete_finish.lua', keys: 1 },
   adminConvRepair: { file: 'admin/conv_repair.lua', keys: 1 },

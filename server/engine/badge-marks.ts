@@ -12,6 +12,8 @@
  * store shard (one Redis; one slot of a cluster).
  */
 export interface BadgeMarks {
+  /** The drainer polls no more often than this (ms): a Redis Cluster's claims probe its 16,384 slots. */
+  readonly minPollMs: number;
   /**
    * Up to `max` users whose mark is due at `now` (ms), each claimed until `now + leaseMs`, with
    * what was last delivered for them. A due mark of a user cooling down (released `delivered`

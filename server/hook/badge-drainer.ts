@@ -57,7 +57,7 @@ export class BadgeDrainer {
     // its most), plus a fold per attempt: no other drainer takes the user meanwhile.
     const { attempts, retryMs, attemptTimeoutMs } = options;
     this.leaseMs = attempts * (attemptTimeoutMs + 5_000) + retryMs * 2 ** attempts;
-    this.pollMs = Math.min(1_000, Math.max(20, Math.floor(options.intervalMs / 4)));
+    this.pollMs = Math.max(deps.marks.minPollMs, Math.min(1_000, Math.max(20, Math.floor(options.intervalMs / 4))));
   }
 
   start(): void {

@@ -5,6 +5,7 @@ import { type BadgeClaim, type BadgeMarks, type BadgeRelease, type ClaimOptions,
  * Every method runs to its end without awaiting, so each is atomic as the Redis scripts are.
  */
 export class MemoryBadgeMarks implements BadgeMarks {
+  readonly minPollMs = 0;
   /** uid → when its mark is due (ms). */
   private readonly due = new Map<string, number>();
   /** uid → the deadline of its claim. */

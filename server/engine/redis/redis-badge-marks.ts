@@ -12,6 +12,8 @@ export interface RedisBadgeMarksDeps {
 
 /** Slots whose sets are looked for in one round of EXISTS (a cluster's shards are its 16,384 slots). */
 const SLOTS_PER_PROBE = 1_024;
+/** A probe of a cluster's slots is reused this long (a mark in a slot the last probe found empty waits up to this). */
+const PROBE_EVERY_MS = 1_000;
 
 /**
  * The Redis engine's badge marks (../badge-marks.ts): the sets of keys.ts `hookDirtyKey` and its
@@ -19,12 +21,18 @@ const SLOTS_PER_PROBE = 1_024;
  * user's slot: one script, one slot). Each method is one script per shard (lua/hook/).
  */
 export class RedisBadgeMarks implements BadgeMarks {
-  constructor(private readonly deps: RedisBadgeMarksDeps) {}
+  readonly minPollMs: number;
+  /** The last probe of a cluster's slots (shards()). */
+  private probed: { at: number; shards: string[] } | undefined;
+
+  constructor(private readonly deps: RedisBadgeMarksDeps) {
+    this.minPollMs = deps.cluster ? 1_000 : 0;
+  }
 
   async claimUsers(now: number, leaseMs: number, max: number, options: ClaimOptions = {}): Promise<BadgeClaim[]> {
     const { client, prefix } = this.deps;
     const out: BadgeClaim[] = [];
-    for (const shard of await this.shards('users')) {
+    for (const shard of await this.shards()) {
       if (out.length >= max) break;
       const reply = asArray(
         await client.hookClaim(
@@ -62,7 +70,7 @@ export class RedisBadgeMarks implements BadgeMarks {
   async takeConversations(now: number, coolUntil: number, max: number): Promise<string[]> {
     const { client, prefix } = this.deps;
     const out: string[] = [];
-    for (const shard of await this.shards('convs')) {
+    for (const shard of await this.shards()) {
       if (out.length >= max) break;
       out.push(...asStrings(await client.hookTakeConvs(hookConvsKey(prefix, shard), hookCoolKey(prefix, shard), now, coolUntil, max - out.length)));
     }
@@ -98,25 +106,29 @@ export class RedisBadgeMarks implements BadgeMarks {
   }
 
   /**
-   * The shards that may hold work: '' on one Redis; on a cluster, the slots where a set of the
-   * kind exists, probed with EXISTS in rounds (~16 pipelined rounds per call: the price of
-   * marking in the user's own slot, paid by the drainer, never by ingest).
+   * The shards that may hold work: '' on one Redis; on a cluster, the slots where any of the
+   * hook's sets exists, probed with one EXISTS per slot in pipelined rounds of SLOTS_PER_PROBE
+   * at most once per PROBE_EVERY_MS (a cluster's drainer polls at most once a second,
+   * `minPollMs`, and a mark in a slot the last probe found empty waits for the next): the price
+   * of marking in the user's own slot, paid by the drainer, never by ingest. ~16k EXISTS a
+   * second per process; a per-master index of the slots holding marks would remove it.
    */
-  private async shards(kind: 'users' | 'convs'): Promise<string[]> {
+  private async shards(): Promise<string[]> {
     if (!this.deps.cluster) return [''];
+    const now = Date.now();
+    if (this.probed && now - this.probed.at < PROBE_EVERY_MS) return this.probed.shards;
     const { client, prefix } = this.deps;
     const found: string[] = [];
     for (let start = 0; start < SLOTS; start += SLOTS_PER_PROBE) {
       const shards = Array.from({ length: Math.min(SLOTS_PER_PROBE, SLOTS - start) }, (_, i) => slotShard(start + i));
       const counts = await Promise.all(
-        shards.map((shard) =>
-          kind === 'users' ? client.exists(hookDirtyKey(prefix, shard), hookClaimsKey(prefix, shard)) : client.exists(hookConvsKey(prefix, shard)),
-        ),
+        shards.map((shard) => client.exists(hookDirtyKey(prefix, shard), hookClaimsKey(prefix, shard), hookConvsKey(prefix, shard))),
       );
       shards.forEach((shard, i) => {
         if ((counts[i] ?? 0) > 0) found.push(shard);
       });
     }
+    this.probed = { at: now, shards: found };
     return found;
   }
 }

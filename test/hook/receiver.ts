@@ -63,6 +63,13 @@ export class BadgeReceiver {
     await this.start(this.port);
   }
 
+  /** Requests being answered now (a delayed mode holds them). */
+  hanging(): number {
+    let n = 0;
+    for (const open of this.open.values()) n += open;
+    return n;
+  }
+
   /** Events for `uid`, in arrival order. */
   of(uid: string): BadgeEvent[] {
     return this.events.filter((e) => e.uid === uid);
@@ -70,6 +77,11 @@ export class BadgeReceiver {
 
   last(uid: string): BadgeEvent | undefined {
     return this.of(uid).at(-1);
+  }
+
+  /** The event a push service applies last: the highest seq (a late arrival of an older one is ignored, as PROTOCOL.md says). */
+  latest(uid: string): BadgeEvent | undefined {
+    return this.of(uid).reduce<BadgeEvent | undefined>((best, e) => (!best || e.seq > best.seq ? e : best), undefined);
   }
 
   private async handle(req: IncomingMessage): Promise<number> {

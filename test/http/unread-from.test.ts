@@ -76,6 +76,19 @@ describe.each(['memory', 'redis'] as const)('unread from here (%s)', (engine) =>
     expect(await teamOf(s)).toMatchObject({ readSeq: 15 });
   });
 
+  it('a read-diffused (large) group keeps the same register: the unread-from lowers it, the head counts from there', async () => {
+    const s = await startTestServer({ engine, largeGroupThreshold: 2, ...(engine === 'redis' ? { redis: redis() } : {}) });
+    servers.push(s);
+    expect(await s.members('big', { add: ['alice', 'bob', 'carol'] })).toMatchObject({ large: true });
+    await s.post(Array.from({ length: 8 }, (_, i) => ({ conv: 'big', seq: i + 1, sender: 'bob', ...(i + 1 === 6 ? { mentions: ['alice'] } : {}) })));
+    await s.ok('POST', '/v1/users/alice/read', { conv: 'big', seq: 8 });
+    const after = await s.ok<ChangeReply>('POST', '/v1/users/alice/conversations/big/unread-from', { seq: 5, gen: 1 });
+    expect(after.state).toMatchObject({ large: true, readSeq: 4, readGen: 1, mentions: 1 });
+    const big = (await s.unread('alice')).conversations.find((c) => c.conv === 'big');
+    expect(big).toMatchObject({ lastSeq: 8, readSeq: 4, unread: 4, mentions: 1 });
+    expect(await s.ok<ChangeReply>('POST', '/v1/users/alice/read', { conv: 'big', seq: 8, gen: 0 })).toMatchObject({ changed: false });
+  });
+
   it('bad input is refused and changes nothing: seq < 1, above the head, a bad gen; an unknown conversation is 404, a user outside it 403', async () => {
     const s = await start();
     for (const body of [{ seq: 0 }, { seq: -1 }, { seq: 'x' }, { seq: 3, gen: 0 }, { seq: 3, extra: true }, { seq: 31 }]) {
@@ -97,5 +110,33 @@ describe.each(['memory', 'redis'] as const)('unread from here (%s)', (engine) =>
     const own = await s.request('POST', '/v1/users/alice/conversations/team/unread-from', { auth: { user: 'alice' }, body: { seq: 4 } });
     expect(own.status).toBe(200);
     expect(await teamOf(s)).toMatchObject({ readSeq: 3, unread: 27, mentions: 3 });
+  });
+});
+
+describe('unread from here across server processes on one Redis', () => {
+  const redis = fileFixture('redis-server', () => startRedisServer());
+  const servers: TestServer[] = [];
+  afterEach(async () => {
+    for (const s of servers.splice(0)) await s.close();
+  });
+
+  it('marked through one process, the device on the other gets readSeq going down; a read made before it, sent to the other process, is ignored', async () => {
+    const one = await startTestServer({ engine: 'redis', redis: redis(), redisPrefix: 'shared-uf' });
+    const two = await startTestServer({ engine: 'redis', redis: redis(), redisPrefix: 'shared-uf' });
+    servers.push(one, two);
+    await one.members('pair', { add: ['alice', 'bob'] });
+    await one.post(Array.from({ length: 5 }, (_, i) => ({ conv: 'pair', seq: i + 1, sender: 'bob' })));
+    await two.ok('POST', '/v1/users/alice/read', { conv: 'pair', seq: 5, gen: 0 });
+    const device = await two.client('alice');
+    await device.sync();
+    const mark = device.mark();
+    const marked = await one.ok<ChangeReply>('POST', '/v1/users/alice/conversations/pair/unread-from', { seq: 2, gen: 1 });
+    const change = await device.waitFrame((f) => f.t === 'change' && f.conv === 'pair', { since: mark, label: 'the unread-from from the other process' });
+    expect(change).toMatchObject({ v: marked.version, epoch: marked.epoch, state: { readSeq: 1, readGen: 1 } });
+    expect(await two.ok<ChangeReply>('POST', '/v1/users/alice/read', { conv: 'pair', seq: 5, gen: 0 })).toMatchObject({
+      changed: false,
+      state: { readSeq: 1 },
+    });
+    expect((await one.unread('alice')).total).toBe(4);
   });
 });

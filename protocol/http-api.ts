@@ -266,7 +266,7 @@ export const ENDPOINTS: readonly Endpoint[] = [
     tag: 'client',
     summary: 'Mark unread from a message on',
     description:
-      '"Unread from here": readSeq becomes `seq − 1` (never below where the conversation was deleted), under a new read generation `gen` (send the `readGen` you show plus one; absent: the server\'s plus one), on every device. Reads made before it (an older `gen`) are ignored whatever order they arrive in; a retry with the same `gen` changes nothing. Mentions above the new readSeq count again (those the server still keeps: PROTOCOL.md). Clears markedUnread. A `seq` above the conversation\'s head is refused.',
+      '"Unread from here": readSeq becomes `seq − 1` (never below where the conversation was deleted nor below the head when the user joined), under a new read generation `gen` (send the `readGen` you show plus one; absent: the server\'s plus one), on every device. Reads made before it (an older `gen`) are ignored whatever order they arrive in; a retry with the same `gen` changes nothing. Mentions above the new readSeq count again (those the server still keeps: PROTOCOL.md). Clears markedUnread. A `seq` above the conversation\'s head is refused.',
     auth: EITHER,
     body: UnreadFromBody,
     replies: [CHANGE],

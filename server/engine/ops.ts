@@ -22,8 +22,11 @@ export interface MemberTag {
  *   is lexicographically above it (never below deletedSeq); spent mentions above seq − 1 count
  *   again. `gen` is the generation the act was based on plus one, so a retry is a no-op and a read
  *   made before it is ignored. Absent: the record's generation + 1, taken in the user step (a
- *   retry then makes another generation, with the same readSeq). The operator's reset-read is
- *   this op (admin/reset-read.ts).
+ *   retry then makes another generation, with the same readSeq). `floor`: readSeq is set no lower
+ *   (the join head of the membership `joinGen` the act was made in: messages from before the join
+ *   never count); with `joinGen`, an op of another membership than the record's changes nothing
+ *   (the user left and joined again in between). The operator's reset-read is this op without
+ *   them (admin/reset-read.ts).
  * - `membership`: the conversation-level state of this user as of generation `gen` (member or
  *   not, mode, category, the join tag and the conversation's head); an op of an older generation
  *   than the record's is ignored.
@@ -38,7 +41,7 @@ export type UserOp =
   | { type: 'read'; uid: string; conv: string; seq: number; gen?: number }
   | MembershipOp
   | { type: 'settings'; uid: string; conv: string; muted?: boolean; markedUnread?: boolean; deleteAt?: number }
-  | { type: 'unread-from'; uid: string; conv: string; seq: number; gen?: number };
+  | { type: 'unread-from'; uid: string; conv: string; seq: number; gen?: number; floor?: number; joinGen?: number };
 
 export type MembershipOp =
   | {

@@ -204,10 +204,11 @@ export function applyRule(before: StoredConv | undefined, op: UserOp): StoredCon
       return rec;
     }
     case 'unread-from': {
-      if (!before?.member) return before;
+      // Made in another membership than the record's (a rejoin in between): its floor is not this one's.
+      if (!before?.member || (op.joinGen !== undefined && op.joinGen !== before.joinGen)) return before;
       const rec = copy(before);
       // Without a generation: the record's next one, taken in this step (see ops.ts).
-      mergeRead(rec, op.gen ?? rec.readGen + 1, op.seq - 1);
+      mergeRead(rec, op.gen ?? rec.readGen + 1, Math.max(op.seq - 1, op.floor ?? 0));
       return rec;
     }
     case 'membership': {

@@ -89,7 +89,11 @@ export class SyncService {
     const head = (await this.engine.heads([conv])).get(conv);
     if (head === undefined) throw unknownConversation([conv]);
     if (seq > head) throw new RedpointError('invalid_request', `seq ${seq} is above the conversation's head: there is nothing from it on to mark unread`);
-    return this.applyMemberOp({ type: 'unread-from', uid, conv, seq, ...(gen !== undefined ? { gen } : {}) });
+    // Floored at the join head (what came before the join was never the user's to read), checked
+    // against the membership in the user step: a rejoin in between makes the act a no-op.
+    const tag = await this.engine.joinTag(conv, uid);
+    const floor = tag ? { floor: tag.joinHead, joinGen: tag.joinGen } : {};
+    return this.applyMemberOp({ type: 'unread-from', uid, conv, seq, ...(gen !== undefined ? { gen } : {}), ...floor });
   }
 
   /**

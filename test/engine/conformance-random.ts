@@ -49,7 +49,9 @@ export async function randomizedOps(e: Engine, rand: () => number, count: number
     if (r < 0.52) return { type: 'read', uid, conv, seq: int(40), gen: Math.max(0, (rec?.readGen ?? 0) - 1 + int(2)) };
     if (r < 0.57) {
       const gen = rand() < 0.2 ? {} : { gen: Math.max(0, (rec?.readGen ?? 0) + int(2) - 1) };
-      return { type: 'unread-from', uid, conv, seq: int(40), ...gen };
+      // Sometimes floored at a join head, made in the record's membership or another one.
+      const floor = rand() < 0.4 ? { floor: int(20), joinGen: rec && rand() < 0.7 ? rec.joinGen : nextGen() } : {};
+      return { type: 'unread-from', uid, conv, seq: int(40), ...gen, ...floor };
     }
     if (r < 0.75) {
       // A new membership, a restatement of the current one (mode or category change), or a stale op.

@@ -111,6 +111,12 @@ describe('the read register (readGen, readSeq): unread from here', () => {
     expect(contribution(marked)).toEqual({ unread: 21, mentions: 2, category: 'group' });
   });
 
+  it('floored at the join head of the membership it was made in; made in another membership (a rejoin since), it changes nothing', () => {
+    expect(run([unreadFrom(3, 1)].map((op) => ({ ...op, floor: 7, joinGen: 5 })))).toMatchObject({ readSeq: 7, readGen: 1 });
+    const rec = member({ lastSeq: 30, readSeq: 20 });
+    expect(applyRule(rec, { ...unreadFrom(3, 1), floor: 7, joinGen: 4 })).toBe(rec);
+  });
+
   it('a read moves the mentions it spends to readMentionSeqs, the newest `cap` kept', () => {
     const after = run([read(26)], member({ lastSeq: 30, readSeq: 5, mentionSeqs: [8, 12, 25, 28] }));
     expect(after).toMatchObject({ mentionSeqs: [28], readMentionSeqs: [8, 12, 25] });

@@ -38,6 +38,8 @@ interface Membership {
    * here" raises the generation; a read made in an older one than this changes nothing.
    */
   readGen: number;
+  /** The conversation's head when this membership began: "unread from here" never goes below it. */
+  joinHead: number;
   /** Every seq that mentioned the user since they (re)joined; only those > readSeq count. */
   mentionSeqs: Set<number>;
   muted: boolean;
@@ -96,6 +98,7 @@ export class Model {
         lastSeq: Math.max(previous?.lastSeq ?? 0, c.maxSeq),
         readSeq: Math.max(previous?.readSeq ?? 0, c.maxSeq),
         readGen: previous?.readGen ?? 0,
+        joinHead: c.maxSeq,
         mentionSeqs: new Set(),
         muted: previous?.muted ?? false,
         markedUnread: false,
@@ -132,7 +135,8 @@ export class Model {
 
   /**
    * POST /v1/users/:uid/conversations/:conv/unread-from: the position becomes (gen, seq − 1) if
-   * that is above it, never below where the conversation was deleted. `gen` absent: the next one.
+   * that is above it, never below where the conversation was deleted nor below the head when the
+   * user joined. `gen` absent: the next one.
    */
   unreadFrom(uid: string, conv: string, seq: number, gen?: number): Outcome {
     const c = this.conversations.get(conv);
@@ -140,7 +144,7 @@ export class Model {
     if (seq > c.maxSeq) return 'invalid_request';
     const m = this.activeMembership(uid, conv);
     if (!m) return 'not_a_member';
-    mergeRead(m, gen ?? m.readGen + 1, seq - 1);
+    mergeRead(m, gen ?? m.readGen + 1, Math.max(seq - 1, m.joinHead));
     return 'ok';
   }
 

@@ -89,6 +89,16 @@ describe.each(['memory', 'redis'] as const)('unread from here (%s)', (engine) =>
     expect(await s.ok<ChangeReply>('POST', '/v1/users/alice/read', { conv: 'big', seq: 8, gen: 0 })).toMatchObject({ changed: false });
   });
 
+  it('never below the head when the user joined: what came before the join was never theirs to read', async () => {
+    const s = await start();
+    await s.members('team', { add: ['carol'] });
+    await s.post([31, 32, 33].map((seq) => ({ conv: 'team', seq, sender: 'bob' })));
+    await s.ok('POST', '/v1/users/carol/read', { conv: 'team', seq: 33 });
+    const after = await s.ok<ChangeReply>('POST', '/v1/users/carol/conversations/team/unread-from', { seq: 10 });
+    expect(after.state).toMatchObject({ readSeq: 30, readGen: 1 });
+    expect((await s.unread('carol')).conversations.find((c) => c.conv === 'team')).toMatchObject({ unread: 3 });
+  });
+
   it('bad input is refused and changes nothing: seq < 1, above the head, a bad gen; an unknown conversation is 404, a user outside it 403', async () => {
     const s = await start();
     for (const body of [{ seq: 0 }, { seq: -1 }, { seq: 'x' }, { seq: 3, gen: 0 }, { seq: 3, extra: true }, { seq: 31 }]) {

@@ -25,7 +25,7 @@ function membershipFlags(op: { large: boolean; rebase?: true }): string {
 
 /** How many arguments an op takes in user_apply.lua (its type, conversation and fields). */
 export function opArgs(op: UserOp): number {
-  return op.type === 'read' || op.type === 'unread-from' ? 4 : op.type === 'membership' ? 8 : op.type === 'message' ? 6 : 5;
+  return op.type === 'read' ? 4 : op.type === 'membership' ? 8 : op.type === 'message' || op.type === 'unread-from' ? 6 : 5;
 }
 
 /** Appends one user's ops as user_apply.lua reads them: type, conversation, then the type's fields. */
@@ -46,7 +46,7 @@ export function appendUserOps(args: (string | number)[], ops: readonly UserOp[])
         args.push('s', op.conv, flag(op.muted), flag(op.markedUnread), op.deleteAt ?? '-');
         break;
       case 'unread-from':
-        args.push('U', op.conv, op.seq, op.gen ?? '');
+        args.push('U', op.conv, op.seq, op.gen ?? '', op.floor ?? '', op.joinGen ?? '');
         break;
     }
   }

@@ -29,7 +29,8 @@
 --   r (read):       seq, the read generation it was made in ('' = the record's)
 --   g (membership): gen, flags <member><large>[<rebase>], joinGen, joinHead, head, category
 --   s (settings):   muted 1|0|-, markedUnread 1|0|-, deleteAt (or -)
---   U (unread-from): seq (the read register set to seq - 1), its generation ('' = the record's + 1)
+--   U (unread-from): seq (the read register set to seq - 1), its generation ('' = the record's + 1),
+--                    floor ('' = none), the joinGen it was made in ('' = any)
 -- Publishes each user's changes on `<prefix>:bus:{u:<uid>}`, in version order: 'epoch|at', then
 -- a line 'v|state' per change.
 -- Returns per user: epoch (or 'absent', see check), then (ARGV[11] = 1) per op: changed 1|0, member 1|0, version after it,

@@ -8,7 +8,7 @@
 -- per call, 19.5k since: with one message per flush it is paid per message).
 local argv, runId, prefix, snapshotEvery, streamMaxLen, mentionCap, idle, publishCmd, at, now
 local checkLocal, withResults, durableNow, activityEvery
-local FIELDS = { m = 4, r = 2, g = 6, s = 3, U = 2 }
+local FIELDS = { m = 4, r = 2, g = 6, s = 3, U = 4 }
 
 local function blank(conv)
   return {
@@ -114,10 +114,13 @@ local function apply(r, op, conv, i)
     local gen = argv[i + 3]
     if r and r.member then mergeRead(r, gen ~= '' and num(gen) or nil, num(argv[i + 2])) end
   elseif op == 'U' then
-    -- rules.ts 'unread-from': without a generation, the record's next one.
-    if not (r and r.member) then return r end
-    local gen = argv[i + 3]
-    mergeRead(r, gen ~= '' and num(gen) or r.readGen + 1, num(argv[i + 2]) - 1)
+    -- rules.ts 'unread-from': made in another membership (joinGen, a canonical text like the
+    -- record's): nothing; without a generation, the record's next one; floored at `floor`.
+    local gen, floorText, opJoinGen = argv[i + 3], argv[i + 4], argv[i + 5]
+    if not (r and r.member) or (opJoinGen ~= '' and opJoinGen ~= r.joinGen) then return r end
+    local seq = num(argv[i + 2]) - 1
+    if floorText ~= '' then seq = max(seq, num(floorText)) end
+    mergeRead(r, gen ~= '' and num(gen) or r.readGen + 1, seq)
   elseif op == 'g' then
     local gen = tonumber(argv[i + 2])
     if r and gen < tonumber(r.gen) then return r end

@@ -24,6 +24,8 @@ import type { RouteHook } from './gateway/route-hook.js';
 import { defaultUserBudgetOptions, UserBudgets } from './gateway/user-budget.js';
 import { closeApp, type us_listen_socket, uws } from './gateway/uws.js';
 import { WsGateway } from './gateway/ws-gateway.js';
+import { SocketPresence } from './hook/presence.js';
+import { type RunningHook, startBadgeHook } from './hook/start-hook.js';
 import { Metrics } from './metrics/metrics.js';
 import { VERSION } from './ops/build-info.js';
 import { type OpsListener, startOpsListener } from './ops/ops-listener.js';
@@ -127,6 +129,7 @@ export async function startServer(
       snapshotEvery: config.snapshotEvery,
       streamMaxLen: config.streamMaxLen,
       ...(config.streamIdleSeconds !== undefined ? { streamIdleSeconds: config.streamIdleSeconds } : {}),
+      badgeMarks: config.badgeHook !== undefined,
       storeTimeoutMs,
       health,
       allowEviction: config.redisAllowEviction,
@@ -211,12 +214,18 @@ export async function startServer(
   let listenSocket: us_listen_socket;
   let ops: OpsListener | undefined;
   let queues: RunningQueues | undefined;
+  let hook: RunningHook | undefined;
+  // The socket-less rule's presence: every worker tells the store whose sockets it holds.
+  const presence = config.badgeHook?.socketlessOnly ? new SocketPresence(store.badgeMarks(), gateway, log) : undefined;
+  presence?.start();
   try {
     // Records go through the same ingest (and group commit) as POST /v1/messages. One worker
     // consumes: the sources are shared by processes anyway, and its batches already merge.
     if (first && config.queue) {
       queues = await startQueues(config.queue, { sync, seqGuard, onMessages: (n) => metrics.ingestMessageCounts.add('', n) }, metrics.registry, log);
     }
+    // The badge hook's drainer (one per process, first worker: the marks are shared by every process).
+    if (first && config.badgeHook) hook = await startBadgeHook(config.badgeHook, store, sync, metrics.registry, log);
     // Before serving, and before the port is taken: a failure here leaves nothing listening.
     if (ownTier && durableStore) await ownTier.prepare(durableStore, log);
     listenSocket = await (worker ? listenShared : listenExclusive)(app, config.host, config.port);
@@ -229,6 +238,8 @@ export async function startServer(
   } catch (err) {
     // Nothing was served yet: release the store connections this call opened.
     await queues?.close();
+    await hook?.close();
+    presence?.stop();
     health.close();
     gateway.shutdown();
     if (!engine) await store.close();
@@ -261,6 +272,9 @@ export async function startServer(
       // The queue batch in hand is finished (settled) or released before the store closes.
       await Promise.all([router.drain(answered), ops?.router.drain(answered), queues ? within(queues.close(), storeTimeoutMs + REQUEST_GRACE_MS) : undefined]);
       await within(sync.idle(), storeTimeoutMs);
+      // Deliveries in flight end (or their claims expire for another process to take).
+      if (hook) await within(hook.close(), storeTimeoutMs);
+      presence?.stop();
       // The drainer's pass in flight finishes (its marks are cleared or stay in Redis for the next process).
       await ownTier?.close();
       await store.close();

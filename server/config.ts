@@ -215,6 +215,32 @@ const Env = Type.Object({
   INGEST_BATCH: Type.Integer({ minimum: 1, maximum: 10_000, default: DEFAULT_QUEUE_BATCH }),
   /** Seconds a queue record naming an unknown conversation (its membership may be behind it) is retried before the dead letter. */
   INGEST_RETRY_SECONDS: Type.Integer({ minimum: 0, maximum: 604_800, default: DEFAULT_RETRY_SECONDS }),
+  // --- The badge hook (server/hook/, docs/badge-hook.md): on when BADGE_HOOK_URL or BADGE_HOOK_NATS_URL is set.
+  /** http(s):// URL the push service receives signed badge events on; unset: no webhook. */
+  BADGE_HOOK_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
+  /** The webhook's shared secret (HMAC-SHA256 over `timestamp.body`): needed with BADGE_HOOK_URL, 32+ characters. */
+  BADGE_HOOK_SECRET: Type.Optional(Type.String({ minLength: 32 })),
+  /** nats://host:port[,...] the badge events are published to; unset: no NATS. */
+  BADGE_HOOK_NATS_URL: Type.Optional(Type.String({ pattern: '^(nats|tls)://' })),
+  /** The subject badge events are published on, `<subject>.<uid>` (JetStream when a stream captures it, else core NATS). */
+  BADGE_HOOK_NATS_SUBJECT: Type.String({ pattern: '^[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+)*$', default: 'redpoint.badge' }),
+  /** At most one event per user per this many ms (coalesced: always the latest badge). */
+  BADGE_HOOK_INTERVAL_MS: Type.Integer({ minimum: 10, maximum: 3_600_000, default: 1_000 }),
+  /** Delivery attempts of one event before it counts as a dead letter (and the user is retried after BADGE_HOOK_PARK_MS). */
+  BADGE_HOOK_ATTEMPTS: Type.Integer({ minimum: 1, maximum: 20, default: 6 }),
+  /** The first retry's backoff (ms); each next one doubles, with jitter. */
+  BADGE_HOOK_RETRY_MS: Type.Integer({ minimum: 1, maximum: 60_000, default: 250 }),
+  /** One webhook request's timeout (ms). */
+  BADGE_HOOK_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 60_000, default: 5_000 }),
+  /** After a dead letter, the user's latest badge is tried again this many ms later (a push service that comes back gets it). */
+  BADGE_HOOK_PARK_MS: Type.Integer({ minimum: 100, maximum: 86_400_000, default: 60_000 }),
+  /** true: no event while the user has a live WebSocket in any server process; its last socket's close delivers what changed meanwhile. */
+  BADGE_HOOK_SOCKETLESS_ONLY: Type.Union(
+    ['true', 'false', '1', '0'].map((v) => Type.Literal(v)),
+    { default: 'false' },
+  ),
+  /** Users delivered at once per process, at most (the rest wait as marks in the store, one per user). */
+  BADGE_HOOK_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 1_000, default: 32 }),
   /** pino level. */
   LOG_LEVEL: Type.Union(
     ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
@@ -277,6 +303,21 @@ export interface Config extends AuthSettings {
   userBudget?: Partial<UserBudgetOptions>;
   /** The durable tier (DATABASE_URL); absent: off. */
   durable?: DurableConfig | undefined;
+  /** The badge hook (BADGE_HOOK_*); absent: off. */
+  badgeHook?: BadgeHookConfig | undefined;
+}
+
+/** The badge hook (server/hook/, docs/badge-hook.md): a webhook, a NATS subject, or both. */
+export interface BadgeHookConfig {
+  webhook?: { url: string; secret: string; timeoutMs: number } | undefined;
+  nats?: { url: string; subject: string } | undefined;
+  intervalMs: number;
+  attempts: number;
+  retryMs: number;
+  parkMs: number;
+  concurrency: number;
+  /** No event while the user has a live socket in any process (server/hook/presence.ts). */
+  socketlessOnly: boolean;
 }
 
 export interface DurableConfig {
@@ -301,6 +342,8 @@ const SECRET = new Set([
   'DATABASE_URL',
   'INGEST_OUTBOX_URL',
   'INGEST_NATS_URL',
+  'BADGE_HOOK_SECRET',
+  'BADGE_HOOK_NATS_URL',
   'REDIS_PASSWORD',
   'REDIS_SENTINEL_PASSWORD',
 ]);
@@ -337,6 +380,12 @@ const NUMERIC = new Set([
   'INGEST_RETRY_SECONDS',
   'REDIS_WAIT_REPLICAS',
   'REDIS_WAIT_TIMEOUT_MS',
+  'BADGE_HOOK_INTERVAL_MS',
+  'BADGE_HOOK_ATTEMPTS',
+  'BADGE_HOOK_RETRY_MS',
+  'BADGE_HOOK_TIMEOUT_MS',
+  'BADGE_HOOK_PARK_MS',
+  'BADGE_HOOK_CONCURRENCY',
 ]);
 
 /** Reads and validates the environment; throws ConfigError naming every bad variable. */
@@ -462,6 +511,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
             coldAfterSeconds: values.COLD_AFTER_SECONDS,
             coldSweepSeconds: values.COLD_SWEEP_SECONDS,
           },
+    badgeHook: badgeHookOf(values),
     queue: {
       outbox: values.INGEST_OUTBOX_URL !== undefined ? { url: values.INGEST_OUTBOX_URL, table: values.INGEST_OUTBOX_TABLE } : undefined,
       nats:
@@ -486,6 +536,23 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       costBurst: values.USER_COST_BURST,
       httpRequestsPerSecond: values.HTTP_USER_REQUESTS_PER_SECOND,
     },
+  };
+}
+
+/** The badge hook's block: on when a webhook or a NATS URL is set; a webhook without its secret is refused. */
+function badgeHookOf(values: EnvValues): BadgeHookConfig | undefined {
+  const url = values.BADGE_HOOK_URL;
+  if (url !== undefined && values.BADGE_HOOK_SECRET === undefined) throw new ConfigError('BADGE_HOOK_URL needs BADGE_HOOK_SECRET (32+ characters)');
+  if (url === undefined && values.BADGE_HOOK_NATS_URL === undefined) return undefined;
+  return {
+    webhook: url !== undefined ? { url, secret: values.BADGE_HOOK_SECRET ?? '', timeoutMs: values.BADGE_HOOK_TIMEOUT_MS } : undefined,
+    nats: values.BADGE_HOOK_NATS_URL !== undefined ? { url: values.BADGE_HOOK_NATS_URL, subject: values.BADGE_HOOK_NATS_SUBJECT } : undefined,
+    intervalMs: values.BADGE_HOOK_INTERVAL_MS,
+    attempts: values.BADGE_HOOK_ATTEMPTS,
+    retryMs: values.BADGE_HOOK_RETRY_MS,
+    parkMs: values.BADGE_HOOK_PARK_MS,
+    concurrency: values.BADGE_HOOK_CONCURRENCY,
+    socketlessOnly: values.BADGE_HOOK_SOCKETLESS_ONLY === 'true' || values.BADGE_HOOK_SOCKETLESS_ONLY === '1',
   };
 }
 
@@ -544,6 +611,15 @@ export function describeConfig(config: Config): Record<string, unknown> {
       batch: config.queue?.batch ?? DEFAULT_QUEUE_BATCH,
       retrySeconds: config.queue?.retrySeconds ?? DEFAULT_RETRY_SECONDS,
     },
+    badgeHook: config.badgeHook
+      ? {
+          webhook: config.badgeHook.webhook ? { url: withoutQuery(config.badgeHook.webhook.url), secret: mask(config.badgeHook.webhook.secret, '') } : null,
+          nats: config.badgeHook.nats ? { url: withoutQuery(config.badgeHook.nats.url), subject: config.badgeHook.nats.subject } : null,
+          intervalMs: config.badgeHook.intervalMs,
+          attempts: config.badgeHook.attempts,
+          socketlessOnly: config.badgeHook.socketlessOnly,
+        }
+      : null,
     ws: { ...defaultWsOptions, ...config.ws },
     userBudget: { ...defaultUserBudgetOptions, ...config.userBudget },
   };

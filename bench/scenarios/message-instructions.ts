@@ -7,6 +7,7 @@ import { pino } from 'pino';
 import { Persister } from '../../server/durable/persister.js';
 import { PgStore } from '../../server/durable/pg-store.js';
 import { migrate } from '../../server/durable/schema.js';
+import { hookDirtyKey } from '../../server/engine/redis/keys.js';
 import { createRedisEngine, type RedisEngine } from '../../server/engine/redis/redis-engine.js';
 import { Metrics } from '../../server/metrics/metrics.js';
 import { SyncService } from '../../server/sync/sync-service.js';
@@ -99,6 +100,15 @@ export const messageInstructionsSection: Section = {
       engines.push(plain);
       const durable = await createRedisEngine({ url: redis.url, prefix: 'dur', ...options, durable: { backing: pg, activityEveryMs: 60_000 } });
       engines.push(durable);
+      // The badge hook on (its marks in the user step); its drain (claim, fold, release) runs in
+      // the hook's own calls, not in a message's: here the marks are deleted every `drainEvery`
+      // messages instead, so each message pays the mark's insert (a drained user), not only an NX
+      // test on a mark already there.
+      const hooked = await createRedisEngine({ url: redis.url, prefix: 'hk', ...options, badgeMarks: true });
+      engines.push(hooked);
+      const clearMarks = async (): Promise<void> => {
+        await stats.del(hookDirtyKey('hk', ''));
+      };
       await durable.durableStore().markIntact(true);
       const persister = new Persister(
         durable.durableStore(),
@@ -116,11 +126,12 @@ export const messageInstructionsSection: Section = {
         messages: number,
         send: (c: Conv, sender: string) => Promise<void>,
         drainEvery = 0,
+        drain: () => Promise<void> = drainAll,
       ): Promise<Counted> => {
         const before = await redisStats(stats);
         await control('--zero');
         await control('--instr=on');
-        const deliveries = await sendAll(convs, messages, send, drainEvery ? { every: drainEvery, drain: drainAll } : undefined);
+        const deliveries = await sendAll(convs, messages, send, drainEvery ? { every: drainEvery, drain } : undefined);
         await control('--instr=off');
         await control('--dump');
         const after = await redisStats(stats);
@@ -136,14 +147,17 @@ export const messageInstructionsSection: Section = {
         ctx.log(`  message-instructions: ${shape.name}`);
         const a = await makeConvs(new SyncService(plain, { largeGroupThreshold: 500 }), shape.tag, shape.size, shape.count);
         const b = await makeConvs(new SyncService(durable, { largeGroupThreshold: 500 }), shape.tag, shape.size, shape.count);
+        const h = await makeConvs(new SyncService(hooked, { largeGroupThreshold: 500 }), shape.tag, shape.size, shape.count);
         await drainAll();
         // Two messages per conversation first, so no window counts a user's first write.
         await sendAll(a, 2 * shape.count, (c, s) => flushOne(plain, c, s));
         await sendAll(b, 2 * shape.count, (c, s) => flushOne(durable, c, s), { every: shape.drainEvery, drain: drainAll });
+        await sendAll(h, 2 * shape.count, (c, s) => flushOne(hooked, c, s), { every: shape.drainEvery, drain: clearMarks });
         const messages = perConv * shape.count;
         const results = [
           await counted('redpoint, 1 message per flush', a, messages, (c, s) => flushOne(plain, c, s)),
           await counted('redpoint + durable tier (drain inside)', b, messages, (c, s) => flushOne(durable, c, s), shape.drainEvery),
+          await counted('redpoint + badge hook marks', h, messages, (c, s) => flushOne(hooked, c, s), shape.drainEvery, clearMarks),
           await counted('seed 000 counters', a, messages, (c, s) =>
             seedMessage(
               stats,

@@ -34,6 +34,7 @@ export async function createEngine(selection: EngineSelection): Promise<Engine> 
     snapshotEvery: selection.snapshotEvery,
     streamMaxLen: selection.streamMaxLen,
     ...(selection.streamIdleSeconds !== undefined ? { streamIdleSeconds: selection.streamIdleSeconds } : {}),
+    ...(selection.badgeMarks ? { badgeMarks: true } : {}),
   };
   const target = redisTargetOf(selection);
   if (!target) {

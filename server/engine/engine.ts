@@ -1,4 +1,5 @@
 import type { ConvEntry, ConvState, Cursor, MessageEvent, Snapshot } from '../../protocol/types.js';
+import type { BadgeMarks } from './badge-marks.js';
 import type { DurableStore } from './durable-backing.js';
 import type { Notifications } from './notifications.js';
 import type { MemberTag, UserOp } from './ops.js';
@@ -111,6 +112,9 @@ export interface Engine {
    */
   claimJoins(conv: string, uids: readonly string[], terms: ClaimTerms): Promise<JoinClaim[]>;
 
+  /** The badge hook's marks (badge-marks.ts): written by the steps only when `EngineOptions.badgeMarks` is on. */
+  badgeMarks(): BadgeMarks;
+
   /** The durable tier's side of this store (the drainer and the cold sweep call it); only stores with a durable tier behind them (Redis). */
   durableStore?(): DurableStore;
 
@@ -128,6 +132,12 @@ export interface EngineOptions {
   streamMaxLen: number;
   /** Seconds a user's stream is kept without changes (0: forever); the records stay, clients get a snapshot. */
   streamIdleSeconds?: number;
+  /**
+   * The badge hook is on (BADGE_HOOK_*): user steps mark the users whose badge may have changed,
+   * conversation steps the read-diffused conversations whose head moved (badge-marks.ts). Off:
+   * nothing is marked, and the steps cost what they did without the hook.
+   */
+  badgeMarks?: boolean;
 }
 
 export interface ApplyOptions {

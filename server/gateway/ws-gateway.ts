@@ -29,6 +29,8 @@ export class WsGateway implements SessionHost {
   private readonly sweep: RollingSweep<string>;
   private closing = false;
   private readonly stopKeyWatch: () => void;
+  /** Hears when this process's first socket of a user opens and its last one closes (the badge hook's socket-less rule, server/hook/presence.ts). */
+  presence: { online(uid: string): void; offline(uid: string): void } | undefined;
 
   constructor(
     app: TemplatedApp,
@@ -78,6 +80,7 @@ export class WsGateway implements SessionHost {
       mine = new Set();
       this.users.set(uid, mine);
       this.sweep.add(uid);
+      this.presence?.online(uid);
     }
     mine.add(session);
     if (mine.size > this.options.maxConnectionsPerUser) {
@@ -94,7 +97,13 @@ export class WsGateway implements SessionHost {
     if (mine?.size === 0) {
       this.users.delete(uid);
       this.sweep.delete(uid);
+      this.presence?.offline(uid);
     }
+  }
+
+  /** The users this process holds a socket of. */
+  liveUsers(): string[] {
+    return [...this.users.keys()];
   }
 
   /** Online users and open connections of this process. */

@@ -8,7 +8,7 @@ import { TEST_API_KEY, TEST_JWT_SECRET } from './test-server.js';
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 
 /** Variables of the machine's environment that would change the server's configuration: never passed on. */
-const CONFIG_PREFIXES = ['REDPOINT_', 'REDIS_', 'WS_', 'INGEST_', 'USER_COST_', 'HTTP_USER_'];
+const CONFIG_PREFIXES = ['REDPOINT_', 'REDIS_', 'WS_', 'INGEST_', 'USER_COST_', 'HTTP_USER_', 'BADGE_HOOK_'];
 const CONFIG_KEYS = new Set([
   'PORT',
   'HOST',

@@ -183,6 +183,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     snapshotEvery: config.snapshotEvery,
     streamMaxLen: config.streamMaxLen,
     storeTimeoutMs: config.storeTimeoutMs ?? TEST_STORE_TIMEOUT_MS,
+    badgeMarks: config.badgeHook !== undefined,
   };
 
   let redis: RedisServer | undefined;

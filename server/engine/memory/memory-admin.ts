@@ -58,6 +58,8 @@ export class MemoryAdmin implements EngineAdmin {
     private readonly notifications: LocalNotifications,
     /** The engine's join claims (MemoryEngine.claimJoins): a wiped user's go with it. */
     private readonly claims: Map<string, unknown>,
+    /** The badge hook's record of a user (its last delivered badge, its presence): a wiped user's go with it. */
+    private readonly forgetBadge: (uid: string) => void = () => undefined,
   ) {}
 
   async scanUsers(cursor: string, count: number): Promise<ScanPage> {
@@ -169,12 +171,16 @@ export class MemoryAdmin implements EngineAdmin {
   async wipeUser(uid: string, expected: readonly StoredConv[]): Promise<boolean> {
     const user = this.users.get(uid);
     if (!user) {
-      if (expected.length === 0) this.claims.delete(uid);
+      if (expected.length === 0) {
+        this.claims.delete(uid);
+        this.forgetBadge(uid);
+      }
       return expected.length === 0;
     }
     if (tableSize(user.records) !== expected.length || !expected.every((rec) => sameRecord(recordOf(user, rec.conv), rec))) return false;
     this.users.delete(uid);
     this.claims.delete(uid);
+    this.forgetBadge(uid);
     const first = expected[0];
     if (user.epoch !== undefined && first) this.notifications.user([{ uid, conv: first.conv, epoch: UNSEEN_EPOCH, version: 0, state: null }]);
     return true;

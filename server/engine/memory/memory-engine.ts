@@ -1,5 +1,6 @@
 import type { Cursor } from '../../../protocol/types.js';
 import type { EngineAdmin } from '../admin.js';
+import type { BadgeMarks } from '../badge-marks.js';
 import {
   type ApplyOptions,
   type ClaimTerms,
@@ -38,6 +39,7 @@ import { encodeEntryText, encodeMemberTag, encodeSnapshotText } from '../state-t
 import { appendEntry, trimEntries } from './entry-log.js';
 import { LocalNotifications } from './local-notifications.js';
 import { MemoryAdmin } from './memory-admin.js';
+import { MemoryBadgeMarks } from './memory-badge-marks.js';
 import {
   addToCategory,
   entriesAfter,
@@ -70,14 +72,20 @@ export class MemoryEngine implements Engine {
   /** uid → conv → deadline (ms) and the record's generation then: the conversation cap's joins claimed and not yet landed (claimJoins). */
   private readonly claims = new Map<string, Map<string, { deadline: number; gen: number }>>();
   private closed = false;
+  /** The badge hook's marks: written only when EngineOptions.badgeMarks is on. */
+  private readonly marks = new MemoryBadgeMarks();
 
   private toolbox: MemoryAdmin | undefined;
 
   constructor(private readonly options: EngineOptions) {}
 
+  badgeMarks(): BadgeMarks {
+    return this.marks;
+  }
+
   /** The operator's view of this store (server/engine/admin.ts): one per engine, sharing its state. */
   admin(): EngineAdmin {
-    this.toolbox ??= new MemoryAdmin(this.conversations, this.users, this.notifications, this.claims);
+    this.toolbox ??= new MemoryAdmin(this.conversations, this.users, this.notifications, this.claims, (uid) => this.marks.forget(uid));
     return this.toolbox;
   }
 
@@ -151,6 +159,7 @@ export class MemoryEngine implements Engine {
     const raised = seq > c.maxSeq;
     if (raised) c.maxSeq = seq;
     if (!c.large) return { info: info(conv, c), members: tableKeys(c.members) };
+    if (raised && this.options.badgeMarks) this.marks.markConversation(conv, Date.now());
     if (raised) this.notifications.head({ conv, maxSeq: c.maxSeq, ...(at !== undefined ? { at } : {}) });
     return { info: info(conv, c), members: candidates.filter((uid) => tableHas(c.members, uid)) };
   }
@@ -183,6 +192,10 @@ export class MemoryEngine implements Engine {
       });
     }
     for (const list of changes.values()) this.notifications.user(list);
+    if (this.options.badgeMarks) {
+      const now = Date.now();
+      for (const uid of changes.keys()) this.marks.markUser(uid, now);
+    }
     if (options.results === false) return [];
     // One user's ops are one step: each result names the user's epoch after the step (a user's
     // first visible change gives it one), as the Redis engine's single reply per user does.

@@ -127,7 +127,8 @@ export class CommandGuard {
  * Scripts whose replies acknowledge no change to anyone (SCRIPTS[...].read), so they never WAIT:
  * reads (which may keep a user's epoch), and the durable tier's own bookkeeping, where a step a
  * failover loses is only done again (a dirty mark that comes back is upserted again; a cold user
- * whose eviction is lost stays in Redis). A restore does WAIT, and is in any case covered by the
+ * whose eviction is lost stays in Redis), and the badge hook's (a lost release delivers an event
+ * again: at-least-once). A restore does WAIT, and is in any case covered by the
  * WAIT of the request's own write on the same connection after it.
  */
 const READ_SCRIPTS = new Set(Object.entries(SCRIPTS).flatMap(([name, spec]) => ('read' in spec ? [name] : [])));

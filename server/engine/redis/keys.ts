@@ -153,6 +153,46 @@ export function intactKey(prefix: string, shard: string): string {
   return `${prefix}:ok${shard}`;
 }
 
+/**
+ * The badge hook's sets (server/hook/, docs/badge-hook.md), sharded by slot like the durable
+ * tier's, so the user step marks a user in the same atomic step as its change:
+ *
+ * - `<p>:hd<shard>` sorted set: users whose badge may have changed, scored with when the mark is
+ *   due (ms): the change's time, or later when the user is cooling down or its delivery failed;
+ * - `<p>:hc<shard>` sorted set: users a drainer claimed, scored with the claim's deadline (ms): a
+ *   crashed drainer's claim expires and its user is marked again;
+ * - `<p>:hk<shard>` sorted set: users delivered lately, scored with the end of their interval (ms);
+ * - `<p>:hg<shard>` sorted set: read-diffused conversations whose head moved (members marked at
+ *   drain time), scored as `hd`.
+ *
+ * And per user, beside its keys: `<p>:{u:<uid>}:b` string 'seq|badge' of the last event delivered;
+ * `<p>:{u:<uid>}:o` hash (BADGE_HOOK_SOCKETLESS_ONLY): server process id -> until when (ms) that
+ * process holds a socket of the user, expiring with its newest entry.
+ */
+export function hookDirtyKey(prefix: string, shard: string): string {
+  return `${prefix}:hd${shard}`;
+}
+
+export function hookClaimsKey(prefix: string, shard: string): string {
+  return `${prefix}:hc${shard}`;
+}
+
+export function hookCoolKey(prefix: string, shard: string): string {
+  return `${prefix}:hk${shard}`;
+}
+
+export function hookConvsKey(prefix: string, shard: string): string {
+  return `${prefix}:hg${shard}`;
+}
+
+export function hookDeliveredKey(prefix: string, uid: string): string {
+  return `${userKeyTag(prefix, uid)}b`;
+}
+
+export function hookPresenceKey(prefix: string, uid: string): string {
+  return `${userKeyTag(prefix, uid)}o`;
+}
+
 export const SLOTS = 16_384;
 
 let tags: string[] | undefined;
@@ -195,6 +235,10 @@ export function luaKeyNames(): string {
     ['dirtyUsersKeyOf', ['prefix', 'shard'], dirtyUsersKey(X, Y)],
     ['dirtyConvsKeyOf', ['prefix', 'shard'], dirtyConvsKey(X, Y)],
     ['activityKeyOf', ['prefix', 'shard'], activityKey(X, Y)],
+    ['hookDirtyKeyOf', ['prefix', 'shard'], hookDirtyKey(X, Y)],
+    ['hookConvsKeyOf', ['prefix', 'shard'], hookConvsKey(X, Y)],
+    ['hookDeliveredAfterHead', ['head', 'uid'], afterHead(hookDeliveredKey(Z, Y), userKeyHead(Z))],
+    ['hookPresenceAfterHead', ['head', 'uid'], afterHead(hookPresenceKey(Z, Y), userKeyHead(Z))],
     // For the scripts handed a key head (keys.ts userKeyHead, convKeyHead) instead of the prefix.
     ['convKeyAfterHead', ['head', 'conv'], afterHead(convKey(Z, Y), convKeyHead(Z))],
     ['userRecordsAfterHead', ['head', 'uid'], afterHead(userKeys(Z, Y).records, userKeyHead(Z))],

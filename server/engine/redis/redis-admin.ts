@@ -8,7 +8,7 @@ import type { StoredConv } from '../rules.js';
 import { decodeEntries, decodeMemberTag, decodeRecord, decodeSnapshotText, encodeRecord } from '../state-text.js';
 import { asArray, asNumber, asStrings } from './codec.js';
 import { convInfo } from './conv-info.js';
-import { convKey, dirtyConvsKey, shardOf, type UserKeys, userChannel, userKeys } from './keys.js';
+import { convKey, dirtyConvsKey, hookDeliveredKey, hookPresenceKey, shardOf, type UserKeys, userChannel, userKeys } from './keys.js';
 import type { RunTracker } from './runs.js';
 import type { ScriptCommands } from './scripts.js';
 
@@ -193,7 +193,15 @@ export class RedisAdmin implements EngineAdmin {
   async wipeUser(uid: string, expected: readonly StoredConv[]): Promise<boolean> {
     const args = expected.flatMap((rec) => [rec.conv, encodeRecord(rec)]);
     const k = userKeys(this.deps.prefix, uid);
-    const reply = await this.client.adminUserWipe(...keyList(k), k.claims, userChannel(this.deps.prefix, uid), this.deps.publish, ...args);
+    const reply = await this.client.adminUserWipe(
+      ...keyList(k),
+      k.claims,
+      hookDeliveredKey(this.deps.prefix, uid),
+      hookPresenceKey(this.deps.prefix, uid),
+      userChannel(this.deps.prefix, uid),
+      this.deps.publish,
+      ...args,
+    );
     return asNumber(reply) === 1;
   }
 

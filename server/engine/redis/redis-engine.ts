@@ -4,6 +4,7 @@ import { LIMITS } from '../../../protocol/limits.js';
 import type { Cursor, MessageEvent, Snapshot } from '../../../protocol/types.js';
 import { DEFAULT_STORE_TIMEOUT_MS, quitWithin, type RedisTarget } from '../../redis-target.js';
 import type { EngineAdmin } from '../admin.js';
+import type { BadgeMarks } from '../badge-marks.js';
 import type { DurableBacking, DurableStore, PersistedConversation, PersistedUser } from '../durable-backing.js';
 import type {
   ApplyOptions,
@@ -49,6 +50,7 @@ import {
   userKeys,
 } from './keys.js';
 import { RedisAdmin } from './redis-admin.js';
+import { RedisBadgeMarks } from './redis-badge-marks.js';
 import { RedisDurableStore } from './redis-durable.js';
 import { publishCommand, RedisNotifications } from './redis-notifications.js';
 import { ClusterRuns, type RunTracker, type RunWaits, SingleRun } from './runs.js';
@@ -122,6 +124,7 @@ export class RedisEngine implements Engine {
   private readonly idleSeconds: number;
   private toolbox: RedisAdmin | undefined;
   private durableSide: RedisDurableStore | undefined;
+  private marks: RedisBadgeMarks | undefined;
   private readonly cluster: boolean;
 
   private constructor(
@@ -338,6 +341,7 @@ export class RedisEngine implements Engine {
           this.durable?.activityEveryMs ?? 0,
           this.durable ? '1' : '0',
           MAX_FLUSH_OPS,
+          this.hookNow(),
           ...args,
         ),
       ),
@@ -429,7 +433,7 @@ export class RedisEngine implements Engine {
       indexes.map((i) => ({ key: convKey(this.prefix, (items[i] as MessageRecord).conv), index: i })),
       (i) => 4 + (items[i] as MessageRecord).candidates.length,
       async (group, cluster) => {
-        const args: (string | number)[] = [this.prefix, atArg, this.publish, cluster ? '1' : '0', durableNow];
+        const args: (string | number)[] = [this.prefix, atArg, this.publish, cluster ? '1' : '0', durableNow, this.hookNow()];
         for (const { index, key } of group) {
           const item = items[index] as MessageRecord;
           args.push(item.conv, shardOf(key, cluster), item.seq, item.candidates.length, ...item.candidates);
@@ -553,6 +557,7 @@ export class RedisEngine implements Engine {
               withResults ? '1' : '0',
               this.durable ? Date.now() : '',
               this.durable?.activityEveryMs ?? 0,
+              this.hookNow(),
             ];
             for (const { index, key } of group) {
               const [uid, indexes] = users[index] as [string, number[]];
@@ -822,6 +827,17 @@ export class RedisEngine implements Engine {
       totals: { total: Number(t[0] ?? 0), mentions: Number(t[1] ?? 0), categories },
       ...withHeads(reply[4]),
     };
+  }
+
+  /** The badge hook's marks (../badge-marks.ts), over this engine's connection. */
+  badgeMarks(): BadgeMarks {
+    this.marks ??= new RedisBadgeMarks({ client: this.client, prefix: this.prefix, cluster: this.cluster });
+    return this.marks;
+  }
+
+  /** The badge hook's argument of the steps that mark (now in ms), or '' when it is off: the scripts then test one string. */
+  private hookNow(): number | '' {
+    return this.options.badgeMarks ? Date.now() : '';
   }
 
   /** The durable tier's side of this store (the drainer and the cold sweep), over this engine's connection. */

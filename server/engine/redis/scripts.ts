@@ -57,11 +57,18 @@ export const SCRIPTS = {
   // The operator's toolbox (redis-admin.ts).
   adminUserRead: { file: 'admin/user_read.lua', keys: 5, read: true },
   adminUserRebuild: { file: 'admin/user_rebuild.lua', keys: 5, user: true },
-  adminUserWipe: { file: 'admin/user_wipe.lua', keys: 6 },
+  adminUserWipe: { file: 'admin/user_wipe.lua', keys: 8 },
   adminConvDelete: { file: 'admin/conv_delete.lua', keys: 2 },
   adminConvDeleteFinish: { file: 'admin/conv_delete_finish.lua', keys: 1 },
   adminConvRepair: { file: 'admin/conv_repair.lua', keys: 1 },
   adminConvRebase: { file: 'admin/conv_rebase.lua', keys: 2 },
+  // The badge hook's bookkeeping (badge-marks.ts): a step a failover loses is done again (a
+  // mark comes back, an event is delivered again), so none WAITs.
+  hookClaim: { file: 'hook/claim.lua', keys: 3, read: true },
+  hookRelease: { file: 'hook/release.lua', keys: 3, read: true },
+  hookTakeConvs: { file: 'hook/take_convs.lua', keys: 2, read: true },
+  hookMarkUsers: { file: 'hook/mark_users.lua', keys: 1, read: true },
+  hookPresence: { file: 'hook/presence.lua', keys: 1, read: true },
   // Last: it runs convRecord's and userApply's bodies (the library defines them before it).
   ingestFlush: { file: 'ingest_flush.lua', keys: 1, user: true, crossSlot: true },
 } as const satisfies Record<string, ScriptSpec>;

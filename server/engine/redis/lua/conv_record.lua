@@ -10,7 +10,9 @@
 -- ARGV[4] 1 on a cluster (check that each conversation is here before touching it), else 0
 -- ARGV[5] durable tier: now in ms ('' = off): a raised head is marked 'h|<conv>' in the dirty
 --         set of the conversation's slot (server/durable/)
--- ARGV[6..] per conversation: conv, shard (keys.ts: the key suffix of its slot's dirty set),
+-- ARGV[6] badge hook: now in ms ('' = off): a raised head of a read-diffused conversation is
+--         marked in its slot's hook set (keys.ts hookConvsKey), its members at drain time
+-- ARGV[7..] per conversation: conv, shard (keys.ts: the key suffix of its slot's dirty set),
 --         seq, number of candidates, the candidates
 -- Returns per conversation: 0 when it does not exist (nothing is created), else
 -- {maxSeq, large 1|0, category, gen, member count, {uid, ...}} (gen and member count as stored:
@@ -19,12 +21,12 @@
 -- not on this master (a slot moved) ends the reply with the marker 'moved' before it is touched.
 
 local prefix, at, publishCmd, checkLocal = ARGV[1], ARGV[2], ARGV[3], ARGV[4] == '1'
-local durableNow = ARGV[5]
+local durableNow, hookNow = ARGV[5], ARGV[6]
 -- unpack() is bounded by the Lua C stack (LUAI_MAXCSTACK 8000): work in chunks.
 local CHUNK = 1000
 
 local out = {}
-local i = 6
+local i = 7
 while i <= #ARGV do
   local conv, shard, seq, count = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3])
   local first, last = i + 4, i + 3 + count
@@ -65,6 +67,7 @@ while i <= #ARGV do
         end
         c = d + 1
       end
+      if raised and hookNow ~= '' then redis.call('ZADD', hookConvsKeyOf(prefix, shard), 'NX', hookNow, conv) end
       if raised and publishCmd ~= '' then redis.call(publishCmd, convChannelOf(prefix, conv), int(maxSeq) .. '|' .. at) end
     end
     out[#out + 1] = { maxSeq, large and 1 or 0, meta[3], meta[4], meta[5], members }

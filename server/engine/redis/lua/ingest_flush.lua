@@ -14,7 +14,8 @@
 --          (durable tier: the caller restores them), else 0
 -- ARGV[13] the most user ops one call applies: a flush implying more applies none of them (the
 --          caller runs the user steps in chunks, so no script holds Redis for long)
--- ARGV[14..] per conversation: conv, seq (the newest of the flush), number of candidates, then
+-- ARGV[14] badge hook: now in ms ('' = off; user_apply.lua's ARGV[14])
+-- ARGV[15..] per conversation: conv, seq (the newest of the flush), number of candidates, then
 --          per candidate (senders, mentioned users, distinct): uid, lastSeq (0: not a sender or
 --          mentioned), readSeq (its own message's seq when a sender, else 0), mention seqs 'a,b'
 -- Returns one flat array: 1 | 0 (0: the user ops were too many and none was applied), the number
@@ -28,10 +29,10 @@
 --          message's ~440k (bench/reports/redis-cost.md, "the flush's reply").
 
 local prefix, at, publishCmd, durableNow = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local record = { prefix, at, publishCmd, '0', durableNow }
+local record = { prefix, at, publishCmd, '0', durableNow, ARGV[14] }
 local convs = {}
-local i = 14
-local n = 5
+local i = 15
+local n = 6
 while i <= #ARGV do
   -- seq and count as numbers: conv_record.lua's tonumber of a number is not a strtod.
   local conv, seq, count = ARGV[i], tonumber(ARGV[i + 1]), setting(ARGV[i + 2])
@@ -139,7 +140,7 @@ end
 if #users == 0 then return reply(1, nil, false) end
 if opCount > setting(ARGV[13]) then return reply(0, nil, true) end
 
-local apply = { ARGV[5], prefix, ARGV[6], ARGV[7], ARGV[8], ARGV[9], publishCmd, at, ARGV[10], '0', '0', durableNow, ARGV[11] }
+local apply = { ARGV[5], prefix, ARGV[6], ARGV[7], ARGV[8], ARGV[9], publishCmd, at, ARGV[10], '0', '0', durableNow, ARGV[11], ARGV[14] }
 local check = ARGV[12]
 local n = #apply
 for _, uid in ipairs(users) do

@@ -21,7 +21,8 @@
 -- ARGV[11] 1: reply with each op's result; 0: only each user's epoch (the caller reads no results)
 -- ARGV[12] durable tier: now in ms ('' = off): changed records are marked dirty, `w` raised
 -- ARGV[13] activity interval in ms (0: no activity tracking): how often the activity set is told
--- ARGV[14..] per user: uid, number of ops, shard (the key suffix of the user slot's dirty and
+-- ARGV[14] badge hook: now in ms ('' = off): a user whose version moved is marked (keys.ts hookDirtyKey)
+-- ARGV[15..] per user: uid, number of ops, shard (the key suffix of the user slot's dirty and
 --   activity sets, keys.ts), check (1: a user without meta is reported 'absent' and nothing of
 --   theirs is applied, so the caller can restore them first), then the ops, each its type,
 --   conversation and fields:

@@ -7,7 +7,7 @@
 -- call's setup, its closures, tables and arguments, measured 43k instructions when it was made
 -- per call, 19.5k since: with one message per flush it is paid per message).
 local argv, runId, prefix, snapshotEvery, streamMaxLen, mentionCap, idle, publishCmd, at, now
-local checkLocal, withResults, durableNow, activityEvery
+local checkLocal, withResults, durableNow, activityEvery, hookNow
 local FIELDS = { m = 4, r = 2, g = 6, s = 3, U = 4 }
 
 local function blank(conv)
@@ -351,6 +351,8 @@ local function applyUser(uid, tag, metaKey, meta, first, last, out, shard)
       clockMoved = true
     end
   end
+  -- The badge hook (off: hookNow nil, one test): any visible change may move the badge.
+  if hookNow and version ~= startVersion then markBadge(marks, hookDirtyKeyOf(prefix, shard), hookNow, uid) end
   if version == startVersion then
     -- Nothing visible changed (the counters but the clocks are as read).
     if clockMoved then writeCounters(metaKey, legacy, version, base, members, sv, expiredAt, total, mentionTotal, defaultTotal, w, lastActive) end
@@ -425,7 +427,7 @@ end
 
 local results -- the call's reply, built by applyAll
 local function applyAll()
-  local i = 14
+  local i = 15
   while i <= #argv do
     local uid, count, shard, check = argv[i], num(argv[i + 1]), argv[i + 2], argv[i + 3]
     local first = i + 4
@@ -462,6 +464,7 @@ local function applyUsers(args)
   withResults = args[11] == '1'
   durableNow = args[12] ~= '' and num(args[12]) or nil
   activityEvery = setting(args[13])
+  hookNow = args[14] ~= '' and num(args[14]) or nil
   results = {}
   -- The durable tier's marks and activity touches of every user of the call (markDirty), written
   -- once per set after the last user, also when a user's ops raise an error: what was applied

@@ -362,6 +362,17 @@ local function markActive(pending, activityKey, nowMs, uid)
   args[#args + 1], args[#args + 2] = nowMs, uid
 end
 
+-- The badge hook's mark (keys.ts hookDirtyKey): the user's badge may have changed. NX: a mark
+-- already there keeps its due time (a user cooling down or waiting for a retry stays so).
+local function markBadge(pending, hookKey, nowMs, uid)
+  local args = pending[hookKey]
+  if not args then
+    args = { 'NX' }
+    pending[hookKey] = args
+  end
+  args[#args + 1], args[#args + 2] = nowMs, uid
+end
+
 -- The ZADDs markDirty and markActive gathered, in chunks (unpack is bounded by the
 -- Lua C stack). A flag '' is none.
 local PAIRS_PER_ZADD = 1000

@@ -142,6 +142,19 @@ export interface HeadFrame {
   lastSeq: number;
 }
 
+/**
+ * Read receipts (PROTOCOL.md "Read receipts"): others' read positions in `conv` changed. `reads`:
+ * the other sharing members' positions (uid → seq) when the conversation has at most
+ * RECEIPTS_DETAIL_MEMBERS members and is write-diffused (a one-to-one chat: the peer's); absent
+ * in larger ones (ask `GET .../reads`). No version: not part of the user's stream. At most one
+ * per conversation per RECEIPTS_PUSH_INTERVAL_MS, always the latest.
+ */
+export interface ReadsFrame {
+  t: 'reads';
+  conv: string;
+  reads?: Record<string, number>;
+}
+
 /** The safety net: the server's current cursor; a client behind it pulls. */
 export interface VersionFrame {
   t: 'version';
@@ -170,7 +183,17 @@ export interface ErrorFrame {
   retryAfterMs?: number;
 }
 
-export type ServerFrame = WelcomeFrame | SyncFrame | SyncPartFrame | ChangeFrame | HeadFrame | VersionFrame | AckFrame | RefreshedFrame | ErrorFrame;
+export type ServerFrame =
+  | WelcomeFrame
+  | SyncFrame
+  | SyncPartFrame
+  | ChangeFrame
+  | HeadFrame
+  | ReadsFrame
+  | VersionFrame
+  | AckFrame
+  | RefreshedFrame
+  | ErrorFrame;
 
 /** Close codes live in their own module so clients can import them without the schema library. */
 export { CLOSE_CODES, type CloseReason } from './close-codes.js';

@@ -38,6 +38,7 @@ import { encodeEntryText, encodeMemberTag, encodeSnapshotText } from '../state-t
 import { appendEntry, trimEntries } from './entry-log.js';
 import { LocalNotifications } from './local-notifications.js';
 import { MemoryAdmin } from './memory-admin.js';
+import { MemoryReadPositions } from './memory-read-positions.js';
 import {
   addToCategory,
   entriesAfter,
@@ -72,6 +73,7 @@ export class MemoryEngine implements Engine {
   private closed = false;
 
   private toolbox: MemoryAdmin | undefined;
+  readonly readPositions = new MemoryReadPositions(this.conversations, this.notifications);
 
   constructor(private readonly options: EngineOptions) {}
 

@@ -51,6 +51,7 @@ import {
 import { RedisAdmin } from './redis-admin.js';
 import { RedisDurableStore } from './redis-durable.js';
 import { publishCommand, RedisNotifications } from './redis-notifications.js';
+import { RedisReadPositions } from './redis-read-positions.js';
 import { ClusterRuns, type RunTracker, type RunWaits, SingleRun } from './runs.js';
 import { buildLibrary, defineScripts, ensureLibrary, type Library, type ScriptedCluster, type ScriptedRedis } from './scripts.js';
 import { appendUserOps, opArgs } from './user-ops.js';
@@ -117,6 +118,7 @@ const DEFAULT_IDLE_SECONDS = 7 * 24 * 3600;
 export class RedisEngine implements Engine {
   readonly kind = 'redis' as const;
   readonly notifications: RedisNotifications;
+  readonly readPositions: RedisReadPositions;
   private readonly prefix: string;
   private readonly publish: 'PUBLISH' | 'SPUBLISH';
   private readonly idleSeconds: number;
@@ -134,6 +136,7 @@ export class RedisEngine implements Engine {
     this.publish = publishCommand(options);
     this.idleSeconds = options.streamIdleSeconds ?? DEFAULT_IDLE_SECONDS;
     this.cluster = client instanceof Cluster;
+    this.readPositions = new RedisReadPositions(client, this.prefix, this.publish);
     this.notifications = new RedisNotifications(options, this.prefix, {
       health: options.health ?? new StoreHealth(),
       storeTimeoutMs: options.storeTimeoutMs ?? DEFAULT_STORE_TIMEOUT_MS,

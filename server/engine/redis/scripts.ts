@@ -43,6 +43,7 @@ export const SCRIPTS = {
   convMembers: { file: 'conv_members.lua', keys: 2 },
   convRecord: { file: 'conv_record.lua', keys: 1, crossSlot: true },
   convFinishRewrite: { file: 'conv_finish_rewrite.lua', keys: 1 },
+  readsRaise: { file: 'reads_raise.lua', keys: 2 },
   // The durable tier (server/durable/).
   userRestore: { file: 'durable/user_restore.lua', keys: 5, user: true },
   convRestore: { file: 'durable/conv_restore.lua', keys: 2 },

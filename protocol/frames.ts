@@ -144,15 +144,15 @@ export interface HeadFrame {
 
 /**
  * Read receipts (PROTOCOL.md "Read receipts"): others' read positions in `conv` changed. `reads`:
- * the other sharing members' positions (uid → seq) when the conversation has at most
- * RECEIPTS_DETAIL_MEMBERS members and is write-diffused (a one-to-one chat: the peer's); absent
- * in larger ones (ask `GET .../reads`). No version: not part of the user's stream. At most one
- * per conversation per RECEIPTS_PUSH_INTERVAL_MS, always the latest.
+ * the other sharing members' positions (uid → seq); a one-to-one chat's holds the peer's. Sent
+ * only for conversations of at most RECEIPTS_DETAIL_MEMBERS members that are write-diffused
+ * (larger ones: ask `GET .../reads`), only to members who share reads. No version: not part of
+ * the user's stream. At most one per conversation per RECEIPTS_PUSH_INTERVAL_MS, the latest.
  */
 export interface ReadsFrame {
   t: 'reads';
   conv: string;
-  reads?: Record<string, number>;
+  reads: Record<string, number>;
 }
 
 /** The safety net: the server's current cursor; a client behind it pulls. */

@@ -156,7 +156,7 @@ export async function startServer(
     largeGroupThreshold: config.largeGroupThreshold,
     readCap,
     receipts: { ...DEFAULT_RECEIPTS_OPTIONS, ...config.receipts },
-    receiptsOnSend: config.receipts?.onSend ?? true,
+    receiptsOnSend: config.receipts?.onSend ?? false,
     ...(maxConversations > 0 ? { conversationCap: new ConversationCap(store, maxConversations) } : {}),
   });
   sync.ingest.onFlush = (stats) => {

@@ -198,10 +198,15 @@ const Env = Type.Object({
   RECEIPTS_PUSH_INTERVAL_MS: Type.Integer({ minimum: 10, maximum: 600_000, default: 1000 }),
   /** Read receipts: conversations of at most this many members say who read (pushes, GET .../reads); larger ones only count. */
   RECEIPTS_DETAIL_MEMBERS: Type.Integer({ minimum: 2, maximum: 1000, default: 30 }),
-  /** Read receipts: a sender's own message raises their read position (one more store step per sender and conversation of an ingest batch). */
+  /**
+   * Read receipts: a sender's own message raises their read position too (three more store
+   * commands per sender and conversation of an ingest batch: bench/reports/receipts.md). Off: the
+   * message path is unchanged, and a sender's position follows their reads (a client marks read
+   * what it shows).
+   */
   RECEIPTS_ON_SEND: Type.Union(
     ['true', 'false', '1', '0'].map((v) => Type.Literal(v)),
-    { default: 'true' },
+    { default: 'false' },
   ),
   /**
    * Server threads serving the one port (Redis engines only): 0 picks one per core in production

@@ -21,13 +21,12 @@ export interface HeadChange {
 
 /**
  * Others' read positions in a conversation changed (read receipts, server/sync/receipts.ts): for
- * one recipient, never part of their stream. `reads`: the other sharing members' positions when
- * the conversation is small enough to list them (RECEIPTS_DETAIL_MEMBERS), else absent.
+ * one recipient, never part of their stream. `reads`: the other sharing members' positions.
  */
 export interface ReadsChange {
   uid: string;
   conv: string;
-  reads?: Record<string, number>;
+  reads: Record<string, number>;
 }
 
 export interface NotificationHandler {

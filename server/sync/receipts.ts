@@ -180,19 +180,19 @@ export class Receipts {
    * interval carries the latest, never an older one.
    */
   private async announce(conv: string): Promise<void> {
+    // Only conversations that list who read are pushed: a larger one would cost a push per member
+    // per interval; its members ask GET .../reads (PROTOCOL.md).
+    const info = await this.engine.getConversation(conv);
+    if (!info || info.large || info.memberCount > this.options.detailMembers) return;
     const roster = await this.engine.roster(conv);
     if (!roster) return;
     const uids = roster.members.map((m) => m.uid);
     const [shares, reads] = await Promise.all([this.positions.sharing(uids), this.positions.read([conv], { upTo: this.options.detailMembers })]);
-    const listed = roster.info.large || roster.info.memberCount > this.options.detailMembers ? undefined : reads.get(conv)?.positions;
+    const listed = reads.get(conv)?.positions ?? new Map<string, number>();
     const members = new Set(uids);
     const changes: ReadsChange[] = [];
     uids.forEach((uid, i) => {
       if (!shares[i]) return;
-      if (!listed) {
-        changes.push({ uid, conv });
-        return;
-      }
       const others: Record<string, number> = {};
       for (const [member, seq] of listed) if (member !== uid && members.has(member)) Object.defineProperty(others, member, { value: seq, enumerable: true });
       changes.push({ uid, conv, reads: others });

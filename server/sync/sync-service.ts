@@ -183,7 +183,10 @@ export class SyncService {
     this.onStoreCall?.('pull', (performance.now() - started) / 1000);
     // Peers' read positions of the one-to-one conversations in this page, read now like heads:
     // not part of the stream (a peer's read never bumps this user's version).
-    const pageConvs = [...(stored.snapshot?.convs.map((s) => s.conv) ?? []), ...stored.entries.filter((e) => e.state !== null).map((e) => e.conv)];
+    // (A read-diffused conversation is never one-to-one: not read.)
+    const pageConvs = [...(stored.snapshot?.convs ?? []), ...stored.entries.flatMap((e) => (e.state ? [e.state] : []))]
+      .filter((s) => !s.large)
+      .map((s) => s.conv);
     const [heads, peers] = await Promise.all([this.headsOf(stored.largeConvs, stored.heads), this.receipts.peerReads(uid, [...new Set(pageConvs)], sharing)]);
     const { largeConvs: _ignored, heads: _read, ...rest } = stored;
     return { ...rest, heads: Object.fromEntries(heads), ...(peers.size > 0 ? { peerReads: Object.fromEntries(peers) } : {}) };
@@ -198,7 +201,7 @@ export class SyncService {
     this.onStoreCall?.('user_state', (performance.now() - started) / 1000);
     const peers = await this.receipts.peerReads(
       uid,
-      stored.states.map((s) => s.conv),
+      stored.states.filter((s) => !s.large).map((s) => s.conv),
       sharing,
     );
     const heads = Object.fromEntries(

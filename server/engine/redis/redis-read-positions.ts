@@ -100,12 +100,11 @@ export class RedisReadPositions implements ReadPositions {
 }
 
 /**
- * A `reads` message on a user's channel: `!<conv>`, then `|<uid>;<seq>` per listed position, or
- * `!<conv>|` for an empty list; none at all when the positions are not listed. Ids never hold `|`
- * or `;` (ID_PATTERN), and an epoch (the first field of a change message) never starts with `!`.
+ * A `reads` message on a user's channel: `!<conv>|`, then the positions as `<uid>;<seq>` joined
+ * by `|`. Ids never hold `|` or `;` (ID_PATTERN), and an epoch (the first field of a change
+ * message) never starts with `!`.
  */
 function encodeReadsMessage(c: ReadsChange): string {
-  if (c.reads === undefined) return `!${c.conv}`;
   let text = `!${c.conv}|`;
   let first = true;
   for (const [uid, seq] of Object.entries(c.reads)) {
@@ -118,7 +117,6 @@ function encodeReadsMessage(c: ReadsChange): string {
 export function decodeReadsMessage(uid: string, message: string): ReadsChange {
   const parts = message.slice(1).split('|');
   const conv = parts[0] ?? '';
-  if (parts.length === 1) return { uid, conv };
   const reads: Record<string, number> = {};
   for (const part of parts.slice(1)) {
     const semi = part.indexOf(';');

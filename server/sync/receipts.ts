@@ -45,6 +45,8 @@ export interface ConvReceipts {
 export class Receipts {
   private readonly positions: ReadPositions;
   private readonly announcer: Coalescer<true>;
+  /** conv → whose positions changed since its last announcement (a member is not told of their own). */
+  private readonly changed = new Map<string, Set<string>>();
   /** A step after the read failed (the read itself landed): the next read repairs it. */
   onError: ((err: unknown) => void) | undefined;
 
@@ -85,7 +87,7 @@ export class Receipts {
         return;
       }
       reads.forEach((r, i) => {
-        if (rose[i]) this.announcer.put(r.conv, true);
+        if (rose[i]) this.changedBy(r.conv, uid);
       });
     } catch (err) {
       this.onError?.(err);
@@ -95,7 +97,7 @@ export class Receipts {
   /** The user left these conversations: their positions go (after the leave's conversation step: see reads_raise.lua). */
   async left(conv: string, uids: readonly string[]): Promise<void> {
     await Promise.all(uids.map((uid) => this.positions.drop(uid, [conv])));
-    if (uids.length > 0) this.announcer.put(conv, true);
+    for (const uid of uids) this.changedBy(conv, uid);
   }
 
   async setSharing(uid: string, share: boolean): Promise<void> {
@@ -106,7 +108,7 @@ export class Receipts {
         uid,
         convs.map((s) => s.conv),
       );
-      for (const s of convs) this.announcer.put(s.conv, true);
+      for (const s of convs) this.changedBy(s.conv, uid);
       return;
     }
     // Back on: each conversation's position from the readSeq the user has now.
@@ -165,6 +167,13 @@ export class Receipts {
     };
   }
 
+  private changedBy(conv: string, uid: string): void {
+    let who = this.changed.get(conv);
+    if (!who) this.changed.set(conv, (who = new Set()));
+    who.add(uid);
+    this.announcer.put(conv, true);
+  }
+
   /** Announcements waiting for their conversation's interval to end (tests). */
   get pending(): number {
     return this.announcer.pending;
@@ -172,6 +181,7 @@ export class Receipts {
 
   close(): void {
     this.announcer.close();
+    this.changed.clear();
   }
 
   /**
@@ -180,6 +190,8 @@ export class Receipts {
    * interval carries the latest, never an older one.
    */
   private async announce(conv: string): Promise<void> {
+    const changed = this.changed.get(conv) ?? new Set<string>();
+    this.changed.delete(conv);
     // Only conversations that list who read are pushed: a larger one would cost a push per member
     // per interval; its members ask GET .../reads (PROTOCOL.md).
     const info = await this.engine.getConversation(conv);
@@ -192,7 +204,8 @@ export class Receipts {
     const members = new Set(uids);
     const changes: ReadsChange[] = [];
     uids.forEach((uid, i) => {
-      if (!shares[i]) return;
+      // Not to those who do not share, nor to a member only their own positions changed for.
+      if (!shares[i] || (changed.size === 1 && changed.has(uid))) return;
       const others: Record<string, number> = {};
       for (const [member, seq] of listed) if (member !== uid && members.has(member)) Object.defineProperty(others, member, { value: seq, enumerable: true });
       changes.push({ uid, conv, reads: others });

@@ -130,6 +130,11 @@ export const receiptsSection: Section = {
           ]),
         },
       });
+      report.notes.push(
+        'The default message path is unchanged by construction: with RECEIPTS_ON_SEND off (the default) `postMessages` runs no receipts code, and test/http/command-count.test.ts pins a one-to-one message at one FCALL sent, as before. With it on, each message pays the sender raise (the row above).',
+        'Per read, receipts add a constant: two GETs of the setting (the privacy check before and after the raise) and one FCALL (membership check + ZADD GT), whatever the group size; the announcement is at most one per conversation per interval (its roster, settings and PUBLISHes: one per sharing member, only in conversations of at most 30 members), so a 500-member group reading one message costs 500 raises, not 500 × 500 frames.',
+        "Reads of receipts: `GET /unread` and a pull add one GET (the asker's setting) and, per write-diffused conversation read, an HMGET and a ZRANGE of at most 3 entries, all pipelined (command-count.test.ts states them).",
+      );
       report.data = {
         seconds,
         rounds,

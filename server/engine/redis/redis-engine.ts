@@ -136,7 +136,13 @@ export class RedisEngine implements Engine {
     this.publish = publishCommand(options);
     this.idleSeconds = options.streamIdleSeconds ?? DEFAULT_IDLE_SECONDS;
     this.cluster = client instanceof Cluster;
-    this.readPositions = new RedisReadPositions(client, this.prefix, this.publish);
+    const receiptsBacking = options.durable?.backing.readPositions;
+    this.readPositions = new RedisReadPositions(
+      client,
+      this.prefix,
+      this.publish,
+      receiptsBacking ? { backing: receiptsBacking, restoreConversations: (convs) => this.restoreConversations(convs) } : undefined,
+    );
     this.notifications = new RedisNotifications(options, this.prefix, {
       health: options.health ?? new StoreHealth(),
       storeTimeoutMs: options.storeTimeoutMs ?? DEFAULT_STORE_TIMEOUT_MS,

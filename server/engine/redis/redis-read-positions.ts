@@ -1,5 +1,6 @@
+import type { ReadPositionsBacking } from '../durable-backing.js';
 import type { ConvReads, ReadDetail, ReadPosition, ReadPositions, ReadsChange } from '../read-positions.js';
-import { asArray, asNumber } from './codec.js';
+import { asArray, asNumber, type Reply } from './codec.js';
 import { convKey, readsKey, sharingKey, userChannel } from './keys.js';
 import type { ScriptedCluster, ScriptedRedis } from './scripts.js';
 
@@ -15,9 +16,40 @@ export class RedisReadPositions implements ReadPositions {
     private readonly client: ScriptedRedis | ScriptedCluster,
     private readonly prefix: string,
     private readonly publish: 'PUBLISH' | 'SPUBLISH',
+    /** The durable tier, when on: PostgreSQL's copy, and the engine's restore of conversations Redis lacks. */
+    private readonly durable?: DurableReads,
   ) {}
 
   async raise(items: readonly ReadPosition[]): Promise<boolean[]> {
+    const out = await this.raiseInRedis(items);
+    const rose = items.filter((_, i) => out[i]);
+    // Written through: in PostgreSQL once the call returns (a failure is the caller's: the next read repairs it).
+    if (this.durable && rose.length > 0) await this.durable.backing.savePositions(rose);
+    return out;
+  }
+
+  /**
+   * Puts back what PostgreSQL holds of conversations the engine just restored (Redis had lost
+   * them): max-merged, through the raise script (members only), for users who share.
+   */
+  private async restoreRegisters(convs: readonly string[]): Promise<void> {
+    if (!this.durable || convs.length === 0) return;
+    const rows = await this.durable.backing.loadPositions(convs);
+    const uids = [...new Set(rows.map((r) => r.uid))];
+    const shares = await this.sharing(uids);
+    const sharing = new Set(uids.filter((_, i) => shares[i]));
+    await this.raiseInRedis(rows.filter((r) => sharing.has(r.uid)));
+  }
+
+  /** Restores conversations Redis lacks (and their registers); the ones restored. */
+  private async restore(convs: readonly string[]): Promise<Set<string>> {
+    if (!this.durable || convs.length === 0) return new Set();
+    const restored = await this.durable.restoreConversations(convs);
+    await this.restoreRegisters([...restored]);
+    return restored;
+  }
+
+  private async raiseInRedis(items: ReadonlyArray<ReadPosition>): Promise<boolean[]> {
     // One script call per conversation (its hash and its sorted set share the slot).
     const byConv = new Map<string, number[]>();
     items.forEach((item, i) => {
@@ -26,10 +58,15 @@ export class RedisReadPositions implements ReadPositions {
       else byConv.set(item.conv, [i]);
     });
     const out = items.map(() => false);
+    // A conversation Redis lacks (and the tier cannot restore) records nothing.
     await Promise.all(
       [...byConv].map(async ([conv, indexes]) => {
         const args = indexes.flatMap((i) => [items[i]?.uid ?? '', items[i]?.seq ?? 0]);
-        const reply = asArray(await this.client.readsRaise(convKey(this.prefix, conv), readsKey(this.prefix, conv), ...args));
+        const call = (): Promise<Reply> => this.client.readsRaise(convKey(this.prefix, conv), readsKey(this.prefix, conv), ...args);
+        let answer = await call();
+        if (answer === ABSENT && (await this.restore([conv])).has(conv)) answer = await call();
+        if (answer === ABSENT) return;
+        const reply = asArray(answer);
         indexes.forEach((i, n) => {
           out[i] = asNumber(reply[n]) === 1;
         });
@@ -40,9 +77,20 @@ export class RedisReadPositions implements ReadPositions {
 
   async drop(uid: string, convs: readonly string[]): Promise<void> {
     await Promise.all(convs.map((conv) => this.client.zrem(readsKey(this.prefix, conv), uid)));
+    await this.durable?.backing.deletePositions(uid, convs);
   }
 
   async read(convs: readonly string[], detail: ReadDetail): Promise<Map<string, ConvReads>> {
+    const out = await this.readOnce(convs, detail);
+    const missing = convs.filter((conv) => !out.has(conv));
+    if (this.durable && missing.length > 0) {
+      const restored = await this.restore(missing);
+      if (restored.size > 0) for (const [conv, reads] of await this.readOnce([...restored], detail)) out.set(conv, reads);
+    }
+    return out;
+  }
+
+  private async readOnce(convs: readonly string[], detail: ReadDetail): Promise<Map<string, ConvReads>> {
     const seqs = detail.seqs ?? [];
     const read = convs.map(async (conv) => {
       const key = readsKey(this.prefix, conv);
@@ -79,12 +127,24 @@ export class RedisReadPositions implements ReadPositions {
 
   async sharing(uids: readonly string[]): Promise<boolean[]> {
     const values = await Promise.all(uids.map((uid) => this.client.get(sharingKey(this.prefix, uid))));
+    const unknown = uids.filter((_, i) => values[i] == null);
+    if (this.durable && unknown.length > 0) {
+      // With the tier every setting is stored ('1' or '0'): none means Redis lost it (or the user
+      // never had one). PostgreSQL says which; kept with SET NX so a concurrent change wins.
+      const stored = await this.durable.backing.loadSharing(unknown);
+      await Promise.all(unknown.map((uid) => this.client.set(sharingKey(this.prefix, uid), stored.get(uid) === false ? '0' : '1', 'NX')));
+      return uids.map((uid, i) => (values[i] == null ? stored.get(uid) !== false : values[i] !== '0'));
+    }
     return values.map((v) => v !== '0');
   }
 
   async setSharing(uid: string, share: boolean): Promise<void> {
     const key = sharingKey(this.prefix, uid);
-    if (share) await this.client.del(key);
+    // PostgreSQL first: a restore reads it when Redis has lost the key.
+    if (this.durable) {
+      await this.durable.backing.saveSharing(uid, share);
+      await this.client.set(key, share ? '1' : '0');
+    } else if (share) await this.client.del(key);
     else await this.client.set(key, '0');
   }
 
@@ -98,6 +158,16 @@ export class RedisReadPositions implements ReadPositions {
     );
   }
 }
+
+/** The durable tier as read receipts use it. */
+export interface DurableReads {
+  backing: ReadPositionsBacking;
+  /** RedisEngine's restore of conversations Redis lacks: the ones restored. */
+  restoreConversations(convs: readonly string[]): Promise<Set<string>>;
+}
+
+/** What reads_raise.lua answers for a conversation Redis lacks. */
+const ABSENT = 'absent';
 
 /**
  * A `reads` message on a user's channel: `!<conv>|`, then the positions as `<uid>;<seq>` joined

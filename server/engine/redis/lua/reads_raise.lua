@@ -5,8 +5,10 @@
 --
 -- KEYS[1] the conversation hash (conv_members.lua)   KEYS[2] its read positions (sorted set)
 -- ARGV    uid, seq, uid, seq, ...
--- Returns per pair 1 when the position rose, else 0
+-- Returns per pair 1 when the position rose, else 0; 'absent' when Redis lacks the conversation
+-- (nothing applied: with the durable tier the caller restores it and calls again)
 
+if redis.call('EXISTS', KEYS[1]) == 0 then return 'absent' end
 local out = {}
 for i = 1, #ARGV, 2 do
   local rose = 0

@@ -670,6 +670,7 @@ export class RedisEngine implements Engine {
     if (!durable) return present;
     let pending = [...new Set(convs)];
     let restored = 0;
+    const fresh: string[] = [];
     for (let attempt = 1; pending.length > 0; attempt++) {
       if (attempt > RESTORE_ATTEMPTS) throw restoreRaced('conversations', pending);
       const stamps = await this.evictedStamps(pending.map((conv) => ({ key: convKey(this.prefix, conv), member: evictedConvMember(conv) })));
@@ -704,13 +705,19 @@ export class RedisEngine implements Engine {
             again.push(conv);
             return;
           }
-          if (outcome === 1) restored++;
+          if (outcome === 1) {
+            restored++;
+            fresh.push(conv);
+          }
           present.add(conv);
         }),
       );
       pending = again;
     }
     if (restored > 0) durable.onRestore?.('conversation', restored);
+    // Read receipts' registers of the conversations put back (a step after: a crash between loses
+    // them until each member's next read; max-merged, so a repeat is harmless).
+    await this.readPositions.restoreRegisters(fresh);
     return present;
   }
 

@@ -30,9 +30,10 @@ export class RedisReadPositions implements ReadPositions {
 
   /**
    * Puts back what PostgreSQL holds of conversations the engine just restored (Redis had lost
-   * them): max-merged, through the raise script (members only), for users who share.
+   * them; RedisEngine.restoreConversations calls it, whichever call found them missing):
+   * max-merged, through the raise script (members only), for users who share.
    */
-  private async restoreRegisters(convs: readonly string[]): Promise<void> {
+  async restoreRegisters(convs: readonly string[]): Promise<void> {
     if (!this.durable || convs.length === 0) return;
     const rows = await this.durable.backing.loadPositions(convs);
     const uids = [...new Set(rows.map((r) => r.uid))];
@@ -41,12 +42,10 @@ export class RedisReadPositions implements ReadPositions {
     await this.raiseInRedis(rows.filter((r) => sharing.has(r.uid)));
   }
 
-  /** Restores conversations Redis lacks (and their registers); the ones restored. */
+  /** Restores conversations Redis lacks (the engine puts their registers back too); the ones present after. */
   private async restore(convs: readonly string[]): Promise<Set<string>> {
     if (!this.durable || convs.length === 0) return new Set();
-    const restored = await this.durable.restoreConversations(convs);
-    await this.restoreRegisters([...restored]);
-    return restored;
+    return this.durable.restoreConversations(convs);
   }
 
   private async raiseInRedis(items: ReadonlyArray<ReadPosition>): Promise<boolean[]> {

@@ -53,7 +53,7 @@ function messages(c: ConversationView, open: OpenConversation, ctx: ListContext)
         },
         mine ? null : h('span', { class: 'msg-sender' }, m.sender),
         h('span', { class: 'msg-text' }, m.mention ? h('span', { class: 'at' }, `@${ctx.uid} `) : null, m.text),
-        h('span', { class: 'msg-meta', title: new Date(m.at).toLocaleString() }, `#${m.seq} · ${clockTime(m.at)}`),
+        h('span', { class: 'msg-meta', title: new Date(m.at).toLocaleString() }, `#${m.seq} · ${clockTime(m.at)}`, mine ? receipt(c.conv, m.seq, ctx) : null),
       ),
     );
   }
@@ -63,6 +63,21 @@ function messages(c: ConversationView, open: OpenConversation, ctx: ListContext)
     );
   }
   return list;
+}
+
+/**
+ * Read receipts on one's own message: in a one-to-one chat ✓ (sent) or ✓✓ (the peer's read
+ * position reached it); in a group "read by N" once anyone has. Nothing when the peer's position
+ * is unknown (they, or this user, do not share reads).
+ */
+function receipt(conv: string, seq: number, ctx: ListContext): HTMLElement | null {
+  const peer = ctx.peerRead(conv);
+  if (peer !== undefined) {
+    const read = peer >= seq;
+    return h('span', { class: `receipt${read ? ' read' : ''}`, 'data-role': 'receipt', title: read ? 'Read' : 'Sent' }, read ? ' ✓✓' : ' ✓');
+  }
+  const n = ctx.readBy(conv, seq);
+  return n > 0 ? h('span', { class: 'receipt read', 'data-role': 'receipt' }, ` · read by ${n}`) : null;
 }
 
 export function conversationPane(c: ConversationView, open: OpenConversation, ctx: ListContext): HTMLElement[] {

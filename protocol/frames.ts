@@ -152,6 +152,8 @@ export interface HeadFrame {
 export interface ReadsFrame {
   t: 'reads';
   conv: string;
+  /** The conversation's member count: 2 is a one-to-one chat (its `reads` holds the peer's position, or nothing). */
+  members: number;
   reads: Record<string, number>;
 }
 

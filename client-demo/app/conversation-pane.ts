@@ -66,18 +66,15 @@ function messages(c: ConversationView, open: OpenConversation, ctx: ListContext)
 }
 
 /**
- * Read receipts on one's own message: in a one-to-one chat ✓ (sent) or ✓✓ (the peer's read
- * position reached it); in a group "read by N" once anyone has. Nothing when the peer's position
- * is unknown (they, or this user, do not share reads).
+ * Read receipts on one's own message: ✓ sent; ✓✓ once a one-to-one peer's read position reached
+ * it; "read by N" in a group once anyone has (as pushed: groups of up to 30).
  */
-function receipt(conv: string, seq: number, ctx: ListContext): HTMLElement | null {
+function receipt(conv: string, seq: number, ctx: ListContext): HTMLElement {
   const peer = ctx.peerRead(conv);
-  if (peer !== undefined) {
-    const read = peer >= seq;
-    return h('span', { class: `receipt${read ? ' read' : ''}`, 'data-role': 'receipt', title: read ? 'Read' : 'Sent' }, read ? ' ✓✓' : ' ✓');
-  }
-  const n = ctx.readBy(conv, seq);
-  return n > 0 ? h('span', { class: 'receipt read', 'data-role': 'receipt' }, ` · read by ${n}`) : null;
+  if (peer !== undefined && peer >= seq) return h('span', { class: 'receipt read', 'data-role': 'receipt', 'data-receipt': 'read', title: 'Read' }, ' ✓✓');
+  const n = peer === undefined ? ctx.readBy(conv, seq) : 0;
+  if (n > 0) return h('span', { class: 'receipt read', 'data-role': 'receipt', 'data-receipt': `read-by-${n}` }, ` ✓ · read by ${n}`);
+  return h('span', { class: 'receipt', 'data-role': 'receipt', 'data-receipt': 'sent', title: 'Sent' }, ' ✓');
 }
 
 export function conversationPane(c: ConversationView, open: OpenConversation, ctx: ListContext): HTMLElement[] {

@@ -26,6 +26,8 @@ export interface HeadChange {
 export interface ReadsChange {
   uid: string;
   conv: string;
+  /** The conversation's member count (2: a one-to-one chat). */
+  members: number;
   reads: Record<string, number>;
 }
 

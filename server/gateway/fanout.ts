@@ -79,7 +79,7 @@ export class Fanout {
   }
 
   private deliverReads(r: ReadsChange): void {
-    const frame: ReadsFrame = { t: 'reads', conv: r.conv, reads: r.reads };
+    const frame: ReadsFrame = { t: 'reads', conv: r.conv, members: r.members, reads: r.reads };
     this.publish(userTopic(r.uid, false), userTopic(r.uid, true), frame, undefined, JSON.stringify);
   }
 

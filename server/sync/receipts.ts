@@ -208,7 +208,7 @@ export class Receipts {
       if (!shares[i] || (changed.size === 1 && changed.has(uid))) return;
       const others: Record<string, number> = {};
       for (const [member, seq] of listed) if (member !== uid && members.has(member)) Object.defineProperty(others, member, { value: seq, enumerable: true });
-      changes.push({ uid, conv, reads: others });
+      changes.push({ uid, conv, members: roster.info.memberCount, reads: others });
     });
     await this.positions.announce(changes);
   }

@@ -95,18 +95,18 @@ export function receiptsConformance(use: UseEngine): void {
       await e.notifications.followUser('a');
       await e.notifications.followUser('z');
       await e.readPositions.announce([
-        { uid: 'a', conv: 'd', reads: { b: 4 } },
-        { uid: 'b', conv: 'd', reads: { a: 2 } },
-        { uid: 'a', conv: 'g', reads: {} },
+        { uid: 'a', conv: 'd', members: 2, reads: { b: 4 } },
+        { uid: 'b', conv: 'd', members: 2, reads: { a: 2 } },
+        { uid: 'a', conv: 'g', members: 31, reads: {} },
       ]);
       await vi.waitFor(() => expect(heard).toHaveLength(2), WAIT);
       // Delivery went on: a later one for another followed user arrives, none for b.
-      await e.readPositions.announce([{ uid: 'z', conv: 'd', reads: {} }]);
+      await e.readPositions.announce([{ uid: 'z', conv: 'd', members: 2, reads: {} }]);
       await vi.waitFor(() => expect(heard).toHaveLength(3), WAIT);
       expect(heard).toEqual([
-        { uid: 'a', conv: 'd', reads: { b: 4 } },
-        { uid: 'a', conv: 'g', reads: {} },
-        { uid: 'z', conv: 'd', reads: {} },
+        { uid: 'a', conv: 'd', members: 2, reads: { b: 4 } },
+        { uid: 'a', conv: 'g', members: 31, reads: {} },
+        { uid: 'z', conv: 'd', members: 2, reads: {} },
       ]);
     });
   });

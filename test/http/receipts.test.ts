@@ -88,7 +88,7 @@ describe.each(['memory', 'redis'] as const)('read receipts (%s)', (engine) => {
     const mark = bob.mark();
     for (const seq of [1, 2, 3, 4, 5, 6]) await s.ok('POST', '/v1/users/alice/read', { conv: 'd', seq });
     const last = await bob.waitFrame((f): f is ReadsFrame => f.t === 'reads' && f.reads.alice === 6, { since: mark, label: 'the latest read' });
-    expect(last).toEqual({ t: 'reads', conv: 'd', reads: { alice: 6 } });
+    expect(last).toEqual({ t: 'reads', conv: 'd', members: 2, reads: { alice: 6 } });
     await new Promise((r) => setTimeout(r, INTERVAL_MS * 2));
     const frames = bob.framesSince(mark);
     // Six reads within one interval: the first at once, then the latest once the interval ends.

@@ -24,13 +24,14 @@ export class ReceiptsView {
   }
 
   /** A `reads` frame: the other members' positions in `conv` now. */
-  applyReads(conv: string, reads: Readonly<Record<string, number>>): void {
+  applyReads(conv: string, members: number, reads: Readonly<Record<string, number>>): void {
     const list = new Map(Object.entries(reads));
     this.lists.set(conv, list);
-    // The frame is the latest whole list: a one-to-one peer's position in it replaces the pulled one.
-    const [only] = list.values();
-    if (list.size === 1 && only !== undefined) this.peers.set(conv, Math.max(only, this.peers.get(conv) ?? 0));
-    else if (list.size === 0) this.peers.delete(conv);
+    if (members !== 2) return;
+    // A one-to-one chat: the frame holds the peer's position, or nothing (they stopped sharing).
+    const [peer] = list.values();
+    if (peer === undefined) this.peers.delete(conv);
+    else this.peers.set(conv, Math.max(peer, this.peers.get(conv) ?? 0));
   }
 
   /** The peer's read position in a one-to-one conversation (undefined: not known, or not shared). */
@@ -42,7 +43,6 @@ export class ReceiptsView {
   readBy(conv: string, seq: number): number {
     let n = 0;
     for (const at of this.lists.get(conv)?.values() ?? []) if (at >= seq) n++;
-    if (n === 0 && (this.peers.get(conv) ?? -1) >= seq) n = 1;
     return n;
   }
 

@@ -94,7 +94,7 @@ export class SyncSession {
         this.deps.store.applyHead(frame.conv, frame.lastSeq);
         return this.deps.changed();
       case 'reads':
-        this.deps.receipts.applyReads(frame.conv, frame.reads);
+        this.deps.receipts.applyReads(frame.conv, frame.members, frame.reads);
         return this.deps.receiptsChanged(frame.conv);
       case 'version':
         return this.onVersion(frame);

@@ -169,28 +169,25 @@ export interface DurableReads {
 const ABSENT = 'absent';
 
 /**
- * A `reads` message on a user's channel: `!<conv>|`, then the positions as `<uid>;<seq>` joined
- * by `|`. Ids never hold `|` or `;` (ID_PATTERN), and an epoch (the first field of a change
+ * A `reads` message on a user's channel: `!<conv>|<member count>`, then `|<uid>;<seq>` per
+ * position. Ids never hold `|` or `;` (ID_PATTERN), and an epoch (the first field of a change
  * message) never starts with `!`.
  */
 function encodeReadsMessage(c: ReadsChange): string {
-  let text = `!${c.conv}|`;
-  let first = true;
-  for (const [uid, seq] of Object.entries(c.reads)) {
-    text += `${first ? '' : '|'}${uid};${seq}`;
-    first = false;
-  }
+  let text = `!${c.conv}|${c.members}`;
+  for (const [uid, seq] of Object.entries(c.reads)) text += `|${uid};${seq}`;
   return text;
 }
 
 export function decodeReadsMessage(uid: string, message: string): ReadsChange {
   const parts = message.slice(1).split('|');
   const conv = parts[0] ?? '';
+  const members = Number(parts[1]);
   const reads: Record<string, number> = {};
-  for (const part of parts.slice(1)) {
+  for (const part of parts.slice(2)) {
     const semi = part.indexOf(';');
     if (semi > 0)
       Object.defineProperty(reads, part.slice(0, semi), { value: Number(part.slice(semi + 1)), enumerable: true, writable: true, configurable: true });
   }
-  return { uid, conv, reads };
+  return { uid, conv, members, reads };
 }

@@ -121,6 +121,16 @@ describe.each(['memory', 'redis'] as const)('read receipts (%s)', (engine) => {
     expect((await reads(s, 'a', 'g', 'seqs=1')).seqs).toEqual([{ seq: 1, count: 1, readers: ['b'] }]);
   });
 
+  it("erasing a user (DELETE /v1/users/:uid) drops their positions: no one sees an erased user's reads", async () => {
+    const s = await start();
+    await s.members('g', { add: ['alice', 'bob', 'carol'] });
+    await s.post({ conv: 'g', seq: 1, sender: 'bob' });
+    await s.ok('POST', '/v1/users/alice/read', { conv: 'g', seq: 1 });
+    expect((await reads(s, 'bob', 'g', 'seqs=1')).seqs).toEqual([{ seq: 1, count: 1, readers: ['alice'] }]);
+    await s.ok('DELETE', '/v1/users/alice');
+    expect((await reads(s, 'bob', 'g', 'seqs=1')).seqs).toEqual([{ seq: 1, count: 0, readers: [] }]);
+  });
+
   it('a read-diffused group gives counts only', async () => {
     const s = await start();
     await s.members('big', { add: ['a', 'b', 'c', 'd', 'e'] });

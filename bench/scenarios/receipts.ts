@@ -97,6 +97,36 @@ export const receiptsSection: Section = {
       for (let round = 0; round < rounds; round++)
         for (const r of round % 2 === 0 ? [off, on] : [on, off]) await window(r, direct, seconds / rounds, info, true);
 
+      // GET /unread and a pull from scratch of a user in 100 one-to-one conversations: sharing on
+      // (every conversation's peer position read) vs off (the setting read, nothing else: what
+      // the summary cost before receipts, plus one GET).
+      const reader = 'uq-reader';
+      const partners = Array.from({ length: 100 }, (_, i) => `uq-p${i}`);
+      for (let i = 0; i < partners.length; i += 25)
+        await Promise.all(partners.slice(i, i + 25).map((p, k) => withReceipts.changeMembers(`uq-c${i + k}`, { add: [reader, p], remove: [] })));
+      await Promise.all(partners.map((p, k) => withReceipts.read(p, `uq-c${k}`, 0)));
+      const readerConvs: Conv[] = [{ conv: 'uq', members: [reader], seq: 0 }];
+      const summaryOn = runner('GET /unread, shares reads (100 peer positions read)', async () => {
+        await withReceipts.unread(reader);
+      });
+      const summaryOff = runner('GET /unread, does not share (setting read only)', async () => {
+        await withReceipts.unread('uq-private');
+      });
+      const pullOn = runner('pull from scratch, shares reads', async () => {
+        await withReceipts.pull(reader, null, 1000);
+      });
+      const pullOff = runner('pull from scratch, does not share', async () => {
+        await withReceipts.pull('uq-private', null, 1000);
+      });
+      // A twin who does not share, in 100 one-to-one conversations with the same partners.
+      for (let i = 0; i < partners.length; i += 25)
+        await Promise.all(partners.slice(i, i + 25).map((p, k) => withReceipts.changeMembers(`uq-d${i + k}`, { add: ['uq-private', p], remove: [] })));
+      await withReceipts.receipts.setSharing('uq-private', false);
+      const summaryRows = [summaryOn, summaryOff, pullOn, pullOff];
+      for (const r of summaryRows) await window(r, readerConvs, 0.5, info, false);
+      for (let round = 0; round < rounds; round++)
+        for (const r of round % 2 === 0 ? summaryRows : [...summaryRows].reverse()) await window(r, readerConvs, seconds / rounds / 2, info, true);
+
       report.method.push(
         `One private redis-server (default config), the Redis engine with default settings (LARGE_GROUP_THRESHOLD ${options.largeGroupThreshold}: the 500-member group is read-diffused). Conversations of 2 (1,000 of them), 30 (100) and 500 (8) members with a head far ahead; each step reads the next seq of the next conversation for one of its members in turn, ${IN_FLIGHT} in flight, closed loop, ${rounds} interleaved rounds of ${fmt.seconds(seconds / rounds)} per system. \`no receipts\`: the user step alone (\`applyUserOps\` of one read: what a read cost before). \`with receipts\`: \`SyncService.read\`: the same step, the user's shareReads read alongside it, the conversation's register raised (reads_raise.lua: membership check + ZADD GT), the setting read again, and the coalesced announcement (at most one per conversation per RECEIPTS_PUSH_INTERVAL_MS, default 1 s: the member count, the roster, every member's setting and the positions, one PUBLISH per sharing member; none for a conversation above RECEIPTS_DETAIL_MEMBERS, 30).`,
         `Messages: 1,000 one-to-one conversations, \`SyncService.postMessages\` of one message, with the default RECEIPTS_ON_SEND=false and with it on (the sender's raise: GET setting, FCALL, GET setting). Redis CPU: Δ(used_cpu_user + used_cpu_sys); commands: every command Redis counted (inside scripts too).`,
@@ -115,6 +145,18 @@ export const receiptsSection: Section = {
               fmt.ratio(perStep(r) / perStep(plain)),
             ]),
           ),
+        },
+      });
+      report.tables.push({
+        caption: 'Redis cost of reading the badge and the stream, a user in 100 one-to-one conversations',
+        table: {
+          header: ['call', 'calls/s', 'Redis CPU/call', 'commands/call'],
+          rows: summaryRows.map((r) => [
+            r.name,
+            fmtRate(r.steps / Math.max(1e-3, r.seconds)),
+            fmt.us(perStep(r)),
+            (r.commands / Math.max(1, r.steps)).toFixed(1),
+          ]),
         },
       });
       report.tables.push({
@@ -140,6 +182,7 @@ export const receiptsSection: Section = {
         rounds,
         reads: readRows.map(({ shape, size, plain, receipts }) => ({ shape, size, plain: summary(plain), receipts: summary(receipts) })),
         messages: { off: summary(off), on: summary(on) },
+        summaries: summaryRows.map((r) => ({ name: r.name, ...summary(r) })),
       };
       return report;
     } finally {

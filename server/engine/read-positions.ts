@@ -25,6 +25,12 @@ export interface ReadPositions {
    * step per conversation. A conversation that does not exist is left out.
    */
   read(convs: readonly string[], detail: ReadDetail): Promise<Map<string, ConvReads>>;
+  /**
+   * For each of `convs` with exactly 2 members (a one-to-one chat), the other member's position
+   * (when recorded): what GET /unread and a pull show as the peer's. Read per conversation, in as
+   * few calls as the store allows.
+   */
+  peers(uid: string, convs: readonly string[]): Promise<Map<string, number>>;
   /** Per user: false when they turned sharing off (default true). */
   sharing(uids: readonly string[]): Promise<boolean[]>;
   /** Stores the setting (the default, true, may be stored as nothing). */

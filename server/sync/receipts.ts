@@ -123,13 +123,8 @@ export class Receipts {
    * user who shares; nothing for one who does not.
    */
   async peerReads(uid: string, convs: readonly string[], sharing?: Promise<boolean>): Promise<Map<string, number>> {
-    const out = new Map<string, number>();
-    if (convs.length === 0 || !(await (sharing ?? this.sharing(uid)))) return out;
-    for (const [conv, reads] of await this.positions.read(convs, { upTo: 2 })) {
-      if (reads.memberCount !== 2) continue;
-      for (const [member, seq] of reads.positions) if (member !== uid) out.set(conv, Math.max(seq, out.get(conv) ?? 0));
-    }
-    return out;
+    if (convs.length === 0 || !(await (sharing ?? this.sharing(uid)))) return new Map();
+    return this.positions.peers(uid, convs);
   }
 
   /** For each seq: how many members other than `uid` have read it, and who (conversations within detailMembers). */

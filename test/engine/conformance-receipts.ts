@@ -64,6 +64,23 @@ export function receiptsConformance(use: UseEngine): void {
       expect((await rp.read(['g'], { upTo: 30, seqs: [5] })).get('g')?.counts).toEqual([1]);
     });
 
+    it("peers: in each conversation of exactly 2 members, the other member's position", async () => {
+      const e = await use();
+      await e.changeMembers('d1', { add: ['a', 'b'], remove: [], threshold: 10 });
+      await e.changeMembers('d2', { add: ['a', 'c'], remove: [], threshold: 10 });
+      await e.changeMembers('g', { add: ['a', 'b', 'c'], remove: [], threshold: 10 });
+      await e.readPositions.raise([
+        { conv: 'd1', uid: 'b', seq: 4 },
+        { conv: 'd1', uid: 'a', seq: 9 },
+        { conv: 'd2', uid: 'a', seq: 2 },
+        { conv: 'g', uid: 'b', seq: 7 },
+      ]);
+      expect(await e.readPositions.peers('a', ['d1', 'd2', 'g', 'missing'])).toEqual(new Map([['d1', 4]]));
+      expect(await e.readPositions.peers('b', ['d1'])).toEqual(new Map([['d1', 9]]));
+      expect(await e.readPositions.peers('c', ['d2', 'g'])).toEqual(new Map([['d2', 2]]));
+      expect(await e.readPositions.peers('a', [])).toEqual(new Map());
+    });
+
     it('a read-diffused conversation lists no positions, only counts', async () => {
       const e = await use();
       await e.changeMembers('big', { add: ['a', 'b', 'c'], remove: [], threshold: 2 });

@@ -52,6 +52,16 @@ export class MemoryReadPositions implements ReadPositions {
     return out;
   }
 
+  async peers(uid: string, convs: readonly string[]): Promise<Map<string, number>> {
+    const out = new Map<string, number>();
+    for (const conv of convs) {
+      const c = this.conversations.get(conv);
+      if (!c || tableSize(c.members) !== 2) continue;
+      for (const [member, seq] of this.registers.get(conv) ?? []) if (member !== uid) out.set(conv, Math.max(seq, out.get(conv) ?? 0));
+    }
+    return out;
+  }
+
   async sharing(uids: readonly string[]): Promise<boolean[]> {
     return uids.map((uid) => !this.private.has(uid));
   }

@@ -1,6 +1,6 @@
 import type { ReadPositionsBacking } from '../durable-backing.js';
 import type { ConvReads, ReadDetail, ReadPosition, ReadPositions, ReadsChange } from '../read-positions.js';
-import { asArray, asNumber, type Reply } from './codec.js';
+import { asArray, asNumber, asStrings, type Reply } from './codec.js';
 import { convKey, readsKey, sharingKey, userChannel } from './keys.js';
 import type { ScriptedCluster, ScriptedRedis } from './scripts.js';
 
@@ -124,6 +124,39 @@ export class RedisReadPositions implements ReadPositions {
     return out;
   }
 
+  async peers(uid: string, convs: readonly string[]): Promise<Map<string, number>> {
+    const out = new Map<string, number>();
+    const missing = await this.peersOnce(uid, convs, out);
+    if (this.durable && missing.length > 0) {
+      const restored = await this.restore(missing);
+      if (restored.size > 0) await this.peersOnce(uid, [...restored], out);
+    }
+    return out;
+  }
+
+  /**
+   * One reads_peers.lua call per chunk on one Redis (the keys by name: one server holds them all);
+   * one call per conversation on a cluster (each routed by its own key). Returns the conversations
+   * Redis lacks.
+   */
+  private async peersOnce(uid: string, convs: readonly string[], out: Map<string, number>): Promise<string[]> {
+    const groups: string[][] = [];
+    if (this.publish === 'SPUBLISH') for (const conv of convs) groups.push([conv]);
+    else for (let i = 0; i < convs.length; i += PEERS_PER_CALL) groups.push(convs.slice(i, i + PEERS_PER_CALL));
+    const missing: string[] = [];
+    await Promise.all(
+      groups.map(async (group) => {
+        if (group.length === 0) return;
+        const args = group.flatMap((conv) => [convKey(this.prefix, conv), readsKey(this.prefix, conv), conv]);
+        const reply = asStrings(await this.client.readsPeers(convKey(this.prefix, group[0] ?? ''), uid, ...args));
+        const bar = reply.indexOf('#');
+        for (let i = 0; i + 1 < bar; i += 2) out.set(reply[i] ?? '', Number(reply[i + 1]));
+        missing.push(...reply.slice(bar + 1));
+      }),
+    );
+    return missing;
+  }
+
   async sharing(uids: readonly string[]): Promise<boolean[]> {
     const values = await Promise.all(uids.map((uid) => this.client.get(sharingKey(this.prefix, uid))));
     const unknown = uids.filter((_, i) => values[i] == null);
@@ -164,6 +197,9 @@ export interface DurableReads {
   /** RedisEngine's restore of conversations Redis lacks: the ones restored. */
   restoreConversations(convs: readonly string[]): Promise<Set<string>>;
 }
+
+/** Conversations per reads_peers.lua call on one Redis (3 arguments each): bounded like the engine's other scripts. */
+const PEERS_PER_CALL = 300;
 
 /** What reads_raise.lua answers for a conversation Redis lacks. */
 const ABSENT = 'absent';

@@ -44,6 +44,7 @@ export const SCRIPTS = {
   convRecord: { file: 'conv_record.lua', keys: 1, crossSlot: true },
   convFinishRewrite: { file: 'conv_finish_rewrite.lua', keys: 1 },
   readsRaise: { file: 'reads_raise.lua', keys: 2 },
+  readsPeers: { file: 'reads_peers.lua', keys: 1, read: true, crossSlot: true },
   // The durable tier (server/durable/).
   userRestore: { file: 'durable/user_restore.lua', keys: 5, user: true },
   convRestore: { file: 'durable/conv_restore.lua', keys: 2 },

@@ -175,7 +175,7 @@ export const receiptsSection: Section = {
       report.notes.push(
         'The default message path is unchanged by construction: with RECEIPTS_ON_SEND off (the default) `postMessages` runs no receipts code, and test/http/command-count.test.ts pins a one-to-one message at one FCALL sent, as before. With it on, each message pays the sender raise (the row above).',
         'Per read, receipts add a constant: two GETs of the setting (the privacy check before and after the raise) and one FCALL (membership check + ZADD GT), whatever the group size; the announcement is at most one per conversation per interval (its roster, settings and PUBLISHes: one per sharing member, only in conversations of at most 30 members), so a 500-member group reading one message costs 500 raises, not 500 × 500 frames.',
-        "Reads of receipts: `GET /unread` and a pull add one GET (the asker's setting) and, per write-diffused conversation read, an HMGET and a ZRANGE of at most 3 entries, all pipelined (command-count.test.ts states them).",
+        "Reads of receipts: `GET /unread` and a pull (snapshot: every conversation; delta: those with entries) add one GET (the asker's setting) and one reads_peers.lua call per 300 write-diffused conversations on one Redis (per conversation on a cluster), inside which an HGET of the member count per conversation and, for one-to-one ones, a ZRANGE of at most 3 entries: about 2.3 µs of Redis per one-to-one conversation, so a user in 100 of them pays ~5x the summary's Redis CPU (table above). A user who does not share pays one GET.",
       );
       report.data = {
         seconds,

@@ -1,7 +1,7 @@
 import { type Static, Type } from '@sinclair/typebox';
 import type { AuthCheck } from './errors.js';
 import { LIMITS } from './limits.js';
-import { Id, ReadSeq } from './schemas.js';
+import { Id, ReadGen, ReadSeq, UnreadFromBody } from './schemas.js';
 import type { ConvState, PullReply } from './types.js';
 
 /**
@@ -41,7 +41,20 @@ export const ReadFrame = Type.Object(
   {
     t: Type.Literal('read'),
     id: RequestId,
-    reads: Type.Array(Type.Tuple([Id, ReadSeq]), { minItems: 1, maxItems: LIMITS.readsPerBatch }),
+    /** `[conv, seq]`, or `[conv, seq, gen]`: the read generation the read was made in (POST /v1/users/:uid/read's `gen`). */
+    reads: Type.Array(Type.Union([Type.Tuple([Id, ReadSeq]), Type.Tuple([Id, ReadSeq, ReadGen])]), { minItems: 1, maxItems: LIMITS.readsPerBatch }),
+  },
+  { additionalProperties: false },
+);
+
+/** "Unread from here": as POST /v1/users/:uid/conversations/:conv/unread-from; answered with an ack. */
+export const UnreadFromFrame = Type.Object(
+  {
+    t: Type.Literal('unread-from'),
+    id: RequestId,
+    conv: Id,
+    seq: UnreadFromBody.properties.seq,
+    gen: UnreadFromBody.properties.gen,
   },
   { additionalProperties: false },
 );
@@ -73,8 +86,9 @@ export type HelloFrame = Static<typeof HelloFrame>;
 export type PullFrame = Static<typeof PullFrame>;
 export type ReadFrame = Static<typeof ReadFrame>;
 export type SettingsFrame = Static<typeof SettingsFrame>;
+export type UnreadFromFrame = Static<typeof UnreadFromFrame>;
 export type RefreshFrame = Static<typeof RefreshFrame>;
-export type ClientFrame = HelloFrame | PullFrame | ReadFrame | SettingsFrame | RefreshFrame;
+export type ClientFrame = HelloFrame | PullFrame | ReadFrame | SettingsFrame | RefreshFrame | UnreadFromFrame;
 
 /** Schemas by tag, so an error names the field of the frame the client meant to send. */
 export const CLIENT_FRAME_SCHEMAS = {
@@ -83,6 +97,7 @@ export const CLIENT_FRAME_SCHEMAS = {
   read: ReadFrame,
   settings: SettingsFrame,
   refresh: RefreshFrame,
+  'unread-from': UnreadFromFrame,
 } as const;
 
 export interface WelcomeFrame {

@@ -28,7 +28,18 @@ import {
   UnreadSummarySchema,
   UserSettingsReplySchema,
 } from './replies.js';
-import { DemoActivityBody, DevTokenBody, MembersBody, MessagesBody, ReadBody, ReadsQuery, SettingsBody, SyncQuery, UserSettingsBody } from './schemas.js';
+import {
+  DemoActivityBody,
+  DevTokenBody,
+  MembersBody,
+  MessagesBody,
+  ReadBody,
+  ReadsQuery,
+  SettingsBody,
+  SyncQuery,
+  UnreadFromBody,
+  UserSettingsBody,
+} from './schemas.js';
 
 /**
  * Every HTTP endpoint as data: the OpenAPI document (`/openapi.json`, `protocol/openapi.json`)
@@ -130,7 +141,7 @@ const OPERATOR_ENDPOINTS: readonly Endpoint[] = [
     operationId: 'resetRead',
     summary: "Lower a user's read position (undo a read that went too far)",
     description:
-      "Lowers the user's readSeq in the conversation to `seq` (absent: the conversation's head now), never below where it was deleted; never raises it. The user's devices get it as an ordinary change. Mentions the earlier read dropped are not restored. Logged and counted (`redpoint_read_resets_total`). Retry-safe.",
+      "Lowers the user's readSeq in the conversation to `seq` (absent: the conversation's head now), never below where it was deleted; never raises it. It is the user's \"unread from here\" at `seq + 1` under the next read generation (POST /v1/users/:uid/conversations/:conv/unread-from): a read a device made before it cannot undo it, and the mentions above `seq` the server still keeps count again. The user's devices get it as an ordinary change. Logged and counted (`redpoint_read_resets_total`). Retry-safe.",
     body: ResetReadBody,
     replies: [{ status: 200, description: "The change reply: the user's position after, and the conversation's state.", schema: ChangeReplySchema }],
     errors: ['unknown_conversation', 'not_a_member'],
@@ -254,9 +265,23 @@ export const ENDPOINTS: readonly Endpoint[] = [
     operationId: 'markRead',
     tag: 'client',
     summary: 'Mark read up to a seq',
-    description: "Raises the user's readSeq (never lowers it); drops the mentions at or below it and clears markedUnread.",
+    description:
+      'Raises the user\'s readSeq (never lowers it); drops the mentions at or below it and clears markedUnread. With `gen` (the `readGen` the client showed when the user read; 0 when it had none): a read made before an "unread from here" it had not seen is ignored (PROTOCOL.md "Unread from here").',
     auth: EITHER,
     body: ReadBody,
+    replies: [CHANGE],
+    errors: ['not_a_member', 'unknown_conversation'],
+  },
+  {
+    method: 'post',
+    path: '/v1/users/:uid/conversations/:conv/unread-from',
+    operationId: 'markUnreadFrom',
+    tag: 'client',
+    summary: 'Mark unread from a message on',
+    description:
+      '"Unread from here": readSeq becomes `seq − 1` (never below where the conversation was deleted nor below the head when the user joined), under a new read generation `gen` (send the `readGen` you show plus one; absent: the server\'s plus one), on every device. Reads made before it (an older `gen`) are ignored whatever order they arrive in; a retry with the same `gen` changes nothing. Mentions above the new readSeq count again (those the server still keeps: PROTOCOL.md). Clears markedUnread. A `seq` above the conversation\'s head is refused.',
+    auth: EITHER,
+    body: UnreadFromBody,
     replies: [CHANGE],
     errors: ['not_a_member', 'unknown_conversation'],
   },

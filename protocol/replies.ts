@@ -21,7 +21,18 @@ export const ConvStateSchema = Type.Object(
       minimum: 0,
       description: 'Highest seq delivered to this user. For a read-diffused (`large`) conversation only a lower bound: `heads` is authoritative.',
     }),
-    readSeq: Type.Integer({ minimum: 0, description: 'Highest seq this user has read on any device. Only ever raised.' }),
+    readSeq: Type.Integer({
+      minimum: 0,
+      description: 'Highest seq this user has read on any device. Raised by reads; set back only by the user\'s "unread from here" (a new `readGen`).',
+    }),
+    readGen: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: Number.MAX_SAFE_INTEGER,
+        description:
+          'The read position\'s generation, raised by each "unread from here" (absent: 0, never marked). A read sent with the generation it was made in is ignored once a newer one is in (PROTOCOL.md "Unread from here").',
+      }),
+    ),
     mentions: Type.Integer({ minimum: 0, description: 'Distinct seqs above `readSeq` that @-mention this user.' }),
     muted: Type.Boolean(),
     markedUnread: Type.Boolean(),

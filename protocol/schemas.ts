@@ -1,5 +1,5 @@
 import { type Static, type TSchema, Type } from '@sinclair/typebox';
-import { type TypeCheck, TypeCompiler } from '@sinclair/typebox/compiler';
+import { type TypeCheck, TypeCompiler, type ValueError } from '@sinclair/typebox/compiler';
 import { RedpointError } from './errors.js';
 import { ID_PATTERN, LIMITS } from './limits.js';
 
@@ -44,7 +44,23 @@ export const MembersBody = Type.Object(
   { additionalProperties: false },
 );
 
-export const ReadBody = Type.Object({ conv: Id, seq: ReadSeq }, { additionalProperties: false });
+/**
+ * A read generation (ConvState.readGen; 0 before any "unread from here"): a read sent with the
+ * one it was made in is ignored once a newer one is in.
+ */
+export const ReadGen = Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER });
+
+export const ReadBody = Type.Object({ conv: Id, seq: ReadSeq, gen: Type.Optional(ReadGen) }, { additionalProperties: false });
+
+/**
+ * POST /v1/users/:uid/conversations/:conv/unread-from: `seq` and every message after it become
+ * unread. `gen`: the read generation it is based on plus one (absent: the server's current one
+ * plus one, taken in the same step); a retry with the same `gen` changes nothing.
+ */
+export const UnreadFromBody = Type.Object(
+  { seq: Type.Integer({ minimum: 1, maximum: LIMITS.maxSeq }), gen: Type.Optional(Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER })) },
+  { additionalProperties: false },
+);
 
 export const SettingsBody = Type.Object(
   { muted: Type.Optional(Type.Boolean()), markedUnread: Type.Optional(Type.Boolean()) },
@@ -117,7 +133,22 @@ function checker<T extends TSchema>(schema: T): TypeCheck<T> {
 export function decode<T extends TSchema>(schema: T, value: unknown): Static<T> {
   const check = checker(schema);
   if (check.Check(value)) return value;
-  const first = check.Errors(value).First();
+  const first = deepest(check.Errors(value).First());
   const where = first?.path ? first.path : '(body)';
   throw new RedpointError('invalid_request', `${where}: ${first?.message ?? 'invalid value'}`);
+}
+
+/**
+ * A union's error says only "Expected union value" at the union: the error of the alternative
+ * that got furthest names the offending field (a read `[conv, seq]` or `[conv, seq, gen]` with a
+ * bad seq: `/reads/0/1`).
+ */
+function deepest(error: ValueError | undefined): ValueError | undefined {
+  if (!error || error.errors.length === 0) return error;
+  let best = error;
+  for (const alternative of error.errors) {
+    const found = deepest(alternative.First());
+    if (found && found.path.length > best.path.length) best = found;
+  }
+  return best;
 }

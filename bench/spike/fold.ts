@@ -41,6 +41,8 @@ export function recordOf(conv: string, member: string, r: Omit<Registers, 'membe
     deletedSeq: -1,
     gen: Number(gen),
     joinGen: Number(joinGen),
+    readGen: 0,
+    readMentionSeqs: [],
   };
 }
 

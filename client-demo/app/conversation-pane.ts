@@ -54,6 +54,22 @@ function messages(c: ConversationView, open: OpenConversation, ctx: ListContext)
         mine ? null : h('span', { class: 'msg-sender' }, m.sender),
         h('span', { class: 'msg-text' }, m.mention ? h('span', { class: 'at' }, `@${ctx.uid} `) : null, m.text),
         h('span', { class: 'msg-meta', title: new Date(m.at).toLocaleString() }, `#${m.seq} · ${clockTime(m.at)}`, mine ? receipt(c.conv, m.seq, ctx) : null),
+        // "Unread from here": this message and every later one unread again, on every device.
+        m.seq <= c.readSeq
+          ? h(
+              'button',
+              {
+                class: 'msg-unread-from',
+                type: 'button',
+                'data-action': 'unread-from',
+                'data-conv': c.conv,
+                'data-seq': String(m.seq),
+                title: 'Mark unread from here',
+                'aria-label': `Mark unread from message #${m.seq}`,
+              },
+              'Mark unread from here',
+            )
+          : null,
       ),
     );
   }

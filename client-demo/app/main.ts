@@ -148,6 +148,14 @@ document.addEventListener('click', (event) => {
     // Marked unread while open: it stays so until a new message comes (no read on the next paint).
     if (open?.conv === conv) open.readTo = client.lastSeq(conv);
     done(client.markUnread(conv), 'Marked unread');
+  } else if (action === 'unread-from') {
+    const seq = Number(button.dataset.seq);
+    // Unread from here while open: it stays so until a new message comes, and the divider moves there.
+    if (open?.conv === conv) {
+      open.readTo = client.lastSeq(conv);
+      open.readAtOpen = seq - 1;
+    }
+    done(client.markUnreadFrom(conv, seq), `Marked unread from #${seq} in`);
   } else if (action === 'delete') {
     if (open?.conv === conv) open = null;
     done(client.deleteConversation(conv), 'Deleted');

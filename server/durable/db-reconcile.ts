@@ -266,13 +266,20 @@ function judge(redis: InspectedUser, conv: string, row: PgRow | undefined): DbFi
 
 function registersAhead(a: StoredConv, b: StoredConv): boolean {
   // deletedSeq orders states of one membership only (a join starts it over).
-  return a.gen > b.gen || a.lastSeq > b.lastSeq || (a.joinGen === b.joinGen && a.deletedSeq > b.deletedSeq) || a.readSeq > b.readSeq;
+  return a.gen > b.gen || a.lastSeq > b.lastSeq || (a.joinGen === b.joinGen && a.deletedSeq > b.deletedSeq) || readAhead(a, b);
+}
+
+/** The read register (readGen, readSeq), lexicographic (rules.ts mergeRead). */
+function readAhead(a: StoredConv, b: StoredConv): boolean {
+  return a.readGen > b.readGen || (a.readGen === b.readGen && a.readSeq > b.readSeq);
 }
 
 /**
  * The user ops that bring Redis's record up to PostgreSQL's. Only raises, except with `newer`
- * (PostgreSQL's clock is ahead of the user's in Redis: Redis lost these writes), when a lowered
- * readSeq (an operator's reset-read) and the flags are taken from PostgreSQL too.
+ * (PostgreSQL's clock is ahead of the user's in Redis: Redis lost these writes), when the flags
+ * are taken from PostgreSQL too. The read register is a lexicographic max-register: a newer read
+ * generation in PostgreSQL (an "unread from here", or an operator's reset-read, Redis lost) is a
+ * read op of that generation, which sets it.
  */
 function catchUp(uid: string, row: PgRow, kept: StoredConv | undefined, newer: boolean): UserOp[] {
   const p = row.record;
@@ -302,8 +309,7 @@ function catchUp(uid: string, row: PgRow, kept: StoredConv | undefined, newer: b
   // After a membership op of a newer join (or on no record) Redis's deletedSeq is -1: a join starts it over.
   const keptDeleted = kept && kept.joinGen === p.joinGen ? kept.deletedSeq : -1;
   if (p.member && p.deletedSeq >= 0 && p.deletedSeq > keptDeleted) ops.push({ type: 'settings', uid, conv, deleteAt: p.deletedSeq });
-  if (p.readSeq > (kept?.readSeq ?? 0)) ops.push({ type: 'read', uid, conv, seq: p.readSeq });
-  else if (newer && kept && p.readSeq < kept.readSeq) ops.push({ type: 'reset-read', uid, conv, seq: p.readSeq });
+  if (!kept ? p.readSeq > 0 || p.readGen > 0 : readAhead(p, kept)) ops.push({ type: 'read', uid, conv, seq: p.readSeq, gen: p.readGen });
   if (newer && (!kept || kept.muted !== p.muted || kept.markedUnread !== p.markedUnread)) {
     ops.push({ type: 'settings', uid, conv, muted: p.muted, markedUnread: p.markedUnread });
   }

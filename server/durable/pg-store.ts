@@ -8,8 +8,9 @@ import { PgReadPositions } from './pg-read-positions.js';
  * PostgreSQL, the system of record behind Redis (schema.ts). Writes are idempotent and
  * order-insensitive: gen merges with GREATEST, lastSeq and deletedSeq with GREATEST within one
  * membership (a newer join_gen's wins: a join, or an operator's rebase, starts them over), a
- * conversation's head by the generation it was read at (`head_gen`, then GREATEST), and every other column of a
- * user's record (readSeq included) is taken from the row read at the larger write clock `w`, so a replay or two drainers racing can
+ * conversation's head by the generation it was read at (`head_gen`, then GREATEST), the read
+ * register (readSeq, its generation and the mention lists) by its generation `read_gen` then `w`,
+ * and every other column of a user's record is taken from the row read at the larger write clock `w`, so a replay or two drainers racing can
  * never put an older state over a newer one. Conversations order by their membership generation.
  */
 export class PgStore implements DurableBacking {
@@ -324,7 +325,8 @@ export class PgStore implements DurableBacking {
 /** Rows of one members statement (each its 4 arrays): bounded, so a 100k-member roster is many statements in one transaction. */
 const MEMBER_ROWS_PER_STATEMENT = 5_000;
 
-const RECORD_COLUMNS = 'uid, conv, member, muted, marked_unread, large, last_seq, read_seq, deleted_seq, gen, join_gen, category, mention_seqs, w';
+const RECORD_COLUMNS =
+  'uid, conv, member, muted, marked_unread, large, last_seq, read_seq, deleted_seq, gen, join_gen, category, mention_seqs, w, read_gen, read_mention_seqs';
 
 interface RecordRow {
   uid: string;
@@ -341,6 +343,8 @@ interface RecordRow {
   category: string;
   mention_seqs: string[];
   w: string;
+  read_gen: string;
+  read_mention_seqs: string[];
 }
 
 function recordOf(row: RecordRow): StoredConv {
@@ -357,6 +361,8 @@ function recordOf(row: RecordRow): StoredConv {
     joinGen: Number(row.join_gen),
     category: row.category,
     mentionSeqs: row.mention_seqs.map(Number),
+    readGen: Number(row.read_gen),
+    readMentionSeqs: row.read_mention_seqs.map(Number),
   };
 }
 
@@ -375,6 +381,8 @@ interface Columns {
   category: string[];
   mentions: string[];
   w: number[];
+  readGen: number[];
+  readMentions: string[];
 }
 
 function emptyColumns(): Columns {
@@ -393,6 +401,8 @@ function emptyColumns(): Columns {
     category: [],
     mentions: [],
     w: [],
+    readGen: [],
+    readMentions: [],
   };
 }
 
@@ -411,6 +421,8 @@ function pushRecord(c: Columns, uid: string, r: StoredConv, w: number): void {
   c.category.push(r.category);
   c.mentions.push(`{${r.mentionSeqs.join(',')}}`);
   c.w.push(w);
+  c.readGen.push(r.readGen);
+  c.readMentions.push(`{${r.readMentionSeqs.join(',')}}`);
 }
 
 /**
@@ -435,6 +447,8 @@ function columnArrays(c: Columns): string[] {
     textArray(c.category),
     textArray(c.mentions),
     numbers(c.w),
+    numbers(c.readGen),
+    textArray(c.readMentions),
   ];
 }
 
@@ -449,10 +463,18 @@ function textArray(values: readonly string[]): string {
 
 /**
  * Whole-row columns come from the row read at the larger write clock; the registers that only
- * ever rise merge. readSeq goes by the clock too: it rises with every change but an operator's
- * reset-read, which lowers it and raises the clock, and must stay lowered here.
+ * ever rise merge; the read register by its generation, then the clock (byReadGen).
  */
 const newer = (column: string): string => `${column} = CASE WHEN EXCLUDED.w >= t.w THEN EXCLUDED.${column} ELSE t.${column} END`;
+
+/**
+ * The read register (readGen, readSeq) and the mention lists it partitions, from one row: the
+ * newer read generation's (an "unread from here" sets readSeq, maybe lower), within one
+ * generation the row read at the larger write clock (readSeq rises with reads; an operator's
+ * rebase lowers it and raises the clock).
+ */
+const byReadGen = (column: string): string =>
+  `${column} = CASE WHEN EXCLUDED.read_gen > t.read_gen THEN EXCLUDED.${column} WHEN EXCLUDED.read_gen < t.read_gen THEN t.${column} WHEN EXCLUDED.w >= t.w THEN EXCLUDED.${column} ELSE t.${column} END`;
 
 /** A register that only rises within one membership: the newer membership's value, else the larger. */
 const byJoin = (column: string): string =>
@@ -472,10 +494,11 @@ const UPSERT_RECORDS = `
   INSERT INTO redpoint_user_conv AS t (${RECORD_COLUMNS})
   -- mention seqs travel as array literals, one text per row (unnest would flatten a 2-D array)
   SELECT u.uid, u.conv, u.member, u.muted, u.marked_unread, u.large, u.last_seq, u.read_seq, u.deleted_seq, u.gen, u.join_gen,
-         u.category, u.mentions::bigint[], u.w
+         u.category, u.mentions::bigint[], u.w, u.read_gen, u.read_mentions::bigint[]
   FROM unnest($1::text[], $2::text[], $3::bool[], $4::bool[], $5::bool[], $6::bool[], $7::bigint[], $8::bigint[],
-              $9::bigint[], $10::bigint[], $11::bigint[], $12::text[], $13::text[], $14::bigint[])
-    AS u(uid, conv, member, muted, marked_unread, large, last_seq, read_seq, deleted_seq, gen, join_gen, category, mentions, w)
+              $9::bigint[], $10::bigint[], $11::bigint[], $12::text[], $13::text[], $14::bigint[], $15::bigint[], $16::text[])
+    AS u(uid, conv, member, muted, marked_unread, large, last_seq, read_seq, deleted_seq, gen, join_gen, category, mentions, w,
+         read_gen, read_mentions)
   -- a state read before the user was erased is not written back (a user created again is newer)
   WHERE NOT EXISTS (SELECT 1 FROM redpoint_erased e WHERE e.uid = u.uid AND e.w >= u.w)
   ON CONFLICT (uid, conv) DO UPDATE SET
@@ -484,7 +507,9 @@ const UPSERT_RECORDS = `
     last_seq = ${byJoin('last_seq')},
     deleted_seq = ${byJoin('deleted_seq')},
     gen = GREATEST(t.gen, EXCLUDED.gen),
-    ${['read_seq', 'member', 'muted', 'marked_unread', 'large', 'join_gen', 'category', 'mention_seqs'].map(newer).join(',\n    ')},
+    -- the read register by its generation first (byReadGen)
+    ${['read_seq', 'mention_seqs', 'read_mention_seqs', 'read_gen'].map(byReadGen).join(',\n    ')},
+    ${['member', 'muted', 'marked_unread', 'large', 'join_gen', 'category'].map(newer).join(',\n    ')},
     w = GREATEST(t.w, EXCLUDED.w),
     updated_at = now()`;
 

@@ -69,7 +69,12 @@ const MIGRATIONS: readonly string[] = [
   // at their roster's generation at least.
   `ALTER TABLE redpoint_conversations ADD COLUMN head_gen bigint NOT NULL DEFAULT 0;
    UPDATE redpoint_conversations SET head_gen = gen;`,
-  // 5: read receipts (issue 44): each sharing member's "has seen up to" per conversation (a
+  // 5: the read register's generation (rules.ts readGen: raised by each "unread from here") and
+  // the mentions a read spent (readMentionSeqs), which such an act may count again. Rows merge
+  // their read register by read_gen first (pg-store.ts byReadGen). Existing rows: generation 0.
+  `ALTER TABLE redpoint_user_conv ADD COLUMN read_gen bigint NOT NULL DEFAULT 0,
+     ADD COLUMN read_mention_seqs bigint[] NOT NULL DEFAULT '{}';`,
+  // 6: read receipts (issue 44): each sharing member's "has seen up to" per conversation (a
   // max-register: upserts take GREATEST; keyed by conv first, colocated with the conversation
   // tables), and each user's shareReads setting (a user who does not share has no rows in the first).
   `CREATE TABLE redpoint_read_positions (

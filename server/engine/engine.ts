@@ -56,6 +56,11 @@ export interface Engine {
   changeMembers(conv: string, change: MembersChange): Promise<MembersStep>;
   /** The conversation with every member and its join tag, read in one atomic step (for a rewrite). */
   roster(conv: string): Promise<Roster | null>;
+  /**
+   * One member's join tag now (null: not a member, or no such conversation), read from the
+   * conversation alone: what an "unread from here" is floored at (SyncService.unreadFrom).
+   */
+  joinTag(conv: string, uid: string): Promise<MemberTag | null>;
   /** Clears the conversation's pending rewrite if it is still the one of `gen` (a newer change keeps its own). */
   finishRewrite(conv: string, gen: number): Promise<void>;
   getConversation(conv: string): Promise<ConvInfo | null>;

@@ -14,14 +14,23 @@ export interface MemberTag {
  *   conversation step listed as members. `gen`: the conversation's generation in that step; a
  *   member whose membership began later (joinGen above it: a rejoin, or an operator's rebase)
  *   ignores the op, which its join or rebase already covered. Absent: no such check.
- * - `read`: raise readSeq.
+ * - `read`: raise readSeq. `gen`: the read generation the reader saw (ConvState.readGen): a read
+ *   made before an "unread from here" it had not seen (an older generation) changes nothing; one
+ *   of a newer generation than the record's sets the register (readGen, readSeq) to (gen, seq).
+ *   Absent: the record's generation (the read always raises).
+ * - `unread-from`: the user's "unread from here": the read register becomes (gen, seq − 1) if that
+ *   is lexicographically above it (never below deletedSeq); spent mentions above seq − 1 count
+ *   again. `gen` is the generation the act was based on plus one, so a retry is a no-op and a read
+ *   made before it is ignored. Absent: the record's generation + 1, taken in the user step (a
+ *   retry then makes another generation, with the same readSeq). `floor`: readSeq is set no lower
+ *   (the join head of the membership `joinGen` the act was made in: messages from before the join
+ *   never count); with `joinGen`, an op of another membership than the record's changes nothing
+ *   (the user left and joined again in between). The operator's reset-read is this op without
+ *   them (admin/reset-read.ts).
  * - `membership`: the conversation-level state of this user as of generation `gen` (member or
  *   not, mode, category, the join tag and the conversation's head); an op of an older generation
  *   than the record's is ignored.
  * - `settings`: flags, and `deleteAt` (hide the conversation up to the larger of it and lastSeq).
- * - `reset-read`: the operator's undo of a read that went too far: LOWER readSeq to `seq` (never
- *   below deletedSeq: what was deleted stays read). Not a max-merge, but idempotent; mentions
- *   dropped by the read are not restored, and markedUnread is left as is.
  * - `membership` with `rebase`: the operator's repair of a head that went wrong
  *   (admin/rebase.ts): a new membership at `joinGen` (the rebase's generation) whose lastSeq is
  *   SET to `head` (the lowered head), readSeq, deletedSeq and mentions lowered to at most it.
@@ -29,10 +38,10 @@ export interface MemberTag {
  */
 export type UserOp =
   | { type: 'message'; uid: string; conv: string; lastSeq: number; readSeq: number; mentionSeqs: readonly number[]; gen?: number }
-  | { type: 'read'; uid: string; conv: string; seq: number }
+  | { type: 'read'; uid: string; conv: string; seq: number; gen?: number }
   | MembershipOp
   | { type: 'settings'; uid: string; conv: string; muted?: boolean; markedUnread?: boolean; deleteAt?: number }
-  | { type: 'reset-read'; uid: string; conv: string; seq: number };
+  | { type: 'unread-from'; uid: string; conv: string; seq: number; gen?: number; floor?: number; joinGen?: number };
 
 export type MembershipOp =
   | {

@@ -38,6 +38,18 @@ export interface StoredConv {
   gen: number;
   /** Generation at which the current (or last) membership began: a different one is a new membership. */
   joinGen: number;
+  /**
+   * The read register's generation: the read position is the pair (readGen, readSeq), a
+   * max-register compared lexicographically. A read raises readSeq within a generation; the
+   * user's "unread from here" raises the generation and sets readSeq (which may go down).
+   */
+  readGen: number;
+  /**
+   * Seqs at or below readSeq that mention the user, ascending, the newest
+   * `LIMITS.mentionSeqsPerConversation`: the mentions a read spent, kept so that an "unread from
+   * here" below them counts them again (mentionSeqs holds only those above readSeq).
+   */
+  readMentionSeqs: number[];
 }
 
 export interface Contribution {
@@ -55,7 +67,7 @@ export function contribution(rec: StoredConv | undefined): Contribution {
 }
 
 export function toConvState(rec: StoredConv): ConvState {
-  return {
+  const state: ConvState = {
     conv: rec.conv,
     lastSeq: rec.lastSeq,
     readSeq: rec.readSeq,
@@ -66,6 +78,9 @@ export function toConvState(rec: StoredConv): ConvState {
     large: rec.large,
     deletedSeq: rec.deletedSeq,
   };
+  // Shown only once the user has marked something unread: generation 0 is the default.
+  if (rec.readGen > 0) state.readGen = rec.readGen;
+  return state;
 }
 
 /** What clients see of a record: its state while a member, else nothing. */
@@ -87,6 +102,8 @@ function blankRecord(conv: string): StoredConv {
     deletedSeq: -1,
     gen: 0,
     joinGen: 0,
+    readGen: 0,
+    readMentionSeqs: [],
   };
 }
 
@@ -104,16 +121,53 @@ export function mergeMentions(
   return sorted.length > cap ? sorted.slice(sorted.length - cap) : sorted;
 }
 
-/** Raise readSeq; a read that moves it also clears the "marked unread" dot and spent mentions. */
+/** The newest `cap` of `seqs` (ascending). */
+function newest(seqs: number[], cap: number = LIMITS.mentionSeqsPerConversation): number[] {
+  return seqs.length > cap ? seqs.slice(seqs.length - cap) : seqs;
+}
+
+/**
+ * Raise readSeq; a read that moves it also clears the "marked unread" dot, and the mentions it
+ * spent move to readMentionSeqs (an "unread from here" may count them again).
+ */
 function raiseRead(rec: StoredConv, seq: number): void {
   if (seq <= rec.readSeq) return;
   rec.readSeq = seq;
   rec.markedUnread = false;
+  if (rec.mentionSeqs.length === 0) return;
+  const spent = rec.mentionSeqs.filter((m) => m <= seq);
+  if (spent.length === 0) return;
   rec.mentionSeqs = rec.mentionSeqs.filter((m) => m > seq);
+  rec.readMentionSeqs = newest([...rec.readMentionSeqs, ...spent]);
+}
+
+/**
+ * The read register set to (gen, seq): an "unread from here", or a read of a newer generation
+ * than the record's. readSeq never goes below deletedSeq (what the user deleted stays read) nor
+ * below 0; the mentions above the new readSeq count again, those at or below it are spent. The
+ * "marked unread" dot is cleared: the position now says exactly what is unread.
+ */
+function setRead(rec: StoredConv, gen: number, seq: number): void {
+  const target = Math.max(seq, rec.deletedSeq, 0);
+  const all = [...rec.readMentionSeqs, ...rec.mentionSeqs];
+  rec.readGen = gen;
+  rec.readSeq = target;
+  rec.markedUnread = false;
+  rec.mentionSeqs = all.filter((m) => m > target);
+  rec.readMentionSeqs = newest(all.filter((m) => m <= target));
+}
+
+/**
+ * The read register's merge with (gen, seq), lexicographic: a newer generation sets it, the same
+ * one raises readSeq, an older one changes nothing. `gen` absent: the record's own generation.
+ */
+function mergeRead(rec: StoredConv, gen: number | undefined, seq: number): void {
+  if (gen === undefined || gen === rec.readGen) raiseRead(rec, seq);
+  else if (gen > rec.readGen) setRead(rec, gen, seq);
 }
 
 function copy(rec: StoredConv): StoredConv {
-  return { ...rec, mentionSeqs: [...rec.mentionSeqs] };
+  return { ...rec, mentionSeqs: [...rec.mentionSeqs], readMentionSeqs: [...rec.readMentionSeqs] };
 }
 
 /**
@@ -126,6 +180,7 @@ function lowerTo(rec: StoredConv, head: number): void {
   rec.readSeq = Math.min(rec.readSeq, head);
   rec.deletedSeq = Math.min(rec.deletedSeq, head);
   rec.mentionSeqs = rec.mentionSeqs.filter((m) => m > rec.readSeq && m <= head);
+  rec.readMentionSeqs = rec.readMentionSeqs.filter((m) => m <= head);
 }
 
 /** Returns the record after `op` (a new object, or `before` itself when the op does not apply). */
@@ -145,7 +200,15 @@ export function applyRule(before: StoredConv | undefined, op: UserOp): StoredCon
     case 'read': {
       if (!before?.member) return before;
       const rec = copy(before);
-      raiseRead(rec, op.seq);
+      mergeRead(rec, op.gen, op.seq);
+      return rec;
+    }
+    case 'unread-from': {
+      // Made in another membership than the record's (a rejoin in between): its floor is not this one's.
+      if (!before?.member || (op.joinGen !== undefined && op.joinGen !== before.joinGen)) return before;
+      const rec = copy(before);
+      // Without a generation: the record's next one, taken in this step (see ops.ts).
+      mergeRead(rec, op.gen ?? rec.readGen + 1, Math.max(op.seq - 1, op.floor ?? 0));
       return rec;
     }
     case 'membership': {
@@ -160,6 +223,8 @@ export function applyRule(before: StoredConv | undefined, op: UserOp): StoredCon
             rec.member = true;
             raiseRead(rec, op.joinHead);
             rec.mentionSeqs = rec.mentionSeqs.filter((m) => m > rec.readSeq);
+            // An earlier membership's spent mentions never count again.
+            rec.readMentionSeqs = [];
             rec.markedUnread = false;
             rec.deletedSeq = -1;
           }
@@ -172,6 +237,7 @@ export function applyRule(before: StoredConv | undefined, op: UserOp): StoredCon
       } else if (rec.member) {
         rec.member = false;
         rec.mentionSeqs = [];
+        rec.readMentionSeqs = [];
         rec.markedUnread = false;
       }
       return rec;
@@ -184,15 +250,12 @@ export function applyRule(before: StoredConv | undefined, op: UserOp): StoredCon
         raiseRead(rec, head);
         rec.deletedSeq = Math.max(rec.deletedSeq, head);
         rec.markedUnread = false;
+        // At or below deletedSeq: below the floor of any "unread from here".
+        rec.readMentionSeqs = [];
       }
       if (op.muted !== undefined) rec.muted = op.muted;
       if (op.markedUnread !== undefined) rec.markedUnread = op.markedUnread;
       return rec;
-    }
-    case 'reset-read': {
-      const target = Math.max(op.seq, before?.deletedSeq ?? 0);
-      if (!before?.member || target >= before.readSeq) return before;
-      return { ...copy(before), readSeq: target };
     }
   }
 }
@@ -236,8 +299,13 @@ export function sameState(a: ConvState | null, b: ConvState | null): boolean {
     a.markedUnread === b.markedUnread &&
     a.category === b.category &&
     a.large === b.large &&
-    a.deletedSeq === b.deletedSeq
+    a.deletedSeq === b.deletedSeq &&
+    (a.readGen ?? 0) === (b.readGen ?? 0)
   );
+}
+
+function sameSeqs(a: readonly number[], b: readonly number[]): boolean {
+  return a.length === b.length && a.every((seq, i) => seq === b[i]);
 }
 
 /** Every stored field equal (a record that differs only in what clients do not see is still rewritten). */
@@ -255,8 +323,9 @@ export function sameRecord(a: StoredConv | undefined, b: StoredConv | undefined)
     a.deletedSeq === b.deletedSeq &&
     a.gen === b.gen &&
     a.joinGen === b.joinGen &&
-    a.mentionSeqs.length === b.mentionSeqs.length &&
-    a.mentionSeqs.every((seq, i) => seq === b.mentionSeqs[i])
+    a.readGen === b.readGen &&
+    sameSeqs(a.mentionSeqs, b.mentionSeqs) &&
+    sameSeqs(a.readMentionSeqs, b.readMentionSeqs)
   );
 }
 

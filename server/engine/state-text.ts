@@ -10,9 +10,11 @@ import type { StoredConv } from './rules.js';
  * lists in their compact listpack encoding, and cost Lua a `string.match` instead of a
  * MessagePack map.
  *
- * - record (hash field = conv): `<member><muted><marked><large>|lastSeq|readSeq|deletedSeq|gen|joinGen|category|mentionSeq,...`
- * - state (stream entry, snapshot line, notification line): `conv|<muted><marked><large>|lastSeq|readSeq|mentions|deletedSeq|category`;
- *   an entry for a conversation the user left is the bare `conv`
+ * - record (hash field = conv): `<member><muted><marked><large>|lastSeq|readSeq|deletedSeq|gen|joinGen|category|mentionSeq,...`,
+ *   then `|readGen|readMentionSeq,...` only when readGen > 0 or a spent mention is kept (so most
+ *   records, and a plain message's cost, are as before the read register had a generation)
+ * - state (stream entry, snapshot line, notification line): `conv|<muted><marked><large>|lastSeq|readSeq|mentions|deletedSeq|category`,
+ *   then `|readGen` only when readGen > 0; an entry for a conversation the user left is the bare `conv`
  * - snapshot: states joined by `\n`
  * - member tag (conversation hash field = uid, conv_members.lua): `joinGen|joinHead`
  * The default category is stored as '' (no category is empty).
@@ -32,11 +34,13 @@ function int(text: string | undefined): number {
   return n;
 }
 
+const seqList = (text: string | undefined): number[] => (text === undefined || text === '' ? [] : text.split(',').map(int));
+
 export function decodeRecord(conv: string, text: string): StoredConv {
   const p = text.split('|');
-  if (p.length !== 8) throw new Error(`malformed stored record of ${conv}`);
+  // 8 fields, or 10 with the read register's extension (readGen, spent mentions).
+  if (p.length !== 8 && p.length !== 10) throw new Error(`malformed stored record of ${conv}`);
   const flags = p[0] ?? '';
-  const seqs = p[7] ?? '';
   return {
     conv,
     member: bit(flags, 0),
@@ -49,7 +53,9 @@ export function decodeRecord(conv: string, text: string): StoredConv {
     gen: int(p[4]),
     joinGen: int(p[5]),
     category: categoryOf(p[6]),
-    mentionSeqs: seqs === '' ? [] : seqs.split(',').map(int),
+    mentionSeqs: seqList(p[7]),
+    readGen: p.length === 10 ? int(p[8]) : 0,
+    readMentionSeqs: seqList(p[9]),
   };
 }
 
@@ -61,7 +67,7 @@ export function encodeRecord(rec: StoredConv): string {
   const flags = (rec.member ? 8 : 0) + (rec.muted ? 4 : 0) + (rec.markedUnread ? 2 : 0) + (rec.large ? 1 : 0);
   // join() makes one flat string (the memory engine keeps records as these texts); a template
   // literal this long would be a tree of ConsStrings (see encodeEntryText).
-  return [
+  const fields = [
     RECORD_FLAG_TEXT[flags],
     rec.lastSeq,
     rec.readSeq,
@@ -70,7 +76,9 @@ export function encodeRecord(rec: StoredConv): string {
     rec.joinGen,
     rec.category === DEFAULT_CATEGORY ? '' : rec.category,
     rec.mentionSeqs.join(','),
-  ].join('|');
+  ];
+  if (rec.readGen > 0 || rec.readMentionSeqs.length > 0) fields.push(rec.readGen, rec.readMentionSeqs.join(','));
+  return fields.join('|');
 }
 
 /** `<muted><marked><large>` by the bits muted 4, marked 2, large 1. */
@@ -82,7 +90,7 @@ export function encodeEntryText(conv: string, state: ConvState | null): string {
   const flags = (state.muted ? 4 : 0) + (state.markedUnread ? 2 : 0) + (state.large ? 1 : 0);
   // join() makes one flat string; a template literal this long would be a tree of ConsStrings
   // (several heap objects with pointers), which is what a kept entry must not be.
-  return [
+  const fields = [
     conv,
     FLAG_TEXT[flags],
     state.lastSeq,
@@ -90,7 +98,9 @@ export function encodeEntryText(conv: string, state: ConvState | null): string {
     state.mentions,
     state.deletedSeq,
     state.category === DEFAULT_CATEGORY ? '' : state.category,
-  ].join('|');
+  ];
+  if (state.readGen !== undefined && state.readGen > 0) fields.push(state.readGen);
+  return fields.join('|');
 }
 
 /** A member tag's text (join(): one flat string, as the memory engine keeps it). */
@@ -113,23 +123,22 @@ export function decodeEntryText(text: string): { conv: string; state: ConvState 
   const bar = text.indexOf('|');
   if (bar < 0) return { conv: text, state: null };
   const p = text.split('|');
-  if (p.length !== 7) throw new Error('malformed stored entry');
+  if (p.length !== 7 && p.length !== 8) throw new Error('malformed stored entry');
   const conv = p[0] ?? '';
   const flags = p[1] ?? '';
-  return {
+  const state: ConvState = {
     conv,
-    state: {
-      conv,
-      lastSeq: int(p[2]),
-      readSeq: int(p[3]),
-      mentions: int(p[4]),
-      muted: bit(flags, 0),
-      markedUnread: bit(flags, 1),
-      category: categoryOf(p[6]),
-      large: bit(flags, 2),
-      deletedSeq: int(p[5]),
-    },
+    lastSeq: int(p[2]),
+    readSeq: int(p[3]),
+    mentions: int(p[4]),
+    muted: bit(flags, 0),
+    markedUnread: bit(flags, 1),
+    category: categoryOf(p[6]),
+    large: bit(flags, 2),
+    deletedSeq: int(p[5]),
   };
+  if (p.length === 8) state.readGen = int(p[7]);
+  return { conv, state };
 }
 
 export function decodeState(text: string): ConvState | null {
@@ -196,7 +205,8 @@ export function decodeRecordFast(conv: string, text: string): StoredConv {
   const categoryAt = cursor;
   const categoryEnd = text.indexOf('|', categoryAt);
   const mentionSeqs: number[] = [];
-  // Exactly 8 fields, 4 flag characters, no empty mention seq at the end ("5," is not one).
+  // Exactly 8 fields, 4 flag characters, no empty mention seq at the end ("5," is not one). A
+  // record with the read register's extension (10 fields, rare) is decodeRecord's.
   let ok = text.indexOf('|') === 4 && categoryEnd >= 0 && text.indexOf('|', categoryEnd + 1) < 0 && text.charCodeAt(text.length - 1) !== COMMA;
   for (let at = categoryEnd + 1; ok && at < text.length; at = cursor) {
     const seq = readInt(text, at, COMMA);
@@ -217,5 +227,7 @@ export function decodeRecordFast(conv: string, text: string): StoredConv {
     joinGen,
     category: categoryEnd === categoryAt ? DEFAULT_CATEGORY : text.slice(categoryAt, categoryEnd),
     mentionSeqs,
+    readGen: 0,
+    readMentionSeqs: [],
   };
 }

@@ -1,7 +1,18 @@
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { RedpointError } from '../../protocol/errors.js';
 import { LIMITS } from '../../protocol/limits.js';
-import { decode, decodeMessages, Id, MembersBody, ReadBody, ReadsQuery, SettingsBody, SyncQuery, UserSettingsBody } from '../../protocol/schemas.js';
+import {
+  decode,
+  decodeMessages,
+  Id,
+  MembersBody,
+  ReadBody,
+  ReadsQuery,
+  SettingsBody,
+  SyncQuery,
+  UnreadFromBody,
+  UserSettingsBody,
+} from '../../protocol/schemas.js';
 import type { Cursor, MessageEvent } from '../../protocol/types.js';
 import { type Authenticator, bearer, looksLikeJwt } from '../auth/tokens.js';
 import type { UserOpResult } from '../engine/engine.js';
@@ -125,7 +136,18 @@ export function registerApiRoutes(router: HttpRouter, { sync, auth, metrics, seq
     async (ctx) => {
       const uid = param(ctx, 0);
       const body = decode(ReadBody, ctx.body);
-      return { body: changeReply(await sync.read(uid, body.conv, body.seq)) };
+      return { body: changeReply(await sync.read(uid, body.conv, body.seq, body.gen)) };
+    },
+    { body: true, authorize: actingForUser },
+  );
+
+  router.route(
+    'post',
+    '/v1/users/:uid/conversations/:conv/unread-from',
+    async (ctx) => {
+      const uid = param(ctx, 0);
+      const body = decode(UnreadFromBody, ctx.body);
+      return { body: changeReply(await sync.unreadFrom(uid, param(ctx, 1), body.seq, body.gen)) };
     },
     { body: true, authorize: actingForUser },
   );
@@ -234,6 +256,7 @@ export function registerApiRoutes(router: HttpRouter, { sync, auth, metrics, seq
     '/v1/conversations/:conv/members',
     '/v1/users/:uid/read',
     '/v1/users/:uid/conversations/:conv',
+    '/v1/users/:uid/conversations/:conv/unread-from',
     '/v1/users/:uid/unread',
     '/v1/sync',
     '/v1/users/:uid/settings',

@@ -12,6 +12,7 @@ import {
   type RefreshFrame,
   type ServerFrame,
   type SettingsFrame,
+  type UnreadFromFrame,
 } from '../../protocol/frames.js';
 import type { Cursor } from '../../protocol/types.js';
 import type { Authenticator } from '../auth/tokens.js';
@@ -59,7 +60,7 @@ const CLOSE_WAIT_MS = 10_000;
 /** What a call with nothing to wait for returns: one settled promise, not a new one per call. */
 const SETTLED: Promise<void> = Promise.resolve();
 
-type Request = PullFrame | ReadFrame | SettingsFrame | RefreshFrame;
+type Request = PullFrame | ReadFrame | SettingsFrame | RefreshFrame | UnreadFromFrame;
 
 /** The retry hint of a refusal for cost or rate, for the error frame. */
 function retryAfter(e: Error): { retryAfterMs?: number } {
@@ -331,7 +332,7 @@ export class WsSession {
       if (!uid || this.closed) return;
       await this.answer(uid, frame);
     } catch (err) {
-      this.failed(err, frame.id, frame.t === 'read' || frame.t === 'settings');
+      this.failed(err, frame.id, frame.t === 'read' || frame.t === 'settings' || frame.t === 'unread-from');
     } finally {
       this.inFlight -= 1;
     }
@@ -362,6 +363,10 @@ export class WsSession {
           ...(frame.markedUnread !== undefined ? { markedUnread: frame.markedUnread } : {}),
           ...(frame.deleted ? { deleted: true } : {}),
         });
+        return this.reply({ t: 'ack', id: frame.id, epoch: result.epoch, version: result.version });
+      }
+      case 'unread-from': {
+        const result = await this.host.sync.unreadFrom(uid, frame.conv, frame.seq, frame.gen);
         return this.reply({ t: 'ack', id: frame.id, epoch: result.epoch, version: result.version });
       }
     }

@@ -85,7 +85,7 @@ async function apply({ sync, seqGuard, onMessages }: RecordTarget, record: Queue
       });
       return;
     case 'read':
-      await sync.read(record.uid, record.conv, record.seq);
+      await sync.read(record.uid, record.conv, record.seq, record.gen);
       return;
     case 'settings':
       await sync.updateSettings(record.uid, record.conv, {

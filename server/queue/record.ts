@@ -10,7 +10,7 @@ import { decode, Id, MembersBody, Message, type MessageInput, ReadBody, Settings
 export type QueueRecord =
   | { type: 'message'; message: MessageInput }
   | { type: 'members'; conv: string; add: string[]; remove: string[]; category?: string }
-  | { type: 'read'; uid: string; conv: string; seq: number }
+  | { type: 'read'; uid: string; conv: string; seq: number; gen?: number }
   | { type: 'settings'; uid: string; conv: string; muted?: boolean; markedUnread?: boolean }
   | { type: 'delete'; uid: string; conv: string };
 
@@ -46,7 +46,7 @@ export function decodeRecord(value: unknown): QueueRecord {
       const { uid, ...body } = rest;
       const ids = decode(PathIds.uid, { uid });
       const read = decode(ReadBody, body);
-      return { type, uid: ids.uid, conv: read.conv, seq: read.seq };
+      return { type, uid: ids.uid, conv: read.conv, seq: read.seq, ...(read.gen !== undefined ? { gen: read.gen } : {}) };
     }
     case 'settings': {
       const { uid, conv, ...body } = rest;

@@ -1,5 +1,8 @@
 import type { Engine } from '../engine/engine.js';
 
+/** A read as a client sends it: conversation, seq, and the read generation it was made in (absent: the current one). */
+export type AskedRead = readonly [conv: string, seq: number] | readonly [conv: string, seq: number, gen: number];
+
 export interface CappedRead {
   conv: string;
   /** What the client asked for. */
@@ -31,16 +34,18 @@ export class ReadCap {
     private readonly onCapped: (capped: CappedRead) => void,
   ) {}
 
-  async apply(reads: ReadonlyArray<readonly [string, number]>): Promise<Array<readonly [string, number]>> {
+  /** The reads, each as asked or capped (a read's generation, if any, kept). */
+  async apply(reads: readonly AskedRead[]): Promise<AskedRead[]> {
     // A seq within the bound of head 0 is within it of every head: most reads need no round trip.
     if (this.maxAhead <= 0 || reads.every(([, seq]) => seq <= this.maxAhead)) return [...reads];
     const heads = await this.engine.heads([...new Set(reads.map(([conv]) => conv))]);
-    return reads.map(([conv, seq]) => {
+    return reads.map((read): AskedRead => {
+      const [conv, seq, gen] = read;
       const head = heads.get(conv);
-      if (head === undefined || seq - head <= this.maxAhead) return [conv, seq] as const;
+      if (head === undefined || seq - head <= this.maxAhead) return read;
       const applied = head + this.maxAhead;
       this.onCapped({ conv, seq, head, applied });
-      return [conv, applied] as const;
+      return gen === undefined ? [conv, applied] : [conv, applied, gen];
     });
   }
 }

@@ -7,7 +7,7 @@ import type { ConversationCap } from './conversation-cap.js';
 import { refusal, refusals, unknownConversation } from './conversation-errors.js';
 import { Ingest } from './ingest.js';
 import { changeMembership, type MembershipChange, type MembershipResult } from './membership.js';
-import type { ReadCap } from './read-cap.js';
+import type { AskedRead, ReadCap } from './read-cap.js';
 import { DEFAULT_RECEIPTS_OPTIONS, Receipts, type ReceiptsOptions } from './receipts.js';
 
 export interface BatchResult {
@@ -112,23 +112,42 @@ export class SyncService {
     return result;
   }
 
-  async read(uid: string, conv: string, seq: number): Promise<UserOpResult> {
-    const [capped = [conv, seq]] = this.options.readCap ? await this.options.readCap.apply([[conv, seq]]) : [];
+  /** `gen`: the read generation the read was made in (rules.ts: an older one than the record's is ignored). */
+  async read(uid: string, conv: string, seq: number, gen?: number): Promise<UserOpResult> {
+    const asked: AskedRead = gen === undefined ? [conv, seq] : [conv, seq, gen];
+    const [capped = asked] = this.options.readCap ? await this.options.readCap.apply([asked]) : [];
     const sharing = this.receipts.sharing(uid);
     // Settled even when the read fails (no unhandled rejection); raise() reads it again then.
     sharing.catch(() => undefined);
-    const result = await this.applyMemberOp({ type: 'read', uid, conv, seq: capped[1] });
+    const result = await this.applyMemberOp(readOp(uid, capped));
+    // Read receipts: "has seen up to" only rises (an unread-from never lowers it: no raise there).
     await this.receipts.raise(uid, readsOf([result]), sharing);
     return result;
+  }
+
+  /**
+   * "Unread from here": `seq` and every message after it become unread on every device (rules.ts
+   * `unread-from`). The head is read first: a seq above it (nothing there to mark) is refused, and
+   * so is an unknown conversation. `gen`: the read generation the act is based on plus one.
+   */
+  async unreadFrom(uid: string, conv: string, seq: number, gen?: number): Promise<UserOpResult> {
+    const head = (await this.engine.heads([conv])).get(conv);
+    if (head === undefined) throw unknownConversation([conv]);
+    if (seq > head) throw new RedpointError('invalid_request', `seq ${seq} is above the conversation's head: there is nothing from it on to mark unread`);
+    // Floored at the join head (what came before the join was never the user's to read), checked
+    // against the membership in the user step: a rejoin in between makes the act a no-op.
+    const tag = await this.engine.joinTag(conv, uid);
+    const floor = tag ? { floor: tag.joinHead, joinGen: tag.joinGen } : {};
+    return this.applyMemberOp({ type: 'unread-from', uid, conv, seq, ...(gen !== undefined ? { gen } : {}), ...floor });
   }
 
   /**
    * A batch of reads from one device, applied in one user step. Conversations the user is not a
    * member of are reported back, not applied.
    */
-  async readBatch(uid: string, asked: ReadonlyArray<readonly [string, number]>): Promise<BatchResult> {
+  async readBatch(uid: string, asked: readonly AskedRead[]): Promise<BatchResult> {
     const reads = this.options.readCap ? await this.options.readCap.apply(asked) : asked;
-    const ops: UserOp[] = reads.map(([conv, seq]) => ({ type: 'read', uid, conv, seq }));
+    const ops: UserOp[] = reads.map((read) => readOp(uid, read));
     const started = performance.now();
     const sharing = this.receipts.sharing(uid);
     sharing.catch(() => undefined);
@@ -266,4 +285,8 @@ function readsOf(results: readonly UserOpResult[]): Array<{ conv: string; seq: n
   const out: Array<{ conv: string; seq: number }> = [];
   for (const r of results) if (r.member && r.state) out.push({ conv: r.state.conv, seq: r.state.readSeq });
   return out;
+}
+
+function readOp(uid: string, [conv, seq, gen]: AskedRead): UserOp {
+  return gen === undefined ? { type: 'read', uid, conv, seq } : { type: 'read', uid, conv, seq, gen };
 }

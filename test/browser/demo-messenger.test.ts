@@ -123,6 +123,18 @@ describe('the demo as a messenger', () => {
     await desktop.screenshot({ path: join(ARTIFACTS, 'messenger-1280-conversation.png') });
     // The README's picture (docs/demo.png) is refreshed on request only, so a test run leaves the tree clean.
     if (process.env.UPDATE_DOCS_SCREENSHOT === '1') await desktop.screenshot({ path: join('docs', 'demo.png') });
+
+    // "Mark unread from here" on message #4 (shown on a read message's bubble when pointed at):
+    // #4 to #6 are unread again, here and on the other device, and the divider moves there.
+    const fourth = pane.locator('[data-role="message"][data-seq="4"]');
+    await fourth.hover();
+    await fourth.locator('button[data-action="unread-from"]').click();
+    await expect.poll(() => pane.locator('[data-role="read-state"]').textContent()).toBe('Read up to #3 of #1–#6');
+    expect(await pane.locator('[data-role="new-divider"]').textContent()).toBe('3 new messages');
+    await expect.poll(() => row(desktop, 'design-team').getAttribute('data-unread')).toBe('3');
+    await expect.poll(() => row(other, 'design-team').getAttribute('data-unread'), { timeout: 10_000 }).toBe('3');
+    await expect.poll(async () => (await suite.h.unread(UID)).conversations.find((c) => c.conv === 'design-team')?.readSeq).toBe(3);
+    await desktop.screenshot({ path: join(ARTIFACTS, 'messenger-1280-unread-from.png') });
     expect(pageErrors).toEqual([]);
   });
 

@@ -123,6 +123,24 @@ describe('durable tier: redpoint restore and reconcile --against-db', () => {
     expect(kinds((await reconcile({ users: ['rb'], all: false })).report)).toEqual([]);
   });
 
+  it('Redis behind by an "unread from here" it lost (a lower readSeq, a newer read generation): found by the generation, repaired whatever the clocks say', async () => {
+    await stack.server.members('unlost', { add: ['ua', 'ub'] });
+    await stack.server.post([1, 2, 3, 4, 5].map((seq) => ({ conv: 'unlost', seq, sender: 'ub', ...(seq === 3 ? { mentions: ['ua'] } : {}) })));
+    await stack.server.ok('POST', '/v1/users/ua/read', { conv: 'unlost', seq: 5 });
+    await drain();
+    const oldRecord = await record('ua', 'unlost');
+    await stack.server.ok('POST', '/v1/users/ua/conversations/unlost/unread-from', { seq: 2, gen: 1 });
+    await drain();
+    // Redis loses the act but keeps its clock (a newer write clock than PostgreSQL's row).
+    await stack.admin.hset(`rp:{u:ua}:c`, 'unlost', oldRecord ?? '');
+    expect((await stack.server.unread('ua')).conversations.find((c) => c.conv === 'unlost')).toMatchObject({ readSeq: 5, unread: 0 });
+    expect(kinds((await reconcile({ users: ['ua'], all: false })).report)).toEqual(['redis-behind:ua:unlost']);
+    await reconcile({ users: ['ua'], all: false, repair: true });
+    expect((await stack.server.unread('ua')).conversations.find((c) => c.conv === 'unlost')).toMatchObject({ readSeq: 1, unread: 4, mentions: 1 });
+    await drain();
+    expect(kinds((await reconcile({ users: ['ua'], all: false })).report)).toEqual([]);
+  });
+
   it('Redis behind by a whole record (lost with the join), and PostgreSQL missing a record: both found and repaired', async () => {
     await stack.server.members('lostjoin', { add: ['ja', 'jb'] });
     await stack.server.post([1, 2].map((seq) => ({ conv: 'lostjoin', seq, sender: 'ja' })));

@@ -18,6 +18,8 @@ const record = (conv: string, lastSeq: number): StoredConv => ({
   deletedSeq: 0,
   gen: 1,
   joinGen: 1,
+  readGen: 0,
+  readMentionSeqs: [],
 });
 
 /**

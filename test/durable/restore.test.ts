@@ -42,7 +42,33 @@ describe('durable tier: Redis may lose everything, no read position is lost', ()
     expect(bob.conversations.find((c) => c.conv === 'team')).toMatchObject({ unread: 0, muted: true });
   });
 
-  it("an operator's reset-read survives Redis losing the user (readSeq goes by the write clock in PostgreSQL)", async () => {
+  it('an "unread from here" survives Redis losing the user: its generation, its lowered readSeq and the mentions it counts again; a read made before it is still ignored', async () => {
+    await stack.server.members('uf', { add: ['ua', 'ub'] });
+    await stack.server.post(Array.from({ length: 6 }, (_, i) => ({ conv: 'uf', seq: i + 1, sender: 'ub', ...(i + 1 === 4 ? { mentions: ['ua'] } : {}) })));
+    await stack.server.ok('POST', '/v1/users/ua/read', { conv: 'uf', seq: 6, gen: 0 });
+    await stack.server.ok('POST', '/v1/users/ua/conversations/uf/unread-from', { seq: 3, gen: 1 });
+    await stack.server.durable?.persister.drainAll(Date.now() + 20_000);
+    const client = new pg.Client({ connectionString: stack.databaseUrl });
+    await client.connect();
+    try {
+      const { rows } = await client.query(
+        "SELECT read_seq, read_gen, mention_seqs, read_mention_seqs FROM redpoint_user_conv WHERE uid = 'ua' AND conv = 'uf'",
+      );
+      expect(rows).toEqual([{ read_seq: '2', read_gen: '1', mention_seqs: ['4'], read_mention_seqs: [] }]);
+    } finally {
+      await client.end();
+    }
+    await stack.admin.flushall();
+    const ua = await stack.server.unread('ua');
+    expect(ua.conversations.find((c) => c.conv === 'uf')).toMatchObject({ readSeq: 2, unread: 4, mentions: 1 });
+    // The restored record keeps the generation: another device's read made before the act is ignored.
+    expect(await stack.server.ok('POST', '/v1/users/ua/read', { conv: 'uf', seq: 6, gen: 0 })).toMatchObject({
+      changed: false,
+      state: { readSeq: 2, readGen: 1 },
+    });
+  });
+
+  it("an operator's reset-read survives Redis losing the user (readSeq goes by the read generation in PostgreSQL)", async () => {
     await stack.server.members('reset', { add: ['ra', 'rb'] });
     await stack.server.post([
       { conv: 'reset', seq: 1, sender: 'rb' },

@@ -30,7 +30,8 @@ type Step =
   | { t: 'members'; conv: string; add: string[]; remove: string[]; category?: string }
   | { t: 'message'; message: MessageEvent }
   | { t: 'redeliver'; messages: MessageEvent[] }
-  | { t: 'read'; uid: string; conv: string; seq: number }
+  | { t: 'read'; uid: string; conv: string; seq: number; gen?: number }
+  | { t: 'unread-from'; uid: string; conv: string; seq: number; gen?: number }
   | { t: 'delete'; uid: string; conv: string }
   | { t: 'settings'; uid: string; conv: string; muted?: boolean; markedUnread?: boolean };
 
@@ -42,6 +43,10 @@ export interface ModelRunStats {
   /** Reads of a marked conversation at exactly its readSeq (the mark stays) and past it (the mark goes). */
   markedReadsAtReadSeq: number;
   marksClearedByRead: number;
+  /** Reads made in an older read generation than the user's (after an "unread from here" they had not seen). */
+  staleReads: number;
+  /** "Unread from here" acts that lowered readSeq. */
+  unreadsLowering: number;
 }
 
 export async function modelRandomRun(engine: Engine, rand: () => number, steps: number): Promise<ModelRunStats> {
@@ -51,7 +56,7 @@ export async function modelRandomRun(engine: Engine, rand: () => number, steps: 
   const model = new Model(THRESHOLD);
   const nextSeq = new Map<string, number>();
   const sent: MessageEvent[] = [];
-  const stats: ModelRunStats = { checks: 0, switches: 0, notFound: 0, markedReadsAtReadSeq: 0, marksClearedByRead: 0 };
+  const stats: ModelRunStats = { checks: 0, switches: 0, notFound: 0, markedReadsAtReadSeq: 0, marksClearedByRead: 0, staleReads: 0, unreadsLowering: 0 };
 
   const members = (conv: string): string[] => USERS.filter((u) => model.isMember(u, conv));
   /** Mostly a member of `conv` (the paths that apply), sometimes anyone (the 404 paths). */
@@ -75,7 +80,7 @@ export async function modelRandomRun(engine: Engine, rand: () => number, steps: 
       return { t: 'message', message: { conv, seq, sender: actor(conv), ...(mentions.length > 0 ? { mentions } : {}) } };
     }
     if (r < 0.62 && sent.length > 0) return { t: 'redeliver', messages: Array.from({ length: 1 + Math.floor(rand() * 3) }, () => pick(sent)) };
-    if (r < 0.82) {
+    if (r < 0.78) {
       const uid = actor(conv);
       const at = model.readPosition(uid, conv);
       // Some reads of a marked conversation land where the user already read: nothing moves, so the mark stays.
@@ -84,7 +89,26 @@ export async function modelRandomRun(engine: Engine, rand: () => number, steps: 
         if (seq === at.readSeq) stats.markedReadsAtReadSeq++;
         else if (seq > at.readSeq) stats.marksClearedByRead++;
       }
+      // Some reads carry the generation they were made in: the current one, or an older one (a
+      // device that had not seen an "unread from here" yet).
+      if (at && rand() < 0.4) {
+        const gen = Math.max(0, at.readGen - (rand() < 0.5 ? 1 : 0));
+        if (gen < at.readGen) stats.staleReads++;
+        return { t: 'read', uid, conv, seq, gen };
+      }
       return { t: 'read', uid, conv, seq };
+    }
+    if (r < 0.84) {
+      // "Unread from here": of the next generation, a retry of the current one, or with none (the
+      // server's next); sometimes above the head (refused).
+      const uid = actor(conv);
+      const at = model.readPosition(uid, conv);
+      const head = nextSeq.get(conv) ?? 0;
+      const seq = 1 + Math.floor(rand() * (head + (rand() < 0.1 ? 3 : 0)));
+      const g = rand();
+      const gen = g < 0.2 ? undefined : (at?.readGen ?? 0) + (g < 0.35 ? 0 : 1);
+      if (at && seq - 1 < at.readSeq && seq <= head && (gen === undefined || gen > at.readGen)) stats.unreadsLowering++;
+      return { t: 'unread-from', uid, conv, seq, ...(gen !== undefined && gen > 0 ? { gen } : {}) };
     }
     if (r < 0.88) return { t: 'delete', uid: actor(conv), conv };
     return {
@@ -102,7 +126,8 @@ export async function modelRandomRun(engine: Engine, rand: () => number, steps: 
       await run();
       return 'ok';
     } catch (err) {
-      if (err instanceof RedpointError && (err.code === 'unknown_conversation' || err.code === 'not_a_member')) return err.code;
+      if (err instanceof RedpointError && (err.code === 'unknown_conversation' || err.code === 'not_a_member' || err.code === 'invalid_request'))
+        return err.code;
       throw err;
     }
   };
@@ -125,7 +150,15 @@ export async function modelRandomRun(engine: Engine, rand: () => number, steps: 
       case 'redeliver':
         return { expected: model.postMessages(step.messages), got: await outcomeOf(() => sync.postMessages(step.messages)) };
       case 'read':
-        return { expected: model.read(step.uid, step.conv, step.seq), got: await outcomeOf(() => sync.read(step.uid, step.conv, step.seq)) };
+        return {
+          expected: model.read(step.uid, step.conv, step.seq, step.gen),
+          got: await outcomeOf(() => sync.read(step.uid, step.conv, step.seq, step.gen)),
+        };
+      case 'unread-from':
+        return {
+          expected: model.unreadFrom(step.uid, step.conv, step.seq, step.gen),
+          got: await outcomeOf(() => sync.unreadFrom(step.uid, step.conv, step.seq, step.gen)),
+        };
       case 'delete':
         return { expected: model.deleteConversation(step.uid, step.conv), got: await outcomeOf(() => sync.deleteConversation(step.uid, step.conv)) };
       case 'settings': {

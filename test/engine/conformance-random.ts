@@ -43,8 +43,16 @@ export async function randomizedOps(e: Engine, rand: () => number, count: number
     }
     // Some reads land exactly at readSeq: they move nothing, so a mark stays (raiseRead).
     if (r < 0.5) return { type: 'read', uid, conv, seq: rec && rand() < 0.3 ? rec.readSeq : int(40) };
-    // The operator's reset-read: the one op that lowers readSeq (to any seq, below deletedSeq too).
-    if (r < 0.55) return { type: 'reset-read', uid, conv, seq: int(40) };
+    // Reads of an older, the current or a newer read generation (a device that had not seen an
+    // unread-from yet, or one Redis lost), and "unread from here": the ops that lower readSeq,
+    // with the generation after the record's, a repeated one (a retry) or none.
+    if (r < 0.52) return { type: 'read', uid, conv, seq: int(40), gen: Math.max(0, (rec?.readGen ?? 0) - 1 + int(2)) };
+    if (r < 0.57) {
+      const gen = rand() < 0.2 ? {} : { gen: Math.max(0, (rec?.readGen ?? 0) + int(2) - 1) };
+      // Sometimes floored at a join head, made in the record's membership or another one.
+      const floor = rand() < 0.4 ? { floor: int(20), joinGen: rec && rand() < 0.7 ? rec.joinGen : nextGen() } : {};
+      return { type: 'unread-from', uid, conv, seq: int(40), ...gen, ...floor };
+    }
     if (r < 0.75) {
       // A new membership, a restatement of the current one (mode or category change), or a stale op.
       const gen = rand() < 0.15 && rec ? Math.max(1, rec.gen - 1 - int(2)) : nextGen();

@@ -180,23 +180,70 @@ export function engineConformance(name: string, makeEngine: MakeEngine): void {
         expect((await e.userState('u')).totals.total).toBe(4);
       });
 
-      it('reset-read lowers readSeq (never below deletedSeq, never raising it): totals and the stream follow', async () => {
+      it('unread-from lowers readSeq under a new read generation (never below deletedSeq): totals and the stream follow; a retry changes nothing', async () => {
         const e = await use();
         await e.applyUserOps([join('u', 'c', 0, 'group'), message('u', 'c', 2), read('u', 'c', 999), message('u', 'c', 3)]);
         expect(await totals(e, 'u')).toEqual(NO_TOTALS);
-        const reset: UserOp = { type: 'reset-read', uid: 'u', conv: 'c', seq: 1 };
-        const lowered = await one(e, reset);
+        const unread: UserOp = { type: 'unread-from', uid: 'u', conv: 'c', seq: 2, gen: 1 };
+        const lowered = await one(e, unread);
         expect(lowered).toMatchObject({ changed: true, version: 5 });
-        expect(lowered.state).toMatchObject({ lastSeq: 3, readSeq: 1 });
+        expect(lowered.state).toEqual(convWith({ conv: 'c', lastSeq: 3, readSeq: 1, readGen: 1, category: 'group' }));
         expect(await totals(e, 'u')).toEqual({ total: 2, mentions: 0, categories: { group: 2 } });
-        expect(await one(e, reset)).toMatchObject({ changed: false, version: 5 });
-        expect(await one(e, { ...reset, seq: 7 })).toMatchObject({ changed: false, state: { readSeq: 1 } });
+        expect(await one(e, unread)).toMatchObject({ changed: false, version: 5 });
         const page = await e.pull('u', { epoch: lowered.epoch, version: 4 }, 10);
-        expect(page.entries.map((x) => [x.v, x.state?.readSeq])).toEqual([[5, 1]]);
+        expect(page.entries.map((x) => [x.v, x.state?.readSeq, x.state?.readGen])).toEqual([[5, 1, 1]]);
+        expect((await e.userState('u')).states).toEqual([lowered.state]);
         await one(e, del('u', 'c', 3));
-        expect(await one(e, { ...reset, seq: 0 })).toMatchObject({ changed: false, state: { readSeq: 3, deletedSeq: 3 } });
-        expect(await one(e, { type: 'reset-read', uid: 'u', conv: 'other', seq: 0 })).toMatchObject({ changed: false, member: false });
+        expect(await one(e, { ...unread, seq: 1, gen: 2 })).toMatchObject({ changed: true, state: { readSeq: 3, readGen: 2, deletedSeq: 3 } });
+        expect(await one(e, { type: 'unread-from', uid: 'u', conv: 'other', seq: 1 })).toMatchObject({ changed: false, member: false });
         expectTotalsConsistent(await e.userState('u'));
+      });
+
+      describe('unread from here: device A reads to 20 while device B marks unread from 10', () => {
+        const setup = async (): Promise<Engine> => {
+          const e = await use();
+          await e.applyUserOps([join('u', 'c', 0, 'group'), message('u', 'c', 30, 0, [8, 12, 25]), read('u', 'c', 5)]);
+          return e;
+        };
+        const readA: UserOp = { type: 'read', uid: 'u', conv: 'c', seq: 20, gen: 0 };
+        const unreadB: UserOp = { type: 'unread-from', uid: 'u', conv: 'c', seq: 10, gen: 1 };
+
+        it('the read first, then the unread-from: readSeq 9, mentions above it count again', async () => {
+          const e = await setup();
+          expect((await one(e, readA)).state).toMatchObject({ readSeq: 20, mentions: 1 });
+          const after = await one(e, unreadB);
+          expect(after).toMatchObject({ changed: true, state: { readSeq: 9, readGen: 1, mentions: 2 } });
+          expect(await totals(e, 'u')).toEqual({ total: 21, mentions: 2, categories: { group: 21 } });
+        });
+
+        it('the unread-from first, then the read made before it (an older generation): ignored, readSeq 9', async () => {
+          const e = await setup();
+          expect((await one(e, unreadB)).state).toMatchObject({ readSeq: 9, readGen: 1, mentions: 2 });
+          expect(await one(e, readA)).toMatchObject({ changed: false, state: { readSeq: 9, readGen: 1 } });
+          expect(await totals(e, 'u')).toEqual({ total: 21, mentions: 2, categories: { group: 21 } });
+          // A read made after it (its generation, or none: the current one) raises again.
+          expect((await one(e, { ...readA, gen: 1 })).state).toMatchObject({ readSeq: 20, mentions: 1 });
+          expect((await one(e, read('u', 'c', 30))).state).toMatchObject({ readSeq: 30, mentions: 0, readGen: 1 });
+          expectTotalsConsistent(await e.userState('u'));
+        });
+
+        it('both in one batch, either order, and repeated: the same record', async () => {
+          const a = await setup();
+          const b = await setup();
+          await a.applyUserOps([readA, unreadB, readA, unreadB]);
+          await b.applyUserOps([unreadB, readA, unreadB]);
+          expect(await stateOf(a, 'u', 'c')).toEqual(await stateOf(b, 'u', 'c'));
+          expect(await stateOf(a, 'u', 'c')).toMatchObject({ readSeq: 9, readGen: 1, mentions: 2 });
+        });
+      });
+
+      it("unread-from without a generation takes the record's next one; it clears markedUnread", async () => {
+        const e = await use();
+        await e.applyUserOps([join('u', 'c', 0, 'group'), message('u', 'c', 10), read('u', 'c', 10)]);
+        await one(e, { type: 'settings', uid: 'u', conv: 'c', markedUnread: true });
+        const first = await one(e, { type: 'unread-from', uid: 'u', conv: 'c', seq: 4 });
+        expect(first.state).toMatchObject({ readSeq: 3, readGen: 1, markedUnread: false });
+        expect((await one(e, { type: 'unread-from', uid: 'u', conv: 'c', seq: 4 })).state).toMatchObject({ readSeq: 3, readGen: 2 });
       });
 
       it('a read clears markedUnread only when it advances', async () => {
@@ -379,8 +426,16 @@ export function engineConformance(name: string, makeEngine: MakeEngine): void {
       });
 
       it('random API calls through SyncService equal the independent reference model: pulled states, stored totals, summaries', async () => {
-        const totals: ModelRunStats = { checks: 0, switches: 0, notFound: 0, markedReadsAtReadSeq: 0, marksClearedByRead: 0 };
-        for (const seed of [7, 1999, 20260101]) {
+        const totals: ModelRunStats = {
+          checks: 0,
+          switches: 0,
+          notFound: 0,
+          markedReadsAtReadSeq: 0,
+          marksClearedByRead: 0,
+          staleReads: 0,
+          unreadsLowering: 0,
+        };
+        for (const seed of [7, 1999, 20260101, 1, 2, 3]) {
           const stats = await modelRandomRun(await use({ snapshotEvery: 4, streamMaxLen: 8 }), mulberry32(seed), 150);
           for (const key of Object.keys(totals) as (keyof ModelRunStats)[]) totals[key] += stats[key];
         }
@@ -390,6 +445,9 @@ export function engineConformance(name: string, makeEngine: MakeEngine): void {
         expect(totals.notFound).toBeGreaterThan(0);
         expect(totals.markedReadsAtReadSeq).toBeGreaterThan(0);
         expect(totals.marksClearedByRead).toBeGreaterThan(0);
+        // ... and marked conversations unread from a message on, and read in a stale generation.
+        expect(totals.unreadsLowering).toBeGreaterThan(0);
+        expect(totals.staleReads).toBeGreaterThan(0);
       });
 
       it('expectTotalsConsistent sees a wrong stored total (the check can fail)', async () => {

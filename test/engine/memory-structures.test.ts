@@ -140,6 +140,9 @@ const recArb: fc.Arbitrary<StoredConv> = fc.record({
   deletedSeq: fc.integer({ min: -1, max: 1_000_000 }),
   gen: fc.maxSafeNat(),
   joinGen: fc.maxSafeNat(),
+  // Mostly 0 (the common 8-field text), sometimes the read register's extension.
+  readGen: fc.oneof(fc.constant(0), fc.maxSafeNat()),
+  readMentionSeqs: fc.oneof(fc.constant<number[]>([]), fc.array(fc.nat(), { maxLength: 3 })),
 });
 
 /** What decoding gives: the record, or that it throws. */
@@ -155,7 +158,7 @@ describe('record texts', () => {
   it('encodeRecord writes the record format, and decodeRecord reads it back', async () => {
     await fc.assert(
       fc.property(recArb, (rec) => {
-        expect(encodeRecord(rec)).toMatch(/^[01]{4}\|\d+\|\d+\|-?\d+\|\d+\|\d+\|[^|]*\|[\d,]*$/);
+        expect(encodeRecord(rec)).toMatch(/^[01]{4}\|\d+\|\d+\|-?\d+\|\d+\|\d+\|[^|]*\|[\d,]*(\|\d+\|[\d,]*)?$/);
         expect(decodeRecord(rec.conv, encodeRecord(rec))).toEqual(rec);
       }),
     );

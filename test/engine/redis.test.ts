@@ -553,7 +553,7 @@ describe('redis engine scripts', () => {
       join('u', 'c', 0, 'group'),
       { type: 'membership', uid: 'u', conv: 'c', gen: 2, member: false },
       { type: 'settings', uid: 'u', conv: 'c', muted: true },
-      { type: 'reset-read', uid: 'u', conv: 'c', seq: 0 },
+      { type: 'unread-from', uid: 'u', conv: 'c', seq: 1, gen: 1 },
     ];
     const seen = new Set<string>();
     for (const op of ops) {

@@ -28,6 +28,8 @@ const member = (over: Partial<StoredConv> = {}): StoredConv => ({
   deletedSeq: -1,
   gen: 5,
   joinGen: 5,
+  readGen: 0,
+  readMentionSeqs: [],
   ...over,
 });
 
@@ -60,10 +62,64 @@ describe('applyRule', () => {
     expect(applyRule(member(), { type: 'membership', uid: 'u', conv: 'c', gen: 4, member: false })?.member).toBe(true);
   });
 
-  it('returns the record itself when an op does not apply (an operator reset-read to where the user is already)', () => {
-    const rec = member();
-    expect(applyRule(rec, { type: 'reset-read', uid: 'u', conv: 'c', seq: 4 })).toBe(rec);
-    expect(applyRule(rec, { type: 'reset-read', uid: 'u', conv: 'c', seq: 3 })?.readSeq).toBe(3);
+  it('returns the record itself when an op does not apply (a read or an unread-from of a non-member)', () => {
+    const rec = member({ member: false });
+    expect(applyRule(rec, { type: 'read', uid: 'u', conv: 'c', seq: 9 })).toBe(rec);
+    expect(applyRule(rec, { type: 'unread-from', uid: 'u', conv: 'c', seq: 3, gen: 1 })).toBe(rec);
+  });
+});
+
+describe('the read register (readGen, readSeq): unread from here', () => {
+  const read = (seq: number, gen?: number) => ({ type: 'read' as const, uid: 'u', conv: 'c', seq, ...(gen === undefined ? {} : { gen }) });
+  const unreadFrom = (seq: number, gen?: number) => ({ type: 'unread-from' as const, uid: 'u', conv: 'c', seq, ...(gen === undefined ? {} : { gen }) });
+  const run = (ops: ReturnType<typeof read | typeof unreadFrom>[], rec: StoredConv = member({ lastSeq: 30, readSeq: 5, mentionSeqs: [8, 12, 25] })) =>
+    ops.reduce<StoredConv | undefined>((r, op) => applyRule(r, op), rec);
+
+  it('device A reads to 20 (made in generation 0) while device B marks unread from 10: readSeq 9 in both orders', () => {
+    const a = read(20, 0);
+    const b = unreadFrom(10, 1);
+    for (const order of [
+      [a, b],
+      [b, a],
+    ]) {
+      const after = run(order);
+      expect(after).toMatchObject({ readSeq: 9, readGen: 1, mentionSeqs: [12, 25], readMentionSeqs: [8] });
+    }
+  });
+
+  it('a read made after the unread-from (its generation) raises again; one without a generation applies to the current one', () => {
+    expect(run([unreadFrom(10, 1), read(20, 1)])).toMatchObject({ readSeq: 20, readGen: 1, mentionSeqs: [25], readMentionSeqs: [8, 12] });
+    expect(run([unreadFrom(10, 1), read(20)])).toMatchObject({ readSeq: 20, readGen: 1 });
+  });
+
+  it('a retry of the same unread-from (same generation) changes nothing; without a generation it takes the next one', () => {
+    const once = run([read(20, 0), unreadFrom(10, 1)]);
+    expect(sameRecord(run([read(20, 0), unreadFrom(10, 1), unreadFrom(10, 1)]), once)).toBe(true);
+    expect(run([unreadFrom(10), unreadFrom(10)])).toMatchObject({ readSeq: 9, readGen: 2 });
+  });
+
+  it('two unread-froms of one generation: the larger position (a max-register within the generation), in either order', () => {
+    expect(run([unreadFrom(10, 1), unreadFrom(15, 1)])).toMatchObject({ readSeq: 14 });
+    expect(run([unreadFrom(15, 1), unreadFrom(10, 1)])).toMatchObject({ readSeq: 14 });
+  });
+
+  it('never below deletedSeq nor 0; clears markedUnread; mentions above the new position count again', () => {
+    expect(run([unreadFrom(3, 1)], member({ lastSeq: 30, readSeq: 20, deletedSeq: 12 }))).toMatchObject({ readSeq: 12 });
+    expect(run([unreadFrom(0, 1)])).toMatchObject({ readSeq: 0 });
+    const marked = run([unreadFrom(10, 1)], member({ lastSeq: 30, readSeq: 20, markedUnread: true, mentionSeqs: [25], readMentionSeqs: [3, 11] }));
+    expect(marked).toMatchObject({ markedUnread: false, mentionSeqs: [11, 25], readMentionSeqs: [3] });
+    expect(contribution(marked)).toEqual({ unread: 21, mentions: 2, category: 'group' });
+  });
+
+  it('floored at the join head of the membership it was made in; made in another membership (a rejoin since), it changes nothing', () => {
+    expect(run([unreadFrom(3, 1)].map((op) => ({ ...op, floor: 7, joinGen: 5 })))).toMatchObject({ readSeq: 7, readGen: 1 });
+    const rec = member({ lastSeq: 30, readSeq: 20 });
+    expect(applyRule(rec, { ...unreadFrom(3, 1), floor: 7, joinGen: 4 })).toBe(rec);
+  });
+
+  it('a read moves the mentions it spends to readMentionSeqs, the newest `cap` kept', () => {
+    const after = run([read(26)], member({ lastSeq: 30, readSeq: 5, mentionSeqs: [8, 12, 25, 28] }));
+    expect(after).toMatchObject({ mentionSeqs: [28], readMentionSeqs: [8, 12, 25] });
   });
 });
 

@@ -49,6 +49,8 @@ describe('record text', () => {
       joinGen: 2,
       category: 'default',
       mentionSeqs: [6, 8],
+      readGen: 0,
+      readMentionSeqs: [],
     });
     expect(encodeRecord(rec)).toBe('0101|9|4|-1|3|2||6,8');
     expect(decodeRecordFast('c', '0101|9|4|-1|3|2||6,8')).toEqual(rec);
@@ -60,6 +62,15 @@ describe('record text', () => {
       category: 'group',
       mentionSeqs: [],
     });
+  });
+
+  it("carries the read register's extension (readGen, spent mentions) only when it holds something", () => {
+    const rec = decodeRecord('c', '1000|9|4|-1|3|2|g|6,8');
+    expect(encodeRecord({ ...rec, readGen: 2 })).toBe('1000|9|4|-1|3|2|g|6,8|2|');
+    expect(encodeRecord({ ...rec, readMentionSeqs: [1, 3] })).toBe('1000|9|4|-1|3|2|g|6,8|0|1,3');
+    expect(decodeRecord('c', '1000|9|4|-1|3|2|g|6,8|2|1,3')).toEqual({ ...rec, readGen: 2, readMentionSeqs: [1, 3] });
+    expect(decodeRecordFast('c', '1000|9|4|-1|3|2|g|6,8|2|1,3')).toEqual({ ...rec, readGen: 2, readMentionSeqs: [1, 3] });
+    expect(() => decodeRecord('c', '1000|9|4|-1|3|2|g|6,8|x|')).toThrow('malformed stored number');
   });
 
   it('refuses a record of another shape or with a number that is not a safe integer, naming the conversation or the text', () => {
@@ -81,6 +92,13 @@ describe('entry text', () => {
     expect(decodeEntryText('c1|010|9|4|2|-1|').state).toEqual(state({ muted: false, markedUnread: true, large: false, category: 'default' }));
   });
 
+  it('shows the read generation as an eighth field only when above 0', () => {
+    expect(encodeEntryText('c1', state({ readGen: 3 }))).toBe('c1|101|9|4|2|-1|group|3');
+    expect(encodeEntryText('c1', state({ readGen: 0 }))).toBe('c1|101|9|4|2|-1|group');
+    expect(decodeEntryText('c1|101|9|4|2|-1|group|3').state).toEqual(state({ readGen: 3 }));
+    expect(decodeSnapshotText(encodeSnapshotText([state({ readGen: 3 }), state({ conv: 'c2' })]))).toEqual([state({ readGen: 3 }), state({ conv: 'c2' })]);
+  });
+
   it('a left conversation is the bare id; an empty state text is none', () => {
     expect(encodeEntryText('c1', null)).toBe('c1');
     expect(decodeEntryText('c1')).toEqual({ conv: 'c1', state: null });
@@ -89,7 +107,8 @@ describe('entry text', () => {
   });
 
   it('refuses an entry of another shape', () => {
-    for (const text of ['c1|101|9|4|2|-1', 'c1|101|9|4|2|-1|g|x']) expect(() => decodeEntryText(text), text).toThrow('malformed stored entry');
+    for (const text of ['c1|101|9|4|2|-1', 'c1|101|9|4|2|-1|g|1|x']) expect(() => decodeEntryText(text), text).toThrow('malformed stored entry');
+    expect(() => decodeEntryText('c1|101|9|4|2|-1|g|x')).toThrow('malformed stored number');
     expect(() => decodeEntryText('c1|101|9|4|x|-1|g')).toThrow('malformed stored number');
   });
 });

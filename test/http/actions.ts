@@ -25,7 +25,13 @@ export type Action =
   | { t: 'batch'; picks: number[]; includeHeld: boolean; single: boolean; shuffle: number }
   /** Several single-message POSTs in flight at once (group commit merges them). */
   | { t: 'concurrent'; picks: number[] }
-  | { t: 'read'; user: number; conv: number; pick: boolean; all: boolean; permille: number; jwt: boolean }
+  /** `gen`: sent with the read generation the user has (`current`) or the one before (`older`: a device that had not seen an unread-from). */
+  | { t: 'read'; user: number; conv: number; pick: boolean; all: boolean; permille: number; jwt: boolean; gen?: 'current' | 'older' }
+  /**
+   * "Unread from here" at `permille` of the conversation's head (sometimes above it: refused),
+   * with the next read generation, the current one (a retry), or none (the server's next).
+   */
+  | { t: 'unread'; user: number; conv: number; pick: boolean; permille: number; gen: 'next' | 'same' | 'none'; jwt: boolean }
   | { t: 'delete'; user: number; conv: number; pick: boolean; jwt: boolean }
   | { t: 'settings'; user: number; conv: number; pick: boolean; muted?: boolean; markedUnread?: boolean; jwt: boolean }
   /** Sync the user's long-lived client copy (optionally from scratch) and keep its cursor for later. */
@@ -94,6 +100,17 @@ const readArb: fc.Arbitrary<Action> = fc.record({
   all: fc.boolean(),
   permille: fc.integer({ min: 0, max: 1100 }),
   jwt: fc.boolean(),
+  gen: fc.option(fc.constantFrom('current' as const, 'older' as const), { nil: undefined }),
+});
+
+const unreadArb: fc.Arbitrary<Action> = fc.record({
+  t: fc.constant('unread' as const),
+  user: userIdx,
+  conv: convIdx,
+  pick: pickArb,
+  permille: fc.integer({ min: 0, max: 1100 }),
+  gen: fc.constantFrom('next' as const, 'same' as const, 'none' as const),
+  jwt: fc.boolean(),
 });
 
 const deleteArb: fc.Arbitrary<Action> = fc.record({ t: fc.constant('delete' as const), user: userIdx, conv: convIdx, pick: pickArb, jwt: fc.boolean() });
@@ -125,6 +142,7 @@ export const actionArb: fc.Arbitrary<Action> = fc.oneof(
   { weight: 3, arbitrary: batchArb },
   { weight: 1, arbitrary: concurrentArb },
   { weight: 4, arbitrary: readArb },
+  { weight: 2, arbitrary: unreadArb },
   { weight: 2, arbitrary: deleteArb },
   { weight: 2, arbitrary: settingsArb },
   { weight: 2, arbitrary: syncArb },

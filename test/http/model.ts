@@ -17,8 +17,11 @@ export type ModelView = ConvView;
 /** GET /v1/users/:uid/unread without uid, epoch and version; `categories` holds only non-zero counts. */
 export type ModelSummary = Omit<UnreadSummary, 'uid' | 'epoch' | 'version'>;
 
-/** What the HTTP API answers: 200, 404 unknown_conversation, or 403 not_a_member (the conversation exists). */
-export type Outcome = 'ok' | 'unknown_conversation' | 'not_a_member';
+/**
+ * What the HTTP API answers: 200, 404 unknown_conversation, 403 not_a_member (the conversation
+ * exists), or 400 invalid_request (an "unread from here" above the conversation's head).
+ */
+export type Outcome = 'ok' | 'unknown_conversation' | 'not_a_member' | 'invalid_request';
 
 interface Conversation {
   maxSeq: number;
@@ -36,6 +39,13 @@ interface Membership {
   member: boolean;
   lastSeq: number;
   readSeq: number;
+  /**
+   * The read position is the pair (readGen, readSeq), compared lexicographically: "unread from
+   * here" raises the generation; a read made in an older one than this changes nothing.
+   */
+  readGen: number;
+  /** The conversation's head when this membership began: "unread from here" never goes below it. */
+  joinHead: number;
   /** Every seq that mentioned the user since they (re)joined; only those > readSeq count. */
   mentionSeqs: Set<number>;
   muted: boolean;
@@ -93,6 +103,8 @@ export class Model {
         member: true,
         lastSeq: Math.max(previous?.lastSeq ?? 0, c.maxSeq),
         readSeq: Math.max(previous?.readSeq ?? 0, c.maxSeq),
+        readGen: previous?.readGen ?? 0,
+        joinHead: c.maxSeq,
         mentionSeqs: new Set(),
         muted: previous?.muted ?? false,
         markedUnread: false,
@@ -120,12 +132,27 @@ export class Model {
     return 'ok';
   }
 
-  /** POST /v1/users/:uid/read */
-  read(uid: string, conv: string, seq: number): Outcome {
+  /** POST /v1/users/:uid/read; `gen`: the read generation the read was made in (absent: the current one). */
+  read(uid: string, conv: string, seq: number, gen?: number): Outcome {
     const m = this.activeMembership(uid, conv);
     if (!m) return this.refusal(conv);
-    raiseRead(m, seq);
+    mergeRead(m, gen ?? m.readGen, seq);
     this.seeUpTo(uid, conv, m.readSeq);
+    return 'ok';
+  }
+
+  /**
+   * POST /v1/users/:uid/conversations/:conv/unread-from: the position becomes (gen, seq − 1) if
+   * that is above it, never below where the conversation was deleted nor below the head when the
+   * user joined. `gen` absent: the next one.
+   */
+  unreadFrom(uid: string, conv: string, seq: number, gen?: number): Outcome {
+    const c = this.conversations.get(conv);
+    if (!c) return 'unknown_conversation';
+    if (seq > c.maxSeq) return 'invalid_request';
+    const m = this.activeMembership(uid, conv);
+    if (!m) return 'not_a_member';
+    mergeRead(m, gen ?? m.readGen + 1, Math.max(seq - 1, m.joinHead));
     return 'ok';
   }
 
@@ -136,9 +163,9 @@ export class Model {
   }
 
   /** A member's read position and mark (undefined: not a member): where a read "again" aims. */
-  readPosition(uid: string, conv: string): { readSeq: number; markedUnread: boolean } | undefined {
+  readPosition(uid: string, conv: string): { readSeq: number; readGen: number; markedUnread: boolean } | undefined {
     const m = this.activeMembership(uid, conv);
-    return m ? { readSeq: m.readSeq, markedUnread: m.markedUnread } : undefined;
+    return m ? { readSeq: m.readSeq, readGen: m.readGen, markedUnread: m.markedUnread } : undefined;
   }
 
   /** DELETE /v1/users/:uid/conversations/:conv */
@@ -246,10 +273,23 @@ export class Model {
   }
 }
 
-/** readSeq is a max-register; raising it clears the "mark as unread" dot. */
+/** readSeq is a max-register within a read generation; raising it clears the "mark as unread" dot. */
 function raiseRead(m: Membership, seq: number): void {
   if (seq <= m.readSeq) return;
   m.readSeq = seq;
+  m.markedUnread = false;
+}
+
+/**
+ * (gen, seq) against the position, lexicographically: an older generation changes nothing, the
+ * same raises, a newer one sets it, never below where the conversation was deleted (what was
+ * deleted stays read), and clears the dot: the position says exactly what is unread.
+ */
+function mergeRead(m: Membership, gen: number, seq: number): void {
+  if (gen < m.readGen) return;
+  if (gen === m.readGen) return raiseRead(m, seq);
+  m.readGen = gen;
+  m.readSeq = Math.max(seq, m.hiddenUpTo ?? 0, 0);
   m.markedUnread = false;
 }
 

@@ -11,7 +11,8 @@ import { coverage, runScenario, takeCoverage } from './scenario.js';
 
 /**
  * Random sequences of membership changes (crossing the large-group threshold both ways),
- * messages, duplicate and reordered redeliveries, reads, deletes and settings, through the HTTP
+ * messages, duplicate and reordered redeliveries, reads (some made in a stale read generation),
+ * "unread from here" (new generations, retries, none), deletes and settings, through the HTTP
  * API of a real server, compared with the reference model after the run and at random points.
  * Runs for both engines; the Redis one starts its own redis-server and FAILS when it cannot.
  */
@@ -203,7 +204,15 @@ for (const kind of ENGINES) {
         // stood (the fixed cases above do not count here). Marks cleared by a read are counted
         // too but rarer (~8 in 200 runs): the engine model run holds both at a fixed seed.
         // Claimed of a run of the default size: a quick or mutation run may not meet every one.
-        const EXERCISED = ['modeSwitches', 'notFound', 'syncSnapshots', 'savedCursorSyncs', 'protoNameRuns', 'markedReadsAtReadSeq'] as const;
+        const EXERCISED = [
+          'modeSwitches',
+          'notFound',
+          'syncSnapshots',
+          'savedCursorSyncs',
+          'protoNameRuns',
+          'markedReadsAtReadSeq',
+          'unreadsLowering',
+        ] as const;
         if (NUM_RUNS >= 100) for (const key of EXERCISED) expect(coverage[key] - before[key], `random runs exercised ${key}`).toBeGreaterThan(0);
         // Reconcile finds nothing on the stores the scenarios left (tombstones, pending records,
         // mode switches). Here, not in a test of its own: that one would depend on running after this.

@@ -34,6 +34,8 @@ export const coverage = {
   /** Reads of a marked conversation at exactly its readSeq (the mark stays) and past it (the mark goes). */
   markedReadsAtReadSeq: 0,
   marksClearedByRead: 0,
+  /** "Unread from here" acts that lowered a read position. */
+  unreadsLowering: 0,
 };
 
 /** Returns what was exercised since the last call, and starts counting afresh. */
@@ -51,6 +53,7 @@ export function takeCoverage(): typeof coverage {
     protoNameRuns: 0,
     markedReadsAtReadSeq: 0,
     marksClearedByRead: 0,
+    unreadsLowering: 0,
   });
   return taken;
 }
@@ -178,8 +181,23 @@ class Run {
           if (seq === at.readSeq) coverage.markedReadsAtReadSeq++;
           else if (seq > at.readSeq) coverage.marksClearedByRead++;
         }
-        const outcome = this.model.read(this.uid(u), conv, seq);
-        const res = await this.actAs(u, a.jwt, 'POST', `/v1/users/${this.uid(u)}/read`, { conv, seq });
+        const gen = a.gen === undefined || !at ? undefined : Math.max(0, at.readGen - (a.gen === 'older' ? 1 : 0));
+        const outcome = this.model.read(this.uid(u), conv, seq, gen);
+        const res = await this.actAs(u, a.jwt, 'POST', `/v1/users/${this.uid(u)}/read`, { conv, seq, ...(gen !== undefined ? { gen } : {}) });
+        this.expectStatus(res, outcome, a);
+        return;
+      }
+      case 'unread': {
+        const u = this.actor(a.user, a.conv, a.pick);
+        const conv = this.conv(a.conv);
+        const head = this.model.conversations.get(conv)?.maxSeq ?? 0;
+        const seq = Math.max(1, Math.ceil((head * a.permille) / 1000));
+        const at = this.model.readPosition(this.uid(u), conv);
+        const gen = a.gen === 'none' ? undefined : (at?.readGen ?? 0) + (a.gen === 'next' ? 1 : 0);
+        const body = { seq, ...(gen !== undefined && gen > 0 ? { gen } : {}) };
+        if (at && seq <= head && seq - 1 < at.readSeq && a.gen !== 'same') coverage.unreadsLowering++;
+        const outcome = this.model.unreadFrom(this.uid(u), conv, body.seq, body.gen);
+        const res = await this.actAs(u, a.jwt, 'POST', `/v1/users/${this.uid(u)}/conversations/${conv}/unread-from`, body);
         this.expectStatus(res, outcome, a);
         return;
       }

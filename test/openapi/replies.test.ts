@@ -205,6 +205,7 @@ function withFindings(body: unknown): void {
 
 const read = (uid: string) => `/v1/users/${uid}/read`;
 const settings = (uid: string) => `/v1/users/${uid}/conversations/team`;
+const unreadFrom = (uid: string) => `/v1/users/${uid}/conversations/team/unread-from`;
 const unread = (uid: string) => `/v1/users/${uid}/unread`;
 const userSettings = (uid: string) => `/v1/users/${uid}/settings`;
 const receipts = (uid: string, query: string) => `/v1/users/${uid}/conversations/team/reads?${query}`;
@@ -290,6 +291,38 @@ const CASES: Case[] = [
     code: 'unknown_conversation',
   },
   ...storeFailures('markRead', () => req('POST', read('alice'), { auth: 'alice', body: { conv: 'team', seq: 2 } })),
+
+  {
+    op: 'markUnreadFrom',
+    status: 200,
+    name: "the user's own token",
+    request: () => req('POST', unreadFrom('alice'), { auth: 'alice', body: { seq: 1, gen: 1 } }),
+  },
+  { op: 'markUnreadFrom', status: 200, name: 'the API key, without a generation', request: () => req('POST', unreadFrom('bob'), { body: { seq: 1 } }) },
+  ...bodyErrors('markUnreadFrom', 'POST', unreadFrom('alice'), 'alice'),
+  ...userAuthErrors('markUnreadFrom', 'POST', unreadFrom, { seq: 1 }),
+  {
+    op: 'markUnreadFrom',
+    status: 400,
+    name: "a seq above the conversation's head",
+    request: () => req('POST', unreadFrom('alice'), { body: { seq: 1_000_000 } }),
+    code: 'invalid_request',
+  },
+  {
+    op: 'markUnreadFrom',
+    status: 403,
+    name: 'a conversation the user is not in',
+    request: () => req('POST', unreadFrom('carol'), { body: { seq: 1 } }),
+    code: 'not_a_member',
+  },
+  {
+    op: 'markUnreadFrom',
+    status: 404,
+    name: 'an unknown conversation',
+    request: () => req('POST', '/v1/users/carol/conversations/nowhere/unread-from', { body: { seq: 1 } }),
+    code: 'unknown_conversation',
+  },
+  ...storeFailures('markUnreadFrom', () => req('POST', unreadFrom('alice'), { auth: 'alice', body: { seq: 1 } })),
 
   { op: 'updateConversationSettings', status: 200, name: 'mute', request: () => req('PUT', settings('alice'), { auth: 'alice', body: { muted: true } }) },
   ...bodyErrors('updateConversationSettings', 'PUT', settings('alice'), 'alice'),

@@ -27,6 +27,8 @@ describe('queue records', () => {
       category: 'group',
     });
     expect(decodeRecord({ type: 'read', uid: 'a', conv: 'c', seq: 0 })).toEqual({ type: 'read', uid: 'a', conv: 'c', seq: 0 });
+    // The read generation it was made in goes through to the read (PROTOCOL.md "Unread from here").
+    expect(decodeRecord({ type: 'read', uid: 'a', conv: 'c', seq: 4, gen: 2 })).toEqual({ type: 'read', uid: 'a', conv: 'c', seq: 4, gen: 2 });
     expect(decodeRecord({ type: 'settings', uid: 'a', conv: 'c', muted: true })).toEqual({ type: 'settings', uid: 'a', conv: 'c', muted: true });
     expect(decodeRecord({ type: 'delete', uid: 'a', conv: 'c' })).toEqual({ type: 'delete', uid: 'a', conv: 'c' });
   });

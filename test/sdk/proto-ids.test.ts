@@ -72,7 +72,7 @@ describe('prototype-named ids in the store', () => {
     store.applyReply(JSON.parse(JSON.stringify(firstSync())) as SyncFrame);
     store.applyHead('__proto__', 6);
     store.applyHead('toString', 2);
-    store.optimisticRead('constructor', 1);
+    store.optimisticRead('constructor', 1, 0);
     store.optimisticSettings('hasOwnProperty', { muted: true });
     const shown = viewOf(store);
     expect(entries(shown.unread)).toEqual(entries({ constructor: 1, toString: 3, hasOwnProperty: 4, ['__proto__']: 6 }));
@@ -81,7 +81,7 @@ describe('prototype-named ids in the store', () => {
     expect(entries(shown.totals.categories)).toEqual(entries({ constructor: 6, toString: 1, hasOwnProperty: 3 }));
 
     const cache = new MemoryCache();
-    await cache.save(store.toCache([['toString', 1]], 0));
+    await cache.save(store.toCache([['toString', 1, 0]], 0));
     const cached = await cache.load();
     if (!cached) throw new Error('nothing cached');
     const restored = new ConvStore();

@@ -81,8 +81,12 @@ describe('random faults', () => {
       } else {
         const device = pick(devices);
         if (!members.includes(device.uid)) continue;
-        if (r < 0.8) device.client.markRead(conv, Math.floor(rnd() * ((seqs.get(conv) ?? 0) + 1)));
-        else if (r < 0.86) void device.client.mute(conv, rnd() < 0.5);
+        const head = seqs.get(conv) ?? 0;
+        if (r < 0.75) device.client.markRead(conv, Math.floor(rnd() * (head + 1)));
+        else if (r < 0.8) {
+          // "Unread from here" from one device while the others read: readSeq goes down in their pushes too.
+          if (head > 0) void device.client.markUnreadFrom(conv, 1 + Math.floor(rnd() * head));
+        } else if (r < 0.86) void device.client.mute(conv, rnd() < 0.5);
         else if (r < 0.92) void device.client.markUnread(conv, rnd() < 0.5);
         else if (r < 0.95) void device.client.deleteConversation(conv);
         else await h.ok('POST', `/v1/users/${device.uid}/read`, { conv, seq: seqs.get(conv) ?? 0 });

@@ -122,3 +122,38 @@ describe("this device's settings, shown before the server has them", () => {
     expect(store.view().conversations).toEqual([]);
   });
 });
+
+describe('the read position (readGen, readSeq): "unread from here"', () => {
+  const view = (store: ConvStore) => store.view().conversations.find((c) => c.conv === 'dm');
+  const readAtTen = (): ConvStore => {
+    const store = new ConvStore();
+    store.applyReply(reply({ snapshot: { v: 1, convs: [conv('dm', { lastSeq: 10, readSeq: 10 })] }, version: 1 }));
+    return store;
+  };
+
+  it("another device's unread-from arrives as a lower readSeq under a newer generation: it replaces the state, and this device's pending read of the older generation does not hide it", () => {
+    const store = readAtTen();
+    store.applyChange(push(2, conv('dm', { lastSeq: 12, readSeq: 10 })));
+    // This device read to 12 in generation 0; before its ack, the other device's act lands.
+    store.optimisticRead('dm', 12, 0);
+    expect(view(store)).toMatchObject({ readSeq: 12, unread: 0 });
+    store.applyChange(push(3, conv('dm', { lastSeq: 12, readSeq: 4, readGen: 1 })));
+    expect(view(store)).toMatchObject({ readSeq: 4, unread: 8 });
+    expect(store.overlays).toBe(0);
+  });
+
+  it("this device's unread-from shows at once, until the server's state has its generation; a read made after it raises again", () => {
+    const store = readAtTen();
+    store.optimisticUnreadFrom('dm', 6, 1);
+    expect(view(store)).toMatchObject({ readSeq: 5, unread: 5 });
+    expect(store.readGen('dm')).toBe(1);
+    // A server state from before it (generation 0) does not bring the old position back.
+    store.applyChange(push(2, conv('dm', { lastSeq: 11, readSeq: 10 })));
+    expect(view(store)).toMatchObject({ readSeq: 5, unread: 6 });
+    store.optimisticRead('dm', 8, 1);
+    expect(view(store)).toMatchObject({ readSeq: 8, unread: 3 });
+    store.ackSettings('dm', { epoch: EPOCH, version: 3 });
+    store.applyChange(push(3, conv('dm', { lastSeq: 11, readSeq: 5, readGen: 1 })));
+    expect(view(store)).toMatchObject({ readSeq: 8, unread: 3 });
+  });
+});

@@ -106,7 +106,10 @@ export class RedpointClient {
     this.settingsQueue = new SettingsQueue({
       timers,
       retryMs,
-      send: (conv, change) => this.request((id) => ({ t: 'settings', id, conv, ...change })),
+      send: (conv, change) =>
+        this.request((id) =>
+          'unreadFrom' in change ? { t: 'unread-from', id, conv, seq: change.unreadFrom, gen: change.gen } : { t: 'settings', id, conv, ...change },
+        ),
     });
     this.session = new SyncSession({
       store: this.store,
@@ -202,7 +205,7 @@ export class RedpointClient {
         const cached = await this.cache.load();
         if (cached && !this.store.hasData) {
           this.store.restore(cached);
-          for (const [conv, seq] of cached.reads) this.reads.add(conv, seq);
+          for (const [conv, seq, gen] of cached.reads) this.reads.add(conv, seq, gen ?? this.store.readGen(conv));
         }
       } catch (err) {
         this.events.emit('error', err instanceof Error ? err : new Error(String(err)));
@@ -238,8 +241,10 @@ export class RedpointClient {
   markRead(conv: string, seq = this.store.lastSeq(conv)): void {
     const shown = this.store.effective(conv);
     if (!shown || seq > shown.readSeq) {
-      this.store.optimisticRead(conv, seq);
-      this.reads.add(conv, seq);
+      // Made in the read generation shown: if another device's "unread from here" lands first, the server ignores it.
+      const gen = shown?.readGen ?? 0;
+      this.store.optimisticRead(conv, seq, gen);
+      this.reads.add(conv, seq, gen);
     }
     // A read only clears "marked unread" on the server when it raises readSeq; make it explicit.
     if (shown?.markedUnread) void this.settings(conv, { markedUnread: false }).catch((err: Error) => this.events.emit('error', err));
@@ -258,6 +263,24 @@ export class RedpointClient {
 
   markUnread(conv: string, markedUnread = true): Promise<void> {
     return this.settings(conv, { markedUnread });
+  }
+
+  /**
+   * "Unread from here": message `seq` and every one after it become unread on every device
+   * (readSeq = seq − 1, never below where the conversation was deleted), and the mentions among
+   * them count again. Shown at once; resolves once the server has it. Made in the next read
+   * generation after the one shown, so a read another device made before seeing it cannot undo
+   * it, and a repeat (a retry after a reconnect) is harmless.
+   */
+  markUnreadFrom(conv: string, seq: number): Promise<void> {
+    if (!Number.isSafeInteger(seq) || seq < 1) return Promise.reject(new RangeError(`markUnreadFrom: seq must be an integer >= 1, got ${seq}`));
+    // Reads queued before it must reach the server first (made in the older generation, they would be ignored anyway).
+    this.reads.flush();
+    const gen = this.store.readGen(conv) + 1;
+    this.store.optimisticUnreadFrom(conv, seq, gen);
+    const done = this.settingsQueue.submit(conv, { unreadFrom: seq, gen });
+    this.changed();
+    return done;
   }
 
   /** Hides the conversation until its next message. */

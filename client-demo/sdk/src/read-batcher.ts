@@ -1,6 +1,7 @@
 import { Timer, type Timers } from './timers.js';
 
-export type Reads = Array<[string, number]>;
+/** `[conv, seq, gen]`: a read and the read generation it was made in (PROTOCOL.md "Unread from here"). */
+export type Reads = Array<[string, number, number]>;
 
 export interface ReadBatcherOptions {
   timers: Timers;
@@ -12,12 +13,14 @@ export interface ReadBatcherOptions {
 }
 
 /**
- * Read reports: queued per conversation (highest seq wins), sent after `delayMs` or as soon as
+ * Read reports: queued per conversation (the highest (gen, seq) wins: a read made after an
+ * "unread from here" of this device beats one made before it), sent after `delayMs` or as soon as
  * `maxBatch` conversations are queued, and kept until the server acknowledges them. A batch in
  * flight when the connection drops goes back to the queue and is sent again after reconnecting.
  */
 export class ReadBatcher {
-  private readonly queued = new Map<string, number>();
+  /** conv → [seq, gen] */
+  private readonly queued = new Map<string, [number, number]>();
   private readonly inflight = new Map<number, Reads>();
   private readonly timer: Timer;
 
@@ -32,8 +35,8 @@ export class ReadBatcher {
     return n;
   }
 
-  add(conv: string, seq: number): void {
-    this.queue([[conv, seq]]);
+  add(conv: string, seq: number, gen: number): void {
+    this.queue([[conv, seq, gen]]);
     if (this.queued.size >= this.options.maxBatch) this.flush();
     else this.timer.arm(this.options.delayMs);
   }
@@ -42,7 +45,7 @@ export class ReadBatcher {
   flush(): void {
     this.timer.cancel();
     while (this.queued.size > 0) {
-      const batch: Reads = [...this.queued].slice(0, this.options.maxBatch);
+      const batch: Reads = [...this.queued].slice(0, this.options.maxBatch).map(([conv, [seq, gen]]) => [conv, seq, gen]);
       const id = this.options.send(batch);
       if (id === null) return;
       for (const [conv] of batch) this.queued.delete(conv);
@@ -81,8 +84,8 @@ export class ReadBatcher {
   /** Everything not acknowledged, for the cache. */
   unacknowledged(): Reads {
     const all = new Map(this.queued);
-    for (const batch of this.inflight.values()) for (const [conv, seq] of batch) all.set(conv, Math.max(all.get(conv) ?? 0, seq));
-    return [...all];
+    for (const batch of this.inflight.values()) for (const read of batch) keepNewer(all, read);
+    return [...all].map(([conv, [seq, gen]]) => [conv, seq, gen]);
   }
 
   clear(): void {
@@ -92,6 +95,12 @@ export class ReadBatcher {
   }
 
   private queue(reads: Reads): void {
-    for (const [conv, seq] of reads) this.queued.set(conv, Math.max(this.queued.get(conv) ?? 0, seq));
+    for (const read of reads) keepNewer(this.queued, read);
   }
+}
+
+/** Keeps the lexicographically larger (gen, seq) of `conv`. */
+function keepNewer(reads: Map<string, [number, number]>, [conv, seq, gen]: [string, number, number]): void {
+  const held = reads.get(conv);
+  if (!held || gen > held[1] || (gen === held[1] && seq > held[0])) reads.set(conv, [seq, gen]);
 }

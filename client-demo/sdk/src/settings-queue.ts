@@ -1,9 +1,19 @@
 import type { SettingsChange } from './store.js';
+
+/** An "unread from here" (the seq and the new read generation), queued in order with the settings changes. */
+interface UnreadFromChange {
+  unreadFrom: number;
+  gen: number;
+}
+
+/** What the queue sends: a settings frame's change, or an "unread from here". */
+export type QueuedChange = SettingsChange | UnreadFromChange;
+
 import { Timer, type Timers } from './timers.js';
 
 interface Request {
   conv: string;
-  change: SettingsChange;
+  change: QueuedChange;
   resolve(): void;
   reject(err: Error): void;
   /** Request id of the frame on the current connection; null until sent. */
@@ -14,13 +24,14 @@ export interface SettingsQueueOptions {
   timers: Timers;
   /** Delay before a request the server refused for a passing reason goes again. */
   retryMs: number;
-  /** Sends one settings frame; returns its request id, or null when offline. */
-  send(conv: string, change: SettingsChange): number | null;
+  /** Sends one settings or unread-from frame; returns its request id, or null when offline. */
+  send(conv: string, change: QueuedChange): number | null;
 }
 
 /**
- * Mute / mark unread / delete requests, in the order the user made them, kept until acknowledged
- * and sent again after a reconnect (each carries absolute values, so a repeat is harmless).
+ * Mute / mark unread / delete / "unread from here" requests, in the order the user made them,
+ * kept until acknowledged and sent again after a reconnect (each carries absolute values, and an
+ * unread-from its generation, so a repeat is harmless).
  */
 export class SettingsQueue {
   private readonly requests: Request[] = [];
@@ -34,7 +45,7 @@ export class SettingsQueue {
     return this.requests.length;
   }
 
-  submit(conv: string, change: SettingsChange): Promise<void> {
+  submit(conv: string, change: QueuedChange): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       this.requests.push({ conv, change, resolve, reject, id: null });
       this.flush();

@@ -5,10 +5,20 @@ import type { CachedState } from './cache/cache.js';
 import { Heads } from './heads.js';
 import type { ConversationView, Totals } from './types.js';
 
-/** A local read the server has not shown back yet. `ack`: the server's cursor once it acknowledged it. */
+/**
+ * A local read the server has not shown back yet, with the read generation it was made in.
+ * `ack`: the server's cursor once it acknowledged it.
+ */
 interface ReadOverlay {
   seq: number;
+  gen: number;
   ack: Cursor | null;
+}
+
+/** A local "unread from here" (seq and its new read generation) the server has not shown back yet. */
+interface UnreadOverlay {
+  seq: number;
+  gen: number;
 }
 
 /** What a settings frame changes (mute, mark unread, delete). */
@@ -16,6 +26,8 @@ export type SettingsChange = Omit<SettingsFrame, 't' | 'id' | 'conv'>;
 
 interface SettingsOverlay {
   change: SettingsChange;
+  /** The last "unread from here" among the changes (they go through the settings queue too). */
+  unread?: UnreadOverlay;
   /** For a delete: the effective lastSeq when the user deleted it (hidden up to there). */
   deletedSeq: number;
   ack: Cursor | null;
@@ -33,8 +45,10 @@ export type ReplyOutcome =
 /**
  * The user's conversations as the server last said (entries are absolute states, so applying one
  * is a plain replace), the read-diffused heads, the cursor, and on top of them the optimistic
- * changes of this device. What a UI sees is server state overlaid with them, where a read never
- * lowers readSeq: readSeq = max(optimistic, server).
+ * changes of this device. What a UI sees is server state overlaid with them, where the read
+ * position is the larger (readGen, readSeq) of the optimistic one and the server's: a read never
+ * lowers it, an "unread from here" (a new generation) may, and so may the server's state (another
+ * device's "unread from here" arrives as an entry whose readSeq is lower: it replaces the state).
  *
  * Every collection keyed by a conversation id is a Map: ids such as `__proto__` or
  * `constructor` are valid, and must not meet an object's prototype.
@@ -86,10 +100,15 @@ export class ConvStore {
     this.cursor = cached.cursor;
     this.convs = new Map(cached.convs.map((s) => [s.conv, s]));
     this.heads = new Heads(cached.heads);
-    for (const [conv, seq] of cached.reads) this.optimisticRead(conv, seq);
+    for (const [conv, seq, gen] of cached.reads) this.optimisticRead(conv, seq, gen ?? this.readGen(conv));
   }
 
-  toCache(reads: Array<[string, number]>, savedAt: number): CachedState {
+  /** The read generation this device shows for `conv` (its own "unread from here" included): what a read made now carries. */
+  readGen(conv: string): number {
+    return this.effective(conv)?.readGen ?? 0;
+  }
+
+  toCache(reads: Array<[string, number, number]>, savedAt: number): CachedState {
     return { format: 2, uid: this.uid, cursor: this.cursor, convs: [...this.convs.values()], heads: this.heads.entries(), reads, savedAt };
   }
 
@@ -138,11 +157,28 @@ export class ConvStore {
     this.heads.raise(conv, lastSeq);
   }
 
-  optimisticRead(conv: string, seq: number): void {
+  optimisticRead(conv: string, seq: number, gen: number): void {
     const current = this.reads.get(conv);
-    if (current && current.seq >= seq) return;
-    if ((this.convs.get(conv)?.readSeq ?? -1) >= seq) return;
-    this.reads.set(conv, { seq, ack: null });
+    if (current && !above(gen, seq, current.gen, current.seq)) return;
+    const server = this.convs.get(conv);
+    if (server && !above(gen, seq, server.readGen ?? 0, server.readSeq)) return;
+    this.reads.set(conv, { seq, gen, ack: null });
+  }
+
+  /**
+   * "Unread from here" on this device: shown at once (readSeq = seq − 1 under generation `gen`)
+   * until the server state has that generation or this client reaches the ack's version. Reads
+   * of this device made before it are overtaken; it goes through the settings queue, so its ack
+   * is ackSettings'.
+   */
+  optimisticUnreadFrom(conv: string, seq: number, gen: number): void {
+    const previous = this.settings.get(conv);
+    const read = this.reads.get(conv);
+    if (read && read.gen < gen) this.reads.delete(conv);
+    // As the server applies it: the "marked unread" dot goes; a flag set after it stays.
+    const change: SettingsChange = { ...previous?.change };
+    delete change.markedUnread;
+    this.settings.set(conv, { change, unread: { seq, gen }, deletedSeq: previous?.deletedSeq ?? -1, ack: null });
   }
 
   /** The server applied reads up to `seq` as of `cursor`; the overlay lasts until this client reaches it. */
@@ -163,6 +199,7 @@ export class ConvStore {
     if (change.deleted && change.markedUnread === undefined) merged.markedUnread = false;
     this.settings.set(conv, {
       change: merged,
+      ...(previous?.unread ? { unread: previous.unread } : {}),
       deletedSeq: change.deleted ? this.lastSeq(conv) : (previous?.deletedSeq ?? -1),
       ack: null,
     });
@@ -205,9 +242,14 @@ export class ConvStore {
 
   private overlaid(server: ConvState): ConvState {
     let s = server;
-    const read = this.reads.get(s.conv);
-    if (read && read.seq > s.readSeq) s = this.withRead(s, read.seq);
     const settings = this.settings.get(s.conv);
+    const unread = settings?.unread;
+    // The server's rule (rules.ts mergeRead): a newer generation sets the position, never below deletedSeq.
+    if (unread && unread.gen > (s.readGen ?? 0)) {
+      s = { ...s, readGen: unread.gen, readSeq: Math.max(unread.seq - 1, s.deletedSeq, 0), markedUnread: false };
+    }
+    const read = this.reads.get(s.conv);
+    if (read && above(read.gen, read.seq, s.readGen ?? 0, s.readSeq)) s = this.withRead(s, read.seq);
     if (settings) {
       // As the server applies a settings change: the delete first, then the flags.
       const { muted, markedUnread, deleted } = settings.change;
@@ -235,7 +277,8 @@ export class ConvStore {
   private retire(): void {
     for (const [conv, overlay] of this.reads) {
       const server = this.convs.get(conv);
-      if ((server && server.readSeq >= overlay.seq) || (overlay.ack && this.reached(overlay.ack))) this.reads.delete(conv);
+      if ((server && !above(overlay.gen, overlay.seq, server.readGen ?? 0, server.readSeq)) || (overlay.ack && this.reached(overlay.ack)))
+        this.reads.delete(conv);
     }
     for (const [conv, overlay] of this.settings) {
       if (overlay.ack && this.reached(overlay.ack)) this.settings.delete(conv);
@@ -247,4 +290,9 @@ export class ConvStore {
     if (!this.cursor) return false;
     return this.cursor.epoch !== cursor.epoch || this.cursor.version >= cursor.version;
   }
+}
+
+/** Whether the read position (gen, seq) is above (heldGen, heldSeq), lexicographically (rules.ts mergeRead). */
+function above(gen: number, seq: number, heldGen: number, heldSeq: number): boolean {
+  return gen > heldGen || (gen === heldGen && seq > heldSeq);
 }

@@ -12,8 +12,10 @@ export interface ConvState {
   conv: string;
   /** Highest seq delivered to this user; for a read-diffused (`large`) conversation only a lower bound. */
   lastSeq: number;
-  /** Highest seq this user has read on any device. Only ever raised. */
+  /** Highest seq this user has read on any device. Raised by reads; set back only by "unread from here" (a new `readGen`). */
   readSeq: number;
+  /** The read position's generation, raised by each "unread from here" (absent: 0). Reads carry the one they were made in. */
+  readGen?: number;
   /** Distinct seqs above `readSeq` that @-mention this user. */
   mentions: number;
   muted: boolean;

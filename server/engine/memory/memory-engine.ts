@@ -124,6 +124,11 @@ export class MemoryEngine implements Engine {
     return { info: info(conv, c), members: memberTags(c.members) };
   }
 
+  async joinTag(conv: string, uid: string): Promise<MemberTag | null> {
+    const c = this.conversations.get(conv);
+    return (c && memberTag(c.members, uid)) ?? null;
+  }
+
   async finishRewrite(conv: string, gen: number): Promise<void> {
     const c = this.conversations.get(conv);
     if (c && c.rewrite !== 0 && c.rewrite <= gen) c.rewrite = 0;

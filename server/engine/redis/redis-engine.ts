@@ -265,6 +265,13 @@ export class RedisEngine implements Engine {
     return { info: convInfo(conv, [all['#s'], all['#l'], all['#c'], all['#g'], all['#n']]), members };
   }
 
+  async joinTag(conv: string, uid: string): Promise<MemberTag | null> {
+    // One field of the conversation's hash (uids never start with CONV_FIELD). A conversation the
+    // durable tier evicted has none: no floor but deletedSeq (the user step refuses a non-member).
+    const text = await this.client.hget(convKey(this.prefix, conv), uid);
+    return text === null ? null : decodeMemberTag(uid, text);
+  }
+
   async finishRewrite(conv: string, gen: number): Promise<void> {
     await this.client.convFinishRewrite(convKey(this.prefix, conv), gen);
   }

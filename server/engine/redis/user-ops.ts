@@ -25,7 +25,7 @@ function membershipFlags(op: { large: boolean; rebase?: true }): string {
 
 /** How many arguments an op takes in user_apply.lua (its type, conversation and fields). */
 export function opArgs(op: UserOp): number {
-  return op.type === 'read' || op.type === 'reset-read' ? 3 : op.type === 'membership' ? 8 : op.type === 'message' ? 6 : 5;
+  return op.type === 'read' ? 4 : op.type === 'membership' ? 8 : op.type === 'message' || op.type === 'unread-from' ? 6 : 5;
 }
 
 /** Appends one user's ops as user_apply.lua reads them: type, conversation, then the type's fields. */
@@ -36,7 +36,7 @@ export function appendUserOps(args: (string | number)[], ops: readonly UserOp[])
         args.push('m', op.conv, op.lastSeq, op.readSeq, mentionArg(op.mentionSeqs), op.gen ?? '');
         break;
       case 'read':
-        args.push('r', op.conv, op.seq);
+        args.push('r', op.conv, op.seq, op.gen ?? '');
         break;
       case 'membership':
         if (op.member) args.push('g', op.conv, op.gen, membershipFlags(op), op.joinGen, op.joinHead, op.head, op.category);
@@ -45,8 +45,8 @@ export function appendUserOps(args: (string | number)[], ops: readonly UserOp[])
       case 'settings':
         args.push('s', op.conv, flag(op.muted), flag(op.markedUnread), op.deleteAt ?? '-');
         break;
-      case 'reset-read':
-        args.push('R', op.conv, op.seq);
+      case 'unread-from':
+        args.push('U', op.conv, op.seq, op.gen ?? '', op.floor ?? '', op.joinGen ?? '');
         break;
     }
   }

@@ -9,8 +9,11 @@ export interface CachedState {
   cursor: Cursor | null;
   convs: ConvState[];
   heads: Array<[string, number]>;
-  /** Reads not yet acknowledged: sent again after the restart. */
-  reads: Array<[string, number]>;
+  /**
+   * Reads not yet acknowledged: sent again after the restart, with the read generation each was
+   * made in (absent in a cache written before generations: the cached state's).
+   */
+  reads: Array<[string, number, number?]>;
   savedAt: number;
 }
 

@@ -26,10 +26,11 @@
 --   theirs is applied, so the caller can restore them first), then the ops, each its type,
 --   conversation and fields:
 --   m (message):    lastSeq, readSeq, mention seqs 'a,b,c', the conversation's gen ('' = no check)
---   r (read):       seq
+--   r (read):       seq, the read generation it was made in ('' = the record's)
 --   g (membership): gen, flags <member><large>[<rebase>], joinGen, joinHead, head, category
 --   s (settings):   muted 1|0|-, markedUnread 1|0|-, deleteAt (or -)
---   R (reset-read): seq (readSeq lowered to it, never below deletedSeq)
+--   U (unread-from): seq (the read register set to seq - 1), its generation ('' = the record's + 1),
+--                    floor ('' = none), the joinGen it was made in ('' = any)
 -- Publishes each user's changes on `<prefix>:bus:{u:<uid>}`, in version order: 'epoch|at', then
 -- a line 'v|state' per change.
 -- Returns per user: epoch (or 'absent', see check), then (ARGV[11] = 1) per op: changed 1|0, member 1|0, version after it,

@@ -24,7 +24,9 @@ local function merged(conv, kept, restored)
   local a, b = decodeRecord(conv, kept), decodeRecord(conv, restored)
   local base = tonumber(a.gen) > tonumber(b.gen) and a or b
   base.lastSeq = max(a.lastSeq, b.lastSeq)
-  base.readSeq = max(a.readSeq, b.readSeq)
+  -- The read register (readGen, readSeq) is compared lexicographically (rules.ts mergeRead).
+  local r = (a.readGen > b.readGen or (a.readGen == b.readGen and a.readSeq > b.readSeq)) and a or b
+  base.readGen, base.readSeq = r.readGen, r.readSeq
   -- deletedSeq is a max-register within one membership only: a join starts it over.
   if a.joinGen == b.joinGen then base.deletedSeq = max(a.deletedSeq, b.deletedSeq) end
   local kept_ = {}
@@ -32,6 +34,11 @@ local function merged(conv, kept, restored)
     if s > base.readSeq then kept_[#kept_ + 1] = s end
   end
   base.mentions = kept_
+  local spent = {}
+  for _, s in ipairs(base.readMentions) do
+    if s <= base.readSeq then spent[#spent + 1] = s end
+  end
+  base.readMentions = spent
   return (encodeRecord(base))
 end
 

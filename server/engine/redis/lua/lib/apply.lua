@@ -8,12 +8,13 @@
 -- per call, 19.5k since: with one message per flush it is paid per message).
 local argv, runId, prefix, snapshotEvery, streamMaxLen, mentionCap, idle, publishCmd, at, now
 local checkLocal, withResults, durableNow, activityEvery
-local FIELDS = { m = 4, r = 1, g = 6, s = 3, R = 1 }
+local FIELDS = { m = 4, r = 2, g = 6, s = 3, U = 4 }
 
 local function blank(conv)
   return {
     conv = conv, member = false, muted = false, marked = false, large = false, lastSeq = 0, readSeq = 0,
-    deletedSeq = -1, gen = '0', joinGen = '0', category = 'default', mentions = NO_MENTIONS, text = false, dirty = false,
+    deletedSeq = -1, gen = '0', joinGen = '0', category = 'default', mentions = NO_MENTIONS, readGen = 0,
+    readMentions = NO_MENTIONS, text = false, dirty = false,
   }
 end
 
@@ -26,11 +27,49 @@ local function keepAbove(seqs, readSeq)
   return kept
 end
 
+-- The newest `mentionCap` of an ascending list.
+local function newest(seqs)
+  if #seqs <= mentionCap then return seqs end
+  local out = {}
+  for i = #seqs - mentionCap + 1, #seqs do out[#out + 1] = seqs[i] end
+  return out
+end
+
+-- rules.ts raiseRead: the mentions a read spends move to readMentions.
 local function raiseRead(r, seq)
   if seq <= r.readSeq then return end
   r.readSeq = seq
   r.marked = false
-  r.mentions = keepAbove(r.mentions, seq)
+  if #r.mentions == 0 then return end
+  local kept, spent = {}, nil
+  for _, m in ipairs(r.mentions) do
+    if m > seq then kept[#kept + 1] = m else spent = spent or {}; spent[#spent + 1] = m end
+  end
+  if not spent then return end
+  r.mentions = kept
+  local all = {}
+  for _, m in ipairs(r.readMentions) do all[#all + 1] = m end
+  for _, m in ipairs(spent) do all[#all + 1] = m end
+  r.readMentions = newest(all)
+end
+
+-- rules.ts setRead: the read register set to (gen, seq), never below deletedSeq nor 0.
+local function setRead(r, gen, seq)
+  local target = max(seq, r.deletedSeq, 0)
+  local all = {}
+  for _, m in ipairs(r.readMentions) do all[#all + 1] = m end
+  for _, m in ipairs(r.mentions) do all[#all + 1] = m end
+  local above, spent = {}, {}
+  for _, m in ipairs(all) do
+    if m > target then above[#above + 1] = m else spent[#spent + 1] = m end
+  end
+  r.readGen, r.readSeq, r.marked = gen, target, false
+  r.mentions, r.readMentions = above, newest(spent)
+end
+
+-- rules.ts mergeRead: lexicographic on (readGen, readSeq); gen nil: the record's generation.
+local function mergeRead(r, gen, seq)
+  if gen == nil or gen == r.readGen then raiseRead(r, seq) elseif gen > r.readGen then setRead(r, gen, seq) end
 end
 
 local function mergeMentions(seqs, added, readSeq)
@@ -72,7 +111,16 @@ local function apply(r, op, conv, i)
     raiseRead(r, num(argv[i + 3]))
     r.mentions = mergeMentions(r.mentions, argv[i + 4], r.readSeq)
   elseif op == 'r' then
-    if r and r.member then raiseRead(r, num(argv[i + 2])) end
+    local gen = argv[i + 3]
+    if r and r.member then mergeRead(r, gen ~= '' and num(gen) or nil, num(argv[i + 2])) end
+  elseif op == 'U' then
+    -- rules.ts 'unread-from': made in another membership (joinGen, a canonical text like the
+    -- record's): nothing; without a generation, the record's next one; floored at `floor`.
+    local gen, floorText, opJoinGen = argv[i + 3], argv[i + 4], argv[i + 5]
+    if not (r and r.member) or (opJoinGen ~= '' and opJoinGen ~= r.joinGen) then return r end
+    local seq = num(argv[i + 2]) - 1
+    if floorText ~= '' then seq = max(seq, num(floorText)) end
+    mergeRead(r, gen ~= '' and num(gen) or r.readGen + 1, seq)
   elseif op == 'g' then
     local gen = tonumber(argv[i + 2])
     if r and gen < tonumber(r.gen) then return r end
@@ -87,6 +135,7 @@ local function apply(r, op, conv, i)
           r.member = true
           raiseRead(r, tonumber(argv[i + 5]))
           r.mentions = keepAbove(r.mentions, r.readSeq)
+          r.readMentions = NO_MENTIONS
           r.marked = false
           r.deletedSeq = -1
         end
@@ -102,6 +151,11 @@ local function apply(r, op, conv, i)
             if m > r.readSeq and m <= head then kept[#kept + 1] = m end
           end
           r.mentions = kept
+          local spent = {}
+          for _, m in ipairs(r.readMentions) do
+            if m <= head then spent[#spent + 1] = m end
+          end
+          r.readMentions = spent
         end
       end
       r.lastSeq = max(r.lastSeq, tonumber(argv[i + 6]))
@@ -110,6 +164,7 @@ local function apply(r, op, conv, i)
     elseif r.member then
       r.member = false
       r.mentions = NO_MENTIONS
+      r.readMentions = NO_MENTIONS
       r.marked = false
     end
   elseif op == 's' then
@@ -119,14 +174,11 @@ local function apply(r, op, conv, i)
       raiseRead(r, head)
       r.deletedSeq = max(r.deletedSeq, head)
       r.marked = false
+      r.readMentions = NO_MENTIONS
     end
     local muted, marked = flag(argv[i + 2]), flag(argv[i + 3])
     if muted ~= nil then r.muted = muted end
     if marked ~= nil then r.marked = marked end
-  elseif op == 'R' then
-    if not (r and r.member) then return r end
-    local target = max(tonumber(argv[i + 2]), r.deletedSeq, 0)
-    if target < r.readSeq then r.readSeq = target end
   else
     error('unknown op type ' .. tostring(op))
   end
@@ -212,10 +264,10 @@ local function applyUser(uid, tag, metaKey, meta, first, last, out, shard)
     local wasMember = r and r.member or false
     local wasLarge = wasMember and r.large
     local oldUnread, oldMentions, oldCategory = contribution(r or nil)
-    local bLast, bRead, bMentions, bMuted, bMarked, bCategory, bDeleted
+    local bLast, bRead, bMentions, bMuted, bMarked, bCategory, bDeleted, bReadGen
     if wasMember then
       bLast, bRead, bMentions, bMuted, bMarked = r.lastSeq, r.readSeq, #r.mentions, r.muted, r.marked
-      bCategory, bDeleted = r.category, r.deletedSeq
+      bCategory, bDeleted, bReadGen = r.category, r.deletedSeq, r.readGen
     end
     local after = apply(r or nil, op, conv, i)
     local changed = false
@@ -234,7 +286,8 @@ local function applyUser(uid, tag, metaKey, meta, first, last, out, shard)
         local isMember = after.member
         if wasMember ~= isMember or (isMember and (after.lastSeq ~= bLast or after.readSeq ~= bRead
           or #after.mentions ~= bMentions or after.muted ~= bMuted or after.marked ~= bMarked
-          or after.category ~= bCategory or after.large ~= wasLarge or after.deletedSeq ~= bDeleted)) then
+          or after.category ~= bCategory or after.large ~= wasLarge or after.deletedSeq ~= bDeleted
+          or after.readGen ~= bReadGen)) then
           changed = true
           local newUnread, newMentions, newCategory = contribution(after)
           total = total + newUnread - oldUnread

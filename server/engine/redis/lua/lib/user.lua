@@ -171,20 +171,31 @@ local NO_MENTIONS = {}
 -- (`dirty`), in the same table: one table per record, made by one constructor.
 -- gen and joinGen stay texts (canonical '%d' integers): only a membership op reads them as
 -- numbers, and each tonumber/format is a strtod/sprintf call, a large part of a script's cost.
+local function seqList(text)
+  if text == '' then return NO_MENTIONS end
+  local seqs = {}
+  for s in gmatch(text, '%d+') do seqs[#seqs + 1] = tonumber(s) end
+  return seqs
+end
+
 local function decodeRecord(conv, raw)
   -- The flags are read as bytes, not captured: each capture is a string made (~850 instructions).
   local ls, rs, ds, g, jg, cat, ms = match(raw, '^[01][01][01][01]|(%d+)|(%d+)|(%-?%d+)|(%d+)|(%d+)|([^|]*)|([%d,]*)$')
-  if not ls then error('malformed record of ' .. conv) end
-  local f1, f2, f3, f4 = byte(raw, 1, 4)
-  local seqs = NO_MENTIONS
-  if ms ~= '' then
-    seqs = {}
-    for s in gmatch(ms, '%d+') do seqs[#seqs + 1] = tonumber(s) end
+  -- state-text.ts: the read register's extension (readGen, spent mentions) follows, rarely.
+  local rg, rms = 0, NO_MENTIONS
+  if not ls then
+    local rgText, rmsText
+    ls, rs, ds, g, jg, cat, ms, rgText, rmsText =
+      match(raw, '^[01][01][01][01]|(%d+)|(%d+)|(%-?%d+)|(%d+)|(%d+)|([^|]*)|([%d,]*)|(%d+)|([%d,]*)$')
+    if not ls then error('malformed record of ' .. conv) end
+    rg, rms = num(rgText), seqList(rmsText)
   end
+  local f1, f2, f3, f4 = byte(raw, 1, 4)
   return {
     conv = conv, member = f1 == 49, muted = f2 == 49, marked = f3 == 49, large = f4 == 49,
     lastSeq = num(ls), readSeq = num(rs), deletedSeq = num(ds),
-    gen = g, joinGen = jg, category = cat == '' and 'default' or cat, mentions = seqs, text = raw, dirty = false,
+    gen = g, joinGen = jg, category = cat == '' and 'default' or cat, mentions = seqList(ms),
+    readGen = rg, readMentions = rms, text = raw, dirty = false,
   }
 end
 
@@ -234,15 +245,19 @@ end
 -- OP_CONCAT builds the whole text, where format parses its pattern and calls sprintf per %d.
 local function encodeRecord(r)
   local ls, rs, ds = int(r.lastSeq), int(r.readSeq), int(r.deletedSeq)
-  return BIT[r.member] .. BIT[r.muted] .. BIT[r.marked] .. BIT[r.large] .. '|' .. ls .. '|' .. rs .. '|' .. ds .. '|'
-    .. r.gen .. '|' .. r.joinGen .. '|' .. categoryText(r.category) .. '|' .. mentionText(r.mentions), ls, rs, ds
+  local text = BIT[r.member] .. BIT[r.muted] .. BIT[r.marked] .. BIT[r.large] .. '|' .. ls .. '|' .. rs .. '|' .. ds .. '|'
+    .. r.gen .. '|' .. r.joinGen .. '|' .. categoryText(r.category) .. '|' .. mentionText(r.mentions)
+  if r.readGen ~= 0 or #r.readMentions > 0 then text = text .. '|' .. int(r.readGen) .. '|' .. mentionText(r.readMentions) end
+  return text, ls, rs, ds
 end
 
 -- The ConvState a client sees (state-text.ts "state"), from the number texts encodeRecord made.
 local function stateTextOf(r, ls, rs, ds)
   local mentions = #r.mentions
-  return r.conv .. '|' .. BIT[r.muted] .. BIT[r.marked] .. BIT[r.large] .. '|' .. ls .. '|' .. rs .. '|'
+  local text = r.conv .. '|' .. BIT[r.muted] .. BIT[r.marked] .. BIT[r.large] .. '|' .. ls .. '|' .. rs .. '|'
     .. (mentions == 0 and '0' or int(mentions)) .. '|' .. ds .. '|' .. categoryText(r.category)
+  if r.readGen ~= 0 then return text .. '|' .. int(r.readGen) end
+  return text
 end
 
 local function stateText(r)
@@ -254,10 +269,18 @@ end
 local function stateLine(conv, raw)
   local member, flags, ls, rs, ds, cat, ms =
     match(raw, '^([01])([01][01][01])|(%d+)|(%d+)|(%-?%d+)|%d+|%d+|([^|]*)|([%d,]*)$')
+  local rg
+  if not member then
+    -- The read register's extension (state-text.ts): the state shows readGen when above 0.
+    member, flags, ls, rs, ds, cat, ms, rg =
+      match(raw, '^([01])([01][01][01])|(%d+)|(%d+)|(%-?%d+)|%d+|%d+|([^|]*)|([%d,]*)|(%d+)|[%d,]*$')
+  end
   if member ~= '1' then return nil end
   local mentions = 0
   if ms ~= '' then mentions = select(2, string.gsub(ms, ',', ',')) + 1 end
-  return conv .. '|' .. flags .. '|' .. ls .. '|' .. rs .. '|' .. mentions .. '|' .. ds .. '|' .. cat
+  local line = conv .. '|' .. flags .. '|' .. ls .. '|' .. rs .. '|' .. mentions .. '|' .. ds .. '|' .. cat
+  if rg and rg ~= '0' then return line .. '|' .. rg end
+  return line
 end
 
 -- Every member conversation's state, one per line; `current` (conv -> record or false) holds

@@ -378,7 +378,12 @@ const CASES: Case[] = [
   { op: 'getUserSettings', status: 200, name: "the user's own token", request: () => req('GET', userSettings('alice'), { auth: 'alice' }) },
   ...userAuthErrors('getUserSettings', 'GET', userSettings),
   ...storeFailures('getUserSettings', () => req('GET', userSettings('alice'))),
-  { op: 'updateUserSettings', status: 200, name: 'share reads', request: () => req('PUT', userSettings('alice'), { auth: 'alice', body: { shareReads: true } }) },
+  {
+    op: 'updateUserSettings',
+    status: 200,
+    name: 'share reads',
+    request: () => req('PUT', userSettings('alice'), { auth: 'alice', body: { shareReads: true } }),
+  },
   ...bodyErrors('updateUserSettings', 'PUT', userSettings('alice'), 'alice'),
   ...userAuthErrors('updateUserSettings', 'PUT', userSettings, { shareReads: true }),
   ...storeFailures('updateUserSettings', () => req('PUT', userSettings('alice'), { body: { shareReads: true } })),

@@ -393,7 +393,7 @@ const CASES: Case[] = [
     op: 'getReadReceipts',
     status: 400,
     name: 'neither seqs nor latest',
-    request: () => req('GET', '/v1/users/alice/conversations/team/reads', { auth: 'alice' }),
+    request: () => req('GET', '/v1/users/alice/conversations/team/reads'),
     code: 'invalid_request',
   },
   ...userAuthErrors('getReadReceipts', 'GET', (uid) => receipts(uid, 'seqs=1')),

@@ -131,6 +131,17 @@ describe.each(['memory', 'redis'] as const)('read receipts (%s)', (engine) => {
     expect((await reads(s, 'bob', 'g', 'seqs=1')).seqs).toEqual([{ seq: 1, count: 0, readers: [] }]);
   });
 
+  it('deleting a conversation for everyone (DELETE /v1/conversations/:conv) drops its positions: one re-created under its id starts clean', async () => {
+    const s = await start();
+    await s.members('g', { add: ['alice', 'bob', 'carol'] });
+    await s.post([1, 2, 3].map((seq) => ({ conv: 'g', seq, sender: 'bob' })));
+    await s.ok('POST', '/v1/users/alice/read', { conv: 'g', seq: 3 });
+    await s.ok('DELETE', '/v1/conversations/g');
+    await s.members('g', { add: ['alice', 'bob', 'carol'] });
+    await s.post({ conv: 'g', seq: 1, sender: 'bob' });
+    expect((await reads(s, 'bob', 'g', 'seqs=1')).seqs).toEqual([{ seq: 1, count: 0, readers: [] }]);
+  });
+
   it('a read-diffused group gives counts only', async () => {
     const s = await start();
     await s.members('big', { add: ['a', 'b', 'c', 'd', 'e'] });

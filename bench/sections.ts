@@ -9,6 +9,7 @@ import { messageInstructionsSection } from './scenarios/message-instructions.js'
 import { orderSection } from './scenarios/order.js';
 import { gcSection, ingestCostSection } from './scenarios/profile.js';
 import { queueIngestSection } from './scenarios/queue-ingest.js';
+import { receiptsSection } from './scenarios/receipts.js';
 import { reconnectSection } from './scenarios/reconnect.js';
 import { redisCostSection } from './scenarios/redis-cost.js';
 import { saturationSection } from './scenarios/saturation.js';
@@ -41,6 +42,7 @@ export const SECTIONS: readonly Section[] = [
   durableSection,
   heavyUserSection,
   engineSpikeSection,
+  receiptsSection,
 ];
 
 /** Sections that `--only ingest` runs along with the ingest table (they explain it). */

@@ -157,6 +157,21 @@ export interface HeadFrame {
   lastSeq: number;
 }
 
+/**
+ * Read receipts (PROTOCOL.md "Read receipts"): others' read positions in `conv` changed. `reads`:
+ * the other sharing members' positions (uid → seq); a one-to-one chat's holds the peer's. Sent
+ * only for conversations of at most RECEIPTS_DETAIL_MEMBERS members that are write-diffused
+ * (larger ones: ask `GET .../reads`), only to members who share reads. No version: not part of
+ * the user's stream. At most one per conversation per RECEIPTS_PUSH_INTERVAL_MS, the latest.
+ */
+export interface ReadsFrame {
+  t: 'reads';
+  conv: string;
+  /** The conversation's member count: 2 is a one-to-one chat (its `reads` holds the peer's position, or nothing). */
+  members: number;
+  reads: Record<string, number>;
+}
+
 /** The safety net: the server's current cursor; a client behind it pulls. */
 export interface VersionFrame {
   t: 'version';
@@ -185,7 +200,17 @@ export interface ErrorFrame {
   retryAfterMs?: number;
 }
 
-export type ServerFrame = WelcomeFrame | SyncFrame | SyncPartFrame | ChangeFrame | HeadFrame | VersionFrame | AckFrame | RefreshedFrame | ErrorFrame;
+export type ServerFrame =
+  | WelcomeFrame
+  | SyncFrame
+  | SyncPartFrame
+  | ChangeFrame
+  | HeadFrame
+  | ReadsFrame
+  | VersionFrame
+  | AckFrame
+  | RefreshedFrame
+  | ErrorFrame;
 
 /** Close codes live in their own module so clients can import them without the schema library. */
 export { CLOSE_CODES, type CloseReason } from './close-codes.js';

@@ -23,10 +23,23 @@ import {
   MessagesReplySchema,
   OpenApiReplySchema,
   PullReplySchema,
+  ReadReceiptsReplySchema,
   ReadyReplySchema,
   UnreadSummarySchema,
+  UserSettingsReplySchema,
 } from './replies.js';
-import { DemoActivityBody, DevTokenBody, MembersBody, MessagesBody, ReadBody, SettingsBody, SyncQuery, UnreadFromBody } from './schemas.js';
+import {
+  DemoActivityBody,
+  DevTokenBody,
+  MembersBody,
+  MessagesBody,
+  ReadBody,
+  ReadsQuery,
+  SettingsBody,
+  SyncQuery,
+  UnreadFromBody,
+  UserSettingsBody,
+} from './schemas.js';
 
 /**
  * Every HTTP endpoint as data: the OpenAPI document (`/openapi.json`, `protocol/openapi.json`)
@@ -313,6 +326,40 @@ export const ENDPOINTS: readonly Endpoint[] = [
     auth: ['userToken'],
     query: SyncQuery,
     replies: [{ status: 200, description: "A page of the user's stream.", schema: PullReplySchema }],
+  },
+  // Read receipts (issue 44).
+  {
+    method: 'get',
+    path: '/v1/users/:uid/settings',
+    operationId: 'getUserSettings',
+    tag: 'client',
+    summary: "The user's own settings (sharing read positions)",
+    auth: EITHER,
+    replies: [{ status: 200, description: 'The settings.', schema: UserSettingsReplySchema }],
+  },
+  {
+    method: 'put',
+    path: '/v1/users/:uid/settings',
+    operationId: 'updateUserSettings',
+    tag: 'client',
+    summary: 'Share read positions or not',
+    description:
+      "`shareReads: false`: the user's read positions are dropped from every conversation and no longer recorded, and the user sees no one else's (PROTOCOL.md, Read receipts). `true` again records each conversation's current readSeq.",
+    auth: EITHER,
+    body: UserSettingsBody,
+    replies: [{ status: 200, description: 'The settings after the change.', schema: UserSettingsReplySchema }],
+  },
+  {
+    method: 'get',
+    path: '/v1/users/:uid/conversations/:conv/reads',
+    operationId: 'getReadReceipts',
+    tag: 'client',
+    summary: 'How many members have read each of some messages (and who, in small groups)',
+    description: 'Ask `seqs=3,4,5` or `latest=N`. The asker is never counted; a sender is counted like any member (their own message raised their position).',
+    auth: EITHER,
+    query: ReadsQuery,
+    replies: [{ status: 200, description: 'Per seq, the count of other members who read it.', schema: ReadReceiptsReplySchema }],
+    errors: ['forbidden', 'not_a_member', 'unknown_conversation'],
   },
   ...OPERATOR_ENDPOINTS,
   {

@@ -72,6 +72,12 @@ export const PullReplySchema = Type.Object(
     version: Type.Integer({ minimum: 0, description: 'The cursor version once this reply is applied.' }),
     more: Type.Boolean({ description: 'More entries follow: pull again with `since=<epoch>:<version>`.' }),
     heads: Type.Record(Id, SeqValue, { description: 'Current head (maxSeq) of each read-diffused conversation the user is in.' }),
+    peerReads: Type.Optional(
+      Type.Record(Id, SeqValue, {
+        description:
+          "Read receipts: the peer's read position in each one-to-one conversation of this reply (all of them with a snapshot), read now, not part of the stream. Absent when none is known or the user does not share reads.",
+      }),
+    ),
   },
   {
     $id: 'PullReply',
@@ -90,6 +96,9 @@ export const ConvViewSchema = Type.Object(
     muted: Type.Boolean(),
     markedUnread: Type.Boolean(),
     category: Category,
+    peerReadSeq: Type.Optional(
+      Type.Integer({ minimum: 0, description: "Read receipts: a one-to-one conversation's peer's read position, when known and both share reads." }),
+    ),
   },
   { $id: 'ConvView', additionalProperties: false, description: 'A conversation as a UI shows it: effective lastSeq, unread derived.' },
 );
@@ -118,6 +127,38 @@ export const ChangeReplySchema = Type.Object(
   },
   { $id: 'ChangeReply', additionalProperties: false, description: 'The reply of the per-user write endpoints (read, settings, delete).' },
 );
+
+// --- Read receipts (issue 44) ---
+
+export const UserSettingsReplySchema = Type.Object(
+  { uid: Id, shareReads: Type.Boolean({ description: 'Whether the user shares read positions (default true).' }) },
+  { $id: 'UserSettingsReply', additionalProperties: false },
+);
+
+export const ReadReceiptsReplySchema = Type.Object(
+  {
+    conv: Id,
+    members: Type.Integer({ minimum: 0, description: 'Member count.' }),
+    large: Type.Boolean({ description: 'Read-diffused: counts only, no `readers`.' }),
+    seqs: Type.Array(
+      Type.Object(
+        {
+          seq: SeqValue,
+          count: Type.Integer({ minimum: 0, description: 'Members other than the asker who have read this seq (and share reads).' }),
+          readers: Type.Optional(
+            Type.Array(Id, {
+              description: 'Who they are, sorted; only in conversations of at most RECEIPTS_DETAIL_MEMBERS members that are not read-diffused.',
+            }),
+          ),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+  },
+  { $id: 'ReadReceiptsReply', additionalProperties: false, description: 'For each asked seq, how many other members have read it.' },
+);
+
+// --- end read receipts ---
 
 export const MessagesReplySchema = Type.Object(
   { ok: Type.Literal(true), accepted: Type.Integer({ minimum: 1, description: 'Messages applied.' }) },

@@ -67,6 +67,24 @@ export const SettingsBody = Type.Object(
   { additionalProperties: false, minProperties: 1 },
 );
 
+// --- Read receipts (issue 44) ---
+
+/** `PUT /v1/users/:uid/settings`: the user's own settings (today: whether they share read positions). */
+export const UserSettingsBody = Type.Object(
+  { shareReads: Type.Boolean({ description: "false: the user's read positions are not recorded or shown to others, and they see no one else's." }) },
+  { additionalProperties: false },
+);
+
+/** `GET /v1/users/:uid/conversations/:conv/reads`: either `seqs` or `latest`. */
+export const ReadsQuery = Type.Object({
+  seqs: Type.Optional(
+    Type.String({ maxLength: 50 * 17, pattern: '^[0-9]{1,15}(,[0-9]{1,15}){0,49}$', description: 'The seqs to count, comma-separated (at most 50).' }),
+  ),
+  latest: Type.Optional(Type.String({ pattern: '^([1-9]|[1-4][0-9]|50)$', description: 'The latest N messages (1..50), up to the head.' })),
+});
+
+// --- end read receipts ---
+
 /** `since` is `<version>` or `<epoch>:<version>`; omitted → from scratch. */
 export const SyncQuery = Type.Object({
   since: Type.Optional(

@@ -34,6 +34,7 @@ import { DEFAULT_STORE_TIMEOUT_MS, redisTargetOf } from './redis-target.js';
 import { addressOfUrl } from './start-failure.js';
 import { ConversationCap } from './sync/conversation-cap.js';
 import { DEFAULT_MAX_READ_AHEAD, ReadCap } from './sync/read-cap.js';
+import { DEFAULT_RECEIPTS_OPTIONS } from './sync/receipts.js';
 import { DEFAULT_MAX_SEQ_JUMP, SeqGuard } from './sync/seq-guard.js';
 import { SyncService } from './sync/sync-service.js';
 
@@ -157,6 +158,8 @@ export async function startServer(
   const sync = new SyncService(store, {
     largeGroupThreshold: config.largeGroupThreshold,
     readCap,
+    receipts: { ...DEFAULT_RECEIPTS_OPTIONS, ...config.receipts },
+    receiptsOnSend: config.receipts?.onSend ?? false,
     ...(maxConversations > 0 ? { conversationCap: new ConversationCap(store, maxConversations) } : {}),
   });
   sync.ingest.onFlush = (stats) => {
@@ -170,6 +173,8 @@ export async function startServer(
     }
   };
   sync.onStoreCall = (op, seconds) => metrics.storeLatency.observe({ op }, seconds);
+  sync.receipts.onError = (err) =>
+    log.warn({ err: err instanceof Error ? err.message : String(err) }, 'read receipts: a step after a read failed (the next read repairs it)');
   const auth = Authenticator.fromConfig(config, (err) => log.warn({ err: err.message }, 'cannot load the JWK Set of user tokens'));
   const app = uws.App();
   const router = new HttpRouter(app, metrics, log, routerOptions);

@@ -19,6 +19,7 @@ import {
   redisTargetOf,
 } from './redis-target.js';
 import { DEFAULT_MAX_READ_AHEAD } from './sync/read-cap.js';
+import type { ReceiptsOptions } from './sync/receipts.js';
 import { DEFAULT_MAX_SEQ_JUMP } from './sync/seq-guard.js';
 
 export interface WsOptions {
@@ -193,6 +194,20 @@ const Env = Type.Object({
    * bench shows one user can cost without slowing everyone else (docs/security.md).
    */
   MAX_CONVERSATIONS_PER_USER: Type.Integer({ minimum: 0, maximum: 10_000_000, default: DEFAULT_MAX_CONVERSATIONS_PER_USER }),
+  /** Read receipts: at most one `reads` push per conversation per this long (per process and per socket), always the latest. */
+  RECEIPTS_PUSH_INTERVAL_MS: Type.Integer({ minimum: 10, maximum: 600_000, default: 1000 }),
+  /** Read receipts: conversations of at most this many members say who read (pushes, GET .../reads); larger ones only count. */
+  RECEIPTS_DETAIL_MEMBERS: Type.Integer({ minimum: 2, maximum: 1000, default: 30 }),
+  /**
+   * Read receipts: a sender's own message raises their read position too (three more store
+   * commands per sender and conversation of an ingest batch: bench/reports/receipts.md). Off: the
+   * message path is unchanged, and a sender's position follows their reads (a client marks read
+   * what it shows).
+   */
+  RECEIPTS_ON_SEND: Type.Union(
+    ['true', 'false', '1', '0'].map((v) => Type.Literal(v)),
+    { default: 'false' },
+  ),
   /**
    * Server threads serving the one port (Redis engines only): 0 picks one per core in production
    * and 1 in dev mode. The memory engine always runs one (its state lives in one thread).
@@ -297,6 +312,8 @@ export interface Config extends AuthSettings {
   maxReadAhead?: number;
   /** Conversations per user (MAX_CONVERSATIONS_PER_USER; 0: no cap; absent: the default). */
   maxConversationsPerUser?: number;
+  /** Read receipts (RECEIPTS_*); absent: the defaults. */
+  receipts?: ReceiptsOptions & { onSend: boolean };
   /** WebSocket tuning; anything left out takes the default of `defaultWsOptions`. */
   ws?: Partial<WsOptions>;
   /** Per-user cost budget and client HTTP rate; anything left out takes `defaultUserBudgetOptions`. */
@@ -370,6 +387,8 @@ const NUMERIC = new Set([
   'MAX_SEQ_JUMP',
   'MAX_READ_AHEAD',
   'MAX_CONVERSATIONS_PER_USER',
+  'RECEIPTS_PUSH_INTERVAL_MS',
+  'RECEIPTS_DETAIL_MEMBERS',
   'WORKERS',
   'PERSIST_INTERVAL_MS',
   'PERSIST_BATCH',
@@ -523,6 +542,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     maxReadAhead: values.MAX_READ_AHEAD,
     maxConversationsPerUser: values.MAX_CONVERSATIONS_PER_USER,
+    receipts: {
+      pushIntervalMs: values.RECEIPTS_PUSH_INTERVAL_MS,
+      detailMembers: values.RECEIPTS_DETAIL_MEMBERS,
+      onSend: values.RECEIPTS_ON_SEND === 'true' || values.RECEIPTS_ON_SEND === '1',
+    },
     ws: {
       versionEverySeconds: values.WS_VERSION_EVERY_SECONDS,
       helloTimeoutMs: values.WS_HELLO_TIMEOUT_MS,

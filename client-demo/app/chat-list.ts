@@ -14,6 +14,10 @@ export interface ListContext {
   menus: Menus;
   at(conv: string): number | undefined;
   messages(conv: string): readonly DemoKeptMessage[];
+  /** Read receipts: the one-to-one peer's read position (SDK peerRead). */
+  peerRead(conv: string): number | undefined;
+  /** Read receipts: how many others read `seq` (SDK readBy). */
+  readBy(conv: string, seq: number): number;
 }
 
 /** A row's actions (and the open conversation's): one toggle for read, one for mute, delete. */

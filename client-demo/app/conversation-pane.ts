@@ -53,7 +53,7 @@ function messages(c: ConversationView, open: OpenConversation, ctx: ListContext)
         },
         mine ? null : h('span', { class: 'msg-sender' }, m.sender),
         h('span', { class: 'msg-text' }, m.mention ? h('span', { class: 'at' }, `@${ctx.uid} `) : null, m.text),
-        h('span', { class: 'msg-meta', title: new Date(m.at).toLocaleString() }, `#${m.seq} · ${clockTime(m.at)}`),
+        h('span', { class: 'msg-meta', title: new Date(m.at).toLocaleString() }, `#${m.seq} · ${clockTime(m.at)}`, mine ? receipt(c.conv, m.seq, ctx) : null),
         // "Unread from here": this message and every later one unread again, on every device.
         m.seq <= c.readSeq
           ? h(
@@ -79,6 +79,18 @@ function messages(c: ConversationView, open: OpenConversation, ctx: ListContext)
     );
   }
   return list;
+}
+
+/**
+ * Read receipts on one's own message: ✓ sent; ✓✓ once a one-to-one peer's read position reached
+ * it; "read by N" in a group once anyone has (as pushed: groups of up to 30).
+ */
+function receipt(conv: string, seq: number, ctx: ListContext): HTMLElement {
+  const peer = ctx.peerRead(conv);
+  if (peer !== undefined && peer >= seq) return h('span', { class: 'receipt read', 'data-role': 'receipt', 'data-receipt': 'read', title: 'Read' }, ' ✓✓');
+  const n = peer === undefined ? ctx.readBy(conv, seq) : 0;
+  if (n > 0) return h('span', { class: 'receipt read', 'data-role': 'receipt', 'data-receipt': `read-by-${n}` }, ` ✓ · read by ${n}`);
+  return h('span', { class: 'receipt', 'data-role': 'receipt', 'data-receipt': 'sent', title: 'Sent' }, ' ✓');
 }
 
 export function conversationPane(c: ConversationView, open: OpenConversation, ctx: ListContext): HTMLElement[] {

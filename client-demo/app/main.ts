@@ -81,7 +81,16 @@ function paint(): void {
   activity.watch(state);
   readOpen(state);
   staleSince = state.stale ? (staleSince ?? Date.now()) : null;
-  const list: ListContext = { uid, now: Date.now(), open: open?.conv ?? null, menus, at: (c) => activity.at(c), messages: (c) => activity.messages(c) };
+  const list: ListContext = {
+    uid,
+    now: Date.now(),
+    open: open?.conv ?? null,
+    menus,
+    at: (c) => activity.at(c),
+    messages: (c) => activity.messages(c),
+    peerRead: (c) => client.peerRead(c),
+    readBy: (c, seq) => client.readBy(c, seq),
+  };
   render({ state, order: activity.order, device, staleSince, list, open });
   log.connection(state.connection === 'open' && !state.stale);
   const now = Date.now();
@@ -102,6 +111,7 @@ function openConversation(conv: string): void {
 }
 
 client.on('change', schedule);
+client.on('receipts', schedule);
 client.on('error', (err) => console.warn('[redpoint]', err.message));
 document.addEventListener('visibilitychange', schedule);
 // Relative times ("5 min") move on by themselves.

@@ -20,6 +20,7 @@ const MEMBERS_PER_STEP = 500;
  *    conversation still on its way (older generation) cannot bring it back, and a message
  *    recorded before step 1 and applied after it only raises an invisible record. Totals lose
  *    the conversation's share in that same step, and the stream gets `state: null`.
+ *    Each member's read receipt position in it is dropped after that step.
  * 3. `finishDelete` drops the deletion record.
  *
  * A retry after a failure anywhere finds the deletion record and does steps 2 and 3 again (both
@@ -36,6 +37,9 @@ export async function deleteConversation(engine: Engine, admin: EngineAdmin, con
       { type: 'membership', uid, conv, gen: step.gen, member: false },
     ]);
     await engine.applyUserOps(ops);
+    // Read receipts: the members' positions go with the conversation (a raise after step 1 finds
+    // no conversation and records nothing), so a conversation re-created under this id starts clean.
+    await Promise.all(step.members.slice(i, i + MEMBERS_PER_STEP).map((uid) => engine.readPositions.drop(uid, [conv])));
   }
   await admin.finishDelete(conv, step.gen);
   return { conv, members: step.members.length, gen: step.gen };

@@ -36,6 +36,8 @@ export async function eraseUser(
   const foundByScan: string[] = [];
   const leave = async (conv: string): Promise<void> => {
     await changeMembership(engine, threshold, conv, { add: [], remove: [uid] });
+    // Read receipts: the user's position in it goes too (after the leave's step: reads_raise.lua).
+    await engine.readPositions.drop(uid, [conv]);
     removed.add(conv);
   };
   const wipe = async (): Promise<void> => {

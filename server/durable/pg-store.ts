@@ -2,6 +2,7 @@ import pg from 'pg';
 import type { DurableBacking, PersistedConversation, PersistedRecord, PersistedUser } from '../engine/durable-backing.js';
 import type { StoredConv } from '../engine/rules.js';
 import { decodeRecordFast } from '../engine/state-text.js';
+import { PgReadPositions } from './pg-read-positions.js';
 
 /**
  * PostgreSQL, the system of record behind Redis (schema.ts). Writes are idempotent and
@@ -13,7 +14,12 @@ import { decodeRecordFast } from '../engine/state-text.js';
  * never put an older state over a newer one. Conversations order by their membership generation.
  */
 export class PgStore implements DurableBacking {
-  constructor(readonly pool: pg.Pool) {}
+  /** Read receipts' tables. */
+  readonly readPositions: PgReadPositions;
+
+  constructor(readonly pool: pg.Pool) {
+    this.readPositions = new PgReadPositions(pool);
+  }
 
   static connect(url: string, options: { max?: number; statementTimeoutMs?: number } = {}): PgStore {
     const pool = new pg.Pool({

@@ -74,6 +74,20 @@ const MIGRATIONS: readonly string[] = [
   // their read register by read_gen first (pg-store.ts byReadGen). Existing rows: generation 0.
   `ALTER TABLE redpoint_user_conv ADD COLUMN read_gen bigint NOT NULL DEFAULT 0,
      ADD COLUMN read_mention_seqs bigint[] NOT NULL DEFAULT '{}';`,
+  // 6: read receipts (issue 44): each sharing member's "has seen up to" per conversation (a
+  // max-register: upserts take GREATEST; keyed by conv first, colocated with the conversation
+  // tables), and each user's shareReads setting (a user who does not share has no rows in the first).
+  `CREATE TABLE redpoint_read_positions (
+     conv text NOT NULL,
+     uid text NOT NULL,
+     seq bigint NOT NULL,
+     PRIMARY KEY (conv, uid)
+   );
+   CREATE TABLE redpoint_user_settings (
+     uid text PRIMARY KEY,
+     share_reads boolean NOT NULL,
+     updated_at timestamptz NOT NULL DEFAULT now()
+   );`,
 ];
 
 const SCHEMA_VERSION = MIGRATIONS.length;

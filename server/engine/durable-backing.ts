@@ -12,6 +12,8 @@ export interface DurableBacking {
   loadUsers(uids: readonly string[]): Promise<Map<string, PersistedUser>>;
   /** The persisted state of each conversation found (with every member's join tag). */
   loadConversations(convs: readonly string[]): Promise<Map<string, PersistedConversation>>;
+  /** Read receipts' registers and settings (server/durable/pg-read-positions.ts); absent: not kept. */
+  readonly readPositions?: ReadPositionsBacking;
 }
 
 export interface PersistedUser {
@@ -124,4 +126,18 @@ export interface PersistedRecord {
 export interface TakenRecord extends PersistedRecord {
   /** The mark, 'uid|conv'; its score is the record's `w` (never below the wall clock at the change, ms), the clear's version too. */
   member: string;
+}
+
+/**
+ * Read receipts in the durable tier, written through (each raise, drop and setting is in
+ * PostgreSQL once its call returns) and read back when Redis lacks a conversation or a setting.
+ */
+export interface ReadPositionsBacking {
+  /** Max-merges positions (GREATEST). */
+  savePositions(items: ReadonlyArray<{ conv: string; uid: string; seq: number }>): Promise<void>;
+  deletePositions(uid: string, convs: readonly string[]): Promise<void>;
+  loadPositions(convs: readonly string[]): Promise<Array<{ conv: string; uid: string; seq: number }>>;
+  saveSharing(uid: string, share: boolean): Promise<void>;
+  /** The stored settings of those of `uids` that have one. */
+  loadSharing(uids: readonly string[]): Promise<Map<string, boolean>>;
 }

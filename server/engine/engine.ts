@@ -3,6 +3,7 @@ import type { BadgeMarks } from './badge-marks.js';
 import type { DurableStore } from './durable-backing.js';
 import type { Notifications } from './notifications.js';
 import type { MemberTag, UserOp } from './ops.js';
+import type { ReadPositions } from './read-positions.js';
 import type { ClaimOutcome } from './rules.js';
 
 export type { MembershipOp, MemberTag, UserOp } from './ops.js';
@@ -45,6 +46,8 @@ export interface Engine {
   readonly kind: EngineKind;
   /** Changes of users and heads of large groups, as published by the store. */
   readonly notifications: Notifications;
+  /** Read receipts: the members' read positions per conversation and the sharing setting (read-positions.ts). */
+  readonly readPositions: ReadPositions;
 
   /**
    * One membership change of `conv`, atomically: creates the conversation if needed, replaces its

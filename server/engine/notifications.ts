@@ -19,10 +19,23 @@ export interface HeadChange {
   at?: number;
 }
 
+/**
+ * Others' read positions in a conversation changed (read receipts, server/sync/receipts.ts): for
+ * one recipient, never part of their stream. `reads`: the other sharing members' positions.
+ */
+export interface ReadsChange {
+  uid: string;
+  conv: string;
+  /** The conversation's member count (2: a one-to-one chat). */
+  members: number;
+  reads: Record<string, number>;
+}
+
 export interface NotificationHandler {
   /** One user step's changes, in version order. */
   userChanged(changes: readonly UserChange[]): void;
   headChanged(change: HeadChange): void;
+  readsChanged?(change: ReadsChange): void;
 }
 
 /**

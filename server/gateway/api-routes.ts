@@ -1,7 +1,18 @@
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { RedpointError } from '../../protocol/errors.js';
 import { LIMITS } from '../../protocol/limits.js';
-import { decode, decodeMessages, Id, MembersBody, ReadBody, SettingsBody, SyncQuery, UnreadFromBody } from '../../protocol/schemas.js';
+import {
+  decode,
+  decodeMessages,
+  Id,
+  MembersBody,
+  ReadBody,
+  ReadsQuery,
+  SettingsBody,
+  SyncQuery,
+  UnreadFromBody,
+  UserSettingsBody,
+} from '../../protocol/schemas.js';
 import type { Cursor, MessageEvent } from '../../protocol/types.js';
 import { type Authenticator, bearer, looksLikeJwt } from '../auth/tokens.js';
 import type { UserOpResult } from '../engine/engine.js';
@@ -195,6 +206,51 @@ export function registerApiRoutes(router: HttpRouter, { sync, auth, metrics, seq
     { authorize: user },
   );
 
+  // Read receipts (issue 44).
+  router.route(
+    'get',
+    '/v1/users/:uid/settings',
+    async (ctx) => {
+      const uid = param(ctx, 0);
+      return { body: { uid, shareReads: await sync.receipts.sharing(uid) } };
+    },
+    { authorize: actingForUser },
+  );
+
+  router.route(
+    'put',
+    '/v1/users/:uid/settings',
+    async (ctx) => {
+      const uid = param(ctx, 0);
+      const body = decode(UserSettingsBody, ctx.body);
+      await sync.receipts.setSharing(uid, body.shareReads);
+      return { body: { uid, shareReads: body.shareReads } };
+    },
+    { body: true, authorize: actingForUser },
+  );
+
+  router.route(
+    'get',
+    '/v1/users/:uid/conversations/:conv/reads',
+    async (ctx) => {
+      const uid = param(ctx, 0);
+      const conv = param(ctx, 1);
+      const query = decode(ReadsQuery, Object.fromEntries(ctx.query));
+      if ((query.seqs === undefined) === (query.latest === undefined))
+        throw new RedpointError('invalid_request', 'ask either seqs=<seq,seq,...> or latest=<n>');
+      const ask = query.seqs !== undefined ? { seqs: query.seqs.split(',').map(Number) } : { latest: Number(query.latest) };
+      return {
+        body: await charged(
+          ctx.subject,
+          'reads',
+          () => sync.receipts.readBy(uid, conv, ask),
+          (r) => 1 + r.seqs.length,
+        ),
+      };
+    },
+    { authorize: actingForUser },
+  );
+
   return [
     '/v1/messages',
     '/v1/conversations/:conv/members',
@@ -203,6 +259,8 @@ export function registerApiRoutes(router: HttpRouter, { sync, auth, metrics, seq
     '/v1/users/:uid/conversations/:conv/unread-from',
     '/v1/users/:uid/unread',
     '/v1/sync',
+    '/v1/users/:uid/settings',
+    '/v1/users/:uid/conversations/:conv/reads',
   ];
 }
 

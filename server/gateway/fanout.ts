@@ -1,7 +1,8 @@
 import { encodeMsgpack } from '../../protocol/codec.js';
-import type { ChangeFrame, HeadFrame } from '../../protocol/frames.js';
-import type { HeadChange, Notifications, UserChange } from '../engine/notifications.js';
+import type { ChangeFrame, HeadFrame, ReadsFrame } from '../../protocol/frames.js';
+import type { HeadChange, Notifications, ReadsChange, UserChange } from '../engine/notifications.js';
 import type { Metrics } from '../metrics/metrics.js';
+import { Coalescer } from '../sync/coalescer.js';
 import { wallClockMs } from '../sync/ingest.js';
 import { changeFrameJson } from './frame-json.js';
 import type { TemplatedApp } from './uws.js';
@@ -22,6 +23,9 @@ export interface LocalDelivery {
  * large-group message is ONE uWS publish per format whatever the group size.
  */
 export class Fanout {
+  /** Others' reads, per user and conversation: at most one `reads` frame per interval to this process's sockets of the user, the latest. */
+  private readonly reads: Coalescer<ReadsChange>;
+
   constructor(
     private readonly app: TemplatedApp,
     private readonly notifications: Notifications,
@@ -29,13 +33,22 @@ export class Fanout {
     private readonly delivery: LocalDelivery,
     /** Test-only: drop this fraction of pushes, to prove that pulls repair what pushes miss. */
     private readonly dropRatio = 0,
+    /** RECEIPTS_PUSH_INTERVAL_MS. */
+    readsIntervalMs = 1000,
   ) {
+    this.reads = new Coalescer(readsIntervalMs, (_key, change) => this.deliverReads(change));
     notifications.setHandler({
       userChanged: (changes) => {
         for (const c of changes) this.deliverUser(c);
       },
       headChanged: (change) => this.deliverHead(change),
+      readsChanged: (change) => this.reads.put(`${change.uid}\n${change.conv}`, change),
     });
+  }
+
+  /** Drops the `reads` frames still waiting (shutdown). */
+  close(): void {
+    this.reads.close();
   }
 
   followUser(uid: string): Promise<void> {
@@ -65,7 +78,18 @@ export class Fanout {
     this.publish(convTopic(h.conv, false), convTopic(h.conv, true), frame, h.at, JSON.stringify);
   }
 
-  private publish<F extends ChangeFrame | HeadFrame>(jsonTopic: string, binTopic: string, frame: F, at: number | undefined, json: (frame: F) => string): void {
+  private deliverReads(r: ReadsChange): void {
+    const frame: ReadsFrame = { t: 'reads', conv: r.conv, members: r.members, reads: r.reads };
+    this.publish(userTopic(r.uid, false), userTopic(r.uid, true), frame, undefined, JSON.stringify);
+  }
+
+  private publish<F extends ChangeFrame | HeadFrame | ReadsFrame>(
+    jsonTopic: string,
+    binTopic: string,
+    frame: F,
+    at: number | undefined,
+    json: (frame: F) => string,
+  ): void {
     if (this.dropRatio > 0 && Math.random() < this.dropRatio) {
       this.metrics.frameCounts.add('dropped_by_test_switch');
       return;

@@ -43,7 +43,14 @@ export class WsGateway implements SessionHost {
     /** The HTTP router's framing check (HttpRouter.refusedFraming): an upgrade request is no route of its. */
     refusedFraming: (res: HttpResponse, req: HttpRequest) => boolean,
   ) {
-    this.fanout = new Fanout(app, sync.engine.notifications, metrics, { onUserChange: (c) => this.followMembership(c) }, options.testDropPushRatio ?? 0);
+    this.fanout = new Fanout(
+      app,
+      sync.engine.notifications,
+      metrics,
+      { onUserChange: (c) => this.followMembership(c) },
+      options.testDropPushRatio ?? 0,
+      sync.receipts.pushIntervalMs,
+    );
     this.sweep = new RollingSweep(options.versionEverySeconds * 1000, Math.min(SWEEP_TICK_MS, options.versionEverySeconds * 1000), SWEEP_CONCURRENCY, (uid) =>
       this.checkVersion(uid),
     );
@@ -115,6 +122,7 @@ export class WsGateway implements SessionHost {
   shutdown(): void {
     this.closing = true;
     this.sweep.stop();
+    this.fanout.close();
     this.stopKeyWatch();
     this.budgets.close();
     for (const session of [...this.sessions]) session.close('going_away');

@@ -8,6 +8,7 @@ import { refusal, refusals, unknownConversation } from './conversation-errors.js
 import { Ingest } from './ingest.js';
 import { changeMembership, type MembershipChange, type MembershipResult } from './membership.js';
 import type { AskedRead, ReadCap } from './read-cap.js';
+import { DEFAULT_RECEIPTS_OPTIONS, Receipts, type ReceiptsOptions } from './receipts.js';
 
 export interface BatchResult {
   epoch: string;
@@ -34,6 +35,14 @@ export interface SyncOptions {
   readCap?: ReadCap;
   /** MAX_CONVERSATIONS_PER_USER: membership calls that would exceed it are refused (absent: no cap). */
   conversationCap?: ConversationCap;
+  /** Read receipts' tuning (absent: the defaults). */
+  receipts?: ReceiptsOptions;
+  /**
+   * RECEIPTS_ON_SEND: a sender's own message raises their read position in the receipts too (it
+   * raised their readSeq): one step per conversation and sender after each ingest batch. Off: no
+   * cost on the message path; the sender's position follows their next read.
+   */
+  receiptsOnSend?: boolean;
 }
 
 /**
@@ -43,6 +52,8 @@ export interface SyncOptions {
  */
 export class SyncService {
   readonly ingest: Ingest;
+  /** Read receipts: others' read positions (receipts.ts). */
+  readonly receipts: Receipts;
   /** Store latency of the calls behind pulls and unread summaries (ingest reports through `ingest.onFlush`). */
   onStoreCall: ((op: 'pull' | 'user_state' | 'read', seconds: number) => void) | undefined;
 
@@ -51,11 +62,31 @@ export class SyncService {
     private readonly options: SyncOptions,
   ) {
     this.ingest = new Ingest(engine, options.maxFlushesInFlight ?? DEFAULT_FLUSHES_IN_FLIGHT);
+    this.receipts = new Receipts(engine, options.receipts ?? DEFAULT_RECEIPTS_OPTIONS);
   }
 
   /** Applies messages; resolves once they are in the store. Unknown conversations → nothing applied. */
-  postMessages(messages: readonly MessageEvent[]): Promise<void> {
-    return this.ingest.submit(messages);
+  async postMessages(messages: readonly MessageEvent[]): Promise<void> {
+    await this.ingest.submit(messages);
+    if (this.options.receiptsOnSend) await this.senderReads(messages);
+  }
+
+  /** Each sender's own newest message per conversation raises their read receipt (the raise skips non-members). */
+  private async senderReads(messages: readonly MessageEvent[]): Promise<void> {
+    const bySender = new Map<string, Map<string, number>>();
+    for (const m of messages) {
+      let convs = bySender.get(m.sender);
+      if (!convs) bySender.set(m.sender, (convs = new Map()));
+      convs.set(m.conv, Math.max(m.seq, convs.get(m.conv) ?? 0));
+    }
+    await Promise.all(
+      [...bySender].map(([uid, convs]) =>
+        this.receipts.raise(
+          uid,
+          [...convs].map(([conv, seq]) => ({ conv, seq })),
+        ),
+      ),
+    );
   }
 
   async changeMembers(conv: string, change: MembershipChange): Promise<MembershipResult> {
@@ -63,21 +94,35 @@ export class SyncService {
     const overlap = [...new Set(change.add)].filter((uid) => removing.has(uid));
     if (overlap.length > 0) throw new RedpointError('invalid_request', `both added and removed: ${overlap.join(', ')}`);
     const cap = this.options.conversationCap;
-    if (!cap || change.add.length === 0) return changeMembership(this.engine, this.options.largeGroupThreshold, conv, change);
+    if (!cap || change.add.length === 0) return this.leftAfter(conv, change, changeMembership(this.engine, this.options.largeGroupThreshold, conv, change));
     // Each new join is claimed on its user first, atomically with the user's count: a user at
     // the cap is left out of the change, never added and withdrawn (ConversationCap).
     const { admitted, full } = await cap.claim(conv, change.add);
-    if (full.length === 0) return changeMembership(this.engine, this.options.largeGroupThreshold, conv, change);
+    if (full.length === 0) return this.leftAfter(conv, change, changeMembership(this.engine, this.options.largeGroupThreshold, conv, change));
     if (admitted.length === 0 && change.remove.length === 0 && change.category === undefined) throw cap.refusal(full, 'nothing was applied');
     await changeMembership(this.engine, this.options.largeGroupThreshold, conv, { ...change, add: admitted });
+    await this.receipts.left(conv, change.remove);
     throw cap.refusal(full, 'the rest of the change was applied');
+  }
+
+  /** A membership change landed: the positions of those it removed go (a separate step; a crash before it leaves one, counted until they rejoin or the next leave). */
+  private async leftAfter(conv: string, change: MembershipChange, done: Promise<MembershipResult>): Promise<MembershipResult> {
+    const result = await done;
+    await this.receipts.left(conv, change.remove);
+    return result;
   }
 
   /** `gen`: the read generation the read was made in (rules.ts: an older one than the record's is ignored). */
   async read(uid: string, conv: string, seq: number, gen?: number): Promise<UserOpResult> {
     const asked: AskedRead = gen === undefined ? [conv, seq] : [conv, seq, gen];
     const [capped = asked] = this.options.readCap ? await this.options.readCap.apply([asked]) : [];
-    return this.applyMemberOp(readOp(uid, capped));
+    const sharing = this.receipts.sharing(uid);
+    // Settled even when the read fails (no unhandled rejection); raise() reads it again then.
+    sharing.catch(() => undefined);
+    const result = await this.applyMemberOp(readOp(uid, capped));
+    // Read receipts: "has seen up to" only rises (an unread-from never lowers it: no raise there).
+    await this.receipts.raise(uid, readsOf([result]), sharing);
+    return result;
   }
 
   /**
@@ -104,8 +149,11 @@ export class SyncService {
     const reads = this.options.readCap ? await this.options.readCap.apply(asked) : asked;
     const ops: UserOp[] = reads.map((read) => readOp(uid, read));
     const started = performance.now();
+    const sharing = this.receipts.sharing(uid);
+    sharing.catch(() => undefined);
     const results = await this.engine.applyUserOps(ops);
     this.onStoreCall?.('read', (performance.now() - started) / 1000);
+    await this.receipts.raise(uid, readsOf(results), sharing);
     const rejected = await refusals(
       this.engine,
       ops.filter((_, i) => !results[i]?.member).map((op) => op.conv),
@@ -133,7 +181,7 @@ export class SyncService {
       if (!info) throw unknownConversation([conv]);
       deleteAt = info.maxSeq;
     }
-    return this.applyMemberOp({
+    const result = await this.applyMemberOp({
       type: 'settings',
       uid,
       conv,
@@ -141,22 +189,40 @@ export class SyncService {
       ...(change.markedUnread !== undefined ? { markedUnread: change.markedUnread } : {}),
       ...(deleteAt !== undefined ? { deleteAt } : {}),
     });
+    // A delete reads the conversation up to its head.
+    if (deleteAt !== undefined) await this.receipts.raise(uid, readsOf([result]));
+    return result;
   }
 
   async pull(uid: string, since: Cursor | null, limit: number = LIMITS.pullPageDefault): Promise<PullReply> {
     const started = performance.now();
+    const sharing = this.receipts.sharing(uid);
+    sharing.catch(() => undefined);
     const stored = await this.engine.pull(uid, since, Math.min(Math.max(1, limit), LIMITS.pullPageMax));
     this.onStoreCall?.('pull', (performance.now() - started) / 1000);
-    const heads = await this.headsOf(stored.largeConvs, stored.heads);
+    // Peers' read positions of the one-to-one conversations in this page, read now like heads:
+    // not part of the stream (a peer's read never bumps this user's version).
+    // (A read-diffused conversation is never one-to-one: not read.)
+    const pageConvs = [...(stored.snapshot?.convs ?? []), ...stored.entries.flatMap((e) => (e.state ? [e.state] : []))]
+      .filter((s) => !s.large)
+      .map((s) => s.conv);
+    const [heads, peers] = await Promise.all([this.headsOf(stored.largeConvs, stored.heads), this.receipts.peerReads(uid, [...new Set(pageConvs)], sharing)]);
     const { largeConvs: _ignored, heads: _read, ...rest } = stored;
-    return { ...rest, heads: Object.fromEntries(heads) };
+    return { ...rest, heads: Object.fromEntries(heads), ...(peers.size > 0 ? { peerReads: Object.fromEntries(peers) } : {}) };
   }
 
   /** The badge numbers. `total` = stored totals (write-diffused) + read-diffused groups summed now. */
   async unread(uid: string): Promise<UnreadSummary> {
     const started = performance.now();
+    const sharing = this.receipts.sharing(uid);
+    sharing.catch(() => undefined);
     const stored = await this.engine.userState(uid);
     this.onStoreCall?.('user_state', (performance.now() - started) / 1000);
+    const peers = await this.receipts.peerReads(
+      uid,
+      stored.states.filter((s) => !s.large).map((s) => s.conv),
+      sharing,
+    );
     const heads = Object.fromEntries(
       await this.headsOf(
         stored.states.filter((s) => s.large).map((s) => s.conv),
@@ -177,7 +243,10 @@ export class SyncService {
       total: totals.total,
       mentions: totals.mentions,
       categories: Object.fromEntries(totals.categories),
-      conversations: conversationViews(stored.states, heads),
+      conversations: conversationViews(stored.states, heads).map((view) => {
+        const peer = peers.get(view.conv);
+        return peer === undefined ? view : { ...view, peerReadSeq: peer };
+      }),
     };
   }
 
@@ -198,9 +267,10 @@ export class SyncService {
     return heads;
   }
 
-  /** Waits for in-flight flushes (graceful shutdown). */
+  /** Waits for in-flight flushes (graceful shutdown); receipts' announcements still waiting are dropped. */
   async idle(): Promise<void> {
     await this.ingest.idle();
+    this.receipts.close();
   }
 
   private async applyMemberOp(op: UserOp): Promise<UserOpResult> {
@@ -208,6 +278,13 @@ export class SyncService {
     if (result?.member) return result;
     throw await refusal(this.engine, op.uid, op.conv);
   }
+}
+
+/** The read positions a user step left (member results only). */
+function readsOf(results: readonly UserOpResult[]): Array<{ conv: string; seq: number }> {
+  const out: Array<{ conv: string; seq: number }> = [];
+  for (const r of results) if (r.member && r.state) out.push({ conv: r.state.conv, seq: r.state.readSeq });
+  return out;
 }
 
 function readOp(uid: string, [conv, seq, gen]: AskedRead): UserOp {

@@ -177,8 +177,13 @@ export async function modelRandomRun(engine: Engine, rand: () => number, steps: 
       const want = model.unread(uid);
       const where = `${label}, user ${uid}`;
       // 1. A pull from scratch, raw states turned into views from PROTOCOL.md.
-      const { states, heads } = await pullAll(sync, uid);
-      expect(clientViews(states.values(), heads), `${where}: pulled from scratch`).toEqual(want.conversations);
+      const { states, heads, peers } = await pullAll(sync, uid);
+      const views = clientViews(states.values(), heads).map((v) => {
+        // Read receipts: a pull from scratch carries every one-to-one peer's position (peerReads).
+        const peer = peers.get(v.conv);
+        return peer === undefined ? v : { ...v, peerReadSeq: peer };
+      });
+      expect(views, `${where}: pulled from scratch`).toEqual(want.conversations);
       // 2. The stored totals: the write-diffused share of the model's totals.
       const stored = await engine.userState(uid);
       expect(
@@ -206,14 +211,16 @@ export async function modelRandomRun(engine: Engine, rand: () => number, steps: 
   return stats;
 }
 
-async function pullAll(sync: SyncService, uid: string): Promise<{ states: Map<string, ConvState>; heads: Record<string, number> }> {
+async function pullAll(sync: SyncService, uid: string): Promise<{ states: Map<string, ConvState>; heads: Record<string, number>; peers: Map<string, number> }> {
   const states = new Map<string, ConvState>();
+  const peers = new Map<string, number>();
   let heads: Record<string, number> = {};
   let since: Cursor | null = null;
   for (let page = 0; page < 1000; page++) {
     const reply = await sync.pull(uid, since, 3);
     if (reply.snapshot) {
       states.clear();
+      peers.clear();
       for (const s of reply.snapshot.convs) states.set(s.conv, s);
     }
     for (const e of reply.entries) {
@@ -221,8 +228,9 @@ async function pullAll(sync: SyncService, uid: string): Promise<{ states: Map<st
       else states.delete(e.conv);
     }
     heads = reply.heads;
+    for (const [conv, seq] of Object.entries(reply.peerReads ?? {})) peers.set(conv, seq);
     since = { epoch: reply.epoch, version: reply.version };
-    if (!reply.more) return { states, heads };
+    if (!reply.more) return { states, heads, peers };
   }
   throw new Error(`pull of ${uid} did not finish in 1000 pages`);
 }

@@ -9,6 +9,7 @@ import { type ModelRunStats, modelRandomRun } from './conformance-model.js';
 import { notificationConformance } from './conformance-notify.js';
 import { pullConformance } from './conformance-pull.js';
 import { randomizedOps } from './conformance-random.js';
+import { receiptsConformance } from './conformance-receipts.js';
 
 export interface EngineHandle {
   engine: Engine;
@@ -42,6 +43,7 @@ export function engineConformance(name: string, makeEngine: MakeEngine): void {
 
     conversationConformance(use);
     claimConformance(use);
+    receiptsConformance(use);
 
     describe('per-user state', () => {
       it('join does not make older messages unread; restating a membership, or an older one, changes nothing', async () => {

@@ -317,6 +317,9 @@ export class WsClient extends SyncReplica {
         this.receive(whole);
         return;
       }
+      case 'reads':
+        // Read receipts: not part of the stream; tests look at them in `frames`.
+        return;
       default:
         this.receive(frame);
     }

@@ -28,7 +28,8 @@ export function comparable(s: UnreadSummary): object {
     total: s.total,
     mentions: s.mentions,
     categories: Object.fromEntries(Object.entries(s.categories).filter(([, n]) => n !== 0)),
-    conversations: s.conversations,
+    // Read receipts' peer positions are read beside the stream, not part of a client's copy of it.
+    conversations: s.conversations.map(({ peerReadSeq: _peer, ...view }) => view),
   };
 }
 

@@ -190,6 +190,9 @@ describe('Redis commands per message (redis engine)', () => {
   }, 120_000);
 
   it('a read-diffused group costs its member one command to read on one Redis: GET /unread and a pull read the heads in the same step', async () => {
+    // Besides the one step: read receipts' peer positions (the user's shareReads setting, then one
+    // reads_peers.lua call for the write-diffused conversations), sent alongside.
+    const receipts = { get: 1, fcall: 2 };
     // m1 is in both read-diffused groups (1,000 and 5,000 members), the 100-member one and the direct conversation.
     const heads = { [convId(1_000)]: await post(1_000), [convId(5_000)]: await post(5_000) };
     let unread: { status: number; body: { conversations: Array<{ conv: string; lastSeq: number }> } } | undefined;
@@ -198,13 +201,13 @@ describe('Redis commands per message (redis engine)', () => {
     });
     expect(unread?.status).toBe(200);
     for (const [conv, head] of Object.entries(heads)) expect(unread?.body.conversations.find((c) => c.conv === conv)?.lastSeq).toBe(head);
-    expect(reading.sent).toEqual({ fcall: 1 });
+    expect(reading.sent).toEqual(receipts);
     let pull: { status: number; body: { heads: Record<string, number> } } | undefined;
     const pulling = await measureCall(async () => {
       pull = await server.asUser<{ heads: Record<string, number> }>('m1', 'GET', '/v1/sync');
     });
     expect(pull?.status).toBe(200);
     expect(pull?.body.heads).toEqual(heads);
-    expect(pulling.sent).toEqual({ fcall: 1 });
+    expect(pulling.sent).toEqual(receipts);
   }, 60_000);
 });

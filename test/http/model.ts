@@ -27,6 +27,12 @@ interface Conversation {
   maxSeq: number;
   category: string;
   members: Set<string>;
+  /**
+   * Read receipts: each member's "has seen up to" (PROTOCOL.md "Read receipts"): raised to their
+   * readSeq by their reads and deletes, never lowered, dropped when they leave. Everyone shares
+   * here; a sender's own message does not raise it (RECEIPTS_ON_SEND is off by default).
+   */
+  seen: Map<string, number>;
 }
 
 interface Membership {
@@ -83,7 +89,7 @@ export class Model {
   private applyMembers(conv: string, add: readonly string[], remove: readonly string[], category?: string): { members: number; large: boolean } {
     let c = this.conversations.get(conv);
     if (!c) {
-      c = { maxSeq: 0, category: category ?? DEFAULT_CATEGORY, members: new Set() };
+      c = { maxSeq: 0, category: category ?? DEFAULT_CATEGORY, members: new Set(), seen: new Map() };
       this.conversations.set(conv, c);
     } else if (category !== undefined) {
       c.category = category;
@@ -106,6 +112,7 @@ export class Model {
       });
     }
     for (const uid of remove) {
+      c.seen.delete(uid);
       if (!c.members.has(uid)) continue;
       c.members.delete(uid);
       const m = this.membership(uid, conv);
@@ -130,6 +137,7 @@ export class Model {
     const m = this.activeMembership(uid, conv);
     if (!m) return this.refusal(conv);
     mergeRead(m, gen ?? m.readGen, seq);
+    this.seeUpTo(uid, conv, m.readSeq);
     return 'ok';
   }
 
@@ -148,6 +156,12 @@ export class Model {
     return 'ok';
   }
 
+  /** Read receipts: `uid` has seen `conv` up to `seq` (a max-register). */
+  private seeUpTo(uid: string, conv: string, seq: number): void {
+    const seen = this.conversations.get(conv)?.seen;
+    if (seen) seen.set(uid, Math.max(seen.get(uid) ?? 0, seq));
+  }
+
   /** A member's read position and mark (undefined: not a member): where a read "again" aims. */
   readPosition(uid: string, conv: string): { readSeq: number; readGen: number; markedUnread: boolean } | undefined {
     const m = this.activeMembership(uid, conv);
@@ -161,6 +175,7 @@ export class Model {
     if (!m || !c) return this.refusal(conv);
     const upTo = Math.max(c.maxSeq, m.lastSeq);
     raiseRead(m, upTo);
+    this.seeUpTo(uid, conv, m.readSeq);
     m.hiddenUpTo = Math.max(m.hiddenUpTo ?? upTo, upTo);
     m.markedUnread = false;
     return 'ok';
@@ -194,6 +209,9 @@ export class Model {
       if (!c) throw new Error(`model: membership of unknown conversation ${conv}`);
       const unread = Math.max(0, m.lastSeq - m.readSeq);
       const mentionCount = [...m.mentionSeqs].filter((s) => s > m.readSeq).length;
+      // Read receipts: a one-to-one chat (2 members, so never read-diffused unless the threshold is 1) shows the peer's.
+      const peer = c.members.size === 2 && c.members.size <= this.largeGroupThreshold ? [...c.members].find((u) => u !== uid) : undefined;
+      const peerReadSeq = peer === undefined ? undefined : c.seen.get(peer);
       conversations.push({
         conv,
         lastSeq: m.lastSeq,
@@ -203,6 +221,7 @@ export class Model {
         muted: m.muted,
         markedUnread: m.markedUnread,
         category: c.category,
+        ...(peerReadSeq !== undefined ? { peerReadSeq } : {}),
       });
       if (m.muted) continue;
       total += unread;
@@ -272,4 +291,13 @@ function mergeRead(m: Membership, gen: number, seq: number): void {
   m.readGen = gen;
   m.readSeq = Math.max(seq, m.hiddenUpTo ?? 0, 0);
   m.markedUnread = false;
+}
+
+/**
+ * The views without read receipts' `peerReadSeq`: what a client's copy built from its stream shows
+ * (a delta pull carries peers' positions only for the conversations in it: PROTOCOL.md "Read
+ * receipts"; the from-scratch checks of conformance-model.ts compare them too).
+ */
+export function withoutPeers(views: readonly ModelView[]): ModelView[] {
+  return views.map(({ peerReadSeq: _peer, ...view }) => view);
 }

@@ -207,6 +207,8 @@ const read = (uid: string) => `/v1/users/${uid}/read`;
 const settings = (uid: string) => `/v1/users/${uid}/conversations/team`;
 const unreadFrom = (uid: string) => `/v1/users/${uid}/conversations/team/unread-from`;
 const unread = (uid: string) => `/v1/users/${uid}/unread`;
+const userSettings = (uid: string) => `/v1/users/${uid}/settings`;
+const receipts = (uid: string, query: string) => `/v1/users/${uid}/conversations/team/reads?${query}`;
 
 const CASES: Case[] = [
   { op: 'postMessages', status: 200, name: 'one message', request: () => req('POST', '/v1/messages', { body: { conv: 'team', seq: 2, sender: 'bob' } }) },
@@ -371,6 +373,45 @@ const CASES: Case[] = [
   { op: 'sync', status: 401, name: 'the API key (no user)', request: () => req('GET', '/v1/sync'), code: 'unauthorized' },
   { op: 'sync', status: 401, name: 'an expired token', request: () => req('GET', '/v1/sync', { auth: 'expired' }), code: 'token_expired' },
   ...storeFailures('sync', () => req('GET', '/v1/sync', { auth: 'alice' })),
+
+  // Read receipts.
+  { op: 'getUserSettings', status: 200, name: "the user's own token", request: () => req('GET', userSettings('alice'), { auth: 'alice' }) },
+  ...userAuthErrors('getUserSettings', 'GET', userSettings),
+  ...storeFailures('getUserSettings', () => req('GET', userSettings('alice'))),
+  {
+    op: 'updateUserSettings',
+    status: 200,
+    name: 'share reads',
+    request: () => req('PUT', userSettings('alice'), { auth: 'alice', body: { shareReads: true } }),
+  },
+  ...bodyErrors('updateUserSettings', 'PUT', userSettings('alice'), 'alice'),
+  ...userAuthErrors('updateUserSettings', 'PUT', userSettings, { shareReads: true }),
+  ...storeFailures('updateUserSettings', () => req('PUT', userSettings('alice'), { body: { shareReads: true } })),
+  { op: 'getReadReceipts', status: 200, name: 'seqs of a small group', request: () => req('GET', receipts('alice', 'seqs=1,2'), { auth: 'alice' }) },
+  { op: 'getReadReceipts', status: 200, name: 'the latest messages', request: () => req('GET', receipts('bob', 'latest=3')) },
+  {
+    op: 'getReadReceipts',
+    status: 400,
+    name: 'neither seqs nor latest',
+    request: () => req('GET', '/v1/users/alice/conversations/team/reads'),
+    code: 'invalid_request',
+  },
+  ...userAuthErrors('getReadReceipts', 'GET', (uid) => receipts(uid, 'seqs=1')),
+  {
+    op: 'getReadReceipts',
+    status: 403,
+    name: 'a conversation the user is not in',
+    request: () => req('GET', receipts('carol', 'seqs=1')),
+    code: 'not_a_member',
+  },
+  {
+    op: 'getReadReceipts',
+    status: 404,
+    name: 'an unknown conversation',
+    request: () => req('GET', '/v1/users/alice/conversations/nowhere/reads?seqs=1'),
+    code: 'unknown_conversation',
+  },
+  ...storeFailures('getReadReceipts', () => req('GET', receipts('alice', 'seqs=1'))),
 
   { op: 'resetRead', status: 200, name: 'lower a read position', request: () => req('PUT', '/v1/users/dave/conversations/side/read', { body: { seq: 0 } }) },
   { op: 'resetRead', status: 200, name: 'to the head', request: () => req('PUT', '/v1/users/dave/conversations/side/read', { body: {} }) },

@@ -91,8 +91,9 @@ describe('the packed tarball', () => {
     expect(sizes['bundle-json']?.msgpackr).toBe(false);
     expect(sizes['bundle-tabs']?.msgpackr).toBe(false);
     expect(sizes['bundle-msgpack']?.msgpackr).toBe(true);
-    // A ceiling, not the number (docs/figures/sdk-bundle.json has that): MessagePack code in a JSON bundle would break it.
-    expect(sizes['bundle-json']?.gzip).toBeLessThan(9 * 1024);
+    // A ceiling, not the number (docs/figures/sdk-bundle.json has that): MessagePack code in a JSON
+    // bundle would break it (msgpackr alone is ~12 KiB min+gzip). 10 KiB since read receipts (peerRead, readBy: +0.25 KiB).
+    expect(sizes['bundle-json']?.gzip).toBeLessThan(10 * 1024);
     const measured = Object.fromEntries(BUNDLES.map((b) => [b, { min: sizes[b]?.min ?? 0, gzip: sizes[b]?.gzip ?? 0 }])) as BundleSizes;
     if (process.env.REDPOINT_UPDATE_FIGURES === '1') await writeFigures(measured);
     // The docs' figures, within what another zlib or esbuild build may round differently (1%).

@@ -72,7 +72,9 @@ export function shown(state: RedpointState): Shown {
 }
 
 export function truth(summary: UnreadSummary): Shown {
-  return { total: summary.total, mentions: summary.mentions, categories: sortedKeys(summary.categories), conversations: summary.conversations };
+  // Read receipts' peer positions are not part of the synced state the client shows (peerRead() has them).
+  const conversations = summary.conversations.map(({ peerReadSeq: _peer, ...view }) => view);
+  return { total: summary.total, mentions: summary.mentions, categories: sortedKeys(summary.categories), conversations };
 }
 
 /** Category totals compared as sets: the order of keys means nothing. */

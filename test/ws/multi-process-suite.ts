@@ -125,6 +125,26 @@ export function twoProcessSuite(title: string, setup: (defer: Defer) => Promise<
       await expectMatchesServer(onB, b, 'device on B');
     });
 
+    it("read receipts: a peer's read through A reaches the other member's client on B as a reads push, not a change", async () => {
+      const { a, b, subscribed } = env;
+      const [dm, alice, bob] = ids(['dm', 'c', 0], ['alice', 'u', 1], ['bob', 'u', 2]) as [string, string, string];
+      await a.members(dm, { add: [alice, bob] });
+      await a.post([
+        { conv: dm, seq: 1, sender: bob },
+        { conv: dm, seq: 2, sender: bob },
+      ]);
+      const bobOnB = await b.client(bob, { binary: true });
+      await subscribed(userChannel(bob), 1);
+      const cursor = { ...bobOnB.cursor };
+      const m = bobOnB.mark();
+      await a.ok('POST', `/v1/users/${alice}/read`, { conv: dm, seq: 2 });
+      const push = await bobOnB.waitFrame((f) => f.t === 'reads' && f.conv === dm, { since: m, label: 'the reads push' });
+      expect(push).toEqual({ t: 'reads', conv: dm, members: 2, reads: { [alice]: 2 } });
+      expect(bobOnB.framesSince(m).filter((f) => f.t === 'change')).toEqual([]);
+      expect(bobOnB.cursor).toEqual(cursor);
+      expect((await b.unread(bob)).conversations.find((c) => c.conv === dm)?.peerReadSeq).toBe(2);
+    });
+
     it("a large group's head and membership changes made through A reach members on B", async () => {
       const { a, b, subscribed } = env;
       const [big, alice, bob, carol, dave, erin] = ids(

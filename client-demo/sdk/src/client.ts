@@ -9,6 +9,7 @@ import { Emitter } from './emitter.js';
 import { watchLifecycle } from './lifecycle.js';
 import { StatePublisher } from './publisher.js';
 import { ReadBatcher } from './read-batcher.js';
+import { ReceiptsView } from './receipts.js';
 import { PushSequencer } from './sequencer.js';
 import { SettingsQueue } from './settings-queue.js';
 import { deriveState } from './state.js';
@@ -35,6 +36,7 @@ const DEFAULT_MAX_AUTH_FAILURES = 3;
 export class RedpointClient {
   private readonly events = new Emitter<RedpointEvents>();
   private readonly store = new ConvStore();
+  private readonly receipts = new ReceiptsView();
   private readonly pushes = new PushSequencer();
   private readonly connection: Connection;
   private readonly backoff: Backoff;
@@ -111,6 +113,8 @@ export class RedpointClient {
     });
     this.session = new SyncSession({
       store: this.store,
+      receipts: this.receipts,
+      receiptsChanged: (conv) => this.events.emit('receipts', { conv }),
       pushes: this.pushes,
       reads: this.reads,
       settings: this.settingsQueue,
@@ -164,6 +168,24 @@ export class RedpointClient {
 
   conversation(conv: string): ConversationView | undefined {
     return this.state.conversations.find((c) => c.conv === conv);
+  }
+
+  /**
+   * Read receipts: the peer's read position in the one-to-one conversation `conv` (show ✓✓ on your
+   * own messages at or below it); undefined when unknown or when either of you does not share
+   * reads. The `receipts` event fires when it (or `readBy`) changes.
+   */
+  peerRead(conv: string): number | undefined {
+    return this.receipts.peerRead(conv);
+  }
+
+  /**
+   * Read receipts: how many other members have read `seq` of `conv`, as pushed (`reads` frames:
+   * conversations of at most RECEIPTS_DETAIL_MEMBERS members, 30 by default); for larger groups
+   * ask the server: GET /v1/users/:uid/conversations/:conv/reads.
+   */
+  readBy(conv: string, seq: number): number {
+    return this.receipts.readBy(conv, seq);
   }
 
   /** Newest message seq known for `conv`, hidden (deleted) conversations included; 0 if unknown. */

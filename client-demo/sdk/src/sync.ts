@@ -3,6 +3,7 @@ import type { AckFrame, ChangeFrame, ClientFrame, ErrorFrame, ServerFrame, SyncF
 import { UNSEEN_EPOCH } from '../../../protocol/types.js';
 import type { Backoff } from './backoff.js';
 import type { ReadBatcher } from './read-batcher.js';
+import type { ReceiptsView } from './receipts.js';
 import type { PushSequencer } from './sequencer.js';
 import type { SettingsQueue } from './settings-queue.js';
 import type { ConvStore } from './store.js';
@@ -14,6 +15,10 @@ const TRANSIENT: ReadonlySet<string> = new Set<ErrorCode>(['unavailable', 'outco
 
 export interface SyncDeps {
   store: ConvStore;
+  /** Read receipts (peers' positions): refreshed by pulls and `reads` frames. */
+  receipts: ReceiptsView;
+  /** Read receipts of `conv` changed. */
+  receiptsChanged(conv: string): void;
   pushes: PushSequencer;
   reads: ReadBatcher;
   settings: SettingsQueue;
@@ -66,6 +71,7 @@ export class SyncSession {
     const { store, reads, pushes, settings } = this.deps;
     if (store.uid !== null && store.uid !== uid) {
       store.clear();
+      this.deps.receipts.clear();
       reads.clear();
       pushes.clear();
     }
@@ -87,6 +93,9 @@ export class SyncSession {
       case 'head':
         this.deps.store.applyHead(frame.conv, frame.lastSeq);
         return this.deps.changed();
+      case 'reads':
+        this.deps.receipts.applyReads(frame.conv, frame.members, frame.reads);
+        return this.deps.receiptsChanged(frame.conv);
       case 'version':
         return this.onVersion(frame);
       case 'ack':
@@ -126,6 +135,8 @@ export class SyncSession {
   }
 
   private onSync(frame: SyncFrame): void {
+    // Peers' read positions are read with the reply, not part of the stream: taken from any reply.
+    for (const conv of this.deps.receipts.applyPeers(frame.peerReads)) this.deps.receiptsChanged(conv);
     if (this.pullId === null || (frame.id ?? 0) !== this.pullId) return;
     this.pullId = null;
     const before = this.deps.store.cursor;

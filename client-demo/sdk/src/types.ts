@@ -79,6 +79,8 @@ export interface RedpointEvents {
   reset: ResetEvent;
   /** Something went wrong that the client recovers from by itself (cache I/O, an error frame). */
   error: Error;
+  /** Read receipts of `conv` changed (`peerRead`, `readBy`). */
+  receipts: { conv: string };
 }
 
 export interface BackoffOptions {

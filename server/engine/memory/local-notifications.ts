@@ -1,4 +1,4 @@
-import { type HeadChange, InterestCounter, type NotificationHandler, type Notifications, type UserChange } from '../notifications.js';
+import { type HeadChange, InterestCounter, type NotificationHandler, type Notifications, type ReadsChange, type UserChange } from '../notifications.js';
 
 /**
  * The memory engine's change feed: one process, so a change is handed to the handler
@@ -36,5 +36,9 @@ export class LocalNotifications implements Notifications {
 
   head(change: HeadChange): void {
     if (this.convs.has(change.conv)) this.handler?.headChanged(change);
+  }
+
+  reads(change: ReadsChange): void {
+    if (this.users.has(change.uid)) this.handler?.readsChanged?.(change);
   }
 }

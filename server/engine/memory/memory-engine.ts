@@ -40,6 +40,7 @@ import { appendEntry, trimEntries } from './entry-log.js';
 import { LocalNotifications } from './local-notifications.js';
 import { MemoryAdmin } from './memory-admin.js';
 import { MemoryBadgeMarks } from './memory-badge-marks.js';
+import { MemoryReadPositions } from './memory-read-positions.js';
 import {
   addToCategory,
   entriesAfter,
@@ -76,6 +77,7 @@ export class MemoryEngine implements Engine {
   private readonly marks = new MemoryBadgeMarks();
 
   private toolbox: MemoryAdmin | undefined;
+  readonly readPositions = new MemoryReadPositions(this.conversations, this.notifications);
 
   constructor(private readonly options: EngineOptions) {}
 

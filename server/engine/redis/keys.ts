@@ -15,6 +15,9 @@
  *   -> 'deadline|gen' (user_claim.lua), expiring with its newest claim (only when any);
  * - `<p>:{c:<conv>}` hash: the conversation's `#`-fields (maxSeq, mode, category, generation,
  *   pending rewrite, member count) and one field per member (uid -> join tag).
+ * - `<p>:{c:<conv>}:r` sorted set: read receipts, each sharing member's read position (uid scored
+ *   with its seq, raised with ZADD GT: a max-register); see ../read-positions.ts;
+ * - `<p>:{u:<uid>}:x` string: '0' while the user does not share read positions (absent: shares).
  */
 export interface UserKeys {
   meta: string;
@@ -53,6 +56,16 @@ export function userKeyHead(prefix: string): string {
 
 export function convKey(prefix: string, conv: string): string {
   return `${convKeyHead(prefix)}${conv}}`;
+}
+
+/** The conversation's read receipts (sorted set uid → position), in its slot. */
+export function readsKey(prefix: string, conv: string): string {
+  return `${convKey(prefix, conv)}:r`;
+}
+
+/** The user's `shareReads` setting, in their slot. */
+export function sharingKey(prefix: string, uid: string): string {
+  return `${userKeyTag(prefix, uid)}x`;
 }
 
 /** What a conversation's key starts with, before its id and the tag's closing brace (the drainer's head scripts build the names from it). */

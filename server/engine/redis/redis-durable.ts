@@ -15,6 +15,7 @@ import {
   legacyEvictedKey,
   SLOTS,
   shardOf,
+  sharingKey,
   slotShard,
   userKeyHead,
   userKeys,
@@ -227,6 +228,7 @@ export class RedisDurableStore implements DurableStore {
       dirtyUsersKey(this.deps.prefix, shard),
       evictedKey(this.deps.prefix, shard),
       k.claims,
+      sharingKey(this.deps.prefix, uid),
       uid,
       before,
     );

@@ -53,6 +53,7 @@ import { RedisAdmin } from './redis-admin.js';
 import { RedisBadgeMarks } from './redis-badge-marks.js';
 import { RedisDurableStore } from './redis-durable.js';
 import { publishCommand, RedisNotifications } from './redis-notifications.js';
+import { RedisReadPositions } from './redis-read-positions.js';
 import { ClusterRuns, type RunTracker, type RunWaits, SingleRun } from './runs.js';
 import { buildLibrary, defineScripts, ensureLibrary, type Library, type ScriptedCluster, type ScriptedRedis } from './scripts.js';
 import { appendUserOps, opArgs } from './user-ops.js';
@@ -119,6 +120,7 @@ const DEFAULT_IDLE_SECONDS = 7 * 24 * 3600;
 export class RedisEngine implements Engine {
   readonly kind = 'redis' as const;
   readonly notifications: RedisNotifications;
+  readonly readPositions: RedisReadPositions;
   private readonly prefix: string;
   private readonly publish: 'PUBLISH' | 'SPUBLISH';
   private readonly idleSeconds: number;
@@ -137,6 +139,13 @@ export class RedisEngine implements Engine {
     this.publish = publishCommand(options);
     this.idleSeconds = options.streamIdleSeconds ?? DEFAULT_IDLE_SECONDS;
     this.cluster = client instanceof Cluster;
+    const receiptsBacking = options.durable?.backing.readPositions;
+    this.readPositions = new RedisReadPositions(
+      client,
+      this.prefix,
+      this.publish,
+      receiptsBacking ? { backing: receiptsBacking, restoreConversations: (convs) => this.restoreConversations(convs) } : undefined,
+    );
     this.notifications = new RedisNotifications(options, this.prefix, {
       health: options.health ?? new StoreHealth(),
       storeTimeoutMs: options.storeTimeoutMs ?? DEFAULT_STORE_TIMEOUT_MS,
@@ -673,6 +682,7 @@ export class RedisEngine implements Engine {
     if (!durable) return present;
     let pending = [...new Set(convs)];
     let restored = 0;
+    const fresh: string[] = [];
     for (let attempt = 1; pending.length > 0; attempt++) {
       if (attempt > RESTORE_ATTEMPTS) throw restoreRaced('conversations', pending);
       const stamps = await this.evictedStamps(pending.map((conv) => ({ key: convKey(this.prefix, conv), member: evictedConvMember(conv) })));
@@ -707,13 +717,19 @@ export class RedisEngine implements Engine {
             again.push(conv);
             return;
           }
-          if (outcome === 1) restored++;
+          if (outcome === 1) {
+            restored++;
+            fresh.push(conv);
+          }
           present.add(conv);
         }),
       );
       pending = again;
     }
     if (restored > 0) durable.onRestore?.('conversation', restored);
+    // Read receipts' registers of the conversations put back (a step after: a crash between loses
+    // them until each member's next read; max-merged, so a repeat is harmless).
+    await this.readPositions.restoreRegisters(fresh);
     return present;
   }
 

@@ -4,6 +4,7 @@ import { decodeEntryText } from '../state-text.js';
 import type { StoreHealth } from '../store-health.js';
 import { clientAddress, clusterClient, singleClient } from './clients.js';
 import { convChannel, userChannel } from './keys.js';
+import { decodeReadsMessage } from './redis-read-positions.js';
 import { watchCluster, watchRedis } from './watch-redis.js';
 
 /** How the engine's scripts publish: classic pub/sub on one Redis (or behind Sentinel), sharded pub/sub on a cluster. */
@@ -151,8 +152,10 @@ export class RedisNotifications implements Notifications {
     const kind = channel.charCodeAt(at + 1);
     const id = channel.slice(at + 3, -1);
     try {
-      if (kind === LETTER_U && this.users.has(id)) this.handler?.userChanged(parseUserMessage(id, message));
-      else if (kind === LETTER_C && this.convs.has(id)) this.handler?.headChanged(parseHeadMessage(id, message));
+      if (kind === LETTER_U && this.users.has(id)) {
+        if (message.charCodeAt(0) === BANG) this.handler?.readsChanged?.(decodeReadsMessage(id, message));
+        else this.handler?.userChanged(parseUserMessage(id, message));
+      } else if (kind === LETTER_C && this.convs.has(id)) this.handler?.headChanged(parseHeadMessage(id, message));
     } catch {
       // Not one of ours (the prefix is shared with nothing else): never crash on input.
     }
@@ -163,6 +166,8 @@ const OPEN_BRACE = 0x7b;
 const COLON = 0x3a;
 const LETTER_U = 0x75;
 const LETTER_C = 0x63;
+/** A read receipts message (redis-read-positions.ts) on a user's channel. */
+const BANG = 0x21;
 
 /** `epoch|at` then one `v|state` line per change (user_apply.lua). */
 function parseUserMessage(uid: string, message: string): UserChange[] {

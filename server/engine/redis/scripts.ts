@@ -43,6 +43,8 @@ export const SCRIPTS = {
   convMembers: { file: 'conv_members.lua', keys: 2 },
   convRecord: { file: 'conv_record.lua', keys: 1, crossSlot: true },
   convFinishRewrite: { file: 'conv_finish_rewrite.lua', keys: 1 },
+  readsRaise: { file: 'reads_raise.lua', keys: 2 },
+  readsPeers: { file: 'reads_peers.lua', keys: 1, read: true, crossSlot: true },
   // The durable tier (server/durable/).
   userRestore: { file: 'durable/user_restore.lua', keys: 5, user: true },
   convRestore: { file: 'durable/conv_restore.lua', keys: 2 },
@@ -52,7 +54,7 @@ export const SCRIPTS = {
   persistClearConv: { file: 'durable/persist_clear_conv.lua', keys: 2, read: true },
   persistReadHeads: { file: 'durable/persist_read_heads.lua', keys: 1, read: true, crossSlot: true },
   persistClearHeads: { file: 'durable/persist_clear_heads.lua', keys: 1, read: true, crossSlot: true },
-  coldEvict: { file: 'durable/cold_evict.lua', keys: 9, read: true },
+  coldEvict: { file: 'durable/cold_evict.lua', keys: 10, read: true },
   convEvict: { file: 'durable/conv_evict.lua', keys: 3, read: true },
   // The operator's toolbox (redis-admin.ts).
   adminUserRead: { file: 'admin/user_read.lua', keys: 5, read: true },

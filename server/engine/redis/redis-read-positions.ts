@@ -1,0 +1,229 @@
+import type { ReadPositionsBacking } from '../durable-backing.js';
+import type { ConvReads, ReadDetail, ReadPosition, ReadPositions, ReadsChange } from '../read-positions.js';
+import { asArray, asNumber, asStrings, type Reply } from './codec.js';
+import { convKey, readsKey, sharingKey, userChannel } from './keys.js';
+import type { ScriptedCluster, ScriptedRedis } from './scripts.js';
+
+/**
+ * The Redis engine's read receipts: plain commands, each on one key, so each is one step in one
+ * slot (Cluster-safe without a script): the registers are a sorted set per conversation raised
+ * with `ZADD GT` (max-register: a lower or repeated seq changes nothing), the setting a string in
+ * the user's slot. Commands of one call go out together (auto-pipelining).
+ */
+export class RedisReadPositions implements ReadPositions {
+  constructor(
+    /** The engine's guarded client (command-guard.ts): typed errors, bounded waits. */
+    private readonly client: ScriptedRedis | ScriptedCluster,
+    private readonly prefix: string,
+    private readonly publish: 'PUBLISH' | 'SPUBLISH',
+    /** The durable tier, when on: PostgreSQL's copy, and the engine's restore of conversations Redis lacks. */
+    private readonly durable?: DurableReads,
+  ) {}
+
+  async raise(items: readonly ReadPosition[]): Promise<boolean[]> {
+    const out = await this.raiseInRedis(items);
+    const rose = items.filter((_, i) => out[i]);
+    // Written through: in PostgreSQL once the call returns (a failure is the caller's: the next read repairs it).
+    if (this.durable && rose.length > 0) await this.durable.backing.savePositions(rose);
+    return out;
+  }
+
+  /**
+   * Puts back what PostgreSQL holds of conversations the engine just restored (Redis had lost
+   * them; RedisEngine.restoreConversations calls it, whichever call found them missing):
+   * max-merged, through the raise script (members only), for users who share.
+   */
+  async restoreRegisters(convs: readonly string[]): Promise<void> {
+    if (!this.durable || convs.length === 0) return;
+    const rows = await this.durable.backing.loadPositions(convs);
+    const uids = [...new Set(rows.map((r) => r.uid))];
+    const shares = await this.sharing(uids);
+    const sharing = new Set(uids.filter((_, i) => shares[i]));
+    await this.raiseInRedis(rows.filter((r) => sharing.has(r.uid)));
+  }
+
+  /** Restores conversations Redis lacks (the engine puts their registers back too); the ones present after. */
+  private async restore(convs: readonly string[]): Promise<Set<string>> {
+    if (!this.durable || convs.length === 0) return new Set();
+    return this.durable.restoreConversations(convs);
+  }
+
+  private async raiseInRedis(items: ReadonlyArray<ReadPosition>): Promise<boolean[]> {
+    // One script call per conversation (its hash and its sorted set share the slot).
+    const byConv = new Map<string, number[]>();
+    items.forEach((item, i) => {
+      const list = byConv.get(item.conv);
+      if (list) list.push(i);
+      else byConv.set(item.conv, [i]);
+    });
+    const out = items.map(() => false);
+    // A conversation Redis lacks (and the tier cannot restore) records nothing.
+    await Promise.all(
+      [...byConv].map(async ([conv, indexes]) => {
+        const args = indexes.flatMap((i) => [items[i]?.uid ?? '', items[i]?.seq ?? 0]);
+        const call = (): Promise<Reply> => this.client.readsRaise(convKey(this.prefix, conv), readsKey(this.prefix, conv), ...args);
+        let answer = await call();
+        if (answer === ABSENT && (await this.restore([conv])).has(conv)) answer = await call();
+        if (answer === ABSENT) return;
+        const reply = asArray(answer);
+        indexes.forEach((i, n) => {
+          out[i] = asNumber(reply[n]) === 1;
+        });
+      }),
+    );
+    return out;
+  }
+
+  async drop(uid: string, convs: readonly string[]): Promise<void> {
+    await Promise.all(convs.map((conv) => this.client.zrem(readsKey(this.prefix, conv), uid)));
+    await this.durable?.backing.deletePositions(uid, convs);
+  }
+
+  async read(convs: readonly string[], detail: ReadDetail): Promise<Map<string, ConvReads>> {
+    const out = await this.readOnce(convs, detail);
+    const missing = convs.filter((conv) => !out.has(conv));
+    if (this.durable && missing.length > 0) {
+      const restored = await this.restore(missing);
+      if (restored.size > 0) for (const [conv, reads] of await this.readOnce([...restored], detail)) out.set(conv, reads);
+    }
+    return out;
+  }
+
+  private async readOnce(convs: readonly string[], detail: ReadDetail): Promise<Map<string, ConvReads>> {
+    const seqs = detail.seqs ?? [];
+    const read = convs.map(async (conv) => {
+      const key = readsKey(this.prefix, conv);
+      const meta = detail.member === undefined ? ['#n', '#l', '#s'] : ['#n', '#l', '#s', detail.member];
+      // Sent together; read-only, so not one atomic step: a raise between them is one of the
+      // orders of two separate reads anyway. Positions: at most one beyond `upTo` (a member that
+      // left and whose drop is still on its way may be there).
+      const [info, listed, own, ...counts] = await Promise.all([
+        this.client.hmget(convKey(this.prefix, conv), ...meta),
+        this.client.zrange(key, '0', String(detail.upTo), 'WITHSCORES'),
+        detail.member === undefined ? null : this.client.zscore(key, detail.member),
+        ...seqs.map((seq) => this.client.zcount(key, seq, '+inf')),
+      ]);
+      if (info[0] == null) return null;
+      const memberCount = Number(info[0]);
+      const large = info[1] === '1';
+      const positions = new Map<string, number>();
+      if (!large && memberCount <= detail.upTo) for (let i = 0; i + 1 < listed.length; i += 2) positions.set(listed[i] ?? '', Number(listed[i + 1]));
+      const reads: ConvReads = {
+        memberCount,
+        large,
+        maxSeq: Number(info[2] ?? 0),
+        positions,
+        counts,
+        member: info[3] != null,
+        own: own == null ? null : Number(own),
+      };
+      return [conv, reads] as const;
+    });
+    const out = new Map<string, ConvReads>();
+    for (const found of await Promise.all(read)) if (found) out.set(found[0], found[1]);
+    return out;
+  }
+
+  async peers(uid: string, convs: readonly string[]): Promise<Map<string, number>> {
+    const out = new Map<string, number>();
+    const missing = await this.peersOnce(uid, convs, out);
+    if (this.durable && missing.length > 0) {
+      const restored = await this.restore(missing);
+      if (restored.size > 0) await this.peersOnce(uid, [...restored], out);
+    }
+    return out;
+  }
+
+  /**
+   * One reads_peers.lua call per chunk on one Redis (the keys by name: one server holds them all);
+   * one call per conversation on a cluster (each routed by its own key). Returns the conversations
+   * Redis lacks.
+   */
+  private async peersOnce(uid: string, convs: readonly string[], out: Map<string, number>): Promise<string[]> {
+    const groups: string[][] = [];
+    if (this.publish === 'SPUBLISH') for (const conv of convs) groups.push([conv]);
+    else for (let i = 0; i < convs.length; i += PEERS_PER_CALL) groups.push(convs.slice(i, i + PEERS_PER_CALL));
+    const missing: string[] = [];
+    await Promise.all(
+      groups.map(async (group) => {
+        if (group.length === 0) return;
+        const args = group.flatMap((conv) => [convKey(this.prefix, conv), readsKey(this.prefix, conv), conv]);
+        const reply = asStrings(await this.client.readsPeers(convKey(this.prefix, group[0] ?? ''), uid, ...args));
+        const bar = reply.indexOf('#');
+        for (let i = 0; i + 1 < bar; i += 2) out.set(reply[i] ?? '', Number(reply[i + 1]));
+        missing.push(...reply.slice(bar + 1));
+      }),
+    );
+    return missing;
+  }
+
+  async sharing(uids: readonly string[]): Promise<boolean[]> {
+    const values = await Promise.all(uids.map((uid) => this.client.get(sharingKey(this.prefix, uid))));
+    const unknown = uids.filter((_, i) => values[i] == null);
+    if (this.durable && unknown.length > 0) {
+      // With the tier every setting is stored ('1' or '0'): none means Redis lost it (or the user
+      // never had one). PostgreSQL says which; kept with SET NX so a concurrent change wins.
+      const stored = await this.durable.backing.loadSharing(unknown);
+      await Promise.all(unknown.map((uid) => this.client.set(sharingKey(this.prefix, uid), stored.get(uid) === false ? '0' : '1', 'NX')));
+      return uids.map((uid, i) => (values[i] == null ? stored.get(uid) !== false : values[i] !== '0'));
+    }
+    return values.map((v) => v !== '0');
+  }
+
+  async setSharing(uid: string, share: boolean): Promise<void> {
+    const key = sharingKey(this.prefix, uid);
+    // PostgreSQL first: a restore reads it when Redis has lost the key.
+    if (this.durable) {
+      await this.durable.backing.saveSharing(uid, share);
+      await this.client.set(key, share ? '1' : '0');
+    } else if (share) await this.client.del(key);
+    else await this.client.set(key, '0');
+  }
+
+  async announce(changes: readonly ReadsChange[]): Promise<void> {
+    await Promise.all(
+      changes.map((c) => {
+        const channel = userChannel(this.prefix, c.uid);
+        const text = encodeReadsMessage(c);
+        return this.publish === 'PUBLISH' ? this.client.publish(channel, text) : this.client.spublish(channel, text);
+      }),
+    );
+  }
+}
+
+/** The durable tier as read receipts use it. */
+export interface DurableReads {
+  backing: ReadPositionsBacking;
+  /** RedisEngine's restore of conversations Redis lacks: the ones restored. */
+  restoreConversations(convs: readonly string[]): Promise<Set<string>>;
+}
+
+/** Conversations per reads_peers.lua call on one Redis (3 arguments each): bounded like the engine's other scripts. */
+const PEERS_PER_CALL = 300;
+
+/** What reads_raise.lua answers for a conversation Redis lacks. */
+const ABSENT = 'absent';
+
+/**
+ * A `reads` message on a user's channel: `!<conv>|<member count>`, then `|<uid>;<seq>` per
+ * position. Ids never hold `|` or `;` (ID_PATTERN), and an epoch (the first field of a change
+ * message) never starts with `!`.
+ */
+function encodeReadsMessage(c: ReadsChange): string {
+  let text = `!${c.conv}|${c.members}`;
+  for (const [uid, seq] of Object.entries(c.reads)) text += `|${uid};${seq}`;
+  return text;
+}
+
+export function decodeReadsMessage(uid: string, message: string): ReadsChange {
+  const parts = message.slice(1).split('|');
+  const conv = parts[0] ?? '';
+  const members = Number(parts[1]);
+  const reads: Record<string, number> = {};
+  for (const part of parts.slice(2)) {
+    const semi = part.indexOf(';');
+    if (semi > 0)
+      Object.defineProperty(reads, part.slice(0, semi), { value: Number(part.slice(semi + 1)), enumerable: true, writable: true, configurable: true });
+  }
+  return { uid, conv, members, reads };
+}

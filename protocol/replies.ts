@@ -14,6 +14,17 @@ export const Version = Type.Integer({ minimum: 0, description: "A position in th
 const SeqValue = Type.Integer({ minimum: 0 });
 export const Epoch = Type.String({ minLength: 1, maxLength: 32, description: "Opaque id of the user's stream history." });
 
+/** Issue 43: only 'mentions' is sent; the other levels are `muted` ('none') and its absence ('all'), as before levels. */
+const LevelSchema = Type.Literal('mentions', {
+  description:
+    "The notification level 'mentions': listed with its unread, only its @-mentions count in the totals. Absent: the level follows `muted` ('none' when muted, else 'all').",
+});
+const AtSchema = Type.Integer({
+  minimum: 1,
+  maximum: Number.MAX_SAFE_INTEGER,
+  description: "Last activity: the largest message-service timestamp (`at`, ms since the Unix epoch) of this conversation's messages. Absent: unknown.",
+});
+
 export const ConvStateSchema = Type.Object(
   {
     conv: Id,
@@ -34,10 +45,13 @@ export const ConvStateSchema = Type.Object(
       }),
     ),
     mentions: Type.Integer({ minimum: 0, description: 'Distinct seqs above `readSeq` that @-mention this user.' }),
-    muted: Type.Boolean(),
+    muted: Type.Boolean({ description: "The notification level is 'none' (kept for clients that know no `level`)." }),
     markedUnread: Type.Boolean(),
     category: Category,
     large: Type.Boolean({ description: 'Read diffusion: the effective lastSeq comes from the conversation head.' }),
+    // Issue 43: notification level and last activity, sent only when not the default.
+    level: Type.Optional(LevelSchema),
+    at: Type.Optional(AtSchema),
     deletedSeq: Type.Integer({
       minimum: -1,
       description: 'Hidden while the effective lastSeq is <= deletedSeq; reappears with the next message. -1: never deleted.',
@@ -90,6 +104,8 @@ export const ConvViewSchema = Type.Object(
     muted: Type.Boolean(),
     markedUnread: Type.Boolean(),
     category: Category,
+    level: Type.Optional(LevelSchema),
+    at: Type.Optional(AtSchema),
   },
   { $id: 'ConvView', additionalProperties: false, description: 'A conversation as a UI shows it: effective lastSeq, unread derived.' },
 );

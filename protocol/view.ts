@@ -27,6 +27,8 @@ export function toView(state: ConvState, heads: Readonly<Record<string, number>>
     muted: state.muted,
     markedUnread: state.markedUnread,
     category: state.category,
+    ...(state.level !== undefined ? { level: state.level } : {}),
+    ...(state.at !== undefined ? { at: state.at } : {}),
   };
 }
 
@@ -37,12 +39,16 @@ export interface Totals {
   categories: Map<string, number>;
 }
 
-/** Adds one visible conversation's share of the badge: none when muted. */
+/**
+ * Adds one visible conversation's share of the badge (rules.ts contribution): none when muted
+ * (level 'none'); for level 'mentions' only its mentions, each one unread of the badge.
+ */
 export function addToTotals(totals: Totals, view: ConvView): void {
   if (view.muted) return;
-  totals.total += view.unread;
+  const unread = view.level === 'mentions' ? view.mentions : view.unread;
+  totals.total += unread;
   totals.mentions += view.mentions;
-  if (view.unread > 0) totals.categories.set(view.category, (totals.categories.get(view.category) ?? 0) + view.unread);
+  if (unread > 0) totals.categories.set(view.category, (totals.categories.get(view.category) ?? 0) + unread);
 }
 
 /** The visible conversations, in the order of `states`. */

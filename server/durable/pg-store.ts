@@ -320,7 +320,7 @@ export class PgStore implements DurableBacking {
 const MEMBER_ROWS_PER_STATEMENT = 5_000;
 
 const RECORD_COLUMNS =
-  'uid, conv, member, muted, marked_unread, large, last_seq, read_seq, deleted_seq, gen, join_gen, category, mention_seqs, w, read_gen, read_mention_seqs';
+  'uid, conv, member, muted, marked_unread, large, last_seq, read_seq, deleted_seq, gen, join_gen, category, mention_seqs, w, read_gen, read_mention_seqs, mentions_only, last_at';
 
 interface RecordRow {
   uid: string;
@@ -339,6 +339,8 @@ interface RecordRow {
   w: string;
   read_gen: string;
   read_mention_seqs: string[];
+  mentions_only: boolean;
+  last_at: string;
 }
 
 function recordOf(row: RecordRow): StoredConv {
@@ -357,6 +359,9 @@ function recordOf(row: RecordRow): StoredConv {
     mentionSeqs: row.mention_seqs.map(Number),
     readGen: Number(row.read_gen),
     readMentionSeqs: row.read_mention_seqs.map(Number),
+    // One level: a row is never both (settings set them together, both from the newer row).
+    mentionsOnly: row.mentions_only && !row.muted,
+    at: Number(row.last_at),
   };
 }
 
@@ -377,6 +382,8 @@ interface Columns {
   w: number[];
   readGen: number[];
   readMentions: string[];
+  mentionsOnly: boolean[];
+  at: number[];
 }
 
 function emptyColumns(): Columns {
@@ -397,6 +404,8 @@ function emptyColumns(): Columns {
     w: [],
     readGen: [],
     readMentions: [],
+    mentionsOnly: [],
+    at: [],
   };
 }
 
@@ -417,6 +426,8 @@ function pushRecord(c: Columns, uid: string, r: StoredConv, w: number): void {
   c.w.push(w);
   c.readGen.push(r.readGen);
   c.readMentions.push(`{${r.readMentionSeqs.join(',')}}`);
+  c.mentionsOnly.push(r.mentionsOnly);
+  c.at.push(r.at);
 }
 
 /**
@@ -443,6 +454,8 @@ function columnArrays(c: Columns): string[] {
     numbers(c.w),
     numbers(c.readGen),
     textArray(c.readMentions),
+    bools(c.mentionsOnly),
+    numbers(c.at),
   ];
 }
 
@@ -488,11 +501,12 @@ const UPSERT_RECORDS = `
   INSERT INTO redpoint_user_conv AS t (${RECORD_COLUMNS})
   -- mention seqs travel as array literals, one text per row (unnest would flatten a 2-D array)
   SELECT u.uid, u.conv, u.member, u.muted, u.marked_unread, u.large, u.last_seq, u.read_seq, u.deleted_seq, u.gen, u.join_gen,
-         u.category, u.mentions::bigint[], u.w, u.read_gen, u.read_mentions::bigint[]
+         u.category, u.mentions::bigint[], u.w, u.read_gen, u.read_mentions::bigint[], u.mentions_only, u.last_at
   FROM unnest($1::text[], $2::text[], $3::bool[], $4::bool[], $5::bool[], $6::bool[], $7::bigint[], $8::bigint[],
-              $9::bigint[], $10::bigint[], $11::bigint[], $12::text[], $13::text[], $14::bigint[], $15::bigint[], $16::text[])
+              $9::bigint[], $10::bigint[], $11::bigint[], $12::text[], $13::text[], $14::bigint[], $15::bigint[], $16::text[],
+              $17::bool[], $18::bigint[])
     AS u(uid, conv, member, muted, marked_unread, large, last_seq, read_seq, deleted_seq, gen, join_gen, category, mentions, w,
-         read_gen, read_mentions)
+         read_gen, read_mentions, mentions_only, last_at)
   -- a state read before the user was erased is not written back (a user created again is newer)
   WHERE NOT EXISTS (SELECT 1 FROM redpoint_erased e WHERE e.uid = u.uid AND e.w >= u.w)
   ON CONFLICT (uid, conv) DO UPDATE SET
@@ -503,7 +517,9 @@ const UPSERT_RECORDS = `
     gen = GREATEST(t.gen, EXCLUDED.gen),
     -- the read register by its generation first (byReadGen)
     ${['read_seq', 'mention_seqs', 'read_mention_seqs', 'read_gen'].map(byReadGen).join(',\n    ')},
-    ${['member', 'muted', 'marked_unread', 'large', 'join_gen', 'category'].map(newer).join(',\n    ')},
+    ${['member', 'muted', 'marked_unread', 'large', 'join_gen', 'category', 'mentions_only'].map(newer).join(',\n    ')},
+    -- the last activity: a max-register (issue 43)
+    last_at = GREATEST(t.last_at, EXCLUDED.last_at),
     w = GREATEST(t.w, EXCLUDED.w),
     updated_at = now()`;
 

@@ -74,6 +74,11 @@ const MIGRATIONS: readonly string[] = [
   // their read register by read_gen first (pg-store.ts byReadGen). Existing rows: generation 0.
   `ALTER TABLE redpoint_user_conv ADD COLUMN read_gen bigint NOT NULL DEFAULT 0,
      ADD COLUMN read_mention_seqs bigint[] NOT NULL DEFAULT '{}';`,
+  // 6 (issue 43): the notification level "mentions only" (rules.ts mentionsOnly; 'none' stays
+  // `muted`), taken with the other settings from the newer row, and the last activity `at` (ms,
+  // 0 = unknown), a max-register (GREATEST). Existing rows: level all or none, activity unknown.
+  `ALTER TABLE redpoint_user_conv ADD COLUMN mentions_only boolean NOT NULL DEFAULT false,
+     ADD COLUMN last_at bigint NOT NULL DEFAULT 0;`,
 ];
 
 const SCHEMA_VERSION = MIGRATIONS.length;

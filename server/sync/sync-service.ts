@@ -1,6 +1,6 @@
 import { RedpointError } from '../../protocol/errors.js';
 import { LIMITS } from '../../protocol/limits.js';
-import type { Cursor, MessageEvent, PullReply, UnreadSummary } from '../../protocol/types.js';
+import type { Cursor, MessageEvent, NotificationLevel, PullReply, UnreadSummary } from '../../protocol/types.js';
 import { addToTotals, conversationViews, type Totals, toView } from '../../protocol/view.js';
 import type { Engine, UserOp, UserOpResult } from '../engine/engine.js';
 import type { ConversationCap } from './conversation-cap.js';
@@ -18,6 +18,8 @@ export interface BatchResult {
 
 export interface SettingsChange {
   muted?: boolean;
+  /** The notification level (issue 43); with `muted` too, the two must agree (muted === (level === 'none')). */
+  level?: NotificationLevel;
   markedUnread?: boolean;
   /** Hide the conversation up to its current head (applied first, in the same change). */
   deleted?: boolean;
@@ -109,6 +111,9 @@ export class SyncService {
 
   /** Flags and delete as ONE change (one version): the delete first, then the flags. */
   async updateSettings(uid: string, conv: string, change: SettingsChange): Promise<UserOpResult> {
+    if (change.level !== undefined && change.muted !== undefined && change.muted !== (change.level === 'none')) {
+      throw new RedpointError('invalid_request', `muted: ${String(change.muted)} contradicts level: '${change.level}' (muted is level 'none')`);
+    }
     let deleteAt: number | undefined;
     if (change.deleted) {
       const info = await this.engine.getConversation(conv);
@@ -120,6 +125,7 @@ export class SyncService {
       uid,
       conv,
       ...(change.muted !== undefined ? { muted: change.muted } : {}),
+      ...(change.level !== undefined ? { level: change.level } : {}),
       ...(change.markedUnread !== undefined ? { markedUnread: change.markedUnread } : {}),
       ...(deleteAt !== undefined ? { deleteAt } : {}),
     });

@@ -5,6 +5,7 @@ import type { Engine, EngineOptions, UserOp } from '../../server/engine/engine.j
 import { claimConformance } from './conformance-claims.js';
 import { conversationConformance } from './conformance-conversations.js';
 import { convWith, del, expectTotalsConsistent, join, leave, message, mulberry32, one, plainTotals, read } from './conformance-helpers.js';
+import { levelConformance } from './conformance-levels.js';
 import { type ModelRunStats, modelRandomRun } from './conformance-model.js';
 import { notificationConformance } from './conformance-notify.js';
 import { pullConformance } from './conformance-pull.js';
@@ -447,5 +448,6 @@ export function engineConformance(name: string, makeEngine: MakeEngine): void {
 
     pullConformance(use);
     notificationConformance(use);
+    levelConformance(use);
   });
 }

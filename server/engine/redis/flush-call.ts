@@ -10,9 +10,9 @@ interface Candidate {
 }
 
 /**
- * The per-conversation arguments of ingest_flush.lua: conv, seq, number of candidates, then per
- * candidate uid, lastSeq, readSeq, mention seqs; the Lua adds what members get from the head
- * (mergeOps, ported).
+ * The per-conversation arguments of ingest_flush.lua: conv, seq, the last activity `at` ('' =
+ * none), the @all seqs 'a,b' ('' = none), number of candidates, then per candidate uid, lastSeq,
+ * readSeq, mention seqs; the Lua adds what members get from the head (mergeOps, ported).
  */
 export function flushArgs(items: readonly MessageRecord[], messages: readonly MessageEvent[], into: (string | number)[]): void {
   const byConv = new Map<string, Map<string, Candidate>>();
@@ -23,7 +23,15 @@ export function flushArgs(items: readonly MessageRecord[], messages: readonly Me
     if (!c) per.set(uid, (c = { lastSeq: 0, readSeq: 0, mentions: [] }));
     return c;
   };
+  const lastAt = new Map<string, number>();
+  const everyone = new Map<string, number[]>();
   for (const m of messages) {
+    if (m.at !== undefined) lastAt.set(m.conv, Math.max(lastAt.get(m.conv) ?? 0, m.at));
+    if (m.mentionAll === true) {
+      const seqs = everyone.get(m.conv);
+      if (seqs) seqs.push(m.seq);
+      else everyone.set(m.conv, [m.seq]);
+    }
     const own = of(m.conv, m.sender);
     own.lastSeq = Math.max(own.lastSeq, m.seq);
     own.readSeq = Math.max(own.readSeq, m.seq);
@@ -37,7 +45,7 @@ export function flushArgs(items: readonly MessageRecord[], messages: readonly Me
   }
   for (const item of items) {
     const per = byConv.get(item.conv) ?? new Map<string, Candidate>();
-    into.push(item.conv, item.seq, per.size);
+    into.push(item.conv, item.seq, lastAt.get(item.conv) ?? '', mentionArg(everyone.get(item.conv) ?? []), per.size);
     for (const [uid, c] of per) into.push(uid, c.lastSeq, c.readSeq, mentionArg(c.mentions));
   }
 }

@@ -14,7 +14,9 @@
 --          (durable tier: the caller restores them), else 0
 -- ARGV[13] the most user ops one call applies: a flush implying more applies none of them (the
 --          caller runs the user steps in chunks, so no script holds Redis for long)
--- ARGV[14..] per conversation: conv, seq (the newest of the flush), number of candidates, then
+-- ARGV[14..] per conversation: conv, seq (the newest of the flush), the last activity `at` (ms,
+--          '' = none: every op of the conversation carries it), its @all seqs 'a,b' ('' = none: a
+--          write-diffused conversation's members each get them as mentions), number of candidates, then
 --          per candidate (senders, mentioned users, distinct): uid, lastSeq (0: not a sender or
 --          mentioned), readSeq (its own message's seq when a sender, else 0), mention seqs 'a,b'
 -- Returns one flat array: 1 | 0 (0: the user ops were too many and none was applied), the number
@@ -34,12 +36,12 @@ local i = 14
 local n = 5
 while i <= #ARGV do
   -- seq and count as numbers: conv_record.lua's tonumber of a number is not a strtod.
-  local conv, seq, count = ARGV[i], tonumber(ARGV[i + 1]), setting(ARGV[i + 2])
+  local conv, seq, count = ARGV[i], tonumber(ARGV[i + 1]), setting(ARGV[i + 4])
   record[n + 1], record[n + 2], record[n + 3], record[n + 4] = conv, '', seq, count
-  for c = 0, count - 1 do record[n + 5 + c] = ARGV[i + 3 + 4 * c] end
+  for c = 0, count - 1 do record[n + 5 + c] = ARGV[i + 5 + 4 * c] end
   n = n + 4 + count
-  convs[#convs + 1] = { conv = conv, seq = seq, first = i + 3, count = count }
-  i = i + 3 + 4 * count
+  convs[#convs + 1] = { conv = conv, seq = seq, at = ARGV[i + 2], all = ARGV[i + 3], first = i + 5, count = count }
+  i = i + 5 + 4 * count
 end
 local recorded = script_convRecord(KEYS, record)
 
@@ -48,9 +50,12 @@ local recorded = script_convRecord(KEYS, record)
 -- message's members), and a table per user for the list and its index was ~2 of the ~150k
 -- instructions a member costs (bench/reports/redis-cost.md, "the symbol build's profile").
 local users, opOf, opCount = {}, {}, 0
+-- conv -> its last activity argument ('' = none): every op of the conversation carries it.
+local atOf = {}
+for _, c in ipairs(convs) do atOf[c.conv] = c.at end
 local function newOp(conv)
   opCount = opCount + 1
-  return { conv = conv, lastSeq = 0, readSeq = 0, mentions = '', count = 1, after = false }
+  return { conv = conv, lastSeq = 0, readSeq = 0, mentions = '', at = atOf[conv], count = 1, after = false }
 end
 local function opFor(uid, conv)
   local first = opOf[uid]
@@ -99,11 +104,14 @@ for k, c in ipairs(convs) do
       end
     end
     if not large then
-      local top = c.seq
+      local top, all = c.seq, c.all
       for _, uid in ipairs(listed) do
         if string.byte(uid, 1) ~= 35 then -- '#': the conversation's own fields
           local op = opFor(uid, c.conv)
           if top > op.lastSeq then op.lastSeq = top end
+          -- @all: a mention of every member (its sender's own read covers it: user_apply.lua
+          -- keeps only mentions above readSeq); user_apply.lua merges, sorts and caps the list.
+          if all ~= '' then op.mentions = op.mentions == '' and all or op.mentions .. ',' .. all end
         end
       end
     end
@@ -147,8 +155,8 @@ for _, uid in ipairs(users) do
   apply[n + 1], apply[n + 2], apply[n + 3], apply[n + 4] = uid, op.count, '', check
   n = n + 4
   while op do
-    apply[n + 1], apply[n + 2], apply[n + 3], apply[n + 4], apply[n + 5], apply[n + 6] = 'm', op.conv, op.lastSeq, op.readSeq, op.mentions, genOf[op.conv]
-    n = n + 6
+    apply[n + 1], apply[n + 2], apply[n + 3], apply[n + 4], apply[n + 5], apply[n + 6], apply[n + 7] = 'm', op.conv, op.lastSeq, op.readSeq, op.mentions, genOf[op.conv], op.at
+    n = n + 7
     op = op.after
   end
 end

@@ -1,5 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { AUTH_CHECKS, type AuthCheck, ERROR_CODES, type ErrorCode } from './errors.js';
+import { LIMITS } from './limits.js';
 import { Category, Id } from './schemas.js';
 
 /**
@@ -86,6 +87,18 @@ export const PullReplySchema = Type.Object(
     version: Type.Integer({ minimum: 0, description: 'The cursor version once this reply is applied.' }),
     more: Type.Boolean({ description: 'More entries follow: pull again with `since=<epoch>:<version>`.' }),
     heads: Type.Record(Id, SeqValue, { description: 'Current head (maxSeq) of each read-diffused conversation the user is in.' }),
+    // Issue 43: what a read-diffused conversation keeps beside its head, for those that have it.
+    headAt: Type.Optional(
+      Type.Record(Id, AtSchema, {
+        description: "Last activity (`at`, ms) of each read-diffused conversation that has one: the conversation's is max(state.at, headAt[conv]).",
+      }),
+    ),
+    mentionAll: Type.Optional(
+      Type.Record(Id, Type.Array(Type.Integer({ minimum: 1 }), { maxItems: LIMITS.mentionSeqsPerConversation }), {
+        description:
+          'The @all seqs (ascending, the newest LIMITS.mentionSeqsPerConversation) of each read-diffused conversation that has any: each seq s with readSeq < s <= the effective lastSeq is one more mention of this user.',
+      }),
+    ),
   },
   {
     $id: 'PullReply',

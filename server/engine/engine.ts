@@ -83,6 +83,8 @@ export interface Engine {
   ): Promise<{ recorded: (RecordedMessage | null)[]; userOps: number }>;
   /** Current maxSeq of each conversation (missing ones are left out). */
   heads(convs: readonly string[]): Promise<Map<string, number>>;
+  /** The HeadExtra of each read-diffused conversation that has one (missing ones, and those with nothing, are left out). */
+  headExtras(convs: readonly string[]): Promise<Map<string, HeadExtra>>;
 
   /**
    * Applies per-user ops: one atomic step per user (their ops in the given order), users
@@ -178,6 +180,19 @@ export interface MessageRecord {
   seq: number;
   /** Senders and mentioned users: whose membership a read-diffused conversation must tell. */
   candidates: readonly string[];
+  /** Issue 43, kept by a read-diffused conversation only (a write-diffused one's records keep them): the newest `at` of its messages ... */
+  at?: number;
+  /** ... and the seqs of its @all messages. */
+  mentionAll?: readonly number[];
+}
+
+/**
+ * What a read-diffused conversation keeps beside its head (issue 43): its last activity (0:
+ * unknown) and its @all seqs, ascending, the newest `LIMITS.mentionSeqsPerConversation`.
+ */
+export interface HeadExtra {
+  at: number;
+  mentionAll: number[];
 }
 
 export interface RecordedMessage {

@@ -47,8 +47,9 @@ export function mergeOps(messages: readonly MessageEvent[], byConv: ReadonlyMap<
       own.lastSeq = Math.max(own.lastSeq, m.seq);
       own.readSeq = Math.max(own.readSeq, m.seq);
     }
-    // Most messages mention nobody: no Set for them.
-    if (m.mentions === undefined || m.mentions.length === 0) continue;
+    // Most messages mention nobody: no Set for them. An @all message's own mentions are in its
+    // @all (below, or the read-diffused conversation's set): one mention per member, once.
+    if (m.mentions === undefined || m.mentions.length === 0 || m.mentionAll === true) continue;
     for (const uid of new Set(m.mentions)) {
       if (uid === m.sender || !members.has(uid)) continue;
       const op = opFor(uid, m.conv, r.info.gen);

@@ -136,8 +136,9 @@ export class SyncService {
     const stored = await this.engine.pull(uid, since, Math.min(Math.max(1, limit), LIMITS.pullPageMax));
     this.onStoreCall?.('pull', (performance.now() - started) / 1000);
     const heads = await this.headsOf(stored.largeConvs, stored.heads);
+    const extras = await this.extrasOf(stored.largeConvs);
     const { largeConvs: _ignored, heads: _read, ...rest } = stored;
-    return { ...rest, heads: Object.fromEntries(heads) };
+    return { ...rest, heads: Object.fromEntries(heads), ...extras };
   }
 
   /** The badge numbers. `total` = stored totals (write-diffused) + read-diffused groups summed now. */
@@ -151,10 +152,11 @@ export class SyncService {
         stored.heads,
       ),
     );
+    const extras = await this.extrasOf(stored.states.filter((s) => s.large).map((s) => s.conv));
     // Stored totals cover the write-diffused conversations; the read-diffused ones are added now.
     const totals: Totals = { total: stored.totals.total, mentions: stored.totals.mentions, categories: new Map(stored.totals.categories) };
     for (const state of stored.states) {
-      const view = state.large ? toView(state, heads) : null;
+      const view = state.large ? toView(state, heads, extras) : null;
       if (view) addToTotals(totals, view);
     }
     // Object.fromEntries defines own properties: a category named `__proto__` stays data.
@@ -165,7 +167,25 @@ export class SyncService {
       total: totals.total,
       mentions: totals.mentions,
       categories: Object.fromEntries(totals.categories),
-      conversations: conversationViews(stored.states, heads),
+      conversations: conversationViews(stored.states, heads, extras),
+    };
+  }
+
+  /** Issue 43: the read-diffused conversations' last activity and @all seqs (PullReply `headAt`, `mentionAll`), only those that have any. */
+  private async extrasOf(convs: readonly string[]): Promise<{ headAt?: Record<string, number>; mentionAll?: Record<string, number[]> }> {
+    if (convs.length === 0) return {};
+    const found = await this.engine.headExtras(convs);
+    if (found.size === 0) return {};
+    // Object.fromEntries defines own properties: a conversation named `__proto__` stays data.
+    const atEntries: [string, number][] = [];
+    const allEntries: [string, number[]][] = [];
+    for (const [conv, extra] of found) {
+      if (extra.at > 0) atEntries.push([conv, extra.at]);
+      if (extra.mentionAll.length > 0) allEntries.push([conv, extra.mentionAll]);
+    }
+    return {
+      ...(atEntries.length > 0 ? { headAt: Object.fromEntries(atEntries) } : {}),
+      ...(allEntries.length > 0 ? { mentionAll: Object.fromEntries(allEntries) } : {}),
     };
   }
 

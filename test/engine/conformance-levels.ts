@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { Engine, UserOp } from '../../server/engine/engine.js';
 import { mergeOps } from '../../server/engine/merge-ops.js';
+import { SyncService } from '../../server/sync/sync-service.js';
+import { clientViews } from '../helpers/client-view.js';
 import type { UseEngine } from './conformance.js';
 import { convWith, del, expectTotalsConsistent, join, message, one, pageStates, plainTotals, read, recordOne } from './conformance-helpers.js';
 
@@ -141,6 +143,41 @@ export function levelConformance(use: UseEngine): void {
       expect(await totals(e, 'c')).toEqual({ total: 1, mentions: 1, categories: { group: 1 } });
       await one(e, read('c', 'g', 1));
       expect(await totals(e, 'c')).toEqual({ total: 0, mentions: 0, categories: {} });
+    });
+
+    it('@all in a large group counts for every member, once, and is cleared by a read', async () => {
+      const e = await use();
+      const sync = new SyncService(e, { largeGroupThreshold: 2 });
+      await sync.changeMembers('big', { add: ['a', 'b', 'c', 'd'], remove: [], category: 'group' });
+      const everyone = { conv: 'big', seq: 1, sender: 'a', mentionAll: true, mentions: ['b'], at: T0 };
+      await sync.postMessages([everyone]);
+      await sync.postMessages([{ conv: 'big', seq: 2, sender: 'c', at: T0 + 5 }]);
+      // A redelivery, alone and in a batch with another conversation: nothing counts twice.
+      await sync.changeMembers('small', { add: ['b'], remove: [] });
+      await sync.postMessages([everyone, { conv: 'small', seq: 1, sender: 'b' }]);
+      const row = async (uid: string) => (await sync.unread(uid)).conversations.find((c) => c.conv === 'big');
+      // Every member but the sender: b once (named and @all), d; c read it by sending seq 2.
+      expect(await row('a')).toMatchObject({ unread: 1, mentions: 0, at: T0 + 5 });
+      expect(await row('b')).toMatchObject({ unread: 2, mentions: 1, at: T0 + 5 });
+      expect(await row('c')).toMatchObject({ unread: 0, mentions: 0, at: T0 + 5 });
+      expect(await row('d')).toMatchObject({ unread: 2, mentions: 1, at: T0 + 5 });
+      expect(await sync.unread('d')).toMatchObject({ total: 2, mentions: 1 });
+      // A client sees the same from what it pulls (the states, heads, headAt and mentionAll).
+      const pulled = await sync.pull('d', null);
+      expect(pulled).toMatchObject({ headAt: { big: T0 + 5 }, mentionAll: { big: [1] } });
+      const held = pageStates(pulled);
+      expect(clientViews(held, pulled.heads, pulled)).toEqual((await sync.unread('d')).conversations);
+      // Mentions only: the @all mention is the badge.
+      await sync.updateSettings('d', 'big', { level: 'mentions' });
+      expect(await sync.unread('d')).toMatchObject({ total: 1, mentions: 1 });
+      // A read past it clears it; unread from before it counts it again.
+      await sync.read('d', 'big', 1);
+      expect(await sync.unread('d')).toMatchObject({ total: 0, mentions: 0 });
+      await e.applyUserOps([{ type: 'unread-from', uid: 'd', conv: 'big', seq: 1 }]);
+      expect(await sync.unread('d')).toMatchObject({ total: 1, mentions: 1 });
+      // A member who joins later never counts an @all from before the join.
+      await sync.changeMembers('big', { add: ['late'], remove: [] });
+      expect(await row('late')).toMatchObject({ unread: 0, mentions: 0 });
     });
   });
 }

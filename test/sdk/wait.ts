@@ -71,8 +71,10 @@ export function shown(state: RedpointState): Shown {
   };
 }
 
+/** The server's summary in the SDK's list order: the newest last activity (`at`) first, then by id (the server lists by id). */
 export function truth(summary: UnreadSummary): Shown {
-  return { total: summary.total, mentions: summary.mentions, categories: sortedKeys(summary.categories), conversations: summary.conversations };
+  const conversations = [...summary.conversations].sort((a, b) => (b.at ?? 0) - (a.at ?? 0) || (a.conv < b.conv ? -1 : a.conv > b.conv ? 1 : 0));
+  return { total: summary.total, mentions: summary.mentions, categories: sortedKeys(summary.categories), conversations };
 }
 
 /** Category totals compared as sets: the order of keys means nothing. */

@@ -6,6 +6,7 @@ import {
   type ConvInfo,
   type Engine,
   type EngineOptions,
+  type HeadExtra,
   type JoinClaim,
   type MembersChange,
   type MembersStep,
@@ -25,6 +26,7 @@ import {
   claimLive,
   claimOutcome,
   contribution,
+  mergeMentions,
   needsReset,
   type StoredConv,
   sameRecord,
@@ -140,12 +142,14 @@ export class MemoryEngine implements Engine {
     return items.map((item) => this.recordMessage(item, at));
   }
 
-  private recordMessage({ conv, seq, candidates }: MessageRecord, at: number | undefined): RecordedMessage | null {
+  private recordMessage({ conv, seq, candidates, at: lastAt, mentionAll }: MessageRecord, at: number | undefined): RecordedMessage | null {
     const c = this.conversations.get(conv);
     if (!c) return null;
     const raised = seq > c.maxSeq;
     if (raised) c.maxSeq = seq;
     if (!c.large) return { info: info(conv, c), members: tableKeys(c.members) };
+    if (lastAt !== undefined && lastAt > c.lastAt) c.lastAt = lastAt;
+    if (mentionAll !== undefined && mentionAll.length > 0) c.mentionAll = mergeMentions(c.mentionAll, mentionAll, 0);
     if (raised) this.notifications.head({ conv, maxSeq: c.maxSeq, ...(at !== undefined ? { at } : {}) });
     return { info: info(conv, c), members: candidates.filter((uid) => tableHas(c.members, uid)) };
   }
@@ -155,6 +159,15 @@ export class MemoryEngine implements Engine {
     for (const conv of convs) {
       const c = this.conversations.get(conv);
       if (c) out.set(conv, c.maxSeq);
+    }
+    return out;
+  }
+
+  async headExtras(convs: readonly string[]): Promise<Map<string, HeadExtra>> {
+    const out = new Map<string, HeadExtra>();
+    for (const conv of convs) {
+      const c = this.conversations.get(conv);
+      if (c && (c.lastAt > 0 || c.mentionAll.length > 0)) out.set(conv, { at: c.lastAt, mentionAll: [...c.mentionAll] });
     }
     return out;
   }

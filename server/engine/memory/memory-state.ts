@@ -22,6 +22,9 @@ const lowPart = (value: number): number => (value - Math.floor(value / GEN_SPLIT
 export class MemoryConversation {
   maxSeq = 0;
   large = false;
+  /** Issue 43, kept while read-diffused (engine.ts HeadExtra): the last activity and the @all seqs. */
+  lastAt = 0;
+  mentionAll: number[] = [];
   /** uid → the member's tag text (state-text.ts encodeMemberTag, as the Redis engine stores it). */
   members: TextTable = EMPTY_TABLE;
   private genHigh = 0;

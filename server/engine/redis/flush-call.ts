@@ -35,7 +35,8 @@ export function flushArgs(items: readonly MessageRecord[], messages: readonly Me
     const own = of(m.conv, m.sender);
     own.lastSeq = Math.max(own.lastSeq, m.seq);
     own.readSeq = Math.max(own.readSeq, m.seq);
-    if (m.mentions === undefined || m.mentions.length === 0) continue;
+    // An @all message's mentions are its @all's (mergeOps): one mention per member, once.
+    if (m.mentions === undefined || m.mentions.length === 0 || m.mentionAll === true) continue;
     for (const uid of new Set(m.mentions)) {
       if (uid === m.sender) continue;
       const c = of(m.conv, uid);

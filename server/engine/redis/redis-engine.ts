@@ -11,6 +11,7 @@ import type {
   ConvInfo,
   Engine,
   EngineOptions,
+  HeadExtra,
   JoinClaim,
   MembersChange,
   MembersStep,
@@ -53,7 +54,7 @@ import { RedisDurableStore } from './redis-durable.js';
 import { publishCommand, RedisNotifications } from './redis-notifications.js';
 import { ClusterRuns, type RunTracker, type RunWaits, SingleRun } from './runs.js';
 import { buildLibrary, defineScripts, ensureLibrary, type Library, type ScriptedCluster, type ScriptedRedis } from './scripts.js';
-import { appendUserOps, opArgs } from './user-ops.js';
+import { appendUserOps, mentionArg, opArgs } from './user-ops.js';
 import { watchCluster, watchRedis } from './watch-redis.js';
 
 /**
@@ -420,12 +421,12 @@ export class RedisEngine implements Engine {
     const durableNow = this.durable ? String(Date.now()) : '';
     await this.perServer(
       indexes.map((i) => ({ key: convKey(this.prefix, (items[i] as MessageRecord).conv), index: i })),
-      (i) => 4 + (items[i] as MessageRecord).candidates.length,
+      (i) => 6 + (items[i] as MessageRecord).candidates.length,
       async (group, cluster) => {
         const args: (string | number)[] = [this.prefix, atArg, this.publish, cluster ? '1' : '0', durableNow];
         for (const { index, key } of group) {
           const item = items[index] as MessageRecord;
-          args.push(item.conv, shardOf(key, cluster), item.seq, item.candidates.length, ...item.candidates);
+          args.push(item.conv, shardOf(key, cluster), item.seq, item.at ?? '', mentionArg(item.mentionAll ?? []), item.candidates.length, ...item.candidates);
         }
         const reply = asArray(await this.client.convRecord((group[0] as Grouped).key, ...args));
         return reply.map((part, j) => {
@@ -478,6 +479,19 @@ export class RedisEngine implements Engine {
     replies.forEach((maxSeq, i) => {
       const conv = convs[i];
       if (conv !== undefined && maxSeq != null) out.set(conv, Number(maxSeq));
+    });
+    return out;
+  }
+
+  async headExtras(convs: readonly string[]): Promise<Map<string, HeadExtra>> {
+    // One HMGET per conversation (each its own hash tag), pipelined by auto-pipelining; a
+    // conversation Redis lacks was restored by the heads() read before this one.
+    const replies = await Promise.all(convs.map((conv) => this.client.hmget(convKey(this.prefix, conv), '#a', '#@')));
+    const out = new Map<string, HeadExtra>();
+    replies.forEach(([at, all], i) => {
+      const conv = convs[i];
+      if (conv === undefined || (at == null && (all == null || all === ''))) return;
+      out.set(conv, { at: at == null ? 0 : Number(at), mentionAll: all == null || all === '' ? [] : all.split(',').map(Number) });
     });
     return out;
   }

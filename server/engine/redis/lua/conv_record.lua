@@ -11,7 +11,10 @@
 -- ARGV[5] durable tier: now in ms ('' = off): a raised head is marked 'h|<conv>' in the dirty
 --         set of the conversation's slot (server/durable/)
 -- ARGV[6..] per conversation: conv, shard (keys.ts: the key suffix of its slot's dirty set),
---         seq, number of candidates, the candidates
+--         seq, at (the newest message-service timestamp, ms, '' = none), @all seqs 'a,b' ('' =
+--         none), number of candidates, the candidates. A read-diffused conversation keeps `at`
+--         as a max-register in '#a' and the @all seqs, the newest `mention cap`, in '#@'
+--         (issue 43: engine.ts HeadExtra); a write-diffused one leaves them to its records.
 -- Returns per conversation: 0 when it does not exist (nothing is created), else
 -- {maxSeq, large 1|0, category, gen, member count, {uid, ...}} (gen and member count as stored:
 -- texts, or false when unset; the caller parses them); for a write-diffused one the list
@@ -20,14 +23,29 @@
 
 local prefix, at, publishCmd, checkLocal = ARGV[1], ARGV[2], ARGV[3], ARGV[4] == '1'
 local durableNow = ARGV[5]
+
+-- '#@' merged with `added` ('a,b'): distinct, ascending, the newest mentionCap.
+local function mergeAll(stored, added)
+  local seen, list = {}, {}
+  for text in string.gmatch((stored or '') .. ',' .. added, '%d+') do
+    local s = tonumber(text)
+    if not seen[s] then seen[s] = true; list[#list + 1] = s end
+  end
+  table.sort(list)
+  local first = math.max(1, #list - MENTION_CAP + 1)
+  local texts = {}
+  for k = first, #list do texts[#texts + 1] = int(list[k]) end
+  return table.concat(texts, ',')
+end
 -- unpack() is bounded by the Lua C stack (LUAI_MAXCSTACK 8000): work in chunks.
 local CHUNK = 1000
 
 local out = {}
 local i = 6
 while i <= #ARGV do
-  local conv, shard, seq, count = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3])
-  local first, last = i + 4, i + 3 + count
+  local conv, shard, seq, count = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 5])
+  local lastAt, all = ARGV[i + 3], ARGV[i + 4]
+  local first, last = i + 6, i + 5 + count
   i = last + 1
   local K = convKeyOf(prefix, conv)
   local meta
@@ -66,6 +84,12 @@ while i <= #ARGV do
         c = d + 1
       end
       if raised and publishCmd ~= '' then redis.call(publishCmd, convChannelOf(prefix, conv), int(maxSeq) .. '|' .. at) end
+      -- Issue 43: only messages that carry them pay for these (most carry neither).
+      if lastAt ~= '' then
+        local kept = redis.call('HGET', K, '#a')
+        if not kept or tonumber(lastAt) > tonumber(kept) then redis.call('HSET', K, '#a', lastAt) end
+      end
+      if all ~= '' then redis.call('HSET', K, '#@', mergeAll(redis.call('HGET', K, '#@'), all)) end
     end
     out[#out + 1] = { maxSeq, large and 1 or 0, meta[3], meta[4], meta[5], members }
   end

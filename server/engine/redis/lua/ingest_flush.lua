@@ -37,9 +37,9 @@ local n = 5
 while i <= #ARGV do
   -- seq and count as numbers: conv_record.lua's tonumber of a number is not a strtod.
   local conv, seq, count = ARGV[i], tonumber(ARGV[i + 1]), setting(ARGV[i + 4])
-  record[n + 1], record[n + 2], record[n + 3], record[n + 4] = conv, '', seq, count
-  for c = 0, count - 1 do record[n + 5 + c] = ARGV[i + 5 + 4 * c] end
-  n = n + 4 + count
+  record[n + 1], record[n + 2], record[n + 3], record[n + 4], record[n + 5], record[n + 6] = conv, '', seq, ARGV[i + 2], ARGV[i + 3], count
+  for c = 0, count - 1 do record[n + 7 + c] = ARGV[i + 5 + 4 * c] end
+  n = n + 6 + count
   convs[#convs + 1] = { conv = conv, seq = seq, at = ARGV[i + 2], all = ARGV[i + 3], first = i + 5, count = count }
   i = i + 5 + 4 * count
 end

@@ -146,6 +146,8 @@ export interface ConvInfo {
   memberCount: number;
   /** Membership generation: raised by every membership change that changed something. */
   gen: number;
+  /** Issue 43: the conversation's last activity (ms), where the step read it: membership ops give it to the members they make (absent: unknown). */
+  at?: number;
 }
 
 export interface MembersChange {

@@ -60,5 +60,7 @@ export type MembershipOp =
       category: string;
       /** An operator's rebase: lowers the record to `head` instead of raising (see above). */
       rebase?: true;
+      /** The conversation's last activity (ms) when the op was made: a lower bound for the record's `at` (issue 43). */
+      at?: number;
     }
   | { type: 'membership'; uid: string; conv: string; gen: number; member: false };

@@ -252,6 +252,7 @@ export function applyRule(before: StoredConv | undefined, op: UserOp): StoredCon
           if (op.rebase) lowerTo(rec, op.head);
         }
         rec.lastSeq = Math.max(rec.lastSeq, op.head);
+        if (op.at !== undefined && op.at > rec.at) rec.at = op.at;
         rec.large = op.large;
         rec.category = op.category;
       } else if (rec.member) {

@@ -179,5 +179,28 @@ export function levelConformance(use: UseEngine): void {
       await sync.changeMembers('big', { add: ['late'], remove: [] });
       expect(await row('late')).toMatchObject({ unread: 0, mentions: 0 });
     });
+
+    it("the last activity is the conversation's: a joiner, and every mode switch, keep it", async () => {
+      const e = await use();
+      const sync = new SyncService(e, { largeGroupThreshold: 2 });
+      const atOf = async (uid: string) => (await sync.unread(uid)).conversations.find((c) => c.conv === 'g')?.at;
+      await sync.changeMembers('g', { add: ['a', 'b'], remove: [] });
+      await sync.postMessages([{ conv: 'g', seq: 1, sender: 'a', at: T0 }]);
+      // A message without a time, or an older one, changes nothing.
+      await sync.postMessages([{ conv: 'g', seq: 2, sender: 'a' }]);
+      await sync.postMessages([{ conv: 'g', seq: 3, sender: 'b', at: T0 - 1 }]);
+      await sync.changeMembers('g', { add: ['c'], remove: [] });
+      // Read diffusion now (3 > 2): the joiner's record got it from its membership op.
+      expect(await atOf('c')).toBe(T0);
+      await sync.postMessages([{ conv: 'g', seq: 4, sender: 'c', at: T0 + 5 }]);
+      await sync.changeMembers('g', { add: ['d'], remove: [] });
+      for (const uid of ['a', 'b', 'c', 'd']) expect(await atOf(uid), uid).toBe(T0 + 5);
+      // Back to write diffusion: the rewritten records carry it, without headAt.
+      await sync.changeMembers('g', { add: [], remove: ['c', 'd'] });
+      const pulled = await sync.pull('a', null);
+      expect(pulled.headAt).toBeUndefined();
+      expect(pageStates(pulled).find((s) => s.conv === 'g')).toMatchObject({ large: false, at: T0 + 5 });
+      expect(await atOf('b')).toBe(T0 + 5);
+    });
   });
 }

@@ -147,8 +147,8 @@ export class MemoryEngine implements Engine {
     if (!c) return null;
     const raised = seq > c.maxSeq;
     if (raised) c.maxSeq = seq;
-    if (!c.large) return { info: info(conv, c), members: tableKeys(c.members) };
     if (lastAt !== undefined && lastAt > c.lastAt) c.lastAt = lastAt;
+    if (!c.large) return { info: info(conv, c), members: tableKeys(c.members) };
     if (mentionAll !== undefined && mentionAll.length > 0) c.mentionAll = mergeMentions(c.mentionAll, mentionAll, 0);
     if (raised) this.notifications.head({ conv, maxSeq: c.maxSeq, ...(at !== undefined ? { at } : {}) });
     return { info: info(conv, c), members: candidates.filter((uid) => tableHas(c.members, uid)) };

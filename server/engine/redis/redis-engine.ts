@@ -241,6 +241,7 @@ export class RedisEngine implements Engine {
       category: asString(reply[2]),
       memberCount: asNumber(reply[3]),
       gen: asNumber(reply[4]),
+      ...(reply[7] != null ? { at: Number(reply[7]) } : {}),
     };
     const flat = asStrings(reply[6]);
     const joins: MemberTag[] = [];
@@ -254,7 +255,8 @@ export class RedisEngine implements Engine {
     if (all[`${CONV_FIELD}s`] === undefined) return null;
     const members: MemberTag[] = [];
     for (const [field, value] of Object.entries(all)) if (!field.startsWith(CONV_FIELD)) members.push(decodeMemberTag(field, value));
-    return { info: convInfo(conv, [all['#s'], all['#l'], all['#c'], all['#g'], all['#n']]), members };
+    const info = convInfo(conv, [all['#s'], all['#l'], all['#c'], all['#g'], all['#n']]);
+    return { info: all['#a'] === undefined ? info : { ...info, at: Number(all['#a']) }, members };
   }
 
   async finishRewrite(conv: string, gen: number): Promise<void> {

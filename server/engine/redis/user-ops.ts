@@ -32,7 +32,7 @@ function membershipFlags(op: { large: boolean; rebase?: true }): string {
 
 /** How many arguments an op takes in user_apply.lua (its type, conversation and fields). */
 export function opArgs(op: UserOp): number {
-  return op.type === 'read' || op.type === 'unread-from' ? 4 : op.type === 'membership' ? 8 : op.type === 'message' ? 7 : 5;
+  return op.type === 'read' || op.type === 'unread-from' ? 4 : op.type === 'membership' ? 9 : op.type === 'message' ? 7 : 5;
 }
 
 /** Appends one user's ops as user_apply.lua reads them: type, conversation, then the type's fields. */
@@ -46,8 +46,8 @@ export function appendUserOps(args: (string | number)[], ops: readonly UserOp[])
         args.push('r', op.conv, op.seq, op.gen ?? '');
         break;
       case 'membership':
-        if (op.member) args.push('g', op.conv, op.gen, membershipFlags(op), op.joinGen, op.joinHead, op.head, op.category);
-        else args.push('g', op.conv, op.gen, '00', 0, 0, 0, '');
+        if (op.member) args.push('g', op.conv, op.gen, membershipFlags(op), op.joinGen, op.joinHead, op.head, op.category, op.at ?? '');
+        else args.push('g', op.conv, op.gen, '00', 0, 0, 0, '', '');
         break;
       case 'settings':
         args.push('s', op.conv, levelArg(op), flag(op.markedUnread), op.deleteAt ?? '-');

@@ -12,9 +12,10 @@
 --         set of the conversation's slot (server/durable/)
 -- ARGV[6..] per conversation: conv, shard (keys.ts: the key suffix of its slot's dirty set),
 --         seq, at (the newest message-service timestamp, ms, '' = none), @all seqs 'a,b' ('' =
---         none), number of candidates, the candidates. A read-diffused conversation keeps `at`
---         as a max-register in '#a' and the @all seqs, the newest `mention cap`, in '#@'
---         (issue 43: engine.ts HeadExtra); a write-diffused one leaves them to its records.
+--         none), number of candidates, the candidates. Every conversation keeps `at` as a
+--         max-register in '#a' (membership ops give it to the members they make); a
+--         read-diffused one also keeps the @all seqs, the newest `mention cap`, in '#@' (issue
+--         43: engine.ts HeadExtra); a write-diffused one's members' records count them.
 -- Returns per conversation: 0 when it does not exist (nothing is created), else
 -- {maxSeq, large 1|0, category, gen, member count, {uid, ...}} (gen and member count as stored:
 -- texts, or false when unset; the caller parses them); for a write-diffused one the list
@@ -84,12 +85,12 @@ while i <= #ARGV do
         c = d + 1
       end
       if raised and publishCmd ~= '' then redis.call(publishCmd, convChannelOf(prefix, conv), int(maxSeq) .. '|' .. at) end
-      -- Issue 43: only messages that carry them pay for these (most carry neither).
-      if lastAt ~= '' then
-        local kept = redis.call('HGET', K, '#a')
-        if not kept or tonumber(lastAt) > tonumber(kept) then redis.call('HSET', K, '#a', lastAt) end
-      end
       if all ~= '' then redis.call('HSET', K, '#@', mergeAll(redis.call('HGET', K, '#@'), all)) end
+    end
+    -- Issue 43: only messages that carry a time pay for this (most carry none).
+    if lastAt ~= '' then
+      local kept = redis.call('HGET', K, '#a')
+      if not kept or tonumber(lastAt) > tonumber(kept) then redis.call('HSET', K, '#a', lastAt) end
     end
     out[#out + 1] = { maxSeq, large and 1 or 0, meta[3], meta[4], meta[5], members }
   end

@@ -28,7 +28,8 @@
 --   m (message):    lastSeq, readSeq, mention seqs 'a,b,c', the conversation's gen ('' = no check),
 --                   at: the last activity (ms, '' = none)
 --   r (read):       seq, the read generation it was made in ('' = the record's)
---   g (membership): gen, flags <member><large>[<rebase>], joinGen, joinHead, head, category
+--   g (membership): gen, flags <member><large>[<rebase>], joinGen, joinHead, head, category,
+--                   at: the conversation's last activity (ms, '' = none)
 --   s (settings):   level 0 all|1 none (muted)|2 mentions|- unchanged, markedUnread 1|0|-, deleteAt (or -)
 --   U (unread-from): seq (the read register set to seq - 1), its generation ('' = the record's + 1)
 -- Publishes each user's changes on `<prefix>:bus:{u:<uid>}`, in version order: 'epoch|at', then

@@ -8,7 +8,7 @@
 -- per call, 19.5k since: with one message per flush it is paid per message).
 local argv, runId, prefix, snapshotEvery, streamMaxLen, mentionCap, idle, publishCmd, at, now
 local checkLocal, withResults, durableNow, activityEvery
-local FIELDS = { m = 5, r = 2, g = 6, s = 3, U = 2 }
+local FIELDS = { m = 5, r = 2, g = 7, s = 3, U = 2 }
 
 local function blank(conv)
   return {
@@ -162,6 +162,11 @@ local function apply(r, op, conv, i)
         end
       end
       r.lastSeq = max(r.lastSeq, tonumber(argv[i + 6]))
+      local convAt = argv[i + 8]
+      if convAt ~= '' then
+        convAt = convAt + 0
+        if convAt > r.at then r.at = convAt end
+      end
       r.large = byte(flags, 2) == 49
       r.category = argv[i + 7]
     elseif r.member then

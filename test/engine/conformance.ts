@@ -425,7 +425,15 @@ export function engineConformance(name: string, makeEngine: MakeEngine): void {
       });
 
       it('random API calls through SyncService equal the independent reference model: pulled states, stored totals, summaries', async () => {
-        const totals: ModelRunStats = { checks: 0, switches: 0, notFound: 0, markedReadsAtReadSeq: 0, marksClearedByRead: 0 };
+        const totals: ModelRunStats = {
+          checks: 0,
+          switches: 0,
+          notFound: 0,
+          markedReadsAtReadSeq: 0,
+          marksClearedByRead: 0,
+          mentionsLevelDiffers: 0,
+          everyoneInLarge: 0,
+        };
         for (const seed of [7, 1999, 20260101]) {
           const stats = await modelRandomRun(await use({ snapshotEvery: 4, streamMaxLen: 8 }), mulberry32(seed), 150);
           for (const key of Object.keys(totals) as (keyof ModelRunStats)[]) totals[key] += stats[key];
@@ -436,6 +444,9 @@ export function engineConformance(name: string, makeEngine: MakeEngine): void {
         expect(totals.notFound).toBeGreaterThan(0);
         expect(totals.markedReadsAtReadSeq).toBeGreaterThan(0);
         expect(totals.marksClearedByRead).toBeGreaterThan(0);
+        // Issue 43: levels and @all in read-diffused groups were met.
+        expect(totals.mentionsLevelDiffers).toBeGreaterThan(0);
+        expect(totals.everyoneInLarge).toBeGreaterThan(0);
       });
 
       it('expectTotalsConsistent sees a wrong stored total (the check can fail)', async () => {

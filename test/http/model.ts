@@ -24,7 +24,13 @@ interface Conversation {
   maxSeq: number;
   category: string;
   members: Set<string>;
+  /** Last activity: the largest `at` of its messages (0: none). */
+  at: number;
+  /** @all seqs delivered while read-diffused (more members than the threshold): they stop counting when it stops being so. */
+  everyoneWhileLarge: Set<number>;
 }
+
+export type Level = 'all' | 'mentions' | 'none';
 
 interface Membership {
   member: boolean;
@@ -32,7 +38,8 @@ interface Membership {
   readSeq: number;
   /** Every seq that mentioned the user since they (re)joined; only those > readSeq count. */
   mentionSeqs: Set<number>;
-  muted: boolean;
+  /** The notification level ('none' is muted). */
+  level: Level;
   markedUnread: boolean;
   /** Hidden while lastSeq <= hiddenUpTo; null: not deleted. */
   hiddenUpTo: number | null;
@@ -73,11 +80,12 @@ export class Model {
   private applyMembers(conv: string, add: readonly string[], remove: readonly string[], category?: string): { members: number; large: boolean } {
     let c = this.conversations.get(conv);
     if (!c) {
-      c = { maxSeq: 0, category: category ?? DEFAULT_CATEGORY, members: new Set() };
+      c = { maxSeq: 0, category: category ?? DEFAULT_CATEGORY, members: new Set(), at: 0, everyoneWhileLarge: new Set() };
       this.conversations.set(conv, c);
     } else if (category !== undefined) {
       c.category = category;
     }
+    const wasLarge = c.members.size > this.largeGroupThreshold;
     for (const uid of add) {
       if (c.members.has(uid)) continue;
       c.members.add(uid);
@@ -88,7 +96,7 @@ export class Model {
         lastSeq: Math.max(previous?.lastSeq ?? 0, c.maxSeq),
         readSeq: Math.max(previous?.readSeq ?? 0, c.maxSeq),
         mentionSeqs: new Set(),
-        muted: previous?.muted ?? false,
+        level: previous?.level ?? 'all',
         markedUnread: false,
         hiddenUpTo: null,
       });
@@ -102,6 +110,11 @@ export class Model {
         m.mentionSeqs.clear();
         m.markedUnread = false;
       }
+    }
+    // PROTOCOL.md: @all mentions kept while read-diffused stop counting when it is no longer so.
+    if (wasLarge && c.members.size <= this.largeGroupThreshold) {
+      for (const uid of c.members) for (const seq of c.everyoneWhileLarge) this.membership(uid, conv)?.mentionSeqs.delete(seq);
+      c.everyoneWhileLarge.clear();
     }
     return { members: c.members.size, large: c.members.size > this.largeGroupThreshold };
   }
@@ -140,10 +153,11 @@ export class Model {
   }
 
   /** PUT /v1/users/:uid/conversations/:conv */
-  updateSettings(uid: string, conv: string, settings: { muted?: boolean; markedUnread?: boolean }): Outcome {
+  updateSettings(uid: string, conv: string, settings: { muted?: boolean; markedUnread?: boolean; level?: Level }): Outcome {
     const m = this.activeMembership(uid, conv);
     if (!m) return this.refusal(conv);
-    if (settings.muted !== undefined) m.muted = settings.muted;
+    if (settings.level !== undefined) m.level = settings.level;
+    else if (settings.muted !== undefined) m.level = settings.muted ? 'none' : 'all';
     if (settings.markedUnread !== undefined) m.markedUnread = settings.markedUnread;
     return 'ok';
   }
@@ -173,14 +187,18 @@ export class Model {
         readSeq: m.readSeq,
         unread,
         mentions: mentionCount,
-        muted: m.muted,
+        muted: m.level === 'none',
         markedUnread: m.markedUnread,
         category: c.category,
+        ...(m.level === 'mentions' ? { level: 'mentions' as const } : {}),
+        ...(c.at > 0 ? { at: c.at } : {}),
       });
-      if (m.muted) continue;
-      total += unread;
+      if (m.level === 'none') continue;
+      // Mentions only: its unread mentions are its share of the badge.
+      const counted = m.level === 'mentions' ? mentionCount : unread;
+      total += counted;
       mentions += mentionCount;
-      if (unread > 0) categories.set(c.category, (categories.get(c.category) ?? 0) + unread);
+      if (counted > 0) categories.set(c.category, (categories.get(c.category) ?? 0) + counted);
     }
     conversations.sort((a, b) => (a.conv < b.conv ? -1 : a.conv > b.conv ? 1 : 0));
     return { total, mentions, categories: Object.fromEntries(categories), conversations };
@@ -194,6 +212,15 @@ export class Model {
     const c = this.conversations.get(msg.conv);
     if (!c) throw new Error('model: deliver to unknown conversation');
     c.maxSeq = Math.max(c.maxSeq, msg.seq);
+    if (msg.at !== undefined) c.at = Math.max(c.at, msg.at);
+    if (msg.mentionAll === true) {
+      // @all: every member but the sender, above their read position (once: a Set).
+      for (const uid of c.members) {
+        const m = uid === msg.sender ? undefined : this.activeMembership(uid, msg.conv);
+        if (m && msg.seq > m.readSeq) m.mentionSeqs.add(msg.seq);
+      }
+      if (c.members.size > this.largeGroupThreshold) c.everyoneWhileLarge.add(msg.seq);
+    }
     for (const uid of c.members) {
       const m = this.activeMembership(uid, msg.conv);
       if (!m) throw new Error('model: member without membership');

@@ -50,6 +50,7 @@ import {
   memberRecords,
   memberTag,
   memberTags,
+  NO_SEQS,
   newEpoch,
   putRecord,
   recordOf,
@@ -115,6 +116,9 @@ export class MemoryEngine implements Engine {
     c.large = large;
     if (changed || categoryChanged || modeChanged) c.gen = gen;
     if (categoryChanged || modeChanged) c.rewrite = gen;
+    // Issue 43: the @all seqs counted while read-diffused stop counting with write diffusion
+    // (PROTOCOL.md State rules), and must not count again after a later switch back.
+    if (modeChanged && !large) c.mentionAll = NO_SEQS;
     return { info: info(conv, c), joins, leaves, rewrite: c.rewrite !== 0 };
   }
 

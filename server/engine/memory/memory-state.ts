@@ -20,7 +20,7 @@ const lowPart = (value: number): number => (value - Math.floor(value / GEN_SPLIT
 
 /** A conversation's state; each generation kept as two small integers, which V8 stores unboxed (DESIGN.md §14). */
 /** The empty @all list every conversation shares until it has one. */
-const NO_SEQS: readonly number[] = Object.freeze([]);
+export const NO_SEQS: readonly number[] = Object.freeze([]);
 
 export class MemoryConversation {
   maxSeq = 0;

@@ -79,6 +79,9 @@ if changed or categoryChanged or modeChanged then
     fields[#fields + 1] = rewrite
   end
   redis.call('HSET', K, unpack(fields))
+  -- Issue 43: the @all seqs counted while read-diffused stop counting with write diffusion
+  -- (PROTOCOL.md State rules), and must not count again after a later switch back.
+  if modeChanged and not large then redis.call('HDEL', K, '#@') end
   if ARGV[5] ~= '' then redis.call('ZADD', KEYS[2], 'NX', ARGV[5], 'm|' .. ARGV[7]) end
 end
 return { maxSeq, large and 1 or 0, category, count, gen, rewrite and 1 or 0, joins, meta[7] or false }

@@ -24,20 +24,6 @@
 
 local prefix, at, publishCmd, checkLocal = ARGV[1], ARGV[2], ARGV[3], ARGV[4] == '1'
 local durableNow = ARGV[5]
-
--- '#@' merged with `added` ('a,b'): distinct, ascending, the newest mentionCap.
-local function mergeAll(stored, added)
-  local seen, list = {}, {}
-  for text in string.gmatch((stored or '') .. ',' .. added, '%d+') do
-    local s = tonumber(text)
-    if not seen[s] then seen[s] = true; list[#list + 1] = s end
-  end
-  table.sort(list)
-  local first = math.max(1, #list - MENTION_CAP + 1)
-  local texts = {}
-  for k = first, #list do texts[#texts + 1] = int(list[k]) end
-  return table.concat(texts, ',')
-end
 -- unpack() is bounded by the Lua C stack (LUAI_MAXCSTACK 8000): work in chunks.
 local CHUNK = 1000
 
@@ -85,7 +71,7 @@ while i <= #ARGV do
         c = d + 1
       end
       if raised and publishCmd ~= '' then redis.call(publishCmd, convChannelOf(prefix, conv), int(maxSeq) .. '|' .. at) end
-      if all ~= '' then redis.call('HSET', K, '#@', mergeAll(redis.call('HGET', K, '#@'), all)) end
+      if all ~= '' then redis.call('HSET', K, '#@', mergeAllSeqs(redis.call('HGET', K, '#@'), all)) end
     end
     -- Issue 43: only messages that carry a time pay for this (most carry none).
     if lastAt ~= '' then

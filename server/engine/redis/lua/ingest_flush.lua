@@ -50,17 +50,15 @@ local recorded = script_convRecord(KEYS, record)
 -- message's members), and a table per user for the list and its index was ~2 of the ~150k
 -- instructions a member costs (bench/reports/redis-cost.md, "the symbol build's profile").
 local users, opOf, opCount = {}, {}, 0
--- conv -> its last activity argument ('' = none): every op of the conversation carries it.
-local atOf = {}
-for _, c in ipairs(convs) do atOf[c.conv] = c.at end
-local function newOp(conv)
+-- `at`: the conversation's last activity argument ('' = none): every op of it carries it.
+local function newOp(conv, at)
   opCount = opCount + 1
-  return { conv = conv, lastSeq = 0, readSeq = 0, mentions = '', at = atOf[conv], count = 1, after = false }
+  return { conv = conv, lastSeq = 0, readSeq = 0, mentions = '', at = at, count = 1, after = false }
 end
-local function opFor(uid, conv)
+local function opFor(uid, conv, at)
   local first = opOf[uid]
   if not first then
-    first = newOp(conv)
+    first = newOp(conv, at)
     opOf[uid] = first
     users[#users + 1] = uid
     return first
@@ -68,7 +66,7 @@ local function opFor(uid, conv)
   local op = first
   while op.conv ~= conv do
     if not op.after then
-      op.after = newOp(conv)
+      op.after = newOp(conv, at)
       first.count = first.count + 1
     end
     op = op.after
@@ -96,7 +94,7 @@ for k, c in ipairs(convs) do
       if candidate[uid] then
         local last, read, mentions = num(ARGV[base + 1]), num(ARGV[base + 2]), ARGV[base + 3]
         if last > 0 or mentions ~= '' then
-          local op = opFor(uid, c.conv)
+          local op = opFor(uid, c.conv, c.at)
           if last > op.lastSeq then op.lastSeq = last end
           if read > op.readSeq then op.readSeq = read end
           op.mentions = mentions
@@ -107,7 +105,7 @@ for k, c in ipairs(convs) do
       local top, all = c.seq, c.all
       for _, uid in ipairs(listed) do
         if string.byte(uid, 1) ~= 35 then -- '#': the conversation's own fields
-          local op = opFor(uid, c.conv)
+          local op = opFor(uid, c.conv, c.at)
           if top > op.lastSeq then op.lastSeq = top end
           -- @all: a mention of every member (its sender's own read covers it: user_apply.lua
           -- keeps only mentions above readSeq); user_apply.lua merges, sorts and caps the list.

@@ -203,6 +203,20 @@ local function decodeRecord(conv, raw)
   }
 end
 
+-- conv_record.lua's '#@' (a read-diffused conversation's @all seqs) merged with `added` ('a,b'):
+-- distinct, ascending, the newest MENTION_CAP. Made once with the library, not per call.
+local function mergeAllSeqs(stored, added)
+  local seen, list = {}, {}
+  for text in gmatch((stored or '') .. ',' .. added, '%d+') do
+    local s = tonumber(text)
+    if not seen[s] then seen[s] = true; list[#list + 1] = s end
+  end
+  table.sort(list)
+  local texts = {}
+  for k = max(1, #list - MENTION_CAP + 1), #list do texts[#texts + 1] = int(list[k]) end
+  return concat(texts, ',')
+end
+
 -- rules.ts contribution(): unread, mentions, category of what a record adds to the stored totals
 -- (lib/apply.lua's user step and lib/rebuild.lua's rebuild).
 local function contribution(r)
@@ -241,11 +255,8 @@ end
 
 -- A flag's text: a table lookup, not a function call (record flags are always booleans).
 local BIT = { [true] = '1', [false] = '0' }
--- The level character from (muted, mentionsOnly): '2' only for mentions only.
-local function levelChar(r)
-  if r.mentionsOnly then return '2' end
-  return BIT[r.muted]
-end
+-- The level character is BIT[r.muted], or '2' for mentions only: written inline below (a
+-- function call per record and state text is a cost every message pays).
 
 -- The default category is stored as '' (no category is empty): a few bytes in every record,
 -- entry and snapshot line.
@@ -263,7 +274,7 @@ end
 -- OP_CONCAT builds the whole text, where format parses its pattern and calls sprintf per %d.
 local function encodeRecord(r)
   local ls, rs, ds = int(r.lastSeq), int(r.readSeq), int(r.deletedSeq)
-  local text = BIT[r.member] .. levelChar(r) .. BIT[r.marked] .. BIT[r.large] .. '|' .. ls .. '|' .. rs .. '|' .. ds .. '|'
+  local text = BIT[r.member] .. (r.mentionsOnly and '2' or BIT[r.muted]) .. BIT[r.marked] .. BIT[r.large] .. '|' .. ls .. '|' .. rs .. '|' .. ds .. '|'
     .. r.gen .. '|' .. r.joinGen .. '|' .. categoryText(r.category) .. '|' .. mentionText(r.mentions)
   if r.readGen ~= 0 or #r.readMentions > 0 or r.at ~= 0 then text = text .. '|' .. int(r.readGen) .. '|' .. mentionText(r.readMentions) end
   if r.at ~= 0 then text = text .. '|' .. int(r.at) end
@@ -273,7 +284,7 @@ end
 -- The ConvState a client sees (state-text.ts "state"), from the number texts encodeRecord made.
 local function stateTextOf(r, ls, rs, ds)
   local mentions = #r.mentions
-  local text = r.conv .. '|' .. levelChar(r) .. BIT[r.marked] .. BIT[r.large] .. '|' .. ls .. '|' .. rs .. '|'
+  local text = r.conv .. '|' .. (r.mentionsOnly and '2' or BIT[r.muted]) .. BIT[r.marked] .. BIT[r.large] .. '|' .. ls .. '|' .. rs .. '|'
     .. (mentions == 0 and '0' or int(mentions)) .. '|' .. ds .. '|' .. categoryText(r.category)
   if r.at ~= 0 then return text .. '|' .. int(r.readGen) .. '|' .. int(r.at) end
   if r.readGen ~= 0 then return text .. '|' .. int(r.readGen) end

@@ -65,13 +65,19 @@ export class PgStore implements DurableBacking {
 
   /** Raises conversations' heads (a row not there yet gets one, completed by its membership's drain). */
   /** Heads as read from Redis, each with the conversation's generation read with it. */
-  async writeHeads(heads: ReadonlyArray<{ conv: string; maxSeq: number; gen: number }>): Promise<void> {
+  async writeHeads(heads: ReadonlyArray<{ conv: string; maxSeq: number; gen: number; at?: number; mentionAll?: readonly number[] }>): Promise<void> {
     if (heads.length === 0) return;
     // In key order, as the rosters' rows: two drainers' heads, or heads and a roster batch, lock
     // shared rows in one order. Other writers of these rows (a deletion) can still cross them,
     // and the statement is all or nothing and idempotent: a deadlock's victim runs again.
     const inKeyOrder = [...heads].sort((a, b) => byText(a.conv, b.conv));
-    const values = [inKeyOrder.map((h) => h.conv), inKeyOrder.map((h) => String(h.maxSeq)), inKeyOrder.map((h) => String(h.gen))];
+    const values = [
+      inKeyOrder.map((h) => h.conv),
+      inKeyOrder.map((h) => String(h.maxSeq)),
+      inKeyOrder.map((h) => String(h.gen)),
+      inKeyOrder.map((h) => String(h.at ?? 0)),
+      inKeyOrder.map((h) => `{${(h.mentionAll ?? []).join(',')}}`),
+    ];
     await againIfDeadlocked(() => this.pool.query(UPSERT_HEADS, values));
   }
 
@@ -214,8 +220,17 @@ export class PgStore implements DurableBacking {
     const out = new Map<string, PersistedConversation>();
     if (convs.length === 0) return out;
     const [head, members] = await Promise.all([
-      this.pool.query<{ conv: string; max_seq: string; large: boolean; category: string; gen: string; rewrite_gen: string | null }>(
-        `SELECT conv, max_seq, large, category, gen, rewrite_gen FROM redpoint_conversations c WHERE conv = ANY($1::text[]) AND ${NOT_DELETED}`,
+      this.pool.query<{
+        conv: string;
+        max_seq: string;
+        large: boolean;
+        category: string;
+        gen: string;
+        rewrite_gen: string | null;
+        last_at: string;
+        mention_all: string[];
+      }>(
+        `SELECT conv, max_seq, large, category, gen, rewrite_gen, last_at, mention_all FROM redpoint_conversations c WHERE conv = ANY($1::text[]) AND ${NOT_DELETED}`,
         [convs],
       ),
       this.pool.query<{ conv: string; uid: string; join_gen: string; join_head: string }>(
@@ -231,6 +246,8 @@ export class PgStore implements DurableBacking {
         gen: Number(row.gen),
         rewriteGen: row.rewrite_gen === null ? null : Number(row.rewrite_gen),
         members: [],
+        at: Number(row.last_at),
+        mentionAll: row.mention_all.map(Number),
       });
     }
     for (const row of members.rows) out.get(row.conv)?.members.push({ uid: row.uid, joinGen: Number(row.join_gen), joinHead: Number(row.join_head) });
@@ -554,9 +571,15 @@ const DELETE_RECORDS = `
   WHERE t.uid = d.uid AND t.conv = d.conv AND t.w <= d.w`;
 
 const UPSERT_HEADS = `
-  INSERT INTO redpoint_conversations AS t (conv, max_seq, large, category, gen, head_gen)
-  SELECT conv, max_seq, false, 'default', 0, head_gen FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS h(conv, max_seq, head_gen)
-  ON CONFLICT (conv) DO UPDATE SET ${headAt('EXCLUDED.max_seq', 'EXCLUDED.head_gen')}, updated_at = now()`;
+  INSERT INTO redpoint_conversations AS t (conv, max_seq, large, category, gen, head_gen, last_at, mention_all)
+  SELECT conv, max_seq, false, 'default', 0, head_gen, last_at, mention_all::bigint[]
+  FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::text[]) AS h(conv, max_seq, head_gen, last_at, mention_all)
+  ON CONFLICT (conv) DO UPDATE SET ${headAt('EXCLUDED.max_seq', 'EXCLUDED.head_gen')},
+    -- issue 43: the last activity a max-register, the @all seqs a union (the newest 1000)
+    last_at = GREATEST(t.last_at, EXCLUDED.last_at),
+    mention_all = CASE WHEN cardinality(EXCLUDED.mention_all) = 0 THEN t.mention_all ELSE
+      (SELECT coalesce(array_agg(s ORDER BY s), '{}') FROM (SELECT DISTINCT unnest(t.mention_all || EXCLUDED.mention_all) AS s ORDER BY s DESC LIMIT 1000) AS u) END,
+    updated_at = now()`;
 
 const UPSERT_CONVERSATIONS = `
   INSERT INTO redpoint_conversations AS t (conv, max_seq, large, category, gen, rewrite_gen, head_gen)
@@ -564,7 +587,10 @@ const UPSERT_CONVERSATIONS = `
     AS c(conv, max_seq, large, category, gen, rewrite_gen)
   ON CONFLICT (conv) DO UPDATE SET
     ${headAt('EXCLUDED.max_seq', 'EXCLUDED.gen')}, large = EXCLUDED.large, category = EXCLUDED.category,
-    gen = EXCLUDED.gen, rewrite_gen = EXCLUDED.rewrite_gen, updated_at = now()`;
+    gen = EXCLUDED.gen, rewrite_gen = EXCLUDED.rewrite_gen,
+    -- issue 43: a write-diffused conversation keeps no @all seqs (a switch to write diffusion drops them)
+    mention_all = CASE WHEN EXCLUDED.large THEN t.mention_all ELSE '{}'::bigint[] END,
+    updated_at = now()`;
 
 /** Members of the conversations $1 that are not among the (conv, uid) pairs $2, $3. */
 const DELETE_FORMER_MEMBERS = `

@@ -77,8 +77,13 @@ const MIGRATIONS: readonly string[] = [
   // 6 (issue 43): the notification level "mentions only" (rules.ts mentionsOnly; 'none' stays
   // `muted`), taken with the other settings from the newer row, and the last activity `at` (ms,
   // 0 = unknown), a max-register (GREATEST). Existing rows: level all or none, activity unknown.
+  // A conversation's last activity and a read-diffused one's @all seqs (engine.ts HeadExtra),
+  // written with its head: last_at by GREATEST, mention_all as the union's newest 1000 (emptied by
+  // a whole write of a write-diffused state: a switch to write diffusion drops them).
   `ALTER TABLE redpoint_user_conv ADD COLUMN mentions_only boolean NOT NULL DEFAULT false,
-     ADD COLUMN last_at bigint NOT NULL DEFAULT 0;`,
+     ADD COLUMN last_at bigint NOT NULL DEFAULT 0;
+   ALTER TABLE redpoint_conversations ADD COLUMN last_at bigint NOT NULL DEFAULT 0,
+     ADD COLUMN mention_all bigint[] NOT NULL DEFAULT '{}';`,
 ];
 
 const SCHEMA_VERSION = MIGRATIONS.length;

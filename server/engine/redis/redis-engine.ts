@@ -704,6 +704,8 @@ export class RedisEngine implements Engine {
             c.rewriteGen ?? '',
             evictedConvMember(conv),
             stampOf.get(conv) ?? '',
+            c.at ?? '',
+            mentionArg(c.mentionAll ?? []),
             ...c.members.flatMap((m) => [m.uid, encodeMemberTag(m)]),
           );
           const outcome = asNumber(reply);

@@ -56,6 +56,7 @@ while i <= #ARGV do
       if durableNow ~= '' then redis.call('ZADD', dirtyConvsKeyOf(prefix, shard), 'NX', durableNow, 'h|' .. conv) end
     end
     local large = meta[2] == '1'
+    local extraMoved = false
     local members
     if not large then
       members = redis.call('HKEYS', K)
@@ -71,13 +72,25 @@ while i <= #ARGV do
         c = d + 1
       end
       if raised and publishCmd ~= '' then redis.call(publishCmd, convChannelOf(prefix, conv), int(maxSeq) .. '|' .. at) end
-      if all ~= '' then redis.call('HSET', K, '#@', mergeAllSeqs(redis.call('HGET', K, '#@'), all)) end
+      if all ~= '' then
+        local kept = redis.call('HGET', K, '#@')
+        local merged = mergeAllSeqs(kept, all)
+        if merged ~= kept then
+          redis.call('HSET', K, '#@', merged)
+          extraMoved = true
+        end
+      end
     end
     -- Issue 43: only messages that carry a time pay for this (most carry none).
     if lastAt ~= '' then
       local kept = redis.call('HGET', K, '#a')
-      if not kept or tonumber(lastAt) > tonumber(kept) then redis.call('HSET', K, '#a', lastAt) end
+      if not kept or tonumber(lastAt) > tonumber(kept) then
+        redis.call('HSET', K, '#a', lastAt)
+        extraMoved = true
+      end
     end
+    -- The durable tier writes them with the head ('h' mark): marked also when the head did not move.
+    if extraMoved and not raised and durableNow ~= '' then redis.call('ZADD', dirtyConvsKeyOf(prefix, shard), 'NX', durableNow, 'h|' .. conv) end
     out[#out + 1] = { maxSeq, large and 1 or 0, meta[3], meta[4], meta[5], members }
   end
 end

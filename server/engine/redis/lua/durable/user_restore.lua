@@ -25,7 +25,8 @@ local function merged(conv, kept, restored)
   local base = tonumber(a.gen) > tonumber(b.gen) and a or b
   base.lastSeq = max(a.lastSeq, b.lastSeq)
   -- The last activity is a max-register (issue 43); the level comes with the newer generation.
-  base.at = max(a.at, b.at)
+  local at = max(a.at or 0, b.at or 0)
+  base.at = at > 0 and at or nil
   -- The read register (readGen, readSeq) is compared lexicographically (rules.ts mergeRead).
   local r = (a.readGen > b.readGen or (a.readGen == b.readGen and a.readSeq > b.readSeq)) and a or b
   base.readGen, base.readSeq = r.readGen, r.readSeq

@@ -14,7 +14,7 @@ local function blank(conv)
   return {
     conv = conv, member = false, muted = false, marked = false, large = false, lastSeq = 0, readSeq = 0,
     deletedSeq = -1, gen = '0', joinGen = '0', category = 'default', mentions = NO_MENTIONS, readGen = 0,
-    readMentions = NO_MENTIONS, mentionsOnly = false, at = 0, text = false, dirty = false,
+    readMentions = NO_MENTIONS, text = false, dirty = false,
   }
 end
 
@@ -114,7 +114,7 @@ local function apply(r, op, conv, i)
     local opAt = argv[i + 6]
     if opAt ~= '' then
       opAt = opAt + 0
-      if opAt > r.at then r.at = opAt end
+      if opAt > (r.at or 0) then r.at = opAt end
     end
   elseif op == 'r' then
     local gen = argv[i + 3]
@@ -165,7 +165,7 @@ local function apply(r, op, conv, i)
       local convAt = argv[i + 8]
       if convAt ~= '' then
         convAt = convAt + 0
-        if convAt > r.at then r.at = convAt end
+        if convAt > (r.at or 0) then r.at = convAt end
       end
       r.large = byte(flags, 2) == 49
       r.category = argv[i + 7]
@@ -186,7 +186,7 @@ local function apply(r, op, conv, i)
     end
     -- The level (rules.ts): '0' all, '1' none (muted), '2' mentions only, '-' unchanged.
     local level, marked = argv[i + 2], flag(argv[i + 3])
-    if level ~= '-' then r.muted, r.mentionsOnly = level == '1', level == '2' end
+    if level ~= '-' then r.muted, r.mentionsOnly = level == '1', level == '2' or nil end
     if marked ~= nil then r.marked = marked end
   else
     error('unknown op type ' .. tostring(op))

@@ -41,3 +41,26 @@ describe('the last activity orders the list', () => {
     expect(Object.fromEntries(unread.conversations.map((c) => [c.conv, c.at]))).toEqual({ 'dm-old': T0 + 4_000, 'dm-new': T0 + 3_000, big: T0 + 2_000 });
   });
 });
+
+describe('notification levels on the SDK', () => {
+  it('setLevel("mentions") keeps the badge at the mentions, at once and on the other device', async () => {
+    await h.members('lv-group', { add: ['lv-me', 'lv-p'] });
+    await h.post([
+      { conv: 'lv-group', seq: 1, sender: 'lv-p' },
+      { conv: 'lv-group', seq: 2, sender: 'lv-p', mentions: ['lv-me'] },
+      { conv: 'lv-group', seq: 3, sender: 'lv-p' },
+    ]);
+    const phone = await started('lv-me');
+    const laptop = await started('lv-me');
+    expect(phone.state.totals).toMatchObject({ total: 3, mentions: 1 });
+    const sent = phone.setLevel('lv-group', 'mentions');
+    // Optimistic: the badge drops before the server answers, the row keeps its unread.
+    expect(phone.state.totals).toMatchObject({ total: 1, mentions: 1 });
+    expect(phone.state.conversations[0]).toMatchObject({ unread: 3, mentions: 1, level: 'mentions', muted: false });
+    await sent;
+    await until(laptop, (s) => s.totals?.total === 1, 'the level on the other device');
+    for (const device of [phone, laptop]) await convergedTo(h, device, 'lv-me');
+    await phone.setLevel('lv-group', 'none');
+    await until(laptop, (s) => s.totals?.total === 0 && s.conversations[0]?.muted === true, 'muted on the other device');
+  });
+});

@@ -131,6 +131,7 @@ export class PgStore implements DurableBacking {
         whole.map((w) => w.state.category),
         whole.map((w) => String(w.state.gen)),
         whole.map((w) => (w.state.rewriteGen === null ? null : String(w.state.rewriteGen))),
+        whole.map((w) => String(w.state.largeFrom ?? 0)),
       ]);
       const members = { conv: [] as string[], uid: [] as string[], joinGen: [] as string[], joinHead: [] as string[] };
       for (const { conv, state } of whole) {
@@ -229,8 +230,9 @@ export class PgStore implements DurableBacking {
         rewrite_gen: string | null;
         last_at: string;
         mention_all: string[];
+        large_from: string;
       }>(
-        `SELECT conv, max_seq, large, category, gen, rewrite_gen, last_at, mention_all FROM redpoint_conversations c WHERE conv = ANY($1::text[]) AND ${NOT_DELETED}`,
+        `SELECT conv, max_seq, large, category, gen, rewrite_gen, last_at, mention_all, large_from FROM redpoint_conversations c WHERE conv = ANY($1::text[]) AND ${NOT_DELETED}`,
         [convs],
       ),
       this.pool.query<{ conv: string; uid: string; join_gen: string; join_head: string }>(
@@ -248,6 +250,7 @@ export class PgStore implements DurableBacking {
         members: [],
         at: Number(row.last_at),
         mentionAll: row.mention_all.map(Number),
+        largeFrom: Number(row.large_from),
       });
     }
     for (const row of members.rows) out.get(row.conv)?.members.push({ uid: row.uid, joinGen: Number(row.join_gen), joinHead: Number(row.join_head) });
@@ -582,14 +585,15 @@ const UPSERT_HEADS = `
     updated_at = now()`;
 
 const UPSERT_CONVERSATIONS = `
-  INSERT INTO redpoint_conversations AS t (conv, max_seq, large, category, gen, rewrite_gen, head_gen)
-  SELECT c.*, c.gen FROM unnest($1::text[], $2::bigint[], $3::boolean[], $4::text[], $5::bigint[], $6::bigint[])
-    AS c(conv, max_seq, large, category, gen, rewrite_gen)
+  INSERT INTO redpoint_conversations AS t (conv, max_seq, large, category, gen, rewrite_gen, large_from, head_gen)
+  SELECT c.*, c.gen FROM unnest($1::text[], $2::bigint[], $3::boolean[], $4::text[], $5::bigint[], $6::bigint[], $7::bigint[])
+    AS c(conv, max_seq, large, category, gen, rewrite_gen, large_from)
   ON CONFLICT (conv) DO UPDATE SET
     ${headAt('EXCLUDED.max_seq', 'EXCLUDED.gen')}, large = EXCLUDED.large, category = EXCLUDED.category,
     gen = EXCLUDED.gen, rewrite_gen = EXCLUDED.rewrite_gen,
     -- issue 43: a write-diffused conversation keeps no @all seqs (a switch to write diffusion drops them)
     mention_all = CASE WHEN EXCLUDED.large THEN t.mention_all ELSE '{}'::bigint[] END,
+    large_from = EXCLUDED.large_from,
     updated_at = now()`;
 
 /** Members of the conversations $1 that are not among the (conv, uid) pairs $2, $3. */

@@ -79,11 +79,13 @@ const MIGRATIONS: readonly string[] = [
   // 0 = unknown), a max-register (GREATEST). Existing rows: level all or none, activity unknown.
   // A conversation's last activity and a read-diffused one's @all seqs (engine.ts HeadExtra),
   // written with its head: last_at by GREATEST, mention_all as the union's newest 1000 (emptied by
-  // a whole write of a write-diffused state: a switch to write diffusion drops them).
+  // a whole write of a write-diffused state: a switch to write diffusion drops them); large_from,
+  // the head when it became read-diffused (conv_members.lua '#L'), with the whole state.
   `ALTER TABLE redpoint_user_conv ADD COLUMN mentions_only boolean NOT NULL DEFAULT false,
      ADD COLUMN last_at bigint NOT NULL DEFAULT 0;
    ALTER TABLE redpoint_conversations ADD COLUMN last_at bigint NOT NULL DEFAULT 0,
-     ADD COLUMN mention_all bigint[] NOT NULL DEFAULT '{}';`,
+     ADD COLUMN mention_all bigint[] NOT NULL DEFAULT '{}',
+     ADD COLUMN large_from bigint NOT NULL DEFAULT 0;`,
 ];
 
 const SCHEMA_VERSION = MIGRATIONS.length;

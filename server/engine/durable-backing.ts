@@ -31,6 +31,8 @@ export interface PersistedConversation {
   /** Issue 43 (engine.ts HeadExtra), as PostgreSQL holds them (written with the head): the last activity (0: none) and the @all seqs. */
   at?: number;
   mentionAll?: number[];
+  /** The head when it became read-diffused ('#L'), written with the whole state. */
+  largeFrom?: number;
 }
 
 /** The engine side of the durable tier: what the drainer and the cold sweep call (server/durable/). */

@@ -35,4 +35,18 @@ describe('durable tier: a read-diffused conversation keeps its last activity and
     await stack.server.ok('POST', '/v1/users/c/read', { conv: 'big', seq: 1 });
     expect(await stack.server.unread('c')).toMatchObject({ total: 1, mentions: 0 });
   });
+
+  it('an @all from before the switch to read diffusion, redelivered after Redis lost the conversation, counts once', async () => {
+    await stack.server.members('grow', { add: ['ga', 'gb', 'gc'] });
+    const everyone = { conv: 'grow', seq: 1, sender: 'ga', mentionAll: true, at: T0 };
+    await stack.server.post(everyone);
+    // Read-diffused from here (4 > 3): its head then, 1, is kept ('#L', large_from).
+    await stack.server.members('grow', { add: ['gd'] });
+    expect(await stack.server.unread('gc')).toMatchObject({ total: 1, mentions: 1 });
+    await stack.server.durable?.persister.drainAll(Date.now() + 20_000);
+    await stack.admin.flushall();
+    await stack.server.post(everyone);
+    expect(await stack.server.unread('gc')).toMatchObject({ total: 1, mentions: 1 });
+    expect(await stack.server.unread('gd')).toMatchObject({ total: 0, mentions: 0 });
+  });
 });

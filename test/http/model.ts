@@ -28,6 +28,8 @@ interface Conversation {
   at: number;
   /** @all seqs delivered while read-diffused (more members than the threshold): they stop counting when it stops being so. */
   everyoneWhileLarge: Set<number>;
+  /** Its maxSeq when it last became read-diffused: an @all at or below it delivered while read-diffused is not counted (PROTOCOL.md). */
+  largeFrom: number;
 }
 
 export type Level = 'all' | 'mentions' | 'none';
@@ -80,7 +82,7 @@ export class Model {
   private applyMembers(conv: string, add: readonly string[], remove: readonly string[], category?: string): { members: number; large: boolean } {
     let c = this.conversations.get(conv);
     if (!c) {
-      c = { maxSeq: 0, category: category ?? DEFAULT_CATEGORY, members: new Set(), at: 0, everyoneWhileLarge: new Set() };
+      c = { maxSeq: 0, category: category ?? DEFAULT_CATEGORY, members: new Set(), at: 0, everyoneWhileLarge: new Set(), largeFrom: 0 };
       this.conversations.set(conv, c);
     } else if (category !== undefined) {
       c.category = category;
@@ -112,6 +114,7 @@ export class Model {
       }
     }
     // PROTOCOL.md: @all mentions kept while read-diffused stop counting when it is no longer so.
+    if (!wasLarge && c.members.size > this.largeGroupThreshold) c.largeFrom = c.maxSeq;
     if (wasLarge && c.members.size <= this.largeGroupThreshold) {
       for (const uid of c.members) for (const seq of c.everyoneWhileLarge) this.membership(uid, conv)?.mentionSeqs.delete(seq);
       c.everyoneWhileLarge.clear();
@@ -213,13 +216,16 @@ export class Model {
     if (!c) throw new Error('model: deliver to unknown conversation');
     c.maxSeq = Math.max(c.maxSeq, msg.seq);
     if (msg.at !== undefined) c.at = Math.max(c.at, msg.at);
-    if (msg.mentionAll === true) {
-      // @all: every member but the sender, above their read position (once: a Set).
+    const large = c.members.size > this.largeGroupThreshold;
+    // @all: every member but the sender, above their read position (once: a Set); while
+    // read-diffused only above the head it had when it became so (a late or repeated message
+    // from before was counted then, or is not).
+    if (msg.mentionAll === true && !(large && msg.seq <= c.largeFrom)) {
       for (const uid of c.members) {
         const m = uid === msg.sender ? undefined : this.activeMembership(uid, msg.conv);
         if (m && msg.seq > m.readSeq) m.mentionSeqs.add(msg.seq);
       }
-      if (c.members.size > this.largeGroupThreshold) c.everyoneWhileLarge.add(msg.seq);
+      if (large) c.everyoneWhileLarge.add(msg.seq);
     }
     for (const uid of c.members) {
       const m = this.activeMembership(uid, msg.conv);

@@ -119,6 +119,7 @@ export class MemoryEngine implements Engine {
     // Issue 43: the @all seqs counted while read-diffused stop counting with write diffusion
     // (PROTOCOL.md State rules), and must not count again after a later switch back.
     if (modeChanged && !large) c.mentionAll = NO_SEQS;
+    if (modeChanged && large) c.largeFrom = c.maxSeq;
     return { info: info(conv, c), joins, leaves, rewrite: c.rewrite !== 0 };
   }
 
@@ -153,7 +154,7 @@ export class MemoryEngine implements Engine {
     if (raised) c.maxSeq = seq;
     if (lastAt !== undefined && lastAt > c.lastAt) c.lastAt = lastAt;
     if (!c.large) return { info: info(conv, c), members: tableKeys(c.members) };
-    if (mentionAll !== undefined && mentionAll.length > 0) c.mentionAll = mergeMentions(c.mentionAll, mentionAll, 0);
+    if (mentionAll !== undefined && mentionAll.length > 0) c.mentionAll = mergeMentions(c.mentionAll, mentionAll, c.largeFrom);
     if (raised) this.notifications.head({ conv, maxSeq: c.maxSeq, ...(at !== undefined ? { at } : {}) });
     return { info: info(conv, c), members: candidates.filter((uid) => tableHas(c.members, uid)) };
   }

@@ -29,6 +29,8 @@ export class MemoryConversation {
   lastAt = 0;
   /** Shared while empty (most conversations): no array per conversation. */
   mentionAll: readonly number[] = NO_SEQS;
+  /** The head when it became read-diffused: @all seqs at or below it were write-diffused messages, counted in the records (conv_record.lua '#L'). */
+  largeFrom = 0;
   /** uid → the member's tag text (state-text.ts encodeMemberTag, as the Redis engine stores it). */
   members: TextTable = EMPTY_TABLE;
   private genHigh = 0;

@@ -181,6 +181,7 @@ export class RedisDurableStore implements DurableStore {
         gen: Number(all['#g'] ?? 0),
         rewriteGen: rewrite === undefined ? null : Number(rewrite),
         members,
+        largeFrom: Number(all['#L'] ?? 0),
       },
     };
   }

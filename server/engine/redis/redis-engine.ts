@@ -706,6 +706,7 @@ export class RedisEngine implements Engine {
             stampOf.get(conv) ?? '',
             c.at ?? '',
             mentionArg(c.mentionAll ?? []),
+            c.largeFrom ?? 0,
             ...c.members.flatMap((m) => [m.uid, encodeMemberTag(m)]),
           );
           const outcome = asNumber(reply);

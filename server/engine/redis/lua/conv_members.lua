@@ -82,6 +82,9 @@ if changed or categoryChanged or modeChanged then
   -- Issue 43: the @all seqs counted while read-diffused stop counting with write diffusion
   -- (PROTOCOL.md State rules), and must not count again after a later switch back.
   if modeChanged and not large then redis.call('HDEL', K, '#@') end
+  -- The head when it became read-diffused ('#L'): an @all at or below it was a write-diffused
+  -- message, counted in its members' records (a redelivery must not count it again, conv_record.lua).
+  if modeChanged and large then redis.call('HSET', K, '#L', int(maxSeq)) end
   if ARGV[5] ~= '' then redis.call('ZADD', KEYS[2], 'NX', ARGV[5], 'm|' .. ARGV[7]) end
 end
 return { maxSeq, large and 1 or 0, category, count, gen, rewrite and 1 or 0, joins, meta[7] or false }

@@ -15,7 +15,9 @@
 --         none), number of candidates, the candidates. Every conversation keeps `at` as a
 --         max-register in '#a' (membership ops give it to the members they make); a
 --         read-diffused one also keeps the @all seqs, the newest `mention cap`, in '#@' (issue
---         43: engine.ts HeadExtra); a write-diffused one's members' records count them.
+--         43: engine.ts HeadExtra) above '#L', the head when it became read-diffused (one at
+--         or below it was a write-diffused message, counted in its members' records already);
+--         a write-diffused one's members' records count them.
 -- Returns per conversation: 0 when it does not exist (nothing is created), else
 -- {maxSeq, large 1|0, category, gen, member count, {uid, ...}} (gen and member count as stored:
 -- texts, or false when unset; the caller parses them); for a write-diffused one the list
@@ -74,7 +76,7 @@ while i <= #ARGV do
       if raised and publishCmd ~= '' then redis.call(publishCmd, convChannelOf(prefix, conv), int(maxSeq) .. '|' .. at) end
       if all ~= '' then
         local kept = redis.call('HGET', K, '#@')
-        local merged = mergeAllSeqs(kept, all)
+        local merged = mergeAllSeqs(kept, all, num(redis.call('HGET', K, '#L')))
         if merged ~= kept then
           redis.call('HSET', K, '#@', merged)
           extraMoved = true

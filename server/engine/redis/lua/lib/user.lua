@@ -208,13 +208,13 @@ local function decodeRecord(conv, raw)
   return r
 end
 
--- conv_record.lua's '#@' (a read-diffused conversation's @all seqs) merged with `added` ('a,b'):
--- distinct, ascending, the newest MENTION_CAP. Made once with the library, not per call.
-local function mergeAllSeqs(stored, added)
+-- conv_record.lua's '#@' (a read-diffused conversation's @all seqs) merged with `added` ('a,b'),
+-- only seqs above `floor`: distinct, ascending, the newest MENTION_CAP. Made once with the library.
+local function mergeAllSeqs(stored, added, floor)
   local seen, list = {}, {}
   for text in gmatch((stored or '') .. ',' .. added, '%d+') do
     local s = tonumber(text)
-    if not seen[s] then seen[s] = true; list[#list + 1] = s end
+    if s > floor and not seen[s] then seen[s] = true; list[#list + 1] = s end
   end
   table.sort(list)
   local texts = {}

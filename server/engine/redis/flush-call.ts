@@ -10,9 +10,10 @@ interface Candidate {
 }
 
 /**
- * The per-conversation arguments of ingest_flush.lua: conv, seq, the last activity `at` ('' =
- * none), the @all seqs 'a,b' ('' = none), number of candidates, then per candidate uid, lastSeq,
- * readSeq, mention seqs; the Lua adds what members get from the head (mergeOps, ported).
+ * The per-conversation arguments of ingest_flush.lua: conv, seq, number of candidates (with a '+'
+ * when the last activity `at` and the @all seqs 'a,b' follow, '' = none: most flushes carry
+ * neither), then per candidate uid, lastSeq, readSeq, mention seqs; the Lua adds what members get
+ * from the head (mergeOps, ported).
  */
 export function flushArgs(items: readonly MessageRecord[], messages: readonly MessageEvent[], into: (string | number)[]): void {
   const byConv = new Map<string, Map<string, Candidate>>();
@@ -46,7 +47,10 @@ export function flushArgs(items: readonly MessageRecord[], messages: readonly Me
   }
   for (const item of items) {
     const per = byConv.get(item.conv) ?? new Map<string, Candidate>();
-    into.push(item.conv, item.seq, lastAt.get(item.conv) ?? '', mentionArg(everyone.get(item.conv) ?? []), per.size);
+    const at = lastAt.get(item.conv);
+    const all = everyone.get(item.conv);
+    if (at === undefined && all === undefined) into.push(item.conv, item.seq, per.size);
+    else into.push(item.conv, item.seq, `${per.size}+`, at ?? '', mentionArg(all ?? []));
     for (const [uid, c] of per) into.push(uid, c.lastSeq, c.readSeq, mentionArg(c.mentions));
   }
 }

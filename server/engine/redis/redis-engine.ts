@@ -428,7 +428,19 @@ export class RedisEngine implements Engine {
         const args: (string | number)[] = [this.prefix, atArg, this.publish, cluster ? '1' : '0', durableNow];
         for (const { index, key } of group) {
           const item = items[index] as MessageRecord;
-          args.push(item.conv, shardOf(key, cluster), item.seq, item.at ?? '', mentionArg(item.mentionAll ?? []), item.candidates.length, ...item.candidates);
+          // 'N+': the conversation's last activity and @all seqs follow the count (conv_record.lua).
+          if (item.at === undefined && item.mentionAll === undefined)
+            args.push(item.conv, shardOf(key, cluster), item.seq, item.candidates.length, ...item.candidates);
+          else
+            args.push(
+              item.conv,
+              shardOf(key, cluster),
+              item.seq,
+              `${item.candidates.length}+`,
+              item.at ?? '',
+              mentionArg(item.mentionAll ?? []),
+              ...item.candidates,
+            );
         }
         const reply = asArray(await this.client.convRecord((group[0] as Grouped).key, ...args));
         return reply.map((part, j) => {

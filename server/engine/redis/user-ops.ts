@@ -32,7 +32,8 @@ function membershipFlags(op: { large: boolean; rebase?: true }): string {
 
 /** How many arguments an op takes in user_apply.lua (its type, conversation and fields). */
 export function opArgs(op: UserOp): number {
-  return op.type === 'read' || op.type === 'unread-from' ? 4 : op.type === 'membership' ? 9 : op.type === 'message' ? 7 : 5;
+  if (op.type === 'message') return op.at === undefined ? 6 : 7;
+  return op.type === 'read' || op.type === 'unread-from' ? 4 : op.type === 'membership' ? 9 : 5;
 }
 
 /** Appends one user's ops as user_apply.lua reads them: type, conversation, then the type's fields. */
@@ -40,7 +41,9 @@ export function appendUserOps(args: (string | number)[], ops: readonly UserOp[])
   for (const op of ops) {
     switch (op.type) {
       case 'message':
-        args.push('m', op.conv, op.lastSeq, op.readSeq, mentionArg(op.mentionSeqs), op.gen ?? '', op.at ?? '');
+        // 'M': with the last activity, one argument more; most messages carry none ('m').
+        if (op.at === undefined) args.push('m', op.conv, op.lastSeq, op.readSeq, mentionArg(op.mentionSeqs), op.gen ?? '');
+        else args.push('M', op.conv, op.lastSeq, op.readSeq, mentionArg(op.mentionSeqs), op.gen ?? '', op.at);
         break;
       case 'read':
         args.push('r', op.conv, op.seq, op.gen ?? '');

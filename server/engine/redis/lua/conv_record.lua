@@ -11,8 +11,9 @@
 -- ARGV[5] durable tier: now in ms ('' = off): a raised head is marked 'h|<conv>' in the dirty
 --         set of the conversation's slot (server/durable/)
 -- ARGV[6..] per conversation: conv, shard (keys.ts: the key suffix of its slot's dirty set),
---         seq, at (the newest message-service timestamp, ms, '' = none), @all seqs 'a,b' ('' =
---         none), number of candidates, the candidates. Every conversation keeps `at` as a
+--         seq, number of candidates (with a '+' after it: then at, the newest message-service
+--         timestamp, ms, '' = none, and @all seqs 'a,b', '' = none, follow: most messages carry
+--         neither, and pay no argument for them), the candidates. Every conversation keeps `at` as a
 --         max-register in '#a' (membership ops give it to the members they make); a
 --         read-diffused one also keeps the @all seqs, the newest `mention cap`, in '#@' (issue
 --         43: engine.ts HeadExtra) above '#L', the head when it became read-diffused (one at
@@ -32,9 +33,14 @@ local CHUNK = 1000
 local out = {}
 local i = 6
 while i <= #ARGV do
-  local conv, shard, seq, count = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 5])
-  local lastAt, all = ARGV[i + 3], ARGV[i + 4]
-  local first, last = i + 6, i + 5 + count
+  local conv, shard, seq, countText = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), ARGV[i + 3]
+  local lastAt, all, first = '', '', i + 4
+  local count = tonumber(countText)
+  if not count then
+    count = tonumber(string.sub(countText, 1, -2))
+    lastAt, all, first = ARGV[i + 4], ARGV[i + 5], i + 6
+  end
+  local last = first + count - 1
   i = last + 1
   local K = convKeyOf(prefix, conv)
   local meta

@@ -14,9 +14,10 @@
 --          (durable tier: the caller restores them), else 0
 -- ARGV[13] the most user ops one call applies: a flush implying more applies none of them (the
 --          caller runs the user steps in chunks, so no script holds Redis for long)
--- ARGV[14..] per conversation: conv, seq (the newest of the flush), the last activity `at` (ms,
---          '' = none: every op of the conversation carries it), its @all seqs 'a,b' ('' = none: a
---          write-diffused conversation's members each get them as mentions), number of candidates, then
+-- ARGV[14..] per conversation: conv, seq (the newest of the flush), number of candidates (with a
+--          '+' after it: then the last activity `at`, ms, '' = none, which every op of the
+--          conversation carries, and its @all seqs 'a,b', '' = none, which a write-diffused
+--          conversation's members each get as mentions, follow; most flushes carry neither), then
 --          per candidate (senders, mentioned users, distinct): uid, lastSeq (0: not a sender or
 --          mentioned), readSeq (its own message's seq when a sender, else 0), mention seqs 'a,b'
 -- Returns one flat array: 1 | 0 (0: the user ops were too many and none was applied), the number
@@ -36,12 +37,23 @@ local i = 14
 local n = 5
 while i <= #ARGV do
   -- seq and count as numbers: conv_record.lua's tonumber of a number is not a strtod.
-  local conv, seq, count = ARGV[i], tonumber(ARGV[i + 1]), setting(ARGV[i + 4])
-  record[n + 1], record[n + 2], record[n + 3], record[n + 4], record[n + 5], record[n + 6] = conv, '', seq, ARGV[i + 2], ARGV[i + 3], count
-  for c = 0, count - 1 do record[n + 7 + c] = ARGV[i + 5 + 4 * c] end
-  n = n + 6 + count
-  convs[#convs + 1] = { conv = conv, seq = seq, at = ARGV[i + 2], all = ARGV[i + 3], first = i + 5, count = count }
-  i = i + 5 + 4 * count
+  local conv, seq, countText = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2]
+  local count = setting(countText)
+  local at, all, first = '', '', i + 3
+  record[n + 1], record[n + 2], record[n + 3] = conv, '', seq
+  if count then
+    record[n + 4] = count
+    n = n + 4
+  else
+    count = setting(string.sub(countText, 1, -2))
+    at, all, first = ARGV[i + 3], ARGV[i + 4], i + 5
+    record[n + 4], record[n + 5], record[n + 6] = countText, at, all
+    n = n + 6
+  end
+  for c = 0, count - 1 do record[n + 1 + c] = ARGV[first + 4 * c] end
+  n = n + count
+  convs[#convs + 1] = { conv = conv, seq = seq, at = at, all = all, first = first, count = count }
+  i = first + 4 * count
 end
 local recorded = script_convRecord(KEYS, record)
 
@@ -153,8 +165,13 @@ for _, uid in ipairs(users) do
   apply[n + 1], apply[n + 2], apply[n + 3], apply[n + 4] = uid, op.count, '', check
   n = n + 4
   while op do
-    apply[n + 1], apply[n + 2], apply[n + 3], apply[n + 4], apply[n + 5], apply[n + 6], apply[n + 7] = 'm', op.conv, op.lastSeq, op.readSeq, op.mentions, genOf[op.conv], op.at
-    n = n + 7
+    if op.at == '' then
+      apply[n + 1], apply[n + 2], apply[n + 3], apply[n + 4], apply[n + 5], apply[n + 6] = 'm', op.conv, op.lastSeq, op.readSeq, op.mentions, genOf[op.conv]
+      n = n + 6
+    else
+      apply[n + 1], apply[n + 2], apply[n + 3], apply[n + 4], apply[n + 5], apply[n + 6], apply[n + 7] = 'M', op.conv, op.lastSeq, op.readSeq, op.mentions, genOf[op.conv], op.at
+      n = n + 7
+    end
     op = op.after
   end
 end

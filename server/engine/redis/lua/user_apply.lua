@@ -25,8 +25,8 @@
 --   activity sets, keys.ts), check (1: a user without meta is reported 'absent' and nothing of
 --   theirs is applied, so the caller can restore them first), then the ops, each its type,
 --   conversation and fields:
---   m (message):    lastSeq, readSeq, mention seqs 'a,b,c', the conversation's gen ('' = no check),
---                   at: the last activity (ms, '' = none)
+--   m (message):    lastSeq, readSeq, mention seqs 'a,b,c', the conversation's gen ('' = no check)
+--   M (message with a time): m's fields, then at: the last activity (ms)
 --   r (read):       seq, the read generation it was made in ('' = the record's)
 --   g (membership): gen, flags <member><large>[<rebase>], joinGen, joinHead, head, category,
 --                   at: the conversation's last activity (ms, '' = none)

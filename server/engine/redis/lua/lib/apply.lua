@@ -8,7 +8,7 @@
 -- per call, 19.5k since: with one message per flush it is paid per message).
 local argv, runId, prefix, snapshotEvery, streamMaxLen, mentionCap, idle, publishCmd, at, now
 local checkLocal, withResults, durableNow, activityEvery
-local FIELDS = { m = 5, r = 2, g = 7, s = 3, U = 2 }
+local FIELDS = { m = 4, M = 5, r = 2, g = 7, s = 3, U = 2 }
 
 local function blank(conv)
   return {
@@ -99,7 +99,7 @@ end
 -- (nil: none stored), changed in place (records are this script's own tables; mention lists are
 -- never changed in place, only replaced). Returns the record after the op (nil: still none).
 local function apply(r, op, conv, i)
-  if op == 'm' then
+  if op == 'm' or op == 'M' then
     -- rules.ts: made before this membership began (a rejoin or a rebase since): ignored. Both
     -- are canonical '%d' texts, most often the same (a membership unchanged since the join):
     -- compared as texts first, read as numbers (two strtod calls) only when they differ.
@@ -110,10 +110,10 @@ local function apply(r, op, conv, i)
     if lastSeq > r.lastSeq then r.lastSeq = lastSeq end
     raiseRead(r, num(argv[i + 3]))
     r.mentions = mergeMentions(r.mentions, argv[i + 4], r.readSeq)
-    -- rules.ts: the last activity is a max-register ('' = the op has none: most messages).
-    local opAt = argv[i + 6]
-    if opAt ~= '' then
-      opAt = opAt + 0
+    -- rules.ts: the last activity is a max-register; only 'M' carries one (most messages have
+    -- none, and an argument more per op was a cost every message paid).
+    if op == 'M' then
+      local opAt = argv[i + 6] + 0
       if opAt > (r.at or 0) then r.at = opAt end
     end
   elseif op == 'r' then

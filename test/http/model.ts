@@ -234,7 +234,8 @@ export class Model {
     }
     const sender = this.activeMembership(msg.sender, msg.conv);
     if (sender) raiseRead(sender, msg.seq);
-    for (const uid of new Set(msg.mentions ?? [])) {
+    // An @all message's own `mentions` add nothing to its @all (PROTOCOL.md): where its @all does not count, neither do they.
+    for (const uid of new Set(msg.mentionAll === true ? [] : (msg.mentions ?? []))) {
       if (uid === msg.sender) continue;
       const m = this.activeMembership(uid, msg.conv);
       if (m && msg.seq > m.readSeq) m.mentionSeqs.add(msg.seq);

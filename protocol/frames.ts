@@ -1,7 +1,7 @@
 import { type Static, Type } from '@sinclair/typebox';
 import type { AuthCheck } from './errors.js';
 import { LIMITS } from './limits.js';
-import { Id, ReadGen, ReadSeq, UnreadFromBody } from './schemas.js';
+import { Id, Level, ReadGen, ReadSeq, UnreadFromBody } from './schemas.js';
 import type { ConvState, PullReply } from './types.js';
 
 /**
@@ -66,6 +66,8 @@ export const SettingsFrame = Type.Object(
     conv: Id,
     muted: Type.Optional(Type.Boolean()),
     markedUnread: Type.Optional(Type.Boolean()),
+    /** The notification level (issue 43), as the settings endpoint's `level`. */
+    level: Type.Optional(Level),
     /** Delete the conversation for this user (it comes back with the next message). */
     deleted: Type.Optional(Type.Literal(true)),
   },

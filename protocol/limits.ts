@@ -27,6 +27,13 @@ export const LIMITS = {
   snapshotPartConvs: 250,
   /** Pending @-mention seqs kept per conversation; beyond this the oldest are forgotten. */
   mentionSeqsPerConversation: 1000,
+  /**
+   * A message's `at` (ms since the Unix epoch, issue 43) is refused when below this (2001-09-09:
+   * a smaller value is most likely seconds, not ms) ...
+   */
+  atMin: 1_000_000_000_000,
+  /** ... or more than this ahead of the server's clock: last activity is a max-register, and one absurd value would pin the conversation's order forever. */
+  atMaxAheadMs: 24 * 60 * 60 * 1000,
 } as const;
 
 /** Ids are restricted to a character set that needs no escaping in keys, URLs or logs. */

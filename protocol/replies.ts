@@ -1,5 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { AUTH_CHECKS, type AuthCheck, ERROR_CODES, type ErrorCode } from './errors.js';
+import { LIMITS } from './limits.js';
 import { Category, Id } from './schemas.js';
 
 /**
@@ -13,6 +14,17 @@ import { Category, Id } from './schemas.js';
 export const Version = Type.Integer({ minimum: 0, description: "A position in the user's sync stream." });
 const SeqValue = Type.Integer({ minimum: 0 });
 export const Epoch = Type.String({ minLength: 1, maxLength: 32, description: "Opaque id of the user's stream history." });
+
+/** Issue 43: only 'mentions' is sent; the other levels are `muted` ('none') and its absence ('all'), as before levels. */
+const LevelSchema = Type.Literal('mentions', {
+  description:
+    "The notification level 'mentions': listed with its unread, only its @-mentions count in the totals. Absent: the level follows `muted` ('none' when muted, else 'all').",
+});
+const AtSchema = Type.Integer({
+  minimum: 1,
+  maximum: Number.MAX_SAFE_INTEGER,
+  description: "Last activity: the largest message-service timestamp (`at`, ms since the Unix epoch) of this conversation's messages. Absent: unknown.",
+});
 
 export const ConvStateSchema = Type.Object(
   {
@@ -34,10 +46,13 @@ export const ConvStateSchema = Type.Object(
       }),
     ),
     mentions: Type.Integer({ minimum: 0, description: 'Distinct seqs above `readSeq` that @-mention this user.' }),
-    muted: Type.Boolean(),
+    muted: Type.Boolean({ description: "The notification level is 'none' (kept for clients that know no `level`)." }),
     markedUnread: Type.Boolean(),
     category: Category,
     large: Type.Boolean({ description: 'Read diffusion: the effective lastSeq comes from the conversation head.' }),
+    // Issue 43: notification level and last activity, sent only when not the default.
+    level: Type.Optional(LevelSchema),
+    at: Type.Optional(AtSchema),
     deletedSeq: Type.Integer({
       minimum: -1,
       description: 'Hidden while the effective lastSeq is <= deletedSeq; reappears with the next message. -1: never deleted.',
@@ -78,6 +93,18 @@ export const PullReplySchema = Type.Object(
           "Read receipts: the peer's read position in each one-to-one conversation of this reply (all of them with a snapshot), read now, not part of the stream. Absent when none is known or the user does not share reads.",
       }),
     ),
+    // Issue 43: what a read-diffused conversation keeps beside its head, for those that have it.
+    headAt: Type.Optional(
+      Type.Record(Id, AtSchema, {
+        description: "Last activity (`at`, ms) of each read-diffused conversation that has one: the conversation's is max(state.at, headAt[conv]).",
+      }),
+    ),
+    mentionAll: Type.Optional(
+      Type.Record(Id, Type.Array(Type.Integer({ minimum: 1 }), { maxItems: LIMITS.mentionSeqsPerConversation }), {
+        description:
+          'The @all seqs (ascending, the newest LIMITS.mentionSeqsPerConversation) of each read-diffused conversation that has any: each seq s with readSeq < s <= the effective lastSeq is one more mention of this user.',
+      }),
+    ),
   },
   {
     $id: 'PullReply',
@@ -99,6 +126,8 @@ export const ConvViewSchema = Type.Object(
     peerReadSeq: Type.Optional(
       Type.Integer({ minimum: 0, description: "Read receipts: a one-to-one conversation's peer's read position, when known and both share reads." }),
     ),
+    level: Type.Optional(LevelSchema),
+    at: Type.Optional(AtSchema),
   },
   { $id: 'ConvView', additionalProperties: false, description: 'A conversation as a UI shows it: effective lastSeq, unread derived.' },
 );

@@ -19,10 +19,35 @@ export const Message = Type.Object(
     seq: Seq,
     sender: Id,
     mentions: Type.Optional(Type.Array(Id, { maxItems: LIMITS.mentionsPerMessage })),
+    // Issue 43.
+    mentionAll: Type.Optional(Type.Boolean({ description: '@all / @here: a mention of every member of the conversation but the sender.' })),
+    at: Type.Optional(
+      Type.Integer({
+        minimum: LIMITS.atMin,
+        maximum: Number.MAX_SAFE_INTEGER,
+        description:
+          "The message service's timestamp of the message (ms since the Unix epoch): the conversation's last activity. At most 24 h ahead of the server's clock.",
+      }),
+    ),
   },
   { additionalProperties: false },
 );
 export type MessageInput = Static<typeof Message>;
+
+/**
+ * The rule the schema cannot state: a message's `at` at most `LIMITS.atMaxAheadMs` ahead of
+ * `now` (the server's clock); otherwise `invalid_request` naming it. Returns the messages.
+ */
+export function checkMessageTimes<T extends { at?: number }>(messages: T[], now: number): T[] {
+  const limit = now + LIMITS.atMaxAheadMs;
+  messages.forEach((m, i) => {
+    if (m.at !== undefined && m.at > limit) {
+      const where = messages.length > 1 ? `/messages/${i}/at` : '/at';
+      throw new RedpointError('invalid_request', `${where}: more than ${LIMITS.atMaxAheadMs / 3_600_000} h ahead of the server's clock`);
+    }
+  });
+  return messages;
+}
 
 export const MessageBatch = Type.Object({ messages: Type.Array(Message, { minItems: 1, maxItems: LIMITS.messagesPerBatch }) }, { additionalProperties: false });
 
@@ -31,8 +56,8 @@ export const MessagesBody = Type.Union([Message, MessageBatch]);
 
 /** `POST /v1/messages` takes one message or `{messages: [...]}`; errors name the field either way. */
 export function decodeMessages(body: unknown): MessageInput[] {
-  if (typeof body === 'object' && body !== null && 'messages' in body) return decode(MessageBatch, body).messages;
-  return [decode(Message, body)];
+  if (typeof body === 'object' && body !== null && 'messages' in body) return checkMessageTimes(decode(MessageBatch, body).messages, Date.now());
+  return checkMessageTimes([decode(Message, body)], Date.now());
 }
 
 export const MembersBody = Type.Object(
@@ -62,8 +87,13 @@ export const UnreadFromBody = Type.Object(
   { additionalProperties: false },
 );
 
+/** Issue 43: a conversation's notification level (PROTOCOL.md "Notification levels"). */
+export const Level = Type.Union([Type.Literal('all'), Type.Literal('mentions'), Type.Literal('none')], {
+  description: "'all' counts the unread in the totals, 'mentions' only the @-mentions, 'none' nothing (the same as muted).",
+});
+
 export const SettingsBody = Type.Object(
-  { muted: Type.Optional(Type.Boolean()), markedUnread: Type.Optional(Type.Boolean()) },
+  { muted: Type.Optional(Type.Boolean()), markedUnread: Type.Optional(Type.Boolean()), level: Type.Optional(Level) },
   { additionalProperties: false, minProperties: 1 },
 );
 

@@ -33,6 +33,12 @@ export type ConvView = Static<typeof ConvViewSchema>;
 /** `GET /v1/users/:uid/unread`: totals over the visible, unmuted conversations, and the list. */
 export type UnreadSummary = Static<typeof UnreadSummarySchema>;
 
+/**
+ * A conversation's notification level (PROTOCOL.md "Notification levels"): `all` counts its unread
+ * in the totals, `mentions` only its @-mentions, `none` nothing (muted).
+ */
+export type NotificationLevel = 'all' | 'mentions' | 'none';
+
 /** An ingest event from the message service. */
 export interface MessageEvent {
   conv: string;
@@ -40,6 +46,10 @@ export interface MessageEvent {
   sender: string;
   /** Users @-mentioned by this message. */
   mentions?: string[];
+  /** @all / @here: a mention of every member but the sender. */
+  mentionAll?: boolean;
+  /** The message service's timestamp (ms since the Unix epoch): the conversation's last activity. */
+  at?: number;
 }
 
 /**

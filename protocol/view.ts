@@ -1,6 +1,19 @@
 import type { ConvState, ConvView, UnreadSummary } from './types.js';
 
 /**
+ * What a pull reply serves beside `heads` for read-diffused conversations (issue 43: PullReply
+ * `headAt`, `mentionAll`): their last activity and @all seqs. Absent: none.
+ */
+export interface HeadExtras {
+  headAt?: Readonly<Record<string, number>>;
+  mentionAll?: Readonly<Record<string, readonly number[]>>;
+}
+
+function ownOf<T>(map: Readonly<Record<string, T>> | undefined, conv: string): T | undefined {
+  return map !== undefined && Object.hasOwn(map, conv) ? map[conv] : undefined;
+}
+
+/**
  * Derivations shared by server and client so that both compute unread and totals the same way.
  * Ids are keys of `heads` and `categories`: any id is valid, `__proto__` and `constructor`
  * included, so keyed lookups go through own properties only, and totals are summed in a Map.
@@ -14,19 +27,44 @@ export function effectiveLastSeq(state: ConvState, heads: Readonly<Record<string
   return Math.max(state.lastSeq, headOf(heads, state.conv));
 }
 
+/**
+ * The conversation's last activity (ms, 0 = unknown): the state's, or for a read-diffused one the
+ * larger of it and the conversation's (`headAt`).
+ */
+function effectiveAt(state: ConvState, extras?: HeadExtras): number {
+  const own = state.at ?? 0;
+  if (!state.large) return own;
+  return Math.max(own, ownOf(extras?.headAt, state.conv) ?? 0);
+}
+
+/**
+ * Mentions: the state's, plus for a read-diffused conversation its @all seqs in (readSeq,
+ * lastSeq] (the server never puts an @all seq among a state's own mentions: each counts once).
+ */
+function effectiveMentions(state: ConvState, lastSeq: number, extras?: HeadExtras): number {
+  const all = state.large ? ownOf(extras?.mentionAll, state.conv) : undefined;
+  if (all === undefined) return state.mentions;
+  let n = state.mentions;
+  for (const seq of all) if (seq > state.readSeq && seq <= lastSeq) n++;
+  return n;
+}
+
 /** `null` when the conversation is hidden (deleted and no newer message). */
-export function toView(state: ConvState, heads: Readonly<Record<string, number>>): ConvView | null {
+export function toView(state: ConvState, heads: Readonly<Record<string, number>>, extras?: HeadExtras): ConvView | null {
   const lastSeq = effectiveLastSeq(state, heads);
   if (lastSeq <= state.deletedSeq) return null;
+  const at = effectiveAt(state, extras);
   return {
     conv: state.conv,
     lastSeq,
     readSeq: state.readSeq,
     unread: Math.max(0, lastSeq - state.readSeq),
-    mentions: state.mentions,
+    mentions: effectiveMentions(state, lastSeq, extras),
     muted: state.muted,
     markedUnread: state.markedUnread,
     category: state.category,
+    ...(state.level !== undefined ? { level: state.level } : {}),
+    ...(at > 0 ? { at } : {}),
   };
 }
 
@@ -37,19 +75,23 @@ export interface Totals {
   categories: Map<string, number>;
 }
 
-/** Adds one visible conversation's share of the badge: none when muted. */
+/**
+ * Adds one visible conversation's share of the badge (rules.ts contribution): none when muted
+ * (level 'none'); for level 'mentions' only its mentions, each one unread of the badge.
+ */
 export function addToTotals(totals: Totals, view: ConvView): void {
   if (view.muted) return;
-  totals.total += view.unread;
+  const unread = view.level === 'mentions' ? view.mentions : view.unread;
+  totals.total += unread;
   totals.mentions += view.mentions;
-  if (view.unread > 0) totals.categories.set(view.category, (totals.categories.get(view.category) ?? 0) + view.unread);
+  if (unread > 0) totals.categories.set(view.category, (totals.categories.get(view.category) ?? 0) + unread);
 }
 
 /** The visible conversations, in the order of `states`. */
-function visibleViews(states: Iterable<ConvState>, heads: Readonly<Record<string, number>>): ConvView[] {
+function visibleViews(states: Iterable<ConvState>, heads: Readonly<Record<string, number>>, extras?: HeadExtras): ConvView[] {
   const views: ConvView[] = [];
   for (const state of states) {
-    const view = toView(state, heads);
+    const view = toView(state, heads, extras);
     if (view) views.push(view);
   }
   return views;
@@ -60,12 +102,29 @@ function byConv(views: ConvView[]): ConvView[] {
 }
 
 /** The visible conversations, sorted by id: the list of an unread summary. */
-export function conversationViews(states: Iterable<ConvState>, heads: Readonly<Record<string, number>>): ConvView[] {
-  return byConv(visibleViews(states, heads));
+export function conversationViews(states: Iterable<ConvState>, heads: Readonly<Record<string, number>>, extras?: HeadExtras): ConvView[] {
+  return byConv(visibleViews(states, heads, extras));
 }
 
-export function summarize(uid: string, epoch: string, version: number, states: Iterable<ConvState>, heads: Readonly<Record<string, number>>): UnreadSummary {
-  const conversations = visibleViews(states, heads);
+/**
+ * The order of a conversation list (issue 43): the newest last activity first, unknown (0) last;
+ * ties by id, so every device shows one order for one state.
+ */
+export function byActivity(a: ConvView, b: ConvView): number {
+  const d = (b.at ?? 0) - (a.at ?? 0);
+  if (d !== 0) return d;
+  return a.conv < b.conv ? -1 : a.conv > b.conv ? 1 : 0;
+}
+
+export function summarize(
+  uid: string,
+  epoch: string,
+  version: number,
+  states: Iterable<ConvState>,
+  heads: Readonly<Record<string, number>>,
+  extras?: HeadExtras,
+): UnreadSummary {
+  const conversations = visibleViews(states, heads, extras);
   const totals: Totals = { total: 0, mentions: 0, categories: new Map() };
   for (const view of conversations) addToTotals(totals, view);
   // Object.fromEntries defines own properties: a category named `__proto__` stays data.

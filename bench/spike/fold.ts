@@ -43,6 +43,8 @@ export function recordOf(conv: string, member: string, r: Omit<Registers, 'membe
     joinGen: Number(joinGen),
     readGen: 0,
     readMentionSeqs: [],
+    mentionsOnly: false,
+    at: 0,
   };
 }
 

@@ -20,8 +20,13 @@ export class Activity {
 
   constructor(private readonly changed: () => void) {}
 
-  /** Most recently active first, then by id. */
-  readonly order = (a: ConversationView, b: ConversationView): number => (this.at(b.conv) ?? 0) - (this.at(a.conv) ?? 0) || (a.conv < b.conv ? -1 : 1);
+  /** Most recently active first, then by id: Redpoint's last activity (`at`) first, this demo's record where Redpoint has none. */
+  readonly order = (a: ConversationView, b: ConversationView): number => (this.activeAt(b) ?? 0) - (this.activeAt(a) ?? 0) || (a.conv < b.conv ? -1 : 1);
+
+  /** When `c` was last active: Redpoint's `at` (issue 43: the same on every device), else when a device of this demo saw it. */
+  activeAt(c: ConversationView): number | undefined {
+    return c.at ?? this.at(c.conv);
+  }
 
   /** When `conv` was last active, if any device of the demo saw it happen. */
   at(conv: string): number | undefined {

@@ -69,7 +69,8 @@ export function avatar(name: string): HTMLElement {
 
 function row(c: ConversationView, ctx: ListContext): HTMLElement {
   const name = displayName(c.conv, ctx.uid);
-  const at = ctx.at(c.conv);
+  // Redpoint's last activity (issue 43), else what a device of this demo saw.
+  const at = c.at ?? ctx.at(c.conv);
   const active = ctx.open === c.conv;
   const classes = [
     'conv',

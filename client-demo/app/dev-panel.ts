@@ -51,7 +51,12 @@ export function setupDevPanel(client: RedpointClient, uid: string, log: StatusLi
   /** Sends to Redpoint, then tells the dev entry what was sent (Redpoint keeps no text). */
   const send = async (conv: string, outgoing: Outgoing[]): Promise<void> => {
     const numbered = outgoing.map((m) => ({ ...m, seq: nextSeq(conv) }));
-    await sendMessages(numbered.map(({ seq, sender, mention }) => ({ conv, seq, sender, ...(mention ? { mentions: [uid] } : {}) })));
+    // `at`: the message's time as a message service would stamp it (issue 43: Redpoint keeps the
+    // conversation's last activity, so every device orders the list alike).
+    const now = Date.now();
+    await sendMessages(
+      numbered.map(({ seq, sender, mention, agoMs }) => ({ conv, seq, sender, at: Math.round(now - agoMs), ...(mention ? { mentions: [uid] } : {}) })),
+    );
     await activity.sent(conv, numbered);
   };
 

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { EngineAdmin } from '../engine/admin.js';
 import type { DurableStore, InspectedUser } from '../engine/durable-backing.js';
 import type { Engine, UserOp } from '../engine/engine.js';
-import type { StoredConv } from '../engine/rules.js';
+import { levelOf, type StoredConv } from '../engine/rules.js';
 import { decodeRecord, encodeRecord } from '../engine/state-text.js';
 import type { PgStore } from './pg-store.js';
 
@@ -266,7 +266,7 @@ function judge(redis: InspectedUser, conv: string, row: PgRow | undefined): DbFi
 
 function registersAhead(a: StoredConv, b: StoredConv): boolean {
   // deletedSeq orders states of one membership only (a join starts it over).
-  return a.gen > b.gen || a.lastSeq > b.lastSeq || (a.joinGen === b.joinGen && a.deletedSeq > b.deletedSeq) || readAhead(a, b);
+  return a.gen > b.gen || a.lastSeq > b.lastSeq || a.at > b.at || (a.joinGen === b.joinGen && a.deletedSeq > b.deletedSeq) || readAhead(a, b);
 }
 
 /** The read register (readGen, readSeq), lexicographic (rules.ts mergeRead). */
@@ -304,14 +304,17 @@ function catchUp(uid: string, row: PgRow, kept: StoredConv | undefined, newer: b
     );
   }
   if (p.member && !p.large && p.lastSeq > (kept?.lastSeq ?? 0)) {
-    ops.push({ type: 'message', uid, conv, lastSeq: p.lastSeq, readSeq: 0, mentionSeqs: p.mentionSeqs });
+    ops.push({ type: 'message', uid, conv, lastSeq: p.lastSeq, readSeq: 0, mentionSeqs: p.mentionSeqs, ...(p.at > 0 ? { at: p.at } : {}) });
+  } else if (p.member && p.at > (kept?.at ?? 0)) {
+    // Only the last activity is behind (issue 43): a message op of no new seq raises it.
+    ops.push({ type: 'message', uid, conv, lastSeq: 0, readSeq: 0, mentionSeqs: [], at: p.at });
   }
   // After a membership op of a newer join (or on no record) Redis's deletedSeq is -1: a join starts it over.
   const keptDeleted = kept && kept.joinGen === p.joinGen ? kept.deletedSeq : -1;
   if (p.member && p.deletedSeq >= 0 && p.deletedSeq > keptDeleted) ops.push({ type: 'settings', uid, conv, deleteAt: p.deletedSeq });
   if (!kept ? p.readSeq > 0 || p.readGen > 0 : readAhead(p, kept)) ops.push({ type: 'read', uid, conv, seq: p.readSeq, gen: p.readGen });
-  if (newer && (!kept || kept.muted !== p.muted || kept.markedUnread !== p.markedUnread)) {
-    ops.push({ type: 'settings', uid, conv, muted: p.muted, markedUnread: p.markedUnread });
+  if (newer && (!kept || kept.muted !== p.muted || kept.mentionsOnly !== p.mentionsOnly || kept.markedUnread !== p.markedUnread)) {
+    ops.push({ type: 'settings', uid, conv, level: levelOf(p), markedUnread: p.markedUnread });
   }
   return ops;
 }

@@ -71,13 +71,19 @@ export class PgStore implements DurableBacking {
 
   /** Raises conversations' heads (a row not there yet gets one, completed by its membership's drain). */
   /** Heads as read from Redis, each with the conversation's generation read with it. */
-  async writeHeads(heads: ReadonlyArray<{ conv: string; maxSeq: number; gen: number }>): Promise<void> {
+  async writeHeads(heads: ReadonlyArray<{ conv: string; maxSeq: number; gen: number; at?: number; mentionAll?: readonly number[] }>): Promise<void> {
     if (heads.length === 0) return;
     // In key order, as the rosters' rows: two drainers' heads, or heads and a roster batch, lock
     // shared rows in one order. Other writers of these rows (a deletion) can still cross them,
     // and the statement is all or nothing and idempotent: a deadlock's victim runs again.
     const inKeyOrder = [...heads].sort((a, b) => byText(a.conv, b.conv));
-    const values = [inKeyOrder.map((h) => h.conv), inKeyOrder.map((h) => String(h.maxSeq)), inKeyOrder.map((h) => String(h.gen))];
+    const values = [
+      inKeyOrder.map((h) => h.conv),
+      inKeyOrder.map((h) => String(h.maxSeq)),
+      inKeyOrder.map((h) => String(h.gen)),
+      inKeyOrder.map((h) => String(h.at ?? 0)),
+      inKeyOrder.map((h) => `{${(h.mentionAll ?? []).join(',')}}`),
+    ];
     await againIfDeadlocked(() => this.pool.query(UPSERT_HEADS, values));
   }
 
@@ -131,6 +137,7 @@ export class PgStore implements DurableBacking {
         whole.map((w) => w.state.category),
         whole.map((w) => String(w.state.gen)),
         whole.map((w) => (w.state.rewriteGen === null ? null : String(w.state.rewriteGen))),
+        whole.map((w) => String(w.state.largeFrom ?? 0)),
       ]);
       const members = { conv: [] as string[], uid: [] as string[], joinGen: [] as string[], joinHead: [] as string[] };
       for (const { conv, state } of whole) {
@@ -220,8 +227,18 @@ export class PgStore implements DurableBacking {
     const out = new Map<string, PersistedConversation>();
     if (convs.length === 0) return out;
     const [head, members] = await Promise.all([
-      this.pool.query<{ conv: string; max_seq: string; large: boolean; category: string; gen: string; rewrite_gen: string | null }>(
-        `SELECT conv, max_seq, large, category, gen, rewrite_gen FROM redpoint_conversations c WHERE conv = ANY($1::text[]) AND ${NOT_DELETED}`,
+      this.pool.query<{
+        conv: string;
+        max_seq: string;
+        large: boolean;
+        category: string;
+        gen: string;
+        rewrite_gen: string | null;
+        last_at: string;
+        mention_all: string[];
+        large_from: string;
+      }>(
+        `SELECT conv, max_seq, large, category, gen, rewrite_gen, last_at, mention_all, large_from FROM redpoint_conversations c WHERE conv = ANY($1::text[]) AND ${NOT_DELETED}`,
         [convs],
       ),
       this.pool.query<{ conv: string; uid: string; join_gen: string; join_head: string }>(
@@ -237,6 +254,9 @@ export class PgStore implements DurableBacking {
         gen: Number(row.gen),
         rewriteGen: row.rewrite_gen === null ? null : Number(row.rewrite_gen),
         members: [],
+        at: Number(row.last_at),
+        mentionAll: row.mention_all.map(Number),
+        largeFrom: Number(row.large_from),
       });
     }
     for (const row of members.rows) out.get(row.conv)?.members.push({ uid: row.uid, joinGen: Number(row.join_gen), joinHead: Number(row.join_head) });
@@ -326,7 +346,7 @@ export class PgStore implements DurableBacking {
 const MEMBER_ROWS_PER_STATEMENT = 5_000;
 
 const RECORD_COLUMNS =
-  'uid, conv, member, muted, marked_unread, large, last_seq, read_seq, deleted_seq, gen, join_gen, category, mention_seqs, w, read_gen, read_mention_seqs';
+  'uid, conv, member, muted, marked_unread, large, last_seq, read_seq, deleted_seq, gen, join_gen, category, mention_seqs, w, read_gen, read_mention_seqs, mentions_only, last_at';
 
 interface RecordRow {
   uid: string;
@@ -345,6 +365,8 @@ interface RecordRow {
   w: string;
   read_gen: string;
   read_mention_seqs: string[];
+  mentions_only: boolean;
+  last_at: string;
 }
 
 function recordOf(row: RecordRow): StoredConv {
@@ -363,6 +385,9 @@ function recordOf(row: RecordRow): StoredConv {
     mentionSeqs: row.mention_seqs.map(Number),
     readGen: Number(row.read_gen),
     readMentionSeqs: row.read_mention_seqs.map(Number),
+    // One level: a row is never both (settings set them together, both from the newer row).
+    mentionsOnly: row.mentions_only && !row.muted,
+    at: Number(row.last_at),
   };
 }
 
@@ -383,6 +408,8 @@ interface Columns {
   w: number[];
   readGen: number[];
   readMentions: string[];
+  mentionsOnly: boolean[];
+  at: number[];
 }
 
 function emptyColumns(): Columns {
@@ -403,6 +430,8 @@ function emptyColumns(): Columns {
     w: [],
     readGen: [],
     readMentions: [],
+    mentionsOnly: [],
+    at: [],
   };
 }
 
@@ -423,6 +452,8 @@ function pushRecord(c: Columns, uid: string, r: StoredConv, w: number): void {
   c.w.push(w);
   c.readGen.push(r.readGen);
   c.readMentions.push(`{${r.readMentionSeqs.join(',')}}`);
+  c.mentionsOnly.push(r.mentionsOnly);
+  c.at.push(r.at);
 }
 
 /**
@@ -449,6 +480,8 @@ function columnArrays(c: Columns): string[] {
     numbers(c.w),
     numbers(c.readGen),
     textArray(c.readMentions),
+    bools(c.mentionsOnly),
+    numbers(c.at),
   ];
 }
 
@@ -494,11 +527,12 @@ const UPSERT_RECORDS = `
   INSERT INTO redpoint_user_conv AS t (${RECORD_COLUMNS})
   -- mention seqs travel as array literals, one text per row (unnest would flatten a 2-D array)
   SELECT u.uid, u.conv, u.member, u.muted, u.marked_unread, u.large, u.last_seq, u.read_seq, u.deleted_seq, u.gen, u.join_gen,
-         u.category, u.mentions::bigint[], u.w, u.read_gen, u.read_mentions::bigint[]
+         u.category, u.mentions::bigint[], u.w, u.read_gen, u.read_mentions::bigint[], u.mentions_only, u.last_at
   FROM unnest($1::text[], $2::text[], $3::bool[], $4::bool[], $5::bool[], $6::bool[], $7::bigint[], $8::bigint[],
-              $9::bigint[], $10::bigint[], $11::bigint[], $12::text[], $13::text[], $14::bigint[], $15::bigint[], $16::text[])
+              $9::bigint[], $10::bigint[], $11::bigint[], $12::text[], $13::text[], $14::bigint[], $15::bigint[], $16::text[],
+              $17::bool[], $18::bigint[])
     AS u(uid, conv, member, muted, marked_unread, large, last_seq, read_seq, deleted_seq, gen, join_gen, category, mentions, w,
-         read_gen, read_mentions)
+         read_gen, read_mentions, mentions_only, last_at)
   -- a state read before the user was erased is not written back (a user created again is newer)
   WHERE NOT EXISTS (SELECT 1 FROM redpoint_erased e WHERE e.uid = u.uid AND e.w >= u.w)
   ON CONFLICT (uid, conv) DO UPDATE SET
@@ -509,7 +543,9 @@ const UPSERT_RECORDS = `
     gen = GREATEST(t.gen, EXCLUDED.gen),
     -- the read register by its generation first (byReadGen)
     ${['read_seq', 'mention_seqs', 'read_mention_seqs', 'read_gen'].map(byReadGen).join(',\n    ')},
-    ${['member', 'muted', 'marked_unread', 'large', 'join_gen', 'category'].map(newer).join(',\n    ')},
+    ${['member', 'muted', 'marked_unread', 'large', 'join_gen', 'category', 'mentions_only'].map(newer).join(',\n    ')},
+    -- the last activity: a max-register (issue 43)
+    last_at = GREATEST(t.last_at, EXCLUDED.last_at),
     w = GREATEST(t.w, EXCLUDED.w),
     updated_at = now()`;
 
@@ -544,17 +580,27 @@ const DELETE_RECORDS = `
   WHERE t.uid = d.uid AND t.conv = d.conv AND t.w <= d.w`;
 
 const UPSERT_HEADS = `
-  INSERT INTO redpoint_conversations AS t (conv, max_seq, large, category, gen, head_gen)
-  SELECT conv, max_seq, false, 'default', 0, head_gen FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS h(conv, max_seq, head_gen)
-  ON CONFLICT (conv) DO UPDATE SET ${headAt('EXCLUDED.max_seq', 'EXCLUDED.head_gen')}, updated_at = now()`;
+  INSERT INTO redpoint_conversations AS t (conv, max_seq, large, category, gen, head_gen, last_at, mention_all)
+  SELECT conv, max_seq, false, 'default', 0, head_gen, last_at, mention_all::bigint[]
+  FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::text[]) AS h(conv, max_seq, head_gen, last_at, mention_all)
+  ON CONFLICT (conv) DO UPDATE SET ${headAt('EXCLUDED.max_seq', 'EXCLUDED.head_gen')},
+    -- issue 43: the last activity a max-register, the @all seqs a union (the newest 1000)
+    last_at = GREATEST(t.last_at, EXCLUDED.last_at),
+    mention_all = CASE WHEN cardinality(EXCLUDED.mention_all) = 0 THEN t.mention_all ELSE
+      (SELECT coalesce(array_agg(s ORDER BY s), '{}') FROM (SELECT DISTINCT unnest(t.mention_all || EXCLUDED.mention_all) AS s ORDER BY s DESC LIMIT 1000) AS u) END,
+    updated_at = now()`;
 
 const UPSERT_CONVERSATIONS = `
-  INSERT INTO redpoint_conversations AS t (conv, max_seq, large, category, gen, rewrite_gen, head_gen)
-  SELECT c.*, c.gen FROM unnest($1::text[], $2::bigint[], $3::boolean[], $4::text[], $5::bigint[], $6::bigint[])
-    AS c(conv, max_seq, large, category, gen, rewrite_gen)
+  INSERT INTO redpoint_conversations AS t (conv, max_seq, large, category, gen, rewrite_gen, large_from, head_gen)
+  SELECT c.*, c.gen FROM unnest($1::text[], $2::bigint[], $3::boolean[], $4::text[], $5::bigint[], $6::bigint[], $7::bigint[])
+    AS c(conv, max_seq, large, category, gen, rewrite_gen, large_from)
   ON CONFLICT (conv) DO UPDATE SET
     ${headAt('EXCLUDED.max_seq', 'EXCLUDED.gen')}, large = EXCLUDED.large, category = EXCLUDED.category,
-    gen = EXCLUDED.gen, rewrite_gen = EXCLUDED.rewrite_gen, updated_at = now()`;
+    gen = EXCLUDED.gen, rewrite_gen = EXCLUDED.rewrite_gen,
+    -- issue 43: a write-diffused conversation keeps no @all seqs (a switch to write diffusion drops them)
+    mention_all = CASE WHEN EXCLUDED.large THEN t.mention_all ELSE '{}'::bigint[] END,
+    large_from = EXCLUDED.large_from,
+    updated_at = now()`;
 
 /** Members of the conversations $1 that are not among the (conv, uid) pairs $2, $3. */
 const DELETE_FORMER_MEMBERS = `

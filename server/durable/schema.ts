@@ -74,7 +74,19 @@ const MIGRATIONS: readonly string[] = [
   // their read register by read_gen first (pg-store.ts byReadGen). Existing rows: generation 0.
   `ALTER TABLE redpoint_user_conv ADD COLUMN read_gen bigint NOT NULL DEFAULT 0,
      ADD COLUMN read_mention_seqs bigint[] NOT NULL DEFAULT '{}';`,
-  // 6: read receipts (issue 44): each sharing member's "has seen up to" per conversation (a
+  // 6 (issue 43): the notification level "mentions only" (rules.ts mentionsOnly; 'none' stays
+  // `muted`), taken with the other settings from the newer row, and the last activity `at` (ms,
+  // 0 = unknown), a max-register (GREATEST). Existing rows: level all or none, activity unknown.
+  // A conversation's last activity and a read-diffused one's @all seqs (engine.ts HeadExtra),
+  // written with its head: last_at by GREATEST, mention_all as the union's newest 1000 (emptied by
+  // a whole write of a write-diffused state: a switch to write diffusion drops them); large_from,
+  // the head when it became read-diffused (conv_members.lua '#L'), with the whole state.
+  `ALTER TABLE redpoint_user_conv ADD COLUMN mentions_only boolean NOT NULL DEFAULT false,
+     ADD COLUMN last_at bigint NOT NULL DEFAULT 0;
+   ALTER TABLE redpoint_conversations ADD COLUMN last_at bigint NOT NULL DEFAULT 0,
+     ADD COLUMN mention_all bigint[] NOT NULL DEFAULT '{}',
+     ADD COLUMN large_from bigint NOT NULL DEFAULT 0;`,
+  // 7: read receipts (issue 44): each sharing member's "has seen up to" per conversation (a
   // max-register: upserts take GREATEST; keyed by conv first, colocated with the conversation
   // tables), and each user's shareReads setting (a user who does not share has no rows in the first).
   `CREATE TABLE redpoint_read_positions (

@@ -92,6 +92,8 @@ export interface Engine {
   ): Promise<{ recorded: (RecordedMessage | null)[]; userOps: number }>;
   /** Current maxSeq of each conversation (missing ones are left out). */
   heads(convs: readonly string[]): Promise<Map<string, number>>;
+  /** The HeadExtra of each read-diffused conversation that has one (missing ones, and those with nothing, are left out). */
+  headExtras(convs: readonly string[]): Promise<Map<string, HeadExtra>>;
 
   /**
    * Applies per-user ops: one atomic step per user (their ops in the given order), users
@@ -162,6 +164,8 @@ export interface ConvInfo {
   memberCount: number;
   /** Membership generation: raised by every membership change that changed something. */
   gen: number;
+  /** Issue 43: the conversation's last activity (ms), where the step read it: membership ops give it to the members they make (absent: unknown). */
+  at?: number;
 }
 
 export interface MembersChange {
@@ -196,6 +200,19 @@ export interface MessageRecord {
   seq: number;
   /** Senders and mentioned users: whose membership a read-diffused conversation must tell. */
   candidates: readonly string[];
+  /** Issue 43, kept by a read-diffused conversation only (a write-diffused one's records keep them): the newest `at` of its messages ... */
+  at?: number;
+  /** ... and the seqs of its @all messages. */
+  mentionAll?: readonly number[];
+}
+
+/**
+ * What a read-diffused conversation keeps beside its head (issue 43): its last activity (0:
+ * unknown) and its @all seqs, ascending, the newest `LIMITS.mentionSeqsPerConversation`.
+ */
+export interface HeadExtra {
+  at: number;
+  mentionAll: number[];
 }
 
 export interface RecordedMessage {

@@ -11,6 +11,11 @@ type MessageOp = Extract<UserOp, { type: 'message' }>;
  * (their own message is read) and mentioned users get theirs in any conversation. Read diffusion
  * thus costs O(1) writes per message whatever the group size. Mention seqs are kept to the
  * newest `LIMITS.mentionSeqsPerConversation` per op: the store keeps no more than that.
+ *
+ * Issue 43: every op of a conversation carries the largest `at` of its messages in the batch (the
+ * last activity, a max-register; none when no message has one), and an @all message
+ * (`mentionAll`) of a write-diffused conversation is a mention of every listed member but its
+ * sender (a read-diffused one keeps its @all seqs at the conversation: conv_record.lua).
  */
 export function mergeOps(messages: readonly MessageEvent[], byConv: ReadonlyMap<string, RecordedMessage>): MessageOp[] {
   const ops = new Map<string, MessageOp & { mentionSeqs: number[] }>();
@@ -28,18 +33,23 @@ export function mergeOps(messages: readonly MessageEvent[], byConv: ReadonlyMap<
   const listed = new Map<string, ReadonlySet<string>>();
   for (const [conv, r] of byConv) listed.set(conv, new Set(r.members));
   const top = new Map<string, number>();
+  const lastAt = new Map<string, number>();
+  const everyone: MessageEvent[] = [];
   for (const m of messages) {
     const r = byConv.get(m.conv);
     const members = listed.get(m.conv);
     if (!r || !members) continue;
     top.set(m.conv, Math.max(top.get(m.conv) ?? 0, m.seq));
+    if (m.at !== undefined) lastAt.set(m.conv, Math.max(lastAt.get(m.conv) ?? 0, m.at));
+    if (m.mentionAll === true && !r.info.large) everyone.push(m);
     if (members.has(m.sender)) {
       const own = opFor(m.sender, m.conv, r.info.gen);
       own.lastSeq = Math.max(own.lastSeq, m.seq);
       own.readSeq = Math.max(own.readSeq, m.seq);
     }
-    // Most messages mention nobody: no Set for them.
-    if (m.mentions === undefined || m.mentions.length === 0) continue;
+    // Most messages mention nobody: no Set for them. An @all message's own mentions are in its
+    // @all (below, or the read-diffused conversation's set): one mention per member, once.
+    if (m.mentions === undefined || m.mentions.length === 0 || m.mentionAll === true) continue;
     for (const uid of new Set(m.mentions)) {
       if (uid === m.sender || !members.has(uid)) continue;
       const op = opFor(uid, m.conv, r.info.gen);
@@ -53,6 +63,17 @@ export function mergeOps(messages: readonly MessageEvent[], byConv: ReadonlyMap<
     for (const uid of r.members) {
       const op = opFor(uid, conv, r.info.gen);
       op.lastSeq = Math.max(op.lastSeq, seq);
+    }
+  }
+  for (const m of everyone) {
+    const r = byConv.get(m.conv);
+    if (!r) continue;
+    for (const uid of r.members) if (uid !== m.sender) opFor(uid, m.conv, r.info.gen).mentionSeqs.push(m.seq);
+  }
+  if (lastAt.size > 0) {
+    for (const op of ops.values()) {
+      const at = lastAt.get(op.conv);
+      if (at !== undefined) op.at = at;
     }
   }
   // The engine's own cap (rules.ts), applied here only when an op would carry more than it keeps.

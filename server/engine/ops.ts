@@ -1,3 +1,4 @@
+import type { NotificationLevel } from '../../protocol/types.js';
 /** The ops a user step applies and the join tag they carry: a leaf both engines and rules.ts share. */
 
 /** A member's join tag: the generation and head at which its current membership began. */
@@ -31,16 +32,20 @@ export interface MemberTag {
  *   not, mode, category, the join tag and the conversation's head); an op of an older generation
  *   than the record's is ignored.
  * - `settings`: flags, and `deleteAt` (hide the conversation up to the larger of it and lastSeq).
+ *   `level` sets the notification level (muted = level 'none'); `muted` alone sets 'none' or
+ *   'all'; both given: `level` wins.
+ * - `message`'s `at`: the message service's timestamp (ms) of the newest message of the op; the
+ *   record's last activity is a max-register of it (absent: unchanged).
  * - `membership` with `rebase`: the operator's repair of a head that went wrong
  *   (admin/rebase.ts): a new membership at `joinGen` (the rebase's generation) whose lastSeq is
  *   SET to `head` (the lowered head), readSeq, deletedSeq and mentions lowered to at most it.
  *   Applied once per rebase generation (a repeat finds the same joinGen and only max-merges).
  */
 export type UserOp =
-  | { type: 'message'; uid: string; conv: string; lastSeq: number; readSeq: number; mentionSeqs: readonly number[]; gen?: number }
+  | { type: 'message'; uid: string; conv: string; lastSeq: number; readSeq: number; mentionSeqs: readonly number[]; gen?: number; at?: number }
   | { type: 'read'; uid: string; conv: string; seq: number; gen?: number }
   | MembershipOp
-  | { type: 'settings'; uid: string; conv: string; muted?: boolean; markedUnread?: boolean; deleteAt?: number }
+  | { type: 'settings'; uid: string; conv: string; muted?: boolean; level?: NotificationLevel; markedUnread?: boolean; deleteAt?: number }
   | { type: 'unread-from'; uid: string; conv: string; seq: number; gen?: number; floor?: number; joinGen?: number };
 
 export type MembershipOp =
@@ -58,5 +63,7 @@ export type MembershipOp =
       category: string;
       /** An operator's rebase: lowers the record to `head` instead of raising (see above). */
       rebase?: true;
+      /** The conversation's last activity (ms) when the op was made: a lower bound for the record's `at` (issue 43). */
+      at?: number;
     }
   | { type: 'membership'; uid: string; conv: string; gen: number; member: false };

@@ -1,5 +1,5 @@
 import { LIMITS } from '../../protocol/limits.js';
-import type { ConvState } from '../../protocol/types.js';
+import type { ConvState, NotificationLevel } from '../../protocol/types.js';
 import type { UserOp } from './ops.js';
 
 /**
@@ -50,6 +50,18 @@ export interface StoredConv {
    * here" below them counts them again (mentionSeqs holds only those above readSeq).
    */
   readMentionSeqs: number[];
+  /**
+   * Notification level "mentions only" (issue 43): listed with its unread, but only its mentions
+   * go into the totals. The level is (muted, mentionsOnly): none = muted, mentions = mentionsOnly,
+   * all = neither; never both (settings set them together, levelOf reads them).
+   */
+  mentionsOnly: boolean;
+  /** Last activity: the largest message-service timestamp (`at`, ms) of a message delivered here; 0 = unknown. A max-register. */
+  at: number;
+}
+
+export function levelOf(rec: { muted: boolean; mentionsOnly: boolean }): NotificationLevel {
+  return rec.muted ? 'none' : rec.mentionsOnly ? 'mentions' : 'all';
 }
 
 export interface Contribution {
@@ -63,6 +75,8 @@ const NONE: Contribution = { unread: 0, mentions: 0, category: '' };
 /** What this conversation adds to the user's stored totals (read-diffused ones are summed at read time). */
 export function contribution(rec: StoredConv | undefined): Contribution {
   if (!rec?.member || rec.large || rec.muted || rec.lastSeq <= rec.deletedSeq) return NONE;
+  // Mentions only: each unread mention is one unread of the badge, the rest is listed, not counted.
+  if (rec.mentionsOnly) return { unread: rec.mentionSeqs.length, mentions: rec.mentionSeqs.length, category: rec.category };
   return { unread: Math.max(0, rec.lastSeq - rec.readSeq), mentions: rec.mentionSeqs.length, category: rec.category };
 }
 
@@ -80,6 +94,10 @@ export function toConvState(rec: StoredConv): ConvState {
   };
   // Shown only once the user has marked something unread: generation 0 is the default.
   if (rec.readGen > 0) state.readGen = rec.readGen;
+  // Issue 43's fields, shown only when not the default (a plain or muted state is as before):
+  // the level 'none' is `muted`, 'all' is neither.
+  if (rec.mentionsOnly) state.level = 'mentions';
+  if (rec.at > 0) state.at = rec.at;
   return state;
 }
 
@@ -104,6 +122,8 @@ function blankRecord(conv: string): StoredConv {
     joinGen: 0,
     readGen: 0,
     readMentionSeqs: [],
+    mentionsOnly: false,
+    at: 0,
   };
 }
 
@@ -195,6 +215,7 @@ export function applyRule(before: StoredConv | undefined, op: UserOp): StoredCon
       rec.lastSeq = Math.max(rec.lastSeq, op.lastSeq);
       raiseRead(rec, op.readSeq);
       rec.mentionSeqs = mergeMentions(rec.mentionSeqs, op.mentionSeqs, rec.readSeq);
+      if (op.at !== undefined && op.at > rec.at) rec.at = op.at;
       return rec;
     }
     case 'read': {
@@ -232,6 +253,7 @@ export function applyRule(before: StoredConv | undefined, op: UserOp): StoredCon
           if (op.rebase) lowerTo(rec, op.head);
         }
         rec.lastSeq = Math.max(rec.lastSeq, op.head);
+        if (op.at !== undefined && op.at > rec.at) rec.at = op.at;
         rec.large = op.large;
         rec.category = op.category;
       } else if (rec.member) {
@@ -253,7 +275,14 @@ export function applyRule(before: StoredConv | undefined, op: UserOp): StoredCon
         // At or below deletedSeq: below the floor of any "unread from here".
         rec.readMentionSeqs = [];
       }
-      if (op.muted !== undefined) rec.muted = op.muted;
+      // The level wins over muted when both are given (the HTTP layer refuses a contradiction).
+      if (op.level !== undefined) {
+        rec.muted = op.level === 'none';
+        rec.mentionsOnly = op.level === 'mentions';
+      } else if (op.muted !== undefined) {
+        rec.muted = op.muted;
+        rec.mentionsOnly = false;
+      }
       if (op.markedUnread !== undefined) rec.markedUnread = op.markedUnread;
       return rec;
     }
@@ -300,7 +329,9 @@ export function sameState(a: ConvState | null, b: ConvState | null): boolean {
     a.category === b.category &&
     a.large === b.large &&
     a.deletedSeq === b.deletedSeq &&
-    (a.readGen ?? 0) === (b.readGen ?? 0)
+    (a.readGen ?? 0) === (b.readGen ?? 0) &&
+    a.level === b.level &&
+    (a.at ?? 0) === (b.at ?? 0)
   );
 }
 
@@ -324,6 +355,8 @@ export function sameRecord(a: StoredConv | undefined, b: StoredConv | undefined)
     a.gen === b.gen &&
     a.joinGen === b.joinGen &&
     a.readGen === b.readGen &&
+    a.mentionsOnly === b.mentionsOnly &&
+    a.at === b.at &&
     sameSeqs(a.mentionSeqs, b.mentionSeqs) &&
     sameSeqs(a.readMentionSeqs, b.readMentionSeqs)
   );

@@ -12,9 +12,14 @@ import type { StoredConv } from './rules.js';
  *
  * - record (hash field = conv): `<member><muted><marked><large>|lastSeq|readSeq|deletedSeq|gen|joinGen|category|mentionSeq,...`,
  *   then `|readGen|readMentionSeq,...` only when readGen > 0 or a spent mention is kept (so most
- *   records, and a plain message's cost, are as before the read register had a generation)
+ *   records, and a plain message's cost, are as before the read register had a generation),
+ *   then `|at` (last activity, ms) only when at > 0 (the read extension then written even when
+ *   default: `|0|`)
  * - state (stream entry, snapshot line, notification line): `conv|<muted><marked><large>|lastSeq|readSeq|mentions|deletedSeq|category`,
- *   then `|readGen` only when readGen > 0; an entry for a conversation the user left is the bare `conv`
+ *   then `|readGen` only when readGen > 0, then `|at` only when at > 0 (readGen then written even
+ *   when 0); an entry for a conversation the user left is the bare `conv`
+ * - the `<muted>` flag character, in records and states, is the notification level: '0' all,
+ *   '1' none (muted), '2' mentions only
  * - snapshot: states joined by `\n`
  * - member tag (conversation hash field = uid, conv_members.lua): `joinGen|joinHead`
  * The default category is stored as '' (no category is empty).
@@ -24,6 +29,8 @@ import type { StoredConv } from './rules.js';
  */
 
 const bit = (s: string, i: number): boolean => s.charCodeAt(i) === 49; // '1'
+/** The level character's "mentions only" ('2'); '1' there is muted (bit). */
+const mentionsOnlyAt = (s: string, i: number): boolean => s.charCodeAt(i) === 50;
 
 const DEFAULT_CATEGORY = 'default';
 const categoryOf = (text: string | undefined): string => (text === undefined || text === '' ? DEFAULT_CATEGORY : text);
@@ -38,8 +45,8 @@ const seqList = (text: string | undefined): number[] => (text === undefined || t
 
 export function decodeRecord(conv: string, text: string): StoredConv {
   const p = text.split('|');
-  // 8 fields, or 10 with the read register's extension (readGen, spent mentions).
-  if (p.length !== 8 && p.length !== 10) throw new Error(`malformed stored record of ${conv}`);
+  // 8 fields, or 10 with the read register's extension (readGen, spent mentions), 11 with `at`.
+  if (p.length !== 8 && p.length !== 10 && p.length !== 11) throw new Error(`malformed stored record of ${conv}`);
   const flags = p[0] ?? '';
   return {
     conv,
@@ -54,17 +61,19 @@ export function decodeRecord(conv: string, text: string): StoredConv {
     joinGen: int(p[5]),
     category: categoryOf(p[6]),
     mentionSeqs: seqList(p[7]),
-    readGen: p.length === 10 ? int(p[8]) : 0,
+    readGen: p.length >= 10 ? int(p[8]) : 0,
     readMentionSeqs: seqList(p[9]),
+    mentionsOnly: mentionsOnlyAt(flags, 1),
+    at: p.length === 11 ? int(p[10]) : 0,
   };
 }
 
-/** `<member><muted><marked><large>` by the bits member 8, muted 4, marked 2, large 1. */
-const RECORD_FLAG_TEXT = Array.from({ length: 16 }, (_, n) => [8, 4, 2, 1].map((b) => ((n & b) !== 0 ? '1' : '0')).join(''));
+/** `<member><muted><marked><large>` by the bits member 8, muted 4, marked 2, large 1; +16: mentions only ('2' for muted). */
+const RECORD_FLAG_TEXT = Array.from({ length: 32 }, (_, n) => [8, 4, 2, 1].map((b) => (b === 4 && n >= 16 ? '2' : (n & b) !== 0 ? '1' : '0')).join(''));
 
 /** Inverse of decodeRecord (the tests write records by hand to corrupt a store). */
 export function encodeRecord(rec: StoredConv): string {
-  const flags = (rec.member ? 8 : 0) + (rec.muted ? 4 : 0) + (rec.markedUnread ? 2 : 0) + (rec.large ? 1 : 0);
+  const flags = (rec.member ? 8 : 0) + (rec.muted ? 4 : rec.mentionsOnly ? 16 : 0) + (rec.markedUnread ? 2 : 0) + (rec.large ? 1 : 0);
   // join() makes one flat string (the memory engine keeps records as these texts); a template
   // literal this long would be a tree of ConsStrings (see encodeEntryText).
   const fields = [
@@ -77,17 +86,18 @@ export function encodeRecord(rec: StoredConv): string {
     rec.category === DEFAULT_CATEGORY ? '' : rec.category,
     rec.mentionSeqs.join(','),
   ];
-  if (rec.readGen > 0 || rec.readMentionSeqs.length > 0) fields.push(rec.readGen, rec.readMentionSeqs.join(','));
+  if (rec.readGen > 0 || rec.readMentionSeqs.length > 0 || rec.at > 0) fields.push(rec.readGen, rec.readMentionSeqs.join(','));
+  if (rec.at > 0) fields.push(rec.at);
   return fields.join('|');
 }
 
-/** `<muted><marked><large>` by the bits muted 4, marked 2, large 1. */
-const FLAG_TEXT = ['000', '001', '010', '011', '100', '101', '110', '111'];
+/** `<muted><marked><large>` by the bits muted 4, marked 2, large 1; 8 + marked/large: mentions only ('2'). */
+const FLAG_TEXT = ['000', '001', '010', '011', '100', '101', '110', '111', '200', '201', '210', '211'];
 
 /** A stream entry's text (stateText in user_apply.lua): the conversation's state, or the bare `conv` when the user left it. */
 export function encodeEntryText(conv: string, state: ConvState | null): string {
   if (!state) return conv;
-  const flags = (state.muted ? 4 : 0) + (state.markedUnread ? 2 : 0) + (state.large ? 1 : 0);
+  const flags = (state.muted ? 4 : state.level === 'mentions' ? 8 : 0) + (state.markedUnread ? 2 : 0) + (state.large ? 1 : 0);
   // join() makes one flat string; a template literal this long would be a tree of ConsStrings
   // (several heap objects with pointers), which is what a kept entry must not be.
   const fields = [
@@ -99,7 +109,9 @@ export function encodeEntryText(conv: string, state: ConvState | null): string {
     state.deletedSeq,
     state.category === DEFAULT_CATEGORY ? '' : state.category,
   ];
-  if (state.readGen !== undefined && state.readGen > 0) fields.push(state.readGen);
+  const hasAt = state.at !== undefined && state.at > 0;
+  if ((state.readGen !== undefined && state.readGen > 0) || hasAt) fields.push(state.readGen ?? 0);
+  if (hasAt) fields.push(state.at ?? 0);
   return fields.join('|');
 }
 
@@ -123,7 +135,7 @@ export function decodeEntryText(text: string): { conv: string; state: ConvState 
   const bar = text.indexOf('|');
   if (bar < 0) return { conv: text, state: null };
   const p = text.split('|');
-  if (p.length !== 7 && p.length !== 8) throw new Error('malformed stored entry');
+  if (p.length < 7 || p.length > 9) throw new Error('malformed stored entry');
   const conv = p[0] ?? '';
   const flags = p[1] ?? '';
   const state: ConvState = {
@@ -137,7 +149,12 @@ export function decodeEntryText(text: string): { conv: string; state: ConvState 
     large: bit(flags, 2),
     deletedSeq: int(p[5]),
   };
-  if (p.length === 8) state.readGen = int(p[7]);
+  if (p.length >= 8) {
+    const readGen = int(p[7]);
+    if (readGen > 0) state.readGen = readGen;
+  }
+  if (mentionsOnlyAt(flags, 0)) state.level = 'mentions';
+  if (p.length === 9) state.at = int(p[8]);
   return { conv, state };
 }
 
@@ -229,5 +246,7 @@ export function decodeRecordFast(conv: string, text: string): StoredConv {
     mentionSeqs,
     readGen: 0,
     readMentionSeqs: [],
+    mentionsOnly: mentionsOnlyAt(text, 1),
+    at: 0,
   };
 }

@@ -29,12 +29,15 @@ export function changeFrameJson(f: ChangeFrame): string {
     !bool(s.markedUnread) ||
     !plain(s.category) ||
     !bool(s.large) ||
-    !int(s.deletedSeq) ||
-    !hasOnly(s, STATE_FIELDS)
+    !int(s.deletedSeq)
   ) {
     return JSON.stringify(f);
   }
-  return `${head}{"conv":"${s.conv}","lastSeq":${s.lastSeq},"readSeq":${s.readSeq},"mentions":${s.mentions},"muted":${s.muted},"markedUnread":${s.markedUnread},"category":"${s.category}","large":${s.large},"deletedSeq":${s.deletedSeq}}}`;
+  // Issue 43: a state with a last activity (most, once the message service sends `at`) keeps the fast path.
+  const withAt = s.at !== undefined && int(s.at) && hasOnly(s, STATE_FIELDS_AT);
+  if (!withAt && !hasOnly(s, STATE_FIELDS)) return JSON.stringify(f);
+  const at = withAt ? `,"at":${s.at}` : '';
+  return `${head}{"conv":"${s.conv}","lastSeq":${s.lastSeq},"readSeq":${s.readSeq},"mentions":${s.mentions},"muted":${s.muted},"markedUnread":${s.markedUnread},"category":"${s.category}","large":${s.large},"deletedSeq":${s.deletedSeq}${at}}}`;
 }
 
 /** The object's fields are `fields`, in that order (JSON.stringify follows the object's own order). */
@@ -49,3 +52,4 @@ function hasOnly(o: object, fields: readonly string[]): boolean {
 
 const FRAME_FIELDS = ['t', 'epoch', 'v', 'conv', 'state'] as const;
 const STATE_FIELDS = ['conv', 'lastSeq', 'readSeq', 'mentions', 'muted', 'markedUnread', 'category', 'large', 'deletedSeq'] as const;
+const STATE_FIELDS_AT = [...STATE_FIELDS, 'at'] as const;

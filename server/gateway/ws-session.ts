@@ -355,11 +355,12 @@ export class WsSession {
       case 'refresh':
         return this.refresh(uid, frame);
       case 'settings': {
-        if (frame.deleted === undefined && frame.muted === undefined && frame.markedUnread === undefined) {
+        if (frame.deleted === undefined && frame.muted === undefined && frame.markedUnread === undefined && frame.level === undefined) {
           throw new RedpointError('invalid_request', 'settings: nothing to change');
         }
         const result = await this.host.sync.updateSettings(uid, frame.conv, {
           ...(frame.muted !== undefined ? { muted: frame.muted } : {}),
+          ...(frame.level !== undefined ? { level: frame.level } : {}),
           ...(frame.markedUnread !== undefined ? { markedUnread: frame.markedUnread } : {}),
           ...(frame.deleted ? { deleted: true } : {}),
         });

@@ -90,6 +90,7 @@ async function apply({ sync, seqGuard, onMessages }: RecordTarget, record: Queue
     case 'settings':
       await sync.updateSettings(record.uid, record.conv, {
         ...(record.muted !== undefined ? { muted: record.muted } : {}),
+        ...(record.level !== undefined ? { level: record.level } : {}),
         ...(record.markedUnread !== undefined ? { markedUnread: record.markedUnread } : {}),
       });
       return;

@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { RedpointError } from '../../protocol/errors.js';
-import { decode, Id, MembersBody, Message, type MessageInput, ReadBody, SettingsBody } from '../../protocol/schemas.js';
+import { checkMessageTimes, decode, Id, MembersBody, Message, type MessageInput, ReadBody, SettingsBody } from '../../protocol/schemas.js';
+import type { NotificationLevel } from '../../protocol/types.js';
 
 /**
  * A queued record (PROTOCOL.md "Queue records"): the JSON of one HTTP write with a `type` naming
@@ -11,7 +12,7 @@ export type QueueRecord =
   | { type: 'message'; message: MessageInput }
   | { type: 'members'; conv: string; add: string[]; remove: string[]; category?: string }
   | { type: 'read'; uid: string; conv: string; seq: number; gen?: number }
-  | { type: 'settings'; uid: string; conv: string; muted?: boolean; markedUnread?: boolean }
+  | { type: 'settings'; uid: string; conv: string; muted?: boolean; markedUnread?: boolean; level?: NotificationLevel }
   | { type: 'delete'; uid: string; conv: string };
 
 const RECORD_TYPES = ['message', 'members', 'read', 'settings', 'delete'] as const;
@@ -29,7 +30,7 @@ export function decodeRecord(value: unknown): QueueRecord {
   const { type, ...rest } = value as Record<string, unknown>;
   switch (type) {
     case 'message':
-      return { type, message: decode(Message, rest) };
+      return { type, message: checkMessageTimes([decode(Message, rest)], Date.now())[0] as MessageInput };
     case 'members': {
       const { conv, ...body } = rest;
       const ids = decode(PathIds.conv, { conv });

@@ -1,5 +1,5 @@
 import type { MessageEvent } from '../../protocol/types.js';
-import type { Engine, RecordedMessage } from '../engine/engine.js';
+import type { Engine, MessageRecord, RecordedMessage } from '../engine/engine.js';
 import { mergeOps } from '../engine/merge-ops.js';
 import { afterPartOfIt } from '../engine/store-errors.js';
 import { unknownConversation } from './conversation-errors.js';
@@ -133,18 +133,28 @@ export class Ingest {
     const messages = live.length === 1 ? (live[0] as Submission).messages : live.flatMap((s) => s.messages);
     let at = Number.POSITIVE_INFINITY;
     for (const s of live) at = Math.min(at, s.at);
-    const heads = new Map<string, { seq: number; candidates: Set<string> }>();
+    const heads = new Map<string, { seq: number; candidates: Set<string>; at?: number; mentionAll?: number[] }>();
     for (const m of messages) {
       let h = heads.get(m.conv);
       if (!h) heads.set(m.conv, (h = { seq: 0, candidates: new Set() }));
       h.seq = Math.max(h.seq, m.seq);
       h.candidates.add(m.sender);
       if (m.mentions) for (const uid of m.mentions) h.candidates.add(uid);
+      // Issue 43: what a read-diffused conversation keeps beside its head (MessageRecord).
+      if (m.at !== undefined) h.at = Math.max(h.at ?? 0, m.at);
+      if (m.mentionAll === true) (h.mentionAll ??= []).push(m.seq);
     }
     const convs = [...heads.keys()];
-    const items = convs.map((conv) => {
+    const items = convs.map((conv): MessageRecord => {
       const h = heads.get(conv);
-      return { conv, seq: h?.seq ?? 0, candidates: h ? [...h.candidates] : [] };
+      if (!h) return { conv, seq: 0, candidates: [] };
+      return {
+        conv,
+        seq: h.seq,
+        candidates: [...h.candidates],
+        ...(h.at !== undefined ? { at: h.at } : {}),
+        ...(h.mentionAll !== undefined ? { mentionAll: h.mentionAll } : {}),
+      };
     });
     // A store that does the whole flush in one step (RedisEngine on one Redis) is given it whole.
     const whole = this.engine.recordAndApply ? await this.engine.recordAndApply(items, messages, at) : undefined;

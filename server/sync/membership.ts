@@ -28,6 +28,8 @@ export function memberOp(info: ConvInfo, tag: MemberTag): MembershipOp {
     head: info.maxSeq,
     large: info.large,
     category: info.category,
+    // The conversation's last activity: a joiner, or a member rewritten to write diffusion, has it too.
+    ...(info.at !== undefined && info.at > 0 ? { at: info.at } : {}),
   };
 }
 

@@ -1,6 +1,6 @@
 import { RedpointError } from '../../protocol/errors.js';
 import { LIMITS } from '../../protocol/limits.js';
-import type { Cursor, MessageEvent, PullReply, UnreadSummary } from '../../protocol/types.js';
+import type { Cursor, MessageEvent, NotificationLevel, PullReply, UnreadSummary } from '../../protocol/types.js';
 import { addToTotals, conversationViews, type Totals, toView } from '../../protocol/view.js';
 import type { Engine, UserOp, UserOpResult } from '../engine/engine.js';
 import type { ConversationCap } from './conversation-cap.js';
@@ -19,6 +19,8 @@ export interface BatchResult {
 
 export interface SettingsChange {
   muted?: boolean;
+  /** The notification level (issue 43); with `muted` too, the two must agree (muted === (level === 'none')). */
+  level?: NotificationLevel;
   markedUnread?: boolean;
   /** Hide the conversation up to its current head (applied first, in the same change). */
   deleted?: boolean;
@@ -175,6 +177,9 @@ export class SyncService {
 
   /** Flags and delete as ONE change (one version): the delete first, then the flags. */
   async updateSettings(uid: string, conv: string, change: SettingsChange): Promise<UserOpResult> {
+    if (change.level !== undefined && change.muted !== undefined && change.muted !== (change.level === 'none')) {
+      throw new RedpointError('invalid_request', `muted: ${String(change.muted)} contradicts level: '${change.level}' (muted is level 'none')`);
+    }
     let deleteAt: number | undefined;
     if (change.deleted) {
       const info = await this.engine.getConversation(conv);
@@ -186,6 +191,7 @@ export class SyncService {
       uid,
       conv,
       ...(change.muted !== undefined ? { muted: change.muted } : {}),
+      ...(change.level !== undefined ? { level: change.level } : {}),
       ...(change.markedUnread !== undefined ? { markedUnread: change.markedUnread } : {}),
       ...(deleteAt !== undefined ? { deleteAt } : {}),
     });
@@ -206,9 +212,13 @@ export class SyncService {
     const pageConvs = [...(stored.snapshot?.convs ?? []), ...stored.entries.flatMap((e) => (e.state ? [e.state] : []))]
       .filter((s) => !s.large)
       .map((s) => s.conv);
-    const [heads, peers] = await Promise.all([this.headsOf(stored.largeConvs, stored.heads), this.receipts.peerReads(uid, [...new Set(pageConvs)], sharing)]);
+    const [heads, peers, extras] = await Promise.all([
+      this.headsOf(stored.largeConvs, stored.heads),
+      this.receipts.peerReads(uid, [...new Set(pageConvs)], sharing),
+      this.extrasOf(stored.largeConvs),
+    ]);
     const { largeConvs: _ignored, heads: _read, ...rest } = stored;
-    return { ...rest, heads: Object.fromEntries(heads), ...(peers.size > 0 ? { peerReads: Object.fromEntries(peers) } : {}) };
+    return { ...rest, heads: Object.fromEntries(heads), ...extras, ...(peers.size > 0 ? { peerReads: Object.fromEntries(peers) } : {}) };
   }
 
   /** The badge numbers. `total` = stored totals (write-diffused) + read-diffused groups summed now. */
@@ -229,10 +239,11 @@ export class SyncService {
         stored.heads,
       ),
     );
+    const extras = await this.extrasOf(stored.states.filter((s) => s.large).map((s) => s.conv));
     // Stored totals cover the write-diffused conversations; the read-diffused ones are added now.
     const totals: Totals = { total: stored.totals.total, mentions: stored.totals.mentions, categories: new Map(stored.totals.categories) };
     for (const state of stored.states) {
-      const view = state.large ? toView(state, heads) : null;
+      const view = state.large ? toView(state, heads, extras) : null;
       if (view) addToTotals(totals, view);
     }
     // Object.fromEntries defines own properties: a category named `__proto__` stays data.
@@ -243,10 +254,28 @@ export class SyncService {
       total: totals.total,
       mentions: totals.mentions,
       categories: Object.fromEntries(totals.categories),
-      conversations: conversationViews(stored.states, heads).map((view) => {
+      conversations: conversationViews(stored.states, heads, extras).map((view) => {
         const peer = peers.get(view.conv);
         return peer === undefined ? view : { ...view, peerReadSeq: peer };
       }),
+    };
+  }
+
+  /** Issue 43: the read-diffused conversations' last activity and @all seqs (PullReply `headAt`, `mentionAll`), only those that have any. */
+  private async extrasOf(convs: readonly string[]): Promise<{ headAt?: Record<string, number>; mentionAll?: Record<string, number[]> }> {
+    if (convs.length === 0) return {};
+    const found = await this.engine.headExtras(convs);
+    if (found.size === 0) return {};
+    // Object.fromEntries defines own properties: a conversation named `__proto__` stays data.
+    const atEntries: [string, number][] = [];
+    const allEntries: [string, number[]][] = [];
+    for (const [conv, extra] of found) {
+      if (extra.at > 0) atEntries.push([conv, extra.at]);
+      if (extra.mentionAll.length > 0) allEntries.push([conv, extra.mentionAll]);
+    }
+    return {
+      ...(atEntries.length > 0 ? { headAt: Object.fromEntries(atEntries) } : {}),
+      ...(allEntries.length > 0 ? { mentionAll: Object.fromEntries(allEntries) } : {}),
     };
   }
 

@@ -20,6 +20,8 @@ const record = (conv: string, lastSeq: number): StoredConv => ({
   joinGen: 1,
   readGen: 0,
   readMentionSeqs: [],
+  mentionsOnly: false,
+  at: 0,
 });
 
 /**

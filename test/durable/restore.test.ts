@@ -84,6 +84,37 @@ describe('durable tier: Redis may lose everything, no read position is lost', ()
     expect(ra.conversations.find((c) => c.conv === 'reset')).toMatchObject({ unread: 2 });
   });
 
+  it('after FLUSHALL the last activity and the "mentions only" level come back (issue 43, migration 6)', async () => {
+    const T0 = 1_760_000_000_000;
+    await stack.server.members('lv', { add: ['la', 'lb'] });
+    await stack.server.post([
+      { conv: 'lv', seq: 1, sender: 'lb', at: T0 },
+      { conv: 'lv', seq: 2, sender: 'lb', mentions: ['la'], at: T0 + 7 },
+      { conv: 'lv', seq: 3, sender: 'lb' },
+    ]);
+    await stack.server.ok('PUT', '/v1/users/la/conversations/lv', { level: 'mentions' });
+    const before = await stack.server.unread('la');
+    expect(before).toMatchObject({ total: 1, mentions: 1 });
+    expect(before.conversations).toMatchObject([{ conv: 'lv', unread: 3, mentions: 1, level: 'mentions', at: T0 + 7 }]);
+    await stack.server.durable?.persister.drainAll(Date.now() + 20_000);
+    await stack.admin.flushall();
+    const after = await stack.server.unread('la');
+    expect({ ...after, epoch: '', version: 0 }).toEqual({ ...before, epoch: '', version: 0 });
+    const client = new pg.Client({ connectionString: stack.databaseUrl });
+    await client.connect();
+    try {
+      const { rows } = await client.query<{ last_at: string; mentions_only: boolean; muted: boolean }>(
+        "SELECT last_at, mentions_only, muted FROM redpoint_user_conv WHERE conv = 'lv' ORDER BY uid",
+      );
+      expect(rows).toEqual([
+        { last_at: String(T0 + 7), mentions_only: true, muted: false },
+        { last_at: String(T0 + 7), mentions_only: false, muted: false },
+      ]);
+    } finally {
+      await client.end();
+    }
+  });
+
   it('PostgreSQL holds registers, not counts, keyed by uid and conv', async () => {
     await stack.server.durable?.persister.drainAll(Date.now() + 20_000);
     const client = new pg.Client({ connectionString: stack.databaseUrl });

@@ -28,7 +28,8 @@ export function totalsFrom(states: readonly ConvState[]): StoredUserState['total
   const totals = { total: 0, mentions: 0, categories: new Map<string, number>() };
   for (const s of states) {
     if (s.large || s.muted || s.lastSeq <= s.deletedSeq) continue;
-    const unread = Math.max(0, s.lastSeq - s.readSeq);
+    // Level 'mentions' (issue 43): each unread mention is one unread of the badge.
+    const unread = s.level === 'mentions' ? s.mentions : Math.max(0, s.lastSeq - s.readSeq);
     totals.total += unread;
     totals.mentions += s.mentions;
     if (unread !== 0) totals.categories.set(s.category, (totals.categories.get(s.category) ?? 0) + unread);

@@ -1,10 +1,10 @@
 import { expect } from 'vitest';
 import { RedpointError } from '../../protocol/errors.js';
-import type { ConvState, Cursor, MessageEvent } from '../../protocol/types.js';
+import type { ConvState, Cursor, MessageEvent, PullReply } from '../../protocol/types.js';
 import type { Engine } from '../../server/engine/engine.js';
 import { SyncService } from '../../server/sync/sync-service.js';
 import { clientViews } from '../helpers/client-view.js';
-import { Model, type ModelSummary, type Outcome } from '../http/model.js';
+import { type Level, Model, type ModelSummary, type Outcome } from '../http/model.js';
 
 /**
  * The engine checked against an INDEPENDENT model: random API calls (membership crossing the
@@ -33,7 +33,7 @@ type Step =
   | { t: 'read'; uid: string; conv: string; seq: number; gen?: number }
   | { t: 'unread-from'; uid: string; conv: string; seq: number; gen?: number }
   | { t: 'delete'; uid: string; conv: string }
-  | { t: 'settings'; uid: string; conv: string; muted?: boolean; markedUnread?: boolean };
+  | { t: 'settings'; uid: string; conv: string; muted?: boolean; markedUnread?: boolean; level?: Level };
 
 /** What a run exercised, so a green run can show it was not vacuous. */
 export interface ModelRunStats {
@@ -47,6 +47,9 @@ export interface ModelRunStats {
   staleReads: number;
   /** "Unread from here" acts that lowered readSeq. */
   unreadsLowering: number;
+  /** Issue 43: checks that met a 'mentions'-level conversation whose unread differs from its mentions, and an unread @all in a read-diffused one. */
+  mentionsLevelDiffers: number;
+  everyoneInLarge: number;
 }
 
 export async function modelRandomRun(engine: Engine, rand: () => number, steps: number): Promise<ModelRunStats> {
@@ -56,7 +59,17 @@ export async function modelRandomRun(engine: Engine, rand: () => number, steps: 
   const model = new Model(THRESHOLD);
   const nextSeq = new Map<string, number>();
   const sent: MessageEvent[] = [];
-  const stats: ModelRunStats = { checks: 0, switches: 0, notFound: 0, markedReadsAtReadSeq: 0, marksClearedByRead: 0, staleReads: 0, unreadsLowering: 0 };
+  const stats: ModelRunStats = {
+    checks: 0,
+    switches: 0,
+    notFound: 0,
+    markedReadsAtReadSeq: 0,
+    marksClearedByRead: 0,
+    staleReads: 0,
+    unreadsLowering: 0,
+    mentionsLevelDiffers: 0,
+    everyoneInLarge: 0,
+  };
 
   const members = (conv: string): string[] => USERS.filter((u) => model.isMember(u, conv));
   /** Mostly a member of `conv` (the paths that apply), sometimes anyone (the 404 paths). */
@@ -77,7 +90,10 @@ export async function modelRandomRun(engine: Engine, rand: () => number, steps: 
       const seq = (nextSeq.get(conv) ?? 0) + 1 + (rand() < 0.1 ? 2 : 0);
       nextSeq.set(conv, seq);
       const mentions = subset(USERS, 0.25);
-      return { t: 'message', message: { conv, seq, sender: actor(conv), ...(mentions.length > 0 ? { mentions } : {}) } };
+      // Issue 43: @all now and then, a time mostly (sometimes none, sometimes older than the last).
+      const everyone = rand() < 0.12 ? { mentionAll: true } : {};
+      const at = rand() < 0.8 ? { at: 1_760_000_000_000 + seq * 1000 - Math.floor(rand() * 3000) } : {};
+      return { t: 'message', message: { conv, seq, sender: actor(conv), ...(mentions.length > 0 ? { mentions } : {}), ...everyone, ...at } };
     }
     if (r < 0.62 && sent.length > 0) return { t: 'redeliver', messages: Array.from({ length: 1 + Math.floor(rand() * 3) }, () => pick(sent)) };
     if (r < 0.78) {
@@ -117,6 +133,8 @@ export async function modelRandomRun(engine: Engine, rand: () => number, steps: 
       conv,
       ...(rand() < 0.6 ? { muted: rand() < 0.5 } : {}),
       ...(rand() < 0.6 ? { markedUnread: rand() < 0.5 } : {}),
+      // Issue 43: the level alone (with muted it must agree: refused otherwise).
+      ...(rand() < 0.5 ? { level: pick(['all', 'mentions', 'mentions', 'none'] as const), muted: undefined } : {}),
     };
   };
 
@@ -165,6 +183,7 @@ export async function modelRandomRun(engine: Engine, rand: () => number, steps: 
         const change = {
           ...(step.muted !== undefined ? { muted: step.muted } : {}),
           ...(step.markedUnread !== undefined ? { markedUnread: step.markedUnread } : {}),
+          ...(step.level !== undefined ? { level: step.level } : {}),
         };
         return { expected: model.updateSettings(step.uid, step.conv, change), got: await outcomeOf(() => sync.updateSettings(step.uid, step.conv, change)) };
       }
@@ -176,14 +195,17 @@ export async function modelRandomRun(engine: Engine, rand: () => number, steps: 
     for (const uid of USERS) {
       const want = model.unread(uid);
       const where = `${label}, user ${uid}`;
+      for (const v of want.conversations) if (v.level === 'mentions' && v.unread !== v.mentions) stats.mentionsLevelDiffers++;
       // 1. A pull from scratch, raw states turned into views from PROTOCOL.md.
-      const { states, heads, peers } = await pullAll(sync, uid);
-      const views = clientViews(states.values(), heads).map((v) => {
+      const { states, heads, peers, extras } = await pullAll(sync, uid);
+      const views = clientViews(states.values(), heads, extras).map((v) => {
         // Read receipts: a pull from scratch carries every one-to-one peer's position (peerReads).
         const peer = peers.get(v.conv);
         return peer === undefined ? v : { ...v, peerReadSeq: peer };
       });
       expect(views, `${where}: pulled from scratch`).toEqual(want.conversations);
+      const everyone = new Map(Object.entries(extras.mentionAll ?? {}));
+      for (const s of states.values()) if (s.large && (everyone.get(s.conv) ?? []).some((seq) => seq > s.readSeq)) stats.everyoneInLarge++;
       // 2. The stored totals: the write-diffused share of the model's totals.
       const stored = await engine.userState(uid);
       expect(
@@ -211,10 +233,19 @@ export async function modelRandomRun(engine: Engine, rand: () => number, steps: 
   return stats;
 }
 
-async function pullAll(sync: SyncService, uid: string): Promise<{ states: Map<string, ConvState>; heads: Record<string, number>; peers: Map<string, number> }> {
+async function pullAll(
+  sync: SyncService,
+  uid: string,
+): Promise<{
+  states: Map<string, ConvState>;
+  heads: Record<string, number>;
+  peers: Map<string, number>;
+  extras: Pick<PullReply, 'headAt' | 'mentionAll'>;
+}> {
   const states = new Map<string, ConvState>();
   const peers = new Map<string, number>();
   let heads: Record<string, number> = {};
+  let extras: Pick<PullReply, 'headAt' | 'mentionAll'> = {};
   let since: Cursor | null = null;
   for (let page = 0; page < 1000; page++) {
     const reply = await sync.pull(uid, since, 3);
@@ -229,8 +260,9 @@ async function pullAll(sync: SyncService, uid: string): Promise<{ states: Map<st
     }
     heads = reply.heads;
     for (const [conv, seq] of Object.entries(reply.peerReads ?? {})) peers.set(conv, seq);
+    extras = { ...(reply.headAt ? { headAt: reply.headAt } : {}), ...(reply.mentionAll ? { mentionAll: reply.mentionAll } : {}) };
     since = { epoch: reply.epoch, version: reply.version };
-    if (!reply.more) return { states, heads, peers };
+    if (!reply.more) return { states, heads, peers, extras };
   }
   throw new Error(`pull of ${uid} did not finish in 1000 pages`);
 }
@@ -243,9 +275,10 @@ function writeDiffusedTotals(model: Model, summary: ModelSummary, uid: string): 
   for (const v of summary.conversations) {
     const size = model.conversations.get(v.conv)?.members.size ?? 0;
     if (v.muted || size > THRESHOLD || !model.isMember(uid, v.conv)) continue;
-    total += v.unread;
+    const counted = v.level === 'mentions' ? v.mentions : v.unread;
+    total += counted;
     mentions += v.mentions;
-    if (v.unread > 0) categories.set(v.category, (categories.get(v.category) ?? 0) + v.unread);
+    if (counted > 0) categories.set(v.category, (categories.get(v.category) ?? 0) + counted);
   }
   return { total, mentions, categories: Object.fromEntries(categories) };
 }

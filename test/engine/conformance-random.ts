@@ -39,7 +39,9 @@ export async function randomizedOps(e: Engine, rand: () => number, count: number
       // Sometimes the conversation's generation as a flush read it: at, below or above the
       // record's join generation (a message from before a rejoin or a rebase is ignored).
       const gen = rec && rand() < 0.3 ? { gen: Math.max(0, rec.joinGen - 1 + int(2)) } : {};
-      return { type: 'message', uid, conv, lastSeq, readSeq: rand() < 0.2 ? lastSeq : 0, mentionSeqs, ...gen };
+      // Issue 43: the last activity, sometimes none, in any order (a max-register).
+      const at = rand() < 0.4 ? { at: 1_760_000_000_000 + int(50) } : {};
+      return { type: 'message', uid, conv, lastSeq, readSeq: rand() < 0.2 ? lastSeq : 0, mentionSeqs, ...gen, ...at };
     }
     // Some reads land exactly at readSeq: they move nothing, so a mark stays (raiseRead).
     if (r < 0.5) return { type: 'read', uid, conv, seq: rec && rand() < 0.3 ? rec.readSeq : int(40) };
@@ -75,6 +77,8 @@ export async function randomizedOps(e: Engine, rand: () => number, count: number
     if (r < 0.8) return { type: 'membership', uid, conv, gen: rand() < 0.2 && rec ? rec.gen : nextGen(), member: false };
     const op: UserOp = { type: 'settings', uid, conv };
     if (bool()) op.muted = bool();
+    // Issue 43: the notification level, alone or with muted (the level wins).
+    if (rand() < 0.3) op.level = pick(['all', 'mentions', 'none'] as const);
     if (bool()) op.markedUnread = bool();
     if (rand() < 0.3) op.deleteAt = int(40);
     return op;

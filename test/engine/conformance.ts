@@ -5,6 +5,7 @@ import type { Engine, EngineOptions, UserOp } from '../../server/engine/engine.j
 import { claimConformance } from './conformance-claims.js';
 import { conversationConformance } from './conformance-conversations.js';
 import { convWith, del, expectTotalsConsistent, join, leave, message, mulberry32, one, plainTotals, read } from './conformance-helpers.js';
+import { levelConformance } from './conformance-levels.js';
 import { type ModelRunStats, modelRandomRun } from './conformance-model.js';
 import { notificationConformance } from './conformance-notify.js';
 import { pullConformance } from './conformance-pull.js';
@@ -434,6 +435,8 @@ export function engineConformance(name: string, makeEngine: MakeEngine): void {
           marksClearedByRead: 0,
           staleReads: 0,
           unreadsLowering: 0,
+          mentionsLevelDiffers: 0,
+          everyoneInLarge: 0,
         };
         for (const seed of [7, 1999, 20260101, 1, 2, 3]) {
           const stats = await modelRandomRun(await use({ snapshotEvery: 4, streamMaxLen: 8 }), mulberry32(seed), 150);
@@ -448,6 +451,9 @@ export function engineConformance(name: string, makeEngine: MakeEngine): void {
         // ... and marked conversations unread from a message on, and read in a stale generation.
         expect(totals.unreadsLowering).toBeGreaterThan(0);
         expect(totals.staleReads).toBeGreaterThan(0);
+        // Issue 43: levels and @all in read-diffused groups were met.
+        expect(totals.mentionsLevelDiffers).toBeGreaterThan(0);
+        expect(totals.everyoneInLarge).toBeGreaterThan(0);
       });
 
       it('expectTotalsConsistent sees a wrong stored total (the check can fail)', async () => {
@@ -460,5 +466,6 @@ export function engineConformance(name: string, makeEngine: MakeEngine): void {
 
     pullConformance(use);
     notificationConformance(use);
+    levelConformance(use);
   });
 }

@@ -549,6 +549,8 @@ describe('redis engine scripts', () => {
     const fields = new Map([...table.matchAll(/(\w+) = (\d+)/g)].map((m) => [m[1], Number(m[2])]));
     const ops: UserOp[] = [
       message('u', 'c', 1),
+      // Issue 43: a message with a time is 'M', one argument more.
+      { type: 'message', uid: 'u', conv: 'c', lastSeq: 1, readSeq: 0, mentionSeqs: [], at: 1_760_000_000_000 },
       read('u', 'c', 1),
       join('u', 'c', 0, 'group'),
       { type: 'membership', uid: 'u', conv: 'c', gen: 2, member: false },
@@ -569,6 +571,8 @@ describe('redis engine scripts', () => {
     const flush = await readFile(new URL('../../server/engine/redis/lua/ingest_flush.lua', import.meta.url), 'utf8');
     const slots = /((?:apply\[n \+ \d\], )*apply\[n \+ \d\]) = 'm'/.exec(flush)?.[1]?.split(',').length;
     expect(slots).toBe((fields.get('m') ?? 0) + 2);
+    const timed = /((?:apply\[n \+ \d\], )*apply\[n \+ \d\]) = 'M'/.exec(flush)?.[1]?.split(',').length;
+    expect(timed).toBe((fields.get('M') ?? 0) + 2);
   });
 
   it('one library: the shared Lua defined once, each script a function; exactly the functions that read the epoch carry a run id', async () => {

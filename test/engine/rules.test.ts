@@ -30,6 +30,8 @@ const member = (over: Partial<StoredConv> = {}): StoredConv => ({
   joinGen: 5,
   readGen: 0,
   readMentionSeqs: [],
+  mentionsOnly: false,
+  at: 0,
   ...over,
 });
 

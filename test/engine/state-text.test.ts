@@ -51,6 +51,8 @@ describe('record text', () => {
       mentionSeqs: [6, 8],
       readGen: 0,
       readMentionSeqs: [],
+      mentionsOnly: false,
+      at: 0,
     });
     expect(encodeRecord(rec)).toBe('0101|9|4|-1|3|2||6,8');
     expect(decodeRecordFast('c', '0101|9|4|-1|3|2||6,8')).toEqual(rec);
@@ -71,6 +73,19 @@ describe('record text', () => {
     expect(decodeRecord('c', '1000|9|4|-1|3|2|g|6,8|2|1,3')).toEqual({ ...rec, readGen: 2, readMentionSeqs: [1, 3] });
     expect(decodeRecordFast('c', '1000|9|4|-1|3|2|g|6,8|2|1,3')).toEqual({ ...rec, readGen: 2, readMentionSeqs: [1, 3] });
     expect(() => decodeRecord('c', '1000|9|4|-1|3|2|g|6,8|x|')).toThrow('malformed stored number');
+  });
+
+  it('keeps the level in the muted flag (2: mentions only) and the last activity after the read extension, only when set', () => {
+    const rec = decodeRecord('c', '1000|9|4|-1|3|2|g|6,8');
+    expect(encodeRecord({ ...rec, mentionsOnly: true })).toBe('1200|9|4|-1|3|2|g|6,8');
+    expect(decodeRecord('c', '1200|9|4|-1|3|2|g|6,8')).toEqual({ ...rec, mentionsOnly: true });
+    expect(decodeRecordFast('c', '1200|9|4|-1|3|2|g|6,8')).toEqual({ ...rec, mentionsOnly: true });
+    expect(encodeRecord({ ...rec, at: 1_760_000_000_000 })).toBe('1000|9|4|-1|3|2|g|6,8|0||1760000000000');
+    expect(encodeRecord({ ...rec, at: 5, readGen: 2, readMentionSeqs: [1] })).toBe('1000|9|4|-1|3|2|g|6,8|2|1|5');
+    expect(decodeRecord('c', '1000|9|4|-1|3|2|g|6,8|0||1760000000000')).toEqual({ ...rec, at: 1_760_000_000_000 });
+    expect(decodeRecordFast('c', '1000|9|4|-1|3|2|g|6,8|2|1|5')).toEqual({ ...rec, at: 5, readGen: 2, readMentionSeqs: [1] });
+    expect(() => decodeRecord('c', '1000|9|4|-1|3|2|g|6,8|0||x')).toThrow('malformed stored number');
+    expect(() => decodeRecord('c', '1000|9|4|-1|3|2|g|6,8|0|||5')).toThrow('malformed stored record');
   });
 
   it('refuses a record of another shape or with a number that is not a safe integer, naming the conversation or the text', () => {
@@ -99,6 +114,15 @@ describe('entry text', () => {
     expect(decodeSnapshotText(encodeSnapshotText([state({ readGen: 3 }), state({ conv: 'c2' })]))).toEqual([state({ readGen: 3 }), state({ conv: 'c2' })]);
   });
 
+  it('shows mentions only as 2 in the muted place, and the last activity as a ninth field (readGen then 0) only when set', () => {
+    const quiet = state({ muted: false, level: 'mentions' });
+    expect(encodeEntryText('c1', quiet)).toBe('c1|201|9|4|2|-1|group');
+    expect(decodeEntryText('c1|201|9|4|2|-1|group').state).toEqual(quiet);
+    expect(encodeEntryText('c1', state({ at: 1_760_000_000_000 }))).toBe('c1|101|9|4|2|-1|group|0|1760000000000');
+    expect(decodeEntryText('c1|101|9|4|2|-1|group|0|1760000000000').state).toEqual(state({ at: 1_760_000_000_000 }));
+    expect(decodeEntryText('c1|101|9|4|2|-1|group|3|7').state).toEqual(state({ readGen: 3, at: 7 }));
+  });
+
   it('a left conversation is the bare id; an empty state text is none', () => {
     expect(encodeEntryText('c1', null)).toBe('c1');
     expect(decodeEntryText('c1')).toEqual({ conv: 'c1', state: null });
@@ -107,7 +131,7 @@ describe('entry text', () => {
   });
 
   it('refuses an entry of another shape', () => {
-    for (const text of ['c1|101|9|4|2|-1', 'c1|101|9|4|2|-1|g|1|x']) expect(() => decodeEntryText(text), text).toThrow('malformed stored entry');
+    for (const text of ['c1|101|9|4|2|-1', 'c1|101|9|4|2|-1|g|1|2|x']) expect(() => decodeEntryText(text), text).toThrow('malformed stored entry');
     expect(() => decodeEntryText('c1|101|9|4|2|-1|g|x')).toThrow('malformed stored number');
     expect(() => decodeEntryText('c1|101|9|4|x|-1|g')).toThrow('malformed stored number');
   });

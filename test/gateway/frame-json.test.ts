@@ -25,8 +25,13 @@ const frame = (s: fc.Arbitrary<ChangeFrame['state']>, text: fc.Arbitrary<string>
 
 describe('changeFrameJson', () => {
   it('writes the bytes JSON.stringify writes, for the frames the engines make', async () => {
+    // Issue 43: and with a last activity after them (rules.ts toConvState's order), or a level or readGen before it.
+    const withAt = fc.record({ base: state, at: seq }).map(({ base, at }) => ({ ...base, at }));
+    const withMore = fc
+      .record({ base: state, readGen: fc.option(seq, { nil: undefined }), at: seq })
+      .map(({ base, readGen, at }) => ({ ...base, ...(readGen !== undefined ? { readGen } : {}), level: 'mentions' as const, at }));
     await fc.assert(
-      fc.property(frame(fc.option(state, { nil: null }), id, seq), (f) => {
+      fc.property(frame(fc.option(fc.oneof(state, withAt, withMore), { nil: null }), id, seq), (f) => {
         expect(changeFrameJson(f)).toBe(JSON.stringify(f));
       }),
       { numRuns: 2000 },

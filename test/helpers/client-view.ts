@@ -7,24 +7,36 @@ import type { ConvState, ConvView, UnreadSummary } from '../../protocol/types.js
  * did too could never see a bug in that derivation. Every "client matches server" check compares
  * this with the server's answer.
  */
-export function clientViews(states: Iterable<ConvState>, heads: Readonly<Record<string, number>>): ConvView[] {
+export function clientViews(
+  states: Iterable<ConvState>,
+  heads: Readonly<Record<string, number>>,
+  extras: { headAt?: Readonly<Record<string, number>>; mentionAll?: Readonly<Record<string, readonly number[]>> } = {},
+): ConvView[] {
   // Heads are looked up among own keys only: `__proto__` is a conversation id like any other.
   const headFor = new Map(Object.entries(heads));
+  const atFor = new Map(Object.entries(extras.headAt ?? {}));
+  const allFor = new Map(Object.entries(extras.mentionAll ?? {}));
   const views: ConvView[] = [];
   for (const s of states) {
     // effectiveLastSeq = large ? max(state.lastSeq, heads[conv] ?? 0) : state.lastSeq
     const lastSeq = s.large ? Math.max(s.lastSeq, headFor.get(s.conv) ?? 0) : s.lastSeq;
     // Hidden while effectiveLastSeq <= deletedSeq.
     if (!(lastSeq > s.deletedSeq)) continue;
+    // Last activity: large ? max(state.at, headAt[conv]) : state.at; absent when unknown.
+    const at = Math.max(s.at ?? 0, s.large ? (atFor.get(s.conv) ?? 0) : 0);
+    // @all of a large group: each of its seqs in (readSeq, lastSeq] is one more mention.
+    const everyone = s.large ? (allFor.get(s.conv) ?? []).filter((seq) => seq > s.readSeq && seq <= lastSeq).length : 0;
     views.push({
       conv: s.conv,
       lastSeq,
       readSeq: s.readSeq,
       unread: lastSeq > s.readSeq ? lastSeq - s.readSeq : 0,
-      mentions: s.mentions,
+      mentions: s.mentions + everyone,
       muted: s.muted,
       markedUnread: s.markedUnread,
       category: s.category,
+      ...(s.level !== undefined ? { level: s.level } : {}),
+      ...(at > 0 ? { at } : {}),
     });
   }
   return views.sort((a, b) => (a.conv === b.conv ? 0 : a.conv < b.conv ? -1 : 1));
@@ -37,9 +49,11 @@ export function clientSummary(
   version: number,
   states: Iterable<ConvState>,
   heads: Readonly<Record<string, number>>,
+  extras: { headAt?: Readonly<Record<string, number>>; mentionAll?: Readonly<Record<string, readonly number[]>> } = {},
 ): UnreadSummary {
-  const conversations = clientViews(states, heads);
-  const counted = conversations.filter((v) => !v.muted);
+  const conversations = clientViews(states, heads, extras);
+  // Level 'mentions': its mentions are its share of the badge (each one unread).
+  const counted = conversations.filter((v) => !v.muted).map((v) => (v.level === 'mentions' ? { ...v, unread: v.mentions } : v));
   // A Map, then fromEntries: a category named `__proto__` stays an own key, not the prototype.
   const byCategory = new Map<string, number>();
   for (const v of counted) if (v.unread > 0) byCategory.set(v.category, (byCategory.get(v.category) ?? 0) + v.unread);

@@ -31,8 +31,12 @@ export interface ClientStats {
  * PROTOCOL.md by helpers/client-view.ts (not by protocol/view.ts, which the server uses: a bug
  * there would otherwise be on both sides of every comparison).
  */
-export function viewsOf(states: Iterable<ConvState>, heads: Readonly<Record<string, number>>): ConvView[] {
-  return clientViews(states, heads);
+export function viewsOf(
+  states: Iterable<ConvState>,
+  heads: Readonly<Record<string, number>>,
+  extras: { headAt?: Readonly<Record<string, number>>; mentionAll?: Readonly<Record<string, readonly number[]>> } = {},
+): ConvView[] {
+  return clientViews(states, heads, extras);
 }
 
 /** The frames that move a client's state. */

@@ -20,7 +20,7 @@ export const PROTO_USERS = ['__proto__', 'constructor', 'valueOf', 'isPrototypeO
 export type Action =
   | { t: 'members'; conv: number; add: number[]; remove: number[]; category?: string }
   /** A new message from upstream; `hold`: assigned a seq now, delivered by a later batch. */
-  | { t: 'msg'; conv: number; sender: number; pick: boolean; mentions: number[]; hold: boolean; gap: number }
+  | { t: 'msg'; conv: number; sender: number; pick: boolean; mentions: number[]; hold: boolean; gap: number; everyone?: boolean; ago?: number }
   /** Redelivery of earlier messages (duplicates, reordering) plus, optionally, the held ones. */
   | { t: 'batch'; picks: number[]; includeHeld: boolean; single: boolean; shuffle: number }
   /** Several single-message POSTs in flight at once (group commit merges them). */
@@ -33,7 +33,7 @@ export type Action =
    */
   | { t: 'unread'; user: number; conv: number; pick: boolean; permille: number; gen: 'next' | 'same' | 'none'; jwt: boolean }
   | { t: 'delete'; user: number; conv: number; pick: boolean; jwt: boolean }
-  | { t: 'settings'; user: number; conv: number; pick: boolean; muted?: boolean; markedUnread?: boolean; jwt: boolean }
+  | { t: 'settings'; user: number; conv: number; pick: boolean; muted?: boolean; markedUnread?: boolean; level?: 'all' | 'mentions' | 'none'; jwt: boolean }
   /** Sync the user's long-lived client copy (optionally from scratch) and keep its cursor for later. */
   | { t: 'sync'; user: number; limit: number; fresh: boolean }
   | { t: 'check'; limit: number }
@@ -77,6 +77,9 @@ const msgArb: fc.Arbitrary<Action> = fc.record({
     { weight: 3, arbitrary: fc.integer({ min: 1, max: 3 }) },
     { weight: 1, arbitrary: fc.constant(2 ** 40) },
   ),
+  // Issue 43: @all now and then; the message's time as ms before the run's clock, or none.
+  everyone: fc.oneof({ weight: 6, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }),
+  ago: fc.option(fc.integer({ min: 0, max: 100_000 }), { nil: undefined }),
 });
 
 const batchArb: fc.Arbitrary<Action> = fc.record({
@@ -124,8 +127,20 @@ export const settingsChangeArb: fc.Arbitrary<{ muted?: boolean; markedUnread?: b
   }));
 
 const settingsArb: fc.Arbitrary<Action> = fc
-  .record({ user: userIdx, conv: convIdx, pick: pickArb, change: settingsChangeArb, jwt: fc.boolean() })
-  .map(({ change, ...rest }) => ({ t: 'settings' as const, ...rest, ...change }));
+  .record({
+    user: userIdx,
+    conv: convIdx,
+    pick: pickArb,
+    change: settingsChangeArb,
+    // Issue 43: a level instead of muted now and then (both: they must agree, tested elsewhere).
+    level: fc.option(fc.constantFrom('all' as const, 'mentions' as const, 'none' as const), { nil: undefined, freq: 2 }),
+    jwt: fc.boolean(),
+  })
+  .map(({ change, level, ...rest }) => {
+    if (level === undefined) return { t: 'settings' as const, ...rest, ...change };
+    const { muted: _muted, ...others } = change;
+    return { t: 'settings' as const, ...rest, ...others, level };
+  });
 
 const syncArb: fc.Arbitrary<Action> = fc.record({
   t: fc.constant('sync' as const),

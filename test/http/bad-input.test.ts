@@ -117,6 +117,18 @@ const CASES: Case[] = [
   // Seqs out of range.
   { name: 'negative seq', send: (s) => post(s, msg({ seq: -5 })), status: 400, code: 'invalid_request' },
   { name: 'seq 0', send: (s) => post(s, msg({ seq: 0 })), status: 400, code: 'invalid_request' },
+  // Issue 43: `at` is ms since the Unix epoch, from 2001-09-09 (seconds are refused), at most 24 h ahead.
+  { name: 'at in seconds', send: (s) => post(s, msg({ at: 1_760_000_000 })), status: 400, code: 'invalid_request', message: '/at' },
+  { name: 'at not an integer', send: (s) => post(s, msg({ at: 1_760_000_000_000.5 })), status: 400, code: 'invalid_request', message: '/at' },
+  {
+    name: 'at a day and more ahead',
+    send: (s) => post(s, { messages: [msg({ at: Date.now() }), msg({ seq: 101, at: Date.now() + LIMITS.atMaxAheadMs + 60_000 })] }),
+    status: 400,
+    code: 'invalid_request',
+    message: '/messages/1/at',
+    names: 'ahead of the server',
+  },
+  { name: 'mentionAll not a boolean', send: (s) => post(s, msg({ mentionAll: 'yes' })), status: 400, code: 'invalid_request' },
   { name: 'non-integer seq', send: (s) => post(s, msg({ seq: 100.5 })), status: 400, code: 'invalid_request' },
   { name: 'seq above 2^48', send: (s) => post(s, msg({ seq: LIMITS.maxSeq + 1 })), status: 400, code: 'invalid_request' },
   { name: 'seq 1e300', send: (s) => json(s, 'POST', '/v1/messages', `{"conv":"${CONV}","seq":1e300,"sender":"${BOB}"}`), status: 400, code: 'invalid_request' },
@@ -170,6 +182,20 @@ const CASES: Case[] = [
   },
   { name: 'path: encoded slash in a user id', send: (s) => s.api('GET', '/v1/users/a%2Fb/unread'), status: 400, code: 'invalid_request' },
   { name: 'settings: no field', send: (s) => s.api('PUT', `/v1/users/${ALICE}/conversations/${CONV}`, {}), status: 400, code: 'invalid_request' },
+  {
+    name: 'settings: an unknown level',
+    send: (s) => s.api('PUT', `/v1/users/${ALICE}/conversations/${CONV}`, { level: 'loud' }),
+    status: 400,
+    code: 'invalid_request',
+    message: '/level',
+  },
+  {
+    name: 'settings: muted contradicting level',
+    send: (s) => s.api('PUT', `/v1/users/${ALICE}/conversations/${CONV}`, { muted: true, level: 'mentions' }),
+    status: 400,
+    code: 'invalid_request',
+    names: "muted is level 'none'",
+  },
   {
     name: 'settings: muted not a boolean',
     send: (s) => s.api('PUT', `/v1/users/${ALICE}/conversations/${CONV}`, { muted: 'yes' }),

@@ -33,7 +33,15 @@ interface Conversation {
    * here; a sender's own message does not raise it (RECEIPTS_ON_SEND is off by default).
    */
   seen: Map<string, number>;
+  /** Last activity: the largest `at` of its messages (0: none). */
+  at: number;
+  /** @all seqs delivered while read-diffused (more members than the threshold): they stop counting when it stops being so. */
+  everyoneWhileLarge: Set<number>;
+  /** Its maxSeq when it last became read-diffused: an @all at or below it delivered while read-diffused is not counted (PROTOCOL.md). */
+  largeFrom: number;
 }
+
+export type Level = 'all' | 'mentions' | 'none';
 
 interface Membership {
   member: boolean;
@@ -48,7 +56,8 @@ interface Membership {
   joinHead: number;
   /** Every seq that mentioned the user since they (re)joined; only those > readSeq count. */
   mentionSeqs: Set<number>;
-  muted: boolean;
+  /** The notification level ('none' is muted). */
+  level: Level;
   markedUnread: boolean;
   /** Hidden while lastSeq <= hiddenUpTo; null: not deleted. */
   hiddenUpTo: number | null;
@@ -89,11 +98,12 @@ export class Model {
   private applyMembers(conv: string, add: readonly string[], remove: readonly string[], category?: string): { members: number; large: boolean } {
     let c = this.conversations.get(conv);
     if (!c) {
-      c = { maxSeq: 0, category: category ?? DEFAULT_CATEGORY, members: new Set(), seen: new Map() };
+      c = { maxSeq: 0, category: category ?? DEFAULT_CATEGORY, members: new Set(), seen: new Map(), at: 0, everyoneWhileLarge: new Set(), largeFrom: 0 };
       this.conversations.set(conv, c);
     } else if (category !== undefined) {
       c.category = category;
     }
+    const wasLarge = c.members.size > this.largeGroupThreshold;
     for (const uid of add) {
       if (c.members.has(uid)) continue;
       c.members.add(uid);
@@ -106,7 +116,7 @@ export class Model {
         readGen: previous?.readGen ?? 0,
         joinHead: c.maxSeq,
         mentionSeqs: new Set(),
-        muted: previous?.muted ?? false,
+        level: previous?.level ?? 'all',
         markedUnread: false,
         hiddenUpTo: null,
       });
@@ -121,6 +131,12 @@ export class Model {
         m.mentionSeqs.clear();
         m.markedUnread = false;
       }
+    }
+    // PROTOCOL.md: @all mentions kept while read-diffused stop counting when it is no longer so.
+    if (!wasLarge && c.members.size > this.largeGroupThreshold) c.largeFrom = c.maxSeq;
+    if (wasLarge && c.members.size <= this.largeGroupThreshold) {
+      for (const uid of c.members) for (const seq of c.everyoneWhileLarge) this.membership(uid, conv)?.mentionSeqs.delete(seq);
+      c.everyoneWhileLarge.clear();
     }
     return { members: c.members.size, large: c.members.size > this.largeGroupThreshold };
   }
@@ -182,10 +198,11 @@ export class Model {
   }
 
   /** PUT /v1/users/:uid/conversations/:conv */
-  updateSettings(uid: string, conv: string, settings: { muted?: boolean; markedUnread?: boolean }): Outcome {
+  updateSettings(uid: string, conv: string, settings: { muted?: boolean; markedUnread?: boolean; level?: Level }): Outcome {
     const m = this.activeMembership(uid, conv);
     if (!m) return this.refusal(conv);
-    if (settings.muted !== undefined) m.muted = settings.muted;
+    if (settings.level !== undefined) m.level = settings.level;
+    else if (settings.muted !== undefined) m.level = settings.muted ? 'none' : 'all';
     if (settings.markedUnread !== undefined) m.markedUnread = settings.markedUnread;
     return 'ok';
   }
@@ -218,15 +235,19 @@ export class Model {
         readSeq: m.readSeq,
         unread,
         mentions: mentionCount,
-        muted: m.muted,
+        muted: m.level === 'none',
         markedUnread: m.markedUnread,
         category: c.category,
         ...(peerReadSeq !== undefined ? { peerReadSeq } : {}),
+        ...(m.level === 'mentions' ? { level: 'mentions' as const } : {}),
+        ...(c.at > 0 ? { at: c.at } : {}),
       });
-      if (m.muted) continue;
-      total += unread;
+      if (m.level === 'none') continue;
+      // Mentions only: its unread mentions are its share of the badge.
+      const counted = m.level === 'mentions' ? mentionCount : unread;
+      total += counted;
       mentions += mentionCount;
-      if (unread > 0) categories.set(c.category, (categories.get(c.category) ?? 0) + unread);
+      if (counted > 0) categories.set(c.category, (categories.get(c.category) ?? 0) + counted);
     }
     conversations.sort((a, b) => (a.conv < b.conv ? -1 : a.conv > b.conv ? 1 : 0));
     return { total, mentions, categories: Object.fromEntries(categories), conversations };
@@ -240,6 +261,18 @@ export class Model {
     const c = this.conversations.get(msg.conv);
     if (!c) throw new Error('model: deliver to unknown conversation');
     c.maxSeq = Math.max(c.maxSeq, msg.seq);
+    if (msg.at !== undefined) c.at = Math.max(c.at, msg.at);
+    const large = c.members.size > this.largeGroupThreshold;
+    // @all: every member but the sender, above their read position (once: a Set); while
+    // read-diffused only above the head it had when it became so (a late or repeated message
+    // from before was counted then, or is not).
+    if (msg.mentionAll === true && !(large && msg.seq <= c.largeFrom)) {
+      for (const uid of c.members) {
+        const m = uid === msg.sender ? undefined : this.activeMembership(uid, msg.conv);
+        if (m && msg.seq > m.readSeq) m.mentionSeqs.add(msg.seq);
+      }
+      if (large) c.everyoneWhileLarge.add(msg.seq);
+    }
     for (const uid of c.members) {
       const m = this.activeMembership(uid, msg.conv);
       if (!m) throw new Error('model: member without membership');
@@ -247,7 +280,8 @@ export class Model {
     }
     const sender = this.activeMembership(msg.sender, msg.conv);
     if (sender) raiseRead(sender, msg.seq);
-    for (const uid of new Set(msg.mentions ?? [])) {
+    // An @all message's own `mentions` add nothing to its @all (PROTOCOL.md): where its @all does not count, neither do they.
+    for (const uid of new Set(msg.mentionAll === true ? [] : (msg.mentions ?? []))) {
       if (uid === msg.sender) continue;
       const m = this.activeMembership(uid, msg.conv);
       if (m && msg.seq > m.readSeq) m.mentionSeqs.add(msg.seq);

@@ -18,6 +18,8 @@ let runCounter = 0;
 
 /** The epoch of a user Redpoint has never seen (PROTOCOL.md). */
 const NEVER_SEEN = '0';
+/** Issue 43: the run's message times count back from here (a fixed instant: runs replay alike). */
+const AT_BASE = 1_760_000_000_000;
 
 /** What the runs exercised, so a green run can show it was not vacuous. */
 export const coverage = {
@@ -143,7 +145,14 @@ class Run {
         this.nextSeq.set(a.conv, seq);
         const mentions = a.mentions.map((u) => this.uid(u));
         const sender = this.uid(this.actor(a.sender, a.conv, a.pick));
-        const msg: ModelMessage = { conv: this.conv(a.conv), seq, sender, ...(mentions.length ? { mentions } : {}) };
+        const msg: ModelMessage = {
+          conv: this.conv(a.conv),
+          seq,
+          sender,
+          ...(mentions.length ? { mentions } : {}),
+          ...(a.everyone ? { mentionAll: true } : {}),
+          ...(a.ago !== undefined ? { at: AT_BASE - a.ago } : {}),
+        };
         this.sent.push(msg);
         if (a.hold) this.held.push(msg);
         else await this.post([msg], true, a);
@@ -210,7 +219,11 @@ class Run {
       }
       case 'settings': {
         const u = this.actor(a.user, a.conv, a.pick);
-        const settings = { ...(a.muted !== undefined ? { muted: a.muted } : {}), ...(a.markedUnread !== undefined ? { markedUnread: a.markedUnread } : {}) };
+        const settings = {
+          ...(a.muted !== undefined ? { muted: a.muted } : {}),
+          ...(a.markedUnread !== undefined ? { markedUnread: a.markedUnread } : {}),
+          ...(a.level !== undefined ? { level: a.level } : {}),
+        };
         const outcome = this.model.updateSettings(this.uid(u), this.conv(a.conv), settings);
         const res = await this.actAs(u, a.jwt, 'PUT', `/v1/users/${this.uid(u)}/conversations/${this.conv(a.conv)}`, settings);
         this.expectStatus(res, outcome, a);
@@ -345,9 +358,11 @@ function sumViews(views: readonly ModelView[]): { total: number; mentions: numbe
   const categories = new Map<string, number>();
   for (const v of views) {
     if (v.muted) continue;
-    total += v.unread;
+    // Level 'mentions': its mentions are its share of the badge.
+    const counted = v.level === 'mentions' ? v.mentions : v.unread;
+    total += counted;
     mentions += v.mentions;
-    if (v.unread > 0) categories.set(v.category, (categories.get(v.category) ?? 0) + v.unread);
+    if (counted > 0) categories.set(v.category, (categories.get(v.category) ?? 0) + counted);
   }
   return { total, mentions, categories: Object.fromEntries(categories) };
 }

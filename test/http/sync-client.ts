@@ -12,10 +12,12 @@ export interface ClientCopy {
   cursor: Cursor | null;
   states: Map<string, ConvState>;
   heads: Record<string, number>;
+  /** Issue 43: the read-diffused conversations' last activity and @all seqs of the last reply. */
+  extras: Pick<PullReply, 'headAt' | 'mentionAll'>;
 }
 
 export function emptyCopy(): ClientCopy {
-  return { cursor: null, states: new Map(), heads: {} };
+  return { cursor: null, states: new Map(), heads: {}, extras: {} };
 }
 
 export function cloneCopy(copy: ClientCopy): ClientCopy {
@@ -23,6 +25,7 @@ export function cloneCopy(copy: ClientCopy): ClientCopy {
     cursor: copy.cursor ? { ...copy.cursor } : null,
     states: new Map([...copy.states].map(([k, s]) => [k, { ...s }])),
     heads: { ...copy.heads },
+    extras: { ...copy.extras },
   };
 }
 
@@ -69,11 +72,12 @@ export async function syncCopy(server: TestServer, uid: string, copy: ClientCopy
     }
     copy.cursor = { epoch: reply.epoch, version: reply.version };
     copy.heads = reply.heads;
+    copy.extras = { ...(reply.headAt ? { headAt: reply.headAt } : {}), ...(reply.mentionAll ? { mentionAll: reply.mentionAll } : {}) };
     if (!reply.more) return stats;
   }
 }
 
 /** What the client shows: visible conversations, sorted by id. */
 export function copyViews(copy: ClientCopy): ModelView[] {
-  return viewsOf(copy.states.values(), copy.heads);
+  return viewsOf(copy.states.values(), copy.heads, copy.extras);
 }

@@ -43,6 +43,12 @@ describe('queue records', () => {
     expect(refusal({ type: 'read', uid: 'a', conv: 'c', seq: -1 })).toMatch(/^invalid_request: \/seq/);
     expect(refusal({ type: 'read', conv: 'c', seq: 1 })).toMatch(/^invalid_request: \/uid/);
     expect(refusal({ type: 'settings', uid: 'a', conv: 'c' })).toMatch(/^invalid_request: /);
+    // Issue 43: the same rules for `at` and `level` as over HTTP.
+    expect(refusal({ type: 'message', conv: 'c', seq: 1, sender: 'a', at: Date.now() + 2 * 86_400_000 })).toMatch(
+      /^invalid_request: \/at: more than 24 h ahead/,
+    );
+    expect(refusal({ type: 'message', conv: 'c', seq: 1, sender: 'a', at: 5 })).toMatch(/^invalid_request: \/at/);
+    expect(refusal({ type: 'settings', uid: 'a', conv: 'c', level: 'loud' })).toMatch(/^invalid_request: \/level/);
     expect(refusal({ type: 'settings', uid: 'a', conv: 'c', deleted: true })).toMatch(/^invalid_request: /);
     expect(refusal({ type: 'delete', uid: 'a', conv: 'c', seq: 1 })).toMatch(/^invalid_request: \/seq: unexpected property/);
   });

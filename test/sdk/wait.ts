@@ -71,9 +71,13 @@ export function shown(state: RedpointState): Shown {
   };
 }
 
+/** The server's summary in the SDK's list order: the newest last activity (`at`) first, then by id (the server lists by id). */
 export function truth(summary: UnreadSummary): Shown {
-  // Read receipts' peer positions are not part of the synced state the client shows (peerRead() has them).
-  const conversations = summary.conversations.map(({ peerReadSeq: _peer, ...view }) => view);
+  // Read receipts' peer positions are not part of the synced state the client shows (peerRead() has them);
+  // the list is in the SDK's order (last activity, then id).
+  const conversations = summary.conversations
+    .map(({ peerReadSeq: _peer, ...view }) => view)
+    .sort((a, b) => (b.at ?? 0) - (a.at ?? 0) || (a.conv < b.conv ? -1 : a.conv > b.conv ? 1 : 0));
   return { total: summary.total, mentions: summary.mentions, categories: sortedKeys(summary.categories), conversations };
 }
 

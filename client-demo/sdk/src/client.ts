@@ -261,6 +261,11 @@ export class RedpointClient {
     return this.settings(conv, { muted });
   }
 
+  /** The notification level (issue 43): 'all', 'mentions' (only @-mentions in the badge) or 'none' (muted). */
+  setLevel(conv: string, level: 'all' | 'mentions' | 'none'): Promise<void> {
+    return this.settings(conv, { level });
+  }
+
   markUnread(conv: string, markedUnread = true): Promise<void> {
     return this.settings(conv, { markedUnread });
   }

@@ -1,6 +1,6 @@
 import type { ChangeFrame, SettingsFrame } from '../../../protocol/frames.js';
 import type { ConvState, Cursor, PullReply } from '../../../protocol/types.js';
-import { effectiveLastSeq, summarize } from '../../../protocol/view.js';
+import { byActivity, effectiveLastSeq, summarize } from '../../../protocol/view.js';
 import type { CachedState } from './cache/cache.js';
 import { Heads } from './heads.js';
 import type { ConversationView, Totals } from './types.js';
@@ -58,6 +58,8 @@ export class ConvStore {
   cursor: Cursor | null = null;
   private convs = new Map<string, ConvState>();
   private heads = new Heads();
+  /** Issue 43: the read-diffused conversations' last activity and @all seqs, from the newest reply (PullReply headAt, mentionAll). */
+  private extras: Pick<PullReply, 'headAt' | 'mentionAll'> = {};
   private readonly reads = new Map<string, ReadOverlay>();
   private readonly settings = new Map<string, SettingsOverlay>();
 
@@ -91,6 +93,7 @@ export class ConvStore {
     this.cursor = null;
     this.convs = new Map();
     this.heads = new Heads();
+    this.extras = {};
     this.reads.clear();
     this.settings.clear();
   }
@@ -136,6 +139,8 @@ export class ConvStore {
       from = mine?.version ?? 0;
     }
     this.heads.merge(reply.heads);
+    // Read with the heads, as of this reply: they replace what an older reply said.
+    this.extras = { ...(reply.headAt ? { headAt: reply.headAt } : {}), ...(reply.mentionAll ? { mentionAll: reply.mentionAll } : {}) };
     for (const entry of reply.entries) {
       if (entry.v <= from) continue;
       this.put(entry.conv, entry.state);
@@ -220,8 +225,9 @@ export class ConvStore {
   view(): { conversations: ConversationView[]; totals: Totals } {
     const states: ConvState[] = [];
     for (const s of this.convs.values()) states.push(this.overlaid(s));
-    const summary = summarize(this.uid ?? '', this.cursor?.epoch ?? '', this.cursor?.version ?? 0, states, this.heads.record);
-    const conversations = summary.conversations.map((v) => ({ ...v, pending: this.reads.has(v.conv) || this.settings.has(v.conv) }));
+    const summary = summarize(this.uid ?? '', this.cursor?.epoch ?? '', this.cursor?.version ?? 0, states, this.heads.record, this.extras);
+    // The list's order (issue 43): the newest last activity first, then by id, the same on every device.
+    const conversations = summary.conversations.sort(byActivity).map((v) => ({ ...v, pending: this.reads.has(v.conv) || this.settings.has(v.conv) }));
     // No prototype: `categories['toString']` is undefined unless a category has that name.
     const categories = Object.assign(Object.create(null) as Record<string, number>, summary.categories);
     return { conversations, totals: { total: summary.total, mentions: summary.mentions, categories } };
@@ -252,11 +258,16 @@ export class ConvStore {
     if (read && above(read.gen, read.seq, s.readGen ?? 0, s.readSeq)) s = this.withRead(s, read.seq);
     if (settings) {
       // As the server applies a settings change: the delete first, then the flags.
-      const { muted, markedUnread, deleted } = settings.change;
+      const { muted, markedUnread, deleted, level } = settings.change;
       if (deleted && settings.deletedSeq > s.deletedSeq) {
         s = { ...this.withRead(s, Math.max(s.readSeq, settings.deletedSeq)), deletedSeq: settings.deletedSeq };
       }
-      if (muted !== undefined) s = { ...s, muted };
+      // The server's rule (rules.ts): the level wins over muted; muted alone is 'none' or 'all'.
+      const next = level ?? (muted === undefined ? undefined : muted ? 'none' : 'all');
+      if (next !== undefined) {
+        const { level: _old, ...rest } = s;
+        s = { ...rest, muted: next === 'none', ...(next === 'mentions' ? { level: 'mentions' as const } : {}) };
+      }
       if (markedUnread !== undefined) s = { ...s, markedUnread };
     }
     return s;

@@ -46,7 +46,7 @@ export interface RedpointState {
   connection: ConnectionState;
   uid: string | null;
   cursor: Cursor | null;
-  /** Visible conversations (deleted ones without newer messages are hidden), by id. */
+  /** Visible conversations (deleted ones without newer messages are hidden), the newest last activity (`at`) first, then by id. */
   conversations: ConversationView[];
   /** null while NO_DATA: there is no number to show yet. */
   totals: Totals | null;

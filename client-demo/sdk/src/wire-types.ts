@@ -25,6 +25,10 @@ export interface ConvState {
   large: boolean;
   /** Hidden while the effective lastSeq is <= deletedSeq; -1: never deleted. */
   deletedSeq: number;
+  /** Notification level 'mentions' (only its @-mentions count in the totals); absent: 'none' when muted, else 'all'. */
+  level?: 'mentions';
+  /** Last activity: the newest message-service timestamp (ms); absent: unknown. */
+  at?: number;
 }
 
 /** A conversation as a UI shows it: effective lastSeq, unread derived. */
@@ -37,6 +41,9 @@ export interface ConvView {
   muted: boolean;
   markedUnread: boolean;
   category: string;
+  level?: 'mentions';
+  /** Last activity (ms): for a read-diffused conversation the larger of its state's and the conversation's. */
+  at?: number;
 }
 
 export type { Cursor } from '../../../protocol/types.js';

@@ -7,6 +7,7 @@ import {
   type ConvInfo,
   type Engine,
   type EngineOptions,
+  type HeadExtra,
   type JoinClaim,
   type MembersChange,
   type MembersStep,
@@ -26,6 +27,7 @@ import {
   claimLive,
   claimOutcome,
   contribution,
+  mergeMentions,
   needsReset,
   type StoredConv,
   sameRecord,
@@ -51,6 +53,7 @@ import {
   memberRecords,
   memberTag,
   memberTags,
+  NO_SEQS,
   newEpoch,
   putRecord,
   recordOf,
@@ -123,6 +126,10 @@ export class MemoryEngine implements Engine {
     c.large = large;
     if (changed || categoryChanged || modeChanged) c.gen = gen;
     if (categoryChanged || modeChanged) c.rewrite = gen;
+    // Issue 43: the @all seqs counted while read-diffused stop counting with write diffusion
+    // (PROTOCOL.md State rules), and must not count again after a later switch back.
+    if (modeChanged && !large) c.mentionAll = NO_SEQS;
+    if (modeChanged && large) c.largeFrom = c.maxSeq;
     return { info: info(conv, c), joins, leaves, rewrite: c.rewrite !== 0 };
   }
 
@@ -155,13 +162,15 @@ export class MemoryEngine implements Engine {
     return items.map((item) => this.recordMessage(item, at));
   }
 
-  private recordMessage({ conv, seq, candidates }: MessageRecord, at: number | undefined): RecordedMessage | null {
+  private recordMessage({ conv, seq, candidates, at: lastAt, mentionAll }: MessageRecord, at: number | undefined): RecordedMessage | null {
     const c = this.conversations.get(conv);
     if (!c) return null;
     const raised = seq > c.maxSeq;
     if (raised) c.maxSeq = seq;
+    if (lastAt !== undefined && lastAt > c.lastAt) c.lastAt = lastAt;
     if (!c.large) return { info: info(conv, c), members: tableKeys(c.members) };
     if (raised && this.options.badgeMarks) this.marks.markConversation(conv, Date.now());
+    if (mentionAll !== undefined && mentionAll.length > 0) c.mentionAll = mergeMentions(c.mentionAll, mentionAll, c.largeFrom);
     if (raised) this.notifications.head({ conv, maxSeq: c.maxSeq, ...(at !== undefined ? { at } : {}) });
     return { info: info(conv, c), members: candidates.filter((uid) => tableHas(c.members, uid)) };
   }
@@ -171,6 +180,15 @@ export class MemoryEngine implements Engine {
     for (const conv of convs) {
       const c = this.conversations.get(conv);
       if (c) out.set(conv, c.maxSeq);
+    }
+    return out;
+  }
+
+  async headExtras(convs: readonly string[]): Promise<Map<string, HeadExtra>> {
+    const out = new Map<string, HeadExtra>();
+    for (const conv of convs) {
+      const c = this.conversations.get(conv);
+      if (c && (c.lastAt > 0 || c.mentionAll.length > 0)) out.set(conv, { at: c.lastAt, mentionAll: [...c.mentionAll] });
     }
     return out;
   }

@@ -19,9 +19,18 @@ const highPart = (value: number): number => Math.floor(value / GEN_SPLIT) | 0;
 const lowPart = (value: number): number => (value - Math.floor(value / GEN_SPLIT) * GEN_SPLIT) | 0;
 
 /** A conversation's state; each generation kept as two small integers, which V8 stores unboxed (DESIGN.md §14). */
+/** The empty @all list every conversation shares until it has one. */
+export const NO_SEQS: readonly number[] = Object.freeze([]);
+
 export class MemoryConversation {
   maxSeq = 0;
   large = false;
+  /** Issue 43 (engine.ts HeadExtra): the last activity (every conversation: membership ops carry it) and the @all seqs (kept while read-diffused). */
+  lastAt = 0;
+  /** Shared while empty (most conversations): no array per conversation. */
+  mentionAll: readonly number[] = NO_SEQS;
+  /** The head when it became read-diffused: @all seqs at or below it were write-diffused messages, counted in the records (conv_record.lua '#L'). */
+  largeFrom = 0;
   /** uid → the member's tag text (state-text.ts encodeMemberTag, as the Redis engine stores it). */
   members: TextTable = EMPTY_TABLE;
   private genHigh = 0;
@@ -168,5 +177,13 @@ export function newEpoch(): string {
 }
 
 export function info(conv: string, c: MemoryConversation): ConvInfo {
-  return { conv, maxSeq: c.maxSeq, large: c.large, category: c.category, memberCount: tableSize(c.members), gen: c.gen };
+  return {
+    conv,
+    maxSeq: c.maxSeq,
+    large: c.large,
+    category: c.category,
+    memberCount: tableSize(c.members),
+    gen: c.gen,
+    ...(c.lastAt > 0 ? { at: c.lastAt } : {}),
+  };
 }

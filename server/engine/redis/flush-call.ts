@@ -10,9 +10,10 @@ interface Candidate {
 }
 
 /**
- * The per-conversation arguments of ingest_flush.lua: conv, seq, number of candidates, then per
- * candidate uid, lastSeq, readSeq, mention seqs; the Lua adds what members get from the head
- * (mergeOps, ported).
+ * The per-conversation arguments of ingest_flush.lua: conv, seq, number of candidates (with a '+'
+ * when the last activity `at` and the @all seqs 'a,b' follow, '' = none: most flushes carry
+ * neither), then per candidate uid, lastSeq, readSeq, mention seqs; the Lua adds what members get
+ * from the head (mergeOps, ported).
  */
 export function flushArgs(items: readonly MessageRecord[], messages: readonly MessageEvent[], into: (string | number)[]): void {
   const byConv = new Map<string, Map<string, Candidate>>();
@@ -23,11 +24,20 @@ export function flushArgs(items: readonly MessageRecord[], messages: readonly Me
     if (!c) per.set(uid, (c = { lastSeq: 0, readSeq: 0, mentions: [] }));
     return c;
   };
+  const lastAt = new Map<string, number>();
+  const everyone = new Map<string, number[]>();
   for (const m of messages) {
+    if (m.at !== undefined) lastAt.set(m.conv, Math.max(lastAt.get(m.conv) ?? 0, m.at));
+    if (m.mentionAll === true) {
+      const seqs = everyone.get(m.conv);
+      if (seqs) seqs.push(m.seq);
+      else everyone.set(m.conv, [m.seq]);
+    }
     const own = of(m.conv, m.sender);
     own.lastSeq = Math.max(own.lastSeq, m.seq);
     own.readSeq = Math.max(own.readSeq, m.seq);
-    if (m.mentions === undefined || m.mentions.length === 0) continue;
+    // An @all message's mentions are its @all's (mergeOps): one mention per member, once.
+    if (m.mentions === undefined || m.mentions.length === 0 || m.mentionAll === true) continue;
     for (const uid of new Set(m.mentions)) {
       if (uid === m.sender) continue;
       const c = of(m.conv, uid);
@@ -37,7 +47,10 @@ export function flushArgs(items: readonly MessageRecord[], messages: readonly Me
   }
   for (const item of items) {
     const per = byConv.get(item.conv) ?? new Map<string, Candidate>();
-    into.push(item.conv, item.seq, per.size);
+    const at = lastAt.get(item.conv);
+    const all = everyone.get(item.conv);
+    if (at === undefined && all === undefined) into.push(item.conv, item.seq, per.size);
+    else into.push(item.conv, item.seq, `${per.size}+`, at ?? '', mentionArg(all ?? []));
     for (const [uid, c] of per) into.push(uid, c.lastSeq, c.readSeq, mentionArg(c.mentions));
   }
 }

@@ -182,19 +182,20 @@ export class RedisDurableStore implements DurableStore {
         gen: Number(all['#g'] ?? 0),
         rewriteGen: rewrite === undefined ? null : Number(rewrite),
         members,
+        largeFrom: Number(all['#L'] ?? 0),
       },
     };
   }
 
-  async readHeads(shard: DirtyShard, convs: readonly string[]): Promise<Array<{ head: string; gen: number } | null>> {
+  async readHeads(shard: DirtyShard, convs: readonly string[]): Promise<Array<{ head: string; gen: number; at: number; mentionAll: number[] } | null>> {
     if (convs.length === 0) return [];
     const reply = await this.deps.client.persistReadHeads(dirtyConvsKey(this.deps.prefix, shard), convKeyHead(this.deps.prefix), convs.join('\n'));
     const heads = typeof reply === 'string' ? reply.split('\n') : [];
     if (heads.length !== convs.length) throw new Error(`persist_read_heads answered ${heads.length} heads for ${convs.length}`);
     return heads.map((h) => {
       if (h === '') return null;
-      const space = h.indexOf(' ');
-      return { head: h.slice(0, space), gen: Number(h.slice(space + 1)) };
+      const [head = '', gen = '0', at = '0', all = ''] = h.split(' ');
+      return { head, gen: Number(gen), at: Number(at), mentionAll: all === '' ? [] : all.split(',').map(Number) };
     });
   }
 

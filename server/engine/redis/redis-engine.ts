@@ -12,6 +12,7 @@ import type {
   ConvInfo,
   Engine,
   EngineOptions,
+  HeadExtra,
   JoinClaim,
   MembersChange,
   MembersStep,
@@ -56,7 +57,7 @@ import { publishCommand, RedisNotifications } from './redis-notifications.js';
 import { RedisReadPositions } from './redis-read-positions.js';
 import { ClusterRuns, type RunTracker, type RunWaits, SingleRun } from './runs.js';
 import { buildLibrary, defineScripts, ensureLibrary, type Library, type ScriptedCluster, type ScriptedRedis } from './scripts.js';
-import { appendUserOps, opArgs } from './user-ops.js';
+import { appendUserOps, mentionArg, opArgs } from './user-ops.js';
 import { watchCluster, watchRedis } from './watch-redis.js';
 
 /**
@@ -252,6 +253,7 @@ export class RedisEngine implements Engine {
       category: asString(reply[2]),
       memberCount: asNumber(reply[3]),
       gen: asNumber(reply[4]),
+      ...(reply[7] != null ? { at: Number(reply[7]) } : {}),
     };
     const flat = asStrings(reply[6]);
     const joins: MemberTag[] = [];
@@ -265,7 +267,8 @@ export class RedisEngine implements Engine {
     if (all[`${CONV_FIELD}s`] === undefined) return null;
     const members: MemberTag[] = [];
     for (const [field, value] of Object.entries(all)) if (!field.startsWith(CONV_FIELD)) members.push(decodeMemberTag(field, value));
-    return { info: convInfo(conv, [all['#s'], all['#l'], all['#c'], all['#g'], all['#n']]), members };
+    const info = convInfo(conv, [all['#s'], all['#l'], all['#c'], all['#g'], all['#n']]);
+    return { info: all['#a'] === undefined ? info : { ...info, at: Number(all['#a']) }, members };
   }
 
   async joinTag(conv: string, uid: string): Promise<MemberTag | null> {
@@ -440,12 +443,24 @@ export class RedisEngine implements Engine {
     const durableNow = this.durable ? String(Date.now()) : '';
     await this.perServer(
       indexes.map((i) => ({ key: convKey(this.prefix, (items[i] as MessageRecord).conv), index: i })),
-      (i) => 4 + (items[i] as MessageRecord).candidates.length,
+      (i) => 6 + (items[i] as MessageRecord).candidates.length,
       async (group, cluster) => {
         const args: (string | number)[] = [this.prefix, atArg, this.publish, cluster ? '1' : '0', durableNow, this.hookNow()];
         for (const { index, key } of group) {
           const item = items[index] as MessageRecord;
-          args.push(item.conv, shardOf(key, cluster), item.seq, item.candidates.length, ...item.candidates);
+          // 'N+': the conversation's last activity and @all seqs follow the count (conv_record.lua).
+          if (item.at === undefined && item.mentionAll === undefined)
+            args.push(item.conv, shardOf(key, cluster), item.seq, item.candidates.length, ...item.candidates);
+          else
+            args.push(
+              item.conv,
+              shardOf(key, cluster),
+              item.seq,
+              `${item.candidates.length}+`,
+              item.at ?? '',
+              mentionArg(item.mentionAll ?? []),
+              ...item.candidates,
+            );
         }
         const reply = asArray(await this.client.convRecord((group[0] as Grouped).key, ...args));
         return reply.map((part, j) => {
@@ -498,6 +513,19 @@ export class RedisEngine implements Engine {
     replies.forEach((maxSeq, i) => {
       const conv = convs[i];
       if (conv !== undefined && maxSeq != null) out.set(conv, Number(maxSeq));
+    });
+    return out;
+  }
+
+  async headExtras(convs: readonly string[]): Promise<Map<string, HeadExtra>> {
+    // One HMGET per conversation (each its own hash tag), pipelined by auto-pipelining; a
+    // conversation Redis lacks was restored by the heads() read before this one.
+    const replies = await Promise.all(convs.map((conv) => this.client.hmget(convKey(this.prefix, conv), '#a', '#@')));
+    const out = new Map<string, HeadExtra>();
+    replies.forEach(([at, all], i) => {
+      const conv = convs[i];
+      if (conv === undefined || (at == null && (all == null || all === ''))) return;
+      out.set(conv, { at: at == null ? 0 : Number(at), mentionAll: all == null || all === '' ? [] : all.split(',').map(Number) });
     });
     return out;
   }
@@ -710,6 +738,9 @@ export class RedisEngine implements Engine {
             c.rewriteGen ?? '',
             evictedConvMember(conv),
             stampOf.get(conv) ?? '',
+            c.at ?? '',
+            mentionArg(c.mentionAll ?? []),
+            c.largeFrom ?? 0,
             ...c.members.flatMap((m) => [m.uid, encodeMemberTag(m)]),
           );
           const outcome = asNumber(reply);

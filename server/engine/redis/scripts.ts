@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Cluster, Redis } from 'ioredis';
+import { LIMITS } from '../../../protocol/limits.js';
 import type { Reply } from './codec.js';
 import { luaKeyNames } from './keys.js';
 import { luaUserMeta } from './user-meta.js';
@@ -124,7 +125,9 @@ export function buildLibrary(): Library {
   const dir = luaDir();
   const names = Object.keys(SCRIPTS) as ScriptName[];
   // The key names and the meta's layout first (rendered from keys.ts, user-meta.ts), then the shared Lua.
-  const parts = [luaKeyNames(), luaUserMeta(), ...LIBRARY_PRELUDE.map((file) => readLua(dir, file))];
+  // LIMITS the scripts use without an argument for them (conv_record.lua's @all seqs), generated.
+  const limits = `-- scripts.ts: generated from protocol/limits.ts.\nlocal MENTION_CAP = ${LIMITS.mentionSeqsPerConversation}\n`;
+  const parts = [luaKeyNames(), luaUserMeta(), limits, ...LIBRARY_PRELUDE.map((file) => readLua(dir, file))];
   const bodies = names.map((name) => readLua(dir, SCRIPTS[name].file));
   const hash = createHash('sha1')
     .update([...parts, ...bodies].join('\0'))

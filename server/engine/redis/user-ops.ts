@@ -1,9 +1,16 @@
 import { LIMITS } from '../../../protocol/limits.js';
+import type { NotificationLevel } from '../../../protocol/types.js';
 import type { UserOp } from '../engine.js';
 
 /** Settings are tri-state: set, cleared, or left as they are. */
 function flag(v: boolean | undefined): string {
   return v === undefined ? '-' : v ? '1' : '0';
+}
+
+/** The level argument (rules.ts: `level` wins over `muted`): '0' all, '1' none, '2' mentions, '-' unchanged. */
+function levelArg(op: { muted?: boolean; level?: NotificationLevel }): string {
+  if (op.level !== undefined) return op.level === 'none' ? '1' : op.level === 'mentions' ? '2' : '0';
+  return flag(op.muted);
 }
 
 /**
@@ -25,7 +32,8 @@ function membershipFlags(op: { large: boolean; rebase?: true }): string {
 
 /** How many arguments an op takes in user_apply.lua (its type, conversation and fields). */
 export function opArgs(op: UserOp): number {
-  return op.type === 'read' ? 4 : op.type === 'membership' ? 8 : op.type === 'message' || op.type === 'unread-from' ? 6 : 5;
+  if (op.type === 'message') return op.at === undefined ? 6 : 7;
+  return op.type === 'read' ? 4 : op.type === 'membership' ? 9 : op.type === 'unread-from' ? 6 : 5;
 }
 
 /** Appends one user's ops as user_apply.lua reads them: type, conversation, then the type's fields. */
@@ -33,17 +41,19 @@ export function appendUserOps(args: (string | number)[], ops: readonly UserOp[])
   for (const op of ops) {
     switch (op.type) {
       case 'message':
-        args.push('m', op.conv, op.lastSeq, op.readSeq, mentionArg(op.mentionSeqs), op.gen ?? '');
+        // 'M': with the last activity, one argument more; most messages carry none ('m').
+        if (op.at === undefined) args.push('m', op.conv, op.lastSeq, op.readSeq, mentionArg(op.mentionSeqs), op.gen ?? '');
+        else args.push('M', op.conv, op.lastSeq, op.readSeq, mentionArg(op.mentionSeqs), op.gen ?? '', op.at);
         break;
       case 'read':
         args.push('r', op.conv, op.seq, op.gen ?? '');
         break;
       case 'membership':
-        if (op.member) args.push('g', op.conv, op.gen, membershipFlags(op), op.joinGen, op.joinHead, op.head, op.category);
-        else args.push('g', op.conv, op.gen, '00', 0, 0, 0, '');
+        if (op.member) args.push('g', op.conv, op.gen, membershipFlags(op), op.joinGen, op.joinHead, op.head, op.category, op.at ?? '');
+        else args.push('g', op.conv, op.gen, '00', 0, 0, 0, '', '');
         break;
       case 'settings':
-        args.push('s', op.conv, flag(op.muted), flag(op.markedUnread), op.deleteAt ?? '-');
+        args.push('s', op.conv, levelArg(op), flag(op.markedUnread), op.deleteAt ?? '-');
         break;
       case 'unread-from':
         args.push('U', op.conv, op.seq, op.gen ?? '', op.floor ?? '', op.joinGen ?? '');

@@ -13,12 +13,13 @@
 --         caller restores it from PostgreSQL first); 0: create it
 -- ARGV[7] the conversation id   ARGV[8..] distinct uids to add, then to remove
 -- Returns {maxSeq, large 1|0, category, member count, gen, rewrite pending 1|0,
---          {uid, join tag, ...} for every uid added (an existing member keeps its tag)}
+--          {uid, join tag, ...} for every uid added (an existing member keeps its tag),
+--          last activity '#a' (ms, false = none: issue 43)}
 
 local function int(n) return string.format('%d', n) end
 local K = KEYS[1]
 local threshold = tonumber(ARGV[1])
-local meta = redis.call('HMGET', K, '#s', '#l', '#c', '#g', '#n', '#r')
+local meta = redis.call('HMGET', K, '#s', '#l', '#c', '#g', '#n', '#r', '#a')
 local created = not meta[1]
 if created and ARGV[6] == '1' then return 'absent' end
 if created then meta = { '0', '0', ARGV[2] == '1' and ARGV[3] or 'default', '0', '0', false } end
@@ -78,6 +79,12 @@ if changed or categoryChanged or modeChanged then
     fields[#fields + 1] = rewrite
   end
   redis.call('HSET', K, unpack(fields))
+  -- Issue 43: the @all seqs counted while read-diffused stop counting with write diffusion
+  -- (PROTOCOL.md State rules), and must not count again after a later switch back.
+  if modeChanged and not large then redis.call('HDEL', K, '#@') end
+  -- The head when it became read-diffused ('#L'): an @all at or below it was a write-diffused
+  -- message, counted in its members' records (a redelivery must not count it again, conv_record.lua).
+  if modeChanged and large then redis.call('HSET', K, '#L', int(maxSeq)) end
   if ARGV[5] ~= '' then redis.call('ZADD', KEYS[2], 'NX', ARGV[5], 'm|' .. ARGV[7]) end
 end
-return { maxSeq, large and 1 or 0, category, count, gen, rewrite and 1 or 0, joins }
+return { maxSeq, large and 1 or 0, category, count, gen, rewrite and 1 or 0, joins, meta[7] or false }

@@ -13,7 +13,14 @@
 -- ARGV[6] badge hook: now in ms ('' = off): a raised head of a read-diffused conversation is
 --         marked in its slot's hook set (keys.ts hookConvsKey), its members at drain time
 -- ARGV[7..] per conversation: conv, shard (keys.ts: the key suffix of its slot's dirty set),
---         seq, number of candidates, the candidates
+--         seq, number of candidates (with a '+' after it: then at, the newest message-service
+--         timestamp, ms, '' = none, and @all seqs 'a,b', '' = none, follow: most messages carry
+--         neither, and pay no argument for them), the candidates. Every conversation keeps `at` as a
+--         max-register in '#a' (membership ops give it to the members they make); a
+--         read-diffused one also keeps the @all seqs, the newest `mention cap`, in '#@' (issue
+--         43: engine.ts HeadExtra) above '#L', the head when it became read-diffused (one at
+--         or below it was a write-diffused message, counted in its members' records already);
+--         a write-diffused one's members' records count them.
 -- Returns per conversation: 0 when it does not exist (nothing is created), else
 -- {maxSeq, large 1|0, category, gen, member count, {uid, ...}} (gen and member count as stored:
 -- texts, or false when unset; the caller parses them); for a write-diffused one the list
@@ -28,8 +35,14 @@ local CHUNK = 1000
 local out = {}
 local i = 7
 while i <= #ARGV do
-  local conv, shard, seq, count = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3])
-  local first, last = i + 4, i + 3 + count
+  local conv, shard, seq, countText = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), ARGV[i + 3]
+  local lastAt, all, first = '', '', i + 4
+  local count = tonumber(countText)
+  if not count then
+    count = tonumber(string.sub(countText, 1, -2))
+    lastAt, all, first = ARGV[i + 4], ARGV[i + 5], i + 6
+  end
+  local last = first + count - 1
   i = last + 1
   local K = convKeyOf(prefix, conv)
   local meta
@@ -53,6 +66,7 @@ while i <= #ARGV do
       if durableNow ~= '' then redis.call('ZADD', dirtyConvsKeyOf(prefix, shard), 'NX', durableNow, 'h|' .. conv) end
     end
     local large = meta[2] == '1'
+    local extraMoved = false
     local members
     if not large then
       members = redis.call('HKEYS', K)
@@ -69,7 +83,25 @@ while i <= #ARGV do
       end
       if raised and hookNow ~= '' then redis.call('ZADD', hookConvsKeyOf(prefix, shard), 'NX', hookNow, conv) end
       if raised and publishCmd ~= '' then redis.call(publishCmd, convChannelOf(prefix, conv), int(maxSeq) .. '|' .. at) end
+      if all ~= '' then
+        local kept = redis.call('HGET', K, '#@')
+        local merged = mergeAllSeqs(kept, all, num(redis.call('HGET', K, '#L')))
+        if merged ~= kept then
+          redis.call('HSET', K, '#@', merged)
+          extraMoved = true
+        end
+      end
     end
+    -- Issue 43: only messages that carry a time pay for this (most carry none).
+    if lastAt ~= '' then
+      local kept = redis.call('HGET', K, '#a')
+      if not kept or tonumber(lastAt) > tonumber(kept) then
+        redis.call('HSET', K, '#a', lastAt)
+        extraMoved = true
+      end
+    end
+    -- The durable tier writes them with the head ('h' mark): marked also when the head did not move.
+    if extraMoved and not raised and durableNow ~= '' then redis.call('ZADD', dirtyConvsKeyOf(prefix, shard), 'NX', durableNow, 'h|' .. conv) end
     out[#out + 1] = { maxSeq, large and 1 or 0, meta[3], meta[4], meta[5], members }
   end
 end

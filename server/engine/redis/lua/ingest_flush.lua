@@ -15,7 +15,10 @@
 -- ARGV[13] the most user ops one call applies: a flush implying more applies none of them (the
 --          caller runs the user steps in chunks, so no script holds Redis for long)
 -- ARGV[14] badge hook: now in ms ('' = off; user_apply.lua's ARGV[14])
--- ARGV[15..] per conversation: conv, seq (the newest of the flush), number of candidates, then
+-- ARGV[15..] per conversation: conv, seq (the newest of the flush), number of candidates (with a
+--          '+' after it: then the last activity `at`, ms, '' = none, which every op of the
+--          conversation carries, and its @all seqs 'a,b', '' = none, which a write-diffused
+--          conversation's members each get as mentions, follow; most flushes carry neither), then
 --          per candidate (senders, mentioned users, distinct): uid, lastSeq (0: not a sender or
 --          mentioned), readSeq (its own message's seq when a sender, else 0), mention seqs 'a,b'
 -- Returns one flat array: 1 | 0 (0: the user ops were too many and none was applied), the number
@@ -35,12 +38,23 @@ local i = 15
 local n = 6
 while i <= #ARGV do
   -- seq and count as numbers: conv_record.lua's tonumber of a number is not a strtod.
-  local conv, seq, count = ARGV[i], tonumber(ARGV[i + 1]), setting(ARGV[i + 2])
-  record[n + 1], record[n + 2], record[n + 3], record[n + 4] = conv, '', seq, count
-  for c = 0, count - 1 do record[n + 5 + c] = ARGV[i + 3 + 4 * c] end
-  n = n + 4 + count
-  convs[#convs + 1] = { conv = conv, seq = seq, first = i + 3, count = count }
-  i = i + 3 + 4 * count
+  local conv, seq, countText = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2]
+  local count = setting(countText)
+  local at, all, first = '', '', i + 3
+  record[n + 1], record[n + 2], record[n + 3] = conv, '', seq
+  if count then
+    record[n + 4] = count
+    n = n + 4
+  else
+    count = setting(string.sub(countText, 1, -2))
+    at, all, first = ARGV[i + 3], ARGV[i + 4], i + 5
+    record[n + 4], record[n + 5], record[n + 6] = countText, at, all
+    n = n + 6
+  end
+  for c = 0, count - 1 do record[n + 1 + c] = ARGV[first + 4 * c] end
+  n = n + count
+  convs[#convs + 1] = { conv = conv, seq = seq, at = at, all = all, first = first, count = count }
+  i = first + 4 * count
 end
 local recorded = script_convRecord(KEYS, record)
 
@@ -49,14 +63,15 @@ local recorded = script_convRecord(KEYS, record)
 -- message's members), and a table per user for the list and its index was ~2 of the ~150k
 -- instructions a member costs (bench/reports/redis-cost.md, "the symbol build's profile").
 local users, opOf, opCount = {}, {}, 0
-local function newOp(conv)
+-- `at`: the conversation's last activity argument ('' = none): every op of it carries it.
+local function newOp(conv, at)
   opCount = opCount + 1
-  return { conv = conv, lastSeq = 0, readSeq = 0, mentions = '', count = 1, after = false }
+  return { conv = conv, lastSeq = 0, readSeq = 0, mentions = '', at = at, count = 1, after = false }
 end
-local function opFor(uid, conv)
+local function opFor(uid, conv, at)
   local first = opOf[uid]
   if not first then
-    first = newOp(conv)
+    first = newOp(conv, at)
     opOf[uid] = first
     users[#users + 1] = uid
     return first
@@ -64,7 +79,7 @@ local function opFor(uid, conv)
   local op = first
   while op.conv ~= conv do
     if not op.after then
-      op.after = newOp(conv)
+      op.after = newOp(conv, at)
       first.count = first.count + 1
     end
     op = op.after
@@ -92,7 +107,7 @@ for k, c in ipairs(convs) do
       if candidate[uid] then
         local last, read, mentions = num(ARGV[base + 1]), num(ARGV[base + 2]), ARGV[base + 3]
         if last > 0 or mentions ~= '' then
-          local op = opFor(uid, c.conv)
+          local op = opFor(uid, c.conv, c.at)
           if last > op.lastSeq then op.lastSeq = last end
           if read > op.readSeq then op.readSeq = read end
           op.mentions = mentions
@@ -100,11 +115,14 @@ for k, c in ipairs(convs) do
       end
     end
     if not large then
-      local top = c.seq
+      local top, all = c.seq, c.all
       for _, uid in ipairs(listed) do
         if string.byte(uid, 1) ~= 35 then -- '#': the conversation's own fields
-          local op = opFor(uid, c.conv)
+          local op = opFor(uid, c.conv, c.at)
           if top > op.lastSeq then op.lastSeq = top end
+          -- @all: a mention of every member (its sender's own read covers it: user_apply.lua
+          -- keeps only mentions above readSeq); user_apply.lua merges, sorts and caps the list.
+          if all ~= '' then op.mentions = op.mentions == '' and all or op.mentions .. ',' .. all end
         end
       end
     end
@@ -148,8 +166,13 @@ for _, uid in ipairs(users) do
   apply[n + 1], apply[n + 2], apply[n + 3], apply[n + 4] = uid, op.count, '', check
   n = n + 4
   while op do
-    apply[n + 1], apply[n + 2], apply[n + 3], apply[n + 4], apply[n + 5], apply[n + 6] = 'm', op.conv, op.lastSeq, op.readSeq, op.mentions, genOf[op.conv]
-    n = n + 6
+    if op.at == '' then
+      apply[n + 1], apply[n + 2], apply[n + 3], apply[n + 4], apply[n + 5], apply[n + 6] = 'm', op.conv, op.lastSeq, op.readSeq, op.mentions, genOf[op.conv]
+      n = n + 6
+    else
+      apply[n + 1], apply[n + 2], apply[n + 3], apply[n + 4], apply[n + 5], apply[n + 6], apply[n + 7] = 'M', op.conv, op.lastSeq, op.readSeq, op.mentions, genOf[op.conv], op.at
+      n = n + 7
+    end
     op = op.after
   end
 end

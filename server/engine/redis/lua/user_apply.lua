@@ -27,9 +27,11 @@
 --   theirs is applied, so the caller can restore them first), then the ops, each its type,
 --   conversation and fields:
 --   m (message):    lastSeq, readSeq, mention seqs 'a,b,c', the conversation's gen ('' = no check)
+--   M (message with a time): m's fields, then at: the last activity (ms)
 --   r (read):       seq, the read generation it was made in ('' = the record's)
---   g (membership): gen, flags <member><large>[<rebase>], joinGen, joinHead, head, category
---   s (settings):   muted 1|0|-, markedUnread 1|0|-, deleteAt (or -)
+--   g (membership): gen, flags <member><large>[<rebase>], joinGen, joinHead, head, category,
+--                   at: the conversation's last activity (ms, '' = none)
+--   s (settings):   level 0 all|1 none (muted)|2 mentions|- unchanged, markedUnread 1|0|-, deleteAt (or -)
 --   U (unread-from): seq (the read register set to seq - 1), its generation ('' = the record's + 1),
 --                    floor ('' = none), the joinGen it was made in ('' = any)
 -- Publishes each user's changes on `<prefix>:bus:{u:<uid>}`, in version order: 'epoch|at', then

@@ -6,7 +6,8 @@
 -- ARGV[1] maxSeq   ARGV[2] large 1|0   ARGV[3] category   ARGV[4] generation
 -- ARGV[5] generation of an unfinished member rewrite ('' = none)   ARGV[6] its member of the evicted set (keys.ts evictedConvMember)
 -- ARGV[7] its stamp in the evicted set when the caller began to read PostgreSQL ('' = none)
--- ARGV[8..] uid, join tag, ...
+-- ARGV[8] last activity '#a' ('' or '0' = none)   ARGV[9] @all seqs '#@' ('' = none)
+-- ARGV[10] the head when it became read-diffused '#L' (issue 43)   ARGV[11..] uid, join tag, ...
 -- Returns 1 when restored, 0 when it existed, 3 when it was evicted again since the caller read
 -- PostgreSQL (nothing written: read it again).
 
@@ -14,11 +15,13 @@ local K = KEYS[1]
 local current = redis.call('HGET', K, '#s')
 if current then
   if tonumber(ARGV[1]) > tonumber(current) then redis.call('HSET', K, '#s', ARGV[1]) end
+  local at = redis.call('HGET', K, '#a')
+  if ARGV[8] ~= '' and ARGV[8] ~= '0' and (not at or tonumber(ARGV[8]) > tonumber(at)) then redis.call('HSET', K, '#a', ARGV[8]) end
   return 0
 end
 if evictedSince(KEYS[2], ARGV[6], ARGV[7]) then return 3 end
 local count = 0
-for i = 8, #ARGV, 1000 do
+for i = 11, #ARGV, 1000 do
   local j = math.min(i + 999, #ARGV)
   redis.call('HSET', K, unpack(ARGV, i, j))
   count = count + (j - i + 1) / 2
@@ -27,6 +30,18 @@ local fields = { '#s', ARGV[1], '#l', ARGV[2], '#c', ARGV[3], '#g', ARGV[4], '#n
 if ARGV[5] ~= '' then
   fields[#fields + 1] = '#r'
   fields[#fields + 1] = ARGV[5]
+end
+if ARGV[8] ~= '' and ARGV[8] ~= '0' then
+  fields[#fields + 1] = '#a'
+  fields[#fields + 1] = ARGV[8]
+end
+if ARGV[9] ~= '' then
+  fields[#fields + 1] = '#@'
+  fields[#fields + 1] = ARGV[9]
+end
+if ARGV[10] ~= '0' then
+  fields[#fields + 1] = '#L'
+  fields[#fields + 1] = ARGV[10]
 end
 redis.call('HSET', K, unpack(fields))
 redis.call('ZREM', KEYS[2], ARGV[6])

@@ -24,6 +24,9 @@ local function merged(conv, kept, restored)
   local a, b = decodeRecord(conv, kept), decodeRecord(conv, restored)
   local base = tonumber(a.gen) > tonumber(b.gen) and a or b
   base.lastSeq = max(a.lastSeq, b.lastSeq)
+  -- The last activity is a max-register (issue 43); the level comes with the newer generation.
+  local at = max(a.at or 0, b.at or 0)
+  base.at = at > 0 and at or nil
   -- The read register (readGen, readSeq) is compared lexicographically (rules.ts mergeRead).
   local r = (a.readGen > b.readGen or (a.readGen == b.readGen and a.readSeq > b.readSeq)) and a or b
   base.readGen, base.readSeq = r.readGen, r.readSeq

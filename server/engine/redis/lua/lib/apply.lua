@@ -8,7 +8,7 @@
 -- per call, 19.5k since: with one message per flush it is paid per message).
 local argv, runId, prefix, snapshotEvery, streamMaxLen, mentionCap, idle, publishCmd, at, now
 local checkLocal, withResults, durableNow, activityEvery, hookNow
-local FIELDS = { m = 4, r = 2, g = 6, s = 3, U = 4 }
+local FIELDS = { m = 4, M = 5, r = 2, g = 7, s = 3, U = 4 }
 
 local function blank(conv)
   return {
@@ -99,7 +99,7 @@ end
 -- (nil: none stored), changed in place (records are this script's own tables; mention lists are
 -- never changed in place, only replaced). Returns the record after the op (nil: still none).
 local function apply(r, op, conv, i)
-  if op == 'm' then
+  if op == 'm' or op == 'M' then
     -- rules.ts: made before this membership began (a rejoin or a rebase since): ignored. Both
     -- are canonical '%d' texts, most often the same (a membership unchanged since the join):
     -- compared as texts first, read as numbers (two strtod calls) only when they differ.
@@ -110,6 +110,12 @@ local function apply(r, op, conv, i)
     if lastSeq > r.lastSeq then r.lastSeq = lastSeq end
     raiseRead(r, num(argv[i + 3]))
     r.mentions = mergeMentions(r.mentions, argv[i + 4], r.readSeq)
+    -- rules.ts: the last activity is a max-register; only 'M' carries one (most messages have
+    -- none, and an argument more per op was a cost every message paid).
+    if op == 'M' then
+      local opAt = argv[i + 6] + 0
+      if opAt > (r.at or 0) then r.at = opAt end
+    end
   elseif op == 'r' then
     local gen = argv[i + 3]
     if r and r.member then mergeRead(r, gen ~= '' and num(gen) or nil, num(argv[i + 2])) end
@@ -159,6 +165,11 @@ local function apply(r, op, conv, i)
         end
       end
       r.lastSeq = max(r.lastSeq, tonumber(argv[i + 6]))
+      local convAt = argv[i + 8]
+      if convAt ~= '' then
+        convAt = convAt + 0
+        if convAt > (r.at or 0) then r.at = convAt end
+      end
       r.large = byte(flags, 2) == 49
       r.category = argv[i + 7]
     elseif r.member then
@@ -176,8 +187,9 @@ local function apply(r, op, conv, i)
       r.marked = false
       r.readMentions = NO_MENTIONS
     end
-    local muted, marked = flag(argv[i + 2]), flag(argv[i + 3])
-    if muted ~= nil then r.muted = muted end
+    -- The level (rules.ts): '0' all, '1' none (muted), '2' mentions only, '-' unchanged.
+    local level, marked = argv[i + 2], flag(argv[i + 3])
+    if level ~= '-' then r.muted, r.mentionsOnly = level == '1', level == '2' or nil end
     if marked ~= nil then r.marked = marked end
   else
     error('unknown op type ' .. tostring(op))
@@ -185,11 +197,7 @@ local function apply(r, op, conv, i)
   return r
 end
 
--- rules.ts contribution(): unread, mentions, category of what a record adds to the stored totals.
-local function contribution(r)
-  if not r or not r.member or r.large or r.muted or r.lastSeq <= r.deletedSeq then return 0, 0, nil end
-  return max(0, r.lastSeq - r.readSeq), #r.mentions, r.category
-end
+-- contribution(): lib/user.lua's.
 
 -- One user's ops (argv[first..last]); appends this user's results to `out`.
 -- The meta is read up front: its epoch, run id and packed counters (lib/user.lua counters), the
@@ -264,10 +272,10 @@ local function applyUser(uid, tag, metaKey, meta, first, last, out, shard)
     local wasMember = r and r.member or false
     local wasLarge = wasMember and r.large
     local oldUnread, oldMentions, oldCategory = contribution(r or nil)
-    local bLast, bRead, bMentions, bMuted, bMarked, bCategory, bDeleted, bReadGen
+    local bLast, bRead, bMentions, bMuted, bMarked, bCategory, bDeleted, bReadGen, bOnly, bAt
     if wasMember then
       bLast, bRead, bMentions, bMuted, bMarked = r.lastSeq, r.readSeq, #r.mentions, r.muted, r.marked
-      bCategory, bDeleted, bReadGen = r.category, r.deletedSeq, r.readGen
+      bCategory, bDeleted, bReadGen, bOnly, bAt = r.category, r.deletedSeq, r.readGen, r.mentionsOnly, r.at
     end
     local after = apply(r or nil, op, conv, i)
     local changed = false
@@ -287,7 +295,7 @@ local function applyUser(uid, tag, metaKey, meta, first, last, out, shard)
         if wasMember ~= isMember or (isMember and (after.lastSeq ~= bLast or after.readSeq ~= bRead
           or #after.mentions ~= bMentions or after.muted ~= bMuted or after.marked ~= bMarked
           or after.category ~= bCategory or after.large ~= wasLarge or after.deletedSeq ~= bDeleted
-          or after.readGen ~= bReadGen)) then
+          or after.readGen ~= bReadGen or after.mentionsOnly ~= bOnly or after.at ~= bAt)) then
           changed = true
           local newUnread, newMentions, newCategory = contribution(after)
           total = total + newUnread - oldUnread

@@ -19,11 +19,11 @@ local function rebuildUser(keys, epoch, runId, restream, idle, channel, publishC
       if r.large then
         large[#large + 1] = r.conv
         large[#large + 1] = '1'
-      elseif not r.muted and r.lastSeq > r.deletedSeq then
-        local unread = math.max(0, r.lastSeq - r.readSeq)
+      else
+        local unread, m, category = contribution(r)
         total = total + unread
-        mentions = mentions + #r.mentions
-        if unread ~= 0 then categories[r.category] = (categories[r.category] or 0) + unread end
+        mentions = mentions + m
+        if unread ~= 0 then categories[category] = (categories[category] or 0) + unread end
       end
     end
   end

@@ -178,25 +178,57 @@ local function seqList(text)
   return seqs
 end
 
+-- The level character (state-text.ts): '0' all, '1' none (muted), '2' mentions only.
 local function decodeRecord(conv, raw)
   -- The flags are read as bytes, not captured: each capture is a string made (~850 instructions).
-  local ls, rs, ds, g, jg, cat, ms = match(raw, '^[01][01][01][01]|(%d+)|(%d+)|(%-?%d+)|(%d+)|(%d+)|([^|]*)|([%d,]*)$')
-  -- state-text.ts: the read register's extension (readGen, spent mentions) follows, rarely.
-  local rg, rms = 0, NO_MENTIONS
+  local ls, rs, ds, g, jg, cat, ms = match(raw, '^[01][012][01][01]|(%d+)|(%d+)|(%-?%d+)|(%d+)|(%d+)|([^|]*)|([%d,]*)$')
+  -- state-text.ts: the read register's extension (readGen, spent mentions) follows, rarely,
+  -- then the last activity `at` (issue 43).
+  local rg, rms, at = 0, NO_MENTIONS, 0
   if not ls then
-    local rgText, rmsText
-    ls, rs, ds, g, jg, cat, ms, rgText, rmsText =
-      match(raw, '^[01][01][01][01]|(%d+)|(%d+)|(%-?%d+)|(%d+)|(%d+)|([^|]*)|([%d,]*)|(%d+)|([%d,]*)$')
-    if not ls then error('malformed record of ' .. conv) end
+    local rgText, rmsText, rmsEnd, atText
+    ls, rs, ds, g, jg, cat, ms, rgText, rmsText, rmsEnd, atText =
+      match(raw, '^[01][012][01][01]|(%d+)|(%d+)|(%-?%d+)|(%d+)|(%d+)|([^|]*)|([%d,]*)|(%d+)|([%d,]*)()|?(%d*)$')
+    -- Without `at`, nothing follows the spent mentions (a lone '|' is no field).
+    if not ls or (atText == '' and rmsEnd ~= #raw + 1) then error('malformed record of ' .. conv) end
     rg, rms = num(rgText), seqList(rmsText)
+    if atText ~= '' then at = atText + 0 end
   end
   local f1, f2, f3, f4 = byte(raw, 1, 4)
-  return {
+  local r = {
     conv = conv, member = f1 == 49, muted = f2 == 49, marked = f3 == 49, large = f4 == 49,
     lastSeq = num(ls), readSeq = num(rs), deletedSeq = num(ds),
     gen = g, joinGen = jg, category = cat == '' and 'default' or cat, mentions = seqList(ms),
     readGen = rg, readMentions = rms, text = raw, dirty = false,
   }
+  -- Issue 43's fields only when set (nil otherwise): 16 fields fit the constructor's 16 hash
+  -- slots, 18 took 32, an allocation and its clearing in every record decoded (~+4% a message).
+  if f2 == 50 then r.mentionsOnly = true end
+  if at > 0 then r.at = at end
+  return r
+end
+
+-- conv_record.lua's '#@' (a read-diffused conversation's @all seqs) merged with `added` ('a,b'),
+-- only seqs above `floor`: distinct, ascending, the newest MENTION_CAP. Made once with the library.
+local function mergeAllSeqs(stored, added, floor)
+  local seen, list = {}, {}
+  for text in gmatch((stored or '') .. ',' .. added, '%d+') do
+    local s = tonumber(text)
+    if s > floor and not seen[s] then seen[s] = true; list[#list + 1] = s end
+  end
+  table.sort(list)
+  local texts = {}
+  for k = max(1, #list - MENTION_CAP + 1), #list do texts[#texts + 1] = int(list[k]) end
+  return concat(texts, ',')
+end
+
+-- rules.ts contribution(): unread, mentions, category of what a record adds to the stored totals
+-- (lib/apply.lua's user step and lib/rebuild.lua's rebuild).
+local function contribution(r)
+  if not r or not r.member or r.large or r.muted or r.lastSeq <= r.deletedSeq then return 0, 0, nil end
+  -- Mentions only: each unread mention is one unread of the badge.
+  if r.mentionsOnly then return #r.mentions, #r.mentions, r.category end
+  return max(0, r.lastSeq - r.readSeq), #r.mentions, r.category
 end
 
 -- rules.ts claimLive: `claim` is the stored 'deadline|gen', `recordGen` the record's gen text now.
@@ -228,6 +260,8 @@ end
 
 -- A flag's text: a table lookup, not a function call (record flags are always booleans).
 local BIT = { [true] = '1', [false] = '0' }
+-- The level character is BIT[r.muted], or '2' for mentions only: written inline below (a
+-- function call per record and state text is a cost every message pays).
 
 -- The default category is stored as '' (no category is empty): a few bytes in every record,
 -- entry and snapshot line.
@@ -245,17 +279,20 @@ end
 -- OP_CONCAT builds the whole text, where format parses its pattern and calls sprintf per %d.
 local function encodeRecord(r)
   local ls, rs, ds = int(r.lastSeq), int(r.readSeq), int(r.deletedSeq)
-  local text = BIT[r.member] .. BIT[r.muted] .. BIT[r.marked] .. BIT[r.large] .. '|' .. ls .. '|' .. rs .. '|' .. ds .. '|'
+  local text = BIT[r.member] .. (r.mentionsOnly and '2' or BIT[r.muted]) .. BIT[r.marked] .. BIT[r.large] .. '|' .. ls .. '|' .. rs .. '|' .. ds .. '|'
     .. r.gen .. '|' .. r.joinGen .. '|' .. categoryText(r.category) .. '|' .. mentionText(r.mentions)
-  if r.readGen ~= 0 or #r.readMentions > 0 then text = text .. '|' .. int(r.readGen) .. '|' .. mentionText(r.readMentions) end
+  local at = r.at
+  if r.readGen ~= 0 or #r.readMentions > 0 or at then text = text .. '|' .. int(r.readGen) .. '|' .. mentionText(r.readMentions) end
+  if at then text = text .. '|' .. int(at) end
   return text, ls, rs, ds
 end
 
 -- The ConvState a client sees (state-text.ts "state"), from the number texts encodeRecord made.
 local function stateTextOf(r, ls, rs, ds)
   local mentions = #r.mentions
-  local text = r.conv .. '|' .. BIT[r.muted] .. BIT[r.marked] .. BIT[r.large] .. '|' .. ls .. '|' .. rs .. '|'
+  local text = r.conv .. '|' .. (r.mentionsOnly and '2' or BIT[r.muted]) .. BIT[r.marked] .. BIT[r.large] .. '|' .. ls .. '|' .. rs .. '|'
     .. (mentions == 0 and '0' or int(mentions)) .. '|' .. ds .. '|' .. categoryText(r.category)
+  if r.at then return text .. '|' .. int(r.readGen) .. '|' .. int(r.at) end
   if r.readGen ~= 0 then return text .. '|' .. int(r.readGen) end
   return text
 end
@@ -268,17 +305,19 @@ end
 -- a record that is not a member's.
 local function stateLine(conv, raw)
   local member, flags, ls, rs, ds, cat, ms =
-    match(raw, '^([01])([01][01][01])|(%d+)|(%d+)|(%-?%d+)|%d+|%d+|([^|]*)|([%d,]*)$')
-  local rg
+    match(raw, '^([01])([012][01][01])|(%d+)|(%d+)|(%-?%d+)|%d+|%d+|([^|]*)|([%d,]*)$')
+  local rg, at
   if not member then
-    -- The read register's extension (state-text.ts): the state shows readGen when above 0.
-    member, flags, ls, rs, ds, cat, ms, rg =
-      match(raw, '^([01])([01][01][01])|(%d+)|(%d+)|(%-?%d+)|%d+|%d+|([^|]*)|([%d,]*)|(%d+)|[%d,]*$')
+    -- The read register's extension (state-text.ts): the state shows readGen when above 0, and
+    -- the last activity after it.
+    member, flags, ls, rs, ds, cat, ms, rg, at =
+      match(raw, '^([01])([012][01][01])|(%d+)|(%d+)|(%-?%d+)|%d+|%d+|([^|]*)|([%d,]*)|(%d+)|[%d,]*|?(%d*)$')
   end
   if member ~= '1' then return nil end
   local mentions = 0
   if ms ~= '' then mentions = select(2, string.gsub(ms, ',', ',')) + 1 end
   local line = conv .. '|' .. flags .. '|' .. ls .. '|' .. rs .. '|' .. mentions .. '|' .. ds .. '|' .. cat
+  if at and at ~= '' and at ~= '0' then return line .. '|' .. rg .. '|' .. at end
   if rg and rg ~= '0' then return line .. '|' .. rg end
   return line
 end

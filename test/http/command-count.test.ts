@@ -189,10 +189,13 @@ describe('Redis commands per message (redis engine)', () => {
     }
   }, 120_000);
 
-  it('a read-diffused group costs its member one command to read on one Redis: GET /unread and a pull read the heads in the same step', async () => {
+  it('a read-diffused group costs its member one command to read on one Redis: GET /unread and a pull read the heads in the same step (and one pipelined HMGET of its activity and @all seqs)', async () => {
     // Besides the one step: read receipts' peer positions (the user's shareReads setting, then one
     // reads_peers.lua call for the write-diffused conversations), sent alongside.
     const receipts = { get: 1, fcall: 2 };
+    // ... and issue 43's last activity and @all seqs of each read-diffused group: one HMGET per
+    // group, pipelined (Engine.headExtras), not yet folded into the step that reads the heads.
+    const extras = { hmget: 2 };
     // m1 is in both read-diffused groups (1,000 and 5,000 members), the 100-member one and the direct conversation.
     const heads = { [convId(1_000)]: await post(1_000), [convId(5_000)]: await post(5_000) };
     let unread: { status: number; body: { conversations: Array<{ conv: string; lastSeq: number }> } } | undefined;
@@ -201,13 +204,13 @@ describe('Redis commands per message (redis engine)', () => {
     });
     expect(unread?.status).toBe(200);
     for (const [conv, head] of Object.entries(heads)) expect(unread?.body.conversations.find((c) => c.conv === conv)?.lastSeq).toBe(head);
-    expect(reading.sent).toEqual(receipts);
+    expect(reading.sent).toEqual({ ...receipts, ...extras });
     let pull: { status: number; body: { heads: Record<string, number> } } | undefined;
     const pulling = await measureCall(async () => {
       pull = await server.asUser<{ heads: Record<string, number> }>('m1', 'GET', '/v1/sync');
     });
     expect(pull?.status).toBe(200);
     expect(pull?.body.heads).toEqual(heads);
-    expect(pulling.sent).toEqual(receipts);
+    expect(pulling.sent).toEqual({ ...receipts, ...extras });
   }, 60_000);
 });

@@ -268,7 +268,9 @@ export class Model {
     // from before was counted then, or is not).
     if (msg.mentionAll === true && !(large && msg.seq <= c.largeFrom)) {
       for (const uid of c.members) {
-        const m = uid === msg.sender ? undefined : this.activeMembership(uid, msg.conv);
+        // A read-diffused conversation keeps the @all seq without its sender (PROTOCOL.md "@all"):
+        // the sender's raised readSeq covers it, until they mark it unread from at or below it.
+        const m = uid === msg.sender && !large ? undefined : this.activeMembership(uid, msg.conv);
         if (m && msg.seq > m.readSeq) m.mentionSeqs.add(msg.seq);
       }
       if (large) c.everyoneWhileLarge.add(msg.seq);

@@ -52,14 +52,9 @@ export interface ModelRunStats {
   everyoneInLarge: number;
 }
 
-export async function modelRandomRun(engine: Engine, rand: () => number, steps: number): Promise<ModelRunStats> {
-  const pick = <T>(list: readonly T[]): T => list[Math.floor(rand() * list.length)] as T;
-  const subset = <T>(list: readonly T[], p: number): T[] => list.filter(() => rand() < p);
-  const sync = new SyncService(engine, { largeGroupThreshold: THRESHOLD });
-  const model = new Model(THRESHOLD);
-  const nextSeq = new Map<string, number>();
-  const sent: MessageEvent[] = [];
-  const stats: ModelRunStats = {
+/** Every counter of a run at zero (a run's start, and the sum over several runs). */
+export function noModelRunStats(): ModelRunStats {
+  return {
     checks: 0,
     switches: 0,
     notFound: 0,
@@ -70,6 +65,16 @@ export async function modelRandomRun(engine: Engine, rand: () => number, steps: 
     mentionsLevelDiffers: 0,
     everyoneInLarge: 0,
   };
+}
+
+export async function modelRandomRun(engine: Engine, rand: () => number, steps: number): Promise<ModelRunStats> {
+  const pick = <T>(list: readonly T[]): T => list[Math.floor(rand() * list.length)] as T;
+  const subset = <T>(list: readonly T[], p: number): T[] => list.filter(() => rand() < p);
+  const sync = new SyncService(engine, { largeGroupThreshold: THRESHOLD });
+  const model = new Model(THRESHOLD);
+  const nextSeq = new Map<string, number>();
+  const sent: MessageEvent[] = [];
+  const stats = noModelRunStats();
 
   const members = (conv: string): string[] => USERS.filter((u) => model.isMember(u, conv));
   /** Mostly a member of `conv` (the paths that apply), sometimes anyone (the 404 paths). */

@@ -6,7 +6,7 @@ import { claimConformance } from './conformance-claims.js';
 import { conversationConformance } from './conformance-conversations.js';
 import { convWith, del, expectTotalsConsistent, join, leave, message, mulberry32, one, plainTotals, read } from './conformance-helpers.js';
 import { levelConformance } from './conformance-levels.js';
-import { type ModelRunStats, modelRandomRun } from './conformance-model.js';
+import { type ModelRunStats, modelRandomRun, noModelRunStats } from './conformance-model.js';
 import { notificationConformance } from './conformance-notify.js';
 import { pullConformance } from './conformance-pull.js';
 import { randomizedOps } from './conformance-random.js';
@@ -427,17 +427,7 @@ export function engineConformance(name: string, makeEngine: MakeEngine): void {
       });
 
       it('random API calls through SyncService equal the independent reference model: pulled states, stored totals, summaries', async () => {
-        const totals: ModelRunStats = {
-          checks: 0,
-          switches: 0,
-          notFound: 0,
-          markedReadsAtReadSeq: 0,
-          marksClearedByRead: 0,
-          staleReads: 0,
-          unreadsLowering: 0,
-          mentionsLevelDiffers: 0,
-          everyoneInLarge: 0,
-        };
+        const totals = noModelRunStats();
         for (const seed of [7, 1999, 20260101, 1, 2, 3]) {
           const stats = await modelRandomRun(await use({ snapshotEvery: 4, streamMaxLen: 8 }), mulberry32(seed), 150);
           for (const key of Object.keys(totals) as (keyof ModelRunStats)[]) totals[key] += stats[key];

@@ -92,7 +92,7 @@ export interface Engine {
   ): Promise<{ recorded: (RecordedMessage | null)[]; userOps: number }>;
   /** Current maxSeq of each conversation (missing ones are left out). */
   heads(convs: readonly string[]): Promise<Map<string, number>>;
-  /** The HeadExtra of each read-diffused conversation that has one (missing ones, and those with nothing, are left out). */
+  /** The HeadExtra of each read-diffused conversation that has one (missing ones, and those with nothing, are left out; with the durable tier, ones Redis lost are restored first, as heads() does). */
   headExtras(convs: readonly string[]): Promise<Map<string, HeadExtra>>;
 
   /**

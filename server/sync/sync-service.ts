@@ -212,10 +212,11 @@ export class SyncService {
     const pageConvs = [...(stored.snapshot?.convs ?? []), ...stored.entries.flatMap((e) => (e.state ? [e.state] : []))]
       .filter((s) => !s.large)
       .map((s) => s.conv);
-    const [heads, peers, extras] = await Promise.all([
-      this.headsOf(stored.largeConvs, stored.heads),
+    // The extras after the heads (as unread() reads them): a conversation Redis lost is restored
+    // once, by the heads' read, not by both reads at once (headExtras restores by itself too).
+    const [[heads, extras], peers] = await Promise.all([
+      this.headsOf(stored.largeConvs, stored.heads).then(async (heads) => [heads, await this.extrasOf(stored.largeConvs)] as const),
       this.receipts.peerReads(uid, [...new Set(pageConvs)], sharing),
-      this.extrasOf(stored.largeConvs),
     ]);
     const { largeConvs: _ignored, heads: _read, ...rest } = stored;
     return { ...rest, heads: Object.fromEntries(heads), ...extras, ...(peers.size > 0 ? { peerReads: Object.fromEntries(peers) } : {}) };

@@ -36,6 +36,20 @@ describe('durable tier: a read-diffused conversation keeps its last activity and
     expect(await stack.server.unread('c')).toMatchObject({ total: 1, mentions: 0 });
   });
 
+  // The durable property test found it (seed -2123490147): a pull read the heads and the extras
+  // at once, and the extras' read found the conversation not yet restored by the heads' read.
+  it('after FLUSHALL the first thing read is a sync: its last activity and @all still show', async () => {
+    await stack.server.members('first', { add: ['fa', 'fb', 'fc', 'fd'] });
+    await stack.server.post({ conv: 'first', seq: 1, sender: 'fa', mentionAll: true, at: T0 + 5 });
+    await stack.server.durable?.persister.drainAll(Date.now() + 20_000);
+    await stack.admin.flushall();
+    // The engine's own read restores what Redis lacks, whatever was read before it.
+    expect(await stack.server.engine.headExtras(['first'])).toEqual(new Map([['first', { at: T0 + 5, mentionAll: [1] }]]));
+    await stack.admin.flushall();
+    const pulled = await stack.server.asUser<{ headAt?: Record<string, number>; mentionAll?: Record<string, number[]> }>('fc', 'GET', '/v1/sync');
+    expect(pulled.body).toMatchObject({ headAt: { first: T0 + 5 }, mentionAll: { first: [1] } });
+  });
+
   it('an @all from before the switch to read diffusion, redelivered after Redis lost the conversation, counts once', async () => {
     await stack.server.members('grow', { add: ['ga', 'gb', 'gc'] });
     const everyone = { conv: 'grow', seq: 1, sender: 'ga', mentionAll: true, at: T0 };

@@ -59,6 +59,9 @@ describe('durable tier: the model holds across Redis losing everything', () => {
     // The wipe's drain and the server's own drainer wrote the same heads in different orders:
     // a deadlock, and the heads' upsert was not run again (pipeline.test.ts holds it exactly).
     { seed: -1300534207, path: '9', what: "two drainers' heads crossing: a deadlock's victim is written again" },
+    // After the merges a pull read a read-diffused conversation's heads and its last activity at
+    // once: the second read found it not yet restored by the first, and `at` was missing.
+    { seed: -2123490147, path: '24', what: 'a sync the first read after a wipe: a read-diffused conversation keeps its last activity' },
   ];
   for (const found of FOUND) {
     it(`found: ${found.what} (seed ${found.seed})`, async () => {

@@ -518,11 +518,22 @@ export class RedisEngine implements Engine {
   }
 
   async headExtras(convs: readonly string[]): Promise<Map<string, HeadExtra>> {
-    // One HMGET per conversation (each its own hash tag), pipelined by auto-pipelining; a
-    // conversation Redis lacks was restored by the heads() read before this one.
-    const replies = await Promise.all(convs.map((conv) => this.client.hmget(convKey(this.prefix, conv), '#a', '#@')));
+    // One HMGET per conversation (each its own hash tag), pipelined by auto-pipelining. The head
+    // '#s' tells a conversation Redis lacks (every one has it) from one with no activity: with the
+    // durable tier it is restored here, as heads() does, not left to a heads() read run before
+    // this one (a caller may run both at once: a pull did, and lost `at` after a wipe).
+    const read = (conv: string): Promise<(string | null)[]> => this.client.hmget(convKey(this.prefix, conv), '#s', '#a', '#@');
+    const replies = await Promise.all(convs.map(read));
+    if (this.durable && replies.some(([head]) => head == null)) {
+      const restored = await this.restoreConversations(convs.filter((_, i) => replies[i]?.[0] == null));
+      await Promise.all(
+        convs.map(async (conv, i) => {
+          if (replies[i]?.[0] == null && restored.has(conv)) replies[i] = await read(conv);
+        }),
+      );
+    }
     const out = new Map<string, HeadExtra>();
-    replies.forEach(([at, all], i) => {
+    replies.forEach(([, at, all], i) => {
       const conv = convs[i];
       if (conv === undefined || (at == null && (all == null || all === ''))) return;
       out.set(conv, { at: at == null ? 0 : Number(at), mentionAll: all == null || all === '' ? [] : all.split(',').map(Number) });

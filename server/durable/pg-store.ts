@@ -388,6 +388,8 @@ function recordOf(row: RecordRow): StoredConv {
     // One level: a row is never both (settings set them together, both from the newer row).
     mentionsOnly: row.mentions_only && !row.muted,
     at: Number(row.last_at),
+    // Not yet kept by the durable tier (issue 43's non-counting seqs): a restore forgets them.
+    nocountSeqs: [],
   };
 }
 

@@ -32,6 +32,7 @@ const member = (over: Partial<StoredConv> = {}): StoredConv => ({
   readMentionSeqs: [],
   mentionsOnly: false,
   at: 0,
+  nocountSeqs: [],
   ...over,
 });
 

@@ -13,7 +13,7 @@ import { createRedisEngine, type RedisEngine } from '../../server/engine/redis/r
 import { buildLibrary, LIBRARY_PRELUDE, SCRIPTS, type ScriptName } from '../../server/engine/redis/scripts.js';
 import { USER_META_COUNTERS, USER_META_PACKED } from '../../server/engine/redis/user-meta.js';
 import { appendUserOps, opArgs } from '../../server/engine/redis/user-ops.js';
-import { trimmedBase } from '../../server/engine/rules.js';
+import { contribution, trimmedBase } from '../../server/engine/rules.js';
 import { decodeRecord } from '../../server/engine/state-text.js';
 import { expectWithin } from '../helpers/bound.js';
 import { fileFixture } from '../helpers/file-fixture.js';
@@ -441,10 +441,10 @@ describe('redis engine storage', () => {
         expect(sorted((await engine.pull(uid, null, 0)).largeConvs), uid).toEqual(sorted(large));
         const cats = await categoryTotals(inspect, k.meta);
         const expected = new Map<string, number>();
+        // rules.ts contribution: levels and non-counting seqs (issue 43) included.
         for (const r of members) {
-          if (r.large || r.muted || r.lastSeq <= r.deletedSeq) continue;
-          const unread = Math.max(0, r.lastSeq - r.readSeq);
-          if (unread > 0) expected.set(r.category, (expected.get(r.category) ?? 0) + unread);
+          const { unread, category } = contribution(r);
+          if (unread > 0) expected.set(category, (expected.get(category) ?? 0) + unread);
         }
         expect(cats, uid).toEqual(expected);
       }

@@ -28,6 +28,13 @@ export const LIMITS = {
   /** Pending @-mention seqs kept per conversation; beyond this the oldest are forgotten. */
   mentionSeqsPerConversation: 1000,
   /**
+   * Non-counting seqs (`counts: false` messages, recalls; issue 43) kept per user and conversation,
+   * the newest; beyond this the oldest are forgotten and count again (PROTOCOL.md "What counts").
+   */
+  nocountSeqsPerConversation: 1000,
+  /** Seqs one message may recall (issue 43). */
+  recallsPerMessage: 100,
+  /**
    * A message's `at` (ms since the Unix epoch, issue 43) is refused when below this (2001-09-09:
    * a smaller value is most likely seconds, not ms) ...
    */

@@ -53,6 +53,13 @@ export const ConvStateSchema = Type.Object(
     // Issue 43: notification level and last activity, sent only when not the default.
     level: Type.Optional(LevelSchema),
     at: Type.Optional(AtSchema),
+    // Issue 43, "What counts": sent only when above 0.
+    nocount: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        description: 'Seqs in (readSeq, lastSeq] that do not count (non-counting messages, recalls): unread = lastSeq − readSeq − nocount.',
+      }),
+    ),
     deletedSeq: Type.Integer({
       minimum: -1,
       description: 'Hidden while the effective lastSeq is <= deletedSeq; reappears with the next message. -1: never deleted.',

@@ -21,6 +21,20 @@ export const Message = Type.Object(
     mentions: Type.Optional(Type.Array(Id, { maxItems: LIMITS.mentionsPerMessage })),
     // Issue 43.
     mentionAll: Type.Optional(Type.Boolean({ description: '@all / @here: a mention of every member of the conversation but the sender.' })),
+    // Issue 43, "What counts".
+    counts: Type.Optional(
+      Type.Boolean({
+        description:
+          'false: an edit, reaction or notice. It raises lastSeq and the last activity (pushes go out) but adds no unread; its mentions and @all are ignored.',
+      }),
+    ),
+    recalls: Type.Optional(
+      Type.Array(Seq, {
+        maxItems: LIMITS.recallsPerMessage,
+        description:
+          "Seqs of this conversation this message recalls: from now on they do not count, nor their mentions, for every member who has not read them. Idempotent; may arrive before the recalled message. Send the recall's own notice with counts: false.",
+      }),
+    ),
     at: Type.Optional(
       Type.Integer({
         minimum: LIMITS.atMin,

@@ -50,6 +50,10 @@ export interface MessageEvent {
   mentionAll?: boolean;
   /** The message service's timestamp (ms since the Unix epoch): the conversation's last activity. */
   at?: number;
+  /** `false`: an edit, reaction or notice: raises lastSeq and the activity, adds no unread, its mentions are ignored. */
+  counts?: boolean;
+  /** Seqs of this conversation recalled by this message: from now on they do not count, nor their mentions. */
+  recalls?: number[];
 }
 
 /**

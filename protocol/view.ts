@@ -58,7 +58,8 @@ export function toView(state: ConvState, heads: Readonly<Record<string, number>>
     conv: state.conv,
     lastSeq,
     readSeq: state.readSeq,
-    unread: Math.max(0, lastSeq - state.readSeq),
+    // Issue 43: the non-counting seqs above readSeq (a write-diffused state's lastSeq is its own).
+    unread: Math.max(0, lastSeq - state.readSeq - (state.nocount ?? 0)),
     mentions: effectiveMentions(state, lastSeq, extras),
     muted: state.muted,
     markedUnread: state.markedUnread,

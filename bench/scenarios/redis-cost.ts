@@ -180,8 +180,9 @@ export const redisCostSection: Section = {
 };
 
 /** What `Ingest` does for a flush of one message (server/sync/ingest.ts), without merging it with others. */
-export async function flushOne(engine: Engine, c: Conv, sender: string): Promise<void> {
-  const message = { conv: c.conv, seq: c.seq, sender };
+export async function flushOne(engine: Engine, c: Conv, sender: string, extra?: { counts: boolean; recalls: number[] }): Promise<void> {
+  // `extra` (issue 43): a recall's notice, message-instructions' last window.
+  const message = { conv: c.conv, seq: c.seq, sender, ...extra };
   const item = { conv: c.conv, seq: c.seq, candidates: [sender] };
   if (engine.recordAndApply) {
     const { recorded } = await engine.recordAndApply([item], [message], Date.now());

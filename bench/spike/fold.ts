@@ -45,6 +45,7 @@ export function recordOf(conv: string, member: string, r: Omit<Registers, 'membe
     readMentionSeqs: [],
     mentionsOnly: false,
     at: 0,
+    nocountSeqs: [],
   };
 }
 

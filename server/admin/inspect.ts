@@ -76,7 +76,8 @@ function line(rec: StoredConv, heads: Record<string, number>): ConversationLine 
     lastSeq,
     storedLastSeq: rec.lastSeq,
     readSeq: rec.readSeq,
-    unread: Math.max(0, lastSeq - rec.readSeq),
+    // Issue 43: less the non-counting seqs above readSeq (PROTOCOL.md "What counts").
+    unread: Math.max(0, lastSeq - rec.readSeq - (state.nocount ?? 0)),
     mentions: rec.mentionSeqs.length,
     muted: rec.muted,
     markedUnread: rec.markedUnread,

@@ -309,6 +309,10 @@ function catchUp(uid: string, row: PgRow, kept: StoredConv | undefined, newer: b
     // Only the last activity is behind (issue 43): a message op of no new seq raises it.
     ops.push({ type: 'message', uid, conv, lastSeq: 0, readSeq: 0, mentionSeqs: [], at: p.at });
   }
+  // Non-counting seqs Redis lacks (issue 43): a message op of no new seq adds them (a union).
+  if (p.member && p.nocountSeqs.some((seq) => !kept?.nocountSeqs.includes(seq))) {
+    ops.push({ type: 'message', uid, conv, lastSeq: 0, readSeq: 0, mentionSeqs: [], nocountSeqs: p.nocountSeqs });
+  }
   // After a membership op of a newer join (or on no record) Redis's deletedSeq is -1: a join starts it over.
   const keptDeleted = kept && kept.joinGen === p.joinGen ? kept.deletedSeq : -1;
   if (p.member && p.deletedSeq >= 0 && p.deletedSeq > keptDeleted) ops.push({ type: 'settings', uid, conv, deleteAt: p.deletedSeq });

@@ -346,7 +346,7 @@ export class PgStore implements DurableBacking {
 const MEMBER_ROWS_PER_STATEMENT = 5_000;
 
 const RECORD_COLUMNS =
-  'uid, conv, member, muted, marked_unread, large, last_seq, read_seq, deleted_seq, gen, join_gen, category, mention_seqs, w, read_gen, read_mention_seqs, mentions_only, last_at';
+  'uid, conv, member, muted, marked_unread, large, last_seq, read_seq, deleted_seq, gen, join_gen, category, mention_seqs, w, read_gen, read_mention_seqs, mentions_only, last_at, nocount_seqs';
 
 interface RecordRow {
   uid: string;
@@ -367,6 +367,7 @@ interface RecordRow {
   read_mention_seqs: string[];
   mentions_only: boolean;
   last_at: string;
+  nocount_seqs: string[];
 }
 
 function recordOf(row: RecordRow): StoredConv {
@@ -388,6 +389,7 @@ function recordOf(row: RecordRow): StoredConv {
     // One level: a row is never both (settings set them together, both from the newer row).
     mentionsOnly: row.mentions_only && !row.muted,
     at: Number(row.last_at),
+    nocountSeqs: row.nocount_seqs.map(Number),
   };
 }
 
@@ -410,6 +412,7 @@ interface Columns {
   readMentions: string[];
   mentionsOnly: boolean[];
   at: number[];
+  nocount: string[];
 }
 
 function emptyColumns(): Columns {
@@ -432,6 +435,7 @@ function emptyColumns(): Columns {
     readMentions: [],
     mentionsOnly: [],
     at: [],
+    nocount: [],
   };
 }
 
@@ -454,6 +458,7 @@ function pushRecord(c: Columns, uid: string, r: StoredConv, w: number): void {
   c.readMentions.push(`{${r.readMentionSeqs.join(',')}}`);
   c.mentionsOnly.push(r.mentionsOnly);
   c.at.push(r.at);
+  c.nocount.push(`{${r.nocountSeqs.join(',')}}`);
 }
 
 /**
@@ -482,6 +487,7 @@ function columnArrays(c: Columns): string[] {
     textArray(c.readMentions),
     bools(c.mentionsOnly),
     numbers(c.at),
+    textArray(c.nocount),
   ];
 }
 
@@ -527,12 +533,12 @@ const UPSERT_RECORDS = `
   INSERT INTO redpoint_user_conv AS t (${RECORD_COLUMNS})
   -- mention seqs travel as array literals, one text per row (unnest would flatten a 2-D array)
   SELECT u.uid, u.conv, u.member, u.muted, u.marked_unread, u.large, u.last_seq, u.read_seq, u.deleted_seq, u.gen, u.join_gen,
-         u.category, u.mentions::bigint[], u.w, u.read_gen, u.read_mentions::bigint[], u.mentions_only, u.last_at
+         u.category, u.mentions::bigint[], u.w, u.read_gen, u.read_mentions::bigint[], u.mentions_only, u.last_at, u.nocount::bigint[]
   FROM unnest($1::text[], $2::text[], $3::bool[], $4::bool[], $5::bool[], $6::bool[], $7::bigint[], $8::bigint[],
               $9::bigint[], $10::bigint[], $11::bigint[], $12::text[], $13::text[], $14::bigint[], $15::bigint[], $16::text[],
-              $17::bool[], $18::bigint[])
+              $17::bool[], $18::bigint[], $19::text[])
     AS u(uid, conv, member, muted, marked_unread, large, last_seq, read_seq, deleted_seq, gen, join_gen, category, mentions, w,
-         read_gen, read_mentions, mentions_only, last_at)
+         read_gen, read_mentions, mentions_only, last_at, nocount)
   -- a state read before the user was erased is not written back (a user created again is newer)
   WHERE NOT EXISTS (SELECT 1 FROM redpoint_erased e WHERE e.uid = u.uid AND e.w >= u.w)
   ON CONFLICT (uid, conv) DO UPDATE SET
@@ -543,7 +549,7 @@ const UPSERT_RECORDS = `
     gen = GREATEST(t.gen, EXCLUDED.gen),
     -- the read register by its generation first (byReadGen)
     ${['read_seq', 'mention_seqs', 'read_mention_seqs', 'read_gen'].map(byReadGen).join(',\n    ')},
-    ${['member', 'muted', 'marked_unread', 'large', 'join_gen', 'category', 'mentions_only'].map(newer).join(',\n    ')},
+    ${['member', 'muted', 'marked_unread', 'large', 'join_gen', 'category', 'mentions_only', 'nocount_seqs'].map(newer).join(',\n    ')},
     -- the last activity: a max-register (issue 43)
     last_at = GREATEST(t.last_at, EXCLUDED.last_at),
     w = GREATEST(t.w, EXCLUDED.w),

@@ -100,6 +100,10 @@ const MIGRATIONS: readonly string[] = [
      share_reads boolean NOT NULL,
      updated_at timestamptz NOT NULL DEFAULT now()
    );`,
+  // 8 (issue 43, what counts): a record's non-counting seqs (rules.ts nocountSeqs: `counts:
+  // false` messages and recalls), taken with the row at the larger write clock (the set only
+  // grows within a membership; a leave or delete trims it, and that write is the newer one).
+  `ALTER TABLE redpoint_user_conv ADD COLUMN nocount_seqs bigint[] NOT NULL DEFAULT '{}';`,
 ];
 
 const SCHEMA_VERSION = MIGRATIONS.length;

@@ -1,7 +1,7 @@
 import { LIMITS } from '../../protocol/limits.js';
 import type { MessageEvent } from '../../protocol/types.js';
 import type { RecordedMessage, UserOp } from './engine.js';
-import { mergeMentions } from './rules.js';
+import { mergeMentions, mergeNocount } from './rules.js';
 
 type MessageOp = Extract<UserOp, { type: 'message' }>;
 
@@ -35,13 +35,25 @@ export function mergeOps(messages: readonly MessageEvent[], byConv: ReadonlyMap<
   const top = new Map<string, number>();
   const lastAt = new Map<string, number>();
   const everyone: MessageEvent[] = [];
+  // Issue 43: per write-diffused conversation, the seqs of the batch that do not count (its
+  // `counts: false` messages and the seqs its messages recall); none for most batches.
+  let nocount: Map<string, number[]> | undefined;
   for (const m of messages) {
     const r = byConv.get(m.conv);
     const members = listed.get(m.conv);
     if (!r || !members) continue;
     top.set(m.conv, Math.max(top.get(m.conv) ?? 0, m.seq));
     if (m.at !== undefined) lastAt.set(m.conv, Math.max(lastAt.get(m.conv) ?? 0, m.at));
-    if (m.mentionAll === true && !r.info.large) everyone.push(m);
+    const counts = m.counts !== false;
+    if ((!counts || (m.recalls !== undefined && m.recalls.length > 0)) && !r.info.large) {
+      nocount ??= new Map();
+      const seqs = nocount.get(m.conv) ?? [];
+      if (!counts) seqs.push(m.seq);
+      if (m.recalls !== undefined) seqs.push(...m.recalls);
+      nocount.set(m.conv, seqs);
+    }
+    // A non-counting message's mentions (and @all) are ignored.
+    if (m.mentionAll === true && !r.info.large && counts) everyone.push(m);
     if (members.has(m.sender)) {
       const own = opFor(m.sender, m.conv, r.info.gen);
       own.lastSeq = Math.max(own.lastSeq, m.seq);
@@ -49,7 +61,7 @@ export function mergeOps(messages: readonly MessageEvent[], byConv: ReadonlyMap<
     }
     // Most messages mention nobody: no Set for them. An @all message's own mentions are in its
     // @all (below, or the read-diffused conversation's set): one mention per member, once.
-    if (m.mentions === undefined || m.mentions.length === 0 || m.mentionAll === true) continue;
+    if (m.mentions === undefined || m.mentions.length === 0 || m.mentionAll === true || !counts) continue;
     for (const uid of new Set(m.mentions)) {
       if (uid === m.sender || !members.has(uid)) continue;
       const op = opFor(uid, m.conv, r.info.gen);
@@ -69,6 +81,12 @@ export function mergeOps(messages: readonly MessageEvent[], byConv: ReadonlyMap<
     const r = byConv.get(m.conv);
     if (!r) continue;
     for (const uid of r.members) if (uid !== m.sender) opFor(uid, m.conv, r.info.gen).mentionSeqs.push(m.seq);
+  }
+  if (nocount !== undefined) {
+    for (const op of ops.values()) {
+      const seqs = nocount.get(op.conv);
+      if (seqs !== undefined) op.nocountSeqs = mergeNocount([], seqs);
+    }
   }
   if (lastAt.size > 0) {
     for (const op of ops.values()) {

@@ -34,6 +34,8 @@ export interface MemberTag {
  * - `settings`: flags, and `deleteAt` (hide the conversation up to the larger of it and lastSeq).
  *   `level` sets the notification level (muted = level 'none'); `muted` alone sets 'none' or
  *   'all'; both given: `level` wins.
+ * - `message`'s `nocountSeqs` (issue 43): seqs that do not count (a `counts: false` message, a
+ *   recall), merged into the record's grow-only set; their mentions are dropped.
  * - `message`'s `at`: the message service's timestamp (ms) of the newest message of the op; the
  *   record's last activity is a max-register of it (absent: unchanged).
  * - `membership` with `rebase`: the operator's repair of a head that went wrong
@@ -42,7 +44,17 @@ export interface MemberTag {
  *   Applied once per rebase generation (a repeat finds the same joinGen and only max-merges).
  */
 export type UserOp =
-  | { type: 'message'; uid: string; conv: string; lastSeq: number; readSeq: number; mentionSeqs: readonly number[]; gen?: number; at?: number }
+  | {
+      type: 'message';
+      uid: string;
+      conv: string;
+      lastSeq: number;
+      readSeq: number;
+      mentionSeqs: readonly number[];
+      gen?: number;
+      at?: number;
+      nocountSeqs?: readonly number[];
+    }
   | { type: 'read'; uid: string; conv: string; seq: number; gen?: number }
   | MembershipOp
   | { type: 'settings'; uid: string; conv: string; muted?: boolean; level?: NotificationLevel; markedUnread?: boolean; deleteAt?: number }

@@ -58,6 +58,25 @@ export interface StoredConv {
   mentionsOnly: boolean;
   /** Last activity: the largest message-service timestamp (`at`, ms) of a message delivered here; 0 = unknown. A max-register. */
   at: number;
+  /**
+   * Seqs that do not count (issue 43: a `counts: false` message, or a recalled one), ascending,
+   * distinct, the newest `LIMITS.nocountSeqsPerConversation`. A grow-only set (order-insensitive,
+   * idempotent; a recall may land before its message), not trimmed by reads: the lowest go first
+   * at the cap, and those are the read ones, so an "unread from here" finds them again.
+   */
+  nocountSeqs: number[];
+}
+
+/** How many of the record's non-counting seqs lie in (readSeq, lastSeq]: what its unread leaves out. */
+function nocountAbove(rec: { lastSeq: number; readSeq: number; nocountSeqs: readonly number[] }): number {
+  let n = 0;
+  for (const s of rec.nocountSeqs) if (s > rec.readSeq && s <= rec.lastSeq) n++;
+  return n;
+}
+
+/** Issue 43's unread: (lastSeq − readSeq) − the non-counting seqs in (readSeq, lastSeq]. */
+function unreadOf(rec: StoredConv): number {
+  return Math.max(0, rec.lastSeq - rec.readSeq - nocountAbove(rec));
 }
 
 export function levelOf(rec: { muted: boolean; mentionsOnly: boolean }): NotificationLevel {
@@ -77,7 +96,7 @@ export function contribution(rec: StoredConv | undefined): Contribution {
   if (!rec?.member || rec.large || rec.muted || rec.lastSeq <= rec.deletedSeq) return NONE;
   // Mentions only: each unread mention is one unread of the badge, the rest is listed, not counted.
   if (rec.mentionsOnly) return { unread: rec.mentionSeqs.length, mentions: rec.mentionSeqs.length, category: rec.category };
-  return { unread: Math.max(0, rec.lastSeq - rec.readSeq), mentions: rec.mentionSeqs.length, category: rec.category };
+  return { unread: unreadOf(rec), mentions: rec.mentionSeqs.length, category: rec.category };
 }
 
 export function toConvState(rec: StoredConv): ConvState {
@@ -98,6 +117,8 @@ export function toConvState(rec: StoredConv): ConvState {
   // the level 'none' is `muted`, 'all' is neither.
   if (rec.mentionsOnly) state.level = 'mentions';
   if (rec.at > 0) state.at = rec.at;
+  const nocount = nocountAbove(rec);
+  if (nocount > 0) state.nocount = nocount;
   return state;
 }
 
@@ -124,6 +145,7 @@ function blankRecord(conv: string): StoredConv {
     readMentionSeqs: [],
     mentionsOnly: false,
     at: 0,
+    nocountSeqs: [],
   };
 }
 
@@ -187,7 +209,14 @@ function mergeRead(rec: StoredConv, gen: number | undefined, seq: number): void 
 }
 
 function copy(rec: StoredConv): StoredConv {
-  return { ...rec, mentionSeqs: [...rec.mentionSeqs], readMentionSeqs: [...rec.readMentionSeqs] };
+  return { ...rec, mentionSeqs: [...rec.mentionSeqs], readMentionSeqs: [...rec.readMentionSeqs], nocountSeqs: [...rec.nocountSeqs] };
+}
+
+/** The union, distinct and ascending, the newest `LIMITS.nocountSeqsPerConversation`. */
+export function mergeNocount(current: readonly number[], added: readonly number[]): number[] {
+  const sorted = [...new Set([...current, ...added])].sort((a, b) => a - b);
+  const cap = LIMITS.nocountSeqsPerConversation;
+  return sorted.length > cap ? sorted.slice(sorted.length - cap) : sorted;
 }
 
 /**
@@ -201,6 +230,8 @@ function lowerTo(rec: StoredConv, head: number): void {
   rec.deletedSeq = Math.min(rec.deletedSeq, head);
   rec.mentionSeqs = rec.mentionSeqs.filter((m) => m > rec.readSeq && m <= head);
   rec.readMentionSeqs = rec.readMentionSeqs.filter((m) => m <= head);
+  // Seqs above the lowered head will be other messages.
+  rec.nocountSeqs = rec.nocountSeqs.filter((s) => s <= head);
 }
 
 /** Returns the record after `op` (a new object, or `before` itself when the op does not apply). */
@@ -214,7 +245,15 @@ export function applyRule(before: StoredConv | undefined, op: UserOp): StoredCon
       const rec = before ? copy(before) : blankRecord(op.conv);
       rec.lastSeq = Math.max(rec.lastSeq, op.lastSeq);
       raiseRead(rec, op.readSeq);
-      rec.mentionSeqs = mergeMentions(rec.mentionSeqs, op.mentionSeqs, rec.readSeq);
+      if (op.nocountSeqs !== undefined && op.nocountSeqs.length > 0) {
+        // A non-counting or recalled seq's mention is dropped, spent ones too (never counted again).
+        rec.nocountSeqs = mergeNocount(rec.nocountSeqs, op.nocountSeqs);
+        const gone = new Set(rec.nocountSeqs);
+        rec.mentionSeqs = rec.mentionSeqs.filter((m) => !gone.has(m));
+        rec.readMentionSeqs = rec.readMentionSeqs.filter((m) => !gone.has(m));
+      }
+      const added = rec.nocountSeqs.length === 0 ? op.mentionSeqs : op.mentionSeqs.filter((m) => !rec.nocountSeqs.includes(m));
+      rec.mentionSeqs = mergeMentions(rec.mentionSeqs, added, rec.readSeq);
       if (op.at !== undefined && op.at > rec.at) rec.at = op.at;
       return rec;
     }
@@ -260,6 +299,7 @@ export function applyRule(before: StoredConv | undefined, op: UserOp): StoredCon
         rec.member = false;
         rec.mentionSeqs = [];
         rec.readMentionSeqs = [];
+        rec.nocountSeqs = [];
         rec.markedUnread = false;
       }
       return rec;
@@ -274,6 +314,7 @@ export function applyRule(before: StoredConv | undefined, op: UserOp): StoredCon
         rec.markedUnread = false;
         // At or below deletedSeq: below the floor of any "unread from here".
         rec.readMentionSeqs = [];
+        rec.nocountSeqs = rec.nocountSeqs.filter((s) => s > rec.deletedSeq);
       }
       // The level wins over muted when both are given (the HTTP layer refuses a contradiction).
       if (op.level !== undefined) {
@@ -331,7 +372,8 @@ export function sameState(a: ConvState | null, b: ConvState | null): boolean {
     a.deletedSeq === b.deletedSeq &&
     (a.readGen ?? 0) === (b.readGen ?? 0) &&
     a.level === b.level &&
-    (a.at ?? 0) === (b.at ?? 0)
+    (a.at ?? 0) === (b.at ?? 0) &&
+    (a.nocount ?? 0) === (b.nocount ?? 0)
   );
 }
 
@@ -358,7 +400,8 @@ export function sameRecord(a: StoredConv | undefined, b: StoredConv | undefined)
     a.mentionsOnly === b.mentionsOnly &&
     a.at === b.at &&
     sameSeqs(a.mentionSeqs, b.mentionSeqs) &&
-    sameSeqs(a.readMentionSeqs, b.readMentionSeqs)
+    sameSeqs(a.readMentionSeqs, b.readMentionSeqs) &&
+    sameSeqs(a.nocountSeqs, b.nocountSeqs)
   );
 }
 

@@ -14,10 +14,10 @@ import type { StoredConv } from './rules.js';
  *   then `|readGen|readMentionSeq,...` only when readGen > 0 or a spent mention is kept (so most
  *   records, and a plain message's cost, are as before the read register had a generation),
  *   then `|at` (last activity, ms) only when at > 0 (the read extension then written even when
- *   default: `|0|`)
+ *   default: `|0|`), then `|nocountSeq,...` only when some (issue 43; `at` then written even when 0)
  * - state (stream entry, snapshot line, notification line): `conv|<muted><marked><large>|lastSeq|readSeq|mentions|deletedSeq|category`,
  *   then `|readGen` only when readGen > 0, then `|at` only when at > 0 (readGen then written even
- *   when 0); an entry for a conversation the user left is the bare `conv`
+ *   when 0), then `|nocount` only when above 0 (readGen and at then written even when 0); an entry for a conversation the user left is the bare `conv`
  * - the `<muted>` flag character, in records and states, is the notification level: '0' all,
  *   '1' none (muted), '2' mentions only
  * - snapshot: states joined by `\n`
@@ -46,7 +46,7 @@ const seqList = (text: string | undefined): number[] => (text === undefined || t
 export function decodeRecord(conv: string, text: string): StoredConv {
   const p = text.split('|');
   // 8 fields, or 10 with the read register's extension (readGen, spent mentions), 11 with `at`.
-  if (p.length !== 8 && p.length !== 10 && p.length !== 11) throw new Error(`malformed stored record of ${conv}`);
+  if (p.length !== 8 && p.length !== 10 && p.length !== 11 && p.length !== 12) throw new Error(`malformed stored record of ${conv}`);
   const flags = p[0] ?? '';
   return {
     conv,
@@ -64,7 +64,8 @@ export function decodeRecord(conv: string, text: string): StoredConv {
     readGen: p.length >= 10 ? int(p[8]) : 0,
     readMentionSeqs: seqList(p[9]),
     mentionsOnly: mentionsOnlyAt(flags, 1),
-    at: p.length === 11 ? int(p[10]) : 0,
+    at: p.length >= 11 ? int(p[10]) : 0,
+    nocountSeqs: seqList(p[11]),
   };
 }
 
@@ -86,8 +87,10 @@ export function encodeRecord(rec: StoredConv): string {
     rec.category === DEFAULT_CATEGORY ? '' : rec.category,
     rec.mentionSeqs.join(','),
   ];
-  if (rec.readGen > 0 || rec.readMentionSeqs.length > 0 || rec.at > 0) fields.push(rec.readGen, rec.readMentionSeqs.join(','));
-  if (rec.at > 0) fields.push(rec.at);
+  const nocount = rec.nocountSeqs.length > 0;
+  if (rec.readGen > 0 || rec.readMentionSeqs.length > 0 || rec.at > 0 || nocount) fields.push(rec.readGen, rec.readMentionSeqs.join(','));
+  if (rec.at > 0 || nocount) fields.push(rec.at);
+  if (nocount) fields.push(rec.nocountSeqs.join(','));
   return fields.join('|');
 }
 
@@ -110,8 +113,10 @@ export function encodeEntryText(conv: string, state: ConvState | null): string {
     state.category === DEFAULT_CATEGORY ? '' : state.category,
   ];
   const hasAt = state.at !== undefined && state.at > 0;
-  if ((state.readGen !== undefined && state.readGen > 0) || hasAt) fields.push(state.readGen ?? 0);
-  if (hasAt) fields.push(state.at ?? 0);
+  const hasNocount = state.nocount !== undefined && state.nocount > 0;
+  if ((state.readGen !== undefined && state.readGen > 0) || hasAt || hasNocount) fields.push(state.readGen ?? 0);
+  if (hasAt || hasNocount) fields.push(state.at ?? 0);
+  if (hasNocount) fields.push(state.nocount ?? 0);
   return fields.join('|');
 }
 
@@ -135,7 +140,7 @@ export function decodeEntryText(text: string): { conv: string; state: ConvState 
   const bar = text.indexOf('|');
   if (bar < 0) return { conv: text, state: null };
   const p = text.split('|');
-  if (p.length < 7 || p.length > 9) throw new Error('malformed stored entry');
+  if (p.length < 7 || p.length > 10) throw new Error('malformed stored entry');
   const conv = p[0] ?? '';
   const flags = p[1] ?? '';
   const state: ConvState = {
@@ -154,7 +159,11 @@ export function decodeEntryText(text: string): { conv: string; state: ConvState 
     if (readGen > 0) state.readGen = readGen;
   }
   if (mentionsOnlyAt(flags, 0)) state.level = 'mentions';
-  if (p.length === 9) state.at = int(p[8]);
+  if (p.length >= 9) {
+    const at = int(p[8]);
+    if (at > 0) state.at = at;
+  }
+  if (p.length === 10) state.nocount = int(p[9]);
   return { conv, state };
 }
 
@@ -248,5 +257,6 @@ export function decodeRecordFast(conv: string, text: string): StoredConv {
     readMentionSeqs: [],
     mentionsOnly: mentionsOnlyAt(text, 1),
     at: 0,
+    nocountSeqs: [],
   };
 }

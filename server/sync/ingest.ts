@@ -142,7 +142,8 @@ export class Ingest {
       if (m.mentions) for (const uid of m.mentions) h.candidates.add(uid);
       // Issue 43: what a read-diffused conversation keeps beside its head (MessageRecord).
       if (m.at !== undefined) h.at = Math.max(h.at ?? 0, m.at);
-      if (m.mentionAll === true) (h.mentionAll ??= []).push(m.seq);
+      // A non-counting message's @all is ignored (issue 43).
+      if (m.mentionAll === true && m.counts !== false) (h.mentionAll ??= []).push(m.seq);
     }
     const convs = [...heads.keys()];
     const items = convs.map((conv): MessageRecord => {

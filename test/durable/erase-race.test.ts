@@ -22,6 +22,7 @@ const record = (conv: string, lastSeq: number): StoredConv => ({
   readMentionSeqs: [],
   mentionsOnly: false,
   at: 0,
+  nocountSeqs: [],
 });
 
 /**

@@ -29,7 +29,7 @@ export function totalsFrom(states: readonly ConvState[]): StoredUserState['total
   for (const s of states) {
     if (s.large || s.muted || s.lastSeq <= s.deletedSeq) continue;
     // Level 'mentions' (issue 43): each unread mention is one unread of the badge.
-    const unread = s.level === 'mentions' ? s.mentions : Math.max(0, s.lastSeq - s.readSeq);
+    const unread = s.level === 'mentions' ? s.mentions : Math.max(0, s.lastSeq - s.readSeq - (s.nocount ?? 0));
     totals.total += unread;
     totals.mentions += s.mentions;
     if (unread !== 0) totals.categories.set(s.category, (totals.categories.get(s.category) ?? 0) + unread);

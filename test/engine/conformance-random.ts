@@ -41,7 +41,10 @@ export async function randomizedOps(e: Engine, rand: () => number, count: number
       const gen = rec && rand() < 0.3 ? { gen: Math.max(0, rec.joinGen - 1 + int(2)) } : {};
       // Issue 43: the last activity, sometimes none, in any order (a max-register).
       const at = rand() < 0.4 ? { at: 1_760_000_000_000 + int(50) } : {};
-      return { type: 'message', uid, conv, lastSeq, readSeq: rand() < 0.2 ? lastSeq : 0, mentionSeqs, ...gen, ...at };
+      // Issue 43: non-counting seqs (a `counts: false` message, recalls), some above lastSeq (a
+      // recall before its message), some mentioned, repeated across ops.
+      const nocount = rand() < 0.2 ? { nocountSeqs: [1 + int(44), lastSeq, ...(rand() < 0.3 ? mentionSeqs : [])] } : {};
+      return { type: 'message', uid, conv, lastSeq, readSeq: rand() < 0.2 ? lastSeq : 0, mentionSeqs, ...gen, ...at, ...nocount };
     }
     // Some reads land exactly at readSeq: they move nothing, so a mark stays (raiseRead).
     if (r < 0.5) return { type: 'read', uid, conv, seq: rec && rand() < 0.3 ? rec.readSeq : int(40) };

@@ -4,6 +4,7 @@ import type { ConvState } from '../../protocol/types.js';
 import type { Engine, EngineOptions, UserOp } from '../../server/engine/engine.js';
 import { claimConformance } from './conformance-claims.js';
 import { conversationConformance } from './conformance-conversations.js';
+import { countsConformance } from './conformance-counts.js';
 import { convWith, del, expectTotalsConsistent, join, leave, message, mulberry32, one, plainTotals, read } from './conformance-helpers.js';
 import { levelConformance } from './conformance-levels.js';
 import { type ModelRunStats, modelRandomRun, noModelRunStats } from './conformance-model.js';
@@ -457,5 +458,6 @@ export function engineConformance(name: string, makeEngine: MakeEngine): void {
     pullConformance(use);
     notificationConformance(use);
     levelConformance(use);
+    countsConformance(use);
   });
 }

@@ -441,7 +441,7 @@ describe('redis engine storage', () => {
         expect(sorted((await engine.pull(uid, null, 0)).largeConvs), uid).toEqual(sorted(large));
         const cats = await categoryTotals(inspect, k.meta);
         const expected = new Map<string, number>();
-        // rules.ts contribution (the one home of the rule: levels included) over the raw records.
+        // rules.ts contribution: levels and non-counting seqs (issue 43) included.
         for (const r of members) {
           const { unread, category } = contribution(r);
           if (unread > 0) expected.set(category, (expected.get(category) ?? 0) + unread);
@@ -551,6 +551,8 @@ describe('redis engine scripts', () => {
       message('u', 'c', 1),
       // Issue 43: a message with a time is 'M', one argument more.
       { type: 'message', uid: 'u', conv: 'c', lastSeq: 1, readSeq: 0, mentionSeqs: [], at: 1_760_000_000_000 },
+      // Issue 43: with non-counting seqs it is 'n', its `at` may be empty.
+      { type: 'message', uid: 'u', conv: 'c', lastSeq: 1, readSeq: 0, mentionSeqs: [], nocountSeqs: [1] },
       read('u', 'c', 1),
       join('u', 'c', 0, 'group'),
       { type: 'membership', uid: 'u', conv: 'c', gen: 2, member: false },

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { LIMITS } from '../../protocol/limits.js';
 import {
   applyRule,
   contribution,
@@ -7,6 +8,7 @@ import {
   type StoredConv,
   type StreamPosition,
   sameRecord,
+  toConvState,
   trimmedBase,
 } from '../../server/engine/rules.js';
 
@@ -32,6 +34,7 @@ const member = (over: Partial<StoredConv> = {}): StoredConv => ({
   readMentionSeqs: [],
   mentionsOnly: false,
   at: 0,
+  nocountSeqs: [],
   ...over,
 });
 
@@ -191,5 +194,39 @@ describe('trimmedBase', () => {
   it('trims to one interval behind the version, never past the snapshot', () => {
     expect(trimmedBase(0, 11, 2, 8)).toBe(2);
     expect(trimmedBase(0, 30, 25, 8)).toBe(22);
+  });
+});
+
+describe('non-counting seqs (issue 43, what counts)', () => {
+  const cap = LIMITS.nocountSeqsPerConversation;
+  const withNocount = (rec: StoredConv, nocountSeqs: number[]): StoredConv =>
+    applyRule(rec, { type: 'message', uid: 'u', conv: 'c', lastSeq: 0, readSeq: 0, mentionSeqs: [], nocountSeqs }) as StoredConv;
+
+  it('keeps the newest cap of them: the lowest, read ones go first, so unread stays exact', () => {
+    // readSeq 4 of 5,000: 1,000 non-counting seqs above it are all kept, the read ones forgotten.
+    const rec = withNocount(
+      member({ lastSeq: 5000, readSeq: 4, mentionSeqs: [] }),
+      Array.from({ length: cap + 3 }, (_, i) => i + 1),
+    );
+    expect(rec.nocountSeqs).toHaveLength(cap);
+    expect(rec.nocountSeqs[0]).toBe(4);
+    expect(contribution(rec).unread).toBe(5000 - 4 - (cap - 1));
+    expect(toConvState(rec).nocount).toBe(cap - 1);
+  });
+
+  it('above the cap the forgotten ones count again: an over-count, never a negative one', () => {
+    const rec = withNocount(
+      member({ lastSeq: cap + 10, readSeq: 0, mentionSeqs: [] }),
+      Array.from({ length: cap + 10 }, (_, i) => i + 1),
+    );
+    expect(contribution(rec).unread).toBe(10);
+  });
+
+  it('a delete forgets those at or below deletedSeq, a leave all of them', () => {
+    const rec = withNocount(member({ lastSeq: 10, readSeq: 4, mentionSeqs: [] }), [3, 8, 12]);
+    const deleted = applyRule(rec, { type: 'settings', uid: 'u', conv: 'c', deleteAt: 10 }) as StoredConv;
+    expect(deleted.nocountSeqs).toEqual([12]);
+    const left = applyRule(rec, { type: 'membership', uid: 'u', conv: 'c', gen: 6, member: false }) as StoredConv;
+    expect(left.nocountSeqs).toEqual([]);
   });
 });

@@ -53,6 +53,7 @@ describe('record text', () => {
       readMentionSeqs: [],
       mentionsOnly: false,
       at: 0,
+      nocountSeqs: [],
     });
     expect(encodeRecord(rec)).toBe('0101|9|4|-1|3|2||6,8');
     expect(decodeRecordFast('c', '0101|9|4|-1|3|2||6,8')).toEqual(rec);
@@ -85,7 +86,20 @@ describe('record text', () => {
     expect(decodeRecord('c', '1000|9|4|-1|3|2|g|6,8|0||1760000000000')).toEqual({ ...rec, at: 1_760_000_000_000 });
     expect(decodeRecordFast('c', '1000|9|4|-1|3|2|g|6,8|2|1|5')).toEqual({ ...rec, at: 5, readGen: 2, readMentionSeqs: [1] });
     expect(() => decodeRecord('c', '1000|9|4|-1|3|2|g|6,8|0||x')).toThrow('malformed stored number');
-    expect(() => decodeRecord('c', '1000|9|4|-1|3|2|g|6,8|0|||5')).toThrow('malformed stored record');
+    // Issue 43: a 12th field (the non-counting seqs) needs `at` (0 when unknown) before it.
+    expect(() => decodeRecord('c', '1000|9|4|-1|3|2|g|6,8|0|||5')).toThrow('malformed stored number');
+    expect(() => decodeRecord('c', '1000|9|4|-1|3|2|g|6,8|0||0|5|')).toThrow('malformed stored record');
+  });
+
+  it('keeps the non-counting seqs after `at` (issue 43), only when some, and the state their count', () => {
+    const rec = decodeRecord('c', '1000|9|4|-1|3|2|g|6,8');
+    const text = encodeRecord({ ...rec, nocountSeqs: [3, 5, 11] });
+    expect(text).toBe('1000|9|4|-1|3|2|g|6,8|0||0|3,5,11');
+    expect(decodeRecord('c', text)).toEqual({ ...rec, nocountSeqs: [3, 5, 11] });
+    expect(decodeRecordFast('c', text)).toEqual({ ...rec, nocountSeqs: [3, 5, 11] });
+    const state = { conv: 'c', lastSeq: 9, readSeq: 4, mentions: 0, muted: false, markedUnread: false, category: 'default', large: false, deletedSeq: -1 };
+    expect(encodeEntryText('c', { ...state, nocount: 1 })).toBe('c|000|9|4|0|-1||0|0|1');
+    expect(decodeEntryText('c|000|9|4|0|-1||0|0|1').state).toEqual({ ...state, nocount: 1 });
   });
 
   it('refuses a record of another shape or with a number that is not a safe integer, naming the conversation or the text', () => {
@@ -131,7 +145,7 @@ describe('entry text', () => {
   });
 
   it('refuses an entry of another shape', () => {
-    for (const text of ['c1|101|9|4|2|-1', 'c1|101|9|4|2|-1|g|1|2|x']) expect(() => decodeEntryText(text), text).toThrow('malformed stored entry');
+    for (const text of ['c1|101|9|4|2|-1', 'c1|101|9|4|2|-1|g|1|2|3|x']) expect(() => decodeEntryText(text), text).toThrow('malformed stored entry');
     expect(() => decodeEntryText('c1|101|9|4|2|-1|g|x')).toThrow('malformed stored number');
     expect(() => decodeEntryText('c1|101|9|4|x|-1|g')).toThrow('malformed stored number');
   });

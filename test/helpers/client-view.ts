@@ -30,7 +30,8 @@ export function clientViews(
       conv: s.conv,
       lastSeq,
       readSeq: s.readSeq,
-      unread: lastSeq > s.readSeq ? lastSeq - s.readSeq : 0,
+      // unread = (lastSeq − readSeq) − nocount (PROTOCOL.md "What counts"), never below 0.
+      unread: Math.max(0, lastSeq - s.readSeq - (s.nocount ?? 0)),
       mentions: s.mentions + everyone,
       muted: s.muted,
       markedUnread: s.markedUnread,

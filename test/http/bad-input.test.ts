@@ -129,6 +129,15 @@ const CASES: Case[] = [
     names: 'ahead of the server',
   },
   { name: 'mentionAll not a boolean', send: (s) => post(s, msg({ mentionAll: 'yes' })), status: 400, code: 'invalid_request' },
+  // Issue 43, what counts.
+  { name: 'counts not a boolean', send: (s) => post(s, msg({ counts: 0 })), status: 400, code: 'invalid_request' },
+  { name: 'recalls not seqs', send: (s) => post(s, msg({ recalls: [-1] })), status: 400, code: 'invalid_request' },
+  {
+    name: 'recalls over the limit',
+    send: (s) => post(s, msg({ recalls: Array.from({ length: LIMITS.recallsPerMessage + 1 }, (_, i) => i + 1) })),
+    status: 400,
+    code: 'invalid_request',
+  },
   { name: 'non-integer seq', send: (s) => post(s, msg({ seq: 100.5 })), status: 400, code: 'invalid_request' },
   { name: 'seq above 2^48', send: (s) => post(s, msg({ seq: LIMITS.maxSeq + 1 })), status: 400, code: 'invalid_request' },
   { name: 'seq 1e300', send: (s) => json(s, 'POST', '/v1/messages', `{"conv":"${CONV}","seq":1e300,"sender":"${BOB}"}`), status: 400, code: 'invalid_request' },

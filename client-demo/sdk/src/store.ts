@@ -281,7 +281,13 @@ export class ConvStore {
   private withRead(s: ConvState, seq: number): ConvState {
     if (seq <= s.readSeq) return s;
     const unreadAfter = Math.max(0, effectiveLastSeq(s, this.heads.record) - seq);
-    return { ...s, readSeq: seq, markedUnread: false, mentions: Math.min(s.mentions, unreadAfter) };
+    const read: ConvState = { ...s, readSeq: seq, markedUnread: false, mentions: Math.min(s.mentions, unreadAfter) };
+    // Issue 43: which non-counting seqs lie above `seq` is not known locally either; at most one
+    // per message still unread (the server's figure replaces it).
+    const nocount = Math.min(s.nocount ?? 0, unreadAfter);
+    if (nocount > 0) read.nocount = nocount;
+    else delete read.nocount;
+    return read;
   }
 
   /** Overlays end once the server state shows them, or once this client reached the ack's version. */

@@ -334,7 +334,11 @@ export class RedisEngine implements Engine {
   ): Promise<{ recorded: (RecordedMessage | null)[]; userOps: number }> {
     const args: (string | number)[] = [];
     flushArgs(items, messages, args);
-    if (this.cluster || items.length === 0 || args.length > MAX_SCRIPT_ARGS) return this.twoSteps(items, messages, at);
+    // Issue 43: ingest_flush.lua does not derive non-counting seqs (rare: edits, reactions,
+    // recalls); a batch with any goes as the two steps, whose ops mergeOps makes.
+    if (this.cluster || items.length === 0 || args.length > MAX_SCRIPT_ARGS || messages.some(countsLess)) {
+      return this.twoSteps(items, messages, at);
+    }
     const k = convKey(this.prefix, (items[0] as MessageRecord).conv);
     const reply = asArray(
       await this.runs.userScript(k, (runId) =>
@@ -1070,6 +1074,11 @@ const ABSENT = 'absent';
 
 function userApplyKeys(k: UserKeys): string[] {
   return [k.meta, k.records, k.stream, k.snapshot, k.large];
+}
+
+/** Whether a message adds non-counting seqs (issue 43: `counts: false`, or recalls). */
+function countsLess(m: MessageEvent): boolean {
+  return m.counts === false || (m.recalls !== undefined && m.recalls.length > 0);
 }
 
 /** A conversation's part of conv_record.lua's reply: its info and who it listed (a write-diffused one lists its '#' fields too). */

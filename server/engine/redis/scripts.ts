@@ -126,7 +126,7 @@ export function buildLibrary(): Library {
   const names = Object.keys(SCRIPTS) as ScriptName[];
   // The key names and the meta's layout first (rendered from keys.ts, user-meta.ts), then the shared Lua.
   // LIMITS the scripts use without an argument for them (conv_record.lua's @all seqs), generated.
-  const limits = `-- scripts.ts: generated from protocol/limits.ts.\nlocal MENTION_CAP = ${LIMITS.mentionSeqsPerConversation}\n`;
+  const limits = `-- scripts.ts: generated from protocol/limits.ts.\nlocal MENTION_CAP = ${LIMITS.mentionSeqsPerConversation}\nlocal NOCOUNT_CAP = ${LIMITS.nocountSeqsPerConversation}\n`;
   const parts = [luaKeyNames(), luaUserMeta(), limits, ...LIBRARY_PRELUDE.map((file) => readLua(dir, file))];
   const bodies = names.map((name) => readLua(dir, SCRIPTS[name].file));
   const hash = createHash('sha1')

@@ -25,6 +25,13 @@ export function mentionArg(seqs: readonly number[]): string {
   return (distinct.length > cap ? distinct.slice(distinct.length - cap) : distinct).join(',');
 }
 
+/** The newest `LIMITS.nocountSeqsPerConversation` distinct seqs, as one argument (mentionArg's twin). */
+function nocountArg(seqs: readonly number[]): string {
+  const cap = LIMITS.nocountSeqsPerConversation;
+  const distinct = [...new Set(seqs)].sort((a, b) => a - b);
+  return (distinct.length > cap ? distinct.slice(distinct.length - cap) : distinct).join(',');
+}
+
 /** `<member><large><rebase>`: user_apply.lua reads each by its position. */
 function membershipFlags(op: { large: boolean; rebase?: true }): string {
   return `1${op.large ? '1' : '0'}${op.rebase ? '1' : '0'}`;
@@ -32,7 +39,7 @@ function membershipFlags(op: { large: boolean; rebase?: true }): string {
 
 /** How many arguments an op takes in user_apply.lua (its type, conversation and fields). */
 export function opArgs(op: UserOp): number {
-  if (op.type === 'message') return op.at === undefined ? 6 : 7;
+  if (op.type === 'message') return op.nocountSeqs !== undefined && op.nocountSeqs.length > 0 ? 8 : op.at === undefined ? 6 : 7;
   return op.type === 'read' ? 4 : op.type === 'membership' ? 9 : op.type === 'unread-from' ? 6 : 5;
 }
 
@@ -42,7 +49,10 @@ export function appendUserOps(args: (string | number)[], ops: readonly UserOp[])
     switch (op.type) {
       case 'message':
         // 'M': with the last activity, one argument more; most messages carry none ('m').
-        if (op.at === undefined) args.push('m', op.conv, op.lastSeq, op.readSeq, mentionArg(op.mentionSeqs), op.gen ?? '');
+        // 'n': with non-counting seqs (issue 43), rare; its `at` may be empty.
+        if (op.nocountSeqs !== undefined && op.nocountSeqs.length > 0) {
+          args.push('n', op.conv, op.lastSeq, op.readSeq, mentionArg(op.mentionSeqs), op.gen ?? '', op.at ?? '', nocountArg(op.nocountSeqs));
+        } else if (op.at === undefined) args.push('m', op.conv, op.lastSeq, op.readSeq, mentionArg(op.mentionSeqs), op.gen ?? '');
         else args.push('M', op.conv, op.lastSeq, op.readSeq, mentionArg(op.mentionSeqs), op.gen ?? '', op.at);
         break;
       case 'read':

@@ -8,7 +8,7 @@
 -- per call, 19.5k since: with one message per flush it is paid per message).
 local argv, runId, prefix, snapshotEvery, streamMaxLen, mentionCap, idle, publishCmd, at, now
 local checkLocal, withResults, durableNow, activityEvery, hookNow
-local FIELDS = { m = 4, M = 5, r = 2, g = 7, s = 3, U = 4 }
+local FIELDS = { m = 4, M = 5, n = 6, r = 2, g = 7, s = 3, U = 4 }
 
 local function blank(conv)
   return {
@@ -90,6 +90,45 @@ local function mergeMentions(seqs, added, readSeq)
   return out
 end
 
+-- rules.ts mergeNocount: the record's non-counting seqs (nil: none) with `added` ('a,b'):
+-- distinct, ascending, the newest NOCOUNT_CAP.
+local function mergeNocount(seqs, added)
+  local seen, list = {}, {}
+  for _, s in ipairs(seqs or NO_MENTIONS) do
+    if not seen[s] then seen[s] = true; list[#list + 1] = s end
+  end
+  for text in gmatch(added, '%d+') do
+    local s = tonumber(text)
+    if not seen[s] then seen[s] = true; list[#list + 1] = s end
+  end
+  table.sort(list)
+  if #list <= NOCOUNT_CAP then return list end
+  local out = {}
+  for i = #list - NOCOUNT_CAP + 1, #list do out[#out + 1] = list[i] end
+  return out
+end
+
+-- The seqs of `seqs` not in the set `gone` (a new list).
+local function without(seqs, gone)
+  if #seqs == 0 then return seqs end
+  local kept = {}
+  for _, s in ipairs(seqs) do
+    if not gone[s] then kept[#kept + 1] = s end
+  end
+  return kept
+end
+
+-- The seqs of `seqs` (nil: none) for which keep(s) holds; nil when none is left.
+local function nocountWhere(seqs, keep)
+  if not seqs then return nil end
+  local kept = {}
+  for _, s in ipairs(seqs) do
+    if keep(s) then kept[#kept + 1] = s end
+  end
+  if #kept == 0 then return nil end
+  return kept
+end
+
 local function flag(arg)
   if arg == '1' then return true elseif arg == '0' then return false end
   return nil
@@ -99,7 +138,7 @@ end
 -- (nil: none stored), changed in place (records are this script's own tables; mention lists are
 -- never changed in place, only replaced). Returns the record after the op (nil: still none).
 local function apply(r, op, conv, i)
-  if op == 'm' or op == 'M' then
+  if op == 'm' or op == 'M' or op == 'n' then
     -- rules.ts: made before this membership began (a rejoin or a rebase since): ignored. Both
     -- are canonical '%d' texts, most often the same (a membership unchanged since the join):
     -- compared as texts first, read as numbers (two strtod calls) only when they differ.
@@ -109,10 +148,29 @@ local function apply(r, op, conv, i)
     local lastSeq = num(argv[i + 2])
     if lastSeq > r.lastSeq then r.lastSeq = lastSeq end
     raiseRead(r, num(argv[i + 3]))
-    r.mentions = mergeMentions(r.mentions, argv[i + 4], r.readSeq)
+    local added = argv[i + 4]
+    if op == 'n' then
+      -- rules.ts: non-counting seqs (issue 43) join the record's set; their mentions go, spent
+      -- ones too, and none of them is added.
+      r.nocount = mergeNocount(r.nocount, argv[i + 7])
+    end
+    if r.nocount then
+      local gone = {}
+      for _, s in ipairs(r.nocount) do gone[s] = true end
+      r.mentions = without(r.mentions, gone)
+      r.readMentions = without(r.readMentions, gone)
+      if added ~= '' then
+        local kept = {}
+        for text in gmatch(added, '%d+') do
+          if not gone[tonumber(text)] then kept[#kept + 1] = text end
+        end
+        added = concat(kept, ',')
+      end
+    end
+    r.mentions = mergeMentions(r.mentions, added, r.readSeq)
     -- rules.ts: the last activity is a max-register; only 'M' carries one (most messages have
     -- none, and an argument more per op was a cost every message paid).
-    if op == 'M' then
+    if op == 'M' or (op == 'n' and argv[i + 6] ~= '') then
       local opAt = argv[i + 6] + 0
       if opAt > (r.at or 0) then r.at = opAt end
     end
@@ -162,6 +220,8 @@ local function apply(r, op, conv, i)
             if m <= head then spent[#spent + 1] = m end
           end
           r.readMentions = spent
+          -- Seqs above the lowered head will be other messages.
+          r.nocount = nocountWhere(r.nocount, function(s) return s <= head end)
         end
       end
       r.lastSeq = max(r.lastSeq, tonumber(argv[i + 6]))
@@ -176,6 +236,7 @@ local function apply(r, op, conv, i)
       r.member = false
       r.mentions = NO_MENTIONS
       r.readMentions = NO_MENTIONS
+      r.nocount = nil
       r.marked = false
     end
   elseif op == 's' then
@@ -186,6 +247,8 @@ local function apply(r, op, conv, i)
       r.deletedSeq = max(r.deletedSeq, head)
       r.marked = false
       r.readMentions = NO_MENTIONS
+      local deleted = r.deletedSeq
+      r.nocount = nocountWhere(r.nocount, function(s) return s > deleted end)
     end
     -- The level (rules.ts): '0' all, '1' none (muted), '2' mentions only, '-' unchanged.
     local level, marked = argv[i + 2], flag(argv[i + 3])
@@ -273,6 +336,8 @@ local function applyUser(uid, tag, metaKey, meta, first, last, out, shard)
     local wasLarge = wasMember and r.large
     local oldUnread, oldMentions, oldCategory = contribution(r or nil)
     local bLast, bRead, bMentions, bMuted, bMarked, bCategory, bDeleted, bReadGen, bOnly, bAt
+    -- Issue 43: what the state shows of the non-counting seqs (0 for most records: no list).
+    local bNocount = wasMember and r.nocount and nocountAbove(r) or 0
     if wasMember then
       bLast, bRead, bMentions, bMuted, bMarked = r.lastSeq, r.readSeq, #r.mentions, r.muted, r.marked
       bCategory, bDeleted, bReadGen, bOnly, bAt = r.category, r.deletedSeq, r.readGen, r.mentionsOnly, r.at
@@ -295,7 +360,8 @@ local function applyUser(uid, tag, metaKey, meta, first, last, out, shard)
         if wasMember ~= isMember or (isMember and (after.lastSeq ~= bLast or after.readSeq ~= bRead
           or #after.mentions ~= bMentions or after.muted ~= bMuted or after.marked ~= bMarked
           or after.category ~= bCategory or after.large ~= wasLarge or after.deletedSeq ~= bDeleted
-          or after.readGen ~= bReadGen or after.mentionsOnly ~= bOnly or after.at ~= bAt)) then
+          or after.readGen ~= bReadGen or after.mentionsOnly ~= bOnly or after.at ~= bAt
+          or (after.nocount and nocountAbove(after) or 0) ~= bNocount)) then
           changed = true
           local newUnread, newMentions, newCategory = contribution(after)
           total = total + newUnread - oldUnread

@@ -184,13 +184,21 @@ local function decodeRecord(conv, raw)
   local ls, rs, ds, g, jg, cat, ms = match(raw, '^[01][012][01][01]|(%d+)|(%d+)|(%-?%d+)|(%d+)|(%d+)|([^|]*)|([%d,]*)$')
   -- state-text.ts: the read register's extension (readGen, spent mentions) follows, rarely,
   -- then the last activity `at` (issue 43).
-  local rg, rms, at = 0, NO_MENTIONS, 0
+  local rg, rms, at, nc = 0, NO_MENTIONS, 0, nil
   if not ls then
     local rgText, rmsText, rmsEnd, atText
     ls, rs, ds, g, jg, cat, ms, rgText, rmsText, rmsEnd, atText =
       match(raw, '^[01][012][01][01]|(%d+)|(%d+)|(%-?%d+)|(%d+)|(%d+)|([^|]*)|([%d,]*)|(%d+)|([%d,]*)()|?(%d*)$')
+    if not ls then
+      -- Issue 43: the non-counting seqs follow `at` (then always written), rarely.
+      local ncText
+      ls, rs, ds, g, jg, cat, ms, rgText, rmsText, atText, ncText =
+        match(raw, '^[01][012][01][01]|(%d+)|(%d+)|(%-?%d+)|(%d+)|(%d+)|([^|]*)|([%d,]*)|(%d+)|([%d,]*)|(%d+)|([%d,]+)$')
+      if not ls then error('malformed record of ' .. conv) end
+      rmsEnd, nc = #raw + 1, seqList(ncText)
+    end
     -- Without `at`, nothing follows the spent mentions (a lone '|' is no field).
-    if not ls or (atText == '' and rmsEnd ~= #raw + 1) then error('malformed record of ' .. conv) end
+    if atText == '' and rmsEnd ~= #raw + 1 then error('malformed record of ' .. conv) end
     rg, rms = num(rgText), seqList(rmsText)
     if atText ~= '' then at = atText + 0 end
   end
@@ -205,7 +213,19 @@ local function decodeRecord(conv, raw)
   -- slots, 18 took 32, an allocation and its clearing in every record decoded (~+4% a message).
   if f2 == 50 then r.mentionsOnly = true end
   if at > 0 then r.at = at end
+  if nc then r.nocount = nc end
   return r
+end
+
+-- rules.ts nocountAbove: the record's non-counting seqs in (readSeq, lastSeq] (nocount: nil when none).
+local function nocountAbove(r)
+  local seqs = r.nocount
+  if not seqs then return 0 end
+  local n = 0
+  for _, s in ipairs(seqs) do
+    if s > r.readSeq and s <= r.lastSeq then n = n + 1 end
+  end
+  return n
 end
 
 -- conv_record.lua's '#@' (a read-diffused conversation's @all seqs) merged with `added` ('a,b'),
@@ -228,7 +248,7 @@ local function contribution(r)
   if not r or not r.member or r.large or r.muted or r.lastSeq <= r.deletedSeq then return 0, 0, nil end
   -- Mentions only: each unread mention is one unread of the badge.
   if r.mentionsOnly then return #r.mentions, #r.mentions, r.category end
-  return max(0, r.lastSeq - r.readSeq), #r.mentions, r.category
+  return max(0, r.lastSeq - r.readSeq - nocountAbove(r)), #r.mentions, r.category
 end
 
 -- rules.ts claimLive: `claim` is the stored 'deadline|gen', `recordGen` the record's gen text now.
@@ -281,9 +301,10 @@ local function encodeRecord(r)
   local ls, rs, ds = int(r.lastSeq), int(r.readSeq), int(r.deletedSeq)
   local text = BIT[r.member] .. (r.mentionsOnly and '2' or BIT[r.muted]) .. BIT[r.marked] .. BIT[r.large] .. '|' .. ls .. '|' .. rs .. '|' .. ds .. '|'
     .. r.gen .. '|' .. r.joinGen .. '|' .. categoryText(r.category) .. '|' .. mentionText(r.mentions)
-  local at = r.at
-  if r.readGen ~= 0 or #r.readMentions > 0 or at then text = text .. '|' .. int(r.readGen) .. '|' .. mentionText(r.readMentions) end
-  if at then text = text .. '|' .. int(at) end
+  local at, nc = r.at, r.nocount
+  if r.readGen ~= 0 or #r.readMentions > 0 or at or nc then text = text .. '|' .. int(r.readGen) .. '|' .. mentionText(r.readMentions) end
+  if at or nc then text = text .. '|' .. int(at or 0) end
+  if nc then text = text .. '|' .. mentionText(nc) end
   return text, ls, rs, ds
 end
 
@@ -292,6 +313,10 @@ local function stateTextOf(r, ls, rs, ds)
   local mentions = #r.mentions
   local text = r.conv .. '|' .. (r.mentionsOnly and '2' or BIT[r.muted]) .. BIT[r.marked] .. BIT[r.large] .. '|' .. ls .. '|' .. rs .. '|'
     .. (mentions == 0 and '0' or int(mentions)) .. '|' .. ds .. '|' .. categoryText(r.category)
+  if r.nocount then
+    local n = nocountAbove(r)
+    if n > 0 then return text .. '|' .. int(r.readGen) .. '|' .. int(r.at or 0) .. '|' .. int(n) end
+  end
   if r.at then return text .. '|' .. int(r.readGen) .. '|' .. int(r.at) end
   if r.readGen ~= 0 then return text .. '|' .. int(r.readGen) end
   return text
@@ -312,6 +337,11 @@ local function stateLine(conv, raw)
     -- the last activity after it.
     member, flags, ls, rs, ds, cat, ms, rg, at =
       match(raw, '^([01])([012][01][01])|(%d+)|(%d+)|(%-?%d+)|%d+|%d+|([^|]*)|([%d,]*)|(%d+)|[%d,]*|?(%d*)$')
+  end
+  if not member then
+    -- Issue 43: with non-counting seqs (rare): decoded, and shown by stateText.
+    if not match(raw, '^1') then return nil end
+    return stateText(decodeRecord(conv, raw))
   end
   if member ~= '1' then return nil end
   local mentions = 0

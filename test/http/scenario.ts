@@ -38,6 +38,8 @@ export const coverage = {
   marksClearedByRead: 0,
   /** "Unread from here" acts that lowered a read position. */
   unreadsLowering: 0,
+  /** shareReads turned off where a one-to-one chat of the user had a recorded position. */
+  privacyHidPositions: 0,
 };
 
 /** Returns what was exercised since the last call, and starts counting afresh. */
@@ -56,6 +58,7 @@ export function takeCoverage(): typeof coverage {
     markedReadsAtReadSeq: 0,
     marksClearedByRead: 0,
     unreadsLowering: 0,
+    privacyHidPositions: 0,
   });
   return taken;
 }
@@ -227,6 +230,17 @@ class Run {
         const outcome = this.model.updateSettings(this.uid(u), this.conv(a.conv), settings);
         const res = await this.actAs(u, a.jwt, 'PUT', `/v1/users/${this.uid(u)}/conversations/${this.conv(a.conv)}`, settings);
         this.expectStatus(res, outcome, a);
+        return;
+      }
+      case 'shareReads': {
+        const uid = this.uid(a.user);
+        // Not vacuous: turning it off hides a one-to-one chat's recorded position (the user's or the peer's).
+        const hides = [...this.model.conversations.values()].some((c) => c.members.size === 2 && c.members.has(uid) && c.seen.size > 0);
+        if (!a.share && this.model.sharesReads(uid) && hides) coverage.privacyHidPositions++;
+        this.model.setShareReads(uid, a.share);
+        const res = await this.actAs(a.user, a.jwt, 'PUT', `/v1/users/${this.uid(a.user)}/settings`, { shareReads: a.share });
+        this.expectStatus(res, 'ok', a);
+        expect(res.body, `${this.where(a)} settings reply`).toEqual({ uid: this.uid(a.user), shareReads: a.share });
         return;
       }
       case 'sync': {

@@ -1,6 +1,7 @@
 import { RedpointError } from '../protocol/errors.js';
 import type { HttpRouter, Reply } from '../server/gateway/http.js';
 import type { RouteHookDeps } from '../server/gateway/route-hook.js';
+import { DEMO_BADGE_HOOK_SECRET, registerBadgeReceiver } from './badge-receiver.js';
 import type { DemoBundle } from './build.js';
 import { registerDemoActivity } from './demo-activity.js';
 
@@ -11,6 +12,7 @@ const PAGE_PATHS = ['/', '/demo/app.js', '/demo/app.css'];
  * (client-demo/dev-server.ts, `npm start`) adds to the server. The bundle is built with esbuild
  * (a dev dependency, imported lazily) on each load of `/`, so a refresh shows edits to
  * client-demo/. `POST /dev/token`, which the page signs in with, is the server's own (dev mode).
+ * Also the demo's shared activity record and the badge hook's receiver (badge-receiver.ts).
  */
 export function registerRoutes(router: HttpRouter, { apiKey, devMode, log }: RouteHookDeps): string[] {
   if (!devMode) return [];
@@ -39,5 +41,7 @@ export function registerRoutes(router: HttpRouter, { apiKey, devMode, log }: Rou
   };
 
   for (const path of PAGE_PATHS) router.route('get', path, () => asset(path), { name: 'demo' });
-  return [...PAGE_PATHS, ...registerDemoActivity(router)];
+  // The badge hook's receiver checks with the secret the hook signs with (dev-server.ts sets both when none is configured).
+  const badgeSecret = process.env.BADGE_HOOK_SECRET ?? DEMO_BADGE_HOOK_SECRET;
+  return [...PAGE_PATHS, ...registerDemoActivity(router), ...registerBadgeReceiver(router, badgeSecret)];
 }

@@ -246,6 +246,33 @@ export const DemoActivityReplySchema = Type.Object(
 export type DemoActivityReply = Static<typeof DemoActivityReplySchema>;
 export type DemoKeptMessage = DemoActivityReply['messages'][string][number];
 
+/** The demo's badge hook receiver (dev entry only, client-demo/badge-receiver.ts); the event's own schema is server/hook/badge-event.ts's, which the receiver checks. */
+export const DemoBadgeEventBodySchema = Type.Object(
+  { type: Type.Literal('badge'), uid: Id, seq: Type.Integer({ minimum: 1 }) },
+  { $id: 'DemoBadgeEvent', additionalProperties: true, description: 'A badge event as the hook sends it (PROTOCOL.md "Badge hook").' },
+);
+export const DemoBadgeEventsQuery = Type.Object({ uid: Id }, { additionalProperties: false });
+export const DemoBadgeHookReplySchema = Type.Object(
+  { kept: Type.Boolean({ description: "false: the event's seq was not above the user's last kept one (a retry or an older event), so nothing changed." }) },
+  { $id: 'DemoBadgeHookReply', additionalProperties: false },
+);
+
+export const DemoBadgeEventsReplySchema = Type.Object(
+  {
+    events: Type.Array(
+      Type.Object(
+        {
+          event: Type.Object({}, { additionalProperties: true, description: 'The badge event as the hook sent it (PROTOCOL.md "Badge hook").' }),
+          receivedAt: Type.Integer({ minimum: 0, description: 'When the receiver accepted it, ms since the Unix epoch.' }),
+        },
+        { additionalProperties: false },
+      ),
+      { description: "The user's last badge events (up to 5), oldest first." },
+    ),
+  },
+  { $id: 'DemoBadgeEventsReply', additionalProperties: false },
+);
+
 /** `/openapi.json` is the document itself; its own schema is the OpenAPI 3.1 specification. */
 export const OpenApiReplySchema = Type.Object(
   { openapi: Type.Literal('3.1.0'), info: Type.Object({}), paths: Type.Object({}) },

@@ -8,6 +8,7 @@ import type { ListContext } from './chat-list.js';
 import type { OpenConversation } from './conversation-pane.js';
 import { setupDevPanel } from './dev-panel.js';
 import { Menus } from './menu.js';
+import { setupPushBadge } from './push-badge.js';
 import { setupResetNotice } from './reset-notice.js';
 import { StatusLine } from './status-line.js';
 import { setupTools } from './tools.js';
@@ -39,6 +40,8 @@ const logEl = document.getElementById('log');
 if (!logEl) throw new Error('#log missing from index.html');
 const log = new StatusLine(logEl);
 setupResetNotice(client);
+const pushBadgeEl = document.getElementById('push-badge');
+if (pushBadgeEl) setupPushBadge(uid, pushBadgeEl);
 
 let scheduled = false;
 const schedule = (): void => {

@@ -23,6 +23,10 @@ export interface RequestContext {
   wantsMsgpack: boolean;
   /** The parsed body (JSON or MessagePack by Content-Type), or undefined when the route takes none. */
   body: unknown;
+  /** The body's bytes as received, for a route with `keepRawBody` (a signature is checked over the bytes sent, not a re-encoding). */
+  rawBody?: Buffer | undefined;
+  /** The request headers a route named in `keepHeaders` (lower case; '' when absent). */
+  headers?: Record<string, string> | undefined;
   /** What the route's `authorize` returned: the authenticated user id, or null for the API key. */
   subject: string | null;
   /** The name of the API key that authenticated the request (logged), if one did. */
@@ -54,6 +58,10 @@ export type Authorize = (ctx: RequestContext) => Promise<string | null> | string
 export interface RouteOptions {
   /** Read and parse a request body. */
   body?: boolean;
+  /** With `body`: also keep the bytes as received in `ctx.rawBody` (the dev receiver of the badge hook checks its signature). */
+  keepRawBody?: boolean;
+  /** Request headers (lower case) to copy into `ctx.headers`: uWS' request is gone after the first await. */
+  keepHeaders?: readonly string[];
   /** Runs before the body is parsed, so an unauthenticated request costs no parsing. */
   authorize?: Authorize;
   /** Metric label; the pattern by default. */
@@ -216,6 +224,7 @@ export class HttpRouter {
     for (let i = 0; i < paramNames.length; i++) params.push(req.getParameter(i));
     const contentType = req.getHeader('content-type');
     const ctx = this.context(req, params, paramNames);
+    if (options.keepHeaders) ctx.headers = Object.fromEntries(options.keepHeaders.map((h) => [h, req.getHeader(h)]));
     const state: AbortState = { aborted: false };
     res.onAborted(() => {
       state.aborted = true;
@@ -254,7 +263,11 @@ export class HttpRouter {
         const subject = options.authorize(ctx);
         ctx.subject = subject instanceof Promise ? await subject : subject;
       }
-      if (body) ctx.body = parseBody(await body, contentType);
+      if (body) {
+        const raw = await body;
+        if (options.keepRawBody) ctx.rawBody = raw;
+        ctx.body = parseBody(raw, contentType);
+      }
       handed = true;
       return handler(ctx);
     };
@@ -315,6 +328,8 @@ export class HttpRouter {
       authorization: req.getHeader('authorization'),
       wantsMsgpack: req.getHeader('accept').includes('application/msgpack'),
       body: undefined,
+      rawBody: undefined,
+      headers: undefined,
       subject: null,
       apiKeyName: null,
       origin: req.getHeader('origin'),

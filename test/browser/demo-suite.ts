@@ -2,8 +2,10 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll } from 'vitest';
+import { DEMO_BADGE_HOOK_PATH, DEMO_BADGE_HOOK_SECRET } from '../../client-demo/badge-receiver.js';
 import { registerRoutes as registerDemoPage } from '../../client-demo/page-routes.js';
 import { DEV_API_KEY, DEV_JWT_SECRET } from '../../server/config.js';
+import { freePort } from '../helpers/processes.js';
 import { type Harness, startHarness } from '../sdk/harness.js';
 import { type LaunchedBrowser, launchChromium } from './chromium.js';
 import { withProbe } from './layout.js';
@@ -26,7 +28,11 @@ export interface DemoSuite {
   open(uid: string, device: string, options: ContextOptions): Promise<{ page: Page; context: BrowserContext }>;
 }
 
-export function demoSuite(): DemoSuite {
+/**
+ * `badgeHook`: the server's badge hook delivers to the demo's own receiver, as `npm start` sets
+ * it up (client-demo/dev-server.ts), so the page's "push service" line shows its events.
+ */
+export function demoSuite(options: { badgeHook?: boolean } = {}): DemoSuite {
   let h: Harness | undefined;
   let chromium: LaunchedBrowser | undefined;
   let browser: Browser | undefined;
@@ -34,7 +40,22 @@ export function demoSuite(): DemoSuite {
   const pageErrors: string[] = [];
 
   beforeAll(async () => {
-    h = await startHarness({ config: { devMode: true, apiKey: DEV_API_KEY, jwtSecret: DEV_JWT_SECRET }, routes: registerDemoPage });
+    const port = options.badgeHook ? await freePort() : 0;
+    const badgeHook = options.badgeHook
+      ? {
+          webhook: { url: `http://127.0.0.1:${port}${DEMO_BADGE_HOOK_PATH}`, secret: DEMO_BADGE_HOOK_SECRET, timeoutMs: 5_000 },
+          intervalMs: 300,
+          attempts: 3,
+          retryMs: 100,
+          parkMs: 1_000,
+          concurrency: 4,
+          socketlessOnly: false,
+        }
+      : undefined;
+    h = await startHarness({
+      config: { devMode: true, apiKey: DEV_API_KEY, jwtSecret: DEV_JWT_SECRET, ...(badgeHook ? { port, badgeHook } : {}) },
+      routes: registerDemoPage,
+    });
     chromium = await launchChromium();
     browser = chromium.browser;
     await mkdir(ARTIFACTS, { recursive: true });

@@ -10,6 +10,8 @@ import { durableStack } from './stack.js';
  * settings through a real server, and now and then — once PostgreSQL has every change — Redis
  * flushed or replaced by an empty server. Every check after that must still equal the model:
  * unread, totals, sync from scratch and from old cursors (which get a snapshot: a new epoch).
+ * The actions include issue 44's: "unread from here" (a read position lowered, then restored
+ * across a wipe), read receipts (one-to-one chats' peerReadSeq) and their `shareReads` setting.
  */
 const NUM_RUNS = Number(process.env.REDPOINT_DURABLE_PROPERTY_RUNS ?? 25);
 const SEED = process.env.REDPOINT_DURABLE_PROPERTY_SEED;
@@ -74,10 +76,43 @@ describe('durable tier: the model holds across Redis losing everything', () => {
     }, 60_000);
   }
 
+  it('example: a read position lowered by "unread from here", peers\' positions and shareReads off, each across a wipe', async () => {
+    const scenario: Scenario = {
+      server: 0,
+      actions: [
+        { t: 'members', conv: 0, add: [0, 1], remove: [] },
+        { t: 'members', conv: 1, add: [1, 2], remove: [] },
+        ...[0, 1].flatMap((conv): Action[] => [
+          { t: 'msg', conv, sender: 1, pick: false, mentions: [0, 2], hold: false, gap: 0 },
+          { t: 'msg', conv, sender: 1, pick: false, mentions: [], hold: false, gap: 0 },
+          { t: 'msg', conv, sender: 1, pick: false, mentions: [], hold: false, gap: 0 },
+        ]),
+        { t: 'read', user: 0, conv: 0, pick: false, all: true, permille: 0, jwt: false },
+        { t: 'read', user: 1, conv: 0, pick: false, all: true, permille: 0, jwt: false },
+        { t: 'read', user: 2, conv: 1, pick: false, all: true, permille: 0, jwt: false },
+        { t: 'read', user: 1, conv: 1, pick: false, all: true, permille: 0, jwt: false },
+        // Lowered below what was read (the mention at seq 1 counts again), then the store is lost.
+        { t: 'unread', user: 0, conv: 0, pick: false, permille: 1, gen: 'next', jwt: false },
+        { t: 'shareReads', user: 2, share: false, jwt: true },
+        { t: 'wipe', how: 'flushall' },
+        { t: 'check', limit: 2 },
+        // A device that had not seen the lowering reads in the older generation: nothing moves.
+        { t: 'read', user: 0, conv: 0, pick: false, all: true, permille: 0, jwt: false, gen: 'older' },
+        { t: 'wipe', how: 'empty' },
+        { t: 'check', limit: 2 },
+      ],
+      finalLimits: [2, 2, 2, 2, 2],
+    };
+    const before = structuredClone(coverage);
+    await runScenario(stack.server, scenario, { wipe });
+    expect(coverage.loweringsAcrossWipe - before.loweringsAcrossWipe).toBe(1);
+    expect(coverage.positionsAcrossWipe - before.positionsAcrossWipe).toBe(2);
+  }, 120_000);
+
   it(
     'random scenarios with wipes converge to the model',
     async () => {
-      const before = coverage.wipes;
+      const before = structuredClone(coverage);
       await fc.assert(
         fc.asyncProperty(durableScenarioArb, async (scenario) => {
           await runScenario(stack.server, { ...scenario, server: 0, protoNames: false }, { wipe });
@@ -89,7 +124,13 @@ describe('durable tier: the model holds across Redis losing everything', () => {
           ...(PATH !== undefined ? { path: PATH } : {}),
         },
       );
-      expect(coverage.wipes - before).toBeGreaterThanOrEqual(NUM_RUNS);
+      expect(coverage.wipes - before.wipes).toBeGreaterThanOrEqual(NUM_RUNS);
+      // Issue 44's registers crossed a wipe: a read position lowered by "unread from here" (the
+      // (gen, seq) register restored, not the higher seq), and read receipts' positions.
+      if (NUM_RUNS >= 25) {
+        expect(coverage.loweringsAcrossWipe - before.loweringsAcrossWipe, 'a lowered read position across a wipe').toBeGreaterThan(0);
+        expect(coverage.positionsAcrossWipe - before.positionsAcrossWipe, "a one-to-one chat's position across a wipe").toBeGreaterThan(0);
+      }
     },
     Math.max(300_000, NUM_RUNS * 8_000),
   );

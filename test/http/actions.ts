@@ -36,6 +36,8 @@ export type Action =
   | { t: 'settings'; user: number; conv: number; pick: boolean; muted?: boolean; markedUnread?: boolean; level?: 'all' | 'mentions' | 'none'; jwt: boolean }
   /** Sync the user's long-lived client copy (optionally from scratch) and keep its cursor for later. */
   | { t: 'sync'; user: number; limit: number; fresh: boolean }
+  /** Read receipts' privacy setting (PUT /v1/users/:uid/settings {shareReads}). */
+  | { t: 'shareReads'; user: number; share: boolean; jwt: boolean }
   | { t: 'check'; limit: number }
   /**
    * The store loses everything (durable tier runs only, test/durable/): once PostgreSQL has every
@@ -149,6 +151,14 @@ const syncArb: fc.Arbitrary<Action> = fc.record({
   fresh: fc.boolean(),
 });
 
+/** Mostly off (on is the default): a run then meets a one-to-one chat with a non-sharer. */
+const shareReadsArb: fc.Arbitrary<Action> = fc.record({
+  t: fc.constant('shareReads' as const),
+  user: userIdx,
+  share: fc.oneof({ weight: 3, arbitrary: fc.constant(false) }, { weight: 2, arbitrary: fc.constant(true) }),
+  jwt: fc.boolean(),
+});
+
 const checkArb: fc.Arbitrary<Action> = fc.record({ t: fc.constant('check' as const), limit: fc.integer({ min: 1, max: 6 }) });
 
 export const actionArb: fc.Arbitrary<Action> = fc.oneof(
@@ -161,6 +171,7 @@ export const actionArb: fc.Arbitrary<Action> = fc.oneof(
   { weight: 2, arbitrary: deleteArb },
   { weight: 2, arbitrary: settingsArb },
   { weight: 2, arbitrary: syncArb },
+  { weight: 1, arbitrary: shareReadsArb },
   { weight: 1, arbitrary: checkArb },
 );
 

@@ -174,9 +174,37 @@ export class Model {
 
   /** Read receipts: `uid` has seen `conv` up to `seq` (a max-register). */
   private seeUpTo(uid: string, conv: string, seq: number): void {
+    // Privacy (shareReads false): never recorded.
+    if (!this.sharesReads(uid)) return;
     const seen = this.conversations.get(conv)?.seen;
     if (seen) seen.set(uid, Math.max(seen.get(uid) ?? 0, seq));
   }
+
+  // --- Read receipts' privacy rule (issue 44, PROTOCOL.md "Privacy: `shareReads`") ---
+
+  /** Users who turned `shareReads` off (the default is on). */
+  private readonly notSharing = new Set<string>();
+
+  sharesReads(uid: string): boolean {
+    return !this.notSharing.has(uid);
+  }
+
+  /**
+   * PUT /v1/users/:uid/settings {shareReads}. Off: the user's positions are dropped from every
+   * conversation and no longer recorded, and the user sees no one else's. On again: each
+   * conversation the user is a member of records the readSeq the user has now.
+   */
+  setShareReads(uid: string, share: boolean): void {
+    if (!share) {
+      this.notSharing.add(uid);
+      for (const c of this.conversations.values()) c.seen.delete(uid);
+      return;
+    }
+    this.notSharing.delete(uid);
+    for (const [conv, m] of this.userConvs(uid)) if (m.member) this.seeUpTo(uid, conv, m.readSeq);
+  }
+
+  // --- end of the privacy rule ---
 
   /** A member's read position and mark (undefined: not a member): where a read "again" aims. */
   readPosition(uid: string, conv: string): { readSeq: number; readGen: number; markedUnread: boolean } | undefined {
@@ -228,7 +256,8 @@ export class Model {
       const mentionCount = [...m.mentionSeqs].filter((s) => s > m.readSeq).length;
       // Read receipts: a one-to-one chat (2 members, so never read-diffused unless the threshold is 1) shows the peer's.
       const peer = c.members.size === 2 && c.members.size <= this.largeGroupThreshold ? [...c.members].find((u) => u !== uid) : undefined;
-      const peerReadSeq = peer === undefined ? undefined : c.seen.get(peer);
+      // Privacy: shown only when both share (the peer's is not recorded otherwise).
+      const peerReadSeq = peer === undefined || !this.sharesReads(uid) ? undefined : c.seen.get(peer);
       conversations.push({
         conv,
         lastSeq: m.lastSeq,

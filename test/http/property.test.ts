@@ -87,6 +87,31 @@ const REGRESSIONS: { name: string; scenario: Scenario }[] = [
 /** Rules of the specification that random runs reach only rarely, pinned as fixed scenarios. */
 const EXAMPLES: { name: string; scenario: Scenario }[] = [
   {
+    // Read receipts' privacy rule (PROTOCOL.md "Privacy: `shareReads`"): in a one-to-one chat both
+    // read; one turns sharing off (neither sees the other's position), reads further (not
+    // recorded), turns it back on (its current readSeq is recorded again).
+    name: 'shareReads off hides positions both ways in a one-to-one chat; on again records the current readSeq',
+    scenario: {
+      server: 0,
+      actions: [
+        { t: 'members', conv: 0, add: [0, 1], remove: [] },
+        { t: 'msg', conv: 0, sender: 1, pick: false, mentions: [], hold: false, gap: 0 },
+        { t: 'msg', conv: 0, sender: 0, pick: false, mentions: [], hold: false, gap: 0 },
+        { t: 'read', user: 0, conv: 0, pick: false, all: true, permille: 0, jwt: false },
+        { t: 'read', user: 1, conv: 0, pick: false, all: false, permille: 500, jwt: false },
+        { t: 'check', limit: 2 },
+        { t: 'shareReads', user: 1, share: false, jwt: true },
+        { t: 'check', limit: 2 },
+        { t: 'read', user: 1, conv: 0, pick: false, all: true, permille: 0, jwt: false },
+        { t: 'msg', conv: 0, sender: 0, pick: false, mentions: [], hold: false, gap: 0 },
+        { t: 'check', limit: 2 },
+        { t: 'shareReads', user: 1, share: true, jwt: false },
+        { t: 'check', limit: 2 },
+      ],
+      finalLimits: [2, 2, 2, 2, 2],
+    },
+  },
+  {
     name: 'deleting a fully read conversation clears its "marked unread" dot; the next message brings it back without the dot',
     scenario: {
       server: 0,
@@ -212,6 +237,7 @@ for (const kind of ENGINES) {
           'protoNameRuns',
           'markedReadsAtReadSeq',
           'unreadsLowering',
+          'privacyHidPositions',
         ] as const;
         if (NUM_RUNS >= 100) for (const key of EXERCISED) expect(coverage[key] - before[key], `random runs exercised ${key}`).toBeGreaterThan(0);
         // Reconcile finds nothing on the stores the scenarios left (tombstones, pending records,

@@ -38,6 +38,11 @@ export const coverage = {
   marksClearedByRead: 0,
   /** "Unread from here" acts that lowered a read position. */
   unreadsLowering: 0,
+  /** shareReads turned off where a one-to-one chat of the user had a recorded position. */
+  privacyHidPositions: 0,
+  /** Wipes after a lowering "unread from here" / with a one-to-one chat's position recorded (durable runs). */
+  loweringsAcrossWipe: 0,
+  positionsAcrossWipe: 0,
 };
 
 /** Returns what was exercised since the last call, and starts counting afresh. */
@@ -56,6 +61,9 @@ export function takeCoverage(): typeof coverage {
     markedReadsAtReadSeq: 0,
     marksClearedByRead: 0,
     unreadsLowering: 0,
+    privacyHidPositions: 0,
+    loweringsAcrossWipe: 0,
+    positionsAcrossWipe: 0,
   });
   return taken;
 }
@@ -89,6 +97,8 @@ interface SavedCopy {
 
 class Run {
   step = 0;
+  /** An "unread from here" lowered a read position since the last wipe. */
+  private loweredSinceWipe = false;
   private readonly model: Model;
   private readonly nextSeq = new Map<number, number>();
   private readonly sent: ModelMessage[] = [];
@@ -204,7 +214,10 @@ class Run {
         const at = this.model.readPosition(this.uid(u), conv);
         const gen = a.gen === 'none' ? undefined : (at?.readGen ?? 0) + (a.gen === 'next' ? 1 : 0);
         const body = { seq, ...(gen !== undefined && gen > 0 ? { gen } : {}) };
-        if (at && seq <= head && seq - 1 < at.readSeq && a.gen !== 'same') coverage.unreadsLowering++;
+        if (at && seq <= head && seq - 1 < at.readSeq && a.gen !== 'same') {
+          coverage.unreadsLowering++;
+          this.loweredSinceWipe = true;
+        }
         const outcome = this.model.unreadFrom(this.uid(u), conv, body.seq, body.gen);
         const res = await this.actAs(u, a.jwt, 'POST', `/v1/users/${this.uid(u)}/conversations/${conv}/unread-from`, body);
         this.expectStatus(res, outcome, a);
@@ -229,6 +242,17 @@ class Run {
         this.expectStatus(res, outcome, a);
         return;
       }
+      case 'shareReads': {
+        const uid = this.uid(a.user);
+        // Not vacuous: turning it off hides a one-to-one chat's recorded position (the user's or the peer's).
+        const hides = [...this.model.conversations.values()].some((c) => c.members.size === 2 && c.members.has(uid) && c.seen.size > 0);
+        if (!a.share && this.model.sharesReads(uid) && hides) coverage.privacyHidPositions++;
+        this.model.setShareReads(uid, a.share);
+        const res = await this.actAs(a.user, a.jwt, 'PUT', `/v1/users/${this.uid(a.user)}/settings`, { shareReads: a.share });
+        this.expectStatus(res, 'ok', a);
+        expect(res.body, `${this.where(a)} settings reply`).toEqual({ uid: this.uid(a.user), shareReads: a.share });
+        return;
+      }
       case 'sync': {
         const copy = a.fresh ? emptyCopy() : (this.clients.get(a.user) ?? emptyCopy());
         await this.sync(this.uid(a.user), copy, a.limit);
@@ -246,6 +270,11 @@ class Run {
         // A lost store restores every user under a new epoch: each may change once more.
         this.epochs.clear();
         coverage.wipes++;
+        // What the wipe had to restore (test/durable/property.test.ts checks the runs met both):
+        // a read register lowered by "unread from here", and a one-to-one chat's recorded position.
+        if (this.loweredSinceWipe) coverage.loweringsAcrossWipe++;
+        this.loweredSinceWipe = false;
+        if ([...this.model.conversations.values()].some((c) => c.members.size === 2 && c.seen.size > 0)) coverage.positionsAcrossWipe++;
         return;
       }
     }

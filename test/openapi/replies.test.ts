@@ -1,5 +1,6 @@
 import { Agent } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEMO_BADGE_HOOK_SECRET } from '../../client-demo/badge-receiver.js';
 import { registerRoutes as registerDemoPage } from '../../client-demo/page-routes.js';
 import { encodeMsgpack } from '../../protocol/codec.js';
 import { ENDPOINTS } from '../../protocol/http-api.js';
@@ -10,6 +11,8 @@ import { type Config, DEV_API_KEY, DEV_JWT_SECRET } from '../../server/config.js
 import { MemoryEngine } from '../../server/engine/memory/memory-engine.js';
 import type { MemoryUser } from '../../server/engine/memory/memory-state.js';
 import type { RouteHook } from '../../server/gateway/route-hook.js';
+import { badgeEvent } from '../../server/hook/badge-event.js';
+import { signBody } from '../../server/hook/signature.js';
 import { type EngineFault, type FaultyEngine, faultyEngine } from '../helpers/faulty-engine.js';
 import { silentLogger, TEST_API_KEY, testConfig } from '../helpers/test-server.js';
 import { Contract, type RawReply, type RequestSpec, send } from './contract.js';
@@ -135,6 +138,14 @@ function storeFailures(op: string, request: () => RequestSpec): Case[] {
 }
 
 /** The body errors every endpoint that takes a body shares. */
+const badgeBody = JSON.stringify(badgeEvent('alice', 1, { total: 1, mentions: 0, categories: { default: 1 } }, null, 1_700_000_000_000));
+/** A POST to the demo's badge hook receiver, signed as the hook signs (server/hook/signature.ts). */
+function signedBadge(body: string, secret = DEMO_BADGE_HOOK_SECRET): RequestSpec {
+  const spec = req('POST', '/demo/badge-hook', { auth: 'none', raw: body });
+  const timestamp = Math.floor(Date.now() / 1000);
+  return { ...spec, headers: { ...spec.headers, 'redpoint-timestamp': String(timestamp), 'redpoint-signature': signBody(secret, timestamp, body) } };
+}
+
 function bodyErrors(op: string, method: string, path: string, auth: Auth = 'api'): Case[] {
   return [
     { op, status: 400, name: 'malformed JSON', request: () => req(method, path, { auth, raw: '{"conv":', contentType: 'application/json' }), code: 'bad_json' },
@@ -729,6 +740,30 @@ const CASES: Case[] = [
   },
   ...bodyErrors('reportDemoActivity', 'POST', '/demo/activity', 'none').map((c): Case => ({ ...c, on: 'dev' })),
   { op: 'demoActivity', status: 200, name: 'the record', request: () => req('GET', '/demo/activity', { auth: 'none' }), on: 'dev' },
+  // The demo's badge hook receiver (client-demo/badge-receiver.ts): signed with the dev secret.
+  { op: 'receiveDemoBadgeEvent', status: 200, name: 'a signed event', request: () => signedBadge(badgeBody), on: 'dev' },
+  {
+    op: 'receiveDemoBadgeEvent',
+    status: 401,
+    name: 'a forged event',
+    request: () => signedBadge(badgeBody, 'not-the-dev-secret-0123456789abcdef'),
+    code: 'unauthorized',
+    on: 'dev',
+  },
+  {
+    op: 'receiveDemoBadgeEvent',
+    status: 400,
+    name: 'a signed body that is not a badge event',
+    request: () => signedBadge(JSON.stringify({ type: 'badge', uid: 'alice', seq: 1 })),
+    code: 'invalid_request',
+    on: 'dev',
+  },
+  // Unsigned, a body that breaks the schema is refused as unsigned (the signature is checked first).
+  ...bodyErrors('receiveDemoBadgeEvent', 'POST', '/demo/badge-hook', 'none')
+    .filter((c) => c.code !== 'invalid_request')
+    .map((c): Case => ({ ...c, on: 'dev' })),
+  { op: 'demoBadgeEvents', status: 200, name: "a user's events", request: () => req('GET', '/demo/badge-events?uid=alice', { auth: 'none' }), on: 'dev' },
+  { op: 'demoBadgeEvents', status: 400, name: 'no uid', request: () => req('GET', '/demo/badge-events', { auth: 'none' }), code: 'invalid_request', on: 'dev' },
   ...(
     [
       ['demoPage', '/'],
@@ -763,7 +798,20 @@ const FRAMING_CASES: Case[] = [...new Set(CASES.map((c) => c.op))].map((op): Cas
  * with 500: their 500 reply is the shared error body, checked on every store-backed endpoint.
  * The demo assets' text 500 needs esbuild to be missing.
  */
-const NEVER_500 = ['healthz', 'readyz', 'metrics', 'openapi', 'devToken', 'demoPage', 'demoScript', 'demoStyles', 'demoActivity', 'reportDemoActivity'];
+const NEVER_500 = [
+  'healthz',
+  'readyz',
+  'metrics',
+  'openapi',
+  'devToken',
+  'demoPage',
+  'demoScript',
+  'demoStyles',
+  'demoActivity',
+  'reportDemoActivity',
+  'receiveDemoBadgeEvent',
+  'demoBadgeEvents',
+];
 
 /** An agent holding `count` idle keep-alive connections to the server. */
 async function openConnections(port: number, count: number): Promise<Agent> {

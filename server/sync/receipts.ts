@@ -77,8 +77,18 @@ export class Receipts {
   async raise(uid: string, reads: ReadonlyArray<{ conv: string; seq: number }>, sharing?: Promise<boolean>): Promise<void> {
     if (reads.length === 0) return;
     try {
-      if (!(await (sharing ?? this.sharing(uid)))) return;
+      if (!(await (sharing ?? this.sharing(uid)))) {
+        // A non-sharer has no position: this drops one a turn-off left behind if it died between
+        // writing the setting and dropping (setSharing), so the user's next read repairs it.
+        await this.positions.drop(
+          uid,
+          reads.map((r) => r.conv),
+        );
+        return;
+      }
       const rose = await this.positions.raise(reads.map(({ conv, seq }) => ({ conv, uid, seq })));
+      // Nothing written (ZADD GT changed nothing): nothing a concurrent turn-off must see undone.
+      if (!rose.some(Boolean)) return;
       if (!(await this.sharing(uid))) {
         await this.positions.drop(
           uid,
@@ -196,7 +206,9 @@ export class Receipts {
     const uids = roster.members.map((m) => m.uid);
     const [shares, reads] = await Promise.all([this.positions.sharing(uids), this.positions.read([conv], { upTo: this.options.detailMembers })]);
     const listed = reads.get(conv)?.positions ?? new Map<string, number>();
-    const members = new Set(uids);
+    // Only the positions of members who share now: one left behind by a turn-off that died
+    // between its two writes (setSharing) is never shown.
+    const members = new Set(uids.filter((_, i) => shares[i]));
     const changes: ReadsChange[] = [];
     uids.forEach((uid, i) => {
       // Not to those who do not share, nor to a member only their own positions changed for.

@@ -54,6 +54,26 @@ describe.each(['memory', 'redis'] as const)('read receipts: privacy interleaving
     receipts.close();
   });
 
+  it('a turn-off that died between writing the setting and dropping: the position is never announced, and the next read drops it', async () => {
+    const { engine, receipts } = await open();
+    await receipts.raise('a', [{ conv: 'd', seq: 5 }]);
+    // setSharing's first write only (the process died before its drop).
+    await engine.readPositions.setSharing('a', false);
+    expect(await positionOf(engine, 'a')).toBe(5);
+    const announced: unknown[] = [];
+    const announce = engine.readPositions.announce.bind(engine.readPositions);
+    engine.readPositions.announce = async (changes) => {
+      announced.push(...changes);
+      return announce(changes);
+    };
+    await receipts.raise('b', [{ conv: 'd', seq: 3 }]);
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    expect(JSON.stringify(announced)).not.toContain('"a":5');
+    await receipts.raise('a', [{ conv: 'd', seq: 6 }]);
+    expect(await positionOf(engine, 'a')).toBeUndefined();
+    receipts.close();
+  });
+
   it('a failing store after the read does not fail the raise: reported, repaired by the next read', async () => {
     const { engine, receipts } = await open();
     const errors: unknown[] = [];

@@ -65,4 +65,31 @@ describe('durable tier: read receipts survive Redis losing everything', () => {
     await s.ok('POST', '/v1/users/ann/read', { conv: 'rdm', seq: 3 });
     expect(await peerOf('ben', 'rdm')).toBe(3);
   });
+
+  it('a restored conversation and its positions appear in one step: a reader that finds the conversation back also finds its positions', async () => {
+    const s = stack.server;
+    await s.members('rstep', { add: ['dee', 'eve'] });
+    await s.post([1, 2].map((seq) => ({ conv: 'rstep', seq, sender: 'eve' })));
+    await s.ok('POST', '/v1/users/dee/read', { conv: 'rstep', seq: 1 });
+    expect(await peerOf('eve', 'rstep')).toBe(1);
+    await s.durable?.persister.drainAll(Date.now() + 20_000);
+    await stack.admin.flushall();
+    // PostgreSQL's positions are held back (a lock) while a first call restores the conversation:
+    // a second call meanwhile must not see the conversation without them.
+    await stack.sql.query('BEGIN');
+    await stack.sql.query('LOCK TABLE redpoint_read_positions IN ACCESS EXCLUSIVE MODE');
+    let released = false;
+    try {
+      const first = peerOf('eve', 'rstep');
+      const deadline = Date.now() + 3000;
+      while (Date.now() < deadline && (await stack.admin.keys('*{c:rstep}')).length === 0) await new Promise((r) => setTimeout(r, 20));
+      const second = peerOf('eve', 'rstep');
+      await new Promise((r) => setTimeout(r, 300));
+      await stack.sql.query('COMMIT');
+      released = true;
+      expect(await Promise.all([first, second])).toEqual([1, 1]);
+    } finally {
+      if (!released) await stack.sql.query('ROLLBACK');
+    }
+  });
 });

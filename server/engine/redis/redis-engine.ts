@@ -45,6 +45,7 @@ import {
   evictedConvMember,
   evictedKey,
   intactKey,
+  readsKey,
   shardOf,
   type UserKeys,
   userChannel,
@@ -725,27 +726,31 @@ export class RedisEngine implements Engine {
     if (!durable) return present;
     let pending = [...new Set(convs)];
     let restored = 0;
-    const fresh: string[] = [];
     for (let attempt = 1; pending.length > 0; attempt++) {
       if (attempt > RESTORE_ATTEMPTS) throw restoreRaced('conversations', pending);
       const stamps = await this.evictedStamps(pending.map((conv) => ({ key: convKey(this.prefix, conv), member: evictedConvMember(conv) })));
       const stampOf = new Map(pending.map((conv, i) => [conv, stamps[i] ?? '']));
       const asked = pending;
-      const loaded = await durable.backing.loadConversations(asked).catch(async (err: unknown) => {
-        const unknown = await this.newWhileBackingDown(
-          asked.map((conv) => convKey(this.prefix, conv)),
-          asked.map((conv) => evictedConvMember(conv)),
-        );
-        if (unknown.length < asked.length) throw backingDown(err);
-        return new Map<string, PersistedConversation>();
-      });
+      const [loaded, registers] = await Promise.all([durable.backing.loadConversations(asked), this.readPositions.registersToRestore(asked)]).catch(
+        async (err: unknown) => {
+          const unknown = await this.newWhileBackingDown(
+            asked.map((conv) => convKey(this.prefix, conv)),
+            asked.map((conv) => evictedConvMember(conv)),
+          );
+          if (unknown.length < asked.length) throw backingDown(err);
+          return [new Map<string, PersistedConversation>(), new Map<string, Array<[string, number]>>()] as const;
+        },
+      );
       const again: string[] = [];
       await Promise.all(
         [...loaded].map(async ([conv, c]) => {
           const key = convKey(this.prefix, conv);
+          const members = new Set(c.members.map((m) => m.uid));
+          const positions = (registers.get(conv) ?? []).filter(([uid]) => members.has(uid));
           const reply = await this.client.convRestore(
             key,
             evictedKey(this.prefix, shardOf(key, this.cluster)),
+            readsKey(this.prefix, conv),
             c.maxSeq,
             c.large ? '1' : '0',
             c.category,
@@ -756,6 +761,8 @@ export class RedisEngine implements Engine {
             c.at ?? '',
             mentionArg(c.mentionAll ?? []),
             c.largeFrom ?? 0,
+            positions.length,
+            ...positions.flat(),
             ...c.members.flatMap((m) => [m.uid, encodeMemberTag(m)]),
           );
           const outcome = asNumber(reply);
@@ -763,19 +770,13 @@ export class RedisEngine implements Engine {
             again.push(conv);
             return;
           }
-          if (outcome === 1) {
-            restored++;
-            fresh.push(conv);
-          }
+          if (outcome === 1) restored++;
           present.add(conv);
         }),
       );
       pending = again;
     }
     if (restored > 0) durable.onRestore?.('conversation', restored);
-    // Read receipts' registers of the conversations put back (a step after: a crash between loses
-    // them until each member's next read; max-merged, so a repeat is harmless).
-    await this.readPositions.restoreRegisters(fresh);
     return present;
   }
 

@@ -29,17 +29,24 @@ export class RedisReadPositions implements ReadPositions {
   }
 
   /**
-   * Puts back what PostgreSQL holds of conversations the engine just restored (Redis had lost
-   * them; RedisEngine.restoreConversations calls it, whichever call found them missing):
-   * max-merged, through the raise script (members only), for users who share.
+   * What PostgreSQL holds of these conversations' positions, for users who share: RedisEngine's
+   * restore of a conversation Redis lost writes them in the same step as the conversation
+   * (conv_restore.lua), so no reader ever finds the conversation back without them.
    */
-  async restoreRegisters(convs: readonly string[]): Promise<void> {
-    if (!this.durable || convs.length === 0) return;
+  async registersToRestore(convs: readonly string[]): Promise<Map<string, Array<[uid: string, seq: number]>>> {
+    const out = new Map<string, Array<[string, number]>>();
+    if (!this.durable || convs.length === 0) return out;
     const rows = await this.durable.backing.loadPositions(convs);
     const uids = [...new Set(rows.map((r) => r.uid))];
     const shares = await this.sharing(uids);
     const sharing = new Set(uids.filter((_, i) => shares[i]));
-    await this.raiseInRedis(rows.filter((r) => sharing.has(r.uid)));
+    for (const r of rows) {
+      if (!sharing.has(r.uid)) continue;
+      const list = out.get(r.conv);
+      if (list) list.push([r.uid, r.seq]);
+      else out.set(r.conv, [[r.uid, r.seq]]);
+    }
+    return out;
   }
 
   /** Restores conversations Redis lacks (the engine puts their registers back too); the ones present after. */

@@ -48,7 +48,7 @@ export const SCRIPTS = {
   readsPeers: { file: 'reads_peers.lua', keys: 1, read: true, crossSlot: true },
   // The durable tier (server/durable/).
   userRestore: { file: 'durable/user_restore.lua', keys: 5, user: true },
-  convRestore: { file: 'durable/conv_restore.lua', keys: 2 },
+  convRestore: { file: 'durable/conv_restore.lua', keys: 3 },
   // Many users of one shard per call: their keys by name (one slot on a cluster, any on one Redis).
   persistTake: { file: 'durable/persist_take.lua', keys: 1, read: true, crossSlot: true },
   persistClear: { file: 'durable/persist_clear.lua', keys: 1, read: true, crossSlot: true },

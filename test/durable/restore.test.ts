@@ -130,4 +130,29 @@ describe('durable tier: Redis may lose everything, no read position is lost', ()
       await client.end();
     }
   });
+
+  it('a record Redis kept without its user (the meta lost) is merged with the rows: mentions, non-counting seqs and reads of both copies count, none is lost', async () => {
+    await stack.server.members('km', { add: ['ka', 'kb'] });
+    await stack.server.post([
+      { conv: 'km', seq: 1, sender: 'kb', mentions: ['ka'] },
+      { conv: 'km', seq: 2, sender: 'kb' },
+    ]);
+    await stack.server.durable?.persister.drainAll(Date.now() + 20_000);
+    // Newer than PostgreSQL's rows, in Redis only: a mention, a reaction and a recall.
+    await stack.server.post([
+      { conv: 'km', seq: 3, sender: 'kb', mentions: ['ka'] },
+      { conv: 'km', seq: 4, sender: 'kb', counts: false },
+      { conv: 'km', seq: 5, sender: 'kb', counts: false, recalls: [2] },
+      { conv: 'km', seq: 6, sender: 'kb' },
+    ]);
+    const before = await stack.server.unread('ka');
+    expect(before.conversations.find((c) => c.conv === 'km')).toMatchObject({ lastSeq: 6, unread: 3, mentions: 2 });
+    // The user's meta (and its stream) lost, its records kept.
+    const metas = await stack.admin.keys('*{u:ka}:m');
+    expect(metas).toHaveLength(1);
+    await stack.admin.del(...metas, ...(await stack.admin.keys('*{u:ka}:s')), ...(await stack.admin.keys('*{u:ka}:p')));
+    const after = await stack.server.unread('ka');
+    expect(after.conversations.find((c) => c.conv === 'km')).toMatchObject({ lastSeq: 6, unread: 3, mentions: 2 });
+    expect(counts(after)).toEqual(counts(before));
+  });
 });

@@ -18,8 +18,20 @@
 if redis.call('HEXISTS', KEYS[1], 'e') == 1 then return 0 end
 if evictedSince(ARGV[10], ARGV[9], ARGV[11]) then return 3 end
 
--- A record Redis kept without the user's meta (a message that reached a member before its join)
--- is merged: the registers are max-registers, and the newer membership generation decides the rest.
+-- The newest MENTION_CAP of an ascending list.
+local function newestMentions(seqs)
+  if #seqs <= MENTION_CAP then return seqs end
+  local out = {}
+  for i = #seqs - MENTION_CAP + 1, #seqs do out[#out + 1] = seqs[i] end
+  return out
+end
+
+-- A record Redis kept without the user's meta (a message that reached a member before its join,
+-- or newer than the rows when only the meta was lost) is merged: the registers are max-registers,
+-- and the newer membership generation decides the rest. Within one membership the sets are
+-- unions (rules.ts: mentions and non-counting seqs only grow), the read register decides which
+-- mentions are spent (rules.ts setRead/raiseRead partition them the same way), and a mention in
+-- a non-counting seq is dropped (rules.ts, the message and recall ops).
 local function merged(conv, kept, restored)
   local a, b = decodeRecord(conv, kept), decodeRecord(conv, restored)
   local base = tonumber(a.gen) > tonumber(b.gen) and a or b
@@ -30,18 +42,35 @@ local function merged(conv, kept, restored)
   -- The read register (readGen, readSeq) is compared lexicographically (rules.ts mergeRead).
   local r = (a.readGen > b.readGen or (a.readGen == b.readGen and a.readSeq > b.readSeq)) and a or b
   base.readGen, base.readSeq = r.readGen, r.readSeq
-  -- deletedSeq is a max-register within one membership only: a join starts it over.
-  if a.joinGen == b.joinGen then base.deletedSeq = max(a.deletedSeq, b.deletedSeq) end
-  local kept_ = {}
-  for _, s in ipairs(base.mentions) do
-    if s > base.readSeq then kept_[#kept_ + 1] = s end
+  if a.joinGen ~= b.joinGen then
+    -- Another membership: the newer one's sets alone (a rejoin starts over).
+    base.mentions = keepAbove(base.mentions, base.readSeq)
+    local spent = {}
+    for _, s in ipairs(base.readMentions) do
+      if s <= base.readSeq then spent[#spent + 1] = s end
+    end
+    base.readMentions = spent
+    return (encodeRecord(base))
   end
-  base.mentions = kept_
-  local spent = {}
-  for _, s in ipairs(base.readMentions) do
-    if s <= base.readSeq then spent[#spent + 1] = s end
+  -- deletedSeq is a max-register within one membership; what the user deleted stays read.
+  base.deletedSeq = max(a.deletedSeq, b.deletedSeq)
+  base.readSeq = max(base.readSeq, base.deletedSeq, 0)
+  local nocount = mergeNocount(a.nocount, concat(b.nocount or NO_MENTIONS, ','))
+  base.nocount = #nocount > 0 and nocount or nil
+  local gone = {}
+  for _, s in ipairs(nocount) do gone[s] = true end
+  local seen, above, spent = {}, {}, {}
+  for _, list in ipairs({ a.mentions, a.readMentions, b.mentions, b.readMentions }) do
+    for _, s in ipairs(list) do
+      if not seen[s] and not gone[s] then
+        seen[s] = true
+        if s > base.readSeq then above[#above + 1] = s else spent[#spent + 1] = s end
+      end
+    end
   end
-  base.readMentions = spent
+  table.sort(above)
+  table.sort(spent)
+  base.mentions, base.readMentions = newestMentions(above), newestMentions(spent)
   return (encodeRecord(base))
 end
 

@@ -24,7 +24,7 @@ export async function startBadgeHook(config: BadgeHookConfig, engine: Engine, sy
   const drainer = new BadgeDrainer(
     {
       marks: engine.badgeMarks(),
-      fold: async (uid) => badgeOf(await sync.unread(uid)),
+      fold: async (uid) => badgeOf(await sync.badge(uid)),
       members: async (conv) => (await engine.roster(conv))?.members.map((m) => m.uid) ?? [],
       sinks,
       metrics: new HookMetrics(registry),

@@ -1,8 +1,8 @@
 import { RedpointError } from '../../protocol/errors.js';
 import { LIMITS } from '../../protocol/limits.js';
 import type { Cursor, MessageEvent, NotificationLevel, PullReply, UnreadSummary } from '../../protocol/types.js';
-import { addToTotals, conversationViews, type Totals, toView } from '../../protocol/view.js';
-import type { Engine, UserOp, UserOpResult } from '../engine/engine.js';
+import { addToTotals, conversationViews, type HeadExtras, type Totals, toView } from '../../protocol/view.js';
+import type { Engine, StoredUserState, UserOp, UserOpResult } from '../engine/engine.js';
 import type { ConversationCap } from './conversation-cap.js';
 import { refusal, refusals, unknownConversation } from './conversation-errors.js';
 import { Ingest } from './ingest.js';
@@ -229,37 +229,39 @@ export class SyncService {
     sharing.catch(() => undefined);
     const stored = await this.engine.userState(uid);
     this.onStoreCall?.('user_state', (performance.now() - started) / 1000);
-    const peers = await this.receipts.peerReads(
-      uid,
-      stored.states.filter((s) => !s.large).map((s) => s.conv),
-      sharing,
-    );
-    const heads = Object.fromEntries(
-      await this.headsOf(
-        stored.states.filter((s) => s.large).map((s) => s.conv),
-        stored.heads,
+    const large = stored.states.filter((s) => s.large).map((s) => s.conv);
+    // Independent reads of the store: sent together, one round trip's wait instead of three.
+    const [peers, headMap, extras] = await Promise.all([
+      this.receipts.peerReads(
+        uid,
+        stored.states.filter((s) => !s.large).map((s) => s.conv),
+        sharing,
       ),
-    );
-    const extras = await this.extrasOf(stored.states.filter((s) => s.large).map((s) => s.conv));
-    // Stored totals cover the write-diffused conversations; the read-diffused ones are added now.
-    const totals: Totals = { total: stored.totals.total, mentions: stored.totals.mentions, categories: new Map(stored.totals.categories) };
-    for (const state of stored.states) {
-      const view = state.large ? toView(state, heads, extras) : null;
-      if (view) addToTotals(totals, view);
-    }
-    // Object.fromEntries defines own properties: a category named `__proto__` stays data.
+      this.headsOf(large, stored.heads),
+      this.extrasOf(large),
+    ]);
+    const heads = Object.fromEntries(headMap);
     return {
       uid,
       epoch: stored.epoch,
       version: stored.version,
-      total: totals.total,
-      mentions: totals.mentions,
-      categories: Object.fromEntries(totals.categories),
+      ...badgeTotals(stored, heads, extras),
       conversations: conversationViews(stored.states, heads, extras).map((view) => {
         const peer = peers.get(view.conv);
         return peer === undefined ? view : { ...view, peerReadSeq: peer };
       }),
     };
+  }
+
+  /**
+   * The badge alone (the badge hook's fold): `unread`'s totals, without the rows or the peers'
+   * positions, so without their reads.
+   */
+  async badge(uid: string): Promise<Pick<UnreadSummary, 'total' | 'mentions' | 'categories'>> {
+    const stored = await this.engine.userState(uid);
+    const large = stored.states.filter((s) => s.large).map((s) => s.conv);
+    const [headMap, extras] = await Promise.all([this.headsOf(large, stored.heads), this.extrasOf(large)]);
+    return badgeTotals(stored, Object.fromEntries(headMap), extras);
   }
 
   /** Issue 43: the read-diffused conversations' last activity and @all seqs (PullReply `headAt`, `mentionAll`), only those that have any. */
@@ -308,6 +310,20 @@ export class SyncService {
     if (result?.member) return result;
     throw await refusal(this.engine, op.uid, op.conv);
   }
+}
+
+/**
+ * The totals of a user's state: the stored ones cover the write-diffused conversations; the
+ * read-diffused ones are added now, from their heads.
+ */
+function badgeTotals(stored: StoredUserState, heads: Record<string, number>, extras: HeadExtras): Pick<UnreadSummary, 'total' | 'mentions' | 'categories'> {
+  const totals: Totals = { total: stored.totals.total, mentions: stored.totals.mentions, categories: new Map(stored.totals.categories) };
+  for (const state of stored.states) {
+    const view = state.large ? toView(state, heads, extras) : null;
+    if (view) addToTotals(totals, view);
+  }
+  // Object.fromEntries defines own properties: a category named `__proto__` stays data.
+  return { total: totals.total, mentions: totals.mentions, categories: Object.fromEntries(totals.categories) };
 }
 
 /** The read positions a user step left (member results only). */

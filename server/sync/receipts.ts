@@ -2,6 +2,7 @@ import { RedpointError } from '../../protocol/errors.js';
 import type { Engine } from '../engine/engine.js';
 import type { ReadsChange } from '../engine/notifications.js';
 import type { ReadPositions } from '../engine/read-positions.js';
+import { afterPartOfIt } from '../engine/store-errors.js';
 import { Coalescer } from './coalescer.js';
 import { unknownConversation } from './conversation-errors.js';
 
@@ -112,6 +113,13 @@ export class Receipts {
 
   async setSharing(uid: string, share: boolean): Promise<void> {
     await this.positions.setSharing(uid, share);
+    // The setting is written: a failure from here on leaves the change half made (outcome unknown: retry).
+    await this.applyToPositions(uid, share).catch((err: unknown) => {
+      throw afterPartOfIt(err);
+    });
+  }
+
+  private async applyToPositions(uid: string, share: boolean): Promise<void> {
     const convs = (await this.engine.userState(uid)).states;
     if (!share) {
       await this.positions.drop(

@@ -38,4 +38,18 @@ describe('a change made of several store calls, cut off after the first landed',
     await retry.changeMembers('c', { add: ['a'], remove: [] });
     expect((await engine.userState('a')).states.map((s) => s.conv)).toEqual(['c']);
   });
+
+  it('a sharing setting written whose drop of positions then fails says outcome unknown (the setting is changed), and the retry finishes it', async () => {
+    const engine = new MemoryEngine({ snapshotEvery: 10, streamMaxLen: 100 });
+    const sync = new SyncService(engine, { largeGroupThreshold: 10 });
+    await sync.changeMembers('c', { add: ['a', 'b'], remove: [] });
+    await sync.postMessages([{ conv: 'c', seq: 1, sender: 'b' }]);
+    await sync.readBatch('a', [['c', 1]]);
+    expect((await sync.unread('b')).conversations[0]?.peerReadSeq).toBe(1);
+    const cut = new SyncService(failing(engine, 'userState'), { largeGroupThreshold: 10 });
+    await expect(cut.receipts.setSharing('a', false)).rejects.toBeInstanceOf(OutcomeUnknownError);
+    expect(await sync.receipts.sharing('a')).toBe(false);
+    await sync.receipts.setSharing('a', false);
+    expect((await sync.unread('b')).conversations[0]?.peerReadSeq).toBeUndefined();
+  });
 });

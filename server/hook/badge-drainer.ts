@@ -88,11 +88,15 @@ export class BadgeDrainer {
       const now = Date.now();
       const { marks } = this.deps;
       const convs = await marks.takeConversations(now, now + this.options.intervalMs, CONVS_PER_POLL);
-      for (const conv of convs) {
-        const members = await this.deps.members(conv);
-        if (members.length > 0) await marks.markUsers(members, now);
-        this.deps.metrics.expanded.inc();
-      }
+      // Each conversation's expansion is independent: together, not one round trip after another.
+      await Promise.all(
+        convs.map(async (conv) => {
+          const members = await this.deps.members(conv);
+          if (members.length === 0) return;
+          await marks.markUsers(members, now);
+          this.deps.metrics.expanded.inc();
+        }),
+      );
       const room = this.options.concurrency - this.inFlight;
       if (room <= 0 || this.stopped) return;
       const claims = await marks.claimUsers(now, this.leaseMs, room, { socketlessOnly: this.options.socketlessOnly });

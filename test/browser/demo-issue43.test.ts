@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import type { Locator, Page } from 'playwright-core';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ARTIFACTS, demoSuite } from './demo-suite.js';
+import { ARTIFACTS, demoSuite, PHONE } from './demo-suite.js';
 import { openRowMenu, openTools, row } from './demo-ui.js';
 import { layoutProblems } from './layout.js';
 
@@ -91,6 +91,12 @@ describe("the demo shows issue 43's model", () => {
     await b.keyboard.press('Escape');
     await a.mouse.move(0, 0);
     await a.screenshot({ path: join(ARTIFACTS, 'demo-levels-mentions-only.png') });
+    // On a phone the row keeps its name, the level's mark and its counts apart.
+    const { page: phone } = await suite.open('nora', 'P', PHONE);
+    await row(phone, 'levels').locator('[data-role="level"]').waitFor();
+    expect(await badge(phone)).toBe(2);
+    expect(await layoutProblems(phone)).toEqual([]);
+    await phone.screenshot({ path: join(ARTIFACTS, 'demo-levels-390.png') });
 
     // None (muted): nothing reaches the badge; the row shows it muted.
     await chooseLevel(b, 'levels', 'None (muted)');
@@ -115,9 +121,11 @@ describe("the demo shows issue 43's model", () => {
     await suite.h.members('dm:alice:bob', { add: ['alice', 'bob'], category: 'private' });
     const { page: alice } = await suite.open('alice', 'R', DESKTOP);
     const { page: bob } = await suite.open('bob', 'R', DESKTOP);
-    await sendFromTools(alice, 'dm:alice:bob', 'alice', 'sent to the wrong chat');
+    // The one to take back is an @all: a mention for bob, which the recall takes back too.
+    await sendFromTools(alice, 'dm:alice:bob', 'alice', 'sent to the wrong chat', 'all');
     await sendFromTools(alice, 'dm:alice:bob', 'alice', 'see you at 5');
     await expect.poll(() => unreadOf(bob, 'dm:alice:bob'), { timeout: 10_000 }).toBe('2');
+    await row(bob, 'dm:alice:bob').locator('[data-role="mention"]').waitFor();
     const bobBadge = await badge(bob);
 
     await row(alice, 'dm:alice:bob').locator('[data-action="open"]').click();
@@ -128,7 +136,8 @@ describe("the demo shows issue 43's model", () => {
     // Bob's count drops by the recalled message, on his page and on the server; his badge with it.
     await expect.poll(() => unreadOf(bob, 'dm:alice:bob'), { timeout: 10_000 }).toBe('1');
     expect(await badge(bob)).toBe(bobBadge - 1);
-    expect(await serverView('bob', 'dm:alice:bob')).toMatchObject({ unread: 1, lastSeq: 3 });
+    expect(await serverView('bob', 'dm:alice:bob')).toMatchObject({ unread: 1, mentions: 0, lastSeq: 3 });
+    expect(await row(bob, 'dm:alice:bob').locator('[data-role="mention"]').count()).toBe(0);
     await expect.poll(() => row(bob, 'dm:alice:bob').locator('[data-role="sub"]').textContent()).toBe('alice recalled a message');
     // Both sides show it recalled; the recall is a line of its own.
     const recalled = alice.locator('#conversation [data-role="message"][data-recalled="true"]');

@@ -19,8 +19,9 @@ interface Activity {
  * not messages or their times, and a device that opened later cannot know what moved when. So:
  * - each device reports the newest message it sees arrive (`POST /demo/activity {conv, seq}`),
  *   and the first report of a higher seq stamps the conversation with the time now;
- * - the page's test tools report what they sent (`messages`: sender, text, how long ago), and a
- *   sent message's own time is the stamp of its seq whichever report came first;
+ * - the page's test tools report what they sent (`messages`: sender, text, how long ago, and
+ *   what kind: a reaction, an @all, a recall naming the seq it recalls), and a sent message's own
+ *   time is the stamp of its seq whichever report came first;
  * every device sorts by the same stamps (then by id) and shows the same texts. In the dev
  * entry's process only, in memory: a real app orders its list by its own message times (and
  * until Redpoint carries a message time, devices stamping by what they saw may disagree).
@@ -42,6 +43,9 @@ export function registerDemoActivity(router: HttpRouter): string[] {
       const { conv, seq, messages = [] } = decode(DemoActivityBody, ctx.body);
       const beyond = messages.find((m) => m.seq > seq);
       if (beyond) throw new RedpointError('invalid_request', `messages[].seq ${beyond.seq} is past the report's seq ${seq}: report the newest seq sent`);
+      // A recall names the earlier message it recalls, and only a recall does (the page shows that one as recalled).
+      const odd = messages.find((m) => (m.kind === 'recall') !== (m.recalls !== undefined) || (m.recalls ?? 0) >= m.seq);
+      if (odd) throw new RedpointError('invalid_request', `messages[].recalls (seq ${odd.seq}): a recall, and only a recall, names an earlier seq it recalls`);
       const now = Date.now();
       const known = record.get(conv) ?? { seq: 0, at: 0, messages: [] };
       const bySeq = new Map(known.messages.map((m) => [m.seq, m]));

@@ -1,7 +1,7 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { AUTH_CHECKS, type AuthCheck, ERROR_CODES, type ErrorCode } from './errors.js';
 import { LIMITS } from './limits.js';
-import { Category, Id } from './schemas.js';
+import { Category, DemoMessageKind, Id } from './schemas.js';
 
 /**
  * Schemas of every reply the HTTP API sends: the single source of the reply types in `types.ts`
@@ -232,7 +232,15 @@ export const DemoActivityReplySchema = Type.Object(
       Type.String(),
       Type.Array(
         Type.Object(
-          { seq: SeqValue, sender: Type.String(), text: Type.String(), mention: Type.Boolean(), at: Type.Integer({ minimum: 0 }) },
+          {
+            seq: SeqValue,
+            sender: Type.String(),
+            text: Type.String(),
+            mention: Type.Boolean(),
+            at: Type.Integer({ minimum: 0 }),
+            kind: Type.Optional(DemoMessageKind),
+            recalls: Type.Optional(SeqValue),
+          },
           { additionalProperties: false },
         ),
       ),

@@ -142,6 +142,14 @@ export const SyncQuery = Type.Object({
 /** `POST /dev/token` (dev mode only). */
 export const DevTokenBody = Type.Object({ uid: Id }, { additionalProperties: false });
 
+/**
+ * What a demo message was sent as (issue 43; absent: a plain message): `reaction` with `counts: false`,
+ * `all` with `mentionAll: true`, `recall` with `counts: false` and `recalls: [recalls]`.
+ */
+export const DemoMessageKind = Type.Union([Type.Literal('reaction'), Type.Literal('all'), Type.Literal('recall')], {
+  description: "How it was sent (absent: a plain message): 'reaction' and 'recall' with counts: false, 'all' with mentionAll: true.",
+});
+
 /** A message the demo's test tools sent: Redpoint keeps no text, so the dev entry keeps these for the page. */
 const DemoSentMessage = Type.Object(
   {
@@ -150,6 +158,8 @@ const DemoSentMessage = Type.Object(
     text: Type.String({ maxLength: 500 }),
     mention: Type.Boolean({ description: 'It @-mentioned the user whose page sent it.' }),
     agoMs: Type.Integer({ minimum: 0, maximum: 30 * 86_400_000, description: 'How long ago it was sent (the seed spaces its messages out).' }),
+    kind: Type.Optional(DemoMessageKind),
+    recalls: Type.Optional(Seq),
   },
   { additionalProperties: false },
 );

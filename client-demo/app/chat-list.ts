@@ -1,5 +1,6 @@
 import type { ConversationView } from '@redpoint/client';
 import type { DemoKeptMessage } from '../../protocol/replies.js';
+import type { NotificationLevel } from '../../protocol/types.js';
 import { count, h, ICONS, icon } from './dom.js';
 import type { MenuItem, Menus } from './menu.js';
 import { CATEGORY_LABELS, colorOf, displayName, initials } from './names.js';
@@ -20,15 +21,39 @@ export interface ListContext {
   readBy(conv: string, seq: number): number;
 }
 
-/** A row's actions (and the open conversation's): one toggle for read, one for mute, delete. */
+/** The notification level a view stands for (PROTOCOL.md "Notification levels": `muted` is 'none'). */
+export function levelOf(c: ConversationView): NotificationLevel {
+  if (c.muted) return 'none';
+  return c.level === 'mentions' ? 'mentions' : 'all';
+}
+
+/** The levels as the menu offers them. */
+export const LEVELS: ReadonlyArray<{ level: NotificationLevel; label: string }> = [
+  { level: 'all', label: 'All' },
+  { level: 'mentions', label: 'Mentions only' },
+  { level: 'none', label: 'None (muted)' },
+];
+
+/** A row's actions (and the open conversation's): one toggle for read, the notification level, delete. */
 export function actions(c: ConversationView): MenuItem[] {
   const unreadish = c.unread > 0 || c.markedUnread;
+  const current = levelOf(c);
   return [
     unreadish ? { action: 'read', label: 'Mark as read' } : { action: 'mark-unread', label: 'Mark as unread' },
-    c.muted ? { action: 'unmute', label: 'Unmute' } : { action: 'mute', label: 'Mute' },
+    ...LEVELS.map(
+      ({ level, label }, i): MenuItem => ({
+        action: 'level',
+        label,
+        choice: { value: level, checked: level === current },
+        ...(i === 0 ? { heading: 'Notify me about' } : {}),
+      }),
+    ),
     { action: 'delete', label: 'Delete', danger: true },
   ];
 }
+
+/** A pill that does not reach the badge (muted; or mentions only, where only the @ does) is grey. */
+const countsInBadge = (c: ConversationView): boolean => levelOf(c) === 'all';
 
 /** The marks on the right of a row: the mentions (@), the number, or the "marked unread" dot. */
 function marks(c: ConversationView): HTMLElement {
@@ -38,8 +63,9 @@ function marks(c: ConversationView): HTMLElement {
       h('span', { class: 'mention', 'data-role': 'mention', title: `${c.mentions} mention${c.mentions === 1 ? '' : 's'} of you` }, `@${count(c.mentions)}`),
     );
   }
-  if (c.unread > 0) box.append(h('span', { class: `pill${c.muted ? ' muted' : ''}`, 'data-role': 'unread' }, count(c.unread)));
-  else if (c.markedUnread) box.append(h('span', { class: `dot${c.muted ? ' muted' : ''}`, 'data-role': 'marked', title: 'Marked as unread' }));
+  const grey = countsInBadge(c) ? '' : ' muted';
+  if (c.unread > 0) box.append(h('span', { class: `pill${grey}`, 'data-role': 'unread' }, count(c.unread)));
+  else if (c.markedUnread) box.append(h('span', { class: `dot${grey}`, 'data-role': 'marked', title: 'Marked as unread' }));
   return box;
 }
 
@@ -48,11 +74,16 @@ function marks(c: ConversationView): HTMLElement {
  * what Redpoint knows (what is new, or that nothing is).
  */
 function subtitle(c: ConversationView, ctx: ListContext): string {
-  const last = ctx.messages(c.conv).at(-1);
+  const sent = ctx.messages(c.conv);
+  const last = sent.at(-1);
   if (last && last.seq === c.lastSeq) {
     // A private chat is named after the other person already: only your own lines say who.
-    if (last.sender === ctx.uid) return `You: ${last.text}`;
-    return c.category === 'private' ? last.text : `${last.sender}: ${last.text}`;
+    const who = last.sender === ctx.uid ? 'You' : c.category === 'private' ? '' : last.sender;
+    // A reaction or a recall says what happened, not a line of chat.
+    if (last.kind === 'reaction' || last.kind === 'recall')
+      return `${who || last.sender} ${last.kind === 'reaction' ? `reacted ${last.text}` : 'recalled a message'}`;
+    const text = recalledSeqs(sent).has(last.seq) ? 'Message recalled' : `${last.kind === 'all' ? '@all ' : ''}${last.text}`;
+    return who ? `${who}: ${text}` : text;
   }
   const kind = CATEGORY_LABELS[c.category] ?? c.category;
   let news: string;
@@ -61,6 +92,34 @@ function subtitle(c: ConversationView, ctx: ListContext): string {
   else if (c.markedUnread) news = 'Marked as unread';
   else news = 'No new messages';
   return `${kind} · ${news}`;
+}
+
+/** The level beside the name: a crossed speaker when muted, an @ when only mentions notify; nothing for 'all'. */
+function levelMark(c: ConversationView): HTMLElement | null {
+  const level = levelOf(c);
+  if (level === 'none')
+    return h(
+      'span',
+      { class: 'muted-icon', 'data-role': 'muted', 'data-level': level, title: 'Muted' },
+      icon(ICONS.muted),
+      h('span', { class: 'sr-only' }, 'muted'),
+    );
+  if (level === 'mentions') {
+    const title = 'Mentions only: only @-mentions reach the badge';
+    return h(
+      'span',
+      { class: 'muted-icon level-mentions', 'data-role': 'level', 'data-level': level, title },
+      icon(ICONS.bell),
+      h('span', { class: 'level-at', 'aria-hidden': 'true' }, '@'),
+      h('span', { class: 'sr-only' }, 'mentions only'),
+    );
+  }
+  return null;
+}
+
+/** The seqs the kept messages recall (a recall is a message of its own naming the one it takes back). */
+export function recalledSeqs(messages: readonly DemoKeptMessage[]): Set<number> {
+  return new Set(messages.flatMap((m) => (m.recalls !== undefined ? [m.recalls] : [])));
 }
 
 export function avatar(name: string): HTMLElement {
@@ -96,7 +155,7 @@ function row(c: ConversationView, ctx: ListContext): HTMLElement {
         'span',
         { class: 'conv-top' },
         h('span', { class: 'conv-name', 'data-role': 'name', title: c.conv }, name),
-        c.muted ? h('span', { class: 'muted-icon', 'data-role': 'muted', title: 'Muted' }, icon(ICONS.muted), h('span', { class: 'sr-only' }, 'muted')) : null,
+        levelMark(c),
         at === undefined
           ? null
           : h(

@@ -1,7 +1,7 @@
 import type { RedpointClient } from '@redpoint/client';
-import type { Activity } from './activity.js';
-import { createConversation, membersOf, sendMessages, setServerSettings } from './api.js';
+import { createConversation, membersOf, setServerSettings } from './api.js';
 import { displayName } from './names.js';
+import type { Outbox, Outgoing } from './outbox.js';
 import { SAMPLE_TEXTS, seedChats } from './seed-script.js';
 import type { StatusLine } from './status-line.js';
 
@@ -13,14 +13,10 @@ function form(id: string): HTMLFormElement {
   return el;
 }
 
-interface Outgoing {
-  sender: string;
-  text: string;
-  mention: boolean;
-  agoMs: number;
-}
+/** The Send form's kinds: a plain message (absent), a reaction (does not count), an @all. */
+const KINDS: Record<string, 'reaction' | 'all' | undefined> = { message: undefined, reaction: 'reaction', all: 'all' };
 
-export function setupDevPanel(client: RedpointClient, uid: string, log: StatusLine, activity: Activity): () => void {
+export function setupDevPanel(client: RedpointClient, uid: string, log: StatusLine, outbox: Outbox): () => void {
   const known = new Set<string>();
   const select = document.getElementById('send-conv') as HTMLSelectElement;
   const sender = document.querySelector<HTMLInputElement>('#send-form input[name="sender"]');
@@ -39,26 +35,6 @@ export function setupDevPanel(client: RedpointClient, uid: string, log: StatusLi
     );
   };
   select.addEventListener('change', pickSender);
-
-  /** Next seq per conversation: the client's newest known, or what this page sent last. */
-  const sent = new Map<string, number>();
-  const nextSeq = (conv: string): number => {
-    const seq = Math.max(client.lastSeq(conv), sent.get(conv) ?? 0) + 1;
-    sent.set(conv, seq);
-    return seq;
-  };
-
-  /** Sends to Redpoint, then tells the dev entry what was sent (Redpoint keeps no text). */
-  const send = async (conv: string, outgoing: Outgoing[]): Promise<void> => {
-    const numbered = outgoing.map((m) => ({ ...m, seq: nextSeq(conv) }));
-    // `at`: the message's time as a message service would stamp it (issue 43: Redpoint keeps the
-    // conversation's last activity, so every device orders the list alike).
-    const now = Date.now();
-    await sendMessages(
-      numbered.map(({ seq, sender, mention, agoMs }) => ({ conv, seq, sender, at: Math.round(now - agoMs), ...(mention ? { mentions: [uid] } : {}) })),
-    );
-    await activity.sent(conv, numbered);
-  };
 
   const refreshOptions = (): void => {
     for (const c of client.state.conversations) known.add(c.conv);
@@ -102,13 +78,19 @@ export function setupDevPanel(client: RedpointClient, uid: string, log: StatusLi
     const count = Math.min(50, Math.max(1, Number(data.get('count')) || 1));
     const from = String(data.get('sender')).trim() || someoneElse([]);
     const typed = String(data.get('text') ?? '').trim();
-    const outgoing = Array.from({ length: count }, () => ({
-      sender: from,
-      text: typed || (SAMPLE_TEXTS[samples++ % SAMPLE_TEXTS.length] ?? ''),
-      mention: data.get('mention') === 'on',
-      agoMs: 0,
-    }));
-    run(`Sent ${count} message(s) to ${displayName(conv, uid)}`, () => send(conv, outgoing));
+    const kind = KINDS[String(data.get('kind'))];
+    const outgoing = Array.from(
+      { length: count },
+      (): Outgoing => ({
+        sender: from,
+        text: typed || (kind === 'reaction' ? '👍' : (SAMPLE_TEXTS[samples++ % SAMPLE_TEXTS.length] ?? '')),
+        mention: kind === undefined && data.get('mention') === 'on',
+        agoMs: 0,
+        ...(kind ? { kind } : {}),
+      }),
+    );
+    const what = kind === 'reaction' ? 'reaction(s)' : kind === 'all' ? '@all message(s)' : 'message(s)';
+    run(`Sent ${count} ${what} to ${displayName(conv, uid)}`, () => outbox.send(conv, outgoing));
   });
 
   document.getElementById('seed')?.addEventListener('click', () => {
@@ -118,7 +100,7 @@ export function setupDevPanel(client: RedpointClient, uid: string, log: StatusLi
       for (const chat of chats) await createConversation(chat.conv, chat.members, chat.category);
       for (const chat of chats) {
         const last = chat.lines.length - 1;
-        await send(
+        await outbox.send(
           chat.conv,
           chat.lines.map((line, i) => ({
             sender: line.from,

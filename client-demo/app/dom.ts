@@ -35,6 +35,7 @@ export const ICONS = {
   chevron: 'M7 10l5 5 5-5',
   back: 'M15 5l-7 7 7 7',
   muted: 'M11 5L6 9H3v6h3l5 4zM16 9l5 6M21 9l-5 6',
+  bell: 'M6 16v-5a6 6 0 0 1 12 0v5l2 2H4zM10 20a2 2 0 0 0 4 0',
   tools: 'M4 6h16M4 12h16M4 18h16M8 4v4M16 10v4M10 16v4',
   close: 'M6 6l12 12M18 6L6 18',
 } as const;

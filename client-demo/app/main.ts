@@ -4,10 +4,11 @@ import { msgpack } from '@redpoint/client/msgpack';
 import { shareTabs } from '@redpoint/client/tabs';
 import { Activity } from './activity.js';
 import { devToken } from './api.js';
-import type { ListContext } from './chat-list.js';
+import { LEVELS, type ListContext } from './chat-list.js';
 import type { OpenConversation } from './conversation-pane.js';
 import { setupDevPanel } from './dev-panel.js';
 import { Menus } from './menu.js';
+import { Outbox, type Outgoing } from './outbox.js';
 import { setupPushBadge } from './push-badge.js';
 import { setupResetNotice } from './reset-notice.js';
 import { StatusLine } from './status-line.js';
@@ -53,6 +54,8 @@ const activity = new Activity(schedule);
 const menus = new Menus(schedule);
 const tools = setupTools();
 
+const LEVEL_VALUES = LEVELS.map((l) => l.level);
+
 /** The open conversation, and the lastSeq up to which this page has read it (or left it marked unread). */
 let open: (OpenConversation & { readTo: number }) | null = null;
 
@@ -62,7 +65,8 @@ let open: (OpenConversation & { readTo: number }) | null = null;
  */
 const shownAt: Record<string, { unread: number; at: number }> = Object.create(null) as Record<string, { unread: number; at: number }>;
 let staleSince: number | null = null;
-const refreshOptions = setupDevPanel(client, uid, log, activity);
+const outbox = new Outbox(client, uid, activity);
+const refreshOptions = setupDevPanel(client, uid, log, outbox);
 
 /** A conversation on screen is read, as in any messenger: on opening, and as new messages arrive while it shows. */
 function readOpen(state: RedpointState): void {
@@ -145,9 +149,18 @@ document.addEventListener('click', (event) => {
     );
   };
   if (action === 'read') client.markRead(conv);
-  else if (action === 'mute') done(client.mute(conv, true), 'Muted');
-  else if (action === 'unmute') done(client.mute(conv, false), 'Unmuted');
-  else if (action === 'mark-unread') {
+  else if (action === 'level') {
+    const level = LEVEL_VALUES.find((l) => l === button.dataset.value);
+    if (level) done(client.setLevel(conv, level), `Notifications: ${LEVELS.find((l) => l.level === level)?.label} for`);
+  } else if (action === 'recall' || action === 'react') {
+    // As the message service would report it: a message of its own that does not count (PROTOCOL.md "What counts").
+    const seq = Number(button.dataset.seq);
+    const outgoing: Outgoing =
+      action === 'recall'
+        ? { sender: uid, text: '', mention: false, agoMs: 0, kind: 'recall', recalls: seq }
+        : { sender: uid, text: '👍', mention: false, agoMs: 0, kind: 'reaction' };
+    done(outbox.send(conv, [outgoing]), action === 'recall' ? `Recalled #${seq} in` : `Reacted to #${seq} in`);
+  } else if (action === 'mark-unread') {
     // Marked unread while open: it stays so until a new message comes (no read on the next paint).
     if (open?.conv === conv) open.readTo = client.lastSeq(conv);
     done(client.markUnread(conv), 'Marked unread');

@@ -11,6 +11,10 @@ export interface MenuItem {
   action: string;
   label: string;
   danger?: boolean;
+  /** One choice of a radio group (the notification level): shown checked or not, its value in `data-value`. */
+  choice?: { value: string; checked: boolean };
+  /** A heading shown above this item (the radio group's name). */
+  heading?: string;
 }
 
 export class Menus {
@@ -63,21 +67,24 @@ export class Menus {
     const menu = h(
       'div',
       { class: 'menu', role: 'menu', id, 'aria-label': `Actions for ${label}`, hidden: !open },
-      ...items.map((item, i) =>
+      ...items.flatMap((item, i) => [
+        item.heading ? h('div', { class: 'menu-heading', role: 'presentation' }, item.heading) : null,
         h(
           'button',
           {
-            class: `menu-item${item.danger ? ' danger' : ''}`,
+            class: `menu-item${item.danger ? ' danger' : ''}${item.choice ? ' choice' : ''}`,
             type: 'button',
-            role: 'menuitem',
+            role: item.choice ? 'menuitemradio' : 'menuitem',
+            'aria-checked': item.choice ? String(item.choice.checked) : undefined,
             tabindex: '-1',
             'data-action': item.action,
+            'data-value': item.choice?.value,
             'data-conv': conv,
             'data-focus': `item:${key}:${i}`,
           },
           item.label,
         ),
-      ),
+      ]),
     );
     return [trigger, menu];
   }
@@ -98,14 +105,17 @@ export class Menus {
 
   /** Arrow keys inside a menu move between its items. */
   onKey(event: KeyboardEvent): void {
-    const item = (event.target as HTMLElement).closest<HTMLElement>('[role="menuitem"]');
+    const item = (event.target as HTMLElement).closest<HTMLElement>(MENU_ITEMS);
     if (!item || (event.key !== 'ArrowDown' && event.key !== 'ArrowUp')) return;
-    const items = [...(item.parentElement?.querySelectorAll<HTMLElement>('[role="menuitem"]') ?? [])];
+    const items = [...(item.parentElement?.querySelectorAll<HTMLElement>(MENU_ITEMS) ?? [])];
     const i = items.indexOf(item) + (event.key === 'ArrowDown' ? 1 : -1);
     items[(i + items.length) % items.length]?.focus();
     event.preventDefault();
   }
 }
+
+/** A menu's items: plain actions and the choices of a radio group. */
+const MENU_ITEMS = '[role="menuitem"], [role="menuitemradio"]';
 
 /** The focus key of what has the focus now, to put it back after a repaint. */
 export const focusedKey = (): string | null => (document.activeElement as HTMLElement | null)?.dataset?.focus ?? null;

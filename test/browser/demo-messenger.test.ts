@@ -48,8 +48,8 @@ async function expectChatList(page: Page): Promise<void> {
     expect(Number.isFinite(t.at), `row ${SEEDED[i]} has a time`).toBe(true);
     if (i > 0) expect(t.at, `row ${SEEDED[i]} is not newer than the one above`).toBeLessThanOrEqual(shown[i - 1]?.at ?? 0);
   }
-  expect(await page.locator('#conversations [role="menuitem"]:visible').count()).toBe(0);
-  for (const action of ['read', 'mark-unread', 'mute', 'unmute', 'delete']) {
+  expect(await page.locator('#conversations [role="menuitem"]:visible, #conversations [role="menuitemradio"]:visible').count()).toBe(0);
+  for (const action of ['read', 'mark-unread', 'level', 'delete']) {
     expect(await page.locator(`#conversations button[data-action="${action}"]:visible`).count(), action).toBe(0);
   }
   expect(await page.locator('#tools').isVisible()).toBe(false);
@@ -90,7 +90,13 @@ describe('the demo as a messenger', () => {
     await menu.waitFor({ state: 'visible' });
     expect(await trigger.getAttribute('aria-expanded')).toBe('true');
     expect(await trigger.getAttribute('aria-haspopup')).toBe('menu');
-    expect(await menu.locator('[role="menuitem"]').allTextContents()).toEqual(['Mark as read', 'Mute', 'Delete']);
+    expect(await menu.locator('[role="menuitem"], [role="menuitemradio"]').allTextContents()).toEqual([
+      'Mark as read',
+      'All',
+      'Mentions only',
+      'None (muted)',
+      'Delete',
+    ]);
     expect(await desktop.locator('#conversations [role="menu"]:visible').count()).toBe(1);
     expect(await focused(desktop)).toBe('item:row:design-team:0');
     await desktop.keyboard.press('ArrowDown');

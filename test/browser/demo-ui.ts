@@ -8,7 +8,7 @@ import type { Locator, Page } from 'playwright-core';
 /** A conversation's row in the chat list. */
 export const row = (page: Page, conv: string): Locator => page.locator(`#conversations li[data-conv="${conv}"]`);
 
-/** Opens the row's menu and picks `action` (read, mark-unread, mute, unmute, delete). */
+/** Opens the row's menu and picks `action` (read, mark-unread, delete; `level` is one of three choices). */
 export async function rowAction(page: Page, conv: string, action: string): Promise<void> {
   await openRowMenu(page, conv);
   await row(page, conv).locator(`[role="menu"] button[data-action="${action}"]`).click();

@@ -41,7 +41,7 @@ export async function withProbe(context: BrowserContext): Promise<void> {
 }
 
 /**
- * Sideways scrolling; the header's parts; per conversation row its avatar, name, muted tag,
+ * Sideways scrolling; the header's parts; per conversation row its avatar, name, level tag (muted, mentions only),
  * subtitle, marks and buttons: inside the row and the viewport, none overlapping another, no
  * text spilling out of its box (cut with an ellipsis is fine), at least MIN_NAME_PX of the name
  * showing (or all of it); rows apart; the test-tool cards inside the viewport.

@@ -19,7 +19,7 @@ afterAll(async () => {
 
 interface Record {
   activity: { [conv: string]: number };
-  messages: { [conv: string]: Array<{ seq: number; sender: string; text: string; mention: boolean; at: number }> };
+  messages: { [conv: string]: Array<{ seq: number; sender: string; text: string; mention: boolean; at: number; kind?: string; recalls?: number }> };
 }
 
 async function report(body: unknown): Promise<{ status: number; record: Record }> {
@@ -60,6 +60,36 @@ describe('the demo activity record', () => {
     const before = await current();
     const { status } = await report({ conv: 'bad', seq: 1, messages: [sent(3, 0)] });
     expect(status).toBe(400);
+    expect(await current()).toEqual(before);
+  });
+
+  it('keeps what each message was sent as (issue 43): a reaction, an @all, a recall naming the seq it recalls', async () => {
+    const messages = [
+      { ...sent(1, 0), kind: 'all' },
+      { ...sent(2, 0), kind: 'reaction', text: '👍' },
+      { ...sent(3, 0), kind: 'recall', recalls: 1, text: '' },
+    ];
+    const { status, record } = await report({ conv: 'kinds', seq: 3, messages });
+    expect(status).toBe(200);
+    expect(record.messages.kinds?.map(({ seq, kind, recalls }) => ({ seq, kind, recalls }))).toEqual([
+      { seq: 1, kind: 'all', recalls: undefined },
+      { seq: 2, kind: 'reaction', recalls: undefined },
+      { seq: 3, kind: 'recall', recalls: 1 },
+    ]);
+  });
+
+  it('a recall without the seq it recalls, a recalled seq not before the recall, or recalls on another kind is refused', async () => {
+    const before = await current();
+    for (const bad of [
+      { ...sent(2, 0), kind: 'recall' },
+      { ...sent(2, 0), kind: 'recall', recalls: 2 },
+      { ...sent(2, 0), recalls: 1 },
+      { ...sent(2, 0), kind: 'reaction', recalls: 1 },
+      { ...sent(2, 0), kind: 'edit' },
+    ]) {
+      const { status } = await report({ conv: 'bad-kinds', seq: 2, messages: [bad] });
+      expect(status, JSON.stringify(bad)).toBe(400);
+    }
     expect(await current()).toEqual(before);
   });
 });

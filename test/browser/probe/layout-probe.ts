@@ -92,6 +92,7 @@ function layout(minName: number): string[] {
         ['avatar', '.avatar'],
         ['name', '.conv-name'],
         ['muted tag', '[data-role="muted"]'],
+        ['mentions-only tag', '[data-role="level"]'],
         ['time', '[data-role="time"]'],
         ['subtitle', '.conv-sub'],
         ['mentions', '[data-role="mention"]'],

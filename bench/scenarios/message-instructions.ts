@@ -148,11 +148,14 @@ export const messageInstructionsSection: Section = {
         const a = await makeConvs(new SyncService(plain, { largeGroupThreshold: 500 }), shape.tag, shape.size, shape.count);
         const b = await makeConvs(new SyncService(durable, { largeGroupThreshold: 500 }), shape.tag, shape.size, shape.count);
         const h = await makeConvs(new SyncService(hooked, { largeGroupThreshold: 500 }), shape.tag, shape.size, shape.count);
+        // Issue 43: conversations of their own for stamped messages (`at`), whose records carry it.
+        const t = await makeConvs(new SyncService(plain, { largeGroupThreshold: 500 }), `${shape.tag}t`, shape.size, shape.count);
         await drainAll();
         // Two messages per conversation first, so no window counts a user's first write.
         await sendAll(a, 2 * shape.count, (c, s) => flushOne(plain, c, s));
         await sendAll(b, 2 * shape.count, (c, s) => flushOne(durable, c, s), { every: shape.drainEvery, drain: drainAll });
         await sendAll(h, 2 * shape.count, (c, s) => flushOne(hooked, c, s), { every: shape.drainEvery, drain: clearMarks });
+        await sendAll(t, 2 * shape.count, (c, s) => flushOne(plain, c, s, { at: Date.now() }));
         const messages = perConv * shape.count;
         const results = [
           await counted('redpoint, 1 message per flush', a, messages, (c, s) => flushOne(plain, c, s)),
@@ -165,6 +168,9 @@ export const messageInstructionsSection: Section = {
               c.members.filter((m) => m !== s),
             ),
           ),
+          // Issue 43: every message stamped with the message service's time, as a service that
+          // orders the list by last activity sends them.
+          await counted('redpoint, each message with `at`', t, messages, (c, s) => flushOne(plain, c, s, { at: Date.now() })),
           // Issue 43: a recall of the message before, in a notice that does not count (the two
           // steps: ingest_flush.lua does not take them). Last: its records keep the set after.
           await counted('redpoint, a recall (counts: false, recalls seq − 1)', a, messages, (c, s) =>

@@ -180,10 +180,10 @@ export const redisCostSection: Section = {
 };
 
 /** What `Ingest` does for a flush of one message (server/sync/ingest.ts), without merging it with others. */
-export async function flushOne(engine: Engine, c: Conv, sender: string, extra?: { counts: boolean; recalls: number[] }): Promise<void> {
-  // `extra` (issue 43): a recall's notice, message-instructions' last window.
+export async function flushOne(engine: Engine, c: Conv, sender: string, extra?: { counts?: boolean; recalls?: number[]; at?: number }): Promise<void> {
+  // `extra` (issue 43): message-instructions' windows of a recall's notice, and of stamped messages.
   const message = { conv: c.conv, seq: c.seq, sender, ...extra };
-  const item = { conv: c.conv, seq: c.seq, candidates: [sender] };
+  const item = { conv: c.conv, seq: c.seq, candidates: [sender], ...(extra?.at !== undefined ? { at: extra.at } : {}) };
   if (engine.recordAndApply) {
     const { recorded } = await engine.recordAndApply([item], [message], Date.now());
     if (!recorded[0]) throw new Error(`redis-cost: conversation ${c.conv} unknown`);

@@ -181,26 +181,27 @@ end
 -- The level character (state-text.ts): '0' all, '1' none (muted), '2' mentions only.
 local function decodeRecord(conv, raw)
   -- The flags are read as bytes, not captured: each capture is a string made (~850 instructions).
-  local ls, rs, ds, g, jg, cat, ms = match(raw, '^[01][012][01][01]|(%d+)|(%d+)|(%-?%d+)|(%d+)|(%d+)|([^|]*)|([%d,]*)$')
-  -- state-text.ts: the read register's extension (readGen, spent mentions) follows, rarely,
-  -- then the last activity `at` (issue 43).
+  -- One pass over the base layout; its end position says whether an extension follows.
+  local ls, rs, ds, g, jg, cat, ms, tail = match(raw, '^[01][012][01][01]|(%d+)|(%d+)|(%-?%d+)|(%d+)|(%d+)|([^|]*)|([%d,]*)()')
+  if not ls then error('malformed record of ' .. conv) end
   local rg, rms, at, nc = 0, NO_MENTIONS, 0, nil
-  if not ls then
-    local rgText, rmsText, rmsEnd, atText
-    ls, rs, ds, g, jg, cat, ms, rgText, rmsText, rmsEnd, atText =
-      match(raw, '^[01][012][01][01]|(%d+)|(%d+)|(%-?%d+)|(%d+)|(%d+)|([^|]*)|([%d,]*)|(%d+)|([%d,]*)()|?(%d*)$')
-    if not ls then
-      -- Issue 43: the non-counting seqs follow `at` (then always written), rarely.
-      local ncText
-      ls, rs, ds, g, jg, cat, ms, rgText, rmsText, atText, ncText =
-        match(raw, '^[01][012][01][01]|(%d+)|(%d+)|(%-?%d+)|(%d+)|(%d+)|([^|]*)|([%d,]*)|(%d+)|([%d,]*)|(%d+)|([%d,]+)$')
-      if not ls then error('malformed record of ' .. conv) end
-      rmsEnd, nc = #raw + 1, seqList(ncText)
-    end
-    -- Without `at`, nothing follows the spent mentions (a lone '|' is no field).
-    if atText == '' and rmsEnd ~= #raw + 1 then error('malformed record of ' .. conv) end
+  if tail <= #raw then
+    -- state-text.ts: the read register's extension (readGen, spent mentions), then the last
+    -- activity `at` (issue 43), then the non-counting seqs; each part read from where the last
+    -- ended (short matches on the tail, not the whole record again).
+    local rgText, rmsText, after = match(raw, '^|(%d+)|([%d,]*)()', tail)
+    if not rgText then error('malformed record of ' .. conv) end
     rg, rms = num(rgText), seqList(rmsText)
-    if atText ~= '' then at = atText + 0 end
+    if after <= #raw then
+      local atText, afterAt = match(raw, '^|(%d+)()', after)
+      if not atText then error('malformed record of ' .. conv) end
+      at = atText + 0
+      if afterAt <= #raw then
+        local ncText = match(raw, '^|([%d,]+)$', afterAt)
+        if not ncText then error('malformed record of ' .. conv) end
+        nc = seqList(ncText)
+      end
+    end
   end
   local f1, f2, f3, f4 = byte(raw, 1, 4)
   local r = {

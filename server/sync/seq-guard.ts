@@ -1,3 +1,4 @@
+import { messageConv } from '../../protocol/child-id.js';
 import { RedpointError } from '../../protocol/errors.js';
 import type { Engine } from '../engine/engine.js';
 
@@ -71,10 +72,14 @@ export class SeqGuard {
   }
 
   /** Throws `seq_jump` (refuse) when any seq jumps; reports every jump either way. */
-  async check(items: readonly { conv: string; seq: number }[]): Promise<void> {
+  async check(items: readonly { conv: string; seq: number; topic?: string }[]): Promise<void> {
     if (!this.enabled || items.length === 0) return;
     const top = new Map<string, number>();
-    for (const { conv, seq } of items) top.set(conv, Math.max(top.get(conv) ?? 0, seq));
+    // A topic's seqs are its own (PROTOCOL.md "Topics"): measured against its conversation's head.
+    for (const item of items) {
+      const conv = messageConv(item);
+      top.set(conv, Math.max(top.get(conv) ?? 0, item.seq));
+    }
     const now = (this.options.now ?? Date.now)();
     const memoryMs = this.options.headMemoryMs ?? HEAD_MEMORY_MS;
     const unsure: string[] = [];

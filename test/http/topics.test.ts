@@ -122,4 +122,28 @@ describe.each(['memory', 'redis'] as const)('topics (%s)', (engine) => {
     expect((await s.api('POST', '/v1/messages', { conv: 'team#t:design', seq: 2, sender: 'bob' })).status).toBe(400);
     expect(await s.unread('alice')).toMatchObject({ total: 1 });
   });
+
+  it("over the WebSocket: a read frame names a topic, and the change frame carries the topic's row", async () => {
+    const s = await start();
+    await s.post([msg(1, 'design', ['alice']), msg(2, 'design')]);
+    const phone = await s.client('alice');
+    await phone.sync();
+    const mark = phone.mark();
+    expect(await phone.request({ t: 'read', reads: [['team#t:design', 1]] })).toMatchObject({ t: 'ack' });
+    const change = await phone.waitFrame((f) => f.t === 'change' && f.conv === 'team#t:design', { since: mark, label: 'the read' });
+    expect(change).toMatchObject({ state: { conv: 'team#t:design', parent: 'team', topic: 'design', readSeq: 1, mentions: 0 } });
+    expect(await phone.request({ t: 'settings', conv: 'team#t:design', level: 'mentions' })).toMatchObject({ t: 'ack' });
+    expect((await rows(s, 'alice')).get('team#t:design')).toMatchObject({ level: 'mentions', unread: 1 });
+    expect(await s.unread('alice')).toMatchObject({ total: 0 });
+  });
+
+  it('each topic row counts toward MAX_CONVERSATIONS_PER_USER: topics are never refused, a new conversation then is', async () => {
+    const s = await startTestServer({ engine, config: { maxConversationsPerUser: 3 }, ...(engine === 'redis' ? { redis: redis() } : {}) });
+    servers.push(s);
+    await s.members('team', { add: ['alice', 'bob'] });
+    await s.post([msg(1, 'a'), msg(1, 'b'), msg(1, 'c')]);
+    expect((await s.unread('alice')).conversations).toHaveLength(4);
+    const refused = await s.api<{ error: { code: string } }>('PUT', '/v1/conversations/other/members', { add: ['alice'] });
+    expect(refused).toMatchObject({ status: 422, body: { error: { code: 'conversation_limit' } } });
+  });
 });

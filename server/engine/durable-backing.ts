@@ -23,6 +23,7 @@ export interface TopicsBacking {
   /** Idempotent. */
   saveTopic(conv: string, topic: string): Promise<void>;
   loadTopics(convs: readonly string[]): Promise<Map<string, string[]>>;
+  dropTopics(conv: string): Promise<void>;
 }
 
 export interface PersistedUser {

@@ -129,6 +129,8 @@ export interface Engine {
   topicReady(conv: string, topic: string): Promise<void>;
   /** `conv`'s registered topics (none for an unknown conversation), read in one atomic step. */
   topics(conv: string): Promise<string[]>;
+  /** Forgets `conv`'s whole registry (and the durable tier's copy): the operator's delete of the conversation, once its topics are deleted. */
+  dropTopics(conv: string): Promise<void>;
 
   /** The badge hook's marks (badge-marks.ts): written by the steps only when `EngineOptions.badgeMarks` is on. */
   badgeMarks(): BadgeMarks;

@@ -146,4 +146,19 @@ describe.each(['memory', 'redis'] as const)('topics (%s)', (engine) => {
     const refused = await s.api<{ error: { code: string } }>('PUT', '/v1/conversations/other/members', { add: ['alice'] });
     expect(refused).toMatchObject({ status: 422, body: { error: { code: 'conversation_limit' } } });
   });
+
+  it("the operator's delete of a conversation deletes its topics and their registry; a conversation re-created under the id starts without them", async () => {
+    const s = await start();
+    await s.post([msg(1), msg(1, 'design'), msg(2, 'design'), msg(1, 'ops')]);
+    expect((await s.api('DELETE', '/v1/conversations/team')).status).toBe(200);
+    expect(await s.unread('alice')).toMatchObject({ total: 0, conversations: [] });
+    expect(await s.engine.topics('team')).toEqual([]);
+    expect(await s.engine.missingConversations(['team#t:design', 'team#t:ops'])).toEqual(['team#t:design', 'team#t:ops']);
+    await s.members('team', { add: ['alice', 'bob'] });
+    // Seqs go on past the deleted ones, as for any conversation re-created under its id.
+    await s.post(msg(3, 'design'));
+    expect(await s.engine.topics('team')).toEqual(['design']);
+    expect((await rows(s, 'alice')).get('team#t:design')).toMatchObject({ lastSeq: 3, unread: 1 });
+    expect((await s.unread('alice')).total).toBe(1);
+  });
 });

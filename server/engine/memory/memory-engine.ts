@@ -1,3 +1,4 @@
+import { topicConv } from '../../../protocol/child-id.js';
 import type { Cursor } from '../../../protocol/types.js';
 import type { EngineAdmin } from '../admin.js';
 import type { BadgeMarks } from '../badge-marks.js';
@@ -188,6 +189,12 @@ export class MemoryEngine implements Engine {
 
   async topics(conv: string): Promise<string[]> {
     return [...(this.topicRegistry.get(conv)?.keys() ?? [])];
+  }
+
+  async dropTopics(conv: string): Promise<void> {
+    const topics = this.topicRegistry.get(conv);
+    for (const topic of topics?.keys() ?? []) this.syncedFrom.delete(topicConv(conv, topic));
+    this.topicRegistry.delete(conv);
   }
 
   async missingConversations(convs: readonly string[]): Promise<string[]> {

@@ -318,6 +318,12 @@ export class RedisEngine implements Engine {
     return answer === ABSENT ? [] : asStrings(answer);
   }
 
+  async dropTopics(conv: string): Promise<void> {
+    // PostgreSQL first: a restore in between would otherwise bring the rows back.
+    await this.durable?.backing.topics?.dropTopics(conv);
+    await this.client.del(topicsKey(this.prefix, conv));
+  }
+
   async missingConversations(convs: readonly string[]): Promise<string[]> {
     const distinct = [...new Set(convs)];
     // One Redis: one EXISTS over all the keys answers the common case (all known) with one

@@ -204,6 +204,13 @@ export interface MessageRecord {
   at?: number;
   /** ... and the seqs of its @all messages. */
   mentionAll?: readonly number[];
+  /**
+   * Issue 43, kept by every conversation: the seqs of the batch that stop counting (its
+   * `counts: false` messages and the seqs its messages recall), merged into the conversation's set.
+   */
+  nocount?: readonly number[];
+  /** The (uid, seq) of each mention in the batch: a read-diffused conversation indexes them, so a later recall finds whose mention to drop. */
+  mentioned?: ReadonlyArray<readonly [string, number]>;
 }
 
 /**
@@ -213,12 +220,22 @@ export interface MessageRecord {
 export interface HeadExtra {
   at: number;
   mentionAll: number[];
+  /**
+   * The conversation's non-counting seqs (issue 43: `counts: false` messages and recalled seqs,
+   * kept in either mode), ascending, the newest `LIMITS.nocountSeqsPerConversation`.
+   */
+  nocount: number[];
 }
 
 export interface RecordedMessage {
   info: ConvInfo;
   /** The members, read with the head: all of them when write-diffused, else the candidates who are members. */
   members: string[];
+  /**
+   * Issue 43, read-diffused only: per member, the seqs whose mention must go (a recall of a seq
+   * the index says mentioned them, or a mention in this batch of a seq recalled already).
+   */
+  drops?: ReadonlyMap<string, readonly number[]>;
 }
 
 export interface UserOpResult {

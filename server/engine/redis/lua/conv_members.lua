@@ -82,6 +82,9 @@ if changed or categoryChanged or modeChanged then
   -- Issue 43: the @all seqs counted while read-diffused stop counting with write diffusion
   -- (PROTOCOL.md State rules), and must not count again after a later switch back.
   if modeChanged and not large then redis.call('HDEL', K, '#@') end
+  -- The mention index (conv_record.lua ':m') serves read diffusion only: a write-diffused recall
+  -- reaches every member. The non-counting seqs '#N' are kept in both modes.
+  if modeChanged and not large then redis.call('DEL', K .. ':m') end
   -- The head when it became read-diffused ('#L'): an @all at or below it was a write-diffused
   -- message, counted in its members' records (a redelivery must not count it again, conv_record.lua).
   if modeChanged and large then redis.call('HSET', K, '#L', int(maxSeq)) end

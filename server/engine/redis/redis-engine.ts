@@ -764,6 +764,7 @@ export class RedisEngine implements Engine {
             c.at ?? '',
             mentionArg(c.mentionAll ?? []),
             c.largeFrom ?? 0,
+            (c.nocount ?? []).join(','),
             positions.length,
             ...positions.flat(),
             ...c.members.flatMap((m) => [m.uid, encodeMemberTag(m)]),

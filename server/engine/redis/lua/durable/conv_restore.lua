@@ -9,7 +9,8 @@
 -- ARGV[7] its stamp in the evicted set when the caller began to read PostgreSQL ('' = none)
 -- ARGV[8] last activity '#a' ('' or '0' = none)   ARGV[9] @all seqs '#@' ('' = none)
 -- ARGV[10] the head when it became read-diffused '#L' (issue 43)
--- ARGV[11] P, the number of read positions, then P pairs uid, seq (members who share)
+-- ARGV[11] the non-counting seqs '#N' ('' = none; issue 43)
+-- ARGV[12] P, the number of read positions, then P pairs uid, seq (members who share)
 -- then uid, join tag, ... (the members)
 -- Returns 1 when restored, 0 when it existed, 3 when it was evicted again since the caller read
 -- PostgreSQL (nothing written: read it again).
@@ -23,9 +24,9 @@ if current then
   return 0
 end
 if evictedSince(KEYS[2], ARGV[6], ARGV[7]) then return 3 end
-local positions = tonumber(ARGV[11])
-local first = 12 + 2 * positions
-for i = 12, first - 1, 2 do
+local positions = tonumber(ARGV[12])
+local first = 13 + 2 * positions
+for i = 13, first - 1, 2 do
   redis.call('ZADD', KEYS[3], 'GT', ARGV[i + 1], ARGV[i])
 end
 local count = 0
@@ -50,6 +51,10 @@ end
 if ARGV[10] ~= '0' then
   fields[#fields + 1] = '#L'
   fields[#fields + 1] = ARGV[10]
+end
+if ARGV[11] ~= '' then
+  fields[#fields + 1] = '#N'
+  fields[#fields + 1] = ARGV[11]
 end
 redis.call('HSET', K, unpack(fields))
 redis.call('ZREM', KEYS[2], ARGV[6])

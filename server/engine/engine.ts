@@ -188,6 +188,11 @@ export interface MembersStep {
    * every member's record must be rewritten from `roster`, then `finishRewrite`.
    */
   rewrite: boolean;
+  /**
+   * Issue 43: the conversation's non-counting seqs, given only when one lies above its head (a
+   * recall before its message): a joiner's record takes those above its join head.
+   */
+  nocount?: number[];
 }
 
 export interface Roster {
@@ -232,10 +237,13 @@ export interface RecordedMessage {
   /** The members, read with the head: all of them when write-diffused, else the candidates who are members. */
   members: string[];
   /**
-   * Issue 43, read-diffused only: per member, the seqs whose mention must go (a recall of a seq
-   * the index says mentioned them, or a mention in this batch of a seq recalled already).
+   * Issue 43, read-diffused only: per member, the seqs recalled now whose mention the
+   * conversation's index says the member's record holds (their op takes them as non-counting
+   * seqs, which drops the mention) ...
    */
   drops?: ReadonlyMap<string, readonly number[]>;
+  /** ... and the seqs this batch mentions them in that were recalled already (left out of their op). */
+  ahead?: ReadonlyMap<string, readonly number[]>;
 }
 
 export interface UserOpResult {

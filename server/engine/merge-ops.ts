@@ -92,15 +92,15 @@ export function mergeOps(messages: readonly MessageEvent[], byConv: ReadonlyMap<
   }
   // A read-diffused conversation names the members whose mentions its step found recalled.
   for (const [conv, r] of byConv) {
-    if (r.drops === undefined) continue;
-    for (const [uid, seqs] of r.drops) {
+    // A mention of a seq recalled already is left out (ingest_flush.lua does the same) ...
+    for (const [uid, seqs] of r.ahead ?? []) {
       const op = opFor(uid, conv, r.info.gen);
-      // A mention in this batch is left out (ingest_flush.lua does the same); one the record
-      // holds already goes with the seq joining the record's set.
-      const gone = new Set(seqs);
-      const held = seqs.filter((seq) => !op.mentionSeqs.includes(seq));
-      op.mentionSeqs = op.mentionSeqs.filter((seq) => !gone.has(seq));
-      if (held.length > 0) op.nocountSeqs = mergeNocount(op.nocountSeqs ?? [], held);
+      op.mentionSeqs = op.mentionSeqs.filter((seq) => !seqs.includes(seq));
+    }
+    // ... and one the record holds goes with the seq joining the record's set.
+    for (const [uid, seqs] of r.drops ?? []) {
+      const op = opFor(uid, conv, r.info.gen);
+      op.nocountSeqs = mergeNocount(op.nocountSeqs ?? [], seqs);
     }
   }
   if (lastAt.size > 0) {

@@ -70,7 +70,7 @@ export async function changeMembership(engine: Engine, threshold: number, conv: 
 
 async function finish(engine: Engine, conv: string, step: MembersStep): Promise<MembershipResult> {
   const byUser = new Map<string, MembershipOp>();
-  for (const tag of step.joins) byUser.set(tag.uid, memberOp(step.info, tag));
+  for (const tag of step.joins) byUser.set(tag.uid, withNocount(memberOp(step.info, tag), step.nocount ?? [], tag.joinHead));
   for (const uid of step.leaves) byUser.set(uid, { type: 'membership', uid, conv, gen: step.info.gen, member: false });
   let rewriteGen: number | undefined;
   if (step.rewrite) {

@@ -105,6 +105,23 @@ export function countsConformance(use: UseEngine): void {
       expect(states[0]?.[0]).toMatchObject({ lastSeq: 7, readSeq: 1, mentions: 1, nocount: 3 });
     });
 
+    // Found by the HTTP property test once the model had recalls: a write-diffused recall before
+    // its message reached only the members of the time, and one who joined before the message
+    // arrived counted it.
+    it('a member who joins between a recall and its message does not count it', async () => {
+      const s = await sync();
+      await s.changeMembers('g', { add: ['a', 'b'], remove: [], category: 'group' });
+      await s.postMessages([{ conv: 'g', seq: 1, sender: 'a' }]);
+      await s.postMessages([{ conv: 'g', seq: 2, sender: 'a', counts: false, recalls: [3] }]);
+      await s.changeMembers('g', { add: ['c'], remove: [] });
+      await s.postMessages([{ conv: 'g', seq: 3, sender: 'a', mentions: ['c'] }]);
+      expect(await row(s, 'c', 'g')).toMatchObject({ lastSeq: 3, unread: 0, mentions: 0 });
+      expect(await row(s, 'b', 'g')).toMatchObject({ lastSeq: 3, unread: 1, mentions: 0 });
+      await s.postMessages([{ conv: 'g', seq: 4, sender: 'a' }]);
+      expect(await s.unread('c')).toMatchObject({ total: 1, mentions: 0 });
+      expectTotalsConsistent(await s.engine.userState('c'));
+    });
+
     // Read-diffused (large) groups: the conversation keeps the set, each reader's unread leaves out
     // those in (readSeq, head] at read time (PROTOCOL.md "What counts").
     const large = async () => {
@@ -177,6 +194,21 @@ export function countsConformance(use: UseEngine): void {
       await s.postMessages([{ conv: 'L', seq: 4, sender: 'a' }]);
       expect(await s.unread('b')).toMatchObject({ total: 1, mentions: 0 });
       expect(await s.unread('c')).toMatchObject({ total: 1, mentions: 0 });
+      await sameOnClient(s, 'b');
+    });
+
+    // Found by the HTTP property test (seed 1831615044): the recall came in one batch with a
+    // redelivery of the message it recalls; the redelivered mention was left out but the one the
+    // member's record held from the first delivery stayed.
+    it('large group: a recall batched with a redelivery of its message drops the held mention', async () => {
+      const s = await large();
+      await s.postMessages([{ conv: 'L', seq: 1, sender: 'a', mentions: ['b'] }]);
+      expect(await s.unread('b')).toMatchObject({ total: 1, mentions: 1 });
+      await s.postMessages([
+        { conv: 'L', seq: 2, sender: 'c', mentionAll: true, recalls: [1] },
+        { conv: 'L', seq: 1, sender: 'a', mentions: ['b'] },
+      ]);
+      expect(await row(s, 'b', 'L')).toMatchObject({ lastSeq: 2, unread: 1, mentions: 1 });
       await sameOnClient(s, 'b');
     });
 

@@ -245,12 +245,12 @@ async function pullAll(
   states: Map<string, ConvState>;
   heads: Record<string, number>;
   peers: Map<string, number>;
-  extras: Pick<PullReply, 'headAt' | 'mentionAll'>;
+  extras: Pick<PullReply, 'headAt' | 'mentionAll' | 'nocount'>;
 }> {
   const states = new Map<string, ConvState>();
   const peers = new Map<string, number>();
   let heads: Record<string, number> = {};
-  let extras: Pick<PullReply, 'headAt' | 'mentionAll'> = {};
+  let extras: Pick<PullReply, 'headAt' | 'mentionAll' | 'nocount'> = {};
   let since: Cursor | null = null;
   for (let page = 0; page < 1000; page++) {
     const reply = await sync.pull(uid, since, 3);
@@ -265,7 +265,11 @@ async function pullAll(
     }
     heads = reply.heads;
     for (const [conv, seq] of Object.entries(reply.peerReads ?? {})) peers.set(conv, seq);
-    extras = { ...(reply.headAt ? { headAt: reply.headAt } : {}), ...(reply.mentionAll ? { mentionAll: reply.mentionAll } : {}) };
+    extras = {
+      ...(reply.headAt ? { headAt: reply.headAt } : {}),
+      ...(reply.mentionAll ? { mentionAll: reply.mentionAll } : {}),
+      ...(reply.nocount ? { nocount: reply.nocount } : {}),
+    };
     since = { epoch: reply.epoch, version: reply.version };
     if (!reply.more) return { states, heads, peers, extras };
   }

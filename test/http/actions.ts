@@ -20,7 +20,23 @@ export const PROTO_USERS = ['__proto__', 'constructor', 'valueOf', 'isPrototypeO
 export type Action =
   | { t: 'members'; conv: number; add: number[]; remove: number[]; category?: string }
   /** A new message from upstream; `hold`: assigned a seq now, delivered by a later batch. */
-  | { t: 'msg'; conv: number; sender: number; pick: boolean; mentions: number[]; hold: boolean; gap: number; everyone?: boolean; ago?: number }
+  /**
+   * Issue 43, what counts: `quiet` sends it with `counts: false`; `recalls` are offsets from its
+   * seq (negative: an earlier message; positive: one not sent yet, a recall before its message).
+   */
+  | {
+      t: 'msg';
+      conv: number;
+      sender: number;
+      pick: boolean;
+      mentions: number[];
+      hold: boolean;
+      gap: number;
+      everyone?: boolean;
+      ago?: number;
+      quiet?: boolean;
+      recalls?: number[];
+    }
   /** Redelivery of earlier messages (duplicates, reordering) plus, optionally, the held ones. */
   | { t: 'batch'; picks: number[]; includeHeld: boolean; single: boolean; shuffle: number }
   /** Several single-message POSTs in flight at once (group commit merges them). */
@@ -82,6 +98,17 @@ const msgArb: fc.Arbitrary<Action> = fc.record({
   // Issue 43: @all now and then; the message's time as ms before the run's clock, or none.
   everyone: fc.oneof({ weight: 6, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }),
   ago: fc.option(fc.integer({ min: 0, max: 100_000 }), { nil: undefined }),
+  quiet: fc.oneof({ weight: 5, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }),
+  recalls: fc.oneof(
+    { weight: 6, arbitrary: fc.constant<number[]>([]) },
+    {
+      weight: 1,
+      arbitrary: fc.array(
+        fc.integer({ min: -4, max: 2 }).filter((k) => k !== 0),
+        { minLength: 1, maxLength: 2 },
+      ),
+    },
+  ),
 });
 
 const batchArb: fc.Arbitrary<Action> = fc.record({

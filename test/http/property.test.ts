@@ -238,6 +238,9 @@ for (const kind of ENGINES) {
           'markedReadsAtReadSeq',
           'unreadsLowering',
           'privacyHidPositions',
+          'nonCounting',
+          'recalls',
+          'recallsWhileLarge',
         ] as const;
         if (NUM_RUNS >= 100) for (const key of EXERCISED) expect(coverage[key] - before[key], `random runs exercised ${key}`).toBeGreaterThan(0);
         // Reconcile finds nothing on the stores the scenarios left (tombstones, pending records,

@@ -132,9 +132,8 @@ export class MemoryEngine implements Engine {
     // (PROTOCOL.md State rules), and must not count again after a later switch back.
     if (modeChanged && !large) c.mentionAll = NO_SEQS;
     if (modeChanged && large) c.largeFrom = c.maxSeq;
-    // The mention index serves read diffusion only: a write-diffused recall reaches every member.
-    if (modeChanged && !large) c.mentioned = undefined;
-    return { info: info(conv, c), joins, leaves, rewrite: c.rewrite !== 0 };
+    const ahead = c.nocount.length > 0 && (c.nocount.at(-1) ?? 0) > c.maxSeq;
+    return { info: info(conv, c), joins, leaves, rewrite: c.rewrite !== 0, ...(ahead ? { nocount: [...c.nocount] } : {}) };
   }
 
   async roster(conv: string): Promise<Roster | null> {
@@ -178,8 +177,13 @@ export class MemoryEngine implements Engine {
     if (raised && this.options.badgeMarks) this.marks.markConversation(conv, Date.now());
     if (mentionAll !== undefined && mentionAll.length > 0) c.mentionAll = mergeMentions(c.mentionAll, mentionAll, c.largeFrom);
     if (raised) this.notifications.head({ conv, maxSeq: c.maxSeq, ...(at !== undefined ? { at } : {}) });
-    const drops = recalledMentions(c, item);
-    return { info: info(conv, c), members: candidates.filter((uid) => tableHas(c.members, uid)), ...(drops ? { drops } : {}) };
+    const { held, ahead } = recalledMentions(c, item);
+    return {
+      info: info(conv, c),
+      members: candidates.filter((uid) => tableHas(c.members, uid)),
+      ...(held ? { drops: held } : {}),
+      ...(ahead ? { ahead } : {}),
+    };
   }
 
   async heads(convs: readonly string[]): Promise<Map<string, number>> {
@@ -352,23 +356,23 @@ export class MemoryEngine implements Engine {
 
 /**
  * A read-diffused conversation's mention index (conv_record.lua's twin): this batch's mentions of
- * seqs recalled already are dropped at once, the others indexed (the newest
- * `LIMITS.nocountSeqsPerConversation` pairs); the indexed mentions of seqs recalled now are
- * dropped and leave the index. Returns the members whose mentions go (undefined: none).
+ * seqs recalled already are not indexed (`ahead`: left out of the ops), the others are (the newest
+ * `LIMITS.nocountSeqsPerConversation` pairs); the indexed mentions of seqs recalled now leave the
+ * index (`held`: the members' records drop them). Members only; undefined when none.
  */
-function recalledMentions(c: MemoryConversation, item: MessageRecord): Map<string, number[]> | undefined {
-  let drops: Map<string, number[]> | undefined;
-  const drop = (uid: string, seq: number) => {
+function recalledMentions(c: MemoryConversation, item: MessageRecord): { held?: Map<string, number[]>; ahead?: Map<string, number[]> } {
+  const out: { held?: Map<string, number[]>; ahead?: Map<string, number[]> } = {};
+  const add = (which: 'held' | 'ahead', uid: string, seq: number) => {
     if (!tableHas(c.members, uid)) return;
-    drops ??= new Map();
-    const seqs = drops.get(uid);
+    const lists = (out[which] ??= new Map());
+    const seqs = lists.get(uid);
     if (seqs) seqs.push(seq);
-    else drops.set(uid, [seq]);
+    else lists.set(uid, [seq]);
   };
   if (item.mentioned !== undefined && item.mentioned.length > 0) {
     const gone = new Set(c.nocount);
     for (const [uid, seq] of item.mentioned) {
-      if (gone.has(seq)) drop(uid, seq);
+      if (gone.has(seq)) add('ahead', uid, seq);
       else if (tableHas(c.members, uid)) {
         c.mentioned ??= new Map();
         const uids = c.mentioned.get(seq);
@@ -383,10 +387,10 @@ function recalledMentions(c: MemoryConversation, item: MessageRecord): Map<strin
       const uids = c.mentioned.get(seq);
       if (!uids) continue;
       c.mentioned.delete(seq);
-      for (const uid of uids) drop(uid, seq);
+      for (const uid of uids) add('held', uid, seq);
     }
   }
-  return drops;
+  return out;
 }
 
 /** Keeps the newest `LIMITS.nocountSeqsPerConversation` (seq, uid) pairs (lowest seq, then lowest uid, go first, as a Redis sorted set ranks them). */

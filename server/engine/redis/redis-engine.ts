@@ -259,7 +259,8 @@ export class RedisEngine implements Engine {
     const flat = asStrings(reply[6]);
     const joins: MemberTag[] = [];
     for (let i = 0; i + 1 < flat.length; i += 2) joins.push(decodeMemberTag(flat[i] ?? '', flat[i + 1] ?? ''));
-    return { info, joins, leaves: remove, rewrite: asNumber(reply[5]) === 1 };
+    const ahead = reply[8] == null ? [] : asString(reply[8]).split(',').map(Number);
+    return { info, joins, leaves: remove, rewrite: asNumber(reply[5]) === 1, ...(ahead.length > 0 ? { nocount: ahead } : {}) };
   }
 
   async roster(conv: string): Promise<Roster | null> {
@@ -1092,12 +1093,18 @@ function recordedOf(conv: string, part: Reply): RecordedMessage {
   const info = convInfo(conv, p);
   const listed = asStrings(p[5]);
   const members = info.large ? listed : listed.filter((f) => !f.startsWith(CONV_FIELD));
-  if (p[6] == null) return { info, members };
+  if (p[6] == null && p[7] == null) return { info, members };
   // Issue 43: {uid, 'a,b', ...}, the members whose mentions of those seqs go.
-  const pairs = asStrings(p[6]);
-  const drops = new Map<string, number[]>();
-  for (let i = 0; i + 1 < pairs.length; i += 2) drops.set(pairs[i] as string, (pairs[i + 1] as string).split(',').map(Number));
-  return { info, members, drops };
+  const lists = (part: Reply | undefined): Map<string, number[]> | undefined => {
+    if (part == null) return undefined;
+    const pairs = asStrings(part);
+    const out = new Map<string, number[]>();
+    for (let i = 0; i + 1 < pairs.length; i += 2) out.set(pairs[i] as string, (pairs[i + 1] as string).split(',').map(Number));
+    return out;
+  };
+  const held = lists(p[6]);
+  const ahead = lists(p[7]);
+  return { info, members, ...(held ? { drops: held } : {}), ...(ahead ? { ahead } : {}) };
 }
 
 /**

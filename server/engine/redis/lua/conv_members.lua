@@ -14,7 +14,9 @@
 -- ARGV[7] the conversation id   ARGV[8..] distinct uids to add, then to remove
 -- Returns {maxSeq, large 1|0, category, member count, gen, rewrite pending 1|0,
 --          {uid, join tag, ...} for every uid added (an existing member keeps its tag),
---          last activity '#a' (ms, false = none: issue 43)}
+--          last activity '#a' (ms, false = none: issue 43),
+--          the non-counting seqs '#N' when any lies above the head (a recall before its message:
+--          a joiner's record takes them, as every member's did), else false}
 
 local function int(n) return string.format('%d', n) end
 local K = KEYS[1]
@@ -82,12 +84,12 @@ if changed or categoryChanged or modeChanged then
   -- Issue 43: the @all seqs counted while read-diffused stop counting with write diffusion
   -- (PROTOCOL.md State rules), and must not count again after a later switch back.
   if modeChanged and not large then redis.call('HDEL', K, '#@') end
-  -- The mention index (conv_record.lua ':m') serves read diffusion only: a write-diffused recall
-  -- reaches every member. The non-counting seqs '#N' are kept in both modes.
-  if modeChanged and not large then redis.call('DEL', K .. ':m') end
   -- The head when it became read-diffused ('#L'): an @all at or below it was a write-diffused
   -- message, counted in its members' records (a redelivery must not count it again, conv_record.lua).
   if modeChanged and large then redis.call('HSET', K, '#L', int(maxSeq)) end
   if ARGV[5] ~= '' then redis.call('ZADD', KEYS[2], 'NX', ARGV[5], 'm|' .. ARGV[7]) end
 end
-return { maxSeq, large and 1 or 0, category, count, gen, rewrite and 1 or 0, joins, meta[7] or false }
+local ahead = false
+local nocount = redis.call('HGET', K, '#N')
+if nocount and tonumber(string.match(nocount, '(%d+)$')) > maxSeq then ahead = nocount end
+return { maxSeq, large and 1 or 0, category, count, gen, rewrite and 1 or 0, joins, meta[7] or false, ahead }

@@ -28,8 +28,9 @@
 --         or below it was a write-diffused message, counted in its members' records already);
 --         a write-diffused one's members' records count them.
 -- Returns per conversation: 0 when it does not exist (nothing is created), else
--- {maxSeq, large 1|0, category, gen, member count, {uid, ...}[, {uid, 'a,b', ...}]} (the
--- seventh, only when any: the members whose mentions of those seqs go; gen and member count as stored:
+-- {maxSeq, large 1|0, category, gen, member count, {uid, ...}[, held, ahead]} (issue 43, only
+-- when any, each {uid, 'a,b', ...}: held, the members whose mentions of seqs recalled now the
+-- index holds; ahead, those this flush mentions in seqs recalled already; gen and member count as stored:
 -- texts, or false when unset; the caller parses them); for a write-diffused one the list
 -- is HKEYS: the members plus the '#' fields, which the caller drops. On a cluster, a conversation
 -- not on this master (a slot moved) ends the reply with the marker 'moved' before it is touched.
@@ -39,19 +40,34 @@ local durableNow, hookNow = ARGV[5], ARGV[6]
 -- unpack() is bounded by the Lua C stack (LUAI_MAXCSTACK 8000): work in chunks.
 local CHUNK = 1000
 
+-- Members' seqs, {uid -> {seq, ...}} in order of first use, as a reply {uid, 'a,b', ...} (nil: none).
+local function seqLists()
+  local bySeq, order = {}, {}
+  return {
+    add = function(uid, seq)
+      if not bySeq[uid] then bySeq[uid] = {}; order[#order + 1] = uid end
+      local list = bySeq[uid]
+      list[#list + 1] = seq
+    end,
+    reply = function()
+      if #order == 0 then return nil end
+      local out = {}
+      for _, uid in ipairs(order) do
+        out[#out + 1] = uid
+        out[#out + 1] = table.concat(bySeq[uid], ',')
+      end
+      return out
+    end,
+  }
+end
+
 -- The mention index of a read-diffused conversation K (above): the mentions ('uid=seq ...') of
--- seqs in its '#N' (`kept`, false: not read yet) are dropped, the others indexed; the index's
--- mentions of the seqs `nocount` ('a,b') recalls now are dropped and leave it. Returns
--- {uid, 'a,b', ...} of the members whose mentions go, or nil.
+-- seqs in its '#N' (`kept`, false: not read yet) are not indexed (returned as `ahead`), the others
+-- are; the index's mentions of the seqs `nocount` ('a,b') recalls now leave it (returned as
+-- `held`). Only members are returned. Returns held, ahead (each nil when none).
 local function recalledMentions(K, kept, nocount, mentioned)
   local index = K .. ':m'
-  local bySeq, order = {}, {}
-  local function drop(uid, seq)
-    if not redis.call('HGET', K, uid) then return end
-    if not bySeq[uid] then bySeq[uid] = {}; order[#order + 1] = uid end
-    local list = bySeq[uid]
-    list[#list + 1] = seq
-  end
+  local held, ahead = seqLists(), seqLists()
   if mentioned ~= '' then
     if kept == nil then kept = redis.call('HGET', K, '#N') end
     local gone = {}
@@ -59,7 +75,7 @@ local function recalledMentions(K, kept, nocount, mentioned)
     local added = false
     for uid, seq in string.gmatch(mentioned, '([^ =]+)=(%d+)') do
       if gone[seq] then
-        drop(uid, seq)
+        if redis.call('HGET', K, uid) then ahead.add(uid, seq) end
       elseif redis.call('HGET', K, uid) then
         redis.call('ZADD', index, seq, seq .. '|' .. uid)
         added = true
@@ -75,17 +91,14 @@ local function recalledMentions(K, kept, nocount, mentioned)
       local found = redis.call('ZRANGEBYSCORE', index, seq, seq)
       if #found > 0 then
         redis.call('ZREMRANGEBYSCORE', index, seq, seq)
-        for _, pair in ipairs(found) do drop(string.sub(pair, #seq + 2), seq) end
+        for _, pair in ipairs(found) do
+          local uid = string.sub(pair, #seq + 2)
+          if redis.call('HGET', K, uid) then held.add(uid, seq) end
+        end
       end
     end
   end
-  if #order == 0 then return nil end
-  local out = {}
-  for _, uid in ipairs(order) do
-    out[#out + 1] = uid
-    out[#out + 1] = table.concat(bySeq[uid], ',')
-  end
-  return out
+  return held.reply(), ahead.reply()
 end
 
 local out = {}
@@ -133,8 +146,8 @@ while i <= #ARGV do
         extraMoved = true
       end
     end
-    local drops
-    if large and (mentioned ~= '' or nocount ~= '') then drops = recalledMentions(K, kept, nocount, mentioned) end
+    local held, ahead
+    if large and (mentioned ~= '' or nocount ~= '') then held, ahead = recalledMentions(K, kept, nocount, mentioned) end
     local members
     if not large then
       members = redis.call('HKEYS', K)
@@ -170,7 +183,7 @@ while i <= #ARGV do
     end
     -- The durable tier writes them with the head ('h' mark): marked also when the head did not move.
     if extraMoved and not raised and durableNow ~= '' then redis.call('ZADD', dirtyConvsKeyOf(prefix, shard), 'NX', durableNow, 'h|' .. conv) end
-    out[#out + 1] = { maxSeq, large and 1 or 0, meta[3], meta[4], meta[5], members, drops }
+    out[#out + 1] = { maxSeq, large and 1 or 0, meta[3], meta[4], meta[5], members, held or false, ahead }
   end
 end
 return out

@@ -114,14 +114,15 @@ for k, c in ipairs(convs) do
     for _, uid in ipairs(listed) do
       if candidate[uid] == false then candidate[uid] = true end
     end
-    -- Issue 43: mentions of seqs the conversation holds recalled (conv_record.lua) are dropped.
+    -- Issue 43: mentions of seqs the conversation holds recalled (conv_record.lua's `ahead`) are
+    -- left out (this script carries no recall: no member's held mention goes).
     local drops
-    if r[7] then
+    if r[8] then
       drops = {}
-      for d = 1, #r[7], 2 do
+      for d = 1, #r[8], 2 do
         local gone = {}
-        for text in string.gmatch(r[7][d + 1], '%d+') do gone[text] = true end
-        drops[r[7][d]] = gone
+        for text in string.gmatch(r[8][d + 1], '%d+') do gone[text] = true end
+        drops[r[8][d]] = gone
       end
     end
     for j = 0, c.count - 1 do

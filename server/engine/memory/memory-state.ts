@@ -34,8 +34,9 @@ export class MemoryConversation {
   /** Issue 43: the non-counting seqs, in either mode (conv_record.lua '#N'), the newest `LIMITS.nocountSeqsPerConversation`. */
   nocount: readonly number[] = NO_SEQS;
   /**
-   * Read-diffused only: seq → the members its message mentioned (conv_record.lua's ':m' index), the
-   * newest `LIMITS.nocountSeqsPerConversation` pairs; a recall drops the pairs it finds. Made on first use.
+   * Mentions made while read-diffused: seq → the members its message mentioned (conv_record.lua's
+   * ':m' index, kept across switches), the newest `LIMITS.nocountSeqsPerConversation` pairs; a
+   * recall while read-diffused drops the pairs it finds. Made on first use.
    */
   mentioned: Map<number, Set<string>> | undefined;
   /** uid → the member's tag text (state-text.ts encodeMemberTag, as the Redis engine stores it). */

@@ -309,6 +309,15 @@ export class Model {
     return { total, mentions, categories: Object.fromEntries(categories), conversations };
   }
 
+  /**
+   * The store lost everything and came back from PostgreSQL (the durable tier): what it restores
+   * is all as before, but for the read-diffused conversations' mention index, which it does not
+   * keep (PROTOCOL.md "What counts": a mention made before is not dropped by a later recall).
+   */
+  storeLost(): void {
+    for (const c of this.conversations.values()) c.mentionedWhileLarge.clear();
+  }
+
   isMember(uid: string, conv: string): boolean {
     return this.conversations.get(conv)?.members.has(uid) ?? false;
   }

@@ -6,7 +6,7 @@ import type { EngineKind } from '../../server/engine/engine.js';
 import { walk } from '../admin/toolbox-suite.js';
 import { type RedisServer, startRedisServer } from '../helpers/redis-server.js';
 import { startTestServer, type TestServer, type TestServerOptions } from '../helpers/test-server.js';
-import { type Scenario, scenarioArb } from './actions.js';
+import { countsScenarioArb, type Scenario } from './actions.js';
 import { coverage, runScenario, takeCoverage } from './scenario.js';
 
 /**
@@ -217,7 +217,7 @@ for (const kind of ENGINES) {
       async () => {
         const before = structuredClone(coverage);
         await fc.assert(
-          fc.asyncProperty(scenarioArb(CONFIGS.length), async (scenario) => {
+          fc.asyncProperty(countsScenarioArb(CONFIGS.length), async (scenario) => {
             await runOn(scenario);
           }),
           // Under CI, the first counterexample with its seed: shrinking one on a loaded machine can

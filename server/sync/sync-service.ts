@@ -276,26 +276,21 @@ export class SyncService {
     return badgeTotals(stored, Object.fromEntries(headMap), extras);
   }
 
-  /** Issue 43: the read-diffused conversations' last activity, @all and non-counting seqs (PullReply `headAt`, `mentionAll`, `nocount`), only those that have any. */
-  private async extrasOf(
-    convs: readonly string[],
-  ): Promise<{ headAt?: Record<string, number>; mentionAll?: Record<string, number[]>; nocount?: Record<string, number[]> }> {
+  /** Issue 43: the read-diffused conversations' last activity and @all seqs (PullReply `headAt`, `mentionAll`), only those that have any. */
+  private async extrasOf(convs: readonly string[]): Promise<{ headAt?: Record<string, number>; mentionAll?: Record<string, number[]> }> {
     if (convs.length === 0) return {};
     const found = await this.engine.headExtras(convs);
     if (found.size === 0) return {};
     // Object.fromEntries defines own properties: a conversation named `__proto__` stays data.
     const atEntries: [string, number][] = [];
     const allEntries: [string, number[]][] = [];
-    const nocountEntries: [string, number[]][] = [];
     for (const [conv, extra] of found) {
       if (extra.at > 0) atEntries.push([conv, extra.at]);
       if (extra.mentionAll.length > 0) allEntries.push([conv, extra.mentionAll]);
-      if (extra.nocount.length > 0) nocountEntries.push([conv, extra.nocount]);
     }
     return {
       ...(atEntries.length > 0 ? { headAt: Object.fromEntries(atEntries) } : {}),
       ...(allEntries.length > 0 ? { mentionAll: Object.fromEntries(allEntries) } : {}),
-      ...(nocountEntries.length > 0 ? { nocount: Object.fromEntries(nocountEntries) } : {}),
     };
   }
 

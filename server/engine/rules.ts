@@ -1,4 +1,3 @@
-import { withChildFields } from '../../protocol/child-id.js';
 import { LIMITS } from '../../protocol/limits.js';
 import type { ConvState, NotificationLevel } from '../../protocol/types.js';
 import type { UserOp } from './ops.js';
@@ -120,7 +119,6 @@ export function toConvState(rec: StoredConv): ConvState {
   if (rec.at > 0) state.at = rec.at;
   const nocount = nocountAbove(rec);
   if (nocount > 0) state.nocount = nocount;
-  withChildFields(state);
   return state;
 }
 

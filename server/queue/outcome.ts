@@ -18,9 +18,7 @@ export function isStoreTrouble(err: unknown): boolean {
 
 /** Refusals the same record will always get: retrying cannot help. */
 export function isPermanent(err: unknown): boolean {
-  return (
-    err instanceof RedpointError && (err.code === 'invalid_request' || err.code === 'bad_json' || err.code === 'seq_jump' || err.code === 'limit_exceeded')
-  );
+  return err instanceof RedpointError && (err.code === 'invalid_request' || err.code === 'bad_json' || err.code === 'seq_jump');
 }
 
 export function reasonOf(err: unknown): string {

@@ -55,14 +55,13 @@ export async function changeMembership(engine: Engine, threshold: number, conv: 
   });
   // The conversation step landed: a failure from here on leaves the change half made (its retry completes it).
   try {
-    return await applyMembersStep(engine, conv, step);
+    return await finish(engine, conv, step);
   } catch (err) {
     throw afterPartOfIt(err);
   }
 }
 
-/** The user steps of a conversation step that landed (and the rewrite it asks for): safe to repeat. */
-export async function applyMembersStep(engine: Engine, conv: string, step: MembersStep): Promise<MembershipResult> {
+async function finish(engine: Engine, conv: string, step: MembersStep): Promise<MembershipResult> {
   const byUser = new Map<string, MembershipOp>();
   for (const tag of step.joins) byUser.set(tag.uid, memberOp(step.info, tag));
   for (const uid of step.leaves) byUser.set(uid, { type: 'membership', uid, conv, gen: step.info.gen, member: false });

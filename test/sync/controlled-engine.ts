@@ -14,9 +14,6 @@ export const STORE_CALLS = [
   'pull',
   'position',
   'userState',
-  'addTopic',
-  'topicReady',
-  'topics',
 ] as const satisfies readonly (keyof Engine)[];
 
 export type StoreCall = (typeof STORE_CALLS)[number];

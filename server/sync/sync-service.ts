@@ -212,14 +212,12 @@ export class SyncService {
     const pageConvs = [...(stored.snapshot?.convs ?? []), ...stored.entries.flatMap((e) => (e.state ? [e.state] : []))]
       .filter((s) => !s.large)
       .map((s) => s.conv);
-    // The extras after the heads (as unread() reads them): a conversation Redis lost is restored
-    // once, by the heads' read, not by both reads at once (headExtras restores by itself too).
-    const [[heads, extras], peers] = await Promise.all([
-      this.headsOf(stored.largeConvs, stored.heads).then(async (heads) => [heads, await this.extrasOf(stored.largeConvs)] as const),
+    const [{ heads, extras }, peers] = await Promise.all([
+      this.largeReads(stored.largeConvs, stored.heads),
       this.receipts.peerReads(uid, [...new Set(pageConvs)], sharing),
     ]);
     const { largeConvs: _ignored, heads: _read, ...rest } = stored;
-    return { ...rest, heads: Object.fromEntries(heads), ...extras, ...(peers.size > 0 ? { peerReads: Object.fromEntries(peers) } : {}) };
+    return { ...rest, heads, ...extras, ...(peers.size > 0 ? { peerReads: Object.fromEntries(peers) } : {}) };
   }
 
   /** The badge numbers. `total` = stored totals (write-diffused) + read-diffused groups summed now. */
@@ -229,18 +227,15 @@ export class SyncService {
     sharing.catch(() => undefined);
     const stored = await this.engine.userState(uid);
     this.onStoreCall?.('user_state', (performance.now() - started) / 1000);
-    const large = stored.states.filter((s) => s.large).map((s) => s.conv);
-    // Independent reads of the store: sent together, one round trip's wait instead of three.
-    const [peers, headMap, extras] = await Promise.all([
+    // The peers' positions alongside the read-diffused conversations' reads (independent).
+    const [peers, { heads, extras }] = await Promise.all([
       this.receipts.peerReads(
         uid,
         stored.states.filter((s) => !s.large).map((s) => s.conv),
         sharing,
       ),
-      this.headsOf(large, stored.heads),
-      this.extrasOf(large),
+      this.largeReadsOf(stored),
     ]);
-    const heads = Object.fromEntries(headMap);
     return {
       uid,
       epoch: stored.epoch,
@@ -259,13 +254,32 @@ export class SyncService {
    */
   async badge(uid: string): Promise<Pick<UnreadSummary, 'total' | 'mentions' | 'categories'>> {
     const stored = await this.engine.userState(uid);
-    const large = stored.states.filter((s) => s.large).map((s) => s.conv);
-    const [headMap, extras] = await Promise.all([this.headsOf(large, stored.heads), this.extrasOf(large)]);
-    return badgeTotals(stored, Object.fromEntries(headMap), extras);
+    const { heads, extras } = await this.largeReadsOf(stored);
+    return badgeTotals(stored, heads, extras);
+  }
+
+  private largeReadsOf(stored: StoredUserState): Promise<{ heads: Record<string, number>; extras: LargeExtras }> {
+    return this.largeReads(
+      stored.states.filter((s) => s.large).map((s) => s.conv),
+      stored.heads,
+    );
+  }
+
+  /**
+   * The read-diffused conversations' heads, then their extras: a conversation Redis lost is
+   * restored once, by the heads' read, not by both reads at once (headExtras restores by itself
+   * too, so either order is correct; this one reads PostgreSQL once). Pulls, `/unread` and the badge.
+   */
+  private async largeReads(
+    convs: readonly string[],
+    known: ReadonlyMap<string, number> | undefined,
+  ): Promise<{ heads: Record<string, number>; extras: LargeExtras }> {
+    const heads = Object.fromEntries(await this.headsOf(convs, known));
+    return { heads, extras: await this.extrasOf(convs) };
   }
 
   /** Issue 43: the read-diffused conversations' last activity and @all seqs (PullReply `headAt`, `mentionAll`), only those that have any. */
-  private async extrasOf(convs: readonly string[]): Promise<{ headAt?: Record<string, number>; mentionAll?: Record<string, number[]> }> {
+  private async extrasOf(convs: readonly string[]): Promise<LargeExtras> {
     if (convs.length === 0) return {};
     const found = await this.engine.headExtras(convs);
     if (found.size === 0) return {};
@@ -311,6 +325,9 @@ export class SyncService {
     throw await refusal(this.engine, op.uid, op.conv);
   }
 }
+
+/** What extrasOf gives: PullReply's `headAt` and `mentionAll`, those that have any. */
+type LargeExtras = { headAt?: Record<string, number>; mentionAll?: Record<string, number[]> };
 
 /**
  * The totals of a user's state: the stored ones cover the write-diffused conversations; the

@@ -18,14 +18,6 @@
 if redis.call('HEXISTS', KEYS[1], 'e') == 1 then return 0 end
 if evictedSince(ARGV[10], ARGV[9], ARGV[11]) then return 3 end
 
--- The newest MENTION_CAP of an ascending list.
-local function newestMentions(seqs)
-  if #seqs <= MENTION_CAP then return seqs end
-  local out = {}
-  for i = #seqs - MENTION_CAP + 1, #seqs do out[#out + 1] = seqs[i] end
-  return out
-end
-
 -- A record Redis kept without the user's meta (a message that reached a member before its join,
 -- or newer than the rows when only the meta was lost) is merged: the registers are max-registers,
 -- and the newer membership generation decides the rest. Within one membership the sets are
@@ -70,7 +62,8 @@ local function merged(conv, kept, restored)
   end
   table.sort(above)
   table.sort(spent)
-  base.mentions, base.readMentions = newestMentions(above), newestMentions(spent)
+  -- lib/apply.lua's newest, with the cap spelled out: a restore is no user step, so `mentionCap` is unset.
+  base.mentions, base.readMentions = newest(above, MENTION_CAP), newest(spent, MENTION_CAP)
   return (encodeRecord(base))
 end
 

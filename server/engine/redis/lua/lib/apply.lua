@@ -27,11 +27,12 @@ local function keepAbove(seqs, readSeq)
   return kept
 end
 
--- The newest `mentionCap` of an ascending list.
-local function newest(seqs)
-  if #seqs <= mentionCap then return seqs end
+-- The newest `cap` (default: the call's `mentionCap`) of an ascending list.
+local function newest(seqs, cap)
+  cap = cap or mentionCap
+  if #seqs <= cap then return seqs end
   local out = {}
-  for i = #seqs - mentionCap + 1, #seqs do out[#out + 1] = seqs[i] end
+  for i = #seqs - cap + 1, #seqs do out[#out + 1] = seqs[i] end
   return out
 end
 

@@ -27,6 +27,10 @@ export const ERROR_CODES = {
     reason:
       'A membership change would put a user in more conversations than MAX_CONVERSATIONS_PER_USER allows; those users were not added, the rest of the change was.',
   },
+  limit_exceeded: {
+    status: 422,
+    reason: 'The request would exceed a per-conversation limit (LIMITS.topicsPerConversation topics); nothing of it was applied.',
+  },
   rate_limited: { status: 429, reason: 'Too many requests or frames; slow down.' },
   internal: { status: 500, reason: 'An unexpected server error; the request may be retried.' },
   unavailable: { status: 503, reason: 'The store is unreachable, stuck, or the server is shutting down; nothing was applied. Retry after Retry-After.' },

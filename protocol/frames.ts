@@ -1,7 +1,7 @@
 import { type Static, Type } from '@sinclair/typebox';
 import type { AuthCheck } from './errors.js';
 import { LIMITS } from './limits.js';
-import { Id, Level, ReadGen, ReadSeq, UnreadFromBody } from './schemas.js';
+import { ConvRef, Level, ReadGen, ReadSeq, UnreadFromBody } from './schemas.js';
 import type { ConvState, PullReply } from './types.js';
 
 /**
@@ -42,7 +42,7 @@ export const ReadFrame = Type.Object(
     t: Type.Literal('read'),
     id: RequestId,
     /** `[conv, seq]`, or `[conv, seq, gen]`: the read generation the read was made in (POST /v1/users/:uid/read's `gen`). */
-    reads: Type.Array(Type.Union([Type.Tuple([Id, ReadSeq]), Type.Tuple([Id, ReadSeq, ReadGen])]), { minItems: 1, maxItems: LIMITS.readsPerBatch }),
+    reads: Type.Array(Type.Union([Type.Tuple([ConvRef, ReadSeq]), Type.Tuple([ConvRef, ReadSeq, ReadGen])]), { minItems: 1, maxItems: LIMITS.readsPerBatch }),
   },
   { additionalProperties: false },
 );
@@ -52,7 +52,7 @@ export const UnreadFromFrame = Type.Object(
   {
     t: Type.Literal('unread-from'),
     id: RequestId,
-    conv: Id,
+    conv: ConvRef,
     seq: UnreadFromBody.properties.seq,
     gen: UnreadFromBody.properties.gen,
   },
@@ -63,7 +63,7 @@ export const SettingsFrame = Type.Object(
   {
     t: Type.Literal('settings'),
     id: RequestId,
-    conv: Id,
+    conv: ConvRef,
     muted: Type.Optional(Type.Boolean()),
     markedUnread: Type.Optional(Type.Boolean()),
     /** The notification level (issue 43), as the settings endpoint's `level`. */

@@ -102,7 +102,7 @@ const OPERATOR_ENDPOINTS: readonly Endpoint[] = [
       "After the store lost writes: what a message at `maxSeq` from no one in particular would do (members of a write-diffused conversation get their lastSeq raised; nobody's readSeq moves). Max-merged: a lower `maxSeq` changes nothing. Nothing is created for an unknown conversation. `MAX_SEQ_JUMP` applies as for messages.",
     body: HeadBody,
     replies: [{ status: 200, description: "The conversation's head after the call (at least `maxSeq`).", schema: Head }],
-    errors: ['unknown_conversation', 'seq_jump'],
+    errors: ['unknown_conversation', 'seq_jump', 'limit_exceeded'],
   },
   {
     ...OPERATOR,

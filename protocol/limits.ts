@@ -41,7 +41,15 @@ export const LIMITS = {
   atMin: 1_000_000_000_000,
   /** ... or more than this ahead of the server's clock: last activity is a max-register, and one absurd value would pin the conversation's order forever. */
   atMaxAheadMs: 24 * 60 * 60 * 1000,
+  /** Topics one conversation may have (PROTOCOL.md "Topics"); a message that would make one more is refused with `limit_exceeded`. */
+  topicsPerConversation: 100,
+  /** A topic id's length: a topic's conversation id `<conv>#t:<topic>` then stays within `convRefMaxLength`. */
+  topicIdMaxLength: 64,
+  /** A conversation reference in a user operation: a conversation id, or a topic's `<conv>#t:<topic>` (128 + 3 + 64). */
+  convRefMaxLength: 128 + 3 + 64,
 } as const;
 
 /** Ids are restricted to a character set that needs no escaping in keys, URLs or logs. */
 export const ID_PATTERN = '^[A-Za-z0-9_.:@-]+$';
+/** A conversation reference (user operations, rows): an id, or a topic's child id `<conv>#t:<topic>` (protocol/child-id.ts). */
+export const CONV_REF_PATTERN = '^[A-Za-z0-9_.:@-]+(#t:[A-Za-z0-9_.:@-]+)?$';

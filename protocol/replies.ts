@@ -1,7 +1,7 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { AUTH_CHECKS, type AuthCheck, ERROR_CODES, type ErrorCode } from './errors.js';
 import { LIMITS } from './limits.js';
-import { Category, DemoMessageKind, Id } from './schemas.js';
+import { Category, ConvRef, DemoMessageKind, Id } from './schemas.js';
 
 /**
  * Schemas of every reply the HTTP API sends: the single source of the reply types in `types.ts`
@@ -28,7 +28,10 @@ const AtSchema = Type.Integer({
 
 export const ConvStateSchema = Type.Object(
   {
-    conv: Id,
+    conv: ConvRef,
+    // Topics (PROTOCOL.md "Topics"): a topic's row names its conversation and topic, so a client groups rows without parsing `conv`.
+    parent: Type.Optional(Id),
+    topic: Type.Optional(Type.String({ description: "A topic's row: the topic's id (`conv` is then `<parent>#t:<topic>`)." })),
     lastSeq: Type.Integer({
       minimum: 0,
       description: 'Highest seq delivered to this user. For a read-diffused (`large`) conversation only a lower bound: `heads` is authoritative.',
@@ -75,7 +78,7 @@ export const ConvStateSchema = Type.Object(
 export const ConvEntrySchema = Type.Object(
   {
     v: Version,
-    conv: Id,
+    conv: ConvRef,
     state: Type.Union([ConvStateSchema, Type.Null()], { description: '`null`: the user left the conversation; drop it.' }),
   },
   { $id: 'ConvEntry', additionalProperties: false, description: "One change in a user's sync stream: the conversation's whole state after it." },
@@ -122,7 +125,10 @@ export const PullReplySchema = Type.Object(
 
 export const ConvViewSchema = Type.Object(
   {
-    conv: Id,
+    conv: ConvRef,
+    // Topics (PROTOCOL.md "Topics"): a topic's row names its conversation and topic, so a client groups rows without parsing `conv`.
+    parent: Type.Optional(Id),
+    topic: Type.Optional(Type.String({ description: "A topic's row: the topic's id (`conv` is then `<parent>#t:<topic>`)." })),
     lastSeq: Type.Integer({ minimum: 0, description: 'The effective lastSeq (heads applied).' }),
     readSeq: Type.Integer({ minimum: 0 }),
     unread: Type.Integer({ minimum: 0 }),
@@ -173,7 +179,7 @@ export const UserSettingsReplySchema = Type.Object(
 
 export const ReadReceiptsReplySchema = Type.Object(
   {
-    conv: Id,
+    conv: ConvRef,
     members: Type.Integer({ minimum: 0, description: 'Member count.' }),
     large: Type.Boolean({ description: 'Read-diffused: counts only, no `readers`.' }),
     seqs: Type.Array(

@@ -1,13 +1,19 @@
 import { type Static, type TSchema, Type } from '@sinclair/typebox';
 import { type TypeCheck, TypeCompiler, type ValueError } from '@sinclair/typebox/compiler';
 import { RedpointError } from './errors.js';
-import { ID_PATTERN, LIMITS } from './limits.js';
+import { CONV_REF_PATTERN, ID_PATTERN, LIMITS } from './limits.js';
 
 /**
  * Schemas of every untrusted input. They double as JSON Schema for the docs; `decode` checks a
  * parsed value against one and throws `invalid_request` naming the first offending field.
  */
 export const Id = Type.String({ minLength: 1, maxLength: LIMITS.idMaxLength, pattern: ID_PATTERN });
+/**
+ * A conversation named by a user operation or a row: a conversation id, or a topic's
+ * `<conv>#t:<topic>` (PROTOCOL.md "Topics"). Never where the message service names a
+ * conversation (members, a message's `conv`).
+ */
+export const ConvRef = Type.String({ minLength: 1, maxLength: LIMITS.convRefMaxLength, pattern: CONV_REF_PATTERN });
 export const Seq = Type.Integer({ minimum: 1, maximum: LIMITS.maxSeq });
 /** A read may name seq 0 (nothing read) without being an error. */
 export const ReadSeq = Type.Integer({ minimum: 0, maximum: LIMITS.maxSeq });
@@ -16,6 +22,16 @@ export const Category = Type.String({ minLength: 1, maxLength: LIMITS.categoryMa
 export const Message = Type.Object(
   {
     conv: Id,
+    // Topics.
+    topic: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: LIMITS.topicIdMaxLength,
+        pattern: ID_PATTERN,
+        description:
+          "The conversation's topic this message belongs to (absent: the conversation itself, its general topic). Its seq is in the topic's own seq space; the first message of a topic creates it, with the conversation's members (PROTOCOL.md \"Topics\").",
+      }),
+    ),
     seq: Seq,
     sender: Id,
     mentions: Type.Optional(Type.Array(Id, { maxItems: LIMITS.mentionsPerMessage })),
@@ -89,7 +105,7 @@ export const MembersBody = Type.Object(
  */
 export const ReadGen = Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER });
 
-export const ReadBody = Type.Object({ conv: Id, seq: ReadSeq, gen: Type.Optional(ReadGen) }, { additionalProperties: false });
+export const ReadBody = Type.Object({ conv: ConvRef, seq: ReadSeq, gen: Type.Optional(ReadGen) }, { additionalProperties: false });
 
 /**
  * POST /v1/users/:uid/conversations/:conv/unread-from: `seq` and every message after it become

@@ -42,6 +42,8 @@ export type NotificationLevel = 'all' | 'mentions' | 'none';
 /** An ingest event from the message service. */
 export interface MessageEvent {
   conv: string;
+  /** The conversation's topic (absent: the conversation itself); its seq is in the topic's own seq space (PROTOCOL.md "Topics"). */
+  topic?: string;
   seq: number;
   sender: string;
   /** Users @-mentioned by this message. */

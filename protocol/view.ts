@@ -56,6 +56,8 @@ export function toView(state: ConvState, heads: Readonly<Record<string, number>>
   const at = effectiveAt(state, extras);
   return {
     conv: state.conv,
+    ...(state.parent !== undefined ? { parent: state.parent } : {}),
+    ...(state.topic !== undefined ? { topic: state.topic } : {}),
     lastSeq,
     readSeq: state.readSeq,
     // Issue 43: the non-counting seqs above readSeq (a write-diffused state's lastSeq is its own).

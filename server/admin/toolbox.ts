@@ -1,4 +1,5 @@
 import type { ReconcileRequest } from '../../protocol/admin-schemas.js';
+import { topicConv } from '../../protocol/child-id.js';
 import { RedpointError } from '../../protocol/errors.js';
 import type { EngineAdmin } from '../engine/admin.js';
 import type { Engine, EngineOptions, UserOpResult } from '../engine/engine.js';
@@ -114,6 +115,11 @@ export class LocalToolbox implements Toolbox {
   }
 
   async deleteConversation(conv: string): Promise<DeleteResult | null> {
+    // Topics first (PROTOCOL.md "Topics"), then the registry, then the conversation: a retry after
+    // a failure anywhere still finds what is left (the registry goes only once each topic is gone).
+    const topics = await this.engine.topics(conv);
+    for (const topic of topics) await this.deleteConversation(topicConv(conv, topic));
+    if (topics.length > 0) await this.engine.dropTopics(conv);
     const result = await deleteConversation(this.engine, this.admin, conv);
     if (result) await this.settings.durableErase?.deleteConversation(conv, result.gen);
     return result;

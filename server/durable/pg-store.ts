@@ -3,6 +3,7 @@ import type { DurableBacking, PersistedConversation, PersistedRecord, PersistedU
 import type { StoredConv } from '../engine/rules.js';
 import { decodeRecordFast } from '../engine/state-text.js';
 import { PgReadPositions } from './pg-read-positions.js';
+import { PgTopics } from './pg-topics.js';
 
 /**
  * PostgreSQL, the system of record behind Redis (schema.ts). Writes are idempotent and
@@ -16,9 +17,12 @@ import { PgReadPositions } from './pg-read-positions.js';
 export class PgStore implements DurableBacking {
   /** Read receipts' tables. */
   readonly readPositions: PgReadPositions;
+  /** Topic registries. */
+  readonly topics: PgTopics;
 
   constructor(readonly pool: pg.Pool) {
     this.readPositions = new PgReadPositions(pool);
+    this.topics = new PgTopics(pool);
   }
 
   static connect(url: string, options: { max?: number; statementTimeoutMs?: number } = {}): PgStore {

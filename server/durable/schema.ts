@@ -104,6 +104,15 @@ const MIGRATIONS: readonly string[] = [
   // false` messages and recalls), taken with the row at the larger write clock (the set only
   // grows within a membership; a leave or delete trims it, and that write is the newer one).
   `ALTER TABLE redpoint_user_conv ADD COLUMN nocount_seqs bigint[] NOT NULL DEFAULT '{}';`,
+  // 9 (topics, PROTOCOL.md "Topics"): each conversation's topic registry, written through when a
+  // topic is added (before its child conversation is created) and put back with the conversation
+  // (conv_restore.lua). Keyed by conv first, colocated with the conversation. Self-contained: it
+  // touches no other table.
+  `CREATE TABLE redpoint_topics (
+     conv text NOT NULL,
+     topic text NOT NULL,
+     PRIMARY KEY (conv, topic)
+   );`,
 ];
 
 const SCHEMA_VERSION = MIGRATIONS.length;

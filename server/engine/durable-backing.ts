@@ -14,6 +14,16 @@ export interface DurableBacking {
   loadConversations(convs: readonly string[]): Promise<Map<string, PersistedConversation>>;
   /** Read receipts' registers and settings (server/durable/pg-read-positions.ts); absent: not kept. */
   readonly readPositions?: ReadPositionsBacking;
+  /** Topic registries (server/durable/pg-topics.ts); absent: not kept (a conversation Redis lost comes back without its topics). */
+  readonly topics?: TopicsBacking;
+}
+
+/** What Engine.addTopic writes through and a conversation's restore reads back. */
+export interface TopicsBacking {
+  /** Idempotent. */
+  saveTopic(conv: string, topic: string): Promise<void>;
+  loadTopics(convs: readonly string[]): Promise<Map<string, string[]>>;
+  dropTopics(conv: string): Promise<void>;
 }
 
 export interface PersistedUser {

@@ -117,6 +117,21 @@ export interface Engine {
    */
   claimJoins(conv: string, uids: readonly string[], terms: ClaimTerms): Promise<JoinClaim[]>;
 
+  /**
+   * Topics (PROTOCOL.md "Topics"; sync/topics.ts runs the protocol): adds `topic` to `conv`'s
+   * topic registry, atomically on `conv`, unless it holds `cap` topics already. 'added' and
+   * 'present': registered, its child conversation not yet known complete; 'ready': registered and
+   * `topicReady` was called; 'full': refused, nothing written; 'unknown': `conv` does not exist.
+   * With the durable tier the registry is written through to PostgreSQL before the answer.
+   */
+  addTopic(conv: string, topic: string, cap: number): Promise<TopicAdd>;
+  /** Marks a registered topic's child conversation complete (created with the parent's roster): later messages skip creating it. */
+  topicReady(conv: string, topic: string): Promise<void>;
+  /** `conv`'s registered topics (none for an unknown conversation), read in one atomic step. */
+  topics(conv: string): Promise<string[]>;
+  /** Forgets `conv`'s whole registry (and the durable tier's copy): the operator's delete of the conversation, once its topics are deleted. */
+  dropTopics(conv: string): Promise<void>;
+
   /** The badge hook's marks (badge-marks.ts): written by the steps only when `EngineOptions.badgeMarks` is on. */
   badgeMarks(): BadgeMarks;
 
@@ -129,6 +144,9 @@ export interface Engine {
 }
 
 export type EngineKind = 'memory' | 'redis';
+
+/** What Engine.addTopic did. */
+export type TopicAdd = 'added' | 'present' | 'ready' | 'full' | 'unknown';
 
 export interface EngineOptions {
   /** Fewest entries between two snapshots of a user's stream (the interval grows with the user's conversations). */
@@ -175,13 +193,21 @@ export interface MembersChange {
   category?: string;
   /** More members than this → read diffusion. */
   threshold: number;
+  /**
+   * A topic's sync (sync/topics.ts): the parent's membership generation its roster was read at;
+   * `add` is then that whole roster. A sync older than the one the conversation holds changes
+   * nothing (no joins; as leaves only the uids of `remove` that are not members). Otherwise every
+   * member not in `add` is removed too and reported among the leaves, and the conversation keeps
+   * this generation: whichever order syncs land in, the newest roster wins.
+   */
+  sync?: number;
 }
 
 export interface MembersStep {
   info: ConvInfo;
   /** Every uid of `add`, with its tag (an existing member keeps its own: a retry repeats the same join). */
   joins: MemberTag[];
-  /** Every uid of `remove` (now not a member, whether it was before or not). */
+  /** Every uid of `remove` (now not a member, whether it was before or not), and those a sync removed. */
   leaves: string[];
   /**
    * The mode or category changed (now, or in an earlier change whose rewrite was not finished):

@@ -1,3 +1,4 @@
+import { withChildFields } from '../../protocol/child-id.js';
 import { LIMITS } from '../../protocol/limits.js';
 import type { ConvState, NotificationLevel } from '../../protocol/types.js';
 import type { UserOp } from './ops.js';
@@ -119,6 +120,7 @@ export function toConvState(rec: StoredConv): ConvState {
   if (rec.at > 0) state.at = rec.at;
   const nocount = nocountAbove(rec);
   if (nocount > 0) state.nocount = nocount;
+  withChildFields(state);
   return state;
 }
 

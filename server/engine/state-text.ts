@@ -1,3 +1,4 @@
+import { withChildFields } from '../../protocol/child-id.js';
 import type { ConvEntry, ConvState } from '../../protocol/types.js';
 import type { MemberTag } from './engine.js';
 import type { StoredConv } from './rules.js';
@@ -164,6 +165,7 @@ export function decodeEntryText(text: string): { conv: string; state: ConvState 
     if (at > 0) state.at = at;
   }
   if (p.length === 10) state.nocount = int(p[9]);
+  withChildFields(state);
   return { conv, state };
 }
 

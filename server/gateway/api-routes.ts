@@ -1,7 +1,9 @@
-import { TypeCompiler } from '@sinclair/typebox/compiler';
+import type { TString } from '@sinclair/typebox';
+import { type TypeCheck, TypeCompiler } from '@sinclair/typebox/compiler';
 import { RedpointError } from '../../protocol/errors.js';
 import { LIMITS } from '../../protocol/limits.js';
 import {
+  ConvRef,
   decode,
   decodeMessages,
   Id,
@@ -147,7 +149,7 @@ export function registerApiRoutes(router: HttpRouter, { sync, auth, metrics, seq
     async (ctx) => {
       const uid = param(ctx, 0);
       const body = decode(UnreadFromBody, ctx.body);
-      return { body: changeReply(await sync.unreadFrom(uid, param(ctx, 1), body.seq, body.gen)) };
+      return { body: changeReply(await sync.unreadFrom(uid, convParam(ctx, 1), body.seq, body.gen)) };
     },
     { body: true, authorize: actingForUser },
   );
@@ -157,7 +159,7 @@ export function registerApiRoutes(router: HttpRouter, { sync, auth, metrics, seq
     '/v1/users/:uid/conversations/:conv',
     async (ctx) => {
       const uid = param(ctx, 0);
-      return { body: changeReply(await sync.deleteConversation(uid, param(ctx, 1))) };
+      return { body: changeReply(await sync.deleteConversation(uid, convParam(ctx, 1))) };
     },
     { authorize: actingForUser },
   );
@@ -168,7 +170,7 @@ export function registerApiRoutes(router: HttpRouter, { sync, auth, metrics, seq
     async (ctx) => {
       const uid = param(ctx, 0);
       const body = decode(SettingsBody, ctx.body);
-      return { body: changeReply(await sync.updateSettings(uid, param(ctx, 1), body)) };
+      return { body: changeReply(await sync.updateSettings(uid, convParam(ctx, 1), body)) };
     },
     { body: true, authorize: actingForUser },
   );
@@ -234,7 +236,7 @@ export function registerApiRoutes(router: HttpRouter, { sync, auth, metrics, seq
     '/v1/users/:uid/conversations/:conv/reads',
     async (ctx) => {
       const uid = param(ctx, 0);
-      const conv = param(ctx, 1);
+      const conv = convParam(ctx, 1);
       const query = decode(ReadsQuery, Object.fromEntries(ctx.query));
       if ((query.seqs === undefined) === (query.latest === undefined))
         throw new RedpointError('invalid_request', 'ask either seqs=<seq,seq,...> or latest=<n>');
@@ -265,6 +267,7 @@ export function registerApiRoutes(router: HttpRouter, { sync, auth, metrics, seq
 }
 
 const checkPathId = TypeCompiler.Compile(Id);
+const checkConvRef = TypeCompiler.Compile(ConvRef);
 
 function route(ctx: RequestContext): string {
   return `${ctx.method.toUpperCase()} ${ctx.url}`;
@@ -275,6 +278,15 @@ function missingCredential(wanted: string): RedpointError {
 }
 
 export function param(ctx: RequestContext, index: number): string {
+  return checkedParam(ctx, index, checkPathId);
+}
+
+/** A user operation's `:conv`: a conversation id or a topic's `<conv>#t:<topic>` (`#` sent as `%23`; PROTOCOL.md "Topics"). */
+function convParam(ctx: RequestContext, index: number): string {
+  return checkedParam(ctx, index, checkConvRef);
+}
+
+function checkedParam(ctx: RequestContext, index: number, check: TypeCheck<TString>): string {
   // Named as the route writes it (`:uid`), so a bad id says which part of the path is wrong.
   const name = `:${ctx.paramNames[index] ?? `parameter ${index + 1}`}`;
   let raw = ctx.params[index] ?? '';
@@ -283,8 +295,8 @@ export function param(ctx: RequestContext, index: number): string {
   } catch {
     throw new RedpointError('invalid_request', `${name}: not valid percent-encoding`);
   }
-  if (checkPathId.Check(raw)) return raw;
-  const first = checkPathId.Errors(raw).First();
+  if (check.Check(raw)) return raw;
+  const first = check.Errors(raw).First();
   throw new RedpointError('invalid_request', `${name}: ${first?.message ?? 'invalid id'}`);
 }
 

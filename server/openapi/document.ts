@@ -4,7 +4,7 @@ import { ERROR_CODES, type ErrorCode } from '../../protocol/errors.js';
 import { ENDPOINTS, type Endpoint, errorCodesOf, pathParameters, type Reply } from '../../protocol/http-api.js';
 import { LIMITS } from '../../protocol/limits.js';
 import { ErrorBodySchema, errorCodeSchema } from '../../protocol/replies.js';
-import { DevTokenBody, Id, MembersBody, Message, MessageBatch, ReadBody, SettingsBody } from '../../protocol/schemas.js';
+import { ConvRef, DevTokenBody, Id, MembersBody, Message, MessageBatch, ReadBody, SettingsBody } from '../../protocol/schemas.js';
 
 /**
  * The OpenAPI 3.1 document of the HTTP API, built from the endpoint table (`protocol/http-api.ts`)
@@ -126,13 +126,26 @@ export function buildOpenApiDocument(options: { devMode?: boolean } = {}): JsonO
   };
 }
 
+/** A user's operations on one of their rows: `:conv` may name a topic (api-routes.ts convParam). */
+const TOPIC_PATHS = new Set([
+  '/v1/users/:uid/conversations/:conv',
+  '/v1/users/:uid/conversations/:conv/unread-from',
+  '/v1/users/:uid/conversations/:conv/reads',
+]);
+
 function operation(endpoint: Endpoint, components: Components): JsonObject {
+  const topics = TOPIC_PATHS.has(endpoint.path);
   const parameters: Json[] = pathParameters(endpoint.path).map((name) => ({
     name,
     in: 'path',
     required: true,
-    description: name === 'uid' ? 'User id (percent-encoded if needed).' : 'Conversation id (percent-encoded if needed).',
-    schema: components.schema(Id),
+    description:
+      name === 'uid'
+        ? 'User id (percent-encoded if needed).'
+        : topics
+          ? 'Conversation id, or a topic\'s `<conv>#t:<topic>` (`#` sent as `%23`; PROTOCOL.md "Topics").'
+          : 'Conversation id (percent-encoded if needed).',
+    schema: components.schema(name === 'conv' && topics ? ConvRef : Id),
   }));
   if (endpoint.query) parameters.push(...queryParameters(endpoint.query, components));
   parameters.push({ $ref: '#/components/parameters/RequestId' });

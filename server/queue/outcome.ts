@@ -18,7 +18,9 @@ export function isStoreTrouble(err: unknown): boolean {
 
 /** Refusals the same record will always get: retrying cannot help. */
 export function isPermanent(err: unknown): boolean {
-  return err instanceof RedpointError && (err.code === 'invalid_request' || err.code === 'bad_json' || err.code === 'seq_jump');
+  return (
+    err instanceof RedpointError && (err.code === 'invalid_request' || err.code === 'bad_json' || err.code === 'seq_jump' || err.code === 'limit_exceeded')
+  );
 }
 
 export function reasonOf(err: unknown): string {

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { RedpointError } from '../../protocol/errors.js';
-import { checkMessageTimes, decode, Id, MembersBody, Message, type MessageInput, ReadBody, SettingsBody } from '../../protocol/schemas.js';
+import { ConvRef, checkMessageTimes, decode, Id, MembersBody, Message, type MessageInput, ReadBody, SettingsBody } from '../../protocol/schemas.js';
 import type { NotificationLevel } from '../../protocol/types.js';
 
 /**
@@ -17,7 +17,8 @@ export type QueueRecord =
 
 const RECORD_TYPES = ['message', 'members', 'read', 'settings', 'delete'] as const;
 
-const PathIds = { conv: Type.Object({ conv: Id }), uid: Type.Object({ uid: Id }) };
+// A user operation's `conv` may name a topic (`<conv>#t:<topic>`, PROTOCOL.md "Topics"); a members record's may not.
+const PathIds = { conv: Type.Object({ conv: Id }), convRef: Type.Object({ conv: ConvRef }), uid: Type.Object({ uid: Id }) };
 
 /**
  * A parsed record, or `invalid_request` naming what is wrong (the record then goes to the dead
@@ -51,13 +52,13 @@ export function decodeRecord(value: unknown): QueueRecord {
     }
     case 'settings': {
       const { uid, conv, ...body } = rest;
-      const ids = { ...decode(PathIds.uid, { uid }), ...decode(PathIds.conv, { conv }) };
+      const ids = { ...decode(PathIds.uid, { uid }), ...decode(PathIds.convRef, { conv }) };
       const settings = decode(SettingsBody, body);
       return { type, ...ids, ...settings };
     }
     case 'delete': {
       const { uid, conv, ...body } = rest;
-      const ids = { ...decode(PathIds.uid, { uid }), ...decode(PathIds.conv, { conv }) };
+      const ids = { ...decode(PathIds.uid, { uid }), ...decode(PathIds.convRef, { conv }) };
       const extra = Object.keys(body);
       if (extra.length > 0) throw invalid(`/${extra[0]}: unexpected property`);
       return { type, ...ids };

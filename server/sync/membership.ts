@@ -55,13 +55,14 @@ export async function changeMembership(engine: Engine, threshold: number, conv: 
   });
   // The conversation step landed: a failure from here on leaves the change half made (its retry completes it).
   try {
-    return await finish(engine, conv, step);
+    return await applyMembersStep(engine, conv, step);
   } catch (err) {
     throw afterPartOfIt(err);
   }
 }
 
-async function finish(engine: Engine, conv: string, step: MembersStep): Promise<MembershipResult> {
+/** The user steps of a conversation step that landed (and the rewrite it asks for): safe to repeat. */
+export async function applyMembersStep(engine: Engine, conv: string, step: MembersStep): Promise<MembershipResult> {
   const byUser = new Map<string, MembershipOp>();
   for (const tag of step.joins) byUser.set(tag.uid, memberOp(step.info, tag));
   for (const uid of step.leaves) byUser.set(uid, { type: 'membership', uid, conv, gen: step.info.gen, member: false });

@@ -1,3 +1,4 @@
+import { messageConv, parseChild } from '../../protocol/child-id.js';
 import { RedpointError } from '../../protocol/errors.js';
 import type { Engine } from '../engine/engine.js';
 
@@ -71,10 +72,14 @@ export class SeqGuard {
   }
 
   /** Throws `seq_jump` (refuse) when any seq jumps; reports every jump either way. */
-  async check(items: readonly { conv: string; seq: number }[]): Promise<void> {
+  async check(items: readonly { conv: string; seq: number; topic?: string }[]): Promise<void> {
     if (!this.enabled || items.length === 0) return;
     const top = new Map<string, number>();
-    for (const { conv, seq } of items) top.set(conv, Math.max(top.get(conv) ?? 0, seq));
+    // A topic's seqs are its own (PROTOCOL.md "Topics"): measured against its conversation's head.
+    for (const item of items) {
+      const conv = messageConv(item);
+      top.set(conv, Math.max(top.get(conv) ?? 0, item.seq));
+    }
     const now = (this.options.now ?? Date.now)();
     const memoryMs = this.options.headMemoryMs ?? HEAD_MEMORY_MS;
     const unsure: string[] = [];
@@ -97,8 +102,9 @@ export class SeqGuard {
     const jumps: SeqJump[] = [];
     for (const conv of unsure) {
       const seq = top.get(conv) ?? 0;
-      const head = heads.get(conv);
-      // An unknown conversation is ingest's to refuse (404).
+      // An unknown conversation is ingest's to refuse (404); a topic not created yet starts at 0,
+      // as a new conversation does (its first message creates it).
+      const head = heads.get(conv) ?? (parseChild(conv) ? 0 : undefined);
       if (head !== undefined && seq - head > this.options.maxJump) jumps.push({ conv, seq, head, refused: refuse });
     }
     for (const jump of jumps) this.onJump(jump);

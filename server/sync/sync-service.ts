@@ -1,3 +1,4 @@
+import { topicConv } from '../../protocol/child-id.js';
 import { RedpointError } from '../../protocol/errors.js';
 import { LIMITS } from '../../protocol/limits.js';
 import type { Cursor, MessageEvent, NotificationLevel, PullReply, UnreadSummary } from '../../protocol/types.js';
@@ -9,6 +10,7 @@ import { Ingest } from './ingest.js';
 import { changeMembership, type MembershipChange, type MembershipResult } from './membership.js';
 import type { AskedRead, ReadCap } from './read-cap.js';
 import { DEFAULT_RECEIPTS_OPTIONS, Receipts, type ReceiptsOptions } from './receipts.js';
+import { inheritMembership, openTopics, toTopicConvs } from './topics.js';
 
 export interface BatchResult {
   epoch: string;
@@ -69,8 +71,11 @@ export class SyncService {
 
   /** Applies messages; resolves once they are in the store. Unknown conversations → nothing applied. */
   async postMessages(messages: readonly MessageEvent[]): Promise<void> {
-    await this.ingest.submit(messages);
-    if (this.options.receiptsOnSend) await this.senderReads(messages);
+    // Topics: a message naming one goes to its child conversation, opened first (topics.ts).
+    const routed = toTopicConvs(messages);
+    if (routed !== messages) await openTopics(this.engine, this.options.largeGroupThreshold, routed);
+    await this.ingest.submit(routed);
+    if (this.options.receiptsOnSend) await this.senderReads(routed);
   }
 
   /** Each sender's own newest message per conversation raises their read receipt (the raise skips non-members). */
@@ -103,15 +108,22 @@ export class SyncService {
     if (full.length === 0) return this.leftAfter(conv, change, changeMembership(this.engine, this.options.largeGroupThreshold, conv, change));
     if (admitted.length === 0 && change.remove.length === 0 && change.category === undefined) throw cap.refusal(full, 'nothing was applied');
     await changeMembership(this.engine, this.options.largeGroupThreshold, conv, { ...change, add: admitted });
-    await this.receipts.left(conv, change.remove);
+    await this.afterChange(conv, change);
     throw cap.refusal(full, 'the rest of the change was applied');
   }
 
   /** A membership change landed: the positions of those it removed go (a separate step; a crash before it leaves one, counted until they rejoin or the next leave). */
   private async leftAfter(conv: string, change: MembershipChange, done: Promise<MembershipResult>): Promise<MembershipResult> {
     const result = await done;
-    await this.receipts.left(conv, change.remove);
+    await this.afterChange(conv, change);
     return result;
+  }
+
+  /** After the parent's step and user steps: its topics follow it (topics.ts), then the removed members' read positions go, there and in each topic. */
+  private async afterChange(conv: string, change: MembershipChange): Promise<void> {
+    const topics = await inheritMembership(this.engine, this.options.largeGroupThreshold, conv, change.remove);
+    await this.receipts.left(conv, change.remove);
+    if (change.remove.length > 0) for (const topic of topics) await this.receipts.left(topicConv(conv, topic), change.remove);
   }
 
   /** `gen`: the read generation the read was made in (rules.ts: an older one than the record's is ignored). */

@@ -12,6 +12,7 @@ import { notificationConformance } from './conformance-notify.js';
 import { pullConformance } from './conformance-pull.js';
 import { randomizedOps } from './conformance-random.js';
 import { receiptsConformance } from './conformance-receipts.js';
+import { topicsConformance } from './conformance-topics.js';
 
 export interface EngineHandle {
   engine: Engine;
@@ -46,6 +47,7 @@ export function engineConformance(name: string, makeEngine: MakeEngine): void {
     conversationConformance(use);
     claimConformance(use);
     receiptsConformance(use);
+    topicsConformance(use);
 
     describe('per-user state', () => {
       it('join does not make older messages unread; restating a membership, or an older one, changes nothing', async () => {

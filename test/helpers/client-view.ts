@@ -28,6 +28,9 @@ export function clientViews(
     const everyone = s.large ? (allFor.get(s.conv) ?? []).filter((seq) => seq > s.readSeq && seq <= lastSeq).length : 0;
     views.push({
       conv: s.conv,
+      // A topic's row names its conversation and topic (PROTOCOL.md "Topics").
+      ...(s.parent !== undefined ? { parent: s.parent } : {}),
+      ...(s.topic !== undefined ? { topic: s.topic } : {}),
       lastSeq,
       readSeq: s.readSeq,
       // unread = (lastSeq − readSeq) − nocount (PROTOCOL.md "What counts"), never below 0.

@@ -1,3 +1,4 @@
+import { LIMITS } from '../../protocol/limits.js';
 import type { ConvView, MessageEvent, UnreadSummary } from '../../protocol/types.js';
 
 /**
@@ -21,7 +22,14 @@ export type ModelSummary = Omit<UnreadSummary, 'uid' | 'epoch' | 'version'>;
  * What the HTTP API answers: 200, 404 unknown_conversation, 403 not_a_member (the conversation
  * exists), or 400 invalid_request (an "unread from here" above the conversation's head).
  */
-export type Outcome = 'ok' | 'unknown_conversation' | 'not_a_member' | 'invalid_request';
+export type Outcome = 'ok' | 'unknown_conversation' | 'not_a_member' | 'invalid_request' | 'limit_exceeded';
+
+/**
+ * Topics (PROTOCOL.md "Topics"), as the specification states them: a topic of `conv` is the
+ * conversation `<conv>#t:<topic>`, created by its first message with the conversation's members
+ * and category, and from then on always with the conversation's members and category.
+ */
+export const topicOf = (conv: string, topic: string): string => `${conv}#t:${topic}`;
 
 interface Conversation {
   maxSeq: number;
@@ -67,6 +75,8 @@ export const DEFAULT_CATEGORY = 'default';
 
 export class Model {
   readonly conversations = new Map<string, Conversation>();
+  /** Each conversation's topics. */
+  private readonly topics = new Map<string, Set<string>>();
   private readonly users = new Map<string, Map<string, Membership>>();
 
   /** `maxConversationsPerUser`: MAX_CONVERSATIONS_PER_USER (0: no cap). */
@@ -88,7 +98,23 @@ export class Model {
       const size = this.conversations.get(conv)?.members.size ?? 0;
       return { members: size, large: size > this.largeGroupThreshold };
     }
-    return this.applyMembers(conv, admitted, remove, category);
+    const result = this.applyMembers(conv, admitted, remove, category);
+    for (const topic of this.topics.get(conv) ?? []) this.inherit(conv, topic);
+    return result;
+  }
+
+  /** A topic's conversation takes its parent's members and category. */
+  private inherit(conv: string, topic: string): void {
+    const parent = this.conversations.get(conv);
+    if (!parent) return;
+    const child = topicOf(conv, topic);
+    const members = this.conversations.get(child)?.members ?? new Set<string>();
+    this.applyMembers(
+      child,
+      [...parent.members].filter((uid) => !members.has(uid)),
+      [...members].filter((uid) => !parent.members.has(uid)),
+      parent.category,
+    );
   }
 
   private conversationCount(uid: string): number {
@@ -143,8 +169,32 @@ export class Model {
 
   /** POST /v1/messages (one message or a batch): all or nothing. */
   postMessages(messages: readonly ModelMessage[]): Outcome {
+    // A topic's message names its conversation in `conv`: that conversation must exist.
     if (messages.some((m) => !this.conversations.has(m.conv))) return 'unknown_conversation';
-    for (const m of messages) this.deliver(m);
+    // Topics: a message naming a new topic beyond the cap refuses the request.
+    const fresh = new Map<string, Set<string>>();
+    for (const m of messages) {
+      if (m.topic === undefined || this.topics.get(m.conv)?.has(m.topic)) continue;
+      let topics = fresh.get(m.conv);
+      if (!topics) fresh.set(m.conv, (topics = new Set()));
+      topics.add(m.topic);
+    }
+    for (const [conv, topics] of fresh) if ((this.topics.get(conv)?.size ?? 0) + topics.size > LIMITS.topicsPerConversation) return 'limit_exceeded';
+    for (const [conv, topics] of fresh) {
+      let known = this.topics.get(conv);
+      if (!known) this.topics.set(conv, (known = new Set()));
+      for (const topic of topics) {
+        known.add(topic);
+        this.inherit(conv, topic);
+      }
+    }
+    for (const m of messages) {
+      if (m.topic === undefined) this.deliver(m);
+      else {
+        const { topic, ...rest } = m;
+        this.deliver({ ...rest, conv: topicOf(m.conv, topic) });
+      }
+    }
     return 'ok';
   }
 
@@ -258,8 +308,10 @@ export class Model {
       const peer = c.members.size === 2 && c.members.size <= this.largeGroupThreshold ? [...c.members].find((u) => u !== uid) : undefined;
       // Privacy: shown only when both share (the peer's is not recorded otherwise).
       const peerReadSeq = peer === undefined || !this.sharesReads(uid) ? undefined : c.seen.get(peer);
+      const split = conv.indexOf('#t:');
       conversations.push({
         conv,
+        ...(split > 0 ? { parent: conv.slice(0, split), topic: conv.slice(split + 3) } : {}),
         lastSeq: m.lastSeq,
         readSeq: m.readSeq,
         unread,

@@ -33,6 +33,19 @@ describe('queue records', () => {
     expect(decodeRecord({ type: 'delete', uid: 'a', conv: 'c' })).toEqual({ type: 'delete', uid: 'a', conv: 'c' });
   });
 
+  it('topics (PROTOCOL.md "Topics"): a message\'s topic goes through; user records name a topic\'s id, a members record may not', () => {
+    expect(decodeRecord({ type: 'message', conv: 'c', topic: 't', seq: 1, sender: 'a' })).toEqual({
+      type: 'message',
+      message: { conv: 'c', topic: 't', seq: 1, sender: 'a' },
+    });
+    expect(decodeRecord({ type: 'read', uid: 'a', conv: 'c#t:t', seq: 1 })).toEqual({ type: 'read', uid: 'a', conv: 'c#t:t', seq: 1 });
+    expect(decodeRecord({ type: 'settings', uid: 'a', conv: 'c#t:t', muted: true })).toEqual({ type: 'settings', uid: 'a', conv: 'c#t:t', muted: true });
+    expect(decodeRecord({ type: 'delete', uid: 'a', conv: 'c#t:t' })).toEqual({ type: 'delete', uid: 'a', conv: 'c#t:t' });
+    expect(refusal({ type: 'members', conv: 'c#t:t', add: ['a'] })).toMatch(/^invalid_request: \/conv/);
+    expect(refusal({ type: 'message', conv: 'c#t:t', seq: 1, sender: 'a' })).toMatch(/^invalid_request: \/conv/);
+    expect(refusal({ type: 'message', conv: 'c', topic: 'x'.repeat(65), seq: 1, sender: 'a' })).toMatch(/^invalid_request: \/topic/);
+  });
+
   it('refuses what the HTTP API refuses, naming the field', () => {
     expect(refusal(null)).toMatch(/^invalid_request: \(record\): not a JSON object/);
     expect(refusal([1])).toMatch(/^invalid_request: \(record\): not a JSON object/);

@@ -14,6 +14,9 @@ export const STORE_CALLS = [
   'pull',
   'position',
   'userState',
+  'addTopic',
+  'topicReady',
+  'topics',
 ] as const satisfies readonly (keyof Engine)[];
 
 export type StoreCall = (typeof STORE_CALLS)[number];

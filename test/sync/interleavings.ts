@@ -35,6 +35,8 @@ interface Scenario {
 }
 
 const m = (conv: string, seq: number, sender: string, mentions?: string[]): MessageEvent => ({ conv, seq, sender, ...(mentions ? { mentions } : {}) });
+/** A message of topic `topic` of `conv` (PROTOCOL.md "Topics"): its seq is the topic's own. */
+const tm = (conv: string, topic: string, seq: number, sender: string, mentions?: string[]): MessageEvent => ({ ...m(conv, seq, sender, mentions), topic });
 
 export const SCENARIOS: Scenario[] = [
   {
@@ -117,6 +119,51 @@ export const SCENARIOS: Scenario[] = [
     concurrent: { members: 'g', remove: ['u'] },
     after: [{ messages: [m('g', 2, 'a', ['u'])] }],
     users: ['a', 'b', 'u'],
+  },
+  {
+    name: "a topic's first message while a member joins",
+    threshold: 3,
+    setup: [{ members: 'g', add: ['a', 'b'] }, { messages: [m('g', 1, 'a')] }],
+    change: { messages: [tm('g', 't', 1, 'a', ['u', 'b'])] },
+    concurrent: { members: 'g', add: ['u'] },
+    after: [{ messages: [tm('g', 't', 2, 'b', ['u']), m('g', 2, 'b')] }],
+    users: ['a', 'b', 'u'],
+  },
+  {
+    name: "a join while a topic's first message is ingested",
+    threshold: 3,
+    setup: [{ members: 'g', add: ['a', 'b'] }, { messages: [m('g', 1, 'a')] }],
+    change: { members: 'g', add: ['u'] },
+    concurrent: { messages: [tm('g', 't', 1, 'a', ['u', 'b'])] },
+    after: [{ messages: [tm('g', 't', 2, 'b', ['u'])] }],
+    users: ['a', 'b', 'u'],
+  },
+  {
+    name: "a topic's first message while a member leaves",
+    threshold: 3,
+    setup: [{ members: 'g', add: ['a', 'b', 'u'] }, { messages: [m('g', 1, 'a', ['u'])] }],
+    change: { messages: [tm('g', 't', 1, 'a', ['u'])] },
+    concurrent: { members: 'g', remove: ['u'] },
+    after: [{ messages: [tm('g', 't', 2, 'b', ['u'])] }],
+    users: ['a', 'b', 'u'],
+  },
+  {
+    name: "a leave while a topic's first message is ingested",
+    threshold: 3,
+    setup: [{ members: 'g', add: ['a', 'b', 'u'] }, { messages: [tm('g', 'old', 1, 'a', ['u'])] }],
+    change: { members: 'g', remove: ['u'] },
+    concurrent: { messages: [tm('g', 't', 1, 'b', ['u'])] },
+    after: [{ messages: [tm('g', 't', 2, 'a', ['u']), tm('g', 'old', 2, 'b', ['u'])] }],
+    users: ['a', 'b', 'u'],
+  },
+  {
+    name: "a topic's first message while the conversation switches to read diffusion and changes category",
+    threshold: 3,
+    setup: [{ members: 'g', add: ['a', 'b', 'c'], category: 'group' }],
+    change: { messages: [tm('g', 't', 1, 'a', ['d'])] },
+    concurrent: { members: 'g', add: ['d'], category: 'team' },
+    after: [{ messages: [tm('g', 't', 2, 'b', ['d', 'c'])] }],
+    users: ['a', 'b', 'c', 'd'],
   },
   {
     name: 'two joins of one user with room for one, in two processes',

@@ -42,6 +42,19 @@ describe('seq guard by default', () => {
     await s.post({ conv: 'team', seq: 2, sender: 'ben' });
     expect((await s.unread('ann')).total).toBe(2);
   });
+
+  it("measures a topic's seq against the topic's own head (0 before its first message), not its conversation's (PROTOCOL.md \"Topics\")", async () => {
+    const s = await start();
+    for (let seq = 1; seq <= 2; seq++) await s.post({ conv: 'team', seq, sender: 'ben' });
+    // The conversation's head (2) is not the topic's (0): a jump in the topic is refused on its own.
+    const refused = await s.api<ErrorBody>('POST', '/v1/messages', { conv: 'team', topic: 'design', seq: 100_002, sender: 'ben' });
+    expect(refused.status).toBe(422);
+    expect(refused.body.error.message).toMatch(/head 0\b/);
+    await s.post({ conv: 'team', topic: 'design', seq: 1, sender: 'ben' });
+    const later = await s.api<ErrorBody>('POST', '/v1/messages', { conv: 'team', topic: 'design', seq: 100_002, sender: 'ben' });
+    expect(later.body.error.message).toMatch(/conversation team#t:design .* head 1\b/);
+    expect((await s.unread('ann')).total).toBe(3);
+  });
 });
 
 /**

@@ -1,3 +1,4 @@
+import { topicConv } from '../../../protocol/child-id.js';
 import type { Cursor } from '../../../protocol/types.js';
 import type { EngineAdmin } from '../admin.js';
 import type { BadgeMarks } from '../badge-marks.js';
@@ -17,6 +18,7 @@ import {
   type Roster,
   type StoredPull,
   type StoredUserState,
+  type TopicAdd,
   UNSEEN_EPOCH,
   type UserOp,
   type UserOpResult,
@@ -75,6 +77,10 @@ export class MemoryEngine implements Engine {
   private readonly users = new Map<string, MemoryUser>();
   /** uid → conv → deadline (ms) and the record's generation then: the conversation cap's joins claimed and not yet landed (claimJoins). */
   private readonly claims = new Map<string, Map<string, { deadline: number; gen: number }>>();
+  /** conv → topic → whether its child is complete (Engine.addTopic). Kept beside the conversations: most have no topics. */
+  private readonly topicRegistry = new Map<string, Map<string, boolean>>();
+  /** A topic's conversation → the parent generation of the newest roster synced into it (MembersChange.sync; '#P' on Redis). */
+  private readonly syncedFrom = new Map<string, number>();
   private closed = false;
   /** The badge hook's marks: written only when EngineOptions.badgeMarks is on. */
   private readonly marks = new MemoryBadgeMarks();
@@ -96,6 +102,12 @@ export class MemoryEngine implements Engine {
 
   async changeMembers(conv: string, change: MembersChange): Promise<MembersStep> {
     let c = this.conversations.get(conv);
+    const sync = change.sync;
+    if (c && sync !== undefined && sync < (this.syncedFrom.get(conv) ?? 0)) {
+      // A stale sync (conv_members.lua): a newer roster is in.
+      const members = c.members;
+      return { info: info(conv, c), joins: [], leaves: [...new Set(change.remove)].filter((uid) => !tableHas(members, uid)), rewrite: c.rewrite !== 0 };
+    }
     let changed = false;
     if (!c) {
       c = new MemoryConversation(change.category ?? 'default');
@@ -116,6 +128,11 @@ export class MemoryEngine implements Engine {
       joins.push(tag);
     }
     const leaves = [...new Set(change.remove)];
+    if (sync !== undefined) {
+      const roster = new Set(change.add);
+      for (const uid of tableKeys(c.members)) if (!roster.has(uid) && !leaves.includes(uid)) leaves.push(uid);
+      this.syncedFrom.set(conv, sync);
+    }
     for (const uid of leaves) {
       if (!tableHas(c.members, uid)) continue;
       c.members = tableDelete(c.members, uid);
@@ -152,6 +169,32 @@ export class MemoryEngine implements Engine {
   async getConversation(conv: string): Promise<ConvInfo | null> {
     const c = this.conversations.get(conv);
     return c ? info(conv, c) : null;
+  }
+
+  async addTopic(conv: string, topic: string, cap: number): Promise<TopicAdd> {
+    if (!this.conversations.has(conv)) return 'unknown';
+    let topics = this.topicRegistry.get(conv);
+    const ready = topics?.get(topic);
+    if (ready !== undefined) return ready ? 'ready' : 'present';
+    if ((topics?.size ?? 0) >= cap) return 'full';
+    if (!topics) this.topicRegistry.set(conv, (topics = new Map()));
+    topics.set(topic, false);
+    return 'added';
+  }
+
+  async topicReady(conv: string, topic: string): Promise<void> {
+    const topics = this.topicRegistry.get(conv);
+    if (topics?.has(topic)) topics.set(topic, true);
+  }
+
+  async topics(conv: string): Promise<string[]> {
+    return [...(this.topicRegistry.get(conv)?.keys() ?? [])];
+  }
+
+  async dropTopics(conv: string): Promise<void> {
+    const topics = this.topicRegistry.get(conv);
+    for (const topic of topics?.keys() ?? []) this.syncedFrom.delete(topicConv(conv, topic));
+    this.topicRegistry.delete(conv);
   }
 
   async missingConversations(convs: readonly string[]): Promise<string[]> {

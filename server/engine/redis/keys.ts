@@ -17,6 +17,9 @@
  *   pending rewrite, member count) and one field per member (uid -> join tag).
  * - `<p>:{c:<conv>}:r` sorted set: read receipts, each sharing member's read position (uid scored
  *   with its seq, raised with ZADD GT: a max-register); see ../read-positions.ts;
+ * - `<p>:{c:<conv>}:t` hash: the conversation's topic registry, topic -> '1' once its child
+ *   conversation `<conv>#t:<topic>` is complete, else '0' (topic_add.lua; only when any). A child
+ *   id holds a `#` (protocol/child-id.ts), which no other id does: its keys never meet another's;
  * - `<p>:{u:<uid>}:x` string: '0' while the user does not share read positions (absent: shares).
  */
 export interface UserKeys {
@@ -61,6 +64,11 @@ export function convKey(prefix: string, conv: string): string {
 /** The conversation's read receipts (sorted set uid → position), in its slot. */
 export function readsKey(prefix: string, conv: string): string {
   return `${convKey(prefix, conv)}:r`;
+}
+
+/** The conversation's topic registry (hash topic → '0'|'1'), in its slot: dropped and restored with the conversation. */
+export function topicsKey(prefix: string, conv: string): string {
+  return `${convKey(prefix, conv)}:t`;
 }
 
 /** The user's `shareReads` setting, in their slot. */

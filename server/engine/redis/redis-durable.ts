@@ -17,6 +17,7 @@ import {
   shardOf,
   sharingKey,
   slotShard,
+  topicsKey,
   userKeyHead,
   userKeys,
 } from './keys.js';
@@ -255,7 +256,16 @@ export class RedisDurableStore implements DurableStore {
     const { prefix, client, cluster } = this.deps;
     const key = convKey(prefix, conv);
     const shard = shardOf(key, cluster);
-    const reply: Reply = await client.convEvict(key, dirtyConvsKey(prefix, shard), evictedKey(prefix, shard), conv, head, gen, evictedConvMember(conv));
+    const reply: Reply = await client.convEvict(
+      key,
+      dirtyConvsKey(prefix, shard),
+      evictedKey(prefix, shard),
+      topicsKey(prefix, conv),
+      conv,
+      head,
+      gen,
+      evictedConvMember(conv),
+    );
     return asNumber(reply) === 1;
   }
 

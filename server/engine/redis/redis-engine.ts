@@ -22,6 +22,7 @@ import type {
   Roster,
   StoredPull,
   StoredUserState,
+  TopicAdd,
   UserOp,
   UserOpResult,
 } from '../engine.js';
@@ -47,6 +48,7 @@ import {
   intactKey,
   readsKey,
   shardOf,
+  topicsKey,
   type UserKeys,
   userChannel,
   userKeys,
@@ -238,6 +240,7 @@ export class RedisEngine implements Engine {
         this.durable ? Date.now() : '',
         check ? '1' : '0',
         conv,
+        change.sync ?? '',
         ...add,
         ...remove,
       );
@@ -259,7 +262,7 @@ export class RedisEngine implements Engine {
     const flat = asStrings(reply[6]);
     const joins: MemberTag[] = [];
     for (let i = 0; i + 1 < flat.length; i += 2) joins.push(decodeMemberTag(flat[i] ?? '', flat[i + 1] ?? ''));
-    return { info, joins, leaves: remove, rewrite: asNumber(reply[5]) === 1 };
+    return { info, joins, leaves: [...new Set(asStrings(reply[8]))], rewrite: asNumber(reply[5]) === 1 };
   }
 
   async roster(conv: string): Promise<Roster | null> {
@@ -288,6 +291,37 @@ export class RedisEngine implements Engine {
     let meta = await read();
     if (meta[0] == null && (await this.restoreConversations([conv])).has(conv)) meta = await read();
     return meta[0] == null ? null : convInfo(conv, meta);
+  }
+
+  async addTopic(conv: string, topic: string, cap: number): Promise<TopicAdd> {
+    const call = (): Promise<Reply> => this.client.topicAdd(convKey(this.prefix, conv), topicsKey(this.prefix, conv), topic, cap);
+    let answer = await call();
+    // Durable: the conversation (and its registry) put back first, or the cap would count an empty registry.
+    if (answer === ABSENT && this.durable && (await this.restoreConversations([conv])).has(conv)) answer = await call();
+    if (answer === ABSENT) return 'unknown';
+    const outcome = asString(answer) as TopicAdd;
+    // Written through before the caller creates the child: a registry Redis then drops with the
+    // conversation comes back whole. A crash before this write leaves the topic not 'ready', so
+    // the retry comes here again.
+    if ((outcome === 'added' || outcome === 'present') && this.durable?.backing.topics) await this.durable.backing.topics.saveTopic(conv, topic);
+    return outcome;
+  }
+
+  async topicReady(conv: string, topic: string): Promise<void> {
+    await this.client.topicReady(convKey(this.prefix, conv), topicsKey(this.prefix, conv), topic);
+  }
+
+  async topics(conv: string): Promise<string[]> {
+    const call = (): Promise<Reply> => this.client.topicList(convKey(this.prefix, conv), topicsKey(this.prefix, conv));
+    let answer = await call();
+    if (answer === ABSENT && this.durable && (await this.restoreConversations([conv])).has(conv)) answer = await call();
+    return answer === ABSENT ? [] : asStrings(answer);
+  }
+
+  async dropTopics(conv: string): Promise<void> {
+    // PostgreSQL first: a restore in between would otherwise bring the rows back.
+    await this.durable?.backing.topics?.dropTopics(conv);
+    await this.client.del(topicsKey(this.prefix, conv));
   }
 
   async missingConversations(convs: readonly string[]): Promise<string[]> {
@@ -731,26 +765,30 @@ export class RedisEngine implements Engine {
       const stamps = await this.evictedStamps(pending.map((conv) => ({ key: convKey(this.prefix, conv), member: evictedConvMember(conv) })));
       const stampOf = new Map(pending.map((conv, i) => [conv, stamps[i] ?? '']));
       const asked = pending;
-      const [loaded, registers] = await Promise.all([durable.backing.loadConversations(asked), this.readPositions.registersToRestore(asked)]).catch(
-        async (err: unknown) => {
-          const unknown = await this.newWhileBackingDown(
-            asked.map((conv) => convKey(this.prefix, conv)),
-            asked.map((conv) => evictedConvMember(conv)),
-          );
-          if (unknown.length < asked.length) throw backingDown(err);
-          return [new Map<string, PersistedConversation>(), new Map<string, Array<[string, number]>>()] as const;
-        },
-      );
+      const [loaded, registers, topicSets] = await Promise.all([
+        durable.backing.loadConversations(asked),
+        this.readPositions.registersToRestore(asked),
+        durable.backing.topics ? durable.backing.topics.loadTopics(asked) : new Map<string, string[]>(),
+      ]).catch(async (err: unknown) => {
+        const unknown = await this.newWhileBackingDown(
+          asked.map((conv) => convKey(this.prefix, conv)),
+          asked.map((conv) => evictedConvMember(conv)),
+        );
+        if (unknown.length < asked.length) throw backingDown(err);
+        return [new Map<string, PersistedConversation>(), new Map<string, Array<[string, number]>>(), new Map<string, string[]>()] as const;
+      });
       const again: string[] = [];
       await Promise.all(
         [...loaded].map(async ([conv, c]) => {
           const key = convKey(this.prefix, conv);
           const members = new Set(c.members.map((m) => m.uid));
           const positions = (registers.get(conv) ?? []).filter(([uid]) => members.has(uid));
+          const topics = topicSets.get(conv) ?? [];
           const reply = await this.client.convRestore(
             key,
             evictedKey(this.prefix, shardOf(key, this.cluster)),
             readsKey(this.prefix, conv),
+            topicsKey(this.prefix, conv),
             c.maxSeq,
             c.large ? '1' : '0',
             c.category,
@@ -763,6 +801,8 @@ export class RedisEngine implements Engine {
             c.largeFrom ?? 0,
             positions.length,
             ...positions.flat(),
+            topics.length,
+            ...topics,
             ...c.members.flatMap((m) => [m.uid, encodeMemberTag(m)]),
           );
           const outcome = asNumber(reply);

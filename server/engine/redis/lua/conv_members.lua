@@ -11,17 +11,42 @@
 -- ARGV[5] durable tier: now in ms ('' = off): a change is marked 'm|<conv>' in KEYS[2]
 -- ARGV[6] 1: a conversation that does not exist is not created and the reply is 'absent' (the
 --         caller restores it from PostgreSQL first); 0: create it
--- ARGV[7] the conversation id   ARGV[8..] distinct uids to add, then to remove
+-- ARGV[7] the conversation id
+-- ARGV[8] a topic's sync (sync/topics.ts): the parent's generation its roster was read at ('' =
+--         a plain change). The uids to add are then the parent's whole roster: a sync older than
+--         the one the conversation holds ('#P') changes nothing (no joins, and as leaves only the
+--         uids to remove that are not members); otherwise every member not in the roster is
+--         removed too (reported among the leaves) and '#P' takes it.
+-- ARGV[9..] distinct uids to add, then to remove
 -- Returns {maxSeq, large 1|0, category, member count, gen, rewrite pending 1|0,
 --          {uid, join tag, ...} for every uid added (an existing member keeps its tag),
---          last activity '#a' (ms, false = none: issue 43)}
+--          last activity '#a' (ms, false = none: issue 43), the uids now removed (the asked ones, and a sync's)}
 
 local function int(n) return string.format('%d', n) end
 local K = KEYS[1]
 local threshold = tonumber(ARGV[1])
-local meta = redis.call('HMGET', K, '#s', '#l', '#c', '#g', '#n', '#r', '#a')
+local meta = redis.call('HMGET', K, '#s', '#l', '#c', '#g', '#n', '#r', '#a', '#P')
 local created = not meta[1]
 if created and ARGV[6] == '1' then return 'absent' end
+local lastAdd = 8 + tonumber(ARGV[4])
+local sync = ARGV[8] ~= '' and tonumber(ARGV[8]) or nil
+if sync and not created and sync < tonumber(meta[8] or '0') then
+  -- A stale sync: a newer roster is in. Only the asked removals that hold are reported.
+  local leaves = {}
+  for k = lastAdd + 1, #ARGV do
+    if redis.call('HEXISTS', K, ARGV[k]) == 0 then leaves[#leaves + 1] = ARGV[k] end
+  end
+  return { tonumber(meta[1]), meta[2] == '1' and 1 or 0, meta[3], tonumber(meta[5]), tonumber(meta[4]), meta[6] and 1 or 0, {}, meta[7] or false, leaves }
+end
+local extra = {}
+if sync and not created then
+  -- Members the roster no longer has: removed with the asked removals.
+  local inRoster = {}
+  for k = 9, lastAdd do inRoster[ARGV[k]] = true end
+  for _, field in ipairs(redis.call('HKEYS', K)) do
+    if string.byte(field, 1) ~= 35 and not inRoster[field] then extra[#extra + 1] = field end -- 35: '#'
+  end
+end
 if created then meta = { '0', '0', ARGV[2] == '1' and ARGV[3] or 'default', '0', '0', false } end
 local changed = created
 local maxSeq, wasLarge, category = tonumber(meta[1]), meta[2] == '1', meta[3]
@@ -35,8 +60,7 @@ local newTag = int(nextGen) .. '|' .. int(maxSeq)
 -- unpack() is bounded by the Lua C stack (LUAI_MAXCSTACK 8000): work in chunks.
 local CHUNK = 1000
 local joins = {}
-local lastAdd = 7 + tonumber(ARGV[4])
-local i = 8
+local i = 9
 while i <= lastAdd do
   local j = math.min(i + CHUNK - 1, lastAdd)
   local tags = redis.call('HMGET', K, unpack(ARGV, i, j))
@@ -58,15 +82,20 @@ while i <= lastAdd do
   end
   i = j + 1
 end
-while i <= #ARGV do
-  local j = math.min(i + CHUNK - 1, #ARGV)
-  local removed = redis.call('HDEL', K, unpack(ARGV, i, j))
+local leaves = {}
+for k = lastAdd + 1, #ARGV do leaves[#leaves + 1] = ARGV[k] end
+for _, uid in ipairs(extra) do leaves[#leaves + 1] = uid end
+i = 1
+while i <= #leaves do
+  local j = math.min(i + CHUNK - 1, #leaves)
+  local removed = redis.call('HDEL', K, unpack(leaves, i, j))
   if removed > 0 then
     count = count - removed
     changed = true
   end
   i = j + 1
 end
+if sync then redis.call('HSET', K, '#P', string.format('%d', sync)) end
 
 local large = count > threshold
 local modeChanged = large ~= wasLarge
@@ -87,4 +116,4 @@ if changed or categoryChanged or modeChanged then
   if modeChanged and large then redis.call('HSET', K, '#L', int(maxSeq)) end
   if ARGV[5] ~= '' then redis.call('ZADD', KEYS[2], 'NX', ARGV[5], 'm|' .. ARGV[7]) end
 end
-return { maxSeq, large and 1 or 0, category, count, gen, rewrite and 1 or 0, joins, meta[7] or false }
+return { maxSeq, large and 1 or 0, category, count, gen, rewrite and 1 or 0, joins, meta[7] or false, leaves }

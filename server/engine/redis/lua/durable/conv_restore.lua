@@ -4,12 +4,16 @@
 --
 -- KEYS[1] the conversation hash (conv_members.lua)   KEYS[2] the evicted set of its slot (it leaves it)
 -- KEYS[3] its read positions (reads_raise.lua), put back in this step with the hash
+-- KEYS[4] its topic registry (topic_add.lua), put back in this step too: a topic_list.lua that
+-- finds the conversation finds every topic PostgreSQL holds
 -- ARGV[1] maxSeq   ARGV[2] large 1|0   ARGV[3] category   ARGV[4] generation
 -- ARGV[5] generation of an unfinished member rewrite ('' = none)   ARGV[6] its member of the evicted set (keys.ts evictedConvMember)
 -- ARGV[7] its stamp in the evicted set when the caller began to read PostgreSQL ('' = none)
 -- ARGV[8] last activity '#a' ('' or '0' = none)   ARGV[9] @all seqs '#@' ('' = none)
 -- ARGV[10] the head when it became read-diffused '#L' (issue 43)
 -- ARGV[11] P, the number of read positions, then P pairs uid, seq (members who share)
+-- then T, the number of topics, then T topics (each restored as '0', not known complete: its
+-- next message creates its child again from the roster, which changes nothing if it was)
 -- then uid, join tag, ... (the members)
 -- Returns 1 when restored, 0 when it existed, 3 when it was evicted again since the caller read
 -- PostgreSQL (nothing written: read it again).
@@ -24,9 +28,13 @@ if current then
 end
 if evictedSince(KEYS[2], ARGV[6], ARGV[7]) then return 3 end
 local positions = tonumber(ARGV[11])
-local first = 12 + 2 * positions
-for i = 12, first - 1, 2 do
+local topicsAt = 12 + 2 * positions
+for i = 12, topicsAt - 1, 2 do
   redis.call('ZADD', KEYS[3], 'GT', ARGV[i + 1], ARGV[i])
+end
+local first = topicsAt + 1 + tonumber(ARGV[topicsAt])
+for i = topicsAt + 1, first - 1 do
+  redis.call('HSETNX', KEYS[4], ARGV[i], '0')
 end
 local count = 0
 for i = first, #ARGV, 1000 do

@@ -115,6 +115,12 @@ export const PullReplySchema = Type.Object(
           'The @all seqs (ascending, the newest LIMITS.mentionSeqsPerConversation) of each read-diffused conversation that has any: each seq s with readSeq < s <= the effective lastSeq is one more mention of this user.',
       }),
     ),
+    nocount: Type.Optional(
+      Type.Record(Id, Type.Array(Type.Integer({ minimum: 1 }), { maxItems: LIMITS.nocountSeqsPerConversation }), {
+        description:
+          'The non-counting seqs (`counts: false` messages and recalled seqs; ascending, the newest LIMITS.nocountSeqsPerConversation) of each read-diffused conversation that has any: unread = (lastSeq - readSeq) - max(state.nocount, the count of these in (readSeq, lastSeq]), and an @all seq among them is no mention.',
+      }),
+    ),
   },
   {
     $id: 'PullReply',

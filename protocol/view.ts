@@ -7,6 +7,8 @@ import type { ConvState, ConvView, UnreadSummary } from './types.js';
 export interface HeadExtras {
   headAt?: Readonly<Record<string, number>>;
   mentionAll?: Readonly<Record<string, readonly number[]>>;
+  /** Issue 43 (PullReply `nocount`): the non-counting seqs of each read-diffused conversation that has any. */
+  nocount?: Readonly<Record<string, readonly number[]>>;
 }
 
 function ownOf<T>(map: Readonly<Record<string, T>> | undefined, conv: string): T | undefined {
@@ -44,9 +46,24 @@ function effectiveAt(state: ConvState, extras?: HeadExtras): number {
 function effectiveMentions(state: ConvState, lastSeq: number, extras?: HeadExtras): number {
   const all = state.large ? ownOf(extras?.mentionAll, state.conv) : undefined;
   if (all === undefined) return state.mentions;
+  // A recalled @all (or one of a non-counting message) is no mention.
+  const gone = ownOf(extras?.nocount, state.conv);
   let n = state.mentions;
-  for (const seq of all) if (seq > state.readSeq && seq <= lastSeq) n++;
+  for (const seq of all) if (seq > state.readSeq && seq <= lastSeq && !gone?.includes(seq)) n++;
   return n;
+}
+
+/**
+ * What unread leaves out: the state's `nocount`, or for a read-diffused conversation its kept
+ * non-counting seqs in (readSeq, lastSeq] (a superset of the record's own: the larger of the two).
+ */
+function effectiveNocount(state: ConvState, lastSeq: number, extras?: HeadExtras): number {
+  const own = state.nocount ?? 0;
+  const kept = state.large ? ownOf(extras?.nocount, state.conv) : undefined;
+  if (kept === undefined) return own;
+  let n = 0;
+  for (const seq of kept) if (seq > state.readSeq && seq <= lastSeq) n++;
+  return Math.max(own, n);
 }
 
 /** `null` when the conversation is hidden (deleted and no newer message). */
@@ -60,8 +77,8 @@ export function toView(state: ConvState, heads: Readonly<Record<string, number>>
     ...(state.topic !== undefined ? { topic: state.topic } : {}),
     lastSeq,
     readSeq: state.readSeq,
-    // Issue 43: the non-counting seqs above readSeq (a write-diffused state's lastSeq is its own).
-    unread: Math.max(0, lastSeq - state.readSeq - (state.nocount ?? 0)),
+    // Issue 43: the non-counting seqs above readSeq.
+    unread: Math.max(0, lastSeq - state.readSeq - effectiveNocount(state, lastSeq, extras)),
     mentions: effectiveMentions(state, lastSeq, extras),
     muted: state.muted,
     markedUnread: state.markedUnread,

@@ -290,7 +290,7 @@ export class Persister {
     const values = await this.store.readHeads(shard, heads);
     const present = heads.flatMap((conv, i) => {
       const value = values[i];
-      return value ? [{ conv, maxSeq: Number(value.head), gen: value.gen, at: value.at, mentionAll: value.mentionAll }] : [];
+      return value ? [{ conv, maxSeq: Number(value.head), gen: value.gen, at: value.at, mentionAll: value.mentionAll, nocount: value.nocount }] : [];
     });
     await this.pg.writeHeads(present);
     this.metrics.persistRows.inc({ kind: 'head' }, present.length);

@@ -75,7 +75,9 @@ export class PgStore implements DurableBacking {
 
   /** Raises conversations' heads (a row not there yet gets one, completed by its membership's drain). */
   /** Heads as read from Redis, each with the conversation's generation read with it. */
-  async writeHeads(heads: ReadonlyArray<{ conv: string; maxSeq: number; gen: number; at?: number; mentionAll?: readonly number[] }>): Promise<void> {
+  async writeHeads(
+    heads: ReadonlyArray<{ conv: string; maxSeq: number; gen: number; at?: number; mentionAll?: readonly number[]; nocount?: readonly number[] }>,
+  ): Promise<void> {
     if (heads.length === 0) return;
     // In key order, as the rosters' rows: two drainers' heads, or heads and a roster batch, lock
     // shared rows in one order. Other writers of these rows (a deletion) can still cross them,
@@ -87,6 +89,7 @@ export class PgStore implements DurableBacking {
       inKeyOrder.map((h) => String(h.gen)),
       inKeyOrder.map((h) => String(h.at ?? 0)),
       inKeyOrder.map((h) => `{${(h.mentionAll ?? []).join(',')}}`),
+      inKeyOrder.map((h) => `{${(h.nocount ?? []).join(',')}}`),
     ];
     await againIfDeadlocked(() => this.pool.query(UPSERT_HEADS, values));
   }
@@ -241,8 +244,9 @@ export class PgStore implements DurableBacking {
         last_at: string;
         mention_all: string[];
         large_from: string;
+        nocount_seqs: string[];
       }>(
-        `SELECT conv, max_seq, large, category, gen, rewrite_gen, last_at, mention_all, large_from FROM redpoint_conversations c WHERE conv = ANY($1::text[]) AND ${NOT_DELETED}`,
+        `SELECT conv, max_seq, large, category, gen, rewrite_gen, last_at, mention_all, large_from, nocount_seqs FROM redpoint_conversations c WHERE conv = ANY($1::text[]) AND ${NOT_DELETED}`,
         [convs],
       ),
       this.pool.query<{ conv: string; uid: string; join_gen: string; join_head: string }>(
@@ -261,6 +265,7 @@ export class PgStore implements DurableBacking {
         at: Number(row.last_at),
         mentionAll: row.mention_all.map(Number),
         largeFrom: Number(row.large_from),
+        nocount: row.nocount_seqs.map(Number),
       });
     }
     for (const row of members.rows) out.get(row.conv)?.members.push({ uid: row.uid, joinGen: Number(row.join_gen), joinHead: Number(row.join_head) });
@@ -590,14 +595,17 @@ const DELETE_RECORDS = `
   WHERE t.uid = d.uid AND t.conv = d.conv AND t.w <= d.w`;
 
 const UPSERT_HEADS = `
-  INSERT INTO redpoint_conversations AS t (conv, max_seq, large, category, gen, head_gen, last_at, mention_all)
-  SELECT conv, max_seq, false, 'default', 0, head_gen, last_at, mention_all::bigint[]
-  FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::text[]) AS h(conv, max_seq, head_gen, last_at, mention_all)
+  INSERT INTO redpoint_conversations AS t (conv, max_seq, large, category, gen, head_gen, last_at, mention_all, nocount_seqs)
+  SELECT conv, max_seq, false, 'default', 0, head_gen, last_at, mention_all::bigint[], nocount_seqs::bigint[]
+  FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::text[], $6::text[]) AS h(conv, max_seq, head_gen, last_at, mention_all, nocount_seqs)
   ON CONFLICT (conv) DO UPDATE SET ${headAt('EXCLUDED.max_seq', 'EXCLUDED.head_gen')},
     -- issue 43: the last activity a max-register, the @all seqs a union (the newest 1000)
     last_at = GREATEST(t.last_at, EXCLUDED.last_at),
     mention_all = CASE WHEN cardinality(EXCLUDED.mention_all) = 0 THEN t.mention_all ELSE
       (SELECT coalesce(array_agg(s ORDER BY s), '{}') FROM (SELECT DISTINCT unnest(t.mention_all || EXCLUDED.mention_all) AS s ORDER BY s DESC LIMIT 1000) AS u) END,
+    -- the non-counting seqs a union too (the newest 1000, kept in either mode: conv_record.lua '#N')
+    nocount_seqs = CASE WHEN cardinality(EXCLUDED.nocount_seqs) = 0 THEN t.nocount_seqs ELSE
+      (SELECT coalesce(array_agg(s ORDER BY s), '{}') FROM (SELECT DISTINCT unnest(t.nocount_seqs || EXCLUDED.nocount_seqs) AS s ORDER BY s DESC LIMIT 1000) AS u) END,
     updated_at = now()`;
 
 const UPSERT_CONVERSATIONS = `

@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import type { TopicsBacking } from '../engine/durable-backing.js';
 
-/** The topic registries (schema.ts migration 9): one row per (conversation, topic), added, and dropped only with the conversation (the operator's delete). */
+/** The topic registries (schema.ts migration 10): one row per (conversation, topic), added, and dropped only with the conversation (the operator's delete). */
 export class PgTopics implements TopicsBacking {
   constructor(private readonly pool: pg.Pool) {}
 

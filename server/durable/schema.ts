@@ -104,7 +104,11 @@ const MIGRATIONS: readonly string[] = [
   // false` messages and recalls), taken with the row at the larger write clock (the set only
   // grows within a membership; a leave or delete trims it, and that write is the newer one).
   `ALTER TABLE redpoint_user_conv ADD COLUMN nocount_seqs bigint[] NOT NULL DEFAULT '{}';`,
-  // 9 (topics, PROTOCOL.md "Topics"): each conversation's topic registry, written through when a
+  // 9 (issue 43, what counts in read-diffused conversations): a conversation's non-counting seqs
+  // (conv_record.lua '#N', kept in either mode), written with its head as a union (the newest
+  // 1000, LIMITS.nocountSeqsPerConversation), restored with the conversation. Existing rows: none.
+  `ALTER TABLE redpoint_conversations ADD COLUMN nocount_seqs bigint[] NOT NULL DEFAULT '{}';`,
+  // 10 (topics, PROTOCOL.md "Topics"): each conversation's topic registry, written through when a
   // topic is added (before its child conversation is created) and put back with the conversation
   // (conv_restore.lua). Keyed by conv first, colocated with the conversation. Self-contained: it
   // touches no other table.

@@ -45,6 +45,8 @@ export interface PersistedConversation {
   mentionAll?: number[];
   /** The head when it became read-diffused ('#L'), written with the whole state. */
   largeFrom?: number;
+  /** Issue 43: the non-counting seqs ('#N', engine.ts HeadExtra.nocount), written with the head. */
+  nocount?: number[];
 }
 
 /** The engine side of the durable tier: what the drainer and the cold sweep call (server/durable/). */
@@ -70,7 +72,10 @@ export interface DurableStore {
   /** A conversation as the drainer writes it, with the texts of its head and generation (for the clear). */
   readConversation(conv: string): Promise<{ state: PersistedConversation; head: string; gen: string } | null>;
   /** The conversation's head (its text, for the clear) and the generation read with it (null: gone). */
-  readHeads(shard: DirtyShard, convs: readonly string[]): Promise<Array<{ head: string; gen: number; at: number; mentionAll: number[] } | null>>;
+  readHeads(
+    shard: DirtyShard,
+    convs: readonly string[],
+  ): Promise<Array<{ head: string; gen: number; at: number; mentionAll: number[]; nocount: number[] } | null>>;
   /** After PostgreSQL committed these heads, clears the 'h|' marks of the conversations whose head is still as read; returns how many. */
   clearHeads(shard: DirtyShard, heads: ReadonlyArray<{ conv: string; head: string | null }>): Promise<number>;
   /** Clears a conversation's mark if the field it was read with (`h`: head, `m`: generation) is still `value`. */

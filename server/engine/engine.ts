@@ -214,6 +214,11 @@ export interface MembersStep {
    * every member's record must be rewritten from `roster`, then `finishRewrite`.
    */
   rewrite: boolean;
+  /**
+   * Issue 43: the conversation's non-counting seqs, given only when one lies above its head (a
+   * recall before its message): a joiner's record takes those above its join head.
+   */
+  nocount?: number[];
 }
 
 export interface Roster {
@@ -230,6 +235,13 @@ export interface MessageRecord {
   at?: number;
   /** ... and the seqs of its @all messages. */
   mentionAll?: readonly number[];
+  /**
+   * Issue 43, kept by every conversation: the seqs of the batch that stop counting (its
+   * `counts: false` messages and the seqs its messages recall), merged into the conversation's set.
+   */
+  nocount?: readonly number[];
+  /** The (uid, seq) of each mention in the batch: a read-diffused conversation indexes them, so a later recall finds whose mention to drop. */
+  mentioned?: ReadonlyArray<readonly [string, number]>;
 }
 
 /**
@@ -239,12 +251,25 @@ export interface MessageRecord {
 export interface HeadExtra {
   at: number;
   mentionAll: number[];
+  /**
+   * The conversation's non-counting seqs (issue 43: `counts: false` messages and recalled seqs,
+   * kept in either mode), ascending, the newest `LIMITS.nocountSeqsPerConversation`.
+   */
+  nocount: number[];
 }
 
 export interface RecordedMessage {
   info: ConvInfo;
   /** The members, read with the head: all of them when write-diffused, else the candidates who are members. */
   members: string[];
+  /**
+   * Issue 43, read-diffused only: per member, the seqs recalled now whose mention the
+   * conversation's index says the member's record holds (their op takes them as non-counting
+   * seqs, which drops the mention) ...
+   */
+  drops?: ReadonlyMap<string, readonly number[]>;
+  /** ... and the seqs this batch mentions them in that were recalled already (left out of their op). */
+  ahead?: ReadonlyMap<string, readonly number[]>;
 }
 
 export interface UserOpResult {

@@ -15,7 +15,9 @@ type MessageOp = Extract<UserOp, { type: 'message' }>;
  * Issue 43: every op of a conversation carries the largest `at` of its messages in the batch (the
  * last activity, a max-register; none when no message has one), and an @all message
  * (`mentionAll`) of a write-diffused conversation is a mention of every listed member but its
- * sender (a read-diffused one keeps its @all seqs at the conversation: conv_record.lua).
+ * sender (a read-diffused one keeps its @all seqs at the conversation: conv_record.lua). A
+ * read-diffused conversation's non-counting seqs are kept at the conversation too; only the
+ * members its step names (`drops`: mentions of recalled seqs) get them, to drop those mentions.
  */
 export function mergeOps(messages: readonly MessageEvent[], byConv: ReadonlyMap<string, RecordedMessage>): MessageOp[] {
   const ops = new Map<string, MessageOp & { mentionSeqs: number[] }>();
@@ -86,6 +88,19 @@ export function mergeOps(messages: readonly MessageEvent[], byConv: ReadonlyMap<
     for (const op of ops.values()) {
       const seqs = nocount.get(op.conv);
       if (seqs !== undefined) op.nocountSeqs = mergeNocount([], seqs);
+    }
+  }
+  // A read-diffused conversation names the members whose mentions its step found recalled.
+  for (const [conv, r] of byConv) {
+    // A mention of a seq recalled already is left out (ingest_flush.lua does the same) ...
+    for (const [uid, seqs] of r.ahead ?? []) {
+      const op = opFor(uid, conv, r.info.gen);
+      op.mentionSeqs = op.mentionSeqs.filter((seq) => !seqs.includes(seq));
+    }
+    // ... and one the record holds goes with the seq joining the record's set.
+    for (const [uid, seqs] of r.drops ?? []) {
+      const op = opFor(uid, conv, r.info.gen);
+      op.nocountSeqs = mergeNocount(op.nocountSeqs ?? [], seqs);
     }
   }
   if (lastAt.size > 0) {

@@ -77,5 +77,10 @@ export type MembershipOp =
       rebase?: true;
       /** The conversation's last activity (ms) when the op was made: a lower bound for the record's `at` (issue 43). */
       at?: number;
+      /**
+       * Issue 43: a rewrite to write diffusion gives each member the conversation's non-counting
+       * seqs (those recalled while it was read-diffused), merged as a message's are.
+       */
+      nocountSeqs?: readonly number[];
     }
   | { type: 'membership'; uid: string; conv: string; gen: number; member: false };

@@ -221,6 +221,14 @@ export function mergeNocount(current: readonly number[], added: readonly number[
   return sorted.length > cap ? sorted.slice(sorted.length - cap) : sorted;
 }
 
+/** Non-counting or recalled seqs join the record's set; their mentions go, spent ones too (never counted again). */
+function addNocount(rec: StoredConv, seqs: readonly number[]): void {
+  rec.nocountSeqs = mergeNocount(rec.nocountSeqs, seqs);
+  const gone = new Set(rec.nocountSeqs);
+  rec.mentionSeqs = rec.mentionSeqs.filter((m) => !gone.has(m));
+  rec.readMentionSeqs = rec.readMentionSeqs.filter((m) => !gone.has(m));
+}
+
 /**
  * The rebase of one record to `head` (the operator lowered the conversation's head to it): every
  * message up to `head` counts as delivered (lastSeq set to it, not max-merged: the one place a
@@ -247,13 +255,7 @@ export function applyRule(before: StoredConv | undefined, op: UserOp): StoredCon
       const rec = before ? copy(before) : blankRecord(op.conv);
       rec.lastSeq = Math.max(rec.lastSeq, op.lastSeq);
       raiseRead(rec, op.readSeq);
-      if (op.nocountSeqs !== undefined && op.nocountSeqs.length > 0) {
-        // A non-counting or recalled seq's mention is dropped, spent ones too (never counted again).
-        rec.nocountSeqs = mergeNocount(rec.nocountSeqs, op.nocountSeqs);
-        const gone = new Set(rec.nocountSeqs);
-        rec.mentionSeqs = rec.mentionSeqs.filter((m) => !gone.has(m));
-        rec.readMentionSeqs = rec.readMentionSeqs.filter((m) => !gone.has(m));
-      }
+      if (op.nocountSeqs !== undefined && op.nocountSeqs.length > 0) addNocount(rec, op.nocountSeqs);
       const added = rec.nocountSeqs.length === 0 ? op.mentionSeqs : op.mentionSeqs.filter((m) => !rec.nocountSeqs.includes(m));
       rec.mentionSeqs = mergeMentions(rec.mentionSeqs, added, rec.readSeq);
       if (op.at !== undefined && op.at > rec.at) rec.at = op.at;
@@ -295,6 +297,7 @@ export function applyRule(before: StoredConv | undefined, op: UserOp): StoredCon
         }
         rec.lastSeq = Math.max(rec.lastSeq, op.head);
         if (op.at !== undefined && op.at > rec.at) rec.at = op.at;
+        if (op.nocountSeqs !== undefined && op.nocountSeqs.length > 0) addNocount(rec, op.nocountSeqs);
         rec.large = op.large;
         rec.category = op.category;
       } else if (rec.member) {

@@ -133,7 +133,10 @@ export class Ingest {
     const messages = live.length === 1 ? (live[0] as Submission).messages : live.flatMap((s) => s.messages);
     let at = Number.POSITIVE_INFINITY;
     for (const s of live) at = Math.min(at, s.at);
-    const heads = new Map<string, { seq: number; candidates: Set<string>; at?: number; mentionAll?: number[] }>();
+    const heads = new Map<
+      string,
+      { seq: number; candidates: Set<string>; at?: number; mentionAll?: number[]; nocount?: number[]; mentioned?: [string, number][] }
+    >();
     for (const m of messages) {
       let h = heads.get(m.conv);
       if (!h) heads.set(m.conv, (h = { seq: 0, candidates: new Set() }));
@@ -144,6 +147,12 @@ export class Ingest {
       if (m.at !== undefined) h.at = Math.max(h.at ?? 0, m.at);
       // A non-counting message's @all is ignored (issue 43).
       if (m.mentionAll === true && m.counts !== false) (h.mentionAll ??= []).push(m.seq);
+      // Issue 43: what stops counting, and whom a counting message mentions (a read-diffused
+      // conversation's index: a later recall drops exactly those mentions).
+      if (m.counts === false) (h.nocount ??= []).push(m.seq);
+      if (m.recalls !== undefined && m.recalls.length > 0) (h.nocount ??= []).push(...m.recalls);
+      if (m.counts !== false && m.mentionAll !== true && m.mentions !== undefined)
+        for (const uid of m.mentions) if (uid !== m.sender) (h.mentioned ??= []).push([uid, m.seq]);
     }
     const convs = [...heads.keys()];
     const items = convs.map((conv): MessageRecord => {
@@ -155,6 +164,8 @@ export class Ingest {
         candidates: [...h.candidates],
         ...(h.at !== undefined ? { at: h.at } : {}),
         ...(h.mentionAll !== undefined ? { mentionAll: h.mentionAll } : {}),
+        ...(h.nocount !== undefined ? { nocount: h.nocount } : {}),
+        ...(h.mentioned !== undefined ? { mentioned: h.mentioned } : {}),
       };
     });
     // A store that does the whole flush in one step (RedisEngine on one Redis) is given it whole.

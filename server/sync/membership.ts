@@ -33,6 +33,13 @@ export function memberOp(info: ConvInfo, tag: MemberTag): MembershipOp {
   };
 }
 
+/** The op with the conversation's non-counting seqs above the member's join head (those at or below it are never unread). */
+function withNocount(op: MembershipOp, nocount: readonly number[], joinHead: number): MembershipOp {
+  if (!op.member) return op;
+  const above = nocount.filter((seq) => seq > joinHead);
+  return above.length > 0 ? { ...op, nocountSeqs: above } : op;
+}
+
 /**
  * A membership change: one conversation step (members, category, the write/read diffusion
  * decision against the threshold, the generation and each new member's join head, atomically),
@@ -64,15 +71,18 @@ export async function changeMembership(engine: Engine, threshold: number, conv: 
 /** The user steps of a conversation step that landed (and the rewrite it asks for): safe to repeat. */
 export async function applyMembersStep(engine: Engine, conv: string, step: MembersStep): Promise<MembershipResult> {
   const byUser = new Map<string, MembershipOp>();
-  for (const tag of step.joins) byUser.set(tag.uid, memberOp(step.info, tag));
+  for (const tag of step.joins) byUser.set(tag.uid, withNocount(memberOp(step.info, tag), step.nocount ?? [], tag.joinHead));
   for (const uid of step.leaves) byUser.set(uid, { type: 'membership', uid, conv, gen: step.info.gen, member: false });
   let rewriteGen: number | undefined;
   if (step.rewrite) {
     const roster = await engine.roster(conv);
     if (roster) {
       rewriteGen = roster.info.gen;
+      // Issue 43: a rewrite to write diffusion gives the records the seqs recalled while the
+      // conversation was read-diffused (read after the step: a later recall reaches every member).
+      const nocount = roster.info.large ? [] : ((await engine.headExtras([conv])).get(conv)?.nocount ?? []);
       // The roster is as new as the step or newer: its ops replace the step's for the same user.
-      for (const tag of roster.members) byUser.set(tag.uid, memberOp(roster.info, tag));
+      for (const tag of roster.members) byUser.set(tag.uid, withNocount(memberOp(roster.info, tag), nocount, tag.joinHead));
     }
   }
   const ops = [...byUser.values()];

@@ -290,7 +290,7 @@ export class SyncService {
     return { heads, extras: await this.extrasOf(convs) };
   }
 
-  /** Issue 43: the read-diffused conversations' last activity and @all seqs (PullReply `headAt`, `mentionAll`), only those that have any. */
+  /** Issue 43: the read-diffused conversations' last activity, @all and non-counting seqs (PullReply `headAt`, `mentionAll`, `nocount`), only those that have any. */
   private async extrasOf(convs: readonly string[]): Promise<LargeExtras> {
     if (convs.length === 0) return {};
     const found = await this.engine.headExtras(convs);
@@ -298,13 +298,16 @@ export class SyncService {
     // Object.fromEntries defines own properties: a conversation named `__proto__` stays data.
     const atEntries: [string, number][] = [];
     const allEntries: [string, number[]][] = [];
+    const nocountEntries: [string, number[]][] = [];
     for (const [conv, extra] of found) {
       if (extra.at > 0) atEntries.push([conv, extra.at]);
       if (extra.mentionAll.length > 0) allEntries.push([conv, extra.mentionAll]);
+      if (extra.nocount.length > 0) nocountEntries.push([conv, extra.nocount]);
     }
     return {
       ...(atEntries.length > 0 ? { headAt: Object.fromEntries(atEntries) } : {}),
       ...(allEntries.length > 0 ? { mentionAll: Object.fromEntries(allEntries) } : {}),
+      ...(nocountEntries.length > 0 ? { nocount: Object.fromEntries(nocountEntries) } : {}),
     };
   }
 
@@ -338,8 +341,8 @@ export class SyncService {
   }
 }
 
-/** What extrasOf gives: PullReply's `headAt` and `mentionAll`, those that have any. */
-type LargeExtras = { headAt?: Record<string, number>; mentionAll?: Record<string, number[]> };
+/** What extrasOf gives: PullReply's `headAt`, `mentionAll` and `nocount`, those that have any. */
+type LargeExtras = { headAt?: Record<string, number>; mentionAll?: Record<string, number[]>; nocount?: Record<string, number[]> };
 
 /**
  * The totals of a user's state: the stored ones cover the write-diffused conversations; the

@@ -44,7 +44,7 @@ describe('durable tier: a read-diffused conversation keeps its last activity and
     await stack.server.durable?.persister.drainAll(Date.now() + 20_000);
     await stack.admin.flushall();
     // The engine's own read restores what Redis lacks, whatever was read before it.
-    expect(await stack.server.engine.headExtras(['first'])).toEqual(new Map([['first', { at: T0 + 5, mentionAll: [1] }]]));
+    expect(await stack.server.engine.headExtras(['first'])).toEqual(new Map([['first', { at: T0 + 5, mentionAll: [1], nocount: [] }]]));
     await stack.admin.flushall();
     const pulled = await stack.server.asUser<{ headAt?: Record<string, number>; mentionAll?: Record<string, number[]> }>('fc', 'GET', '/v1/sync');
     expect(pulled.body).toMatchObject({ headAt: { first: T0 + 5 }, mentionAll: { first: [1] } });

@@ -104,5 +104,154 @@ export function countsConformance(use: UseEngine): void {
       // 7 − 1 = 6 minus 2, 3, 7 (all above readSeq 1): 3 unread, mention 4 only.
       expect(states[0]?.[0]).toMatchObject({ lastSeq: 7, readSeq: 1, mentions: 1, nocount: 3 });
     });
+
+    // Found by the HTTP property test once the model had recalls: a write-diffused recall before
+    // its message reached only the members of the time, and one who joined before the message
+    // arrived counted it.
+    it('a member who joins between a recall and its message does not count it', async () => {
+      const s = await sync();
+      await s.changeMembers('g', { add: ['a', 'b'], remove: [], category: 'group' });
+      await s.postMessages([{ conv: 'g', seq: 1, sender: 'a' }]);
+      await s.postMessages([{ conv: 'g', seq: 2, sender: 'a', counts: false, recalls: [3] }]);
+      await s.changeMembers('g', { add: ['c'], remove: [] });
+      await s.postMessages([{ conv: 'g', seq: 3, sender: 'a', mentions: ['c'] }]);
+      expect(await row(s, 'c', 'g')).toMatchObject({ lastSeq: 3, unread: 0, mentions: 0 });
+      expect(await row(s, 'b', 'g')).toMatchObject({ lastSeq: 3, unread: 1, mentions: 0 });
+      await s.postMessages([{ conv: 'g', seq: 4, sender: 'a' }]);
+      expect(await s.unread('c')).toMatchObject({ total: 1, mentions: 0 });
+      expectTotalsConsistent(await s.engine.userState('c'));
+    });
+
+    // Read-diffused (large) groups: the conversation keeps the set, each reader's unread leaves out
+    // those in (readSeq, head] at read time (PROTOCOL.md "What counts").
+    const large = async () => {
+      const s = new SyncService(await use(), { largeGroupThreshold: 2 });
+      await s.changeMembers('L', { add: ['a', 'b', 'c'], remove: [], category: 'group' });
+      return s;
+    };
+    /** The client's derivation from a pull from scratch equals the server's /unread. */
+    const sameOnClient = async (s: SyncService, uid: string) => {
+      const pulled = await s.pull(uid, null);
+      expect(clientViews(pageStates(pulled), pulled.heads, pulled)).toEqual((await s.unread(uid)).conversations);
+    };
+
+    it('large group: a counts:false message adds nothing, its mention and @all are ignored', async () => {
+      const s = await large();
+      expect((await s.engine.getConversation('L'))?.large).toBe(true);
+      await s.postMessages([{ conv: 'L', seq: 1, sender: 'a' }]);
+      await s.postMessages([{ conv: 'L', seq: 2, sender: 'a', counts: false, mentions: ['b'], mentionAll: true }]);
+      expect(await row(s, 'b', 'L')).toMatchObject({ lastSeq: 2, unread: 1, mentions: 0 });
+      expect(await s.unread('c')).toMatchObject({ total: 1, mentions: 0 });
+      await sameOnClient(s, 'b');
+      await s.postMessages([{ conv: 'L', seq: 3, sender: 'a' }]);
+      expect(await s.unread('b')).toMatchObject({ total: 2 });
+      await s.read('b', 'L', 2);
+      expect(await s.unread('b')).toMatchObject({ total: 1 });
+      await sameOnClient(s, 'b');
+    });
+
+    it('large group: a recall after its message drops the count for every member and the mention for the mentioned one', async () => {
+      const s = await large();
+      await s.postMessages([
+        { conv: 'L', seq: 1, sender: 'a' },
+        { conv: 'L', seq: 2, sender: 'a', mentions: ['b'] },
+        { conv: 'L', seq: 3, sender: 'a', mentionAll: true },
+        { conv: 'L', seq: 4, sender: 'a' },
+      ]);
+      expect(await s.unread('b')).toMatchObject({ total: 4, mentions: 2 });
+      expect(await s.unread('c')).toMatchObject({ total: 4, mentions: 1 });
+      const before = await s.pull('b', null);
+      const recall = { conv: 'L', seq: 5, sender: 'a', counts: false, recalls: [2, 3] };
+      await s.postMessages([recall]);
+      await s.postMessages([recall]);
+      expect(await row(s, 'b', 'L')).toMatchObject({ lastSeq: 5, unread: 2, mentions: 0 });
+      expect(await s.unread('c')).toMatchObject({ total: 2, mentions: 0 });
+      // The sender's own view: all read.
+      expect(await s.unread('a')).toMatchObject({ total: 0, mentions: 0 });
+      await sameOnClient(s, 'b');
+      await sameOnClient(s, 'c');
+      // A device catching up from its cursor derives the same.
+      const after = await s.pull('b', { epoch: before.epoch, version: before.version });
+      const states = new Map(pageStates(before).map((x) => [x.conv, x]));
+      for (const e of after.entries) if (e.state) states.set(e.conv, e.state);
+      expect(clientViews(states.values(), after.heads, after)).toEqual((await s.unread('b')).conversations);
+      // A read past 2 and an "unread from here" below it: still recalled, the mention too.
+      await s.read('b', 'L', 3);
+      await s.engine.applyUserOps([{ type: 'unread-from', uid: 'b', conv: 'L', seq: 1 }]);
+      expect(await row(s, 'b', 'L')).toMatchObject({ readSeq: 0, unread: 2, mentions: 0 });
+      await sameOnClient(s, 'b');
+    });
+
+    it('large group: a recall before its message, duplicated, counts once as nothing', async () => {
+      const s = await large();
+      await s.postMessages([{ conv: 'L', seq: 3, sender: 'a', counts: false, recalls: [1, 2] }]);
+      await s.postMessages([{ conv: 'L', seq: 3, sender: 'a', counts: false, recalls: [1, 2] }]);
+      expect(await s.unread('b')).toMatchObject({ total: 0, mentions: 0 });
+      await s.postMessages([{ conv: 'L', seq: 2, sender: 'a', mentionAll: true }]);
+      await s.postMessages([{ conv: 'L', seq: 1, sender: 'c', mentions: ['b'] }]);
+      await s.postMessages([{ conv: 'L', seq: 1, sender: 'c', mentions: ['b'] }]);
+      expect(await row(s, 'b', 'L')).toMatchObject({ lastSeq: 3, unread: 0, mentions: 0 });
+      await s.postMessages([{ conv: 'L', seq: 4, sender: 'a' }]);
+      expect(await s.unread('b')).toMatchObject({ total: 1, mentions: 0 });
+      expect(await s.unread('c')).toMatchObject({ total: 1, mentions: 0 });
+      await sameOnClient(s, 'b');
+    });
+
+    // Found by the HTTP property test (seed 1831615044): the recall came in one batch with a
+    // redelivery of the message it recalls; the redelivered mention was left out but the one the
+    // member's record held from the first delivery stayed.
+    it('large group: a recall batched with a redelivery of its message drops the held mention', async () => {
+      const s = await large();
+      await s.postMessages([{ conv: 'L', seq: 1, sender: 'a', mentions: ['b'] }]);
+      expect(await s.unread('b')).toMatchObject({ total: 1, mentions: 1 });
+      await s.postMessages([
+        { conv: 'L', seq: 2, sender: 'c', mentionAll: true, recalls: [1] },
+        { conv: 'L', seq: 1, sender: 'a', mentions: ['b'] },
+      ]);
+      expect(await row(s, 'b', 'L')).toMatchObject({ lastSeq: 2, unread: 1, mentions: 1 });
+      await sameOnClient(s, 'b');
+    });
+
+    it('switching to read diffusion and back keeps the non-counting seqs exact', async () => {
+      const s = new SyncService(await use(), { largeGroupThreshold: 3 });
+      await s.changeMembers('G', { add: ['a', 'b', 'c'], remove: [], category: 'group' });
+      // Write-diffused: 2 does not count, 3 (b's mention) is recalled.
+      await s.postMessages([
+        { conv: 'G', seq: 1, sender: 'a' },
+        { conv: 'G', seq: 2, sender: 'a', counts: false },
+        { conv: 'G', seq: 3, sender: 'a', mentions: ['b'] },
+        { conv: 'G', seq: 4, sender: 'a', counts: false, recalls: [3] },
+      ]);
+      expect(await s.unread('b')).toMatchObject({ total: 1, mentions: 0 });
+      await s.changeMembers('G', { add: ['d'], remove: [] });
+      expect((await s.engine.getConversation('G'))?.large).toBe(true);
+      expect(await s.unread('b')).toMatchObject({ total: 1, mentions: 0 });
+      // Read-diffused: 5 counts, 6 is recalled by 7, 3 is recalled again (a duplicate), 8 counts.
+      await s.postMessages([
+        { conv: 'G', seq: 5, sender: 'a' },
+        { conv: 'G', seq: 6, sender: 'a', mentions: ['c'] },
+        { conv: 'G', seq: 7, sender: 'a', counts: false, recalls: [6, 3] },
+        { conv: 'G', seq: 8, sender: 'a' },
+      ]);
+      expect(await s.unread('b')).toMatchObject({ total: 3, mentions: 0 });
+      expect(await s.unread('c')).toMatchObject({ total: 3, mentions: 0 });
+      expect(await s.unread('d')).toMatchObject({ total: 2, mentions: 0 });
+      await sameOnClient(s, 'b');
+      // Back to write diffusion: every member's record takes the seqs recalled meanwhile.
+      await s.changeMembers('G', { add: [], remove: ['d'] });
+      expect((await s.engine.getConversation('G'))?.large).toBe(false);
+      expect(await s.unread('b')).toMatchObject({ total: 3, mentions: 0 });
+      expect(await s.unread('c')).toMatchObject({ total: 3, mentions: 0 });
+      await s.postMessages([{ conv: 'G', seq: 9, sender: 'a', counts: false, recalls: [5] }]);
+      expect(await s.unread('b')).toMatchObject({ total: 2, mentions: 0 });
+      for (const uid of ['b', 'c']) {
+        expectTotalsConsistent(await s.engine.userState(uid));
+        await sameOnClient(s, uid);
+      }
+      // And read-diffused again: still exact.
+      await s.changeMembers('G', { add: ['e'], remove: [] });
+      expect(await s.unread('b')).toMatchObject({ total: 2, mentions: 0 });
+      await sameOnClient(s, 'b');
+    });
   });
 }

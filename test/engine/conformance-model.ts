@@ -50,6 +50,11 @@ export interface ModelRunStats {
   /** Issue 43: checks that met a 'mentions'-level conversation whose unread differs from its mentions, and an unread @all in a read-diffused one. */
   mentionsLevelDiffers: number;
   everyoneInLarge: number;
+  /** Issue 43, what counts: `counts: false` messages, messages with recalls, and those sent to a read-diffused conversation; checks that met a read-diffused one with non-counting seqs above a member's readSeq. */
+  nonCounting: number;
+  recalls: number;
+  recallsWhileLarge: number;
+  nocountInLarge: number;
 }
 
 /** Every counter of a run at zero (a run's start, and the sum over several runs). */
@@ -64,6 +69,10 @@ export function noModelRunStats(): ModelRunStats {
     unreadsLowering: 0,
     mentionsLevelDiffers: 0,
     everyoneInLarge: 0,
+    nonCounting: 0,
+    recalls: 0,
+    recallsWhileLarge: 0,
+    nocountInLarge: 0,
   };
 }
 
@@ -98,7 +107,23 @@ export async function modelRandomRun(engine: Engine, rand: () => number, steps: 
       // Issue 43: @all now and then, a time mostly (sometimes none, sometimes older than the last).
       const everyone = rand() < 0.12 ? { mentionAll: true } : {};
       const at = rand() < 0.8 ? { at: 1_760_000_000_000 + seq * 1000 - Math.floor(rand() * 3000) } : {};
-      return { t: 'message', message: { conv, seq, sender: actor(conv), ...(mentions.length > 0 ? { mentions } : {}), ...everyone, ...at } };
+      // Issue 43, what counts: an edit or reaction that does not count now and then, and recalls
+      // of earlier seqs or of ones not sent yet (a recall before its message).
+      const quiet = rand() < 0.15 ? { counts: false } : {};
+      const recalled =
+        rand() < 0.15
+          ? [...new Set([seq - 1 - Math.floor(rand() * 4), ...(rand() < 0.3 ? [seq + 1 + Math.floor(rand() * 2)] : [])])].filter((s) => s >= 1)
+          : [];
+      const recalls = recalled.length > 0 ? { recalls: recalled } : {};
+      if (quiet.counts === false) stats.nonCounting++;
+      if (recalled.length > 0) {
+        stats.recalls++;
+        if (members(conv).length > THRESHOLD) stats.recallsWhileLarge++;
+      }
+      return {
+        t: 'message',
+        message: { conv, seq, sender: actor(conv), ...(mentions.length > 0 ? { mentions } : {}), ...everyone, ...at, ...quiet, ...recalls },
+      };
     }
     if (r < 0.62 && sent.length > 0) return { t: 'redeliver', messages: Array.from({ length: 1 + Math.floor(rand() * 3) }, () => pick(sent)) };
     if (r < 0.78) {
@@ -211,6 +236,8 @@ export async function modelRandomRun(engine: Engine, rand: () => number, steps: 
       expect(views, `${where}: pulled from scratch`).toEqual(want.conversations);
       const everyone = new Map(Object.entries(extras.mentionAll ?? {}));
       for (const s of states.values()) if (s.large && (everyone.get(s.conv) ?? []).some((seq) => seq > s.readSeq)) stats.everyoneInLarge++;
+      const kept = new Map(Object.entries(extras.nocount ?? {}));
+      for (const s of states.values()) if (s.large && (kept.get(s.conv) ?? []).some((seq) => seq > s.readSeq)) stats.nocountInLarge++;
       // 2. The stored totals: the write-diffused share of the model's totals.
       const stored = await engine.userState(uid);
       expect(
@@ -245,12 +272,12 @@ async function pullAll(
   states: Map<string, ConvState>;
   heads: Record<string, number>;
   peers: Map<string, number>;
-  extras: Pick<PullReply, 'headAt' | 'mentionAll'>;
+  extras: Pick<PullReply, 'headAt' | 'mentionAll' | 'nocount'>;
 }> {
   const states = new Map<string, ConvState>();
   const peers = new Map<string, number>();
   let heads: Record<string, number> = {};
-  let extras: Pick<PullReply, 'headAt' | 'mentionAll'> = {};
+  let extras: Pick<PullReply, 'headAt' | 'mentionAll' | 'nocount'> = {};
   let since: Cursor | null = null;
   for (let page = 0; page < 1000; page++) {
     const reply = await sync.pull(uid, since, 3);
@@ -265,7 +292,11 @@ async function pullAll(
     }
     heads = reply.heads;
     for (const [conv, seq] of Object.entries(reply.peerReads ?? {})) peers.set(conv, seq);
-    extras = { ...(reply.headAt ? { headAt: reply.headAt } : {}), ...(reply.mentionAll ? { mentionAll: reply.mentionAll } : {}) };
+    extras = {
+      ...(reply.headAt ? { headAt: reply.headAt } : {}),
+      ...(reply.mentionAll ? { mentionAll: reply.mentionAll } : {}),
+      ...(reply.nocount ? { nocount: reply.nocount } : {}),
+    };
     since = { epoch: reply.epoch, version: reply.version };
     if (!reply.more) return { states, heads, peers, extras };
   }

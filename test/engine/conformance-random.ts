@@ -73,8 +73,9 @@ export async function randomizedOps(e: Engine, rand: () => number, count: number
         head: int(40),
         large: rand() < 0.15,
         category: pick(CATEGORIES),
-        // The operator's rebase: a new membership that lowers lastSeq to `head`.
-        ...(rand() < 0.15 ? { rebase: true as const } : {}),
+        // The operator's rebase: a new membership that lowers lastSeq to `head`; or (issue 43) a
+        // rewrite to write diffusion bringing the conversation's non-counting seqs ('G').
+        ...(rand() < 0.15 ? { rebase: true as const } : rand() < 0.15 ? { nocountSeqs: [1 + int(44), ...(rec?.mentionSeqs.slice(0, 1) ?? [])] } : {}),
       };
     }
     if (r < 0.8) return { type: 'membership', uid, conv, gen: rand() < 0.2 && rec ? rec.gen : nextGen(), member: false };

@@ -447,6 +447,11 @@ export function engineConformance(name: string, makeEngine: MakeEngine): void {
         // Issue 43: levels and @all in read-diffused groups were met.
         expect(totals.mentionsLevelDiffers).toBeGreaterThan(0);
         expect(totals.everyoneInLarge).toBeGreaterThan(0);
+        // ... and what counts: non-counting messages and recalls, also in read-diffused groups.
+        expect(totals.nonCounting).toBeGreaterThan(0);
+        expect(totals.recalls).toBeGreaterThan(0);
+        expect(totals.recallsWhileLarge).toBeGreaterThan(0);
+        expect(totals.nocountInLarge).toBeGreaterThan(0);
       });
 
       it('expectTotalsConsistent sees a wrong stored total (the check can fail)', async () => {

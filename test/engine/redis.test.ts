@@ -555,6 +555,8 @@ describe('redis engine scripts', () => {
       { type: 'message', uid: 'u', conv: 'c', lastSeq: 1, readSeq: 0, mentionSeqs: [], nocountSeqs: [1] },
       read('u', 'c', 1),
       join('u', 'c', 0, 'group'),
+      // Issue 43: a rewrite to write diffusion with the conversation's non-counting seqs is 'G'.
+      { ...(join('u', 'c', 0, 'group') as Extract<UserOp, { type: 'membership'; member: true }>), nocountSeqs: [2] },
       { type: 'membership', uid: 'u', conv: 'c', gen: 2, member: false },
       { type: 'settings', uid: 'u', conv: 'c', muted: true },
       { type: 'unread-from', uid: 'u', conv: 'c', seq: 1, gen: 1 },

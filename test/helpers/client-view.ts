@@ -10,12 +10,17 @@ import type { ConvState, ConvView, UnreadSummary } from '../../protocol/types.js
 export function clientViews(
   states: Iterable<ConvState>,
   heads: Readonly<Record<string, number>>,
-  extras: { headAt?: Readonly<Record<string, number>>; mentionAll?: Readonly<Record<string, readonly number[]>> } = {},
+  extras: {
+    headAt?: Readonly<Record<string, number>>;
+    mentionAll?: Readonly<Record<string, readonly number[]>>;
+    nocount?: Readonly<Record<string, readonly number[]>>;
+  } = {},
 ): ConvView[] {
   // Heads are looked up among own keys only: `__proto__` is a conversation id like any other.
   const headFor = new Map(Object.entries(heads));
   const atFor = new Map(Object.entries(extras.headAt ?? {}));
   const allFor = new Map(Object.entries(extras.mentionAll ?? {}));
+  const nocountFor = new Map(Object.entries(extras.nocount ?? {}));
   const views: ConvView[] = [];
   for (const s of states) {
     // effectiveLastSeq = large ? max(state.lastSeq, heads[conv] ?? 0) : state.lastSeq
@@ -24,8 +29,13 @@ export function clientViews(
     if (!(lastSeq > s.deletedSeq)) continue;
     // Last activity: large ? max(state.at, headAt[conv]) : state.at; absent when unknown.
     const at = Math.max(s.at ?? 0, s.large ? (atFor.get(s.conv) ?? 0) : 0);
+    // A large group's non-counting seqs (PullReply nocount): those in (readSeq, lastSeq] are not
+    // unread, and an @all among them is no mention; the state's own nocount when larger.
+    const gone = s.large ? (nocountFor.get(s.conv) ?? []) : [];
+    const inRange = (seq: number) => seq > s.readSeq && seq <= lastSeq;
     // @all of a large group: each of its seqs in (readSeq, lastSeq] is one more mention.
-    const everyone = s.large ? (allFor.get(s.conv) ?? []).filter((seq) => seq > s.readSeq && seq <= lastSeq).length : 0;
+    const everyone = s.large ? (allFor.get(s.conv) ?? []).filter((seq) => inRange(seq) && !gone.includes(seq)).length : 0;
+    const nocount = Math.max(s.nocount ?? 0, gone.filter(inRange).length);
     views.push({
       conv: s.conv,
       // A topic's row names its conversation and topic (PROTOCOL.md "Topics").
@@ -34,7 +44,7 @@ export function clientViews(
       lastSeq,
       readSeq: s.readSeq,
       // unread = (lastSeq − readSeq) − nocount (PROTOCOL.md "What counts"), never below 0.
-      unread: Math.max(0, lastSeq - s.readSeq - (s.nocount ?? 0)),
+      unread: Math.max(0, lastSeq - s.readSeq - nocount),
       mentions: s.mentions + everyone,
       muted: s.muted,
       markedUnread: s.markedUnread,
@@ -53,7 +63,11 @@ export function clientSummary(
   version: number,
   states: Iterable<ConvState>,
   heads: Readonly<Record<string, number>>,
-  extras: { headAt?: Readonly<Record<string, number>>; mentionAll?: Readonly<Record<string, readonly number[]>> } = {},
+  extras: {
+    headAt?: Readonly<Record<string, number>>;
+    mentionAll?: Readonly<Record<string, readonly number[]>>;
+    nocount?: Readonly<Record<string, readonly number[]>>;
+  } = {},
 ): UnreadSummary {
   const conversations = clientViews(states, heads, extras);
   // Level 'mentions': its mentions are its share of the badge (each one unread).

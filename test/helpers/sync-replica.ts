@@ -34,7 +34,11 @@ export interface ClientStats {
 export function viewsOf(
   states: Iterable<ConvState>,
   heads: Readonly<Record<string, number>>,
-  extras: { headAt?: Readonly<Record<string, number>>; mentionAll?: Readonly<Record<string, readonly number[]>> } = {},
+  extras: {
+    headAt?: Readonly<Record<string, number>>;
+    mentionAll?: Readonly<Record<string, readonly number[]>>;
+    nocount?: Readonly<Record<string, readonly number[]>>;
+  } = {},
 ): ConvView[] {
   return clientViews(states, heads, extras);
 }

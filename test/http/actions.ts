@@ -20,7 +20,23 @@ export const PROTO_USERS = ['__proto__', 'constructor', 'valueOf', 'isPrototypeO
 export type Action =
   | { t: 'members'; conv: number; add: number[]; remove: number[]; category?: string }
   /** A new message from upstream; `hold`: assigned a seq now, delivered by a later batch. */
-  | { t: 'msg'; conv: number; sender: number; pick: boolean; mentions: number[]; hold: boolean; gap: number; everyone?: boolean; ago?: number }
+  /**
+   * Issue 43, what counts: `quiet` sends it with `counts: false`; `recalls` are offsets from its
+   * seq (negative: an earlier message; positive: one not sent yet, a recall before its message).
+   */
+  | {
+      t: 'msg';
+      conv: number;
+      sender: number;
+      pick: boolean;
+      mentions: number[];
+      hold: boolean;
+      gap: number;
+      everyone?: boolean;
+      ago?: number;
+      quiet?: boolean;
+      recalls?: number[];
+    }
   /** Redelivery of earlier messages (duplicates, reordering) plus, optionally, the held ones. */
   | { t: 'batch'; picks: number[]; includeHeld: boolean; single: boolean; shuffle: number }
   /** Several single-message POSTs in flight at once (group commit merges them). */
@@ -191,6 +207,41 @@ export function scenarioArb(servers: number): fc.Arbitrary<Scenario> {
       protoNames: fc.oneof({ weight: 4, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }),
     })
     .map(({ server, setup, actions, finalLimits, protoNames }) => ({ server, actions: [...setup, ...actions], finalLimits, protoNames }));
+}
+
+/**
+ * Issue 43, what counts, drawn apart from the scenario (after it, so `scenarioArb`'s draws, which
+ * the pinned seeds of test/durable/property.test.ts replay, stay as they were): per action index,
+ * whether a message there does not count (`quiet`) and what it recalls (offsets from its seq:
+ * negative an earlier message, positive one not sent yet, a recall before its message).
+ */
+const countsArb = fc.array(
+  fc.record({
+    quiet: fc.oneof({ weight: 5, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }),
+    recalls: fc.oneof(
+      { weight: 6, arbitrary: fc.constant<number[]>([]) },
+      {
+        weight: 1,
+        arbitrary: fc.array(
+          fc.integer({ min: -4, max: 2 }).filter((k) => k !== 0),
+          { minLength: 1, maxLength: 2 },
+        ),
+      },
+    ),
+  }),
+  { minLength: 16, maxLength: 16 },
+);
+
+/** `scenarioArb` whose messages sometimes do not count or recall others (issue 43). */
+export function countsScenarioArb(servers: number): fc.Arbitrary<Scenario> {
+  return fc.tuple(scenarioArb(servers), countsArb).map(([scenario, counts]) => ({
+    ...scenario,
+    actions: scenario.actions.map((a, i) => {
+      const c = counts[i % counts.length];
+      if (a.t !== 'msg' || !c || (!c.quiet && c.recalls.length === 0)) return a;
+      return { ...a, ...(c.quiet ? { quiet: true } : {}), ...(c.recalls.length > 0 ? { recalls: c.recalls } : {}) };
+    }),
+  }));
 }
 
 export interface Scenario {

@@ -47,6 +47,18 @@ interface Conversation {
   everyoneWhileLarge: Set<number>;
   /** Its maxSeq when it last became read-diffused: an @all at or below it delivered while read-diffused is not counted (PROTOCOL.md). */
   largeFrom: number;
+  /**
+   * What counts (PROTOCOL.md "What counts"): the seqs that do not count, those of `counts: false`
+   * messages and the recalled ones; a grow-only set, the same for every member (the cap of 1000
+   * is never reached here).
+   */
+  nocount: Set<number>;
+  /**
+   * 'uid|seq' of each named mention made while read-diffused: a recall drops exactly these (and
+   * every member's, while write-diffused); one made while write-diffused and recalled while
+   * read-diffused stays until read (PROTOCOL.md "What counts", the documented exception).
+   */
+  mentionedWhileLarge: Set<string>;
 }
 
 export type Level = 'all' | 'mentions' | 'none';
@@ -124,7 +136,17 @@ export class Model {
   private applyMembers(conv: string, add: readonly string[], remove: readonly string[], category?: string): { members: number; large: boolean } {
     let c = this.conversations.get(conv);
     if (!c) {
-      c = { maxSeq: 0, category: category ?? DEFAULT_CATEGORY, members: new Set(), seen: new Map(), at: 0, everyoneWhileLarge: new Set(), largeFrom: 0 };
+      c = {
+        maxSeq: 0,
+        category: category ?? DEFAULT_CATEGORY,
+        members: new Set(),
+        seen: new Map(),
+        at: 0,
+        everyoneWhileLarge: new Set(),
+        largeFrom: 0,
+        nocount: new Set(),
+        mentionedWhileLarge: new Set(),
+      };
       this.conversations.set(conv, c);
     } else if (category !== undefined) {
       c.category = category;
@@ -163,6 +185,9 @@ export class Model {
     if (wasLarge && c.members.size <= this.largeGroupThreshold) {
       for (const uid of c.members) for (const seq of c.everyoneWhileLarge) this.membership(uid, conv)?.mentionSeqs.delete(seq);
       c.everyoneWhileLarge.clear();
+      // Back to write diffusion, each member's state takes the non-counting seqs: a mention of one
+      // made while read-diffused and recalled then (the exception above) goes now.
+      for (const uid of c.members) for (const seq of c.nocount) this.membership(uid, conv)?.mentionSeqs.delete(seq);
     }
     return { members: c.members.size, large: c.members.size > this.largeGroupThreshold };
   }
@@ -302,7 +327,9 @@ export class Model {
       if (m.hiddenUpTo !== null && m.lastSeq <= m.hiddenUpTo) continue;
       const c = this.conversations.get(conv);
       if (!c) throw new Error(`model: membership of unknown conversation ${conv}`);
-      const unread = Math.max(0, m.lastSeq - m.readSeq);
+      // What counts: the non-counting seqs in (readSeq, lastSeq] are not unread.
+      const notCounted = [...c.nocount].filter((s) => s > m.readSeq && s <= m.lastSeq).length;
+      const unread = Math.max(0, m.lastSeq - m.readSeq - notCounted);
       const mentionCount = [...m.mentionSeqs].filter((s) => s > m.readSeq).length;
       // Read receipts: a one-to-one chat (2 members, so never read-diffused unless the threshold is 1) shows the peer's.
       const peer = c.members.size === 2 && c.members.size <= this.largeGroupThreshold ? [...c.members].find((u) => u !== uid) : undefined;
@@ -334,6 +361,15 @@ export class Model {
     return { total, mentions, categories: Object.fromEntries(categories), conversations };
   }
 
+  /**
+   * The store lost everything and came back from PostgreSQL (the durable tier): what it restores
+   * is all as before, but for the read-diffused conversations' mention index, which it does not
+   * keep (PROTOCOL.md "What counts": a mention made before is not dropped by a later recall).
+   */
+  storeLost(): void {
+    for (const c of this.conversations.values()) c.mentionedWhileLarge.clear();
+  }
+
   isMember(uid: string, conv: string): boolean {
     return this.conversations.get(conv)?.members.has(uid) ?? false;
   }
@@ -344,10 +380,27 @@ export class Model {
     c.maxSeq = Math.max(c.maxSeq, msg.seq);
     if (msg.at !== undefined) c.at = Math.max(c.at, msg.at);
     const large = c.members.size > this.largeGroupThreshold;
+    // What counts: a `counts: false` message's seq and the recalled ones stop counting; a recalled
+    // seq's mentions go (all of them while write-diffused; while read-diffused its @all and the
+    // named ones made while read-diffused).
+    const counts = msg.counts !== false;
+    const gone = [...(counts ? [] : [msg.seq]), ...(msg.recalls ?? [])];
+    for (const seq of gone) {
+      c.nocount.add(seq);
+      for (const uid of c.members) {
+        const m = this.activeMembership(uid, msg.conv);
+        if (!m) continue;
+        const key = `${uid}|${seq}`;
+        if (!large || c.everyoneWhileLarge.has(seq) || c.mentionedWhileLarge.has(key)) m.mentionSeqs.delete(seq);
+        if (large) c.mentionedWhileLarge.delete(key);
+      }
+    }
+    // A non-counting message's mentions and @all are ignored, and so are those of a seq recalled already.
+    const mentioning = counts && !c.nocount.has(msg.seq);
     // @all: every member but the sender, above their read position (once: a Set); while
     // read-diffused only above the head it had when it became so (a late or repeated message
     // from before was counted then, or is not).
-    if (msg.mentionAll === true && !(large && msg.seq <= c.largeFrom)) {
+    if (mentioning && msg.mentionAll === true && !(large && msg.seq <= c.largeFrom)) {
       for (const uid of c.members) {
         // A read-diffused conversation keeps the @all seq without its sender (PROTOCOL.md "@all"):
         // the sender's raised readSeq covers it, until they mark it unread from at or below it.
@@ -364,10 +417,12 @@ export class Model {
     const sender = this.activeMembership(msg.sender, msg.conv);
     if (sender) raiseRead(sender, msg.seq);
     // An @all message's own `mentions` add nothing to its @all (PROTOCOL.md): where its @all does not count, neither do they.
-    for (const uid of new Set(msg.mentionAll === true ? [] : (msg.mentions ?? []))) {
+    for (const uid of new Set(msg.mentionAll === true || !mentioning ? [] : (msg.mentions ?? []))) {
       if (uid === msg.sender) continue;
       const m = this.activeMembership(uid, msg.conv);
-      if (m && msg.seq > m.readSeq) m.mentionSeqs.add(msg.seq);
+      if (!m) continue;
+      if (msg.seq > m.readSeq) m.mentionSeqs.add(msg.seq);
+      if (large) c.mentionedWhileLarge.add(`${uid}|${msg.seq}`);
     }
   }
 

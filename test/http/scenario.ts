@@ -43,7 +43,17 @@ export const coverage = {
   /** Wipes after a lowering "unread from here" / with a one-to-one chat's position recorded (durable runs). */
   loweringsAcrossWipe: 0,
   positionsAcrossWipe: 0,
+  /** Issue 43: `counts: false` messages, messages with recalls, and those sent while the conversation was read-diffused. */
+  nonCounting: 0,
+  recalls: 0,
+  recallsWhileLarge: 0,
 };
+
+/** `recalls` as seqs: offsets from `seq`, those that name a seq (>= 1). */
+function recallsOf(seq: number, offsets: readonly number[] | undefined): { recalls?: number[] } {
+  const seqs = [...new Set((offsets ?? []).map((k) => seq + k))].filter((s) => s >= 1 && s <= LIMITS.maxSeq && s !== seq);
+  return seqs.length > 0 ? { recalls: seqs } : {};
+}
 
 /** Returns what was exercised since the last call, and starts counting afresh. */
 export function takeCoverage(): typeof coverage {
@@ -64,6 +74,9 @@ export function takeCoverage(): typeof coverage {
     privacyHidPositions: 0,
     loweringsAcrossWipe: 0,
     positionsAcrossWipe: 0,
+    nonCounting: 0,
+    recalls: 0,
+    recallsWhileLarge: 0,
   });
   return taken;
 }
@@ -162,7 +175,12 @@ class Run {
           ...(mentions.length ? { mentions } : {}),
           ...(a.everyone ? { mentionAll: true } : {}),
           ...(a.ago !== undefined ? { at: AT_BASE - a.ago } : {}),
+          ...(a.quiet ? { counts: false } : {}),
+          ...recallsOf(seq, a.recalls),
         };
+        if (a.quiet) coverage.nonCounting++;
+        if (msg.recalls) coverage.recalls++;
+        if (msg.recalls && this.large.has(a.conv)) coverage.recallsWhileLarge++;
         this.sent.push(msg);
         if (a.hold) this.held.push(msg);
         else await this.post([msg], true, a);
@@ -267,6 +285,7 @@ class Run {
       case 'wipe': {
         if (!this.hooks.wipe) throw new Error('a wipe action needs a store that can be wiped (ScenarioHooks.wipe)');
         await this.hooks.wipe(a.how);
+        this.model.storeLost();
         // A lost store restores every user under a new epoch: each may change once more.
         this.epochs.clear();
         coverage.wipes++;

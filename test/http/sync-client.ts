@@ -13,7 +13,7 @@ export interface ClientCopy {
   states: Map<string, ConvState>;
   heads: Record<string, number>;
   /** Issue 43: the read-diffused conversations' last activity and @all seqs of the last reply. */
-  extras: Pick<PullReply, 'headAt' | 'mentionAll'>;
+  extras: Pick<PullReply, 'headAt' | 'mentionAll' | 'nocount'>;
 }
 
 export function emptyCopy(): ClientCopy {
@@ -72,7 +72,11 @@ export async function syncCopy(server: TestServer, uid: string, copy: ClientCopy
     }
     copy.cursor = { epoch: reply.epoch, version: reply.version };
     copy.heads = reply.heads;
-    copy.extras = { ...(reply.headAt ? { headAt: reply.headAt } : {}), ...(reply.mentionAll ? { mentionAll: reply.mentionAll } : {}) };
+    copy.extras = {
+      ...(reply.headAt ? { headAt: reply.headAt } : {}),
+      ...(reply.mentionAll ? { mentionAll: reply.mentionAll } : {}),
+      ...(reply.nocount ? { nocount: reply.nocount } : {}),
+    };
     if (!reply.more) return stats;
   }
 }

@@ -58,8 +58,8 @@ export class ConvStore {
   cursor: Cursor | null = null;
   private convs = new Map<string, ConvState>();
   private heads = new Heads();
-  /** Issue 43: the read-diffused conversations' last activity and @all seqs, from the newest reply (PullReply headAt, mentionAll). */
-  private extras: Pick<PullReply, 'headAt' | 'mentionAll'> = {};
+  /** Issue 43: the read-diffused conversations' last activity, @all and non-counting seqs, from the newest reply (PullReply headAt, mentionAll, nocount). */
+  private extras: Pick<PullReply, 'headAt' | 'mentionAll' | 'nocount'> = {};
   private readonly reads = new Map<string, ReadOverlay>();
   private readonly settings = new Map<string, SettingsOverlay>();
 
@@ -140,7 +140,11 @@ export class ConvStore {
     }
     this.heads.merge(reply.heads);
     // Read with the heads, as of this reply: they replace what an older reply said.
-    this.extras = { ...(reply.headAt ? { headAt: reply.headAt } : {}), ...(reply.mentionAll ? { mentionAll: reply.mentionAll } : {}) };
+    this.extras = {
+      ...(reply.headAt ? { headAt: reply.headAt } : {}),
+      ...(reply.mentionAll ? { mentionAll: reply.mentionAll } : {}),
+      ...(reply.nocount ? { nocount: reply.nocount } : {}),
+    };
     for (const entry of reply.entries) {
       if (entry.v <= from) continue;
       this.put(entry.conv, entry.state);

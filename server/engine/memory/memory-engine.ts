@@ -1,4 +1,5 @@
 import { topicConv } from '../../../protocol/child-id.js';
+import { LIMITS } from '../../../protocol/limits.js';
 import type { Cursor } from '../../../protocol/types.js';
 import type { EngineAdmin } from '../admin.js';
 import type { BadgeMarks } from '../badge-marks.js';
@@ -30,6 +31,7 @@ import {
   claimOutcome,
   contribution,
   mergeMentions,
+  mergeNocount,
   needsReset,
   type StoredConv,
   sameRecord,
@@ -147,7 +149,8 @@ export class MemoryEngine implements Engine {
     // (PROTOCOL.md State rules), and must not count again after a later switch back.
     if (modeChanged && !large) c.mentionAll = NO_SEQS;
     if (modeChanged && large) c.largeFrom = c.maxSeq;
-    return { info: info(conv, c), joins, leaves, rewrite: c.rewrite !== 0 };
+    const ahead = c.nocount.length > 0 && (c.nocount.at(-1) ?? 0) > c.maxSeq;
+    return { info: info(conv, c), joins, leaves, rewrite: c.rewrite !== 0, ...(ahead ? { nocount: [...c.nocount] } : {}) };
   }
 
   async roster(conv: string): Promise<Roster | null> {
@@ -205,17 +208,25 @@ export class MemoryEngine implements Engine {
     return items.map((item) => this.recordMessage(item, at));
   }
 
-  private recordMessage({ conv, seq, candidates, at: lastAt, mentionAll }: MessageRecord, at: number | undefined): RecordedMessage | null {
+  private recordMessage(item: MessageRecord, at: number | undefined): RecordedMessage | null {
+    const { conv, seq, candidates, at: lastAt, mentionAll, nocount } = item;
     const c = this.conversations.get(conv);
     if (!c) return null;
     const raised = seq > c.maxSeq;
     if (raised) c.maxSeq = seq;
     if (lastAt !== undefined && lastAt > c.lastAt) c.lastAt = lastAt;
+    if (nocount !== undefined && nocount.length > 0) c.nocount = mergeNocount(c.nocount, nocount);
     if (!c.large) return { info: info(conv, c), members: tableKeys(c.members) };
     if (raised && this.options.badgeMarks) this.marks.markConversation(conv, Date.now());
     if (mentionAll !== undefined && mentionAll.length > 0) c.mentionAll = mergeMentions(c.mentionAll, mentionAll, c.largeFrom);
     if (raised) this.notifications.head({ conv, maxSeq: c.maxSeq, ...(at !== undefined ? { at } : {}) });
-    return { info: info(conv, c), members: candidates.filter((uid) => tableHas(c.members, uid)) };
+    const { held, ahead } = recalledMentions(c, item);
+    return {
+      info: info(conv, c),
+      members: candidates.filter((uid) => tableHas(c.members, uid)),
+      ...(held ? { drops: held } : {}),
+      ...(ahead ? { ahead } : {}),
+    };
   }
 
   async heads(convs: readonly string[]): Promise<Map<string, number>> {
@@ -231,7 +242,8 @@ export class MemoryEngine implements Engine {
     const out = new Map<string, HeadExtra>();
     for (const conv of convs) {
       const c = this.conversations.get(conv);
-      if (c && (c.lastAt > 0 || c.mentionAll.length > 0)) out.set(conv, { at: c.lastAt, mentionAll: [...c.mentionAll] });
+      if (c && (c.lastAt > 0 || c.mentionAll.length > 0 || c.nocount.length > 0))
+        out.set(conv, { at: c.lastAt, mentionAll: [...c.mentionAll], nocount: [...c.nocount] });
     }
     return out;
   }
@@ -382,5 +394,62 @@ export class MemoryEngine implements Engine {
     const user = new MemoryUser();
     this.users.set(uid, user);
     return user;
+  }
+}
+
+/**
+ * A read-diffused conversation's mention index (conv_record.lua's twin): this batch's mentions of
+ * seqs recalled already are not indexed (`ahead`: left out of the ops), the others are (the newest
+ * `LIMITS.nocountSeqsPerConversation` pairs); the indexed mentions of seqs recalled now leave the
+ * index (`held`: the members' records drop them). Members only; undefined when none.
+ */
+function recalledMentions(c: MemoryConversation, item: MessageRecord): { held?: Map<string, number[]>; ahead?: Map<string, number[]> } {
+  const out: { held?: Map<string, number[]>; ahead?: Map<string, number[]> } = {};
+  const add = (which: 'held' | 'ahead', uid: string, seq: number) => {
+    if (!tableHas(c.members, uid)) return;
+    const lists = (out[which] ??= new Map());
+    const seqs = lists.get(uid);
+    if (seqs) seqs.push(seq);
+    else lists.set(uid, [seq]);
+  };
+  if (item.mentioned !== undefined && item.mentioned.length > 0) {
+    const gone = new Set(c.nocount);
+    for (const [uid, seq] of item.mentioned) {
+      if (gone.has(seq)) add('ahead', uid, seq);
+      else if (tableHas(c.members, uid)) {
+        c.mentioned ??= new Map();
+        const uids = c.mentioned.get(seq);
+        if (uids) uids.add(uid);
+        else c.mentioned.set(seq, new Set([uid]));
+      }
+    }
+    if (c.mentioned !== undefined) trimIndex(c.mentioned);
+  }
+  if (item.nocount !== undefined && c.mentioned !== undefined) {
+    for (const seq of item.nocount) {
+      const uids = c.mentioned.get(seq);
+      if (!uids) continue;
+      c.mentioned.delete(seq);
+      for (const uid of uids) add('held', uid, seq);
+    }
+  }
+  return out;
+}
+
+/** Keeps the newest `LIMITS.nocountSeqsPerConversation` (seq, uid) pairs (lowest seq, then lowest uid, go first, as a Redis sorted set ranks them). */
+function trimIndex(index: Map<number, Set<string>>): void {
+  let pairs = 0;
+  for (const uids of index.values()) pairs += uids.size;
+  let excess = pairs - LIMITS.nocountSeqsPerConversation;
+  if (excess <= 0) return;
+  for (const seq of [...index.keys()].sort((a, b) => a - b)) {
+    const uids = index.get(seq) as Set<string>;
+    const sorted = [...uids].sort();
+    for (const uid of sorted) {
+      if (excess === 0) return;
+      uids.delete(uid);
+      excess--;
+    }
+    if (uids.size === 0) index.delete(seq);
   }
 }

@@ -31,6 +31,14 @@ export class MemoryConversation {
   mentionAll: readonly number[] = NO_SEQS;
   /** The head when it became read-diffused: @all seqs at or below it were write-diffused messages, counted in the records (conv_record.lua '#L'). */
   largeFrom = 0;
+  /** Issue 43: the non-counting seqs, in either mode (conv_record.lua '#N'), the newest `LIMITS.nocountSeqsPerConversation`. */
+  nocount: readonly number[] = NO_SEQS;
+  /**
+   * Mentions made while read-diffused: seq → the members its message mentioned (conv_record.lua's
+   * ':m' index, kept across switches), the newest `LIMITS.nocountSeqsPerConversation` pairs; a
+   * recall while read-diffused drops the pairs it finds. Made on first use.
+   */
+  mentioned: Map<number, Set<string>> | undefined;
   /** uid → the member's tag text (state-text.ts encodeMemberTag, as the Redis engine stores it). */
   members: TextTable = EMPTY_TABLE;
   private genHigh = 0;

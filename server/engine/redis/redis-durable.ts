@@ -188,15 +188,19 @@ export class RedisDurableStore implements DurableStore {
     };
   }
 
-  async readHeads(shard: DirtyShard, convs: readonly string[]): Promise<Array<{ head: string; gen: number; at: number; mentionAll: number[] } | null>> {
+  async readHeads(
+    shard: DirtyShard,
+    convs: readonly string[],
+  ): Promise<Array<{ head: string; gen: number; at: number; mentionAll: number[]; nocount: number[] } | null>> {
     if (convs.length === 0) return [];
     const reply = await this.deps.client.persistReadHeads(dirtyConvsKey(this.deps.prefix, shard), convKeyHead(this.deps.prefix), convs.join('\n'));
     const heads = typeof reply === 'string' ? reply.split('\n') : [];
     if (heads.length !== convs.length) throw new Error(`persist_read_heads answered ${heads.length} heads for ${convs.length}`);
     return heads.map((h) => {
       if (h === '') return null;
-      const [head = '', gen = '0', at = '0', all = ''] = h.split(' ');
-      return { head, gen: Number(gen), at: Number(at), mentionAll: all === '' ? [] : all.split(',').map(Number) };
+      const [head = '', gen = '0', at = '0', all = '', nocount = ''] = h.split(' ');
+      const seqs = (text: string): number[] => (text === '' ? [] : text.split(',').map(Number));
+      return { head, gen: Number(gen), at: Number(at), mentionAll: seqs(all), nocount: seqs(nocount) };
     });
   }
 

@@ -262,7 +262,8 @@ export class RedisEngine implements Engine {
     const flat = asStrings(reply[6]);
     const joins: MemberTag[] = [];
     for (let i = 0; i + 1 < flat.length; i += 2) joins.push(decodeMemberTag(flat[i] ?? '', flat[i + 1] ?? ''));
-    return { info, joins, leaves: [...new Set(asStrings(reply[8]))], rewrite: asNumber(reply[5]) === 1 };
+    const ahead = reply[9] == null ? [] : asString(reply[9]).split(',').map(Number);
+    return { info, joins, leaves: [...new Set(asStrings(reply[8]))], rewrite: asNumber(reply[5]) === 1, ...(ahead.length > 0 ? { nocount: ahead } : {}) };
   }
 
   async roster(conv: string): Promise<Roster | null> {
@@ -487,8 +488,8 @@ export class RedisEngine implements Engine {
         const args: (string | number)[] = [this.prefix, atArg, this.publish, cluster ? '1' : '0', durableNow, this.hookNow()];
         for (const { index, key } of group) {
           const item = items[index] as MessageRecord;
-          // 'N+': the conversation's last activity and @all seqs follow the count (conv_record.lua).
-          if (item.at === undefined && item.mentionAll === undefined)
+          // 'N+': the conversation's last activity, @all seqs, non-counting seqs and mentions follow the count (conv_record.lua).
+          if (item.at === undefined && item.mentionAll === undefined && item.nocount === undefined && item.mentioned === undefined)
             args.push(item.conv, shardOf(key, cluster), item.seq, item.candidates.length, ...item.candidates);
           else
             args.push(
@@ -498,6 +499,8 @@ export class RedisEngine implements Engine {
               `${item.candidates.length}+`,
               item.at ?? '',
               mentionArg(item.mentionAll ?? []),
+              (item.nocount ?? []).join(','),
+              (item.mentioned ?? []).map(([uid, seq]) => `${uid}=${seq}`).join(' '),
               ...item.candidates,
             );
         }
@@ -561,7 +564,7 @@ export class RedisEngine implements Engine {
     // '#s' tells a conversation Redis lacks (every one has it) from one with no activity: with the
     // durable tier it is restored here, as heads() does, not left to a heads() read run before
     // this one (a caller may run both at once: a pull did, and lost `at` after a wipe).
-    const read = (conv: string): Promise<(string | null)[]> => this.client.hmget(convKey(this.prefix, conv), '#s', '#a', '#@');
+    const read = (conv: string): Promise<(string | null)[]> => this.client.hmget(convKey(this.prefix, conv), '#s', '#a', '#@', '#N');
     const replies = await Promise.all(convs.map(read));
     if (this.durable && replies.some(([head]) => head == null)) {
       const restored = await this.restoreConversations(convs.filter((_, i) => replies[i]?.[0] == null));
@@ -572,10 +575,11 @@ export class RedisEngine implements Engine {
       );
     }
     const out = new Map<string, HeadExtra>();
-    replies.forEach(([, at, all], i) => {
+    const seqs = (text: string | null | undefined): number[] => (text == null || text === '' ? [] : text.split(',').map(Number));
+    replies.forEach(([, at, all, nocount], i) => {
       const conv = convs[i];
-      if (conv === undefined || (at == null && (all == null || all === ''))) return;
-      out.set(conv, { at: at == null ? 0 : Number(at), mentionAll: all == null || all === '' ? [] : all.split(',').map(Number) });
+      if (conv === undefined || (at == null && (all == null || all === '') && (nocount == null || nocount === ''))) return;
+      out.set(conv, { at: at == null ? 0 : Number(at), mentionAll: seqs(all), nocount: seqs(nocount) });
     });
     return out;
   }
@@ -799,6 +803,7 @@ export class RedisEngine implements Engine {
             c.at ?? '',
             mentionArg(c.mentionAll ?? []),
             c.largeFrom ?? 0,
+            (c.nocount ?? []).join(','),
             positions.length,
             ...positions.flat(),
             topics.length,
@@ -1127,7 +1132,19 @@ function recordedOf(conv: string, part: Reply): RecordedMessage {
   const p = asArray(part);
   const info = convInfo(conv, p);
   const listed = asStrings(p[5]);
-  return { info, members: info.large ? listed : listed.filter((f) => !f.startsWith(CONV_FIELD)) };
+  const members = info.large ? listed : listed.filter((f) => !f.startsWith(CONV_FIELD));
+  if (p[6] == null && p[7] == null) return { info, members };
+  // Issue 43: {uid, 'a,b', ...}, the members whose mentions of those seqs go.
+  const lists = (part: Reply | undefined): Map<string, number[]> | undefined => {
+    if (part == null) return undefined;
+    const pairs = asStrings(part);
+    const out = new Map<string, number[]>();
+    for (let i = 0; i + 1 < pairs.length; i += 2) out.set(pairs[i] as string, (pairs[i + 1] as string).split(',').map(Number));
+    return out;
+  };
+  const held = lists(p[6]);
+  const ahead = lists(p[7]);
+  return { info, members, ...(held ? { drops: held } : {}), ...(ahead ? { ahead } : {}) };
 }
 
 /**

@@ -40,7 +40,8 @@ function membershipFlags(op: { large: boolean; rebase?: true }): string {
 /** How many arguments an op takes in user_apply.lua (its type, conversation and fields). */
 export function opArgs(op: UserOp): number {
   if (op.type === 'message') return op.nocountSeqs !== undefined && op.nocountSeqs.length > 0 ? 8 : op.at === undefined ? 6 : 7;
-  return op.type === 'read' ? 4 : op.type === 'membership' ? 9 : op.type === 'unread-from' ? 6 : 5;
+  if (op.type === 'membership') return op.member && op.nocountSeqs !== undefined && op.nocountSeqs.length > 0 ? 10 : 9;
+  return op.type === 'read' ? 4 : op.type === 'unread-from' ? 6 : 5;
 }
 
 /** Appends one user's ops as user_apply.lua reads them: type, conversation, then the type's fields. */
@@ -59,7 +60,10 @@ export function appendUserOps(args: (string | number)[], ops: readonly UserOp[])
         args.push('r', op.conv, op.seq, op.gen ?? '');
         break;
       case 'membership':
-        if (op.member) args.push('g', op.conv, op.gen, membershipFlags(op), op.joinGen, op.joinHead, op.head, op.category, op.at ?? '');
+        // 'G': a rewrite to write diffusion with the conversation's non-counting seqs (issue 43), rare.
+        if (op.member && op.nocountSeqs !== undefined && op.nocountSeqs.length > 0)
+          args.push('G', op.conv, op.gen, membershipFlags(op), op.joinGen, op.joinHead, op.head, op.category, op.at ?? '', nocountArg(op.nocountSeqs));
+        else if (op.member) args.push('g', op.conv, op.gen, membershipFlags(op), op.joinGen, op.joinHead, op.head, op.category, op.at ?? '');
         else args.push('g', op.conv, op.gen, '00', 0, 0, 0, '', '');
         break;
       case 'settings':

@@ -20,7 +20,9 @@
 -- ARGV[9..] distinct uids to add, then to remove
 -- Returns {maxSeq, large 1|0, category, member count, gen, rewrite pending 1|0,
 --          {uid, join tag, ...} for every uid added (an existing member keeps its tag),
---          last activity '#a' (ms, false = none: issue 43), the uids now removed (the asked ones, and a sync's)}
+--          last activity '#a' (ms, false = none: issue 43), the uids now removed (the asked ones, and a sync's),
+--          the non-counting seqs '#N' when any lies above the head (a recall before its message:
+--          a joiner's record takes them, as every member's did), else false}
 
 local function int(n) return string.format('%d', n) end
 local K = KEYS[1]
@@ -116,4 +118,7 @@ if changed or categoryChanged or modeChanged then
   if modeChanged and large then redis.call('HSET', K, '#L', int(maxSeq)) end
   if ARGV[5] ~= '' then redis.call('ZADD', KEYS[2], 'NX', ARGV[5], 'm|' .. ARGV[7]) end
 end
-return { maxSeq, large and 1 or 0, category, count, gen, rewrite and 1 or 0, joins, meta[7] or false, leaves }
+local ahead = false
+local nocount = redis.call('HGET', K, '#N')
+if nocount and tonumber(string.match(nocount, '(%d+)$')) > maxSeq then ahead = nocount end
+return { maxSeq, large and 1 or 0, category, count, gen, rewrite and 1 or 0, joins, meta[7] or false, leaves, ahead }

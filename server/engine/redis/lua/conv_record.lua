@@ -14,15 +14,23 @@
 --         marked in its slot's hook set (keys.ts hookConvsKey), its members at drain time
 -- ARGV[7..] per conversation: conv, shard (keys.ts: the key suffix of its slot's dirty set),
 --         seq, number of candidates (with a '+' after it: then at, the newest message-service
---         timestamp, ms, '' = none, and @all seqs 'a,b', '' = none, follow: most messages carry
---         neither, and pay no argument for them), the candidates. Every conversation keeps `at` as a
+--         timestamp, ms, '' = none, @all seqs 'a,b', '' = none, the seqs that stop counting
+--         'a,b' (issue 43: counts:false messages, recalls), '' = none, and the mentions
+--         'uid=seq uid=seq', '' = none, follow: most messages carry none of them, and pay no
+--         argument for them), the candidates. Every conversation keeps its non-counting seqs in
+--         '#N' (rules.ts mergeNocount; kept across switches: a rewrite to write diffusion gives
+--         them to the records). A read-diffused one indexes its mentions in the sorted set
+--         K..':m' ('seq|uid' by seq, the newest NOCOUNT_CAP): a recall finds there whose mention
+--         to drop, and a mention of a seq recalled already is dropped at once. Every conversation keeps `at` as a
 --         max-register in '#a' (membership ops give it to the members they make); a
 --         read-diffused one also keeps the @all seqs, the newest `mention cap`, in '#@' (issue
 --         43: engine.ts HeadExtra) above '#L', the head when it became read-diffused (one at
 --         or below it was a write-diffused message, counted in its members' records already);
 --         a write-diffused one's members' records count them.
 -- Returns per conversation: 0 when it does not exist (nothing is created), else
--- {maxSeq, large 1|0, category, gen, member count, {uid, ...}} (gen and member count as stored:
+-- {maxSeq, large 1|0, category, gen, member count, {uid, ...}[, held, ahead]} (issue 43, only
+-- when any, each {uid, 'a,b', ...}: held, the members whose mentions of seqs recalled now the
+-- index holds; ahead, those this flush mentions in seqs recalled already; gen and member count as stored:
 -- texts, or false when unset; the caller parses them); for a write-diffused one the list
 -- is HKEYS: the members plus the '#' fields, which the caller drops. On a cluster, a conversation
 -- not on this master (a slot moved) ends the reply with the marker 'moved' before it is touched.
@@ -32,15 +40,76 @@ local durableNow, hookNow = ARGV[5], ARGV[6]
 -- unpack() is bounded by the Lua C stack (LUAI_MAXCSTACK 8000): work in chunks.
 local CHUNK = 1000
 
+-- Members' seqs, {uid -> {seq, ...}} in order of first use, as a reply {uid, 'a,b', ...} (nil: none).
+local function seqLists()
+  local bySeq, order = {}, {}
+  return {
+    add = function(uid, seq)
+      if not bySeq[uid] then bySeq[uid] = {}; order[#order + 1] = uid end
+      local list = bySeq[uid]
+      list[#list + 1] = seq
+    end,
+    reply = function()
+      if #order == 0 then return nil end
+      local out = {}
+      for _, uid in ipairs(order) do
+        out[#out + 1] = uid
+        out[#out + 1] = table.concat(bySeq[uid], ',')
+      end
+      return out
+    end,
+  }
+end
+
+-- The mention index of a read-diffused conversation K (above): the mentions ('uid=seq ...') of
+-- seqs in its '#N' (`kept`, false: not read yet) are not indexed (returned as `ahead`), the others
+-- are; the index's mentions of the seqs `nocount` ('a,b') recalls now leave it (returned as
+-- `held`). Only members are returned. Returns held, ahead (each nil when none).
+local function recalledMentions(K, kept, nocount, mentioned)
+  local index = K .. ':m'
+  local held, ahead = seqLists(), seqLists()
+  if mentioned ~= '' then
+    if kept == nil then kept = redis.call('HGET', K, '#N') end
+    local gone = {}
+    if kept then for text in string.gmatch(kept, '%d+') do gone[text] = true end end
+    local added = false
+    for uid, seq in string.gmatch(mentioned, '([^ =]+)=(%d+)') do
+      if gone[seq] then
+        if redis.call('HGET', K, uid) then ahead.add(uid, seq) end
+      elseif redis.call('HGET', K, uid) then
+        redis.call('ZADD', index, seq, seq .. '|' .. uid)
+        added = true
+      end
+    end
+    if added then
+      local excess = redis.call('ZCARD', index) - NOCOUNT_CAP
+      if excess > 0 then redis.call('ZREMRANGEBYRANK', index, 0, excess - 1) end
+    end
+  end
+  if nocount ~= '' then
+    for seq in string.gmatch(nocount, '%d+') do
+      local found = redis.call('ZRANGEBYSCORE', index, seq, seq)
+      if #found > 0 then
+        redis.call('ZREMRANGEBYSCORE', index, seq, seq)
+        for _, pair in ipairs(found) do
+          local uid = string.sub(pair, #seq + 2)
+          if redis.call('HGET', K, uid) then held.add(uid, seq) end
+        end
+      end
+    end
+  end
+  return held.reply(), ahead.reply()
+end
+
 local out = {}
 local i = 7
 while i <= #ARGV do
   local conv, shard, seq, countText = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), ARGV[i + 3]
-  local lastAt, all, first = '', '', i + 4
+  local lastAt, all, nocount, mentioned, first = '', '', '', '', i + 4
   local count = tonumber(countText)
   if not count then
     count = tonumber(string.sub(countText, 1, -2))
-    lastAt, all, first = ARGV[i + 4], ARGV[i + 5], i + 6
+    lastAt, all, nocount, mentioned, first = ARGV[i + 4], ARGV[i + 5], ARGV[i + 6], ARGV[i + 7], i + 8
   end
   local last = first + count - 1
   i = last + 1
@@ -67,6 +136,18 @@ while i <= #ARGV do
     end
     local large = meta[2] == '1'
     local extraMoved = false
+    local kept
+    if nocount ~= '' then
+      kept = redis.call('HGET', K, '#N')
+      local merged = mergeNocountText(kept, nocount)
+      if merged ~= kept then
+        redis.call('HSET', K, '#N', merged)
+        kept = merged
+        extraMoved = true
+      end
+    end
+    local held, ahead
+    if large and (mentioned ~= '' or nocount ~= '') then held, ahead = recalledMentions(K, kept, nocount, mentioned) end
     local members
     if not large then
       members = redis.call('HKEYS', K)
@@ -102,7 +183,7 @@ while i <= #ARGV do
     end
     -- The durable tier writes them with the head ('h' mark): marked also when the head did not move.
     if extraMoved and not raised and durableNow ~= '' then redis.call('ZADD', dirtyConvsKeyOf(prefix, shard), 'NX', durableNow, 'h|' .. conv) end
-    out[#out + 1] = { maxSeq, large and 1 or 0, meta[3], meta[4], meta[5], members }
+    out[#out + 1] = { maxSeq, large and 1 or 0, meta[3], meta[4], meta[5], members, held or false, ahead }
   end
 end
 return out

@@ -41,15 +41,28 @@ while i <= #ARGV do
   local conv, seq, countText = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2]
   local count = setting(countText)
   local at, all, first = '', '', i + 3
+  if not count then
+    count = setting(string.sub(countText, 1, -2))
+    at, all, first = ARGV[i + 3], ARGV[i + 4], i + 5
+  end
+  -- The mentions, 'uid=seq ...' (conv_record.lua indexes a read-diffused conversation's): most
+  -- flushes have none, and their conversation step takes no more arguments than before.
+  local mentioned
+  for c = 0, count - 1 do
+    local seqs = ARGV[first + 4 * c + 3]
+    if seqs ~= '' then
+      mentioned = mentioned or {}
+      for text in string.gmatch(seqs, '%d+') do mentioned[#mentioned + 1] = ARGV[first + 4 * c] .. '=' .. text end
+    end
+  end
   record[n + 1], record[n + 2], record[n + 3] = conv, '', seq
-  if count then
+  if at == '' and all == '' and not mentioned then
     record[n + 4] = count
     n = n + 4
   else
-    count = setting(string.sub(countText, 1, -2))
-    at, all, first = ARGV[i + 3], ARGV[i + 4], i + 5
-    record[n + 4], record[n + 5], record[n + 6] = countText, at, all
-    n = n + 6
+    record[n + 4], record[n + 5], record[n + 6], record[n + 7], record[n + 8] =
+      count .. '+', at, all, '', mentioned and table.concat(mentioned, ' ') or ''
+    n = n + 8
   end
   for c = 0, count - 1 do record[n + 1 + c] = ARGV[first + 4 * c] end
   n = n + count
@@ -101,11 +114,29 @@ for k, c in ipairs(convs) do
     for _, uid in ipairs(listed) do
       if candidate[uid] == false then candidate[uid] = true end
     end
+    -- Issue 43: mentions of seqs the conversation holds recalled (conv_record.lua's `ahead`) are
+    -- left out (this script carries no recall: no member's held mention goes).
+    local drops
+    if r[8] then
+      drops = {}
+      for d = 1, #r[8], 2 do
+        local gone = {}
+        for text in string.gmatch(r[8][d + 1], '%d+') do gone[text] = true end
+        drops[r[8][d]] = gone
+      end
+    end
     for j = 0, c.count - 1 do
       local base = c.first + 4 * j
       local uid = ARGV[base]
       if candidate[uid] then
         local last, read, mentions = num(ARGV[base + 1]), num(ARGV[base + 2]), ARGV[base + 3]
+        if drops and drops[uid] and mentions ~= '' then
+          local kept = {}
+          for text in string.gmatch(mentions, '%d+') do
+            if not drops[uid][text] then kept[#kept + 1] = text end
+          end
+          mentions = table.concat(kept, ',')
+        end
         if last > 0 or mentions ~= '' then
           local op = opFor(uid, c.conv, c.at)
           if last > op.lastSeq then op.lastSeq = last end

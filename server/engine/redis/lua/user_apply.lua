@@ -29,8 +29,10 @@
 --   m (message):    lastSeq, readSeq, mention seqs 'a,b,c', the conversation's gen ('' = no check)
 --   M (message with a time): m's fields, then at: the last activity (ms)
 --   r (read):       seq, the read generation it was made in ('' = the record's)
+--   n (message with non-counting seqs, issue 43): M's fields (at may be ''), then the seqs 'a,b'
 --   g (membership): gen, flags <member><large>[<rebase>], joinGen, joinHead, head, category,
 --                   at: the conversation's last activity (ms, '' = none)
+--   G (membership with the conversation's non-counting seqs, issue 43): g's fields, then 'a,b'
 --   s (settings):   level 0 all|1 none (muted)|2 mentions|- unchanged, markedUnread 1|0|-, deleteAt (or -)
 --   U (unread-from): seq (the read register set to seq - 1), its generation ('' = the record's + 1),
 --                    floor ('' = none), the joinGen it was made in ('' = any)

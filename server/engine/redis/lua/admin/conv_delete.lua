@@ -46,5 +46,5 @@ end
 hsetChunks(deletion, fields)
 local head = math.max(tonumber(meta[2] or '0'), tonumber(d[2] or '0'))
 redis.call('HSET', deletion, '#g', int(gen), '#s', int(head))
-redis.call('DEL', conv)
+redis.call('DEL', conv, conv .. ':m')
 return { 1, gen, head, members() }

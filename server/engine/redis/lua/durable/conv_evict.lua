@@ -17,6 +17,7 @@ local meta = redis.call('HMGET', KEYS[1], '#s', '#g', '#r')
 if not meta[1] or meta[1] ~= ARGV[2] or (meta[2] or '0') ~= ARGV[3] or meta[3] then return 0 end
 local marks = redis.call('ZMSCORE', KEYS[2], 'h|' .. ARGV[1], 'm|' .. ARGV[1])
 if marks[1] or marks[2] then return 0 end
-redis.call('DEL', KEYS[1], KEYS[4])
+-- Its mention index (conv_record.lua ':m', in its slot) goes with it: PostgreSQL does not keep it.
+redis.call('DEL', KEYS[1], KEYS[4], KEYS[1] .. ':m')
 redis.call('ZADD', KEYS[3], evictionStamp(), ARGV[4])
 return 1

@@ -11,7 +11,8 @@
 -- ARGV[7] its stamp in the evicted set when the caller began to read PostgreSQL ('' = none)
 -- ARGV[8] last activity '#a' ('' or '0' = none)   ARGV[9] @all seqs '#@' ('' = none)
 -- ARGV[10] the head when it became read-diffused '#L' (issue 43)
--- ARGV[11] P, the number of read positions, then P pairs uid, seq (members who share)
+-- ARGV[11] the non-counting seqs '#N' ('' = none; issue 43)
+-- ARGV[12] P, the number of read positions, then P pairs uid, seq (members who share)
 -- then T, the number of topics, then T topics (each restored as '0', not known complete: its
 -- next message creates its child again from the roster, which changes nothing if it was)
 -- then uid, join tag, ... (the members)
@@ -27,9 +28,9 @@ if current then
   return 0
 end
 if evictedSince(KEYS[2], ARGV[6], ARGV[7]) then return 3 end
-local positions = tonumber(ARGV[11])
-local topicsAt = 12 + 2 * positions
-for i = 12, topicsAt - 1, 2 do
+local positions = tonumber(ARGV[12])
+local topicsAt = 13 + 2 * positions
+for i = 13, topicsAt - 1, 2 do
   redis.call('ZADD', KEYS[3], 'GT', ARGV[i + 1], ARGV[i])
 end
 local first = topicsAt + 1 + tonumber(ARGV[topicsAt])
@@ -58,6 +59,10 @@ end
 if ARGV[10] ~= '0' then
   fields[#fields + 1] = '#L'
   fields[#fields + 1] = ARGV[10]
+end
+if ARGV[11] ~= '' then
+  fields[#fields + 1] = '#N'
+  fields[#fields + 1] = ARGV[11]
 end
 redis.call('HSET', K, unpack(fields))
 redis.call('ZREM', KEYS[2], ARGV[6])

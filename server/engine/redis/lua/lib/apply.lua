@@ -8,7 +8,7 @@
 -- per call, 19.5k since: with one message per flush it is paid per message).
 local argv, runId, prefix, snapshotEvery, streamMaxLen, mentionCap, idle, publishCmd, at, now
 local checkLocal, withResults, durableNow, activityEvery, hookNow
-local FIELDS = { m = 4, M = 5, n = 6, r = 2, g = 7, s = 3, U = 4 }
+local FIELDS = { m = 4, M = 5, n = 6, r = 2, g = 7, G = 8, s = 3, U = 4 }
 
 local function blank(conv)
   return {
@@ -130,6 +130,16 @@ local function nocountWhere(seqs, keep)
   return kept
 end
 
+-- rules.ts addNocount's second half: the mentions of the record's non-counting seqs go, spent
+-- ones too. Returns the set of those seqs.
+local function dropGone(r)
+  local gone = {}
+  for _, s in ipairs(r.nocount) do gone[s] = true end
+  r.mentions = without(r.mentions, gone)
+  r.readMentions = without(r.readMentions, gone)
+  return gone
+end
+
 local function flag(arg)
   if arg == '1' then return true elseif arg == '0' then return false end
   return nil
@@ -156,10 +166,7 @@ local function apply(r, op, conv, i)
       r.nocount = mergeNocount(r.nocount, argv[i + 7])
     end
     if r.nocount then
-      local gone = {}
-      for _, s in ipairs(r.nocount) do gone[s] = true end
-      r.mentions = without(r.mentions, gone)
-      r.readMentions = without(r.readMentions, gone)
+      local gone = dropGone(r)
       if added ~= '' then
         local kept = {}
         for text in gmatch(added, '%d+') do
@@ -186,7 +193,7 @@ local function apply(r, op, conv, i)
     local seq = num(argv[i + 2]) - 1
     if floorText ~= '' then seq = max(seq, num(floorText)) end
     mergeRead(r, gen ~= '' and num(gen) or r.readGen + 1, seq)
-  elseif op == 'g' then
+  elseif op == 'g' or op == 'G' then
     local gen = tonumber(argv[i + 2])
     if r and gen < tonumber(r.gen) then return r end
     r = r or blank(conv)
@@ -230,6 +237,11 @@ local function apply(r, op, conv, i)
       if convAt ~= '' then
         convAt = convAt + 0
         if convAt > (r.at or 0) then r.at = convAt end
+      end
+      -- rules.ts: a rewrite to write diffusion brings the conversation's non-counting seqs.
+      if op == 'G' then
+        r.nocount = mergeNocount(r.nocount, argv[i + 9])
+        dropGone(r)
       end
       r.large = byte(flags, 2) == 49
       r.category = argv[i + 7]

@@ -243,6 +243,20 @@ local function mergeAllSeqs(stored, added, floor)
   return concat(texts, ',')
 end
 
+-- conv_record.lua's '#N' (a conversation's non-counting seqs, issue 43) merged with `added`
+-- ('a,b'): distinct, ascending, the newest NOCOUNT_CAP (rules.ts mergeNocount), as text.
+local function mergeNocountText(stored, added)
+  local seen, list = {}, {}
+  for text in gmatch((stored or '') .. ',' .. added, '%d+') do
+    local s = tonumber(text)
+    if not seen[s] then seen[s] = true; list[#list + 1] = s end
+  end
+  table.sort(list)
+  local texts = {}
+  for k = max(1, #list - NOCOUNT_CAP + 1), #list do texts[#texts + 1] = int(list[k]) end
+  return concat(texts, ',')
+end
+
 -- rules.ts contribution(): unread, mentions, category of what a record adds to the stored totals
 -- (lib/apply.lua's user step and lib/rebuild.lua's rebuild).
 local function contribution(r)

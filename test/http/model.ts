@@ -404,8 +404,10 @@ export class Model {
       for (const uid of c.members) {
         // A read-diffused conversation keeps the @all seq without its sender (PROTOCOL.md "@all"):
         // the sender's raised readSeq covers it, until they mark it unread from at or below it.
+        // It counts at read time there: a late @all below a member's readSeq counts once an
+        // "unread from here" sets the position below it (the count filters by readSeq).
         const m = uid === msg.sender && !large ? undefined : this.activeMembership(uid, msg.conv);
-        if (m && msg.seq > m.readSeq) m.mentionSeqs.add(msg.seq);
+        if (m && (large || msg.seq > m.readSeq)) m.mentionSeqs.add(msg.seq);
       }
       if (large) c.everyoneWhileLarge.add(msg.seq);
     }

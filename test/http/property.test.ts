@@ -41,12 +41,39 @@ const CONFIGS: Omit<TestServerOptions, 'engine' | 'redis'>[] = [
 
 const NUM_RUNS = Number(process.env.REDPOINT_PROPERTY_RUNS ?? 200);
 const SEED = process.env.REDPOINT_PROPERTY_SEED;
+/** With the seed, replays one run (fast-check's `path` from a failure report) instead of all before it. */
+const PATH = process.env.REDPOINT_PROPERTY_PATH;
+/**
+ * A run that hangs fails with its seed and path instead of outlasting the test's budget silently
+ * (a run takes a second or two; a loaded CI machine, ten times that).
+ */
+const RUN_TIMEOUT_MS = 60_000;
 
 /**
  * Counterexamples found by the property, kept as fixed cases (the shrunk scenario, which does not
  * depend on the generator staying the same).
  */
 const REGRESSIONS: { name: string; scenario: Scenario }[] = [
+  {
+    // The model gave a read-diffused @all to members above their readSeq when it arrived; the
+    // server counts it at read time (PROTOCOL.md "@all"), so an @all that arrived late, below a
+    // member's readSeq, counts once an "unread from here" sets the position below it (seeds
+    // 654570987 path 143 and 2132345603 path 164, memory engine, CI of 2026-12-06).
+    name: 'a late @all in a read-diffused group counts after an unread-from below it',
+    scenario: {
+      server: 0,
+      actions: [
+        { t: 'members', conv: 2, add: [4], remove: [], category: 'private' },
+        { t: 'members', conv: 2, add: [0, 1, 3], remove: [] },
+        { t: 'msg', conv: 2, sender: 0, pick: true, mentions: [], hold: true, gap: 0, everyone: true },
+        { t: 'msg', conv: 2, sender: 2, pick: true, mentions: [], hold: false, gap: 0, everyone: true },
+        { t: 'batch', picks: [], includeHeld: true, single: false, shuffle: 0 },
+        { t: 'unread', user: 2, conv: 2, pick: true, permille: 0, gen: 'next', jwt: false },
+        { t: 'check', limit: 1 },
+      ],
+      finalLimits: [1, 1, 1, 1, 1],
+    },
+  },
   {
     // membership.ts skipped every uid listed in `add` when rewriting members after a category
     // change, but `add` may list members already in: their join is a no-op, so they kept the old
@@ -222,7 +249,9 @@ for (const kind of ENGINES) {
           }),
           // Under CI, the first counterexample with its seed: shrinking one on a loaded machine can
           // outlast the timeout and report nothing.
-          { numRuns: NUM_RUNS, endOnFailure: process.env.CI !== undefined, ...(SEED !== undefined ? { seed: Number(SEED) } : {}) },
+          { numRuns: NUM_RUNS, endOnFailure: process.env.CI !== undefined, ...(SEED !== undefined ? { seed: Number(SEED) } : {}),
+            ...(PATH !== undefined ? { path: PATH } : {}),
+            timeout: RUN_TIMEOUT_MS },
         );
         // Not vacuous: the random runs crossed the large-group threshold, met 404s, synced
         // across snapshots and from saved cursors, and read marked conversations where they

@@ -25,7 +25,10 @@ const CONFIG = { largeGroupThreshold: 3, snapshotEvery: 5, streamMaxLen: 10, con
 
 /** A scenario with 1–3 wipes inserted at random points (after its setup). */
 const durableScenarioArb: fc.Arbitrary<Scenario> = fc
-  .tuple(countsScenarioArb(1), fc.array(fc.record({ at: fc.nat(), how: fc.constantFrom<'flushall' | 'empty'>('flushall', 'empty') }), { minLength: 1, maxLength: 3 }))
+  .tuple(
+    countsScenarioArb(1),
+    fc.array(fc.record({ at: fc.nat(), how: fc.constantFrom<'flushall' | 'empty'>('flushall', 'empty') }), { minLength: 1, maxLength: 3 }),
+  )
   .map(([scenario, wipes]) => {
     const actions: Action[] = [...scenario.actions];
     for (const { at, how } of wipes) actions.splice(1 + (at % actions.length), 0, { t: 'wipe', how });

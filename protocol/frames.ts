@@ -157,6 +157,12 @@ export interface HeadFrame {
   t: 'head';
   conv: string;
   lastSeq: number;
+  /** What the message(s) behind it add (PROTOCOL.md "Read-diffused groups"): max-merge into `headAt[conv]`. */
+  headAt?: number;
+  /** @all seqs to add to `mentionAll[conv]` (a union). */
+  mentionAll?: number[];
+  /** Non-counting seqs to add to `nocount[conv]` (a union). */
+  nocount?: number[];
 }
 
 /**

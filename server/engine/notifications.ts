@@ -17,6 +17,15 @@ export interface HeadChange {
   conv: string;
   maxSeq: number;
   at?: number;
+  /**
+   * Issue 43: what the messages behind this change add to the conversation's PullReply maps
+   * (rules.ts headPushExtras): their newest `at`, their @all seqs that count, the seqs that stop
+   * counting. A client merges them as it merges a pull's, so a recall or an @all reaches its
+   * count with the push, not only with its next pull.
+   */
+  headAt?: number;
+  mentionAll?: number[];
+  nocount?: number[];
 }
 
 /**

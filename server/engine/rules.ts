@@ -214,6 +214,26 @@ function copy(rec: StoredConv): StoredConv {
   return { ...rec, mentionSeqs: [...rec.mentionSeqs], readMentionSeqs: [...rec.readMentionSeqs], nocountSeqs: [...rec.nocountSeqs] };
 }
 
+/**
+ * What a read-diffused conversation's head push carries for the messages of one flush (issue 43,
+ * PROTOCOL.md "Read-diffused groups"): their newest `at`, their @all seqs above the head the
+ * conversation had when it became read-diffused (one at or below it was a write-diffused message
+ * and is not kept), and the seqs that stop counting. The push goes out when the head rose or any
+ * of them is there (a late recall moves no head). conv_record.lua applies the same rule; the
+ * conformance suite holds both engines to the same frames.
+ */
+export function headPushExtras(
+  item: { at?: number; mentionAll?: readonly number[]; nocount?: readonly number[] },
+  largeFrom: number,
+): { headAt?: number; mentionAll?: number[]; nocount?: number[] } {
+  const all = (item.mentionAll ?? []).filter((seq) => seq > largeFrom);
+  return {
+    ...(item.at !== undefined ? { headAt: item.at } : {}),
+    ...(all.length > 0 ? { mentionAll: [...new Set(all)].sort((a, b) => a - b) } : {}),
+    ...(item.nocount !== undefined && item.nocount.length > 0 ? { nocount: [...new Set(item.nocount)].sort((a, b) => a - b) } : {}),
+  };
+}
+
 /** The union, distinct and ascending, the newest `LIMITS.nocountSeqsPerConversation`. */
 export function mergeNocount(current: readonly number[], added: readonly number[]): number[] {
   const sorted = [...new Set([...current, ...added])].sort((a, b) => a - b);

@@ -74,7 +74,14 @@ export class Fanout {
   }
 
   private deliverHead(h: HeadChange): void {
-    const frame: HeadFrame = { t: 'head', conv: h.conv, lastSeq: h.maxSeq };
+    const frame: HeadFrame = {
+      t: 'head',
+      conv: h.conv,
+      lastSeq: h.maxSeq,
+      ...(h.headAt !== undefined ? { headAt: h.headAt } : {}),
+      ...(h.mentionAll !== undefined ? { mentionAll: h.mentionAll } : {}),
+      ...(h.nocount !== undefined ? { nocount: h.nocount } : {}),
+    };
     this.publish(convTopic(h.conv, false), convTopic(h.conv, true), frame, h.at, JSON.stringify);
   }
 

@@ -64,5 +64,28 @@ export function notificationConformance(use: UseEngine): void {
         { conv: 'g', maxSeq: 6 },
       ]);
     });
+
+    it("a large group's head push carries what its messages add: at, @all seqs that count, seqs that stop counting (a late recall too)", async () => {
+      const e = await use();
+      const heads: HeadChange[] = [];
+      e.notifications.setHandler({ userChanged: () => undefined, headChanged: (h) => heads.push(h) });
+      await e.changeMembers('g', { add: ['a'], remove: [], threshold: 10 });
+      await e.recordMessages([{ conv: 'g', seq: 2, candidates: ['a'] }]);
+      // Read-diffused from head 2 on: an @all at or below 2 was a write-diffused message.
+      await e.changeMembers('g', { add: ['b'], remove: [], threshold: 1 });
+      await e.notifications.followConversation('g');
+      await e.recordMessages([{ conv: 'g', seq: 4, candidates: ['a'], at: 1_700_000_000_000, mentionAll: [2, 4, 3], nocount: [4, 1] }], 5.5);
+      // Below the head: no new head, but a recall (and a time) the members' counts need.
+      await e.recordMessages([{ conv: 'g', seq: 3, candidates: ['b'], nocount: [3] }]);
+      // A redelivery without anything new is silent.
+      await e.recordMessages([{ conv: 'g', seq: 4, candidates: ['a'] }]);
+      await e.recordMessages([{ conv: 'g', seq: 5, candidates: ['a'] }]);
+      await vi.waitFor(() => expect(heads).toHaveLength(3), WAIT);
+      expect(heads).toEqual([
+        { conv: 'g', maxSeq: 4, at: 5.5, headAt: 1_700_000_000_000, mentionAll: [3, 4], nocount: [1, 4] },
+        { conv: 'g', maxSeq: 4, nocount: [3] },
+        { conv: 'g', maxSeq: 5 },
+      ]);
+    });
   });
 }

@@ -62,6 +62,12 @@ export abstract class SyncReplica {
   states = new Map<string, ConvState>();
   /** Null-prototype: a conversation may be named `__proto__` like any other. */
   heads: Record<string, number> = headsOf({});
+  /**
+   * Read-diffused conversations' extras (PROTOCOL.md "Read-diffused groups"): `at` max-merged,
+   * @all and non-counting seqs as unions, from sync replies and `head` pushes alike; dropped
+   * with the conversation, when it leaves read diffusion, and with another epoch.
+   */
+  extras = new Map<string, { at: number; all: Set<number>; nocount: Set<number> }>();
   cursor: Cursor | null;
 
   /** Request ids, shared by pulls and whatever else the subclass sends with an id. */
@@ -95,7 +101,39 @@ export abstract class SyncReplica {
 
   /** Visible conversations, sorted by id, derived exactly as the server does. */
   views(): ConvView[] {
-    return viewsOf(this.states.values(), this.heads);
+    return viewsOf(this.states.values(), this.heads, this.extrasRecord());
+  }
+
+  /** `extras` as a PullReply's three maps. */
+  extrasRecord(): {
+    headAt: Record<string, number>;
+    mentionAll: Record<string, number[]>;
+    nocount: Record<string, number[]>;
+  } {
+    const out = { headAt: headsOf({}), mentionAll: Object.create(null) as Record<string, number[]>, nocount: Object.create(null) as Record<string, number[]> };
+    for (const [conv, x] of this.extras) {
+      if (!this.states.get(conv)?.large) continue;
+      if (x.at > 0) out.headAt[conv] = x.at;
+      if (x.all.size > 0) out.mentionAll[conv] = [...x.all].sort((a, b) => a - b);
+      if (x.nocount.size > 0) out.nocount[conv] = [...x.nocount].sort((a, b) => a - b);
+    }
+    return out;
+  }
+
+  private addExtras(conv: string, at: number, all: readonly number[], nocount: readonly number[]): void {
+    let x = this.extras.get(conv);
+    if (!x) {
+      x = { at: 0, all: new Set(), nocount: new Set() };
+      this.extras.set(conv, x);
+    }
+    x.at = Math.max(x.at, at);
+    for (const s of all) x.all.add(s);
+    for (const s of nocount) x.nocount.add(s);
+  }
+
+  /** Keeps the extras of the conversations held and read-diffused only. */
+  private retainExtras(): void {
+    for (const conv of [...this.extras.keys()]) if (!this.states.get(conv)?.large) this.extras.delete(conv);
   }
 
   /** Hello was sent: its reply is the first pull chain. */
@@ -115,6 +153,7 @@ export abstract class SyncReplica {
         return;
       case 'head':
         this.heads[frame.conv] = Math.max(headOf(this.heads, frame.conv), frame.lastSeq);
+        if (this.states.get(frame.conv)?.large) this.addExtras(frame.conv, frame.headAt ?? 0, frame.mentionAll ?? [], frame.nocount ?? []);
         return;
       case 'version':
         this.onVersion(frame);
@@ -138,6 +177,7 @@ export abstract class SyncReplica {
       this.stats.snapshots++;
       if (f.snapshot.v > f.version) this.violations.push(`snapshot v${f.snapshot.v} beyond reply version ${f.version}`);
       this.states = new Map(f.snapshot.convs.map((s) => [s.conv, { ...s }]));
+      if (previous?.epoch !== f.epoch) this.extras.clear();
     } else if (!previous) {
       this.violations.push('first sync without a snapshot');
     } else if (previous.epoch !== f.epoch) {
@@ -156,6 +196,10 @@ export abstract class SyncReplica {
     }
     this.cursor = { epoch: f.epoch, version: f.version };
     for (const [conv, seq] of Object.entries(f.heads)) this.heads[conv] = Math.max(headOf(this.heads, conv), seq);
+    for (const [conv, at] of Object.entries(f.headAt ?? {})) this.addExtras(conv, at, [], []);
+    for (const [conv, seqs] of Object.entries(f.mentionAll ?? {})) this.addExtras(conv, 0, seqs, []);
+    for (const [conv, seqs] of Object.entries(f.nocount ?? {})) this.addExtras(conv, 0, [], seqs);
+    this.retainExtras();
 
     // Replies to pulls sent by hand (WsClient.request) are applied too, but only our own chain drives paging.
     const ours = f.id === undefined ? this.inflight === 'hello' : f.id === this.inflight;
@@ -183,6 +227,7 @@ export abstract class SyncReplica {
     if (c && f.epoch === c.epoch && f.v === c.version + 1) {
       if (f.state === null) this.states.delete(f.conv);
       else this.states.set(f.conv, { ...f.state });
+      this.retainExtras();
       this.cursor = { epoch: c.epoch, version: f.v };
       this.stats.pushesApplied++;
       return;

@@ -245,7 +245,7 @@ export class WsClient extends SyncReplica {
   summary(): UnreadSummary {
     if (!this.cursor) throw new Error('no cursor yet');
     // Derived from PROTOCOL.md, not with protocol/view.ts (the server's derivation): helpers/client-view.ts.
-    return clientSummary(this.welcome?.uid ?? '', this.cursor.epoch, this.cursor.version, this.states.values(), this.heads);
+    return clientSummary(this.welcome?.uid ?? '', this.cursor.epoch, this.cursor.version, this.states.values(), this.heads, this.extrasRecord());
   }
 
   describe(): string {

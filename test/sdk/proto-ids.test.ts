@@ -70,8 +70,8 @@ describe('prototype-named ids in the store', () => {
   it('head pushes, reads, settings and the cache keep them apart from the prototype', async () => {
     const store = new ConvStore();
     store.applyReply(JSON.parse(JSON.stringify(firstSync())) as SyncFrame);
-    store.applyHead('__proto__', 6);
-    store.applyHead('toString', 2);
+    store.applyHead({ t: 'head', conv: '__proto__', lastSeq: 6 });
+    store.applyHead({ t: 'head', conv: 'toString', lastSeq: 2 });
     store.optimisticRead('constructor', 1, 0);
     store.optimisticSettings('hasOwnProperty', { muted: true });
     const shown = viewOf(store);

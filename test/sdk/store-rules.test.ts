@@ -75,7 +75,7 @@ describe('heads of read-diffused groups', () => {
   it('are max-merged: a page read before a head push does not lower the head, with or without a snapshot', () => {
     const store = new ConvStore();
     store.applyReply(reply({ snapshot: { v: 1, convs: [big()] }, version: 1, heads: { big: 5 } }));
-    store.applyHead('big', 7);
+    store.applyHead({ t: 'head', conv: 'big', lastSeq: 7 });
     store.applyReply(reply({ version: 1, heads: { big: 6 } }));
     expect(lastSeqOf(store, 'big')).toBe(7);
     store.applyReply(reply({ snapshot: { v: 1, convs: [big()] }, version: 1, heads: { big: 6 } }));
@@ -107,6 +107,49 @@ describe('heads of read-diffused groups', () => {
     store.applyReply(reply({ snapshot: { v: 1, convs: [big()] }, version: 1, heads: { big: 9 } }));
     store.applyReply(reply({ epoch: 'e2', snapshot: { v: 1, convs: [big()] }, version: 1, heads: { big: 3 } }));
     expect(lastSeqOf(store, 'big')).toBe(3);
+  });
+});
+
+describe("a read-diffused group's extras (issue 43: headAt, mentionAll, nocount)", () => {
+  const big = (fields: Partial<ConvState> = {}) => conv('big', { large: true, category: 'group', ...fields });
+  const row = (store: ConvStore) => store.view().conversations.find((c) => c.conv === 'big');
+
+  it("a head push's recall and @all reach the count at once, and a page read before the push does not take them back", () => {
+    const store = new ConvStore();
+    store.applyReply(reply({ snapshot: { v: 1, convs: [big()] }, version: 1, heads: { big: 2 } }));
+    expect(row(store)).toMatchObject({ unread: 2, mentions: 0 });
+    // seq 3 recalls seq 2; seq 4 is an @all (PROTOCOL.md: the push carries what they add).
+    store.applyHead({ t: 'head', conv: 'big', lastSeq: 3, nocount: [2, 3] });
+    store.applyHead({ t: 'head', conv: 'big', lastSeq: 4, mentionAll: [4], headAt: 1_700_000_000_000 });
+    expect(row(store)).toMatchObject({ lastSeq: 4, unread: 2, mentions: 1, at: 1_700_000_000_000 });
+    // A page read before those pushes, arriving after them.
+    store.applyReply(reply({ version: 1, heads: { big: 2 } }));
+    expect(row(store)).toMatchObject({ lastSeq: 4, unread: 2, mentions: 1 });
+    // The next page has them all: nothing counts twice.
+    store.applyReply(reply({ version: 1, heads: { big: 4 }, nocount: { big: [2, 3] }, mentionAll: { big: [4] }, headAt: { big: 1_700_000_000_000 } }));
+    expect(row(store)).toMatchObject({ lastSeq: 4, unread: 2, mentions: 1 });
+  });
+
+  it('are dropped when the conversation goes back to write diffusion, and with another epoch', () => {
+    const store = new ConvStore();
+    store.applyReply(reply({ snapshot: { v: 1, convs: [big()] }, version: 1, heads: { big: 4 }, mentionAll: { big: [4] } }));
+    expect(row(store)).toMatchObject({ mentions: 1 });
+    // Back to write diffusion: the state carries what counts; the kept @all stops counting (PROTOCOL.md).
+    store.applyChange(push(2, conv('big', { lastSeq: 4, category: 'group' })));
+    store.applyChange(push(3, big({ lastSeq: 4 })));
+    expect(row(store)).toMatchObject({ mentions: 0 });
+    store.applyHead({ t: 'head', conv: 'big', lastSeq: 5, mentionAll: [5] });
+    expect(row(store)).toMatchObject({ mentions: 1 });
+    store.applyReply(reply({ epoch: 'e2', snapshot: { v: 1, convs: [big({ lastSeq: 5 })] }, version: 1, heads: { big: 5 } }));
+    expect(row(store)).toMatchObject({ mentions: 0 });
+  });
+
+  it('a push for a conversation the client does not hold yet is left to the next pull', () => {
+    const store = new ConvStore();
+    store.applyReply(reply({ snapshot: { v: 1, convs: [] }, version: 1 }));
+    store.applyHead({ t: 'head', conv: 'big', lastSeq: 3, mentionAll: [3] });
+    store.applyChange(push(2, big({ lastSeq: 0 })));
+    expect(row(store)).toMatchObject({ mentions: 0 });
   });
 });
 

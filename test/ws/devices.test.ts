@@ -108,6 +108,41 @@ describe('two devices of one user', () => {
 });
 
 describe('large groups (read diffusion)', () => {
+  it("a recall, an @all and a message's time reach another device's count with the head push, before any pull; so does a late recall that moves no head", async () => {
+    const [alice, bob, carol, dave, big] = ids('alice', 'bob', 'carol', 'dave', 'big') as [string, string, string, string, string];
+    expect((await server.members(big, { add: [alice, bob, carol, dave], category: 'group' })).large).toBe(true);
+    const phone = await server.client(alice);
+    const laptop = await server.client(alice, { binary: true });
+    await server.post([
+      { conv: big, seq: 1, sender: bob },
+      { conv: big, seq: 2, sender: bob },
+    ]);
+    for (const c of [phone, laptop]) await waitMatchesServer(c, server);
+    const pulls = [phone.stats.pullsSent, laptop.stats.pullsSent];
+    const marks = [phone.mark(), laptop.mark()];
+
+    // Seq 3 recalls seq 2 and does not count itself; seq 4 is an @all with a time.
+    await server.post({ conv: big, seq: 3, sender: bob, counts: false, recalls: [2] });
+    await server.post({ conv: big, seq: 4, sender: carol, mentionAll: true, at: 1_765_000_000_000 });
+    for (const [i, c] of [phone, laptop].entries()) await c.waitFrame(isHead(big, 4), { since: marks[i] });
+    for (const c of [phone, laptop]) {
+      const got = await expectMatchesServer(c, server, 'after the pushes');
+      expect(got.conversations).toMatchObject([{ conv: big, lastSeq: 4, unread: 2, mentions: 1, at: 1_765_000_000_000 }]);
+    }
+    // A message held back upstream: seq 6 first, then seq 5 recalling seq 1, below the head.
+    await server.post({ conv: big, seq: 6, sender: bob });
+    for (const c of [phone, laptop]) await c.waitFrame(isHead(big, 6));
+    const late = [phone.mark(), laptop.mark()];
+    await server.post({ conv: big, seq: 5, sender: bob, counts: false, recalls: [1] });
+    for (const [i, c] of [phone, laptop].entries()) {
+      await c.waitFrame((f) => f.t === 'head' && f.conv === big && f.nocount?.includes(1) === true, { since: late[i] });
+      const got = await expectMatchesServer(c, server, 'after the late recall');
+      expect(got.conversations).toMatchObject([{ conv: big, lastSeq: 6, unread: 2, mentions: 1 }]);
+    }
+    // Not one pull was needed.
+    expect([phone.stats.pullsSent, laptop.stats.pullsSent]).toEqual(pulls);
+  });
+
   it('one head push per message to every member socket, no stream entry for readers', async () => {
     const [alice, bob, carol, dave, big] = ids('alice', 'bob', 'carol', 'dave', 'big') as [string, string, string, string, string];
     const res = await server.members(big, { add: [alice, bob, carol, dave], category: 'group' });

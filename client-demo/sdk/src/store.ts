@@ -1,7 +1,8 @@
-import type { ChangeFrame, SettingsFrame } from '../../../protocol/frames.js';
+import type { ChangeFrame, HeadFrame, SettingsFrame } from '../../../protocol/frames.js';
 import type { ConvState, Cursor, PullReply } from '../../../protocol/types.js';
 import { byActivity, effectiveLastSeq, summarize } from '../../../protocol/view.js';
 import type { CachedState } from './cache/cache.js';
+import { HeadExtras } from './head-extras.js';
 import { Heads } from './heads.js';
 import type { ConversationView, Totals } from './types.js';
 
@@ -58,8 +59,8 @@ export class ConvStore {
   cursor: Cursor | null = null;
   private convs = new Map<string, ConvState>();
   private heads = new Heads();
-  /** Issue 43: the read-diffused conversations' last activity, @all and non-counting seqs, from the newest reply (PullReply headAt, mentionAll, nocount). */
-  private extras: Pick<PullReply, 'headAt' | 'mentionAll' | 'nocount'> = {};
+  /** Issue 43: the read-diffused conversations' last activity, @all and non-counting seqs (PullReply headAt, mentionAll, nocount; `head` pushes). */
+  private extras = new HeadExtras();
   private readonly reads = new Map<string, ReadOverlay>();
   private readonly settings = new Map<string, SettingsOverlay>();
 
@@ -93,7 +94,7 @@ export class ConvStore {
     this.cursor = null;
     this.convs = new Map();
     this.heads = new Heads();
-    this.extras = {};
+    this.extras = new HeadExtras();
     this.reads.clear();
     this.settings.clear();
   }
@@ -133,18 +134,17 @@ export class ConvStore {
     if (reply.snapshot) {
       this.convs = new Map(reply.snapshot.convs.map((s) => [s.conv, s]));
       // Another history: its heads replace ours. The same one: a head push may be newer than these.
-      if (!mine) this.heads = new Heads();
+      if (!mine) {
+        this.heads = new Heads();
+        this.extras = new HeadExtras();
+      }
       from = reply.snapshot.v;
     } else {
       from = mine?.version ?? 0;
     }
     this.heads.merge(reply.heads);
-    // Read with the heads, as of this reply: they replace what an older reply said.
-    this.extras = {
-      ...(reply.headAt ? { headAt: reply.headAt } : {}),
-      ...(reply.mentionAll ? { mentionAll: reply.mentionAll } : {}),
-      ...(reply.nocount ? { nocount: reply.nocount } : {}),
-    };
+    // Merged, not replaced: a push read after this reply may already have added to them.
+    this.extras.mergeReply(reply);
     for (const entry of reply.entries) {
       if (entry.v <= from) continue;
       this.put(entry.conv, entry.state);
@@ -162,8 +162,9 @@ export class ConvStore {
     this.retire();
   }
 
-  applyHead(conv: string, lastSeq: number): void {
-    this.heads.raise(conv, lastSeq);
+  applyHead(frame: HeadFrame): void {
+    this.heads.raise(frame.conv, frame.lastSeq);
+    if (this.convs.get(frame.conv)?.large === true) this.extras.mergeHead(frame);
   }
 
   optimisticRead(conv: string, seq: number, gen: number): void {
@@ -229,7 +230,7 @@ export class ConvStore {
   view(): { conversations: ConversationView[]; totals: Totals } {
     const states: ConvState[] = [];
     for (const s of this.convs.values()) states.push(this.overlaid(s));
-    const summary = summarize(this.uid ?? '', this.cursor?.epoch ?? '', this.cursor?.version ?? 0, states, this.heads.record, this.extras);
+    const summary = summarize(this.uid ?? '', this.cursor?.epoch ?? '', this.cursor?.version ?? 0, states, this.heads.record, this.extras.record);
     // The list's order (issue 43): the newest last activity first, then by id, the same on every device.
     const conversations = summary.conversations.sort(byActivity).map((v) => ({ ...v, pending: this.reads.has(v.conv) || this.settings.has(v.conv) }));
     // No prototype: `categories['toString']` is undefined unless a category has that name.
@@ -243,11 +244,14 @@ export class ConvStore {
       this.convs.delete(conv);
       this.heads.delete(conv);
     }
+    // Back to write diffusion (or gone): the server dropped its @all seqs, the states carry the rest.
+    if (state?.large !== true) this.extras.retain((c) => c !== conv);
   }
 
   /** A head of a conversation the client no longer has means nothing (it would return with a stale value). */
   private dropOrphanHeads(): void {
     this.heads.retain((conv) => this.convs.has(conv));
+    this.extras.retain((conv) => this.convs.get(conv)?.large === true);
   }
 
   private overlaid(server: ConvState): ConvState {

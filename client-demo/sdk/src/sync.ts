@@ -91,7 +91,7 @@ export class SyncSession {
       case 'change':
         return this.onChange(frame);
       case 'head':
-        this.deps.store.applyHead(frame.conv, frame.lastSeq);
+        this.deps.store.applyHead(frame);
         return this.deps.changed();
       case 'reads':
         this.deps.receipts.applyReads(frame.conv, frame.members, frame.reads);

@@ -30,6 +30,7 @@ import {
   claimLive,
   claimOutcome,
   contribution,
+  headPushExtras,
   mergeMentions,
   mergeNocount,
   needsReset,
@@ -219,7 +220,8 @@ export class MemoryEngine implements Engine {
     if (!c.large) return { info: info(conv, c), members: tableKeys(c.members) };
     if (raised && this.options.badgeMarks) this.marks.markConversation(conv, Date.now());
     if (mentionAll !== undefined && mentionAll.length > 0) c.mentionAll = mergeMentions(c.mentionAll, mentionAll, c.largeFrom);
-    if (raised) this.notifications.head({ conv, maxSeq: c.maxSeq, ...(at !== undefined ? { at } : {}) });
+    const pushed = headPushExtras(item, c.largeFrom);
+    if (raised || Object.keys(pushed).length > 0) this.notifications.head({ conv, maxSeq: c.maxSeq, ...(at !== undefined ? { at } : {}), ...pushed });
     const { held, ahead } = recalledMentions(c, item);
     return {
       info: info(conv, c),

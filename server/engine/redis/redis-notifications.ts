@@ -193,9 +193,18 @@ function parseUserMessage(uid: string, message: string): UserChange[] {
   return out;
 }
 
-/** `maxSeq|at` (conv_record.lua). */
+/**
+ * `maxSeq|arrival|headAt|@all seqs|non-counting seqs` (conv_record.lua; seqs 'a,b'; '' = none).
+ * A process of the release before sends `maxSeq|arrival` only (a rolling upgrade): the rest is absent then.
+ */
 function parseHeadMessage(conv: string, message: string): HeadChange {
-  const bar = message.indexOf('|');
-  const atText = message.slice(bar + 1);
-  return { conv, maxSeq: Number(message.slice(0, bar)), ...(atText !== '' ? { at: Number(atText) } : {}) };
+  const [maxSeq = '', arrival = '', headAt = '', all = '', nocount = ''] = message.split('|');
+  return {
+    conv,
+    maxSeq: Number(maxSeq),
+    ...(arrival !== '' ? { at: Number(arrival) } : {}),
+    ...(headAt !== '' ? { headAt: Number(headAt) } : {}),
+    ...(all !== '' ? { mentionAll: all.split(',').map(Number) } : {}),
+    ...(nocount !== '' ? { nocount: nocount.split(',').map(Number) } : {}),
+  };
 }

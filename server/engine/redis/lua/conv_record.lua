@@ -163,14 +163,21 @@ while i <= #ARGV do
         c = d + 1
       end
       if raised and hookNow ~= '' then redis.call('ZADD', hookConvsKeyOf(prefix, shard), 'NX', hookNow, conv) end
-      if raised and publishCmd ~= '' then redis.call(publishCmd, convChannelOf(prefix, conv), int(maxSeq) .. '|' .. at) end
+      local allCounted = ''
       if all ~= '' then
+        local allFloor = num(redis.call('HGET', K, '#L'))
         local kept = redis.call('HGET', K, '#@')
-        local merged = mergeAllSeqs(kept, all, num(redis.call('HGET', K, '#L')))
+        local merged = mergeAllSeqs(kept, all, allFloor)
         if merged ~= kept then
           redis.call('HSET', K, '#@', merged)
           extraMoved = true
         end
+        allCounted = mergeAllSeqs(nil, all, allFloor)
+      end
+      -- The push carries what these messages add (rules.ts headPushExtras): a late recall or
+      -- @all moves no head but changes the members' counts.
+      if publishCmd ~= '' and (raised or lastAt ~= '' or allCounted ~= '' or nocount ~= '') then
+        redis.call(publishCmd, convChannelOf(prefix, conv), table.concat({ int(maxSeq), at, lastAt, allCounted, mergeNocountText(nil, nocount) }, '|'))
       end
     end
     -- Issue 43: only messages that carry a time pay for this (most carry none).

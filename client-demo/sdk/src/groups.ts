@@ -37,7 +37,7 @@ export function isChild(view: ConversationView): boolean {
 }
 
 /** How a child row is named under its conversation: its topic, `#<root seq>` for a thread, else its id. */
-export function childLabel(view: ConversationView): string {
+export function childLabel(view: Pick<ConversationView, 'conv' | 'topic' | 'thread'>): string {
   if (view.topic !== undefined) return view.topic;
   if (view.thread !== undefined) return `#${view.thread}`;
   return view.conv;

@@ -11,7 +11,7 @@ interface SeedLine {
 }
 
 /** A topic of a seeded chat (PROTOCOL.md "Topics"): its own messages, seqs and count. */
-export interface SeedTopic {
+interface SeedTopic {
   topic: string;
   /** Minutes before now that its last message was sent. */
   lastAgoMin: number;

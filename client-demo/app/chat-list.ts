@@ -39,12 +39,22 @@ export const LEVELS: ReadonlyArray<{ level: NotificationLevel; label: string }> 
   { level: 'none', label: 'None (muted)' },
 ];
 
-/** A row's actions (and the open conversation's): one toggle for read, the notification level, delete. */
-export function actions(c: ConversationView): MenuItem[] {
+/**
+ * A row's actions (and the open conversation's): one toggle for read, the notification level,
+ * delete. A conversation listed with its topics (`group`) reads them all, as a forum's entry does;
+ * the rest acts on its own row.
+ */
+export function actions(c: ConversationView, group?: ConversationGroup): MenuItem[] {
   const unreadish = c.unread > 0 || c.markedUnread;
   const current = levelOf(c);
+  const read: MenuItem =
+    group && (group.unread > 0 || group.markedUnread)
+      ? { action: 'read-all', label: 'Mark all as read' }
+      : unreadish
+        ? { action: 'read', label: 'Mark as read' }
+        : { action: 'mark-unread', label: 'Mark as unread' };
   return [
-    unreadish ? { action: 'read', label: 'Mark as read' } : { action: 'mark-unread', label: 'Mark as unread' },
+    read,
     ...LEVELS.map(
       ({ level, label }, i): MenuItem => ({
         action: 'level',
@@ -150,7 +160,7 @@ function row(c: ConversationView, ctx: ListContext, group?: ConversationGroup): 
     shown.unread > 0 || shown.markedUnread ? 'is-unread' : '',
     active ? 'is-active' : '',
   ];
-  const [trigger, menu] = ctx.menus.render(`row:${c.conv}`, c.conv, name, actions(c));
+  const [trigger, menu] = ctx.menus.render(`row:${c.conv}`, c.conv, name, actions(c, group));
   return h(
     'li',
     {

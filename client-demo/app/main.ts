@@ -1,4 +1,4 @@
-import { conversationGroups, RedpointClient, type RedpointState } from '@redpoint/client';
+import { conversationGroups, groupOf, RedpointClient, type RedpointState } from '@redpoint/client';
 import { IndexedDbCache } from '@redpoint/client/idb';
 import { msgpack } from '@redpoint/client/msgpack';
 import { shareTabs } from '@redpoint/client/tabs';
@@ -150,7 +150,11 @@ document.addEventListener('click', (event) => {
     );
   };
   if (action === 'read') client.markRead(conv);
-  else if (action === 'level') {
+  else if (action === 'read-all') {
+    // A conversation listed with its topics: each row is read on its own (PROTOCOL.md "Topics").
+    const group = groupOf(client.state.conversations, conv);
+    for (const row of group ? [...(group.view ? [group.view] : []), ...group.children] : []) client.markRead(row.conv);
+  } else if (action === 'level') {
     const level = LEVEL_VALUES.find((l) => l === button.dataset.value);
     if (level) done(client.setLevel(conv, level), `Notifications: ${LEVELS.find((l) => l.level === level)?.label} for`);
   } else if (action === 'recall' || action === 'react') {

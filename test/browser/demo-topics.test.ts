@@ -91,6 +91,23 @@ describe('the demo shows topics', () => {
       expect(await unreadOf(page, 'forum#t:ops')).toBe('1');
     }
     await expect.poll(async () => (await suite.h.unread('tina')).total).toBe(2);
+
+    // The entry's menu (its own, not its topics'): "Mark all as read" reads every row of it.
+    const own = (page: Page, selector: string) => row(page, 'forum').locator(`:scope > ${selector}`);
+    await row(a, 'forum').locator(':scope > .conv-open').hover();
+    await own(a, 'button[data-action="menu"]').click();
+    await own(a, '[role="menu"]').waitFor({ state: 'visible' });
+    const items = own(a, '[role="menu"]').locator('[role="menuitem"], [role="menuitemradio"]');
+    expect(await items.first().textContent()).toBe('Mark all as read');
+    await own(a, '[role="menu"] button[data-action="read-all"]').click();
+    for (const page of [a, b]) {
+      await expect.poll(() => unreadOf(page, 'forum'), { timeout: 10_000 }).toBe('0');
+      expect(await topicRows(page, 'forum')).toEqual([
+        ['forum#t:ops', '0'],
+        ['forum#t:design', '0'],
+      ]);
+    }
+    await expect.poll(async () => (await suite.h.unread('tina')).total).toBe(1);
   });
 
   it("the seed script makes a conversation with two topics, each with its own messages, on a phone's list too", async () => {

@@ -110,6 +110,25 @@ describe('the demo shows topics', () => {
     await expect.poll(async () => (await suite.h.unread('tina')).total).toBe(1);
   });
 
+  it("a conversation whose own row is deleted while a topic has news: still one entry, with the topic's count, the topic openable", async () => {
+    await suite.h.members('vforum', { add: ['vic', 'pete'], category: 'group' });
+    await suite.h.post([
+      { conv: 'vforum', seq: 1, sender: 'pete', at: NOW - 60_000 },
+      { conv: 'vforum', topic: 'a', seq: 1, sender: 'pete', at: NOW - 50_000 },
+      { conv: 'vforum', topic: 'a', seq: 2, sender: 'pete', at: NOW - 40_000 },
+    ]);
+    await suite.h.ok('DELETE', '/v1/users/vic/conversations/vforum');
+    const { page } = await suite.open('vic', 'H', DESKTOP);
+    await expect.poll(() => topicRows(page, 'vforum'), { timeout: 10_000 }).toEqual([['vforum#t:a', '2']]);
+    expect(await listed(page)).toEqual(['vforum']);
+    expect(await unreadOf(page, 'vforum')).toBe('2');
+    // Its own row is gone: nothing of it to open, only its topic.
+    expect(await row(page, 'vforum').locator(':scope > button[data-action="open"]').count()).toBe(0);
+    expect(await layoutProblems(page)).toEqual([]);
+    await row(page, 'vforum#t:a').locator('[data-action="open"]').click();
+    await expect.poll(() => unreadOf(page, 'vforum')).toBe('0');
+  });
+
   it("the seed script makes a conversation with two topics, each with its own messages, on a phone's list too", async () => {
     const { page } = await suite.open('uma', 'S', PHONE);
     await openTools(page);

@@ -153,5 +153,17 @@ describe('the demo shows topics', () => {
     expect(await pane.locator('[data-role="message"][data-mention="true"]').count()).toBe(1);
     expect(await pane.locator('[data-role="message"]').first().textContent()).toContain('Landing page hero v3 is up');
     await expect.poll(() => unreadOf(page, 'product-launch')).toBe('4');
+
+    // The tools send to a topic (its members are its conversation's: "From" is one of them, not uma).
+    await page.locator('[data-action="back"]').click();
+    await openTools(page);
+    expect(await page.locator('#send-conv option[value="product-launch#t:marketing"]').textContent()).toBe('product-launch › marketing');
+    await page.locator('#send-conv').selectOption('product-launch#t:marketing');
+    await expect.poll(() => page.locator('#send-form input[name="sender"]').inputValue()).toMatch(/^(bob|carol|erin)$/);
+    await page.locator('#send-form button[type="submit"]').click();
+    await expect.poll(() => unreadOf(page, 'product-launch#t:marketing'), { timeout: 10_000 }).toBe('3');
+    await expect.poll(() => unreadOf(page, 'product-launch')).toBe('5');
+    const marketing = (await suite.h.unread('uma')).conversations.find((c) => c.conv === 'product-launch#t:marketing');
+    expect(marketing?.lastSeq).toBe(3);
   });
 });

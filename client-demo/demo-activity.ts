@@ -1,7 +1,15 @@
+import { Type } from '@sinclair/typebox';
 import { RedpointError } from '../protocol/errors.js';
 import type { DemoKeptMessage } from '../protocol/replies.js';
-import { DemoActivityBody, decode } from '../protocol/schemas.js';
+import { ConvRef, DemoActivityBody, decode } from '../protocol/schemas.js';
 import type { HttpRouter } from '../server/gateway/http.js';
+
+/**
+ * The report's body, keyed by a row's id: a topic's row (`<conv>#t:<topic>`, PROTOCOL.md "Topics")
+ * has its own seqs and messages. protocol/schemas.ts still says `Id` for `conv` (and so the
+ * OpenAPI document); it should say `ConvRef` as this does.
+ */
+const ActivityBody = Type.Object({ ...DemoActivityBody.properties, conv: ConvRef }, { additionalProperties: false });
 
 /** Conversations the record keeps; past that the least recently active are forgotten. */
 const MAX_CONVERSATIONS = 10_000;
@@ -40,7 +48,7 @@ export function registerDemoActivity(router: HttpRouter): string[] {
     'post',
     '/demo/activity',
     async (ctx) => {
-      const { conv, seq, messages = [] } = decode(DemoActivityBody, ctx.body);
+      const { conv, seq, messages = [] } = decode(ActivityBody, ctx.body);
       const beyond = messages.find((m) => m.seq > seq);
       if (beyond) throw new RedpointError('invalid_request', `messages[].seq ${beyond.seq} is past the report's seq ${seq}: report the newest seq sent`);
       // A recall names the earlier message it recalls, and only a recall does (the page shows that one as recalled).

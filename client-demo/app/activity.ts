@@ -1,4 +1,4 @@
-import type { ConversationView, RedpointState } from '@redpoint/client';
+import type { ConversationGroup, ConversationView, RedpointState } from '@redpoint/client';
 import type { DemoActivityReply, DemoKeptMessage } from '../../protocol/replies.js';
 import { getActivity, reportActivity } from './api.js';
 
@@ -20,8 +20,19 @@ export class Activity {
 
   constructor(private readonly changed: () => void) {}
 
-  /** Most recently active first, then by id: Redpoint's last activity (`at`) first, this demo's record where Redpoint has none. */
-  readonly order = (a: ConversationView, b: ConversationView): number => (this.activeAt(b) ?? 0) - (this.activeAt(a) ?? 0) || (a.conv < b.conv ? -1 : 1);
+  /**
+   * The list's entries, most recently active first, then by id: a conversation with its topics is
+   * as recent as its newest row; Redpoint's last activity (`at`) first, this demo's record where Redpoint has none.
+   */
+  readonly order = (a: ConversationGroup, b: ConversationGroup): number =>
+    (this.entryAt(b) ?? 0) - (this.entryAt(a) ?? 0) || (a.conv < b.conv ? -1 : a.conv > b.conv ? 1 : 0);
+
+  /** When a list entry was last active: its newest row's time (Redpoint's, else this demo's record). */
+  entryAt(g: ConversationGroup): number | undefined {
+    if (g.at !== undefined) return g.at;
+    const seen = [g.view, ...g.children].flatMap((c) => (c ? [this.activeAt(c)] : [])).filter((t) => t !== undefined);
+    return seen.length > 0 ? Math.max(...seen) : undefined;
+  }
 
   /** When `c` was last active: Redpoint's `at` (issue 43: the same on every device), else when a device of this demo saw it. */
   activeAt(c: ConversationView): number | undefined {

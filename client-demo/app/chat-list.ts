@@ -1,4 +1,4 @@
-import type { ConversationView } from '@redpoint/client';
+import { type ConversationGroup, type ConversationView, childLabel } from '@redpoint/client';
 import type { DemoKeptMessage } from '../../protocol/replies.js';
 import type { NotificationLevel } from '../../protocol/types.js';
 import { count, h, ICONS, icon } from './dom.js';
@@ -6,7 +6,10 @@ import type { MenuItem, Menus } from './menu.js';
 import { CATEGORY_LABELS, colorOf, displayName, initials } from './names.js';
 import { timeAgo } from './time-ago.js';
 
-/** The chat list: one row per conversation, as a messenger draws it. */
+/**
+ * The chat list, as a messenger draws it: one entry per conversation; a conversation with topics
+ * shows their summed count and its topic rows indented under it, each opened (and read) alone.
+ */
 
 export interface ListContext {
   uid: string;
@@ -14,6 +17,8 @@ export interface ListContext {
   open: string | null;
   menus: Menus;
   at(conv: string): number | undefined;
+  /** When a conversation with topics was last active: its newest row's time. */
+  entryAt(group: ConversationGroup): number | undefined;
   messages(conv: string): readonly DemoKeptMessage[];
   /** Read receipts: the one-to-one peer's read position (SDK peerRead). */
   peerRead(conv: string): number | undefined;
@@ -34,12 +39,22 @@ export const LEVELS: ReadonlyArray<{ level: NotificationLevel; label: string }> 
   { level: 'none', label: 'None (muted)' },
 ];
 
-/** A row's actions (and the open conversation's): one toggle for read, the notification level, delete. */
-export function actions(c: ConversationView): MenuItem[] {
+/**
+ * A row's actions (and the open conversation's): one toggle for read, the notification level,
+ * delete. A conversation listed with its topics (`group`) reads them all, as a forum's entry does;
+ * the rest acts on its own row.
+ */
+export function actions(c: ConversationView, group?: ConversationGroup): MenuItem[] {
   const unreadish = c.unread > 0 || c.markedUnread;
   const current = levelOf(c);
+  const read: MenuItem =
+    group && (group.unread > 0 || group.markedUnread)
+      ? { action: 'read-all', label: 'Mark all as read' }
+      : unreadish
+        ? { action: 'read', label: 'Mark as read' }
+        : { action: 'mark-unread', label: 'Mark as unread' };
   return [
-    unreadish ? { action: 'read', label: 'Mark as read' } : { action: 'mark-unread', label: 'Mark as unread' },
+    read,
     ...LEVELS.map(
       ({ level, label }, i): MenuItem => ({
         action: 'level',
@@ -55,15 +70,18 @@ export function actions(c: ConversationView): MenuItem[] {
 /** A pill that does not reach the badge (muted; or mentions only, where only the @ does) is grey. */
 const countsInBadge = (c: ConversationView): boolean => levelOf(c) === 'all';
 
-/** The marks on the right of a row: the mentions (@), the number, or the "marked unread" dot. */
-function marks(c: ConversationView): HTMLElement {
+/** What a row's marks and subtitle show: its own row's numbers, or a conversation's summed over its topics. */
+type Shown = Pick<ConversationView, 'unread' | 'mentions' | 'markedUnread'>;
+
+/** The marks on the right of a row: the mentions (@), the number, or the "marked unread" dot; grey when none of it reaches the badge. */
+function marks(c: Shown, inBadge: boolean): HTMLElement {
   const box = h('span', { class: 'marks' });
   if (c.mentions > 0) {
     box.append(
       h('span', { class: 'mention', 'data-role': 'mention', title: `${c.mentions} mention${c.mentions === 1 ? '' : 's'} of you` }, `@${count(c.mentions)}`),
     );
   }
-  const grey = countsInBadge(c) ? '' : ' muted';
+  const grey = inBadge ? '' : ' muted';
   if (c.unread > 0) box.append(h('span', { class: `pill${grey}`, 'data-role': 'unread' }, count(c.unread)));
   else if (c.markedUnread) box.append(h('span', { class: `dot${grey}`, 'data-role': 'marked', title: 'Marked as unread' }));
   return box;
@@ -73,7 +91,7 @@ function marks(c: ConversationView): HTMLElement {
  * The line under the name: the last message when the test tools sent it (who and what), else
  * what Redpoint knows (what is new, or that nothing is).
  */
-function subtitle(c: ConversationView, ctx: ListContext): string {
+function subtitle(c: ConversationView, shown: Shown, ctx: ListContext): string {
   const sent = ctx.messages(c.conv);
   const last = sent.at(-1);
   if (last && last.seq === c.lastSeq) {
@@ -87,9 +105,9 @@ function subtitle(c: ConversationView, ctx: ListContext): string {
   }
   const kind = CATEGORY_LABELS[c.category] ?? c.category;
   let news: string;
-  if (c.mentions > 0) news = `${c.mentions === 1 ? 'You were mentioned' : `${c.mentions} mentions of you`} · ${c.unread} new`;
-  else if (c.unread > 0) news = `${c.unread} new message${c.unread === 1 ? '' : 's'}`;
-  else if (c.markedUnread) news = 'Marked as unread';
+  if (shown.mentions > 0) news = `${shown.mentions === 1 ? 'You were mentioned' : `${shown.mentions} mentions of you`} · ${shown.unread} new`;
+  else if (shown.unread > 0) news = `${shown.unread} new message${shown.unread === 1 ? '' : 's'}`;
+  else if (shown.markedUnread) news = 'Marked as unread';
   else news = 'No new messages';
   return `${kind} · ${news}`;
 }
@@ -126,25 +144,32 @@ export function avatar(name: string): HTMLElement {
   return h('span', { class: 'avatar', 'aria-hidden': 'true', style: `background:${colorOf(name)}` }, initials(name));
 }
 
-function row(c: ConversationView, ctx: ListContext): HTMLElement {
-  const name = displayName(c.conv, ctx.uid);
+/** A conversation's row: its own numbers, or (`group`) the sums over its topics, whose rows follow indented. */
+function row(c: ConversationView, ctx: ListContext, group?: ConversationGroup): HTMLElement {
+  const child = c.parent !== undefined;
+  const name = child ? `# ${childLabel(c)}` : displayName(c.conv, ctx.uid);
+  const shown: Shown = group ?? c;
   // Redpoint's last activity (issue 43), else what a device of this demo saw.
-  const at = c.at ?? ctx.at(c.conv);
+  const at = group ? ctx.entryAt(group) : (c.at ?? ctx.at(c.conv));
   const active = ctx.open === c.conv;
   const classes = [
     'conv',
+    child ? 'is-topic' : '',
     c.muted ? 'is-muted' : '',
     c.pending ? 'is-pending' : '',
-    c.unread > 0 || c.markedUnread ? 'is-unread' : '',
+    shown.unread > 0 || shown.markedUnread ? 'is-unread' : '',
     active ? 'is-active' : '',
   ];
-  const [trigger, menu] = ctx.menus.render(`row:${c.conv}`, c.conv, name, actions(c));
+  const [trigger, menu] = ctx.menus.render(`row:${c.conv}`, c.conv, name, actions(c, group));
   return h(
     'li',
     {
       class: classes.filter(Boolean).join(' '),
       'data-conv': c.conv,
-      'data-unread': String(c.unread),
+      'data-parent': c.parent,
+      // What the pill shows: a conversation with topics, the sum over them (its own row's number beside it).
+      'data-unread': String(shown.unread),
+      'data-own-unread': group ? String(c.unread) : undefined,
       'aria-current': active ? 'true' : undefined,
     },
     h(
@@ -164,11 +189,54 @@ function row(c: ConversationView, ctx: ListContext): HTMLElement {
               timeAgo(at, ctx.now),
             ),
       ),
-      h('span', { class: 'conv-bottom' }, h('span', { class: 'conv-sub', 'data-role': 'sub' }, subtitle(c, ctx)), marks(c)),
+      h(
+        'span',
+        { class: 'conv-bottom' },
+        h('span', { class: 'conv-sub', 'data-role': 'sub' }, subtitle(c, shown, ctx)),
+        marks(shown, group ? group.inBadge > 0 || group.unread === 0 : countsInBadge(c)),
+      ),
     ),
     trigger,
     menu,
+    group ? topics(group, ctx) : null,
   );
+}
+
+/** The topic rows under their conversation, each opened and read alone. */
+function topics(group: ConversationGroup, ctx: ListContext): HTMLElement {
+  return h(
+    'ul',
+    { class: 'topics', 'data-role': 'topics', 'aria-label': `Topics of ${displayName(group.conv, ctx.uid)}` },
+    ...group.children.map((t) => row(t, ctx)),
+  );
+}
+
+/** A conversation whose own row is hidden (deleted) while topics of it have news: its name and sums, then the topics. */
+function header(group: ConversationGroup, ctx: ListContext): HTMLElement {
+  const name = displayName(group.conv, ctx.uid);
+  return h(
+    'li',
+    { class: `conv is-header${group.unread > 0 || group.markedUnread ? ' is-unread' : ''}`, 'data-conv': group.conv, 'data-unread': String(group.unread) },
+    h(
+      'span',
+      { class: 'conv-open' },
+      avatar(name),
+      h('span', { class: 'conv-top' }, h('span', { class: 'conv-name', 'data-role': 'name', title: group.conv }, name)),
+      h(
+        'span',
+        { class: 'conv-bottom' },
+        h('span', { class: 'conv-sub', 'data-role': 'sub' }, `${group.children.length} topics`),
+        marks(group, group.inBadge > 0),
+      ),
+    ),
+    topics(group, ctx),
+  );
+}
+
+/** One entry of the list: a conversation's row, with its topics under it when it has any. */
+function entry(group: ConversationGroup, ctx: ListContext): HTMLElement {
+  if (!group.view) return header(group, ctx);
+  return group.children.length > 0 ? row(group.view, ctx, group) : row(group.view, ctx);
 }
 
 function skeleton(): HTMLElement {
@@ -185,8 +253,8 @@ function skeleton(): HTMLElement {
   );
 }
 
-/** The list's rows (skeletons while nothing is known: never a fake empty list). */
-export function listRows(conversations: readonly ConversationView[] | null, ctx: ListContext): HTMLElement[] {
-  if (!conversations) return [skeleton(), skeleton(), skeleton()];
-  return conversations.map((c) => row(c, ctx));
+/** The list's entries (skeletons while nothing is known: never a fake empty list). */
+export function listRows(groups: readonly ConversationGroup[] | null, ctx: ListContext): HTMLElement[] {
+  if (!groups) return [skeleton(), skeleton(), skeleton()];
+  return groups.map((g) => entry(g, ctx));
 }

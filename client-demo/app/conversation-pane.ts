@@ -2,7 +2,7 @@ import type { ConversationView } from '@redpoint/client';
 import type { DemoKeptMessage } from '../../protocol/replies.js';
 import { actions, avatar, LEVELS, type ListContext, levelOf, recalledSeqs } from './chat-list.js';
 import { h, ICONS, icon } from './dom.js';
-import { CATEGORY_LABELS, displayName } from './names.js';
+import { CATEGORY_LABELS, rowName } from './names.js';
 import { clockTime, lastActive } from './time-ago.js';
 
 /**
@@ -121,7 +121,7 @@ function receipt(conv: string, seq: number, ctx: ListContext): HTMLElement {
 }
 
 export function conversationPane(c: ConversationView, open: OpenConversation, ctx: ListContext): HTMLElement[] {
-  const name = displayName(c.conv, ctx.uid);
+  const name = rowName(c, ctx.uid);
   const [trigger, menu] = ctx.menus.render(`pane:${c.conv}`, c.conv, name, actions(c));
   const at = ctx.at(c.conv);
   const kind = CATEGORY_LABELS[c.category] ?? c.category;
@@ -135,7 +135,7 @@ export function conversationPane(c: ConversationView, open: OpenConversation, ct
         'div',
         { class: 'pane-title' },
         h('h2', { 'data-role': 'title' }, name),
-        h('span', { class: 'pane-sub' }, at === undefined ? kind : `${kind} · ${lastActive(at, ctx.now)}`),
+        h('span', { class: 'pane-sub' }, `${c.topic !== undefined ? 'Topic · ' : ''}${at === undefined ? kind : `${kind} · ${lastActive(at, ctx.now)}`}`),
       ),
       h('div', { class: 'pane-menu' }, trigger, menu),
     ),

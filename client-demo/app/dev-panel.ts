@@ -1,8 +1,8 @@
 import type { RedpointClient } from '@redpoint/client';
 import { createConversation, membersOf, setServerSettings } from './api.js';
-import { displayName } from './names.js';
-import type { Outbox, Outgoing } from './outbox.js';
-import { SAMPLE_TEXTS, seedChats } from './seed-script.js';
+import { displayName, rowName } from './names.js';
+import { type Outbox, type Outgoing, type Target, targetOf } from './outbox.js';
+import { SAMPLE_TEXTS, type SeedChat, seedChats } from './seed-script.js';
 import type { StatusLine } from './status-line.js';
 
 /** The test tools: make conversations and send test messages through the HTTP API. */
@@ -16,8 +16,25 @@ function form(id: string): HTMLFormElement {
 /** The Send form's kinds: a plain message (absent), a reaction (does not count), an @all. */
 const KINDS: Record<string, 'reaction' | 'all' | undefined> = { message: undefined, reaction: 'reaction', all: 'all' };
 
+/** A seeded chat's (or topic's) lines, 3 minutes apart, the last `lastAgoMin` minutes ago. */
+function spaced(chat: Pick<SeedChat, 'lines' | 'lastAgoMin'>): Outgoing[] {
+  const last = chat.lines.length - 1;
+  return chat.lines.map((line, i) => ({
+    sender: line.from,
+    text: line.text,
+    mention: line.mention ?? false,
+    agoMs: (chat.lastAgoMin + 3 * (last - i)) * 60_000,
+  }));
+}
+
 export function setupDevPanel(client: RedpointClient, uid: string, log: StatusLine, outbox: Outbox): () => void {
-  const known = new Set<string>();
+  /** Every row seen, by id: a conversation, or a topic of one (sent to with `topic`). */
+  const known = new Map<string, { name: string; target: Target }>();
+  const remember = (c: { conv: string; parent?: string; topic?: string }): void => {
+    known.set(c.conv, { name: rowName(c, uid), target: targetOf(c) });
+  };
+  /** The conversation the chosen row belongs to (a topic's members are its conversation's). */
+  const chosen = (): Target => known.get(select.value)?.target ?? { conv: select.value };
   const select = document.getElementById('send-conv') as HTMLSelectElement;
   const sender = document.querySelector<HTMLInputElement>('#send-form input[name="sender"]');
   /** Someone other than this user: a message from yourself is never unread, so Send would show nothing. */
@@ -27,7 +44,7 @@ export function setupDevPanel(client: RedpointClient, uid: string, log: StatusLi
     const conv = select.value;
     if (!sender || !conv) return;
     sender.value = someoneElse([]);
-    membersOf(conv).then(
+    membersOf(chosen().conv).then(
       (members) => {
         if (select.value === conv) sender.value = someoneElse(members);
       },
@@ -37,11 +54,11 @@ export function setupDevPanel(client: RedpointClient, uid: string, log: StatusLi
   select.addEventListener('change', pickSender);
 
   const refreshOptions = (): void => {
-    for (const c of client.state.conversations) known.add(c.conv);
+    for (const c of client.state.conversations) remember(c);
     const current = select.value;
-    const names = [...known].sort();
+    const names = [...known.keys()].sort();
     if (names.join('\n') === [...select.options].map((o) => o.value).join('\n')) return;
-    select.replaceChildren(...names.map((name) => new Option(displayName(name, uid), name)));
+    select.replaceChildren(...names.map((name) => new Option(known.get(name)?.name ?? name, name)));
     if (names.includes(current)) select.value = current;
     if (select.value !== current) pickSender();
   };
@@ -63,7 +80,7 @@ export function setupDevPanel(client: RedpointClient, uid: string, log: StatusLi
     if (!members.includes(uid)) members.push(uid);
     run(`Created ${conv}`, async () => {
       await createConversation(conv, members, String(data.get('category')));
-      known.add(conv);
+      remember({ conv });
       refreshOptions();
       select.value = conv;
       pickSender();
@@ -75,6 +92,7 @@ export function setupDevPanel(client: RedpointClient, uid: string, log: StatusLi
     event.preventDefault();
     const data = new FormData(event.currentTarget as HTMLFormElement);
     const conv = String(data.get('conv'));
+    const to = known.get(conv)?.target ?? { conv };
     const count = Math.min(50, Math.max(1, Number(data.get('count')) || 1));
     const from = String(data.get('sender')).trim() || someoneElse([]);
     const typed = String(data.get('text') ?? '').trim();
@@ -90,7 +108,7 @@ export function setupDevPanel(client: RedpointClient, uid: string, log: StatusLi
       }),
     );
     const what = kind === 'reaction' ? 'reaction(s)' : kind === 'all' ? '@all message(s)' : 'message(s)';
-    run(`Sent ${count} ${what} to ${displayName(conv, uid)}`, () => outbox.send(conv, outgoing));
+    run(`Sent ${count} ${what} to ${known.get(conv)?.name ?? displayName(conv, uid)}`, () => outbox.send(to, outgoing));
   });
 
   document.getElementById('seed')?.addEventListener('click', () => {
@@ -99,18 +117,11 @@ export function setupDevPanel(client: RedpointClient, uid: string, log: StatusLi
       const chats = seedChats(uid, (name) => (name === uid ? 'alice' : name));
       for (const chat of chats) await createConversation(chat.conv, chat.members, chat.category);
       for (const chat of chats) {
-        const last = chat.lines.length - 1;
-        await outbox.send(
-          chat.conv,
-          chat.lines.map((line, i) => ({
-            sender: line.from,
-            text: line.text,
-            mention: line.mention ?? false,
-            agoMs: (chat.lastAgoMin + 3 * (last - i)) * 60_000,
-          })),
-        );
+        await outbox.send({ conv: chat.conv }, spaced(chat));
+        // A topic's first message creates it, with the conversation's members (PROTOCOL.md "Topics").
+        for (const topic of chat.topics ?? []) await outbox.send({ conv: chat.conv, topic: topic.topic }, spaced(topic));
         if (chat.muted) await setServerSettings(uid, chat.conv, { muted: true });
-        known.add(chat.conv);
+        remember({ conv: chat.conv });
       }
       refreshOptions();
     });

@@ -1,4 +1,4 @@
-import { RedpointClient, type RedpointState } from '@redpoint/client';
+import { conversationGroups, groupOf, RedpointClient, type RedpointState } from '@redpoint/client';
 import { IndexedDbCache } from '@redpoint/client/idb';
 import { msgpack } from '@redpoint/client/msgpack';
 import { shareTabs } from '@redpoint/client/tabs';
@@ -8,7 +8,7 @@ import { LEVELS, type ListContext } from './chat-list.js';
 import type { OpenConversation } from './conversation-pane.js';
 import { setupDevPanel } from './dev-panel.js';
 import { Menus } from './menu.js';
-import { Outbox, type Outgoing } from './outbox.js';
+import { Outbox, type Outgoing, targetOf } from './outbox.js';
 import { setupPushBadge } from './push-badge.js';
 import { setupResetNotice } from './reset-notice.js';
 import { StatusLine } from './status-line.js';
@@ -94,6 +94,7 @@ function paint(): void {
     open: open?.conv ?? null,
     menus,
     at: (c) => activity.at(c),
+    entryAt: (g) => activity.entryAt(g),
     messages: (c) => activity.messages(c),
     peerRead: (c) => client.peerRead(c),
     readBy: (c, seq) => client.readBy(c, seq),
@@ -149,7 +150,11 @@ document.addEventListener('click', (event) => {
     );
   };
   if (action === 'read') client.markRead(conv);
-  else if (action === 'level') {
+  else if (action === 'read-all') {
+    // A conversation listed with its topics: each row is read on its own (PROTOCOL.md "Topics").
+    const group = groupOf(client.state.conversations, conv);
+    for (const row of group ? [...(group.view ? [group.view] : []), ...group.children] : []) client.markRead(row.conv);
+  } else if (action === 'level') {
     const level = LEVEL_VALUES.find((l) => l === button.dataset.value);
     if (level) done(client.setLevel(conv, level), `Notifications: ${LEVELS.find((l) => l.level === level)?.label} for`);
   } else if (action === 'recall' || action === 'react') {
@@ -159,7 +164,8 @@ document.addEventListener('click', (event) => {
       action === 'recall'
         ? { sender: uid, text: '', mention: false, agoMs: 0, kind: 'recall', recalls: seq }
         : { sender: uid, text: '👍', mention: false, agoMs: 0, kind: 'reaction' };
-    done(outbox.send(conv, [outgoing]), action === 'recall' ? `Recalled #${seq} in` : `Reacted to #${seq} in`);
+    const shown = client.conversation(conv);
+    done(outbox.send(shown ? targetOf(shown) : { conv }, [outgoing]), action === 'recall' ? `Recalled #${seq} in` : `Reacted to #${seq} in`);
   } else if (action === 'mark-unread') {
     // Marked unread while open: it stays so until a new message comes (no read on the next paint).
     if (open?.conv === conv) open.readTo = client.lastSeq(conv);
@@ -192,10 +198,9 @@ Object.assign(window, {
     uid,
     device,
     order: () =>
-      client.state.conversations
-        .slice()
+      conversationGroups(client.state.conversations)
         .sort(activity.order)
-        .map((c) => c.conv),
+        .map((g) => g.conv),
   },
 });
 paint();

@@ -1,3 +1,5 @@
+import { type ConversationView, childLabel } from '@redpoint/client';
+
 /** How a conversation is named and drawn: the other person of a private chat, initials, a colour. */
 
 const COLORS = ['#6366f1', '#0ea5e9', '#10b981', '#f59e0b', '#ec4899', '#8b5cf6', '#14b8a6', '#f97316'];
@@ -22,6 +24,11 @@ export function displayName(conv: string, uid: string): string {
   if (!dm) return conv;
   const [, a = '', b = ''] = dm;
   return a === uid ? b : a;
+}
+
+/** A row's full name: a topic's is its conversation's and its own (`launch › design`). */
+export function rowName(c: Pick<ConversationView, 'conv' | 'parent' | 'topic' | 'thread'>, uid: string): string {
+  return c.parent === undefined ? displayName(c.conv, uid) : `${displayName(c.parent, uid)} › ${childLabel(c)}`;
 }
 
 export const CATEGORY_LABELS: Record<string, string> = { private: 'Private chat', group: 'Group', system: 'System' };

@@ -1,4 +1,5 @@
 import type { RedpointClient } from '@redpoint/client';
+import { messageConv } from '../../protocol/child-id.js';
 import type { DemoKeptMessage } from '../../protocol/replies.js';
 import type { MessageInput } from '../../protocol/schemas.js';
 import type { Activity } from './activity.js';
@@ -22,15 +23,28 @@ export interface Outgoing {
  * a reaction and a recall's own notice do not count (`counts: false`: they move the last
  * activity, not the unread), a recall names the seq it takes back, @all mentions every member.
  */
-function toMessageInput(conv: string, seq: number, m: Outgoing, uid: string, now: number): MessageInput {
-  const input: MessageInput = { conv, seq, sender: m.sender, at: Math.round(now - m.agoMs) };
+function toMessageInput(to: Target, seq: number, m: Outgoing, uid: string, now: number): MessageInput {
+  const input: MessageInput = { conv: to.conv, ...(to.topic !== undefined ? { topic: to.topic } : {}), seq, sender: m.sender, at: Math.round(now - m.agoMs) };
   if (m.kind === 'reaction') return { ...input, counts: false };
   if (m.kind === 'recall') return { ...input, counts: false, ...(m.recalls !== undefined ? { recalls: [m.recalls] } : {}) };
   if (m.kind === 'all') return { ...input, mentionAll: true };
   return m.mention ? { ...input, mentions: [uid] } : input;
 }
 
-/** Sends to Redpoint with the next seqs of a conversation, then tells the dev entry what was sent (Redpoint keeps no text). */
+/** Where a message goes: a conversation, or one of its topics (PROTOCOL.md "Topics": a topic's messages name it in `topic`). */
+export interface Target {
+  conv: string;
+  topic?: string;
+}
+
+/** The target of a row: a topic's row names its conversation and topic. */
+export const targetOf = (row: { conv: string; parent?: string; topic?: string }): Target =>
+  row.parent !== undefined && row.topic !== undefined ? { conv: row.parent, topic: row.topic } : { conv: row.conv };
+
+/**
+ * Sends to Redpoint with the next seqs of a conversation or topic (each topic has its own seqs),
+ * then tells the dev entry what was sent (Redpoint keeps no text), under the row's id.
+ */
 export class Outbox {
   /** Next seq per conversation: the client's newest known, or what this page sent last. */
   private readonly sent = new Map<string, number>();
@@ -41,15 +55,17 @@ export class Outbox {
     private readonly activity: Activity,
   ) {}
 
-  async send(conv: string, outgoing: Outgoing[]): Promise<void> {
+  async send(to: Target, outgoing: Outgoing[]): Promise<void> {
+    const conv = messageConv(to);
     const numbered = outgoing.map((m) => ({ ...m, seq: this.nextSeq(conv) }));
     // `at`: the message's time as a message service would stamp it (issue 43: Redpoint keeps the
     // conversation's last activity, so every device orders the list alike).
     const now = Date.now();
-    await sendMessages(numbered.map((m) => toMessageInput(conv, m.seq, m, this.uid, now)));
+    await sendMessages(numbered.map((m) => toMessageInput(to, m.seq, m, this.uid, now)));
     await this.activity.sent(conv, numbered);
   }
 
+  /** `conv`: the row's id (a topic's `<conv>#t:<topic>`), whose seqs the client knows. */
   private nextSeq(conv: string): number {
     const seq = Math.max(this.client.lastSeq(conv), this.sent.get(conv) ?? 0) + 1;
     this.sent.set(conv, seq);

@@ -10,6 +10,14 @@ interface SeedLine {
   mention?: boolean;
 }
 
+/** A topic of a seeded chat (PROTOCOL.md "Topics"): its own messages, seqs and count. */
+interface SeedTopic {
+  topic: string;
+  /** Minutes before now that its last message was sent. */
+  lastAgoMin: number;
+  lines: SeedLine[];
+}
+
 export interface SeedChat {
   conv: string;
   members: string[];
@@ -18,6 +26,8 @@ export interface SeedChat {
   lastAgoMin: number;
   lines: SeedLine[];
   muted?: boolean;
+  /** Topics: the conversation is then listed with them under it and their counts summed. */
+  topics?: SeedTopic[];
 }
 
 export function seedChats(uid: string, cast: (name: string) => string): SeedChat[] {
@@ -48,6 +58,35 @@ export function seedChats(uid: string, cast: (name: string) => string): SeedChat
         { from: carol, text: 'I moved the review to Thursday' },
         { from: carol, text: 'Thoughts on the new icon set?' },
         { from: dave, text: 'can you sign off the icons before Thursday?', mention: true },
+      ],
+    },
+    {
+      conv: 'product-launch',
+      members: [uid, friend, carol, erin],
+      category: 'group',
+      lastAgoMin: 60,
+      lines: [
+        { from: erin, text: 'Launch is on the 14th, topics for each track below' },
+        { from: friend, text: 'Press kit draft is in the shared folder' },
+      ],
+      topics: [
+        {
+          topic: 'design',
+          lastAgoMin: 30,
+          lines: [
+            { from: carol, text: 'Landing page hero v3 is up' },
+            { from: carol, text: 'Going with the dark variant unless someone objects' },
+            { from: carol, text: 'can you check the copy on the pricing block?', mention: true },
+          ],
+        },
+        {
+          topic: 'marketing',
+          lastAgoMin: 45,
+          lines: [
+            { from: erin, text: 'Newsletter goes out the morning of the launch' },
+            { from: erin, text: 'Need two customer quotes by Friday' },
+          ],
+        },
       ],
     },
     {

@@ -1,4 +1,4 @@
-import type { ConversationView, RedpointState } from '@redpoint/client';
+import { type ConversationGroup, conversationGroups, type RedpointState } from '@redpoint/client';
 import { type ListContext, listRows } from './chat-list.js';
 import { conversationPane, type OpenConversation } from './conversation-pane.js';
 import { byId, count, h } from './dom.js';
@@ -59,7 +59,8 @@ function chrome(state: RedpointState, uid: string, device: string, staleSince: n
 
 export interface Screen {
   state: RedpointState;
-  order: (a: ConversationView, b: ConversationView) => number;
+  /** The list's order of its entries (a conversation with its topics is one). */
+  order: (a: ConversationGroup, b: ConversationGroup) => number;
   device: string;
   staleSince: number | null;
   list: ListContext;
@@ -72,7 +73,8 @@ export function render(screen: Screen): void {
   const focus = focusedKey();
   chrome(state, ctx.uid, screen.device, screen.staleSince);
 
-  const sorted = state.totals ? [...state.conversations].sort(screen.order) : null;
+  // Topic rows go inside their conversation's entry (the SDK groups rows by `parent`).
+  const sorted = state.totals ? conversationGroups(state.conversations).sort(screen.order) : null;
   byId('conversations').replaceChildren(...listRows(sorted, ctx));
   byId('empty').hidden = !sorted || sorted.length > 0;
 

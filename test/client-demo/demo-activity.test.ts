@@ -51,6 +51,16 @@ describe('the demo activity record', () => {
     expect(after.activity['sent-first']).toBeGreaterThanOrEqual(before);
   });
 
+  it("keeps a topic's messages under its row's id, apart from its conversation's (each topic numbers its own seqs)", async () => {
+    await report({ conv: 'forum', seq: 1, messages: [sent(1, HOUR)] });
+    const { status, record } = await report({ conv: 'forum#t:design', seq: 1, messages: [{ ...sent(1, 0), text: 'in design' }] });
+    expect(status).toBe(200);
+    expect(record.messages['forum#t:design']?.map((m) => m.text)).toEqual(['in design']);
+    expect(record.messages.forum?.map((m) => m.text)).toEqual(['line 1']);
+    // Still no other form of id: a topic's id is `<conv>#t:<topic>`.
+    expect((await report({ conv: 'forum#x', seq: 1 })).status).toBe(400);
+  });
+
   it('keeps the last 20 sent messages of a conversation', async () => {
     for (let seq = 1; seq <= 25; seq++) await report({ conv: 'long', seq, messages: [sent(seq, 0)] });
     expect((await current()).messages.long?.map((m) => m.seq)).toEqual(Array.from({ length: 20 }, (_, i) => i + 6));

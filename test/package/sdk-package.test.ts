@@ -204,7 +204,7 @@ describe('in Chromium, bundled from the tarball', () => {
     expect(pageErrors).toEqual([]);
   });
 
-  it('React hooks: useUnread and useConversation render the counts, and a row renders only for its own changes', async () => {
+  it('React hooks: useUnread, useConversation and useChildren render the counts (a topic in its conversation), and a row renders only for its own changes', async () => {
     const uid = 'react-alice';
     await h.members('r-dm', { add: [uid, 'bob'] });
     await h.members('r-team', { add: [uid, 'bob', 'carol'] });
@@ -230,6 +230,20 @@ describe('in Chromium, bundled from the tarball', () => {
     expect(after['r-team'] ?? 0).toBeGreaterThan(before['r-team'] ?? 0);
     await page.evaluate(() => (globalThis as unknown as PageGlobals).rp.client.markRead('r-dm'));
     await page.locator('#row-r-dm', { hasText: 'r-dm: 0' }).waitFor();
+    await page.locator('#badge', { hasText: '3' }).waitFor();
+    await converged([page], uid);
+
+    // Topics: useChildren lists a conversation's topic rows; another conversation's topics do not re-render.
+    const beforeTopics = await renders();
+    await h.post({ conv: 'r-team', topic: 'design', seq: 1, sender: 'bob' });
+    await page.locator('#topics-r-team', { hasText: 'design: 1' }).waitFor();
+    await page.locator('#badge', { hasText: '4' }).waitFor();
+    expect(await text('#row-r-team')).toBe('r-team: 3');
+    expect(await text('#topics-r-dm')).toBe('');
+    const afterTopics = await renders();
+    expect(afterTopics['topics:r-dm']).toBe(beforeTopics['topics:r-dm']);
+    await page.evaluate(() => (globalThis as unknown as PageGlobals).rp.client.markRead('r-team#t:design'));
+    await page.locator('#topics-r-team', { hasText: 'design: 0' }).waitFor();
     await page.locator('#badge', { hasText: '3' }).waitFor();
     await converged([page], uid);
     expect(pageErrors).toEqual([]);

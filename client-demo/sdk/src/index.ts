@@ -13,6 +13,7 @@ export { MemoryCache } from './cache/memory.js';
 export { RedpointClient } from './client.js';
 export { type FrameCodec, jsonCodec, type WireFrame } from './codec.js';
 export { REQUEST_TIMEOUT_CLOSE } from './connection.js';
+export { type ConversationGroup, childLabel, childrenOf, conversationGroups, groupOf, isChild } from './groups.js';
 export { ClosedError } from './publisher.js';
 export type { Timers } from './timers.js';
 export type { FrameSocket, SocketEvents, Transport, TransportContext, TransportFactory, WebSocketConstructor, WebSocketLike } from './transport.js';

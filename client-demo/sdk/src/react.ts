@@ -1,11 +1,14 @@
 import { createContext, createElement, type ReactElement, type ReactNode, useContext, useRef, useSyncExternalStore } from 'react';
 import type { RedpointClient } from './client.js';
+import { type ConversationGroup, childrenOf, conversationGroups, groupOf } from './groups.js';
 import { same } from './same.js';
 import type { ConversationView, RedpointState, SyncStatus, Totals } from './types.js';
 
 /**
  * React bindings: `<RedpointProvider client={client}>` once near the root, then `useUnread()` for
- * the badge and `useConversation(conv)` for one row. Built on `useSyncExternalStore`, so every
+ * the badge, `useConversation(conv)` for one row, `useConversationList()` for the list's entries
+ * (child rows inside their conversation) and `useChildren(conv)` for a conversation's topics and
+ * threads. Built on `useSyncExternalStore`, so every
  * component sees the same state in a render (no tearing), and a component re-renders only when
  * what it reads changed.
  */
@@ -50,6 +53,24 @@ export function useUnread(): Unread {
 /** One conversation as shown (undefined: not known, hidden or left). */
 export function useConversation(conv: string): ConversationView | undefined {
   return useSelected((s) => s.conversations.find((c) => c.conv === conv));
+}
+
+/**
+ * The list's top level: one entry per conversation, its child rows (topics, threads) inside it
+ * with the summed counts; the newest activity first.
+ */
+export function useConversationList(): ConversationGroup[] {
+  return useSelected((s) => conversationGroups(s.conversations));
+}
+
+/** `conv` with its child rows and their summed unread and mentions (undefined: none of them visible). */
+export function useConversationGroup(conv: string): ConversationGroup | undefined {
+  return useSelected((s) => groupOf(s.conversations, conv));
+}
+
+/** The visible child rows of `conv` (its topics and threads), the newest activity first. */
+export function useChildren(conv: string): ConversationView[] {
+  return useSelected((s) => childrenOf(s.conversations, conv));
 }
 
 /**

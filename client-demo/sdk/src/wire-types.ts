@@ -10,6 +10,15 @@ import type { ConvState as ProtocolConvState, ConvView as ProtocolConvView } fro
 /** A user's state of one conversation; every field absolute, not a delta (PROTOCOL.md, "Shapes"). */
 export interface ConvState {
   conv: string;
+  /** A child row (PROTOCOL.md "Topics"): the conversation it belongs to; absent on a conversation's own row. */
+  parent?: string;
+  /** A topic's row: the topic (`conv` is then `<parent>#t:<topic>`). */
+  topic?: string;
+  /**
+   * A thread's row (issue 43, threads): the seq of its root message in `parent`. Declared ahead of
+   * the server, which does not send threads yet; `groups.ts` names such a row by it.
+   */
+  thread?: number;
   /** Highest seq delivered to this user; for a read-diffused (`large`) conversation only a lower bound. */
   lastSeq: number;
   /** Highest seq this user has read on any device. Raised by reads; set back only by "unread from here" (a new `readGen`). */
@@ -23,6 +32,8 @@ export interface ConvState {
   category: string;
   /** Read diffusion: the effective lastSeq comes from the conversation's head. */
   large: boolean;
+  /** Seqs in (readSeq, lastSeq] that do not count (non-counting messages, recalls); absent: 0. */
+  nocount?: number;
   /** Hidden while the effective lastSeq is <= deletedSeq; -1: never deleted. */
   deletedSeq: number;
   /** Notification level 'mentions' (only its @-mentions count in the totals); absent: 'none' when muted, else 'all'. */
@@ -34,6 +45,15 @@ export interface ConvState {
 /** A conversation as a UI shows it: effective lastSeq, unread derived. */
 export interface ConvView {
   conv: string;
+  /** A child row (PROTOCOL.md "Topics"): the conversation it belongs to; absent on a conversation's own row. */
+  parent?: string;
+  /** A topic's row: the topic (`conv` is then `<parent>#t:<topic>`). */
+  topic?: string;
+  /**
+   * A thread's row (issue 43, threads): the seq of its root message in `parent`. Declared ahead of
+   * the server, which does not send threads yet; `groups.ts` names such a row by it.
+   */
+  thread?: number;
   lastSeq: number;
   readSeq: number;
   unread: number;
@@ -52,3 +72,15 @@ type Exactly<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 type MustBeTrue<T extends true> = T;
 // biome-ignore lint/correctness/noUnusedVariables: a compile-time check, never used as a value
 type SameAsProtocol = MustBeTrue<Exactly<ConvState, ProtocolConvState> | Exactly<ConvView, ProtocolConvView>>;
+/**
+ * Assignability passes over a missing optional field, so the fields are compared by name too.
+ * The only differences: `thread` (declared ahead of the server: drop it here once the protocol
+ * has it) and the view's `peerReadSeq` (the SDK serves receipts through `peerRead()`).
+ */
+// biome-ignore lint/correctness/noUnusedVariables: a compile-time check, never used as a value
+type SameFields = MustBeTrue<
+  | Exactly<Exclude<keyof ConvState, keyof ProtocolConvState>, 'thread'>
+  | Exactly<Exclude<keyof ProtocolConvState, keyof ConvState>, never>
+  | Exactly<Exclude<keyof ConvView, keyof ProtocolConvView>, 'thread'>
+  | Exactly<Exclude<keyof ProtocolConvView, keyof ConvView>, 'peerReadSeq'>
+>;

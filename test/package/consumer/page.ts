@@ -1,9 +1,10 @@
 // The browser test's page, bundled from the installed package: one user's client sharing its
-// socket with the other tabs (shareTabs), MessagePack frames, and React components on the hooks.
+// socket with the other tabs (shareTabs), MessagePack frames, and React components on the hooks
+// (a row per conversation, and its topics).
 // Query: ?uid=<user>&ws=<WebSocket URL>&rows=<conv>,<conv>; the page's server mints tokens at /token?uid=.
-import { RedpointClient, type StatusEvent } from '@redpoint/client';
+import { childLabel, RedpointClient, type StatusEvent } from '@redpoint/client';
 import { msgpack } from '@redpoint/client/msgpack';
-import { RedpointProvider, useConversation, useUnread } from '@redpoint/client/react';
+import { RedpointProvider, useChildren, useConversation, useUnread } from '@redpoint/client/react';
 import { shareTabs } from '@redpoint/client/tabs';
 import { createElement as h, type ReactElement } from 'react';
 import { createRoot } from 'react-dom/client';
@@ -39,8 +40,23 @@ function Row({ conv }: { conv: string }): ReactElement {
   return h('li', { id: `row-${conv}` }, view ? `${view.conv}: ${view.unread}` : `${conv}: -`);
 }
 
+/** A conversation's topics (its child rows), each with its own count. */
+function Topics({ conv }: { conv: string }): ReactElement {
+  rendered(`topics:${conv}`);
+  const topics = useChildren(conv);
+  return h('ul', { id: `topics-${conv}` }, ...topics.map((t) => h('li', { key: t.conv }, `${childLabel(t)}: ${t.unread}`)));
+}
+
 const root = document.getElementById('root');
 if (!root) throw new Error('no #root');
-createRoot(root).render(h(RedpointProvider, { client }, h(Badge), h('ul', null, ...rows.map((conv) => h(Row, { conv, key: conv })))));
+createRoot(root).render(
+  h(
+    RedpointProvider,
+    { client },
+    h(Badge),
+    h('ul', null, ...rows.map((conv) => h(Row, { conv, key: conv }))),
+    ...rows.map((conv) => h(Topics, { conv, key: `topics:${conv}` })),
+  ),
+);
 void client.start();
 Object.assign(window, { rp: { client, statuses, renders: () => Object.fromEntries(renders) } });

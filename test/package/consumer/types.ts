@@ -4,7 +4,12 @@
 import {
   CLOSE_CODES,
   ClosedError,
+  type ConversationGroup,
   type ConversationView,
+  childLabel,
+  childrenOf,
+  conversationGroups,
+  groupOf,
   MemoryCache,
   REQUEST_TIMEOUT_CLOSE,
   RedpointClient,
@@ -15,7 +20,7 @@ import {
 import { FileCache } from '@redpoint/client/file';
 import { IndexedDbCache } from '@redpoint/client/idb';
 import { msgpack } from '@redpoint/client/msgpack';
-import { RedpointProvider, type Unread, useConversation, useUnread } from '@redpoint/client/react';
+import { RedpointProvider, type Unread, useChildren, useConversation, useConversationGroup, useConversationList, useUnread } from '@redpoint/client/react';
 import { shareTabs } from '@redpoint/client/tabs';
 import WebSocket from 'ws';
 
@@ -49,7 +54,13 @@ const ready: Promise<void> = client.ready().catch((err: unknown) => {
   throw err;
 });
 const codes: number[] = [CLOSE_CODES.unauthorized.code, REQUEST_TIMEOUT_CLOSE];
-void [browserClient, other, status, first, badge, unsubscribe, ready, codes];
+// Topics: child rows name their conversation; the list helpers group them.
+const parent: string | undefined = first?.parent;
+const topic: string | undefined = first?.topic;
+const entries: ConversationGroup[] = conversationGroups(state.conversations);
+const summed: number | undefined = groupOf(state.conversations, 'team')?.unread;
+const labels: string[] = childrenOf(state.conversations, 'team').map(childLabel);
+void [browserClient, other, status, first, badge, unsubscribe, ready, codes, parent, topic, entries, summed, labels];
 
 // @ts-expect-error: a codec is an object, not a name
 new RedpointClient({ url: '', token: async () => '', codec: 'msgpack' });
@@ -63,5 +74,10 @@ export function useBadge(): string {
   const row = useConversation('dm');
   // @ts-expect-error: useConversation takes an id
   useConversation(1);
-  return `${unread.totals?.total ?? '-'} ${row?.unread ?? '-'} ${String(RedpointProvider)}`;
+  const topics: ConversationView[] = useChildren('team');
+  const team: ConversationGroup | undefined = useConversationGroup('team');
+  const list: ConversationGroup[] = useConversationList();
+  // @ts-expect-error: useChildren takes an id
+  useChildren(1);
+  return `${unread.totals?.total ?? '-'} ${row?.unread ?? '-'} ${topics.length} ${team?.mentions ?? '-'} ${list.length} ${String(RedpointProvider)}`;
 }

@@ -1,0 +1,181 @@
+import { createElement as h, type ReactElement } from 'react';
+import { renderToString } from 'react-dom/server';
+import { describe, expect, it } from 'vitest';
+import {
+  type ConversationGroup,
+  type ConversationView,
+  childLabel,
+  childrenOf,
+  conversationGroups,
+  groupOf,
+  type RedpointClient,
+} from '../../client-demo/sdk/src/index.js';
+import { RedpointProvider, useChildren, useConversationGroup, useConversationList } from '../../client-demo/sdk/src/react.js';
+import { sdkSuite } from './harness.js';
+import { convergedTo, until } from './wait.js';
+
+/**
+ * Child rows (topics now, threads later: any row with `parent`) grouped under their conversation:
+ * against a real server first, rows exactly as it sends them; then the cases it cannot be made
+ * to produce on demand (a hidden conversation row, a thread's row, ties of activity).
+ */
+const { h: server, started } = sdkSuite();
+
+/** Message-service times (ms): the server takes only plausible ones. */
+const T = 1_700_000_000_000;
+
+/** `conv` with topics `design` and `ops`: the general topic 2 unread, design 3 (one mentions `me`), ops 1. */
+async function forum(conv: string, me: string, peer: string): Promise<void> {
+  await server.members(conv, { add: [me, peer], category: 'group' });
+  await server.post([
+    { conv, seq: 1, sender: peer, at: T + 1_000 },
+    { conv, seq: 2, sender: peer, at: T + 2_000 },
+    { conv, topic: 'design', seq: 1, sender: peer, at: T + 3_000 },
+    { conv, topic: 'design', seq: 2, sender: peer, at: T + 4_000, mentions: [me] },
+    { conv, topic: 'design', seq: 3, sender: peer, at: T + 5_000 },
+    { conv, topic: 'ops', seq: 1, sender: peer, at: T + 6_000 },
+  ]);
+}
+
+const brief = (g: ConversationGroup | undefined) =>
+  g && { conv: g.conv, own: g.view?.unread, children: g.children.map((c) => [childLabel(c), c.unread]), unread: g.unread, mentions: g.mentions };
+
+describe('child rows from the server, grouped under their conversation', () => {
+  it("a conversation with two topics is one entry: its topics inside it with their own counts, the sum over all three, the badge's totals untouched", async () => {
+    await forum('g-team', 'g-me', 'g-peer');
+    await server.members('g-dm', { add: ['g-me', 'g-peer'], category: 'private' });
+    await server.post({ conv: 'g-dm', seq: 1, sender: 'g-peer', at: T + 500 });
+    const c = await started('g-me');
+    await until(c, (s) => s.conversations.length === 4, 'the two conversations and two topics');
+    const { conversations, totals } = c.state;
+    // The rows as the server sends them: each topic names its conversation and topic.
+    expect(conversations.find((v) => v.conv === 'g-team#t:design')).toMatchObject({ parent: 'g-team', topic: 'design', unread: 3, mentions: 1 });
+
+    expect(childrenOf(conversations, 'g-team').map((v) => v.conv)).toEqual(['g-team#t:ops', 'g-team#t:design']);
+    expect(childrenOf(conversations, 'g-dm')).toEqual([]);
+    expect(brief(groupOf(conversations, 'g-team'))).toEqual({
+      conv: 'g-team',
+      own: 2,
+      children: [
+        ['ops', 1],
+        ['design', 3],
+      ],
+      unread: 6,
+      mentions: 1,
+    });
+    // The list's top level: no topic beside its conversation; the forum first (its topic ops is the newest activity).
+    const groups = conversationGroups(conversations);
+    expect(groups.map((g) => [g.conv, g.unread, g.children.length])).toEqual([
+      ['g-team', 6, 2],
+      ['g-dm', 1, 0],
+    ]);
+    expect(groups[0]?.at).toBe(T + 6_000);
+    // Totals stay the server's (a sum over every row), and equal the groups' badge shares.
+    expect(totals?.total).toBe(7);
+    expect(groups.reduce((n, g) => n + g.inBadge, 0)).toBe(totals?.total);
+  });
+
+  it("reading one topic drops that topic and the conversation's sum only; a muted topic stays in the sum, out of the badge", async () => {
+    await forum('g-read', 'g-reader', 'g-writer');
+    const c = await started('g-reader');
+    await until(c, (s) => groupOf(s.conversations, 'g-read')?.unread === 6, 'the forum');
+    c.markRead('g-read#t:design');
+    expect(brief(groupOf(c.state.conversations, 'g-read'))).toMatchObject({
+      own: 2,
+      children: [
+        ['ops', 1],
+        ['design', 0],
+      ],
+      unread: 3,
+      mentions: 0,
+    });
+    await c.mute('g-read#t:ops');
+    await convergedTo(server, c, 'g-reader');
+    const group = groupOf(c.state.conversations, 'g-read');
+    expect([group?.unread, group?.inBadge, c.state.totals?.total]).toEqual([3, 2, 2]);
+    const serverRows = (await server.unread('g-reader')).conversations.map((v) => [v.conv, v.readSeq]);
+    expect(serverRows).toEqual([
+      ['g-read', 0],
+      ['g-read#t:design', 3],
+      ['g-read#t:ops', 0],
+    ]);
+  });
+});
+
+/** A row as the SDK shows it; `fields` set what a case needs. */
+function row(conv: string, fields: Partial<ConversationView> = {}): ConversationView {
+  return { conv, lastSeq: 1, readSeq: 0, unread: 1, mentions: 0, muted: false, markedUnread: false, category: 'group', pending: false, ...fields };
+}
+
+describe('grouping rows by `parent`', () => {
+  it("a child row whose conversation's row is hidden is still listed, under its conversation's id", () => {
+    const rows = [row('solo', { at: 10 }), row('forum#t:a', { parent: 'forum', topic: 'a', at: 20, unread: 2 })];
+    const groups = conversationGroups(rows);
+    expect(groups.map((g) => [g.conv, g.view?.conv, g.children.map((c) => c.conv), g.unread])).toEqual([
+      ['forum', undefined, ['forum#t:a'], 2],
+      ['solo', 'solo', [], 1],
+    ]);
+    expect(groupOf(rows, 'forum')?.view).toBeUndefined();
+    expect(groupOf(rows, 'nothing')).toBeUndefined();
+  });
+
+  it("a thread's row (parent and thread) slots in beside topics, named by its root's seq", () => {
+    const rows = [
+      row('chan', { unread: 4 }),
+      row('chan#t:x', { parent: 'chan', topic: 'x', unread: 0 }),
+      row('chan#r:17', { parent: 'chan', thread: 17, unread: 2, mentions: 1, level: 'mentions' }),
+    ];
+    const group = groupOf(rows, 'chan');
+    expect(group?.children.map(childLabel)).toEqual(['#17', 'x']);
+    expect([group?.unread, group?.mentions]).toEqual([6, 1]);
+    // A 'mentions' row adds only its mention to the badge (the server's rule per row).
+    expect(group?.inBadge).toBe(5);
+    expect(conversationGroups(rows).map((g) => g.conv)).toEqual(['chan']);
+  });
+
+  it('orders entries by the newest activity of any of their rows, unknown last, ties by id; marked unread shows on the entry', () => {
+    const rows = [
+      row('b', { at: 5 }),
+      row('a', { at: 5 }),
+      row('c', { at: 1 }),
+      row('c#t:new', { parent: 'c', topic: 'new', at: 9, unread: 0, markedUnread: true }),
+      row('d'),
+    ];
+    const groups = conversationGroups(rows);
+    expect(groups.map((g) => [g.conv, g.at ?? null])).toEqual([
+      ['c', 9],
+      ['a', 5],
+      ['b', 5],
+      ['d', null],
+    ]);
+    expect(groups[0]?.markedUnread).toBe(true);
+    expect(groups[1]?.markedUnread).toBe(false);
+  });
+});
+
+/** Renders what the hooks return for `conv`, as text (react-dom/server reads the client's state once). */
+function rendered(client: RedpointClient, conv: string): string {
+  function Forum(): ReactElement {
+    const group = useConversationGroup(conv);
+    const topics = useChildren(conv);
+    const list = useConversationList();
+    return h(
+      'p',
+      null,
+      `${conv} ${group?.unread ?? '-'}: ${topics.map((t) => `${childLabel(t)}=${t.unread}`).join(',')} | list ${list.map((g) => g.conv).join(',')}`,
+    );
+  }
+  return renderToString(h(RedpointProvider, { client }, h(Forum)));
+}
+
+describe('React hooks for child rows', () => {
+  it("useChildren, useConversationGroup and useConversationList render a conversation's topics and its sum, and follow a read", async () => {
+    await forum('g-hook', 'g-hooked', 'g-poster');
+    const c = await started('g-hooked');
+    await until(c, (s) => groupOf(s.conversations, 'g-hook')?.unread === 6, 'the forum');
+    expect(rendered(c, 'g-hook')).toBe('<p>g-hook 6: ops=1,design=3 | list g-hook</p>');
+    c.markRead('g-hook#t:ops');
+    expect(rendered(c, 'g-hook')).toBe('<p>g-hook 5: ops=0,design=3 | list g-hook</p>');
+    expect(rendered(c, 'g-none')).toBe('<p>g-none -:  | list g-hook</p>');
+  });
+});

@@ -92,8 +92,9 @@ describe('the packed tarball', () => {
     expect(sizes['bundle-tabs']?.msgpackr).toBe(false);
     expect(sizes['bundle-msgpack']?.msgpackr).toBe(true);
     // A ceiling, not the number (docs/figures/sdk-bundle.json has that): MessagePack code in a JSON
-    // bundle would break it (msgpackr alone is ~12 KiB min+gzip). 10 KiB since read receipts (peerRead, readBy: +0.25 KiB).
-    expect(sizes['bundle-json']?.gzip).toBeLessThan(10 * 1024);
+    // bundle would break it (msgpackr alone is ~12 KiB min+gzip). 10 KiB since read receipts (peerRead, readBy: +0.25 KiB);
+    // 11 KiB since topics' grouping and the head pushes' extras (groups.ts, head-extras.ts: +0.4 KiB).
+    expect(sizes['bundle-json']?.gzip).toBeLessThan(11 * 1024);
     const measured = Object.fromEntries(BUNDLES.map((b) => [b, { min: sizes[b]?.min ?? 0, gzip: sizes[b]?.gzip ?? 0 }])) as BundleSizes;
     if (process.env.REDPOINT_UPDATE_FIGURES === '1') await writeFigures(measured);
     // The docs' figures, within what another zlib or esbuild build may round differently (1%).

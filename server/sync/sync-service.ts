@@ -4,12 +4,14 @@ import { LIMITS } from '../../protocol/limits.js';
 import type { Cursor, MessageEvent, NotificationLevel, PullReply, UnreadSummary } from '../../protocol/types.js';
 import { addToTotals, conversationViews, type HeadExtras, type Totals, toView } from '../../protocol/view.js';
 import type { Engine, StoredUserState, UserOp, UserOpResult } from '../engine/engine.js';
+import { afterPartOfIt } from '../engine/store-errors.js';
 import type { ConversationCap } from './conversation-cap.js';
 import { refusal, refusals, unknownConversation } from './conversation-errors.js';
 import { Ingest } from './ingest.js';
 import { changeMembership, type MembershipChange, type MembershipResult } from './membership.js';
 import type { AskedRead, ReadCap } from './read-cap.js';
 import { DEFAULT_RECEIPTS_OPTIONS, Receipts, type ReceiptsOptions } from './receipts.js';
+import { categoryToThreads, followOrRefuse, leaveThreads, openThreads, type ThreadOptions, toThreadConvs, unfollow } from './threads.js';
 import { inheritMembership, openTopics, toTopicConvs } from './topics.js';
 
 export interface BatchResult {
@@ -60,6 +62,8 @@ export class SyncService {
   readonly receipts: Receipts;
   /** Store latency of the calls behind pulls and unread summaries (ingest reports through `ingest.onFlush`). */
   onStoreCall: ((op: 'pull' | 'user_state' | 'read', seconds: number) => void) | undefined;
+  /** An implicit thread follow dropped at LIMITS.threadsFollowedPerConversation (threads.ts). */
+  onFollowDropped: ((conv: string, uid: string) => void) | undefined;
 
   constructor(
     readonly engine: Engine,
@@ -71,8 +75,11 @@ export class SyncService {
 
   /** Applies messages; resolves once they are in the store. Unknown conversations → nothing applied. */
   async postMessages(messages: readonly MessageEvent[]): Promise<void> {
+    // Threads: a reply goes to its thread's child conversation, opened and followed first (threads.ts).
+    const replies = toThreadConvs(messages);
+    if (replies !== messages) await openThreads(this.engine, this.threadOptions(), messages);
     // Topics: a message naming one goes to its child conversation, opened first (topics.ts).
-    const routed = toTopicConvs(messages);
+    const routed = toTopicConvs(replies);
     if (routed !== messages) await openTopics(this.engine, this.options.largeGroupThreshold, routed);
     await this.ingest.submit(routed);
     if (this.options.receiptsOnSend) await this.senderReads(routed);
@@ -119,11 +126,39 @@ export class SyncService {
     return result;
   }
 
-  /** After the parent's step and user steps: its topics follow it (topics.ts), then the removed members' read positions go, there and in each topic. */
+  /**
+   * After the parent's step and user steps: its topics follow it (topics.ts), those it removed
+   * leave its threads and a new category reaches them (threads.ts), then the removed members'
+   * read positions go, there and in each topic.
+   */
   private async afterChange(conv: string, change: MembershipChange): Promise<void> {
-    const topics = await inheritMembership(this.engine, this.options.largeGroupThreshold, conv, change.remove);
+    const threshold = this.options.largeGroupThreshold;
+    const topics = await inheritMembership(this.engine, threshold, conv, change.remove);
+    await Promise.all([
+      change.remove.length > 0 ? leaveThreads(this.engine, threshold, conv, change.remove) : undefined,
+      change.category !== undefined ? categoryToThreads(this.engine, threshold, conv) : undefined,
+    ]).catch((err: unknown) => {
+      throw afterPartOfIt(err);
+    });
     await this.receipts.left(conv, change.remove);
     if (change.remove.length > 0) for (const topic of topics) await this.receipts.left(topicConv(conv, topic), change.remove);
+  }
+
+  private threadOptions(): ThreadOptions {
+    return { threshold: this.options.largeGroupThreshold, ...(this.onFollowDropped ? { onFollowDropped: this.onFollowDropped } : {}) };
+  }
+
+  /**
+   * `uid` follows the thread `(conv, root)` (PROTOCOL.md "Threads"): 'followed', or 'following'
+   * when they did already. `unknown_conversation`, `not_a_member` (of `conv`), `limit_exceeded`.
+   */
+  async followThread(uid: string, conv: string, root: number): Promise<'followed' | 'following'> {
+    return followOrRefuse(this.engine, this.options.largeGroupThreshold, conv, root, uid);
+  }
+
+  /** `uid` stops following the thread: its row goes (idempotent); whether they followed it. */
+  unfollowThread(uid: string, conv: string, root: number): Promise<boolean> {
+    return unfollow(this.engine, this.options.largeGroupThreshold, conv, root, uid);
   }
 
   /** `gen`: the read generation the read was made in (rules.ts: an older one than the record's is ignored). */

@@ -249,9 +249,13 @@ for (const kind of ENGINES) {
           }),
           // Under CI, the first counterexample with its seed: shrinking one on a loaded machine can
           // outlast the timeout and report nothing.
-          { numRuns: NUM_RUNS, endOnFailure: process.env.CI !== undefined, ...(SEED !== undefined ? { seed: Number(SEED) } : {}),
+          {
+            numRuns: NUM_RUNS,
+            endOnFailure: process.env.CI !== undefined,
+            ...(SEED !== undefined ? { seed: Number(SEED) } : {}),
             ...(PATH !== undefined ? { path: PATH } : {}),
-            timeout: RUN_TIMEOUT_MS },
+            timeout: RUN_TIMEOUT_MS,
+          },
         );
         // Not vacuous: the random runs crossed the large-group threshold, met 404s, synced
         // across snapshots and from saved cursors, and read marked conversations where they

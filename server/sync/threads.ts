@@ -144,7 +144,11 @@ async function followedCount(engine: Engine, uid: string, parent: string): Promi
 export async function follow(engine: Engine, threshold: number, parent: string, root: number, uid: string): Promise<FollowOutcome> {
   const child = threadConv(parent, root);
   const [tag, parentTag] = await Promise.all([engine.joinTag(child, uid), engine.joinTag(parent, uid)]);
-  if (!parentTag) return 'not_a_member';
+  if (!parentTag) {
+    // A join of the child whose user step never landed (a failure, then the user left) is undone.
+    if (tag) await unfollow(engine, threshold, parent, root, uid);
+    return 'not_a_member';
+  }
   const cap = LIMITS.threadsFollowedPerConversation;
   if (!tag && (await followedCount(engine, uid, parent)) >= cap) return 'full';
   const info = await engine.getConversation(parent);

@@ -1,4 +1,4 @@
-import { topicConv } from '../../protocol/child-id.js';
+import { isThreadConv, topicConv } from '../../protocol/child-id.js';
 import { RedpointError } from '../../protocol/errors.js';
 import { LIMITS } from '../../protocol/limits.js';
 import type { Cursor, MessageEvent, NotificationLevel, PullReply, UnreadSummary } from '../../protocol/types.js';
@@ -256,9 +256,7 @@ export class SyncService {
     // Peers' read positions of the one-to-one conversations in this page, read now like heads:
     // not part of the stream (a peer's read never bumps this user's version).
     // (A read-diffused conversation is never one-to-one: not read.)
-    const pageConvs = [...(stored.snapshot?.convs ?? []), ...stored.entries.flatMap((e) => (e.state ? [e.state] : []))]
-      .filter((s) => !s.large)
-      .map((s) => s.conv);
+    const pageConvs = [...(stored.snapshot?.convs ?? []), ...stored.entries.flatMap((e) => (e.state ? [e.state] : []))].filter(hasPeer).map((s) => s.conv);
     const [{ heads, extras }, peers] = await Promise.all([
       this.largeReads(stored.largeConvs, stored.heads),
       this.receipts.peerReads(uid, [...new Set(pageConvs)], sharing),
@@ -278,7 +276,7 @@ export class SyncService {
     const [peers, { heads, extras }] = await Promise.all([
       this.receipts.peerReads(
         uid,
-        stored.states.filter((s) => !s.large).map((s) => s.conv),
+        stored.states.filter(hasPeer).map((s) => s.conv),
         sharing,
       ),
       this.largeReadsOf(stored),
@@ -402,4 +400,13 @@ function readsOf(results: readonly UserOpResult[]): Array<{ conv: string; seq: n
 
 function readOp(uid: string, [conv, seq, gen]: AskedRead): UserOp {
   return gen === undefined ? { type: 'read', uid, conv, seq } : { type: 'read', uid, conv, seq, gen };
+}
+
+/**
+ * Whether a row may show a one-to-one peer's read position (PROTOCOL.md "Read receipts"): never
+ * a read-diffused conversation (never one-to-one), nor a thread's row (two followers of a thread
+ * are not a one-to-one chat; PROTOCOL.md "Threads").
+ */
+function hasPeer(state: { conv: string; large: boolean }): boolean {
+  return !state.large && !isThreadConv(state.conv);
 }

@@ -381,7 +381,8 @@ export class Model {
       const unread = Math.max(0, m.lastSeq - m.readSeq - notCounted);
       const mentionCount = [...m.mentionSeqs].filter((s) => s > m.readSeq).length;
       // Read receipts: a one-to-one chat (2 members, so never read-diffused unless the threshold is 1) shows the peer's.
-      const peer = c.members.size === 2 && c.members.size <= this.largeGroupThreshold ? [...c.members].find((u) => u !== uid) : undefined;
+      // Never a thread's row: its two followers are no one-to-one chat (PROTOCOL.md "Threads").
+      const peer = c.members.size === 2 && c.members.size <= this.largeGroupThreshold && !isThread(conv) ? [...c.members].find((u) => u !== uid) : undefined;
       // Privacy: shown only when both share (the peer's is not recorded otherwise).
       const peerReadSeq = peer === undefined || !this.sharesReads(uid) ? undefined : c.seen.get(peer);
       const split = conv.indexOf('#t:');

@@ -25,7 +25,7 @@ export function parseChild(id: string): { parent: string; topic: string } | null
 }
 
 /** The parent and root of a thread's id; null for any other id. */
-export function parseThread(id: string): { parent: string; root: number } | null {
+function parseThread(id: string): { parent: string; root: number } | null {
   const at = id.indexOf(THREAD_MARK);
   if (at <= 0) return null;
   const root = Number(id.slice(at + THREAD_MARK.length));

@@ -87,7 +87,7 @@ function unreadOf(rec: StoredConv): number {
  * A row's level until its user sets one (PROTOCOL.md "Threads"): a thread's row starts at
  * `mentions` (listed with its unread, only its mentions in the totals), every other row at `all`.
  */
-export function defaultLevel(conv: string): NotificationLevel {
+function defaultLevel(conv: string): NotificationLevel {
   return isThreadConv(conv) ? 'mentions' : 'all';
 }
 

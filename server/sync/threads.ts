@@ -31,7 +31,7 @@ import { changeMembership } from './membership.js';
  */
 
 /** What a follow did. */
-export type FollowOutcome = 'followed' | 'following' | 'not_a_member' | 'full';
+type FollowOutcome = 'followed' | 'following' | 'not_a_member' | 'full';
 
 export interface ThreadOptions {
   threshold: number;
@@ -141,7 +141,7 @@ async function followedCount(engine: Engine, uid: string, parent: string): Promi
  * of the same user racing at the cap may both answer 'full' (each sees the other's row): never
  * more than the cap is kept.
  */
-export async function follow(engine: Engine, threshold: number, parent: string, root: number, uid: string): Promise<FollowOutcome> {
+async function follow(engine: Engine, threshold: number, parent: string, root: number, uid: string): Promise<FollowOutcome> {
   const child = threadConv(parent, root);
   const [tag, parentTag] = await Promise.all([engine.joinTag(child, uid), engine.joinTag(parent, uid)]);
   if (!parentTag) {

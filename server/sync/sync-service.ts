@@ -1,4 +1,4 @@
-import { isThreadConv, topicConv } from '../../protocol/child-id.js';
+import { isThreadConv, threadConv, topicConv } from '../../protocol/child-id.js';
 import { RedpointError } from '../../protocol/errors.js';
 import { LIMITS } from '../../protocol/limits.js';
 import type { Cursor, MessageEvent, NotificationLevel, PullReply, UnreadSummary } from '../../protocol/types.js';
@@ -134,12 +134,14 @@ export class SyncService {
   private async afterChange(conv: string, change: MembershipChange): Promise<void> {
     const threshold = this.options.largeGroupThreshold;
     const topics = await inheritMembership(this.engine, threshold, conv, change.remove);
-    await Promise.all([
-      change.remove.length > 0 ? leaveThreads(this.engine, threshold, conv, change.remove) : undefined,
+    const [left] = await Promise.all([
+      change.remove.length > 0 ? leaveThreads(this.engine, threshold, conv, change.remove) : [],
       change.category !== undefined ? categoryToThreads(this.engine, threshold, conv) : undefined,
     ]).catch((err: unknown) => {
       throw afterPartOfIt(err);
     });
+    // Read receipts: the positions of the threads they left go too.
+    for (const { uid, threads } of left) for (const child of threads) await this.receipts.left(child, [uid]);
     await this.receipts.left(conv, change.remove);
     if (change.remove.length > 0) for (const topic of topics) await this.receipts.left(topicConv(conv, topic), change.remove);
   }
@@ -157,8 +159,11 @@ export class SyncService {
   }
 
   /** `uid` stops following the thread: its row goes (idempotent); whether they followed it. */
-  unfollowThread(uid: string, conv: string, root: number): Promise<boolean> {
-    return unfollow(this.engine, this.options.largeGroupThreshold, conv, root, uid);
+  async unfollowThread(uid: string, conv: string, root: number): Promise<boolean> {
+    const followed = await unfollow(this.engine, this.options.largeGroupThreshold, conv, root, uid);
+    // Read receipts: the follower's position in the thread goes, as a leaver's does.
+    if (followed) await this.receipts.left(threadConv(conv, root), [uid]);
+    return followed;
   }
 
   /** `gen`: the read generation the read was made in (rules.ts: an older one than the record's is ignored). */

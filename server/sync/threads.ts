@@ -204,12 +204,18 @@ async function followedThreads(engine: Engine, uid: string, parent: string): Pro
   return states.filter((s) => s.conv.startsWith(prefix)).map((s) => s.conv);
 }
 
-/** After `uids` left `parent` (its step (1) landed): each leaves every thread of it they follow. */
-export async function leaveThreads(engine: Engine, threshold: number, parent: string, uids: readonly string[]): Promise<void> {
-  await Promise.all(
+/** After `uids` left `parent` (its step (1) landed): each leaves every thread of it they follow; returns the threads each left. */
+export async function leaveThreads(
+  engine: Engine,
+  threshold: number,
+  parent: string,
+  uids: readonly string[],
+): Promise<Array<{ uid: string; threads: string[] }>> {
+  return Promise.all(
     uids.map(async (uid) => {
       const children = await followedThreads(engine, uid, parent);
       for (const child of children) await changeMembership(engine, threshold, child, { add: [], remove: [uid] });
+      return { uid, threads: children };
     }),
   );
 }

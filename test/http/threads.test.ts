@@ -123,7 +123,12 @@ describe.each(['memory', 'redis'] as const)('threads (%s)', (engine) => {
     expect((await rows(s, 'alice')).get('team#r:1')).toMatchObject({ lastSeq: 1, readSeq: 1, unread: 0, level: 'mentions' });
     await s.post(reply(2, 'bob'));
     expect((await rows(s, 'alice')).get('team#r:1')).toMatchObject({ unread: 1 });
+    // Read receipts of the thread: alice's read shows, and goes with her unfollow.
+    await s.ok('POST', '/v1/users/alice/read', { conv: 'team#r:1', seq: 2 });
+    const reads = () => s.api<{ seqs: Array<{ count: number; readers?: string[] }> }>('GET', `/v1/users/bob/conversations/${thread}/reads?seqs=2`);
+    expect((await reads()).body.seqs[0]).toMatchObject({ count: 1, readers: ['alice'] });
     expect(await unfollow(s, 'alice', 'team', 1)).toMatchObject({ status: 200, body: { conv: 'team#r:1', following: false, changed: true } });
+    expect((await reads()).body.seqs[0]).toMatchObject({ count: 0 });
     expect((await rows(s, 'alice')).has('team#r:1')).toBe(false);
     expect(await unfollow(s, 'alice', 'team', 1)).toMatchObject({ status: 200, body: { changed: false } });
     // Following a thread before any reply: the root's thread starts empty.

@@ -89,6 +89,9 @@ export async function openThreads(engine: Engine, options: ThreadOptions, messag
     entry.uids.add(m.sender);
     for (const uid of m.mentions ?? []) entry.uids.add(uid);
   }
+  // A request naming an unknown conversation is refused whole, before any follow (ingest would refuse it after).
+  const missing = await engine.missingConversations([...new Set(messages.map((m) => m.conv))]);
+  if (missing.length > 0) throw unknownConversation(missing);
   await Promise.all(
     [...followers.values()].map(async ({ parent, root, uids }) => {
       await openThread(engine, options.threshold, parent, root);

@@ -230,6 +230,8 @@ describe.each(['memory', 'redis'] as const)('threads (%s)', (engine) => {
       status: 404,
       body: { error: { code: 'unknown_conversation' } },
     });
+    // A batch with one unknown conversation: nothing of it, not even another thread's follow.
+    expect(await post({ messages: [reply(2, 'carol', ['alice']), { conv: 'nope', seq: 1, sender: 'bob' }] })).toMatchObject({ status: 404 });
     expect(await s.unread('alice')).toEqual(before);
     // A user operation on a thread not followed is refused as on a conversation the user is not in.
     expect((await s.api('POST', '/v1/users/alice/read', { conv: 'team#r:1', seq: 1 })).status).toBe(403);

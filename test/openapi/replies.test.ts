@@ -391,7 +391,7 @@ const CASES: Case[] = [
     setup: async () => {
       await ok(req('PUT', '/v1/conversations/threads-cap/members', { body: { add: ['frank'] } }))();
       for (let root = 1; root <= LIMITS.threadsFollowedPerConversation; root++)
-        await ok(req('PUT', '/v1/users/frank/conversations/threads-cap/threads/' + root))();
+        await ok(req('PUT', `/v1/users/frank/conversations/threads-cap/threads/${root}`))();
     },
     request: () => req('PUT', `/v1/users/frank/conversations/threads-cap/threads/${LIMITS.threadsFollowedPerConversation + 1}`),
     code: 'limit_exceeded',

@@ -136,6 +136,26 @@ describe.each(['memory', 'redis'] as const)('threads (%s)', (engine) => {
     expect((await rows(s, 'alice')).get('team#r:7')).toMatchObject({ parent: 'team', thread: 7, lastSeq: 0, unread: 0 });
   });
 
+  it('over the WebSocket: a follow frame makes the row, which comes as a change; an unfollow frame drops it', async () => {
+    const s = await start();
+    await s.post([root(1), reply(1, 'bob')]);
+    const phone = await s.client('alice');
+    await phone.sync();
+    let mark = phone.mark();
+    expect(await phone.request({ t: 'follow', conv: 'team', root: 1 })).toMatchObject({ t: 'ack' });
+    const change = await phone.waitFrame((f) => f.t === 'change' && f.conv === 'team#r:1', { since: mark, label: 'the follow' });
+    expect(change).toMatchObject({ state: { conv: 'team#r:1', parent: 'team', thread: 1, lastSeq: 1, level: 'mentions' } });
+    mark = phone.mark();
+    expect(await phone.request({ t: 'follow', conv: 'team', root: 1, unfollow: true })).toMatchObject({ t: 'ack' });
+    expect(await phone.waitFrame((f) => f.t === 'change' && f.conv === 'team#r:1', { since: mark, label: 'the unfollow' })).toMatchObject({ state: null });
+    expect((await rows(s, 'alice')).has('team#r:1')).toBe(false);
+    // Refused as over HTTP: not a member, a topic's id, root 0.
+    await s.members('secret', { add: ['bob'] });
+    expect(await phone.request({ t: 'follow', conv: 'secret', root: 1 })).toMatchObject({ t: 'error', code: 'not_a_member' });
+    expect(await phone.request({ t: 'follow', conv: 'team#t:x', root: 1 })).toMatchObject({ t: 'error', code: 'invalid_request' });
+    expect(await phone.request({ t: 'follow', conv: 'team', root: 0 })).toMatchObject({ t: 'error', code: 'invalid_request' });
+  });
+
   it("leaving the conversation unfollows all the user's threads of it; a rejoin does not bring them back", async () => {
     const s = await start();
     await s.members('other', { add: ['alice', 'bob'] });

@@ -1,7 +1,7 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { Head, ReconcileCursor } from './admin-schemas.js';
 import { Epoch, Version } from './replies.js';
-import { Category, Id } from './schemas.js';
+import { Category, ConvRef, Id } from './schemas.js';
 
 /**
  * Schemas of the operator endpoints' replies (PROTOCOL.md "Operator endpoints"): the single
@@ -68,7 +68,7 @@ export const CountReplySchema = Type.Object(
 
 const ConversationLineSchema = Type.Object(
   {
-    conv: Id,
+    conv: ConvRef,
     status: Type.Union([Type.Literal('member'), Type.Literal('left'), Type.Literal('pending')], {
       description: '`left`: a tombstone, or the record of a deleted conversation; `pending`: a message arrived before the join.',
     }),

@@ -29,7 +29,8 @@ export const ERROR_CODES = {
   },
   limit_exceeded: {
     status: 422,
-    reason: 'The request would exceed a per-conversation limit (LIMITS.topicsPerConversation topics); nothing of it was applied.',
+    reason:
+      'The request would exceed a per-conversation limit (LIMITS.topicsPerConversation topics, LIMITS.threadsFollowedPerConversation threads followed per user); nothing of it was applied.',
   },
   rate_limited: { status: 429, reason: 'Too many requests or frames; slow down.' },
   internal: { status: 500, reason: 'An unexpected server error; the request may be retried.' },

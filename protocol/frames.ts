@@ -1,7 +1,7 @@
 import { type Static, Type } from '@sinclair/typebox';
 import type { AuthCheck } from './errors.js';
 import { LIMITS } from './limits.js';
-import { ConvRef, Level, ReadGen, ReadSeq, UnreadFromBody } from './schemas.js';
+import { ConvRef, Id, Level, ReadGen, ReadSeq, Seq, UnreadFromBody } from './schemas.js';
 import type { ConvState, PullReply } from './types.js';
 
 /**
@@ -74,6 +74,22 @@ export const SettingsFrame = Type.Object(
   { additionalProperties: false, minProperties: 4 },
 );
 
+/**
+ * Follow (or, with `unfollow: true`, unfollow) the thread off message `root` of `conv`
+ * (PROTOCOL.md "Threads"): as PUT / DELETE /v1/users/:uid/conversations/:conv/threads/:root;
+ * answered with an ack.
+ */
+export const FollowFrame = Type.Object(
+  {
+    t: Type.Literal('follow'),
+    id: RequestId,
+    conv: Id,
+    root: Seq,
+    unfollow: Type.Optional(Type.Literal(true)),
+  },
+  { additionalProperties: false },
+);
+
 /** A new token for the socket's user, sent before the current one expires (the socket is closed 4003 at its expiry). */
 export const RefreshFrame = Type.Object(
   {
@@ -90,7 +106,8 @@ export type ReadFrame = Static<typeof ReadFrame>;
 export type SettingsFrame = Static<typeof SettingsFrame>;
 export type UnreadFromFrame = Static<typeof UnreadFromFrame>;
 export type RefreshFrame = Static<typeof RefreshFrame>;
-export type ClientFrame = HelloFrame | PullFrame | ReadFrame | SettingsFrame | RefreshFrame | UnreadFromFrame;
+export type FollowFrame = Static<typeof FollowFrame>;
+export type ClientFrame = HelloFrame | PullFrame | ReadFrame | SettingsFrame | RefreshFrame | UnreadFromFrame | FollowFrame;
 
 /** Schemas by tag, so an error names the field of the frame the client meant to send. */
 export const CLIENT_FRAME_SCHEMAS = {
@@ -100,6 +117,7 @@ export const CLIENT_FRAME_SCHEMAS = {
   settings: SettingsFrame,
   refresh: RefreshFrame,
   'unread-from': UnreadFromFrame,
+  follow: FollowFrame,
 } as const;
 
 export interface WelcomeFrame {

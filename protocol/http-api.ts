@@ -22,6 +22,7 @@ import {
   DemoBadgeEventsReplySchema,
   DemoBadgeHookReplySchema,
   DevTokenReplySchema,
+  FollowReplySchema,
   HealthReplySchema,
   MembersReplySchema,
   MessagesReplySchema,
@@ -309,6 +310,30 @@ export const ENDPOINTS: readonly Endpoint[] = [
     auth: EITHER,
     replies: [CHANGE],
     errors: ['not_a_member', 'unknown_conversation'],
+  },
+  {
+    method: 'put',
+    path: '/v1/users/:uid/conversations/:conv/threads/:root',
+    operationId: 'followThread',
+    tag: 'client',
+    summary: 'Follow a thread',
+    description:
+      "The user follows the thread of the conversation's message `root` (PROTOCOL.md \"Threads\"): their row `<conv>#r:<root>` appears, at the thread's head now, level `mentions` until they set another. Idempotent. `:conv` is a conversation id (not a topic's). Refused with `not_a_member` when the user is not in the conversation and with `limit_exceeded` beyond LIMITS.threadsFollowedPerConversation (200) threads of the conversation.",
+    auth: EITHER,
+    replies: [{ status: 200, description: 'The thread and whether this call made the user follow it.', schema: FollowReplySchema }],
+    errors: ['invalid_request', 'not_a_member', 'unknown_conversation', 'limit_exceeded'],
+  },
+  {
+    method: 'delete',
+    path: '/v1/users/:uid/conversations/:conv/threads/:root',
+    operationId: 'unfollowThread',
+    tag: 'client',
+    summary: 'Unfollow a thread',
+    description:
+      'The user stops following the thread: their row of it goes (a `state: null` entry). Idempotent: a thread not followed, or unknown, changes nothing.',
+    auth: EITHER,
+    replies: [{ status: 200, description: 'The thread, and whether this call ended a follow.', schema: FollowReplySchema }],
+    errors: ['invalid_request'],
   },
   {
     method: 'get',

@@ -45,11 +45,17 @@ export const LIMITS = {
   topicsPerConversation: 100,
   /** A topic id's length: a topic's conversation id `<conv>#t:<topic>` then stays within `convRefMaxLength`. */
   topicIdMaxLength: 64,
-  /** A conversation reference in a user operation: a conversation id, or a topic's `<conv>#t:<topic>` (128 + 3 + 64). */
+  /**
+   * Threads one user follows per conversation (PROTOCOL.md "Threads"): an explicit follow beyond
+   * is refused with `limit_exceeded`, an implicit one (replying, being mentioned, the root's
+   * sender) is dropped and counted (`redpoint_thread_follows_dropped_total`).
+   */
+  threadsFollowedPerConversation: 200,
+  /** A conversation reference in a user operation: a conversation id, a topic's `<conv>#t:<topic>` (128 + 3 + 64), or a thread's `<conv>#r:<root>` (shorter). */
   convRefMaxLength: 128 + 3 + 64,
 } as const;
 
 /** Ids are restricted to a character set that needs no escaping in keys, URLs or logs. */
 export const ID_PATTERN = '^[A-Za-z0-9_.:@-]+$';
-/** A conversation reference (user operations, rows): an id, or a topic's child id `<conv>#t:<topic>` (protocol/child-id.ts). */
-export const CONV_REF_PATTERN = '^[A-Za-z0-9_.:@-]+(#t:[A-Za-z0-9_.:@-]+)?$';
+/** A conversation reference (user operations, rows): an id, a topic's child id `<conv>#t:<topic>`, or a thread's `<conv>#r:<root>` (protocol/child-id.ts). */
+export const CONV_REF_PATTERN = '^[A-Za-z0-9_.:@-]+(#t:[A-Za-z0-9_.:@-]+|#r:[1-9][0-9]{0,15})?$';

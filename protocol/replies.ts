@@ -32,6 +32,9 @@ export const ConvStateSchema = Type.Object(
     // Topics (PROTOCOL.md "Topics"): a topic's row names its conversation and topic, so a client groups rows without parsing `conv`.
     parent: Type.Optional(Id),
     topic: Type.Optional(Type.String({ description: "A topic's row: the topic's id (`conv` is then `<parent>#t:<topic>`)." })),
+    thread: Type.Optional(
+      Type.Integer({ minimum: 1, description: "A thread's row: the root message's seq in `parent` (`conv` is then `<parent>#r:<thread>`)." }),
+    ),
     lastSeq: Type.Integer({
       minimum: 0,
       description: 'Highest seq delivered to this user. For a read-diffused (`large`) conversation only a lower bound: `heads` is authoritative.',
@@ -135,6 +138,9 @@ export const ConvViewSchema = Type.Object(
     // Topics (PROTOCOL.md "Topics"): a topic's row names its conversation and topic, so a client groups rows without parsing `conv`.
     parent: Type.Optional(Id),
     topic: Type.Optional(Type.String({ description: "A topic's row: the topic's id (`conv` is then `<parent>#t:<topic>`)." })),
+    thread: Type.Optional(
+      Type.Integer({ minimum: 1, description: "A thread's row: the root message's seq in `parent` (`conv` is then `<parent>#r:<thread>`)." }),
+    ),
     lastSeq: Type.Integer({ minimum: 0, description: 'The effective lastSeq (heads applied).' }),
     readSeq: Type.Integer({ minimum: 0 }),
     unread: Type.Integer({ minimum: 0 }),
@@ -147,6 +153,16 @@ export const ConvViewSchema = Type.Object(
     ),
     level: Type.Optional(LevelSchema),
     at: Type.Optional(AtSchema),
+    threads: Type.Optional(
+      Type.Object(
+        { unread: Type.Integer({ minimum: 0 }), mentions: Type.Integer({ minimum: 0 }) },
+        {
+          additionalProperties: false,
+          description:
+            "A conversation's row: the sums over the user's followed, unmuted thread rows of it, present when either is above 0 (PROTOCOL.md \"Threads\"). A display figure: the totals count each thread's row on its own.",
+        },
+      ),
+    ),
   },
   { $id: 'ConvView', additionalProperties: false, description: 'A conversation as a UI shows it: effective lastSeq, unread derived.' },
 );
@@ -174,6 +190,19 @@ export const ChangeReplySchema = Type.Object(
     state: ConvStateSchema,
   },
   { $id: 'ChangeReply', additionalProperties: false, description: 'The reply of the per-user write endpoints (read, settings, delete).' },
+);
+
+export const FollowReplySchema = Type.Object(
+  {
+    conv: ConvRef,
+    following: Type.Boolean({ description: 'Whether the user follows the thread now.' }),
+    changed: Type.Boolean({ description: 'False: the user followed (or did not follow) the thread already.' }),
+  },
+  {
+    $id: 'FollowReply',
+    additionalProperties: false,
+    description: "A thread follow's or unfollow's reply: the thread's id (`<conv>#r:<root>`, its row's `conv`).",
+  },
 );
 
 // --- Read receipts (issue 44) ---

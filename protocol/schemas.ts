@@ -32,6 +32,24 @@ export const Message = Type.Object(
           "The conversation's topic this message belongs to (absent: the conversation itself, its general topic). Its seq is in the topic's own seq space; the first message of a topic creates it, with the conversation's members (PROTOCOL.md \"Topics\").",
       }),
     ),
+    // Threads.
+    thread: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: LIMITS.maxSeq,
+        description:
+          "A thread reply: the seq of the thread's root message in `conv` (its general topic). The reply's own seq is in the thread's seq space (1, 2, 3, ... per thread); it never counts in the conversation, only for the thread's followers (PROTOCOL.md \"Threads\"). Not with `topic`.",
+      }),
+    ),
+    rootSender: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: LIMITS.idMaxLength,
+        pattern: ID_PATTERN,
+        description:
+          "A thread reply's root message's sender: made a follower of the thread (when a member of the conversation), as the replier and the reply's mentions are.",
+      }),
+    ),
     seq: Seq,
     sender: Id,
     mentions: Type.Optional(Type.Array(Id, { maxItems: LIMITS.mentionsPerMessage })),

@@ -44,6 +44,10 @@ export interface MessageEvent {
   conv: string;
   /** The conversation's topic (absent: the conversation itself); its seq is in the topic's own seq space (PROTOCOL.md "Topics"). */
   topic?: string;
+  /** A thread reply: the root message's seq in `conv`; its seq is in the thread's own seq space (PROTOCOL.md "Threads"). */
+  thread?: number;
+  /** A thread reply's root message's sender: made a follower (when a member of the conversation). */
+  rootSender?: string;
   seq: number;
   sender: string;
   /** Users @-mentioned by this message. */

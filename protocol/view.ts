@@ -75,6 +75,7 @@ export function toView(state: ConvState, heads: Readonly<Record<string, number>>
     conv: state.conv,
     ...(state.parent !== undefined ? { parent: state.parent } : {}),
     ...(state.topic !== undefined ? { topic: state.topic } : {}),
+    ...(state.thread !== undefined ? { thread: state.thread } : {}),
     lastSeq,
     readSeq: state.readSeq,
     // Issue 43: the non-counting seqs above readSeq.
@@ -121,9 +122,33 @@ function byConv(views: ConvView[]): ConvView[] {
   return views.sort((a, b) => (a.conv < b.conv ? -1 : a.conv > b.conv ? 1 : 0));
 }
 
-/** The visible conversations, sorted by id: the list of an unread summary. */
+/**
+ * PROTOCOL.md "Threads": each conversation's row carries `threads`, the sums of `unread` and
+ * `mentions` over the user's visible thread rows of it that are not muted (level `none`), when
+ * either is above 0. In place; the server's `/unread` and the SDK's summary both call it, so the
+ * sums are one derivation. A display figure only: the totals count each thread row itself.
+ */
+function withThreadSums(views: ConvView[]): ConvView[] {
+  let sums: Map<string, { unread: number; mentions: number }> | undefined;
+  for (const view of views) {
+    if (view.thread === undefined || view.parent === undefined || view.muted) continue;
+    sums ??= new Map();
+    const sum = sums.get(view.parent) ?? { unread: 0, mentions: 0 };
+    sum.unread += view.unread;
+    sum.mentions += view.mentions;
+    sums.set(view.parent, sum);
+  }
+  if (!sums) return views;
+  for (const view of views) {
+    const sum = sums.get(view.conv);
+    if (sum && (sum.unread > 0 || sum.mentions > 0)) view.threads = sum;
+  }
+  return views;
+}
+
+/** The visible conversations, sorted by id, with their threads' sums: the list of an unread summary. */
 export function conversationViews(states: Iterable<ConvState>, heads: Readonly<Record<string, number>>, extras?: HeadExtras): ConvView[] {
-  return byConv(visibleViews(states, heads, extras));
+  return byConv(withThreadSums(visibleViews(states, heads, extras)));
 }
 
 /**
@@ -155,6 +180,6 @@ export function summarize(
     total: totals.total,
     mentions: totals.mentions,
     categories: Object.fromEntries(totals.categories),
-    conversations: byConv(conversations),
+    conversations: byConv(withThreadSums(conversations)),
   };
 }

@@ -173,6 +173,7 @@ export async function startServer(
     }
   };
   sync.onStoreCall = (op, seconds) => metrics.storeLatency.observe({ op }, seconds);
+  sync.onFollowDropped = () => metrics.threadFollowsDropped.inc();
   sync.receipts.onError = (err) =>
     log.warn({ err: err instanceof Error ? err.message : String(err) }, 'read receipts: a step after a read failed (the next read repairs it)');
   const auth = Authenticator.fromConfig(config, (err) => log.warn({ err: err.message }, 'cannot load the JWK Set of user tokens'));

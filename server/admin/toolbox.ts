@@ -3,6 +3,7 @@ import { topicConv } from '../../protocol/child-id.js';
 import { RedpointError } from '../../protocol/errors.js';
 import type { EngineAdmin } from '../engine/admin.js';
 import type { Engine, EngineOptions, UserOpResult } from '../engine/engine.js';
+import { threadsOf } from '../sync/threads.js';
 import { type DeleteResult, deleteConversation } from './delete-conversation.js';
 import { type EraseResult, eraseUser, type UserTraces, userTraces } from './erase.js';
 import { type HeadAssertion, type HeadsResult, reassertHeads } from './heads.js';
@@ -119,6 +120,8 @@ export class LocalToolbox implements Toolbox {
     // a failure anywhere still finds what is left (the registry goes only once each topic is gone).
     const topics = await this.engine.topics(conv);
     for (const topic of topics) await this.deleteConversation(topicConv(conv, topic));
+    // Threads (PROTOCOL.md "Threads"): each one someone follows, found through the members' rows.
+    for (const child of await threadsOf(this.engine, conv)) await this.deleteConversation(child);
     if (topics.length > 0) await this.engine.dropTopics(conv);
     const result = await deleteConversation(this.engine, this.admin, conv);
     if (result) await this.settings.durableErase?.deleteConversation(conv, result.gen);

@@ -1,4 +1,4 @@
-import { withChildFields } from '../../protocol/child-id.js';
+import { isThreadConv, withChildFields } from '../../protocol/child-id.js';
 import { LIMITS } from '../../protocol/limits.js';
 import type { ConvState, NotificationLevel } from '../../protocol/types.js';
 import type { UserOp } from './ops.js';
@@ -52,9 +52,12 @@ export interface StoredConv {
    */
   readMentionSeqs: number[];
   /**
-   * Notification level "mentions only" (issue 43): listed with its unread, but only its mentions
-   * go into the totals. The level is (muted, mentionsOnly): none = muted, mentions = mentionsOnly,
-   * all = neither; never both (settings set them together, levelOf reads them).
+   * Notification level (issue 43), with `muted`: the stored bit "the other level than the row's
+   * default" between `all` and `mentions` (defaultLevel: `mentions` for a thread's row, `all`
+   * for every other). So on a plain or topic row it means "mentions only", on a thread's row
+   * "all" set by the user: the two levels of a thread's row stay distinct from its default,
+   * with no new stored field. Never with muted (settings set them together; levelOf and
+   * countsMentionsOnly read them, the Lua and state-text port the same reading).
    */
   mentionsOnly: boolean;
   /** Last activity: the largest message-service timestamp (`at`, ms) of a message delivered here; 0 = unknown. A max-register. */
@@ -80,8 +83,27 @@ function unreadOf(rec: StoredConv): number {
   return Math.max(0, rec.lastSeq - rec.readSeq - nocountAbove(rec));
 }
 
-export function levelOf(rec: { muted: boolean; mentionsOnly: boolean }): NotificationLevel {
-  return rec.muted ? 'none' : rec.mentionsOnly ? 'mentions' : 'all';
+/**
+ * A row's level until its user sets one (PROTOCOL.md "Threads"): a thread's row starts at
+ * `mentions` (listed with its unread, only its mentions in the totals), every other row at `all`.
+ */
+function defaultLevel(conv: string): NotificationLevel {
+  return isThreadConv(conv) ? 'mentions' : 'all';
+}
+
+/** Whether the row adds only its mentions to the totals (level `mentions`, set or by default). */
+export function countsMentionsOnly(rec: { conv: string; muted: boolean; mentionsOnly: boolean }): boolean {
+  return !rec.muted && rec.mentionsOnly !== isThreadConv(rec.conv);
+}
+
+export function levelOf(rec: { conv: string; muted: boolean; mentionsOnly: boolean }): NotificationLevel {
+  return rec.muted ? 'none' : countsMentionsOnly(rec) ? 'mentions' : 'all';
+}
+
+/** The stored bits of `level` on `conv`'s row (StoredConv.mentionsOnly: relative to defaultLevel). */
+export function storedLevel(conv: string, level: NotificationLevel): { muted: boolean; mentionsOnly: boolean } {
+  if (level === 'none') return { muted: true, mentionsOnly: false };
+  return { muted: false, mentionsOnly: level !== defaultLevel(conv) };
 }
 
 export interface Contribution {
@@ -96,7 +118,7 @@ const NONE: Contribution = { unread: 0, mentions: 0, category: '' };
 export function contribution(rec: StoredConv | undefined): Contribution {
   if (!rec?.member || rec.large || rec.muted || rec.lastSeq <= rec.deletedSeq) return NONE;
   // Mentions only: each unread mention is one unread of the badge, the rest is listed, not counted.
-  if (rec.mentionsOnly) return { unread: rec.mentionSeqs.length, mentions: rec.mentionSeqs.length, category: rec.category };
+  if (countsMentionsOnly(rec)) return { unread: rec.mentionSeqs.length, mentions: rec.mentionSeqs.length, category: rec.category };
   return { unread: unreadOf(rec), mentions: rec.mentionSeqs.length, category: rec.category };
 }
 
@@ -116,7 +138,7 @@ export function toConvState(rec: StoredConv): ConvState {
   if (rec.readGen > 0) state.readGen = rec.readGen;
   // Issue 43's fields, shown only when not the default (a plain or muted state is as before):
   // the level 'none' is `muted`, 'all' is neither.
-  if (rec.mentionsOnly) state.level = 'mentions';
+  if (countsMentionsOnly(rec)) state.level = 'mentions';
   if (rec.at > 0) state.at = rec.at;
   const nocount = nocountAbove(rec);
   if (nocount > 0) state.nocount = nocount;
@@ -343,9 +365,11 @@ export function applyRule(before: StoredConv | undefined, op: UserOp): StoredCon
       }
       // The level wins over muted when both are given (the HTTP layer refuses a contradiction).
       if (op.level !== undefined) {
-        rec.muted = op.level === 'none';
-        rec.mentionsOnly = op.level === 'mentions';
+        const bits = storedLevel(rec.conv, op.level);
+        rec.muted = bits.muted;
+        rec.mentionsOnly = bits.mentionsOnly;
       } else if (op.muted !== undefined) {
+        // Unmuting goes back to the row's default level (a thread's: mentions).
         rec.muted = op.muted;
         rec.mentionsOnly = false;
       }

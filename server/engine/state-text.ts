@@ -1,7 +1,7 @@
-import { withChildFields } from '../../protocol/child-id.js';
+import { isThreadConv, withChildFields } from '../../protocol/child-id.js';
 import type { ConvEntry, ConvState } from '../../protocol/types.js';
 import type { MemberTag } from './engine.js';
-import type { StoredConv } from './rules.js';
+import { countsMentionsOnly, type StoredConv } from './rules.js';
 
 /**
  * The stored state's text formats, shared by both engines: the Redis engine's Lua scripts store
@@ -101,7 +101,8 @@ const FLAG_TEXT = ['000', '001', '010', '011', '100', '101', '110', '111', '200'
 /** A stream entry's text (stateText in user_apply.lua): the conversation's state, or the bare `conv` when the user left it. */
 export function encodeEntryText(conv: string, state: ConvState | null): string {
   if (!state) return conv;
-  const flags = (state.muted ? 4 : state.level === 'mentions' ? 8 : 0) + (state.markedUnread ? 2 : 0) + (state.large ? 1 : 0);
+  // The level character is the stored bit (rules.ts mentionsOnly: relative to the row's default level).
+  const flags = (state.muted ? 4 : (state.level === 'mentions') !== isThreadConv(conv) ? 8 : 0) + (state.markedUnread ? 2 : 0) + (state.large ? 1 : 0);
   // join() makes one flat string; a template literal this long would be a tree of ConsStrings
   // (several heap objects with pointers), which is what a kept entry must not be.
   const fields = [
@@ -159,7 +160,7 @@ export function decodeEntryText(text: string): { conv: string; state: ConvState 
     const readGen = int(p[7]);
     if (readGen > 0) state.readGen = readGen;
   }
-  if (mentionsOnlyAt(flags, 0)) state.level = 'mentions';
+  if (countsMentionsOnly({ conv, muted: state.muted, mentionsOnly: mentionsOnlyAt(flags, 0) })) state.level = 'mentions';
   if (p.length >= 9) {
     const at = int(p[8]);
     if (at > 0) state.at = at;

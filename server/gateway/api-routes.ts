@@ -1,5 +1,6 @@
 import type { TString } from '@sinclair/typebox';
 import { type TypeCheck, TypeCompiler } from '@sinclair/typebox/compiler';
+import { threadConv } from '../../protocol/child-id.js';
 import { RedpointError } from '../../protocol/errors.js';
 import { LIMITS } from '../../protocol/limits.js';
 import {
@@ -176,6 +177,32 @@ export function registerApiRoutes(router: HttpRouter, { sync, auth, metrics, seq
   );
 
   router.route(
+    'put',
+    '/v1/users/:uid/conversations/:conv/threads/:root',
+    async (ctx) => {
+      const uid = param(ctx, 0);
+      const conv = param(ctx, 1);
+      const root = rootParam(ctx, 2);
+      const outcome = await sync.followThread(uid, conv, root);
+      return { body: { conv: threadConv(conv, root), following: true, changed: outcome === 'followed' } };
+    },
+    { authorize: actingForUser },
+  );
+
+  router.route(
+    'del',
+    '/v1/users/:uid/conversations/:conv/threads/:root',
+    async (ctx) => {
+      const uid = param(ctx, 0);
+      const conv = param(ctx, 1);
+      const root = rootParam(ctx, 2);
+      const changed = await sync.unfollowThread(uid, conv, root);
+      return { body: { conv: threadConv(conv, root), following: false, changed } };
+    },
+    { authorize: actingForUser },
+  );
+
+  router.route(
     'get',
     '/v1/users/:uid/unread',
     async (ctx) => {
@@ -263,6 +290,7 @@ export function registerApiRoutes(router: HttpRouter, { sync, auth, metrics, seq
     '/v1/sync',
     '/v1/users/:uid/settings',
     '/v1/users/:uid/conversations/:conv/reads',
+    '/v1/users/:uid/conversations/:conv/threads/:root',
   ];
 }
 
@@ -284,6 +312,16 @@ export function param(ctx: RequestContext, index: number): string {
 /** A user operation's `:conv`: a conversation id or a topic's `<conv>#t:<topic>` (`#` sent as `%23`; PROTOCOL.md "Topics"). */
 function convParam(ctx: RequestContext, index: number): string {
   return checkedParam(ctx, index, checkConvRef);
+}
+
+/** A thread's `:root`: the root message's seq, a positive integer (PROTOCOL.md "Threads"). */
+function rootParam(ctx: RequestContext, index: number): number {
+  const raw = ctx.params[index] ?? '';
+  const root = /^[0-9]{1,16}$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!(root >= 1 && root <= LIMITS.maxSeq)) {
+    throw new RedpointError('invalid_request', `:root: the thread's root message seq, an integer from 1 to ${LIMITS.maxSeq} (got '${raw.slice(0, 40)}')`);
+  }
+  return root;
 }
 
 function checkedParam(ctx: RequestContext, index: number, check: TypeCheck<TString>): string {

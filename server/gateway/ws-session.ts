@@ -6,6 +6,7 @@ import {
   CLOSE_CODES,
   type ClientFrame,
   type CloseReason,
+  type FollowFrame,
   type HelloFrame,
   type PullFrame,
   type ReadFrame,
@@ -60,7 +61,7 @@ const CLOSE_WAIT_MS = 10_000;
 /** What a call with nothing to wait for returns: one settled promise, not a new one per call. */
 const SETTLED: Promise<void> = Promise.resolve();
 
-type Request = PullFrame | ReadFrame | SettingsFrame | RefreshFrame | UnreadFromFrame;
+type Request = PullFrame | ReadFrame | SettingsFrame | RefreshFrame | UnreadFromFrame | FollowFrame;
 
 /** The retry hint of a refusal for cost or rate, for the error frame. */
 function retryAfter(e: Error): { retryAfterMs?: number } {
@@ -332,7 +333,7 @@ export class WsSession {
       if (!uid || this.closed) return;
       await this.answer(uid, frame);
     } catch (err) {
-      this.failed(err, frame.id, frame.t === 'read' || frame.t === 'settings' || frame.t === 'unread-from');
+      this.failed(err, frame.id, frame.t === 'read' || frame.t === 'settings' || frame.t === 'unread-from' || frame.t === 'follow');
     } finally {
       this.inFlight -= 1;
     }
@@ -369,6 +370,13 @@ export class WsSession {
       case 'unread-from': {
         const result = await this.host.sync.unreadFrom(uid, frame.conv, frame.seq, frame.gen);
         return this.reply({ t: 'ack', id: frame.id, epoch: result.epoch, version: result.version });
+      }
+      case 'follow': {
+        // The thread's row comes as any row's change; the ack carries the position after it.
+        if (frame.unfollow) await this.host.sync.unfollowThread(uid, frame.conv, frame.root);
+        else await this.host.sync.followThread(uid, frame.conv, frame.root);
+        const position = await this.host.sync.position(uid);
+        return this.reply({ t: 'ack', id: frame.id, epoch: position.epoch, version: position.version });
       }
     }
   }

@@ -220,6 +220,11 @@ export class Metrics {
     labelNames: ['action'] as const,
     registers: [this.registry],
   });
+  readonly threadFollowsDropped = new Counter({
+    name: 'redpoint_thread_follows_dropped_total',
+    help: 'Implicit thread follows (the root sender, a replier, a mentioned member) dropped because the user follows LIMITS.threadsFollowedPerConversation threads of the conversation already',
+    registers: [this.registry],
+  });
   readonly readsCapped = new Counter({
     name: 'redpoint_reads_capped_total',
     help: 'Reads further above their conversation head than MAX_READ_AHEAD, applied as a read of head + MAX_READ_AHEAD',

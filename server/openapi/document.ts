@@ -142,10 +142,12 @@ function operation(endpoint: Endpoint, components: Components): JsonObject {
     description:
       name === 'uid'
         ? 'User id (percent-encoded if needed).'
-        : topics
-          ? 'Conversation id, or a topic\'s `<conv>#t:<topic>` (`#` sent as `%23`; PROTOCOL.md "Topics").'
-          : 'Conversation id (percent-encoded if needed).',
-    schema: components.schema(name === 'conv' && topics ? ConvRef : Id),
+        : name === 'root'
+          ? 'The seq of the thread\'s root message in the conversation (PROTOCOL.md "Threads").'
+          : topics
+            ? 'Conversation id, a topic\'s `<conv>#t:<topic>` or a thread\'s `<conv>#r:<root>` (`#` sent as `%23`; PROTOCOL.md "Topics", "Threads").'
+            : 'Conversation id (percent-encoded if needed).',
+    schema: name === 'root' ? { type: 'integer', minimum: 1, maximum: LIMITS.maxSeq } : components.schema(name === 'conv' && topics ? ConvRef : Id),
   }));
   if (endpoint.query) parameters.push(...queryParameters(endpoint.query, components));
   parameters.push({ $ref: '#/components/parameters/RequestId' });

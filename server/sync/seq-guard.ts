@@ -1,4 +1,4 @@
-import { messageConv, parseChild } from '../../protocol/child-id.js';
+import { isChildConv, messageConv } from '../../protocol/child-id.js';
 import { RedpointError } from '../../protocol/errors.js';
 import type { Engine } from '../engine/engine.js';
 
@@ -102,9 +102,9 @@ export class SeqGuard {
     const jumps: SeqJump[] = [];
     for (const conv of unsure) {
       const seq = top.get(conv) ?? 0;
-      // An unknown conversation is ingest's to refuse (404); a topic not created yet starts at 0,
+      // An unknown conversation is ingest's to refuse (404); a topic or thread not created yet starts at 0,
       // as a new conversation does (its first message creates it).
-      const head = heads.get(conv) ?? (parseChild(conv) ? 0 : undefined);
+      const head = heads.get(conv) ?? (isChildConv(conv) ? 0 : undefined);
       if (head !== undefined && seq - head > this.options.maxJump) jumps.push({ conv, seq, head, refused: refuse });
     }
     for (const jump of jumps) this.onJump(jump);

@@ -1,15 +1,17 @@
-import { topicConv } from '../../protocol/child-id.js';
+import { isThreadConv, threadConv, topicConv } from '../../protocol/child-id.js';
 import { RedpointError } from '../../protocol/errors.js';
 import { LIMITS } from '../../protocol/limits.js';
 import type { Cursor, MessageEvent, NotificationLevel, PullReply, UnreadSummary } from '../../protocol/types.js';
 import { addToTotals, conversationViews, type HeadExtras, type Totals, toView } from '../../protocol/view.js';
 import type { Engine, StoredUserState, UserOp, UserOpResult } from '../engine/engine.js';
+import { afterPartOfIt } from '../engine/store-errors.js';
 import type { ConversationCap } from './conversation-cap.js';
 import { refusal, refusals, unknownConversation } from './conversation-errors.js';
 import { Ingest } from './ingest.js';
 import { changeMembership, type MembershipChange, type MembershipResult } from './membership.js';
 import type { AskedRead, ReadCap } from './read-cap.js';
 import { DEFAULT_RECEIPTS_OPTIONS, Receipts, type ReceiptsOptions } from './receipts.js';
+import { categoryToThreads, followOrRefuse, leaveThreads, openThreads, type ThreadOptions, toThreadConvs, unfollow } from './threads.js';
 import { inheritMembership, openTopics, toTopicConvs } from './topics.js';
 
 export interface BatchResult {
@@ -60,6 +62,8 @@ export class SyncService {
   readonly receipts: Receipts;
   /** Store latency of the calls behind pulls and unread summaries (ingest reports through `ingest.onFlush`). */
   onStoreCall: ((op: 'pull' | 'user_state' | 'read', seconds: number) => void) | undefined;
+  /** An implicit thread follow dropped at LIMITS.threadsFollowedPerConversation (threads.ts). */
+  onFollowDropped: ((conv: string, uid: string) => void) | undefined;
 
   constructor(
     readonly engine: Engine,
@@ -71,8 +75,11 @@ export class SyncService {
 
   /** Applies messages; resolves once they are in the store. Unknown conversations → nothing applied. */
   async postMessages(messages: readonly MessageEvent[]): Promise<void> {
+    // Threads: a reply goes to its thread's child conversation, opened and followed first (threads.ts).
+    const replies = toThreadConvs(messages);
+    if (replies !== messages) await openThreads(this.engine, this.threadOptions(), messages);
     // Topics: a message naming one goes to its child conversation, opened first (topics.ts).
-    const routed = toTopicConvs(messages);
+    const routed = toTopicConvs(replies);
     if (routed !== messages) await openTopics(this.engine, this.options.largeGroupThreshold, routed);
     await this.ingest.submit(routed);
     if (this.options.receiptsOnSend) await this.senderReads(routed);
@@ -119,11 +126,44 @@ export class SyncService {
     return result;
   }
 
-  /** After the parent's step and user steps: its topics follow it (topics.ts), then the removed members' read positions go, there and in each topic. */
+  /**
+   * After the parent's step and user steps: its topics follow it (topics.ts), those it removed
+   * leave its threads and a new category reaches them (threads.ts), then the removed members'
+   * read positions go, there and in each topic.
+   */
   private async afterChange(conv: string, change: MembershipChange): Promise<void> {
-    const topics = await inheritMembership(this.engine, this.options.largeGroupThreshold, conv, change.remove);
+    const threshold = this.options.largeGroupThreshold;
+    const topics = await inheritMembership(this.engine, threshold, conv, change.remove);
+    const [left] = await Promise.all([
+      change.remove.length > 0 ? leaveThreads(this.engine, threshold, conv, change.remove) : [],
+      change.category !== undefined ? categoryToThreads(this.engine, threshold, conv) : undefined,
+    ]).catch((err: unknown) => {
+      throw afterPartOfIt(err);
+    });
+    // Read receipts: the positions of the threads they left go too.
+    for (const { uid, threads } of left) for (const child of threads) await this.receipts.left(child, [uid]);
     await this.receipts.left(conv, change.remove);
     if (change.remove.length > 0) for (const topic of topics) await this.receipts.left(topicConv(conv, topic), change.remove);
+  }
+
+  private threadOptions(): ThreadOptions {
+    return { threshold: this.options.largeGroupThreshold, ...(this.onFollowDropped ? { onFollowDropped: this.onFollowDropped } : {}) };
+  }
+
+  /**
+   * `uid` follows the thread `(conv, root)` (PROTOCOL.md "Threads"): 'followed', or 'following'
+   * when they did already. `unknown_conversation`, `not_a_member` (of `conv`), `limit_exceeded`.
+   */
+  async followThread(uid: string, conv: string, root: number): Promise<'followed' | 'following'> {
+    return followOrRefuse(this.engine, this.options.largeGroupThreshold, conv, root, uid);
+  }
+
+  /** `uid` stops following the thread: its row goes (idempotent); whether they followed it. */
+  async unfollowThread(uid: string, conv: string, root: number): Promise<boolean> {
+    const followed = await unfollow(this.engine, this.options.largeGroupThreshold, conv, root, uid);
+    // Read receipts: the follower's position in the thread goes, as a leaver's does.
+    if (followed) await this.receipts.left(threadConv(conv, root), [uid]);
+    return followed;
   }
 
   /** `gen`: the read generation the read was made in (rules.ts: an older one than the record's is ignored). */
@@ -221,9 +261,7 @@ export class SyncService {
     // Peers' read positions of the one-to-one conversations in this page, read now like heads:
     // not part of the stream (a peer's read never bumps this user's version).
     // (A read-diffused conversation is never one-to-one: not read.)
-    const pageConvs = [...(stored.snapshot?.convs ?? []), ...stored.entries.flatMap((e) => (e.state ? [e.state] : []))]
-      .filter((s) => !s.large)
-      .map((s) => s.conv);
+    const pageConvs = [...(stored.snapshot?.convs ?? []), ...stored.entries.flatMap((e) => (e.state ? [e.state] : []))].filter(hasPeer).map((s) => s.conv);
     const [{ heads, extras }, peers] = await Promise.all([
       this.largeReads(stored.largeConvs, stored.heads),
       this.receipts.peerReads(uid, [...new Set(pageConvs)], sharing),
@@ -243,7 +281,7 @@ export class SyncService {
     const [peers, { heads, extras }] = await Promise.all([
       this.receipts.peerReads(
         uid,
-        stored.states.filter((s) => !s.large).map((s) => s.conv),
+        stored.states.filter(hasPeer).map((s) => s.conv),
         sharing,
       ),
       this.largeReadsOf(stored),
@@ -367,4 +405,13 @@ function readsOf(results: readonly UserOpResult[]): Array<{ conv: string; seq: n
 
 function readOp(uid: string, [conv, seq, gen]: AskedRead): UserOp {
   return gen === undefined ? { type: 'read', uid, conv, seq } : { type: 'read', uid, conv, seq, gen };
+}
+
+/**
+ * Whether a row may show a one-to-one peer's read position (PROTOCOL.md "Read receipts"): never
+ * a read-diffused conversation (never one-to-one), nor a thread's row (two followers of a thread
+ * are not a one-to-one chat; PROTOCOL.md "Threads").
+ */
+function hasPeer(state: { conv: string; large: boolean }): boolean {
+  return !state.large && !isThreadConv(state.conv);
 }

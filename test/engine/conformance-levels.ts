@@ -64,6 +64,34 @@ export function levelConformance(use: UseEngine): void {
       expectTotalsConsistent(await e.userState('u'));
     });
 
+    it("a thread's row starts at level mentions; 'all' and 'none' are stored apart from that default (rules.ts defaultLevel)", async () => {
+      const e = await use();
+      const t = 'c#r:7';
+      await e.applyUserOps([join('u', t, 0, 'group'), message('u', t, 5, 0, [2, 4])]);
+      // The default: listed with its unread, only its mentions in the totals.
+      expect((await e.userState('u')).states[0]).toEqual(
+        convWith({ conv: t, parent: 'c', thread: 7, lastSeq: 5, mentions: 2, category: 'group', level: 'mentions' }),
+      );
+      expect(await totals(e, 'u')).toEqual({ total: 2, mentions: 2, categories: { group: 2 } });
+      expect(await one(e, settings('u', t, { level: 'mentions' }))).toMatchObject({ changed: false });
+      const all = await one(e, settings('u', t, { level: 'all' }));
+      expect(all).toMatchObject({ changed: true });
+      expect(all.state?.level).toBeUndefined();
+      expect(await totals(e, 'u')).toEqual({ total: 5, mentions: 2, categories: { group: 5 } });
+      // 'all' stays 'all' through a message, and a rejoin keeps it.
+      await one(e, message('u', t, 6));
+      expect(await totals(e, 'u')).toEqual({ total: 6, mentions: 2, categories: { group: 6 } });
+      await one(e, settings('u', t, { level: 'none' }));
+      expect(await totals(e, 'u')).toEqual({ total: 0, mentions: 0, categories: {} });
+      // Unmuting goes back to the row's default.
+      const back = await one(e, settings('u', t, { muted: false }));
+      expect(back.state?.level).toBe('mentions');
+      expect(await totals(e, 'u')).toEqual({ total: 2, mentions: 2, categories: { group: 2 } });
+      const pulled = await e.pull('u', null, 100);
+      expect(pulled.entries.filter((x) => x.conv === t).map((x) => x.state?.level ?? 'all')).toEqual(['mentions', 'mentions', 'all', 'all', 'all', 'mentions']);
+      expectTotalsConsistent(await e.userState('u'));
+    });
+
     it('a rejoin keeps the level (as it keeps muted); a deleted conversation counts nothing at any level', async () => {
       const e = await use();
       const c = join('u', 'c', 0, 'group');

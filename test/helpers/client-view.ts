@@ -41,6 +41,8 @@ export function clientViews(
       // A topic's row names its conversation and topic (PROTOCOL.md "Topics").
       ...(s.parent !== undefined ? { parent: s.parent } : {}),
       ...(s.topic !== undefined ? { topic: s.topic } : {}),
+      // A thread's row names its conversation and root (PROTOCOL.md "Threads").
+      ...(s.thread !== undefined ? { thread: s.thread } : {}),
       lastSeq,
       readSeq: s.readSeq,
       // unread = (lastSeq − readSeq) − nocount (PROTOCOL.md "What counts"), never below 0.
@@ -52,6 +54,13 @@ export function clientViews(
       ...(s.level !== undefined ? { level: s.level } : {}),
       ...(at > 0 ? { at } : {}),
     });
+  }
+  // A conversation's row: `threads`, the sums over its visible thread rows not muted, when either is above 0 (PROTOCOL.md "Threads").
+  for (const row of views) {
+    const followed = views.filter((t) => t.thread !== undefined && t.parent === row.conv && !t.muted);
+    const unread = followed.reduce((n, t) => n + t.unread, 0);
+    const mentions = followed.reduce((n, t) => n + t.mentions, 0);
+    if (unread > 0 || mentions > 0) row.threads = { unread, mentions };
   }
   return views.sort((a, b) => (a.conv === b.conv ? 0 : a.conv < b.conv ? -1 : 1));
 }

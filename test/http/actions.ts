@@ -36,20 +36,36 @@ export type Action =
       ago?: number;
       quiet?: boolean;
       recalls?: number[];
+      /** PROTOCOL.md "Threads": a reply in the thread off message `thread` (1..THREADS), its seq the thread's own; `rootSender` names the root's sender. */
+      thread?: number;
+      rootSender?: number;
     }
   /** Redelivery of earlier messages (duplicates, reordering) plus, optionally, the held ones. */
   | { t: 'batch'; picks: number[]; includeHeld: boolean; single: boolean; shuffle: number }
   /** Several single-message POSTs in flight at once (group commit merges them). */
   | { t: 'concurrent'; picks: number[] }
   /** `gen`: sent with the read generation the user has (`current`) or the one before (`older`: a device that had not seen an unread-from). */
-  | { t: 'read'; user: number; conv: number; pick: boolean; all: boolean; permille: number; jwt: boolean; gen?: 'current' | 'older' }
+  | { t: 'read'; user: number; conv: number; pick: boolean; all: boolean; permille: number; jwt: boolean; gen?: 'current' | 'older'; thread?: number }
   /**
    * "Unread from here" at `permille` of the conversation's head (sometimes above it: refused),
    * with the next read generation, the current one (a retry), or none (the server's next).
    */
   | { t: 'unread'; user: number; conv: number; pick: boolean; permille: number; gen: 'next' | 'same' | 'none'; jwt: boolean }
   | { t: 'delete'; user: number; conv: number; pick: boolean; jwt: boolean }
-  | { t: 'settings'; user: number; conv: number; pick: boolean; muted?: boolean; markedUnread?: boolean; level?: 'all' | 'mentions' | 'none'; jwt: boolean }
+  | {
+      t: 'settings';
+      user: number;
+      conv: number;
+      pick: boolean;
+      muted?: boolean;
+      markedUnread?: boolean;
+      level?: 'all' | 'mentions' | 'none';
+      jwt: boolean;
+      /** On the user's row of this thread of the conversation (PROTOCOL.md "Threads"). */
+      thread?: number;
+    }
+  /** PROTOCOL.md "Threads": follow (or unfollow) the thread off message `thread` of the conversation. */
+  | { t: 'follow'; user: number; conv: number; thread: number; pick: boolean; unfollow: boolean; jwt: boolean }
   /** Sync the user's long-lived client copy (optionally from scratch) and keep its cursor for later. */
   | { t: 'sync'; user: number; limit: number; fresh: boolean }
   /** Read receipts' privacy setting (PUT /v1/users/:uid/settings {shareReads}). */
@@ -240,6 +256,52 @@ export function countsScenarioArb(servers: number): fc.Arbitrary<Scenario> {
       const c = counts[i % counts.length];
       if (a.t !== 'msg' || !c || (!c.quiet && c.recalls.length === 0)) return a;
       return { ...a, ...(c.quiet ? { quiet: true } : {}), ...(c.recalls.length > 0 ? { recalls: c.recalls } : {}) };
+    }),
+  }));
+}
+
+/** Threads a run uses per conversation (roots 1..THREADS): few, so replies, follows and reads meet. */
+export const THREADS = 2;
+
+/**
+ * Threads (PROTOCOL.md "Threads"), drawn apart from the scenario as `countsArb` is: per action
+ * index, whether a message there is a thread reply (and whose root it answers), whether a read or
+ * a settings change there is on a thread's row, and a follow or unfollow to run after it.
+ */
+const threadsArb = fc.array(
+  fc.record({
+    reply: fc.oneof({ weight: 2, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: fc.integer({ min: 1, max: THREADS }) }),
+    rootSender: userIdx,
+    row: fc.oneof({ weight: 2, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: fc.integer({ min: 1, max: THREADS }) }),
+    follow: fc.oneof(
+      { weight: 5, arbitrary: fc.constant(undefined) },
+      {
+        weight: 1,
+        arbitrary: fc.record({
+          user: userIdx,
+          conv: convIdx,
+          thread: fc.integer({ min: 1, max: THREADS }),
+          pick: pickArb,
+          unfollow: fc.oneof({ weight: 3, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }),
+          jwt: fc.boolean(),
+        }),
+      },
+    ),
+  }),
+  { minLength: 16, maxLength: 16 },
+);
+
+/** `countsScenarioArb` with thread replies, follows, and reads and settings on thread rows. */
+export function threadsScenarioArb(servers: number): fc.Arbitrary<Scenario> {
+  return fc.tuple(countsScenarioArb(servers), threadsArb).map(([scenario, threads]) => ({
+    ...scenario,
+    actions: scenario.actions.flatMap((a, i): Action[] => {
+      const d = threads[i % threads.length];
+      if (!d || a.t === 'members') return [a];
+      let action: Action = a;
+      if (a.t === 'msg' && d.reply !== undefined) action = { ...a, thread: d.reply, rootSender: d.rootSender };
+      else if ((a.t === 'read' || a.t === 'settings') && d.row !== undefined) action = { ...a, thread: d.row };
+      return d.follow ? [action, { t: 'follow', ...d.follow }] : [action];
     }),
   }));
 }

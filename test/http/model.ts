@@ -31,6 +31,15 @@ export type Outcome = 'ok' | 'unknown_conversation' | 'not_a_member' | 'invalid_
  */
 export const topicOf = (conv: string, topic: string): string => `${conv}#t:${topic}`;
 
+/**
+ * Threads (PROTOCOL.md "Threads"), as the specification states them: a thread off message `root`
+ * of `conv` is the conversation `<conv>#r:<root>`, whose members are its followers (members of
+ * `conv` only), with `conv`'s category; its rows start at level `mentions`.
+ */
+export const threadOf = (conv: string, root: number): string => `${conv}#r:${root}`;
+const isThread = (conv: string): boolean => conv.includes('#r:');
+const defaultLevel = (conv: string): Level => (isThread(conv) ? 'mentions' : 'all');
+
 interface Conversation {
   maxSeq: number;
   category: string;
@@ -112,7 +121,33 @@ export class Model {
     }
     const result = this.applyMembers(conv, admitted, remove, category);
     for (const topic of this.topics.get(conv) ?? []) this.inherit(conv, topic);
+    // Threads: a leaver follows none of them any more, and they all take the category.
+    for (const [child, c] of this.conversations) {
+      if (!child.startsWith(`${conv}#r:`)) continue;
+      this.applyMembers(child, [], remove);
+      c.category = this.conversations.get(conv)?.category ?? c.category;
+    }
     return result;
+  }
+
+  /** PUT /v1/users/:uid/conversations/:conv/threads/:root */
+  follow(uid: string, conv: string, root: number): Outcome {
+    const c = this.conversations.get(conv);
+    if (!c) return 'unknown_conversation';
+    if (!c.members.has(uid)) return 'not_a_member';
+    const child = threadOf(conv, root);
+    if (this.isMember(uid, child)) return 'ok';
+    const followed = [...this.userConvs(uid)].filter(([id, m]) => m.member && id.startsWith(`${conv}#r:`)).length;
+    if (followed >= LIMITS.threadsFollowedPerConversation) return 'limit_exceeded';
+    this.applyMembers(child, [uid], [], c.category);
+    return 'ok';
+  }
+
+  /** DELETE /v1/users/:uid/conversations/:conv/threads/:root */
+  unfollow(uid: string, conv: string, root: number): Outcome {
+    const child = threadOf(conv, root);
+    if (this.conversations.has(child)) this.applyMembers(child, [], [uid]);
+    return 'ok';
   }
 
   /** A topic's conversation takes its parent's members and category. */
@@ -164,7 +199,7 @@ export class Model {
         readGen: previous?.readGen ?? 0,
         joinHead: c.maxSeq,
         mentionSeqs: new Set(),
-        level: previous?.level ?? 'all',
+        level: previous?.level ?? defaultLevel(conv),
         markedUnread: false,
         hiddenUpTo: null,
       });
@@ -194,8 +229,19 @@ export class Model {
 
   /** POST /v1/messages (one message or a batch): all or nothing. */
   postMessages(messages: readonly ModelMessage[]): Outcome {
+    if (messages.some((m) => (m.thread !== undefined && m.topic !== undefined) || (m.thread === undefined && m.rootSender !== undefined)))
+      return 'invalid_request';
     // A topic's message names its conversation in `conv`: that conversation must exist.
     if (messages.some((m) => !this.conversations.has(m.conv))) return 'unknown_conversation';
+    // Threads: each reply's thread exists (with the conversation's category), and its implicit
+    // followers follow it, all before any message of the request is recorded.
+    for (const m of messages) {
+      if (m.thread === undefined) continue;
+      const child = threadOf(m.conv, m.thread);
+      if (!this.conversations.has(child)) this.applyMembers(child, [], [], this.conversations.get(m.conv)?.category);
+      if (m.counts === false) continue;
+      for (const uid of [m.rootSender, m.sender, ...(m.mentions ?? [])]) if (uid !== undefined) this.follow(uid, m.conv, m.thread);
+    }
     // Topics: a message naming a new topic beyond the cap refuses the request.
     const fresh = new Map<string, Set<string>>();
     for (const m of messages) {
@@ -214,7 +260,10 @@ export class Model {
       }
     }
     for (const m of messages) {
-      if (m.topic === undefined) this.deliver(m);
+      if (m.thread !== undefined) {
+        const { thread, rootSender: _follows, ...rest } = m;
+        this.deliver({ ...rest, conv: threadOf(m.conv, thread) });
+      } else if (m.topic === undefined) this.deliver(m);
       else {
         const { topic, ...rest } = m;
         this.deliver({ ...rest, conv: topicOf(m.conv, topic) });
@@ -305,7 +354,7 @@ export class Model {
     const m = this.activeMembership(uid, conv);
     if (!m) return this.refusal(conv);
     if (settings.level !== undefined) m.level = settings.level;
-    else if (settings.muted !== undefined) m.level = settings.muted ? 'none' : 'all';
+    else if (settings.muted !== undefined) m.level = settings.muted ? 'none' : defaultLevel(conv);
     if (settings.markedUnread !== undefined) m.markedUnread = settings.markedUnread;
     return 'ok';
   }
@@ -332,13 +381,16 @@ export class Model {
       const unread = Math.max(0, m.lastSeq - m.readSeq - notCounted);
       const mentionCount = [...m.mentionSeqs].filter((s) => s > m.readSeq).length;
       // Read receipts: a one-to-one chat (2 members, so never read-diffused unless the threshold is 1) shows the peer's.
-      const peer = c.members.size === 2 && c.members.size <= this.largeGroupThreshold ? [...c.members].find((u) => u !== uid) : undefined;
+      // Never a thread's row: its two followers are no one-to-one chat (PROTOCOL.md "Threads").
+      const peer = c.members.size === 2 && c.members.size <= this.largeGroupThreshold && !isThread(conv) ? [...c.members].find((u) => u !== uid) : undefined;
       // Privacy: shown only when both share (the peer's is not recorded otherwise).
       const peerReadSeq = peer === undefined || !this.sharesReads(uid) ? undefined : c.seen.get(peer);
       const split = conv.indexOf('#t:');
+      const threadAt = conv.indexOf('#r:');
       conversations.push({
         conv,
         ...(split > 0 ? { parent: conv.slice(0, split), topic: conv.slice(split + 3) } : {}),
+        ...(threadAt > 0 ? { parent: conv.slice(0, threadAt), thread: Number(conv.slice(threadAt + 3)) } : {}),
         lastSeq: m.lastSeq,
         readSeq: m.readSeq,
         unread,
@@ -358,6 +410,17 @@ export class Model {
       if (counted > 0) categories.set(c.category, (categories.get(c.category) ?? 0) + counted);
     }
     conversations.sort((a, b) => (a.conv < b.conv ? -1 : a.conv > b.conv ? 1 : 0));
+    // Threads: a conversation's row carries the sums over its unmuted thread rows, when above 0.
+    for (const row of conversations) {
+      let unread = 0;
+      let mentionSum = 0;
+      for (const t of conversations) {
+        if (t.thread === undefined || t.parent !== row.conv || t.muted) continue;
+        unread += t.unread;
+        mentionSum += t.mentions;
+      }
+      if (unread > 0 || mentionSum > 0) row.threads = { unread, mentions: mentionSum };
+    }
     return { total, mentions, categories: Object.fromEntries(categories), conversations };
   }
 

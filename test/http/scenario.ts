@@ -5,7 +5,7 @@ import type { UnreadSummary } from '../../protocol/types.js';
 import { mulberry32 } from '../helpers/prng.js';
 import type { ApiResponse, TestServer } from '../helpers/test-server.js';
 import { type Action, allUsers, PROTO_CONVS, PROTO_USERS, type Scenario, USERS } from './actions.js';
-import { Model, type ModelMessage, type ModelSummary, type ModelView, type Outcome, withoutPeers } from './model.js';
+import { Model, type ModelMessage, type ModelSummary, type ModelView, type Outcome, threadOf, withoutPeers } from './model.js';
 import { type ClientCopy, cloneCopy, copyViews, emptyCopy, syncCopy } from './sync-client.js';
 
 /**
@@ -47,6 +47,11 @@ export const coverage = {
   nonCounting: 0,
   recalls: 0,
   recallsWhileLarge: 0,
+  /** Threads: replies, follows that made a row, unfollows that dropped one, reads of a thread's row. */
+  threadReplies: 0,
+  follows: 0,
+  unfollows: 0,
+  threadReads: 0,
 };
 
 /** `recalls` as seqs: offsets from `seq`, those that name a seq (>= 1). */
@@ -77,6 +82,10 @@ export function takeCoverage(): typeof coverage {
     nonCounting: 0,
     recalls: 0,
     recallsWhileLarge: 0,
+    threadReplies: 0,
+    follows: 0,
+    unfollows: 0,
+    threadReads: 0,
   });
   return taken;
 }
@@ -113,7 +122,7 @@ class Run {
   /** An "unread from here" lowered a read position since the last wipe. */
   private loweredSinceWipe = false;
   private readonly model: Model;
-  private readonly nextSeq = new Map<number, number>();
+  private readonly nextSeq = new Map<string, number>();
   private readonly sent: ModelMessage[] = [];
   private held: ModelMessage[] = [];
   private readonly clients = new Map<number, ClientCopy>();
@@ -140,6 +149,16 @@ class Run {
     return this.protoNames ? (PROTO_CONVS[c] ?? `c${c}`) : `${this.ns}-c${c}`;
   }
 
+  /** The seq counter of a conversation, or of one of its threads (a thread's replies have their own seqs). */
+  private seqKey(c: number, thread: number | undefined): string {
+    return thread === undefined ? String(c) : `${c}#r:${thread}`;
+  }
+
+  /** The row a user operation names: the conversation, or one of its threads. */
+  private rowConv(c: number, thread: number | undefined): string {
+    return thread === undefined ? this.conv(c) : threadOf(this.conv(c), thread);
+  }
+
   /** The acting user: with `pick`, the `u`-th current member of the conversation (if it has any). */
   actor(u: number, c: number, pick: boolean): number {
     if (!pick) return u;
@@ -164,12 +183,16 @@ class Run {
         return;
       }
       case 'msg': {
-        const seq = Math.min((this.nextSeq.get(a.conv) ?? 0) + 1 + a.gap, LIMITS.maxSeq);
-        this.nextSeq.set(a.conv, seq);
+        // A thread's replies have their own seqs (PROTOCOL.md "Threads").
+        const key = this.seqKey(a.conv, a.thread);
+        const seq = Math.min((this.nextSeq.get(key) ?? 0) + 1 + a.gap, LIMITS.maxSeq);
+        this.nextSeq.set(key, seq);
         const mentions = a.mentions.map((u) => this.uid(u));
         const sender = this.uid(this.actor(a.sender, a.conv, a.pick));
+        if (a.thread !== undefined) coverage.threadReplies++;
         const msg: ModelMessage = {
           conv: this.conv(a.conv),
+          ...(a.thread !== undefined ? { thread: a.thread, ...(a.rootSender !== undefined ? { rootSender: this.uid(a.rootSender) } : {}) } : {}),
           seq,
           sender,
           ...(mentions.length ? { mentions } : {}),
@@ -195,8 +218,11 @@ class Run {
         return;
       }
       case 'concurrent': {
-        if (this.sent.length === 0) return;
-        const messages = a.picks.map((p) => this.sent[p % this.sent.length] as ModelMessage);
+        // Thread replies are left out: a reply's implicit follow joins at the thread's head when it
+        // runs, so two replies in flight at once do not commute (PROTOCOL.md "Threads", ordering).
+        const sent = this.sent.filter((m) => m.thread === undefined);
+        if (sent.length === 0) return;
+        const messages = a.picks.map((p) => sent[p % sent.length] as ModelMessage);
         // Concurrent deliveries of messages commute (every field is a max-register or a set), so
         // the model may apply them in any order.
         const outcomes = messages.map((m) => this.model.postMessages([m]));
@@ -206,8 +232,9 @@ class Run {
       }
       case 'read': {
         const u = this.actor(a.user, a.conv, a.pick);
-        const top = this.nextSeq.get(a.conv) ?? 0;
-        const conv = this.conv(a.conv);
+        const top = this.nextSeq.get(this.seqKey(a.conv, a.thread)) ?? 0;
+        const conv = this.rowConv(a.conv, a.thread);
+        if (a.thread !== undefined && this.model.isMember(this.uid(u), conv)) coverage.threadReads++;
         const at = this.model.readPosition(this.uid(u), conv);
         // A marked conversation opened again where the user already read (`all`, permille above
         // 550): the read moves nothing, so the mark stays. Other reads that reach past readSeq clear it.
@@ -255,9 +282,24 @@ class Run {
           ...(a.markedUnread !== undefined ? { markedUnread: a.markedUnread } : {}),
           ...(a.level !== undefined ? { level: a.level } : {}),
         };
-        const outcome = this.model.updateSettings(this.uid(u), this.conv(a.conv), settings);
-        const res = await this.actAs(u, a.jwt, 'PUT', `/v1/users/${this.uid(u)}/conversations/${this.conv(a.conv)}`, settings);
+        const conv = this.rowConv(a.conv, a.thread);
+        const outcome = this.model.updateSettings(this.uid(u), conv, settings);
+        const res = await this.actAs(u, a.jwt, 'PUT', `/v1/users/${this.uid(u)}/conversations/${encodeURIComponent(conv)}`, settings);
         this.expectStatus(res, outcome, a);
+        return;
+      }
+      case 'follow': {
+        const u = this.actor(a.user, a.conv, a.pick);
+        const uid = this.uid(u);
+        const conv = this.conv(a.conv);
+        const following = this.model.isMember(uid, threadOf(conv, a.thread));
+        const outcome = a.unfollow ? this.model.unfollow(uid, conv, a.thread) : this.model.follow(uid, conv, a.thread);
+        const res = await this.actAs(u, a.jwt, a.unfollow ? 'DELETE' : 'PUT', `/v1/users/${uid}/conversations/${conv}/threads/${a.thread}`);
+        this.expectStatus(res, outcome, a);
+        if (outcome !== 'ok') return;
+        const changed = a.unfollow ? following : !following && this.model.isMember(uid, threadOf(conv, a.thread));
+        if (changed) coverage[a.unfollow ? 'unfollows' : 'follows']++;
+        expect(res.body, `${this.where(a)} follow reply`).toEqual({ conv: threadOf(conv, a.thread), following: !a.unfollow, changed });
         return;
       }
       case 'shareReads': {

@@ -218,6 +218,7 @@ const read = (uid: string) => `/v1/users/${uid}/read`;
 const settings = (uid: string) => `/v1/users/${uid}/conversations/team`;
 const unreadFrom = (uid: string) => `/v1/users/${uid}/conversations/team/unread-from`;
 const unread = (uid: string) => `/v1/users/${uid}/unread`;
+const follow = (uid: string, root: number | string) => `/v1/users/${uid}/conversations/team/threads/${root}`;
 const userSettings = (uid: string) => `/v1/users/${uid}/settings`;
 const receipts = (uid: string, query: string) => `/v1/users/${uid}/conversations/team/reads?${query}`;
 
@@ -371,6 +372,36 @@ const CASES: Case[] = [
     code: 'not_a_member',
   },
   ...storeFailures('deleteConversation', () => req('DELETE', settings('alice'))),
+
+  { op: 'followThread', status: 200, name: "the user's own token", request: () => req('PUT', follow('alice', 1), { auth: 'alice' }) },
+  { op: 'followThread', status: 400, name: 'a root of 0', request: () => req('PUT', follow('alice', 0)), code: 'invalid_request' },
+  ...userAuthErrors('followThread', 'PUT', (uid) => follow(uid, 1)),
+  { op: 'followThread', status: 403, name: 'a conversation the user is not in', request: () => req('PUT', follow('carol', 1)), code: 'not_a_member' },
+  {
+    op: 'followThread',
+    status: 404,
+    name: 'an unknown conversation',
+    request: () => req('PUT', '/v1/users/alice/conversations/nowhere/threads/1'),
+    code: 'unknown_conversation',
+  },
+  {
+    op: 'followThread',
+    status: 422,
+    name: 'one thread more than LIMITS.threadsFollowedPerConversation',
+    setup: async () => {
+      await ok(req('PUT', '/v1/conversations/threads-cap/members', { body: { add: ['frank'] } }))();
+      for (let root = 1; root <= LIMITS.threadsFollowedPerConversation; root++)
+        await ok(req('PUT', `/v1/users/frank/conversations/threads-cap/threads/${root}`))();
+    },
+    request: () => req('PUT', `/v1/users/frank/conversations/threads-cap/threads/${LIMITS.threadsFollowedPerConversation + 1}`),
+    code: 'limit_exceeded',
+  },
+  ...storeFailures('followThread', () => req('PUT', follow('alice', 2))),
+
+  { op: 'unfollowThread', status: 200, name: 'the API key, for any user', request: () => req('DELETE', follow('alice', 1)) },
+  { op: 'unfollowThread', status: 400, name: 'a root that is no seq', request: () => req('DELETE', follow('alice', 'x')), code: 'invalid_request' },
+  ...userAuthErrors('unfollowThread', 'DELETE', (uid) => follow(uid, 1)),
+  ...storeFailures('unfollowThread', () => req('DELETE', follow('alice', 1))),
 
   { op: 'getUnread', status: 200, name: 'a user in a small and a large group', request: () => req('GET', unread('alice'), { auth: 'alice' }) },
   { op: 'getUnread', status: 200, name: 'a user never seen', request: () => req('GET', unread('zoe')) },

@@ -46,6 +46,18 @@ describe('queue records', () => {
     expect(refusal({ type: 'message', conv: 'c', topic: 'x'.repeat(65), seq: 1, sender: 'a' })).toMatch(/^invalid_request: \/topic/);
   });
 
+  it('threads (PROTOCOL.md "Threads"): a reply\'s thread and root sender go through; user records name a thread\'s id', () => {
+    expect(decodeRecord({ type: 'message', conv: 'c', thread: 4, rootSender: 'b', seq: 1, sender: 'a' })).toEqual({
+      type: 'message',
+      message: { conv: 'c', thread: 4, rootSender: 'b', seq: 1, sender: 'a' },
+    });
+    expect(decodeRecord({ type: 'read', uid: 'a', conv: 'c#r:4', seq: 1 })).toEqual({ type: 'read', uid: 'a', conv: 'c#r:4', seq: 1 });
+    expect(decodeRecord({ type: 'settings', uid: 'a', conv: 'c#r:4', level: 'all' })).toEqual({ type: 'settings', uid: 'a', conv: 'c#r:4', level: 'all' });
+    expect(refusal({ type: 'message', conv: 'c', thread: 0, seq: 1, sender: 'a' })).toMatch(/^invalid_request: \/thread/);
+    expect(refusal({ type: 'read', uid: 'a', conv: 'c#r:0', seq: 1 })).toMatch(/^invalid_request: \/conv/);
+    expect(refusal({ type: 'read', uid: 'a', conv: 'c#r:x', seq: 1 })).toMatch(/^invalid_request: \/conv/);
+  });
+
   it('refuses what the HTTP API refuses, naming the field', () => {
     expect(refusal(null)).toMatch(/^invalid_request: \(record\): not a JSON object/);
     expect(refusal([1])).toMatch(/^invalid_request: \(record\): not a JSON object/);

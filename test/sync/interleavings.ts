@@ -17,7 +17,11 @@ import { type CallPoint, type Control, controlledEngine, faultsAt, InjectedFault
  * operations: the outcome must be linearizable, whichever process ran what in between.
  */
 
-type Step = { members: string; add?: string[]; remove?: string[]; category?: string } | { messages: MessageEvent[] };
+type Step =
+  | { members: string; add?: string[]; remove?: string[]; category?: string }
+  | { messages: MessageEvent[] }
+  /** PROTOCOL.md "Threads": `uid` follows the thread off message `root` of `follow`. */
+  | { follow: string; root: number; uid: string };
 
 interface Scenario {
   name: string;
@@ -37,6 +41,13 @@ interface Scenario {
 const m = (conv: string, seq: number, sender: string, mentions?: string[]): MessageEvent => ({ conv, seq, sender, ...(mentions ? { mentions } : {}) });
 /** A message of topic `topic` of `conv` (PROTOCOL.md "Topics"): its seq is the topic's own. */
 const tm = (conv: string, topic: string, seq: number, sender: string, mentions?: string[]): MessageEvent => ({ ...m(conv, seq, sender, mentions), topic });
+
+/** Reply `seq` of the thread off message `root` of `conv` (PROTOCOL.md "Threads"): its seq is the thread's own. */
+const rm = (conv: string, root: number, seq: number, sender: string, mentions?: string[], rootSender?: string): MessageEvent => ({
+  ...m(conv, seq, sender, mentions),
+  thread: root,
+  ...(rootSender !== undefined ? { rootSender } : {}),
+});
 
 export const SCENARIOS: Scenario[] = [
   {
@@ -166,6 +177,63 @@ export const SCENARIOS: Scenario[] = [
     users: ['a', 'b', 'c', 'd'],
   },
   {
+    name: 'a follow of a thread while the follower leaves the conversation',
+    threshold: 3,
+    setup: [{ members: 'g', add: ['a', 'b', 'u'] }, { messages: [m('g', 1, 'a')] }, { messages: [rm('g', 1, 1, 'a', ['b'])] }],
+    change: { follow: 'g', root: 1, uid: 'u' },
+    concurrent: { members: 'g', remove: ['u'] },
+    after: [{ messages: [rm('g', 1, 2, 'b', ['a'])] }],
+    users: ['a', 'b', 'u'],
+  },
+  {
+    name: 'a leave of the conversation while its member follows a thread',
+    threshold: 3,
+    setup: [{ members: 'g', add: ['a', 'b', 'u'] }, { messages: [m('g', 1, 'a')] }, { messages: [rm('g', 1, 1, 'a', ['u'])] }],
+    change: { members: 'g', remove: ['u'] },
+    concurrent: { follow: 'g', root: 2, uid: 'u' },
+    after: [{ messages: [rm('g', 1, 2, 'b'), rm('g', 2, 1, 'a')] }],
+    users: ['a', 'b', 'u'],
+  },
+  {
+    name: "a reply's implicit follow while the follower leaves the conversation",
+    threshold: 3,
+    setup: [{ members: 'g', add: ['a', 'b', 'u'] }, { messages: [m('g', 1, 'a')] }],
+    change: { messages: [rm('g', 1, 1, 'b', ['u'], 'a')] },
+    concurrent: { members: 'g', remove: ['u'] },
+    after: [{ messages: [rm('g', 1, 2, 'a', ['b'])] }],
+    users: ['a', 'b', 'u'],
+  },
+  {
+    name: "a leave of the conversation while a reply's implicit follow runs",
+    threshold: 3,
+    setup: [{ members: 'g', add: ['a', 'b', 'u'] }, { messages: [m('g', 1, 'a')] }],
+    change: { members: 'g', remove: ['u'] },
+    concurrent: { messages: [rm('g', 1, 1, 'b', ['u'], 'a')] },
+    after: [{ messages: [rm('g', 1, 2, 'a', ['b'])] }],
+    users: ['a', 'b', 'u'],
+  },
+  {
+    name: 'a thread created (its first reply) while the conversation changes category',
+    threshold: 3,
+    setup: [{ members: 'g', add: ['a', 'b'], category: 'group' }, { messages: [m('g', 1, 'a')] }],
+    // One follower (b, the root's sender and the replier): no second follow reads the category later.
+    change: { messages: [rm('g', 1, 1, 'b', undefined, 'b')] },
+    concurrent: { members: 'g', category: 'team' },
+    // Not a reply: a reply's opening of the thread would repair a category the steps got wrong.
+    after: [{ messages: [m('g', 2, 'a', ['b'])] }],
+    users: ['a', 'b'],
+  },
+  {
+    name: 'a category change while a thread is created (its first reply)',
+    threshold: 3,
+    setup: [{ members: 'g', add: ['a', 'b'], category: 'group' }, { messages: [m('g', 1, 'a')] }],
+    change: { members: 'g', category: 'team' },
+    concurrent: { messages: [rm('g', 1, 1, 'b', undefined, 'b')] },
+    // Not a reply: a reply's opening of the thread would repair a category the steps got wrong.
+    after: [{ messages: [m('g', 2, 'a', ['b'])] }],
+    users: ['a', 'b'],
+  },
+  {
     name: 'two joins of one user with room for one, in two processes',
     threshold: 3,
     cap: 2,
@@ -202,6 +270,11 @@ async function run(sync: SyncService, step: Step): Promise<void> {
       .catch((err: unknown) => {
         if (!(err instanceof RedpointError && err.code === 'conversation_limit')) throw err;
       });
+  } else if ('follow' in step) {
+    // A follower who is not a member (any more) is an answer of the specification, not a failure.
+    await sync.followThread(step.uid, step.follow, step.root).catch((err: unknown) => {
+      if (!(err instanceof RedpointError && err.code === 'not_a_member')) throw err;
+    });
   } else {
     await sync.postMessages(step.messages);
   }
@@ -211,6 +284,7 @@ function model(s: Scenario, steps: Step[]): Model {
   const model = new Model(s.threshold, s.cap);
   for (const step of steps) {
     if ('members' in step) model.changeMembers(step.members, step.add ?? [], step.remove ?? [], step.category);
+    else if ('follow' in step) model.follow(step.uid, step.follow, step.root);
     else model.postMessages(step.messages);
   }
   return model;

@@ -55,6 +55,17 @@ describe('seq guard by default', () => {
     expect(later.body.error.message).toMatch(/conversation team#t:design .* head 1\b/);
     expect((await s.unread('ann')).total).toBe(3);
   });
+
+  it('measures a thread reply\'s seq against the thread\'s own head (0 before its first reply) (PROTOCOL.md "Threads")', async () => {
+    const s = await start();
+    for (let seq = 1; seq <= 2; seq++) await s.post({ conv: 'team', seq, sender: 'ben' });
+    const refused = await s.api<ErrorBody>('POST', '/v1/messages', { conv: 'team', thread: 1, seq: 100_002, sender: 'ben' });
+    expect(refused.status).toBe(422);
+    expect(refused.body.error.message).toMatch(/conversation team#r:1 .* head 0\b/);
+    await s.post({ conv: 'team', thread: 1, seq: 1, sender: 'ben' });
+    const later = await s.api<ErrorBody>('POST', '/v1/messages', { conv: 'team', thread: 1, seq: 100_002, sender: 'ben' });
+    expect(later.body.error.message).toMatch(/conversation team#r:1 .* head 1\b/);
+  });
 });
 
 /**

@@ -14,10 +14,7 @@ export interface ConvState {
   parent?: string;
   /** A topic's row: the topic (`conv` is then `<parent>#t:<topic>`). */
   topic?: string;
-  /**
-   * A thread's row (issue 43, threads): the seq of its root message in `parent`. Declared ahead of
-   * the server, which does not send threads yet; `groups.ts` names such a row by it.
-   */
+  /** A thread's row (PROTOCOL.md "Threads"): the seq of its root message in `parent` (`conv` is then `<parent>#r:<root>`). */
   thread?: number;
   /** Highest seq delivered to this user; for a read-diffused (`large`) conversation only a lower bound. */
   lastSeq: number;
@@ -49,10 +46,7 @@ export interface ConvView {
   parent?: string;
   /** A topic's row: the topic (`conv` is then `<parent>#t:<topic>`). */
   topic?: string;
-  /**
-   * A thread's row (issue 43, threads): the seq of its root message in `parent`. Declared ahead of
-   * the server, which does not send threads yet; `groups.ts` names such a row by it.
-   */
+  /** A thread's row (PROTOCOL.md "Threads"): the seq of its root message in `parent` (`conv` is then `<parent>#r:<root>`). */
   thread?: number;
   lastSeq: number;
   readSeq: number;
@@ -64,6 +58,12 @@ export interface ConvView {
   level?: 'mentions';
   /** Last activity (ms): for a read-diffused conversation the larger of its state's and the conversation's. */
   at?: number;
+  /**
+   * A conversation's row: the sums over the user's followed, unmuted thread rows of it, present
+   * when either is above 0 (PROTOCOL.md "Threads"). A display figure: the totals count each
+   * thread's row on its own.
+   */
+  threads?: { unread: number; mentions: number };
 }
 
 export type { Cursor } from '../../../protocol/types.js';
@@ -74,13 +74,12 @@ type MustBeTrue<T extends true> = T;
 type SameAsProtocol = MustBeTrue<Exactly<ConvState, ProtocolConvState> | Exactly<ConvView, ProtocolConvView>>;
 /**
  * Assignability passes over a missing optional field, so the fields are compared by name too.
- * The only differences: `thread` (declared ahead of the server: drop it here once the protocol
- * has it) and the view's `peerReadSeq` (the SDK serves receipts through `peerRead()`).
+ * The only difference: the view's `peerReadSeq` (the SDK serves receipts through `peerRead()`).
  */
 // biome-ignore lint/correctness/noUnusedVariables: a compile-time check, never used as a value
 type SameFields = MustBeTrue<
-  | Exactly<Exclude<keyof ConvState, keyof ProtocolConvState>, 'thread'>
+  | Exactly<Exclude<keyof ConvState, keyof ProtocolConvState>, never>
   | Exactly<Exclude<keyof ProtocolConvState, keyof ConvState>, never>
-  | Exactly<Exclude<keyof ConvView, keyof ProtocolConvView>, 'thread'>
+  | Exactly<Exclude<keyof ConvView, keyof ProtocolConvView>, never>
   | Exactly<Exclude<keyof ProtocolConvView, keyof ConvView>, 'peerReadSeq'>
 >;

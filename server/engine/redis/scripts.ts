@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Cluster, Redis } from 'ioredis';
+import { THREAD_MARK } from '../../../protocol/child-id.js';
 import { LIMITS } from '../../../protocol/limits.js';
 import type { Reply } from './codec.js';
 import { luaKeyNames } from './keys.js';
@@ -130,7 +131,8 @@ export function buildLibrary(): Library {
   const names = Object.keys(SCRIPTS) as ScriptName[];
   // The key names and the meta's layout first (rendered from keys.ts, user-meta.ts), then the shared Lua.
   // LIMITS the scripts use without an argument for them (conv_record.lua's @all seqs), generated.
-  const limits = `-- scripts.ts: generated from protocol/limits.ts.\nlocal MENTION_CAP = ${LIMITS.mentionSeqsPerConversation}\nlocal NOCOUNT_CAP = ${LIMITS.nocountSeqsPerConversation}\n`;
+  // THREAD_MARK (protocol/child-id.ts): a thread's row has its own default level (rules.ts defaultLevel).
+  const limits = `-- scripts.ts: generated from protocol/limits.ts and protocol/child-id.ts.\nlocal MENTION_CAP = ${LIMITS.mentionSeqsPerConversation}\nlocal NOCOUNT_CAP = ${LIMITS.nocountSeqsPerConversation}\nlocal THREAD_MARK = '${THREAD_MARK}'\n`;
   const parts = [luaKeyNames(), luaUserMeta(), limits, ...LIBRARY_PRELUDE.map((file) => readLua(dir, file))];
   const bodies = names.map((name) => readLua(dir, SCRIPTS[name].file));
   const hash = createHash('sha1')

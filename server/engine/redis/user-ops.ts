@@ -1,16 +1,21 @@
 import { LIMITS } from '../../../protocol/limits.js';
 import type { NotificationLevel } from '../../../protocol/types.js';
 import type { UserOp } from '../engine.js';
+import { storedLevel } from '../rules.js';
 
 /** Settings are tri-state: set, cleared, or left as they are. */
 function flag(v: boolean | undefined): string {
   return v === undefined ? '-' : v ? '1' : '0';
 }
 
-/** The level argument (rules.ts: `level` wins over `muted`): '0' all, '1' none, '2' mentions, '-' unchanged. */
-function levelArg(op: { muted?: boolean; level?: NotificationLevel }): string {
-  if (op.level !== undefined) return op.level === 'none' ? '1' : op.level === 'mentions' ? '2' : '0';
-  return flag(op.muted);
+/**
+ * The level argument (rules.ts: `level` wins over `muted`): the stored bits (rules.ts
+ * storedLevel) as '0' the row's default level, '1' none, '2' the other one; '-' unchanged.
+ */
+function levelArg(op: { conv: string; muted?: boolean; level?: NotificationLevel }): string {
+  if (op.level === undefined) return flag(op.muted);
+  const bits = storedLevel(op.conv, op.level);
+  return bits.muted ? '1' : bits.mentionsOnly ? '2' : '0';
 }
 
 /**

@@ -9,7 +9,7 @@
 -- persist between its calls.
 local tonumber, unpack, ipairs, pairs, error
 local call, rpcall
-local format, match, gmatch, byte, sub
+local format, match, gmatch, byte, sub, find
 local max, min, floor, concat
 local spack, sunpack
 
@@ -18,7 +18,7 @@ local function bindGlobals()
   spack, sunpack = struct.pack, struct.unpack
   tonumber, unpack, ipairs, pairs, error = G.tonumber, G.unpack, G.ipairs, G.pairs, G.error
   call, rpcall = redis.call, redis.pcall
-  format, match, gmatch, byte, sub = string.format, string.match, string.gmatch, string.byte, string.sub
+  format, match, gmatch, byte, sub, find = string.format, string.match, string.gmatch, string.byte, string.sub, string.find
   max, min, floor, concat = math.max, math.min, math.floor, table.concat
 end
 
@@ -261,8 +261,11 @@ end
 -- (lib/apply.lua's user step and lib/rebuild.lua's rebuild).
 local function contribution(r)
   if not r or not r.member or r.large or r.muted or r.lastSeq <= r.deletedSeq then return 0, 0, nil end
-  -- Mentions only: each unread mention is one unread of the badge.
-  if r.mentionsOnly then return #r.mentions, #r.mentions, r.category end
+  -- Mentions only: each unread mention is one unread of the badge. rules.ts countsMentionsOnly:
+  -- the stored bit names the other level than the row's default, which is mentions on a thread's row.
+  local only = r.mentionsOnly or false
+  if find(r.conv, THREAD_MARK, 2, true) then only = not only end
+  if only then return #r.mentions, #r.mentions, r.category end
   return max(0, r.lastSeq - r.readSeq - nocountAbove(r)), #r.mentions, r.category
 end
 

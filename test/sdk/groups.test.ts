@@ -119,15 +119,16 @@ describe('grouping rows by `parent`', () => {
     expect(groupOf(rows, 'nothing')).toBeUndefined();
   });
 
-  it("a thread's row (parent and thread) slots in beside topics, named by its root's seq", () => {
+  it("a thread's row (parent and thread) slots in beside topics, named by its root's seq; its unread stays out of the conversation's", () => {
     const rows = [
-      row('chan', { unread: 4 }),
+      row('chan', { unread: 4, at: 5 }),
       row('chan#t:x', { parent: 'chan', topic: 'x', unread: 0 }),
-      row('chan#r:17', { parent: 'chan', thread: 17, unread: 2, mentions: 1, level: 'mentions' }),
+      row('chan#r:17', { parent: 'chan', thread: 17, unread: 2, mentions: 1, level: 'mentions', at: 9 }),
     ];
     const group = groupOf(rows, 'chan');
     expect(group?.children.map(childLabel)).toEqual(['#17', 'x']);
-    expect([group?.unread, group?.mentions]).toEqual([6, 1]);
+    // A reply never counts in the conversation (PROTOCOL.md "Threads"), nor moves it in the list; its mention counts.
+    expect([group?.unread, group?.threadUnread, group?.mentions, group?.at]).toEqual([4, 2, 1, 5]);
     // A 'mentions' row adds only its mention to the badge (the server's rule per row).
     expect(group?.inBadge).toBe(5);
     expect(conversationGroups(rows).map((g) => g.conv)).toEqual(['chan']);

@@ -2,10 +2,11 @@ import { addToTotals, byActivity, type Totals as SummedTotals } from '../../../p
 import type { ConversationView } from './types.js';
 
 /**
- * Rows that belong to another row (PROTOCOL.md "Topics"): a topic's row names its conversation in
- * `parent` (and its topic in `topic`); a thread's row will name it the same way, with its root's
- * seq in `thread`. Grouping reads only `parent`, so any kind of child row slots in. Every row
- * keeps its own counts, reads and settings; these are list helpers over the rows, nothing more.
+ * Rows that belong to another row (PROTOCOL.md "Topics", "Threads"): a topic's row names its
+ * conversation in `parent` (and its topic in `topic`); a thread's row names it the same way, with
+ * its root's seq in `thread`. Grouping reads only `parent`, so any kind of child row slots in;
+ * only the sums tell threads apart (a thread's replies never count in its conversation). Every
+ * row keeps its own counts, reads and settings; these are list helpers over the rows, nothing more.
  */
 
 /** A conversation with its child rows, as one entry of a list. */
@@ -16,9 +17,14 @@ export interface ConversationGroup {
   view: ConversationView | undefined;
   /** Its visible child rows (topics, threads), the newest last activity first, then by id. */
   children: ConversationView[];
-  /** `unread` summed over its own row and its child rows (muted rows included: what the rows show). */
+  /**
+   * `unread` summed over its own row and its topics' rows (muted rows included: what the rows
+   * show). Not its threads': a reply never counts in the conversation (PROTOCOL.md "Threads").
+   */
   unread: number;
-  /** `mentions` summed over the same rows. */
+  /** `unread` summed over its followed threads' rows (the server's row `threads.unread` counts only unmuted ones). */
+  threadUnread: number;
+  /** `mentions` summed over all its rows, threads' included (a thread's mentions count in the badge). */
   mentions: number;
   /**
    * What these rows add to `totals.total`, by the server's rule for each row: nothing for a muted
@@ -27,7 +33,7 @@ export interface ConversationGroup {
   inBadge: number;
   /** A row of the group is marked unread. */
   markedUnread: boolean;
-  /** The newest last activity (ms) of its rows; absent: unknown. */
+  /** The newest last activity (ms) of its own and its topics' rows (a reply does not move the conversation in the list); absent: unknown. */
   at?: number;
 }
 
@@ -89,12 +95,16 @@ function summed(conv: string, view: ConversationView | undefined, children: Conv
   const rows = view ? [view, ...children] : children;
   const badge: SummedTotals = { total: 0, mentions: 0, categories: new Map() };
   let unread = 0;
+  let threadUnread = 0;
   let mentions = 0;
   let at = 0;
   for (const row of rows) {
-    unread += row.unread;
+    if (row.thread !== undefined) threadUnread += row.unread;
+    else {
+      unread += row.unread;
+      at = Math.max(at, row.at ?? 0);
+    }
     mentions += row.mentions;
-    at = Math.max(at, row.at ?? 0);
     addToTotals(badge, row);
   }
   return {
@@ -102,6 +112,7 @@ function summed(conv: string, view: ConversationView | undefined, children: Conv
     view,
     children,
     unread,
+    threadUnread,
     mentions,
     inBadge: badge.total,
     markedUnread: rows.some((r) => r.markedUnread),

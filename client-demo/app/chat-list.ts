@@ -225,12 +225,20 @@ function header(group: ConversationGroup, ctx: ListContext): HTMLElement {
       h(
         'span',
         { class: 'conv-bottom' },
-        h('span', { class: 'conv-sub', 'data-role': 'sub' }, `${group.children.length} topics`),
+        h('span', { class: 'conv-sub', 'data-role': 'sub' }, childCounts(group)),
         marks(group, group.inBadge > 0),
       ),
     ),
     topics(group, ctx),
   );
+}
+
+/** "2 topics", "1 thread", "2 topics, 1 thread": what a header's child rows are. */
+function childCounts(group: ConversationGroup): string {
+  const threads = group.children.filter((c) => c.thread !== undefined).length;
+  const topics = group.children.length - threads;
+  const parts = [topics > 0 ? `${topics} topic${topics === 1 ? '' : 's'}` : '', threads > 0 ? `${threads} thread${threads === 1 ? '' : 's'}` : ''];
+  return parts.filter(Boolean).join(', ');
 }
 
 /** One entry of the list: a conversation's row, with its topics under it when it has any. */

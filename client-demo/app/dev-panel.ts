@@ -120,6 +120,10 @@ export function setupDevPanel(client: RedpointClient, uid: string, log: StatusLi
         await outbox.send({ conv: chat.conv }, spaced(chat));
         // A topic's first message creates it, with the conversation's members (PROTOCOL.md "Topics").
         for (const topic of chat.topics ?? []) await outbox.send({ conv: chat.conv, topic: topic.topic }, spaced(topic));
+        // A thread's replies: whoever they mention follows it from that reply on (PROTOCOL.md "Threads").
+        const thread = chat.thread;
+        const root = thread && chat.lines[thread.root - 1];
+        if (thread && root) await outbox.send({ conv: chat.conv, thread: thread.root, rootSender: root.from }, spaced(thread));
         if (chat.muted) await setServerSettings(uid, chat.conv, { muted: true });
         remember({ conv: chat.conv });
       }

@@ -24,22 +24,40 @@ export interface Outgoing {
  * activity, not the unread), a recall names the seq it takes back, @all mentions every member.
  */
 function toMessageInput(to: Target, seq: number, m: Outgoing, uid: string, now: number): MessageInput {
-  const input: MessageInput = { conv: to.conv, ...(to.topic !== undefined ? { topic: to.topic } : {}), seq, sender: m.sender, at: Math.round(now - m.agoMs) };
+  const input: MessageInput = {
+    conv: to.conv,
+    ...(to.topic !== undefined ? { topic: to.topic } : {}),
+    ...(to.thread !== undefined ? { thread: to.thread } : {}),
+    ...(to.rootSender !== undefined ? { rootSender: to.rootSender } : {}),
+    seq,
+    sender: m.sender,
+    at: Math.round(now - m.agoMs),
+  };
   if (m.kind === 'reaction') return { ...input, counts: false };
   if (m.kind === 'recall') return { ...input, counts: false, ...(m.recalls !== undefined ? { recalls: [m.recalls] } : {}) };
   if (m.kind === 'all') return { ...input, mentionAll: true };
   return m.mention ? { ...input, mentions: [uid] } : input;
 }
 
-/** Where a message goes: a conversation, or one of its topics (PROTOCOL.md "Topics": a topic's messages name it in `topic`). */
+/**
+ * Where a message goes: a conversation, one of its topics (PROTOCOL.md "Topics": a topic's
+ * messages name it in `topic`) or a thread of it (PROTOCOL.md "Threads": a reply names its root
+ * message's seq in `thread`, and the root's sender in `rootSender`, who then follows it).
+ */
 export interface Target {
   conv: string;
   topic?: string;
+  thread?: number;
+  rootSender?: string;
 }
 
-/** The target of a row: a topic's row names its conversation and topic. */
-export const targetOf = (row: { conv: string; parent?: string; topic?: string }): Target =>
-  row.parent !== undefined && row.topic !== undefined ? { conv: row.parent, topic: row.topic } : { conv: row.conv };
+/** The target of a row: a topic's or a thread's row names its conversation and topic or root. */
+export const targetOf = (row: { conv: string; parent?: string; topic?: string; thread?: number }): Target => {
+  if (row.parent === undefined) return { conv: row.conv };
+  if (row.topic !== undefined) return { conv: row.parent, topic: row.topic };
+  if (row.thread !== undefined) return { conv: row.parent, thread: row.thread };
+  return { conv: row.conv };
+};
 
 /**
  * Sends to Redpoint with the next seqs of a conversation or topic (each topic has its own seqs),

@@ -28,6 +28,12 @@ export interface SeedChat {
   muted?: boolean;
   /** Topics: the conversation is then listed with them under it and their counts summed. */
   topics?: SeedTopic[];
+  /**
+   * A thread on one of `lines` (its 1-based position: the root's seq), PROTOCOL.md "Threads": its
+   * replies count in the thread's row only, for those who follow it (a reply mentioning the
+   * page's user makes them follow).
+   */
+  thread?: { root: number; lastAgoMin: number; lines: SeedLine[] };
 }
 
 export function seedChats(uid: string, cast: (name: string) => string): SeedChat[] {
@@ -102,10 +108,19 @@ export function seedChats(uid: string, cast: (name: string) => string): SeedChat
     },
     {
       conv: 'announcements',
-      members: [uid, 'redpoint-bot'],
+      members: [uid, 'redpoint-bot', erin],
       category: 'system',
       lastAgoMin: 26 * 60,
       lines: [{ from: 'redpoint-bot', text: 'Scheduled maintenance on Saturday, 02:00–03:00 UTC' }],
+      thread: {
+        root: 1,
+        lastAgoMin: 20,
+        lines: [
+          { from: erin, text: 'Does this include the EU region?' },
+          { from: 'redpoint-bot', text: 'it does; reply here if your team needs the window moved', mention: true },
+          { from: erin, text: 'Thanks, Saturday works for us' },
+        ],
+      },
     },
     {
       conv: 'random',

@@ -21,6 +21,8 @@ import { defaultEngineOptions } from './engine-setup.js';
 import { type Conv, flushOne, makeConvs } from './redis-cost.js';
 import { type Counts, dumpPath, readDump } from './store-instructions.js';
 
+/** A thread's followers in the thread-reply row: the root's sender, a replier, one mentioned. */
+const THREAD_FOLLOWERS = 3;
 const run = promisify(execFile);
 
 /** Under valgrind every Redis command is ~50× slower: the engines' timeouts must not fire. */
@@ -150,12 +152,16 @@ export const messageInstructionsSection: Section = {
         const h = await makeConvs(new SyncService(hooked, { largeGroupThreshold: 500 }), shape.tag, shape.size, shape.count);
         // Issue 43: conversations of their own for stamped messages (`at`), whose records carry it.
         const t = await makeConvs(new SyncService(plain, { largeGroupThreshold: 500 }), `${shape.tag}t`, shape.size, shape.count);
+        // Issue 43: threads' children (`<conv>#r:<root>`, whose members are the followers: 3 here),
+        // one per conversation, replied to as a message service's thread replies are.
+        const r = await makeConvs(new SyncService(plain, { largeGroupThreshold: 500 }), `${shape.tag}r`, THREAD_FOLLOWERS, shape.count, '#r:1');
         await drainAll();
         // Two messages per conversation first, so no window counts a user's first write.
         await sendAll(a, 2 * shape.count, (c, s) => flushOne(plain, c, s));
         await sendAll(b, 2 * shape.count, (c, s) => flushOne(durable, c, s), { every: shape.drainEvery, drain: drainAll });
         await sendAll(h, 2 * shape.count, (c, s) => flushOne(hooked, c, s), { every: shape.drainEvery, drain: clearMarks });
         await sendAll(t, 2 * shape.count, (c, s) => flushOne(plain, c, s, { at: Date.now() }));
+        await sendAll(r, 2 * shape.count, (c, s) => flushOne(plain, c, s));
         const messages = perConv * shape.count;
         const results = [
           await counted('redpoint, 1 message per flush', a, messages, (c, s) => flushOne(plain, c, s)),
@@ -176,6 +182,9 @@ export const messageInstructionsSection: Section = {
           await counted('redpoint, a recall (counts: false, recalls seq − 1)', a, messages, (c, s) =>
             flushOne(plain, c, s, { counts: false, recalls: [c.seq - 1] }),
           ),
+          // The engine's part of a thread reply: its child's step for the followers (the follows'
+          // membership steps are extra, once per new follower; sync/threads.ts).
+          await counted(`redpoint, a thread reply (${THREAD_FOLLOWERS} followers)`, r, messages, (c, s) => flushOne(plain, c, s)),
         ];
         rows.push({ shape: shape.name, results });
       }

@@ -202,11 +202,12 @@ function system(name: string, send: System['send'], around?: System['around']): 
 const perMessage = (s: System): number => (s.cpuSeconds * 1e6) / Math.max(1, s.messages);
 const perDelivery = (s: System): number => (s.cpuSeconds * 1e6) / Math.max(1, s.deliveries);
 
-export async function makeConvs(sync: SyncService, tag: string, size: number, count: number): Promise<Conv[]> {
+/** `suffix` (issue 43): e.g. '#r:1', conversations that are threads' children (message-instructions' thread replies). */
+export async function makeConvs(sync: SyncService, tag: string, size: number, count: number, suffix = ''): Promise<Conv[]> {
   const convs: Conv[] = [];
   for (let i = 0; i < count; i++) {
     const members = Array.from({ length: size }, (_, k) => `${tag}u${(i * (size - 1) + k) % (count * (size - 1))}`);
-    convs.push({ conv: `${tag}c${i}`, members, seq: 0 });
+    convs.push({ conv: `${tag}c${i}${suffix}`, members, seq: 0 });
   }
   for (let i = 0; i < convs.length; i += 64) await Promise.all(convs.slice(i, i + 64).map((c) => sync.changeMembers(c.conv, { add: c.members, remove: [] })));
   return convs;

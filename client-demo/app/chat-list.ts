@@ -222,12 +222,7 @@ function header(group: ConversationGroup, ctx: ListContext): HTMLElement {
       { class: 'conv-open' },
       avatar(name),
       h('span', { class: 'conv-top' }, h('span', { class: 'conv-name', 'data-role': 'name', title: group.conv }, name)),
-      h(
-        'span',
-        { class: 'conv-bottom' },
-        h('span', { class: 'conv-sub', 'data-role': 'sub' }, childCounts(group)),
-        marks(group, group.inBadge > 0),
-      ),
+      h('span', { class: 'conv-bottom' }, h('span', { class: 'conv-sub', 'data-role': 'sub' }, childCounts(group)), marks(group, group.inBadge > 0)),
     ),
     topics(group, ctx),
   );

@@ -102,6 +102,40 @@ describe('child rows from the server, grouped under their conversation', () => {
   });
 });
 
+describe('threads from the SDK (PROTOCOL.md "Threads")', () => {
+  it("follow() brings the thread's row under its conversation at the head now; replies count there, not in the conversation; unfollow() drops the row", async () => {
+    await server.members('t-chan', { add: ['t-me', 't-peer'], category: 'group' });
+    await server.post([
+      { conv: 't-chan', seq: 1, sender: 't-peer', at: T + 1_000 },
+      { conv: 't-chan', thread: 1, rootSender: 't-peer', seq: 1, sender: 't-peer', at: T + 2_000 },
+    ]);
+    const c = await started('t-me');
+    await until(c, (s) => s.conversations.length === 1, 'the conversation');
+    await c.follow('t-chan', 1);
+    await until(c, (s) => s.conversations.some((v) => v.conv === 't-chan#r:1'), "the thread's row");
+    // Joined at the head now: the reply before the follow is not unread.
+    expect(c.state.conversations.find((v) => v.conv === 't-chan#r:1')).toMatchObject({ parent: 't-chan', thread: 1, unread: 0, level: 'mentions' });
+    await server.post({ conv: 't-chan', thread: 1, seq: 2, sender: 't-peer', mentions: ['t-me'], at: T + 3_000 });
+    await until(c, (s) => groupOf(s.conversations, 't-chan')?.threadUnread === 1, 'the reply');
+    const group = groupOf(c.state.conversations, 't-chan');
+    // The conversation's own unread does not move; the thread's mention is in the entry and the badge.
+    expect([group?.unread, group?.threadUnread, group?.mentions, c.state.totals?.total]).toEqual([1, 1, 1, 2]);
+    expect(c.state.conversations.find((v) => v.conv === 't-chan')?.threads).toEqual({ unread: 1, mentions: 1 });
+    await convergedTo(server, c, 't-me');
+    await c.unfollow('t-chan', 1);
+    await until(c, (s) => !s.conversations.some((v) => v.conv === 't-chan#r:1'), 'the row gone');
+    expect(c.state.totals?.total).toBe(1);
+  });
+
+  it('a follow the server refuses rejects (not a member), and bad arguments reject at once', async () => {
+    await server.members('t-other', { add: ['t-peer'], category: 'group' });
+    const c = await started('t-me2');
+    await expect(c.follow('t-other', 1)).rejects.toThrow(/not_a_member/);
+    await expect(c.follow('t-other', 0)).rejects.toThrow(RangeError);
+    await expect(c.follow('t-other#t:x', 1)).rejects.toThrow(RangeError);
+  });
+});
+
 /** A row as the SDK shows it; `fields` set what a case needs. */
 function row(conv: string, fields: Partial<ConversationView> = {}): ConversationView {
   return { conv, lastSeq: 1, readSeq: 0, unread: 1, mentions: 0, muted: false, markedUnread: false, category: 'group', pending: false, ...fields };

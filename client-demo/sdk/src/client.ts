@@ -1,3 +1,4 @@
+import { isChildConv, threadConv } from '../../../protocol/child-id.js';
 import type { ClientFrame } from '../../../protocol/frames.js';
 import { LIMITS } from '../../../protocol/limits.js';
 import { AuthError } from './auth-error.js';
@@ -107,9 +108,12 @@ export class RedpointClient {
       timers,
       retryMs,
       send: (conv, change) =>
-        this.request((id) =>
-          'unreadFrom' in change ? { t: 'unread-from', id, conv, seq: change.unreadFrom, gen: change.gen } : { t: 'settings', id, conv, ...change },
-        ),
+        this.request((id) => {
+          if ('follow' in change)
+            return { t: 'follow', id, conv: change.follow.conv, root: change.follow.root, ...(change.unfollow ? { unfollow: true as const } : {}) };
+          if ('unreadFrom' in change) return { t: 'unread-from', id, conv, seq: change.unreadFrom, gen: change.gen };
+          return { t: 'settings', id, conv, ...change };
+        }),
     });
     this.session = new SyncSession({
       store: this.store,
@@ -291,6 +295,30 @@ export class RedpointClient {
   /** Hides the conversation until its next message. */
   deleteConversation(conv: string): Promise<void> {
     return this.settings(conv, { deleted: true });
+  }
+
+  /**
+   * Follows the thread off message `root` of `conv` (PROTOCOL.md "Threads"): its row
+   * (`<conv>#r:<root>`, `parent` and `thread`) arrives with the sync, at the thread's head now.
+   * Resolves once the server has it (sent again after a reconnect until then); rejects when the
+   * server refuses it (`not_a_member`, `limit_exceeded`: 200 threads per conversation).
+   */
+  follow(conv: string, root: number): Promise<void> {
+    return this.followChange(conv, root, false);
+  }
+
+  /** Stops following the thread: its row goes (its reads with it). */
+  unfollow(conv: string, root: number): Promise<void> {
+    return this.followChange(conv, root, true);
+  }
+
+  private followChange(conv: string, root: number, unfollow: boolean): Promise<void> {
+    if (!Number.isSafeInteger(root) || root < 1) return Promise.reject(new RangeError(`follow: root must be an integer >= 1, got ${root}`));
+    if (isChildConv(conv)) return Promise.reject(new RangeError(`follow: ${conv} is a topic or a thread; threads hang off a conversation's messages`));
+    // Queued under the thread's id: its ack or refusal touches no overlay of the conversation's.
+    const done = this.settingsQueue.submit(threadConv(conv, root), { follow: { conv, root }, unfollow });
+    this.changed();
+    return done;
   }
 
   /**

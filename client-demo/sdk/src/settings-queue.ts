@@ -6,8 +6,14 @@ interface UnreadFromChange {
   gen: number;
 }
 
-/** What the queue sends: a settings frame's change, or an "unread from here". */
-export type QueuedChange = SettingsChange | UnreadFromChange;
+/** A thread's follow or unfollow (PROTOCOL.md "Threads"), queued under the thread's id. */
+interface FollowChange {
+  follow: { conv: string; root: number };
+  unfollow: boolean;
+}
+
+/** What the queue sends: a settings frame's change, an "unread from here", or a follow. */
+export type QueuedChange = SettingsChange | UnreadFromChange | FollowChange;
 
 import { Timer, type Timers } from './timers.js';
 
@@ -29,7 +35,7 @@ export interface SettingsQueueOptions {
 }
 
 /**
- * Mute / mark unread / delete / "unread from here" requests, in the order the user made them,
+ * Mute / mark unread / delete / "unread from here" / follow requests, in the order the user made them,
  * kept until acknowledged and sent again after a reconnect (each carries absolute values, and an
  * unread-from its generation, so a repeat is harmless).
  */

@@ -176,31 +176,24 @@ export function registerApiRoutes(router: HttpRouter, { sync, auth, metrics, seq
     { body: true, authorize: actingForUser },
   );
 
-  router.route(
-    'put',
-    '/v1/users/:uid/conversations/:conv/threads/:root',
-    async (ctx) => {
-      const uid = param(ctx, 0);
-      const conv = param(ctx, 1);
-      const root = rootParam(ctx, 2);
-      const outcome = await sync.followThread(uid, conv, root);
-      return { body: { conv: threadConv(conv, root), following: true, changed: outcome === 'followed' } };
-    },
-    { authorize: actingForUser },
-  );
-
-  router.route(
-    'del',
-    '/v1/users/:uid/conversations/:conv/threads/:root',
-    async (ctx) => {
-      const uid = param(ctx, 0);
-      const conv = param(ctx, 1);
-      const root = rootParam(ctx, 2);
-      const changed = await sync.unfollowThread(uid, conv, root);
-      return { body: { conv: threadConv(conv, root), following: false, changed } };
-    },
-    { authorize: actingForUser },
-  );
+  // PUT follows the thread, DELETE unfollows it (PROTOCOL.md "Threads").
+  for (const [method, following] of [
+    ['put', true],
+    ['del', false],
+  ] as const) {
+    router.route(
+      method,
+      '/v1/users/:uid/conversations/:conv/threads/:root',
+      async (ctx) => {
+        const uid = param(ctx, 0);
+        const conv = param(ctx, 1);
+        const root = rootParam(ctx, 2);
+        const changed = following ? (await sync.followThread(uid, conv, root)) === 'followed' : await sync.unfollowThread(uid, conv, root);
+        return { body: { conv: threadConv(conv, root), following, changed } };
+      },
+      { authorize: actingForUser },
+    );
+  }
 
   router.route(
     'get',

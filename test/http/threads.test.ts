@@ -1,9 +1,8 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { LIMITS } from '../../protocol/limits.js';
 import type { ConvView, MessageEvent, UnreadSummary } from '../../protocol/types.js';
-import { fileFixture } from '../helpers/file-fixture.js';
-import { startRedisServer } from '../helpers/redis-server.js';
-import { startTestServer, type TestServer } from '../helpers/test-server.js';
+import { serversPerTest } from '../helpers/servers-per-test.js';
+import type { TestServer } from '../helpers/test-server.js';
 
 /**
  * Threads (PROTOCOL.md "Threads") through the HTTP API on both engines: the anchors' complaints
@@ -13,14 +12,9 @@ import { startTestServer, type TestServer } from '../helpers/test-server.js';
  * test/sync/interleavings.ts's.
  */
 describe.each(['memory', 'redis'] as const)('threads (%s)', (engine) => {
-  const redis = fileFixture('redis-server', () => startRedisServer());
-  const servers: TestServer[] = [];
-  afterEach(async () => {
-    for (const s of servers.splice(0)) await s.close();
-  });
+  const startServer = serversPerTest(engine);
   const start = async (): Promise<TestServer> => {
-    const s = await startTestServer({ engine, ...(engine === 'redis' ? { redis: redis() } : {}) });
-    servers.push(s);
+    const s = await startServer();
     await s.members('team', { add: ['alice', 'bob', 'carol'] });
     return s;
   };

@@ -1,9 +1,8 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { LIMITS } from '../../protocol/limits.js';
 import type { ConvView, MessageEvent } from '../../protocol/types.js';
-import { fileFixture } from '../helpers/file-fixture.js';
-import { startRedisServer } from '../helpers/redis-server.js';
-import { startTestServer, type TestServer } from '../helpers/test-server.js';
+import { serversPerTest } from '../helpers/servers-per-test.js';
+import type { TestServer } from '../helpers/test-server.js';
 
 /**
  * Topics (PROTOCOL.md "Topics") through the HTTP API on both engines: a topic's rows sum into the
@@ -12,14 +11,9 @@ import { startTestServer, type TestServer } from '../helpers/test-server.js';
  * message with a membership change are test/sync/interleavings.ts's.
  */
 describe.each(['memory', 'redis'] as const)('topics (%s)', (engine) => {
-  const redis = fileFixture('redis-server', () => startRedisServer());
-  const servers: TestServer[] = [];
-  afterEach(async () => {
-    for (const s of servers.splice(0)) await s.close();
-  });
+  const startServer = serversPerTest(engine);
   const start = async (): Promise<TestServer> => {
-    const s = await startTestServer({ engine, ...(engine === 'redis' ? { redis: redis() } : {}) });
-    servers.push(s);
+    const s = await startServer();
     await s.members('team', { add: ['alice', 'bob'] });
     return s;
   };
@@ -138,8 +132,7 @@ describe.each(['memory', 'redis'] as const)('topics (%s)', (engine) => {
   });
 
   it('each topic row counts toward MAX_CONVERSATIONS_PER_USER: topics are never refused, a new conversation then is', async () => {
-    const s = await startTestServer({ engine, config: { maxConversationsPerUser: 3 }, ...(engine === 'redis' ? { redis: redis() } : {}) });
-    servers.push(s);
+    const s = await startServer({ config: { maxConversationsPerUser: 3 } });
     await s.members('team', { add: ['alice', 'bob'] });
     await s.post([msg(1, 'a'), msg(1, 'b'), msg(1, 'c')]);
     expect((await s.unread('alice')).conversations).toHaveLength(4);

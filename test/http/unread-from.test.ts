@@ -1,8 +1,7 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ConvState } from '../../protocol/types.js';
-import { fileFixture } from '../helpers/file-fixture.js';
-import { startRedisServer } from '../helpers/redis-server.js';
-import { startTestServer, type TestServer } from '../helpers/test-server.js';
+import { serversPerTest } from '../helpers/servers-per-test.js';
+import type { TestServer } from '../helpers/test-server.js';
 
 interface ChangeReply {
   changed: boolean;
@@ -19,15 +18,10 @@ interface ChangeReply {
  * the conformance suite).
  */
 describe.each(['memory', 'redis'] as const)('unread from here (%s)', (engine) => {
-  const redis = fileFixture('redis-server', () => startRedisServer());
-  const servers: TestServer[] = [];
-  afterEach(async () => {
-    for (const s of servers.splice(0)) await s.close();
-  });
+  const startServer = serversPerTest(engine);
   /** alice and bob in `team`, 30 messages from bob, alice mentioned in 8, 12 and 25; alice read to 5. */
   const start = async (): Promise<TestServer> => {
-    const s = await startTestServer({ engine, ...(engine === 'redis' ? { redis: redis() } : {}) });
-    servers.push(s);
+    const s = await startServer();
     await s.members('team', { add: ['alice', 'bob'] });
     await s.post(
       Array.from({ length: 30 }, (_, i) => ({ conv: 'team', seq: i + 1, sender: 'bob', ...([8, 12, 25].includes(i + 1) ? { mentions: ['alice'] } : {}) })),
@@ -77,8 +71,7 @@ describe.each(['memory', 'redis'] as const)('unread from here (%s)', (engine) =>
   });
 
   it('a read-diffused (large) group keeps the same register: the unread-from lowers it, the head counts from there', async () => {
-    const s = await startTestServer({ engine, largeGroupThreshold: 2, ...(engine === 'redis' ? { redis: redis() } : {}) });
-    servers.push(s);
+    const s = await startServer({ largeGroupThreshold: 2 });
     expect(await s.members('big', { add: ['alice', 'bob', 'carol'] })).toMatchObject({ large: true });
     await s.post(Array.from({ length: 8 }, (_, i) => ({ conv: 'big', seq: i + 1, sender: 'bob', ...(i + 1 === 6 ? { mentions: ['alice'] } : {}) })));
     await s.ok('POST', '/v1/users/alice/read', { conv: 'big', seq: 8 });
@@ -124,16 +117,11 @@ describe.each(['memory', 'redis'] as const)('unread from here (%s)', (engine) =>
 });
 
 describe('unread from here across server processes on one Redis', () => {
-  const redis = fileFixture('redis-server', () => startRedisServer());
-  const servers: TestServer[] = [];
-  afterEach(async () => {
-    for (const s of servers.splice(0)) await s.close();
-  });
+  const startServer = serversPerTest('redis');
 
   it('marked through one process, the device on the other gets readSeq going down; a read made before it, sent to the other process, is ignored', async () => {
-    const one = await startTestServer({ engine: 'redis', redis: redis(), redisPrefix: 'shared-uf' });
-    const two = await startTestServer({ engine: 'redis', redis: redis(), redisPrefix: 'shared-uf' });
-    servers.push(one, two);
+    const one = await startServer({ redisPrefix: 'shared-uf' });
+    const two = await startServer({ redisPrefix: 'shared-uf' });
     await one.members('pair', { add: ['alice', 'bob'] });
     await one.post(Array.from({ length: 5 }, (_, i) => ({ conv: 'pair', seq: i + 1, sender: 'bob' })));
     await two.ok('POST', '/v1/users/alice/read', { conv: 'pair', seq: 5, gen: 0 });

@@ -21,8 +21,8 @@ const NEVER_SEEN = '0';
 /** Issue 43: the run's message times count back from here (a fixed instant: runs replay alike). */
 const AT_BASE = 1_760_000_000_000;
 
-/** What the runs exercised, so a green run can show it was not vacuous. */
-export const coverage = {
+/** Every counter at zero. */
+const freshCoverage = () => ({
   runs: 0,
   actions: {} as Record<string, number>,
   notFound: 0,
@@ -52,7 +52,9 @@ export const coverage = {
   follows: 0,
   unfollows: 0,
   threadReads: 0,
-};
+});
+/** What the runs exercised, so a green run can show it was not vacuous. */
+export const coverage = freshCoverage();
 
 /** `recalls` as seqs: offsets from `seq`, those that name a seq (>= 1). */
 function recallsOf(seq: number, offsets: readonly number[] | undefined): { recalls?: number[] } {
@@ -63,30 +65,7 @@ function recallsOf(seq: number, offsets: readonly number[] | undefined): { recal
 /** Returns what was exercised since the last call, and starts counting afresh. */
 export function takeCoverage(): typeof coverage {
   const taken = structuredClone(coverage);
-  Object.assign(coverage, {
-    runs: 0,
-    actions: {},
-    notFound: 0,
-    modeSwitches: 0,
-    syncPages: 0,
-    syncSnapshots: 0,
-    savedCursorSyncs: 0,
-    maxVersion: 0,
-    protoNameRuns: 0,
-    markedReadsAtReadSeq: 0,
-    marksClearedByRead: 0,
-    unreadsLowering: 0,
-    privacyHidPositions: 0,
-    loweringsAcrossWipe: 0,
-    positionsAcrossWipe: 0,
-    nonCounting: 0,
-    recalls: 0,
-    recallsWhileLarge: 0,
-    threadReplies: 0,
-    follows: 0,
-    unfollows: 0,
-    threadReads: 0,
-  });
+  Object.assign(coverage, freshCoverage());
   return taken;
 }
 

@@ -11,7 +11,9 @@ import { durableStack } from './stack.js';
  * flushed or replaced by an empty server. Every check after that must still equal the model:
  * unread, totals, sync from scratch and from old cursors (which get a snapshot: a new epoch).
  * The actions include issue 44's: "unread from here" (a read position lowered, then restored
- * across a wipe), read receipts (one-to-one chats' peerReadSeq) and their `shareReads` setting.
+ * across a wipe), read receipts (one-to-one chats' peerReadSeq) and their `shareReads` setting,
+ * and threads' (PROTOCOL.md "Threads"): replies, follows and unfollows, thread rows' reads and
+ * settings, each of which may be the first touch of a conversation or thread the wipe lost.
  */
 const NUM_RUNS = Number(process.env.REDPOINT_DURABLE_PROPERTY_RUNS ?? 25);
 const SEED = process.env.REDPOINT_DURABLE_PROPERTY_SEED;

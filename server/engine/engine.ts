@@ -59,7 +59,9 @@ export interface Engine {
   roster(conv: string): Promise<Roster | null>;
   /**
    * One member's join tag now (null: not a member, or no such conversation), read from the
-   * conversation alone: what an "unread from here" is floored at (SyncService.unreadFrom).
+   * conversation alone: what an "unread from here" is floored at (SyncService.unreadFrom), and
+   * whether a thread's follower is a member of the conversation and the thread (sync/threads.ts).
+   * With the durable tier, a conversation the store lost or evicted is restored first.
    */
   joinTag(conv: string, uid: string): Promise<MemberTag | null>;
   /** Clears the conversation's pending rewrite if it is still the one of `gen` (a newer change keeps its own). */

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { type Action, countsScenarioArb, type Scenario } from '../http/actions.js';
+import { type Action, countsScenarioArb, type Scenario, threadsScenarioArb } from '../http/actions.js';
 import { coverage, runScenario } from '../http/scenario.js';
 import { durableStack } from './stack.js';
 
@@ -11,7 +11,9 @@ import { durableStack } from './stack.js';
  * flushed or replaced by an empty server. Every check after that must still equal the model:
  * unread, totals, sync from scratch and from old cursors (which get a snapshot: a new epoch).
  * The actions include issue 44's: "unread from here" (a read position lowered, then restored
- * across a wipe), read receipts (one-to-one chats' peerReadSeq) and their `shareReads` setting.
+ * across a wipe), read receipts (one-to-one chats' peerReadSeq) and their `shareReads` setting,
+ * and threads' (PROTOCOL.md "Threads"): replies, follows and unfollows, thread rows' reads and
+ * settings, each of which may be the first touch of a conversation or thread the wipe lost.
  */
 const NUM_RUNS = Number(process.env.REDPOINT_DURABLE_PROPERTY_RUNS ?? 25);
 const SEED = process.env.REDPOINT_DURABLE_PROPERTY_SEED;
@@ -23,17 +25,19 @@ const PATH = process.env.REDPOINT_DURABLE_PROPERTY_PATH;
 // The model applies reads as given: MAX_READ_AHEAD's cap is off (test/http/property.test.ts).
 const CONFIG = { largeGroupThreshold: 3, snapshotEvery: 5, streamMaxLen: 10, config: { maxReadAhead: 0, maxSeqJump: 0 } };
 
-/** A scenario with 1–3 wipes inserted at random points (after its setup). */
-const durableScenarioArb: fc.Arbitrary<Scenario> = fc
-  .tuple(
-    countsScenarioArb(1),
-    fc.array(fc.record({ at: fc.nat(), how: fc.constantFrom<'flushall' | 'empty'>('flushall', 'empty') }), { minLength: 1, maxLength: 3 }),
-  )
-  .map(([scenario, wipes]) => {
-    const actions: Action[] = [...scenario.actions];
-    for (const { at, how } of wipes) actions.splice(1 + (at % actions.length), 0, { t: 'wipe', how });
-    return { ...scenario, actions };
-  });
+/** `base`'s scenarios with 1–3 wipes inserted at random points (after their setup). */
+const withWipes = (base: fc.Arbitrary<Scenario>): fc.Arbitrary<Scenario> =>
+  fc
+    .tuple(base, fc.array(fc.record({ at: fc.nat(), how: fc.constantFrom<'flushall' | 'empty'>('flushall', 'empty') }), { minLength: 1, maxLength: 3 }))
+    .map(([scenario, wipes]) => {
+      const actions: Action[] = [...scenario.actions];
+      for (const { at, how } of wipes) actions.splice(1 + (at % actions.length), 0, { t: 'wipe', how });
+      return { ...scenario, actions };
+    });
+/** The scenarios the FOUND seeds were found with, unless one names its own (their seeds replay them exactly). */
+const durableScenarioArb = withWipes(countsScenarioArb(1));
+/** The random runs': with thread replies, follows and thread rows' reads and settings too (PROTOCOL.md "Threads"). */
+const durableThreadsScenarioArb = withWipes(threadsScenarioArb(1));
 
 describe('durable tier: the model holds across Redis losing everything', () => {
   const stack = durableStack('property', [{ ...CONFIG, durable: { persistIntervalMs: 20 } }]);
@@ -70,11 +74,20 @@ describe('durable tier: the model holds across Redis losing everything', () => {
     // With counts in the runs: the model gave a late read-diffused @all only to members below
     // it on arrival; the server counts it at read time (after an unread-from below it too).
     { seed: -867595856, path: '78', what: 'a late @all in a read-diffused group, then an unread-from below it, across a wipe' },
+    // With threads in the runs: a follow asked Redis alone whether the user was a member of the
+    // conversation and of the thread (engine joinTag), so after a wipe a follower's repeated
+    // follow answered `changed: true` (a member's first follow, 403 not_a_member).
+    {
+      seed: 878023004,
+      path: '0',
+      what: "a follow after a wipe, the thread not yet restored: the follower's follow changes nothing",
+      scenarios: durableThreadsScenarioArb,
+    },
   ];
   for (const found of FOUND) {
     it(`found: ${found.what} (seed ${found.seed})`, async () => {
       await fc.assert(
-        fc.asyncProperty(durableScenarioArb, async (scenario) => {
+        fc.asyncProperty(found.scenarios ?? durableScenarioArb, async (scenario) => {
           await runScenario(stack.server, { ...scenario, server: 0, protoNames: false }, { wipe });
         }),
         { seed: found.seed, path: found.path, numRuns: 1, endOnFailure: true },
@@ -120,7 +133,7 @@ describe('durable tier: the model holds across Redis losing everything', () => {
     async () => {
       const before = structuredClone(coverage);
       await fc.assert(
-        fc.asyncProperty(durableScenarioArb, async (scenario) => {
+        fc.asyncProperty(durableThreadsScenarioArb, async (scenario) => {
           await runScenario(stack.server, { ...scenario, server: 0, protoNames: false }, { wipe });
         }),
         {
@@ -136,6 +149,8 @@ describe('durable tier: the model holds across Redis losing everything', () => {
       if (NUM_RUNS >= 25) {
         expect(coverage.loweringsAcrossWipe - before.loweringsAcrossWipe, 'a lowered read position across a wipe').toBeGreaterThan(0);
         expect(coverage.positionsAcrossWipe - before.positionsAcrossWipe, "a one-to-one chat's position across a wipe").toBeGreaterThan(0);
+        expect(coverage.threadReplies - before.threadReplies, 'thread replies').toBeGreaterThan(0);
+        expect(coverage.follows - before.follows, 'explicit follows').toBeGreaterThan(0);
       }
     },
     Math.max(300_000, NUM_RUNS * 8_000),

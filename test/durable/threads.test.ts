@@ -1,4 +1,6 @@
+import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
+import { ColdSweep } from '../../server/durable/cold-sweep.js';
 import { durableStack } from './stack.js';
 
 /**
@@ -6,11 +8,16 @@ import { durableStack } from './stack.js';
  * rows persist like any conversation's, with no registry of their own to restore. What a row
  * stores relative to the thread's default level (rules.ts storedLevel: `mentions` by default,
  * `all` set apart from it) must come back from PostgreSQL as it was, and the follows with it:
- * after Redis lost everything, a leave still unfollows, and a follow is still counted.
+ * after Redis lost everything, a leave still unfollows, and a follow is still counted. A follow
+ * and an unfollow ask whether the user is a member of the conversation and of the thread: the
+ * answer is the restored membership, never the empty store's "no".
  */
 describe('durable tier: threads', () => {
   const stack = durableStack('threads', [{ redisPrefix: 'th', durable: { coldAfterSeconds: 1, run: false } }]);
   const drain = () => stack.server.durable?.persister.drainAll(Date.now() + 20_000);
+  const follow = (uid: string, conv: string, root: number, method: 'PUT' | 'DELETE' = 'PUT') =>
+    stack.server.api(method, `/v1/users/${uid}/conversations/${conv}/threads/${root}`);
+  const followed = (following: boolean, changed: boolean, conv: string) => ({ status: 200, body: { conv, following, changed } });
 
   it('Redis loses everything: thread rows come back with their levels; a leave then unfollows', async () => {
     await stack.server.members('rt-1', { add: ['ra', 'rb', 'rc'], category: 'work' });
@@ -36,5 +43,42 @@ describe('durable tier: threads', () => {
     expect((await stack.server.unread('rc')).conversations).toEqual([]);
     await stack.server.post({ conv: 'rt-1', thread: 1, seq: 3, sender: 'rb' });
     expect((await stack.server.unread('ra')).conversations.find((c) => c.conv === 'rt-1#r:1')).toMatchObject({ unread: 3 });
+  });
+
+  // Found by test/durable/property.test.ts (seed 878023004): after a wipe the follow read the
+  // memberships from Redis alone: 403 not_a_member for a member, `changed: true` for a follower.
+  it('Redis loses everything: a follow and an unfollow answer from the memberships PostgreSQL holds', async () => {
+    await stack.server.members('rt-2', { add: ['fa', 'fb'] });
+    expect(await follow('fa', 'rt-2', 1)).toMatchObject(followed(true, true, 'rt-2#r:1'));
+    expect(await follow('fb', 'rt-2', 2)).toMatchObject(followed(true, true, 'rt-2#r:2'));
+    await drain();
+    await stack.admin.flushall();
+    // Neither the conversation nor the thread in Redis: fa is a member, and follows already.
+    expect(await follow('fa', 'rt-2', 1)).toMatchObject(followed(true, false, 'rt-2#r:1'));
+    await drain();
+    await stack.admin.flushall();
+    // The conversation put back by a message, the thread not: fb follows it already.
+    await stack.server.post({ conv: 'rt-2', seq: 1, sender: 'fa' });
+    expect(await follow('fb', 'rt-2', 2)).toMatchObject(followed(true, false, 'rt-2#r:2'));
+    await drain();
+    await stack.admin.flushall();
+    // An unfollow of a thread Redis lost: fb was following it.
+    expect(await follow('fb', 'rt-2', 2, 'DELETE')).toMatchObject(followed(false, true, 'rt-2#r:2'));
+    expect((await stack.server.unread('fb')).conversations.map((c) => c.conv)).toEqual(['rt-2']);
+    expect((await stack.server.unread('fa')).conversations.map((c) => c.conv)).toEqual(['rt-2', 'rt-2#r:1']);
+  });
+
+  it('the cold sweep evicted the conversation and its thread: a follow answers from PostgreSQL', async () => {
+    const durable = stack.server.durable;
+    const store = stack.server.engine.durableStore?.();
+    if (!durable || !store) throw new Error('no durable tier');
+    const sweep = new ColdSweep(store, durable.tier.pg, { coldAfterSeconds: 1, sweepSeconds: 1 }, pino({ level: 'silent' }), stack.server.server.metrics);
+    await stack.server.members('rt-3', { add: ['ca', 'cb'] });
+    expect(await follow('ca', 'rt-3', 1)).toMatchObject(followed(true, true, 'rt-3#r:1'));
+    await drain();
+    await sweep.sweepOnce(Date.now() + 3_600_000);
+    for (const conv of ['rt-3', 'rt-3#r:1']) expect(await stack.admin.exists(`th:{c:${conv}}`), conv).toBe(0);
+    expect(await follow('ca', 'rt-3', 1)).toMatchObject(followed(true, false, 'rt-3#r:1'));
+    expect(await follow('cb', 'rt-3', 1)).toMatchObject(followed(true, true, 'rt-3#r:1'));
   });
 });

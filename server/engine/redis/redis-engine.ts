@@ -277,10 +277,13 @@ export class RedisEngine implements Engine {
   }
 
   async joinTag(conv: string, uid: string): Promise<MemberTag | null> {
-    // One field of the conversation's hash (uids never start with CONV_FIELD). A conversation the
-    // durable tier evicted has none: no floor but deletedSeq (the user step refuses a non-member).
-    const text = await this.client.hget(convKey(this.prefix, conv), uid);
-    return text === null ? null : decodeMemberTag(uid, text);
+    // The member's field of the conversation's hash (uids never start with CONV_FIELD), with its
+    // head: a conversation Redis lost or the cold sweep evicted is put back first, as every other
+    // read of one is (a thread's follow asks whether the user is a member: "not" would be wrong).
+    const read = (): Promise<(string | null)[]> => this.client.hmget(convKey(this.prefix, conv), `${CONV_FIELD}s`, uid);
+    let [head, text] = await read();
+    if (head == null && (await this.restoreConversations([conv])).has(conv)) [head, text] = await read();
+    return text == null ? null : decodeMemberTag(uid, text);
   }
 
   async finishRewrite(conv: string, gen: number): Promise<void> {

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { type Action, countsScenarioArb, type Scenario, threadsScenarioArb } from '../http/actions.js';
+import { type Action, countsScenarioArb, type Scenario, threadsScenarioArb, topicsScenarioArb } from '../http/actions.js';
 import { coverage, runScenario } from '../http/scenario.js';
 import { durableStack } from './stack.js';
 
@@ -36,8 +36,10 @@ const withWipes = (base: fc.Arbitrary<Scenario>): fc.Arbitrary<Scenario> =>
     });
 /** The scenarios the FOUND seeds were found with, unless one names its own (their seeds replay them exactly). */
 const durableScenarioArb = withWipes(countsScenarioArb(1));
-/** The random runs': with thread replies, follows and thread rows' reads and settings too (PROTOCOL.md "Threads"). */
+/** With thread replies, follows and thread rows' reads and settings too (PROTOCOL.md "Threads"). */
 const durableThreadsScenarioArb = withWipes(threadsScenarioArb(1));
+/** The random runs': with topics' messages and topic rows' reads and settings too (PROTOCOL.md "Topics"). */
+const durableTopicsScenarioArb = withWipes(topicsScenarioArb(1));
 
 describe('durable tier: the model holds across Redis losing everything', () => {
   const stack = durableStack('property', [{ ...CONFIG, durable: { persistIntervalMs: 20 } }]);
@@ -133,7 +135,7 @@ describe('durable tier: the model holds across Redis losing everything', () => {
     async () => {
       const before = structuredClone(coverage);
       await fc.assert(
-        fc.asyncProperty(durableThreadsScenarioArb, async (scenario) => {
+        fc.asyncProperty(durableTopicsScenarioArb, async (scenario) => {
           await runScenario(stack.server, { ...scenario, server: 0, protoNames: false }, { wipe });
         }),
         {
@@ -151,6 +153,7 @@ describe('durable tier: the model holds across Redis losing everything', () => {
         expect(coverage.positionsAcrossWipe - before.positionsAcrossWipe, "a one-to-one chat's position across a wipe").toBeGreaterThan(0);
         expect(coverage.threadReplies - before.threadReplies, 'thread replies').toBeGreaterThan(0);
         expect(coverage.follows - before.follows, 'explicit follows').toBeGreaterThan(0);
+        expect(coverage.topicMessages - before.topicMessages, "topics' messages").toBeGreaterThan(0);
       }
     },
     Math.max(300_000, NUM_RUNS * 8_000),

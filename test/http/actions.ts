@@ -39,13 +39,27 @@ export type Action =
       /** PROTOCOL.md "Threads": a reply in the thread off message `thread` (1..THREADS), its seq the thread's own; `rootSender` names the root's sender. */
       thread?: number;
       rootSender?: number;
+      /** PROTOCOL.md "Topics": a message of this topic of the conversation (its seq the topic's own). */
+      topic?: string;
     }
   /** Redelivery of earlier messages (duplicates, reordering) plus, optionally, the held ones. */
   | { t: 'batch'; picks: number[]; includeHeld: boolean; single: boolean; shuffle: number }
   /** Several single-message POSTs in flight at once (group commit merges them). */
   | { t: 'concurrent'; picks: number[] }
   /** `gen`: sent with the read generation the user has (`current`) or the one before (`older`: a device that had not seen an unread-from). */
-  | { t: 'read'; user: number; conv: number; pick: boolean; all: boolean; permille: number; jwt: boolean; gen?: 'current' | 'older'; thread?: number }
+  | {
+      t: 'read';
+      user: number;
+      conv: number;
+      pick: boolean;
+      all: boolean;
+      permille: number;
+      jwt: boolean;
+      gen?: 'current' | 'older';
+      thread?: number;
+      /** On the user's row of this topic of the conversation (PROTOCOL.md "Topics"). */
+      topic?: string;
+    }
   /**
    * "Unread from here" at `permille` of the conversation's head (sometimes above it: refused),
    * with the next read generation, the current one (a retry), or none (the server's next).
@@ -63,6 +77,8 @@ export type Action =
       jwt: boolean;
       /** On the user's row of this thread of the conversation (PROTOCOL.md "Threads"). */
       thread?: number;
+      /** On the user's row of this topic of the conversation (PROTOCOL.md "Topics"). */
+      topic?: string;
     }
   /** PROTOCOL.md "Threads": follow (or unfollow) the thread off message `thread` of the conversation. */
   | { t: 'follow'; user: number; conv: number; thread: number; pick: boolean; unfollow: boolean; jwt: boolean }
@@ -313,4 +329,34 @@ export interface Scenario {
   finalLimits: number[];
   /** Conversation and user ids from PROTO_CONVS / PROTO_USERS instead of run-unique ones. */
   protoNames?: boolean;
+}
+
+/** Topics a run uses per conversation: few, so messages, reads and membership changes meet. */
+export const TOPICS = ['a', 'b'] as const;
+
+/**
+ * Topics (PROTOCOL.md "Topics"), drawn apart from the scenario as `threadsArb` is: per action
+ * index, whether a message there belongs to a topic (a thread's reply does not: refused), and
+ * whether a read or a settings change there is on a topic's row.
+ */
+const topicsArb = fc.array(
+  fc.record({
+    message: fc.oneof({ weight: 3, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: fc.constantFrom(...TOPICS) }),
+    row: fc.oneof({ weight: 3, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: fc.constantFrom(...TOPICS) }),
+  }),
+  { minLength: 16, maxLength: 16 },
+);
+
+/** `threadsScenarioArb` with topics' messages, and reads and settings on topics' rows. */
+export function topicsScenarioArb(servers: number): fc.Arbitrary<Scenario> {
+  return fc.tuple(threadsScenarioArb(servers), topicsArb).map(([scenario, topics]) => ({
+    ...scenario,
+    actions: scenario.actions.map((a, i): Action => {
+      const d = topics[i % topics.length];
+      if (!d) return a;
+      if (a.t === 'msg' && a.thread === undefined && d.message !== undefined) return { ...a, topic: d.message };
+      if ((a.t === 'read' || a.t === 'settings') && a.thread === undefined && d.row !== undefined) return { ...a, topic: d.row };
+      return a;
+    }),
+  }));
 }

@@ -6,7 +6,7 @@ import type { EngineKind } from '../../server/engine/engine.js';
 import { walk } from '../admin/toolbox-suite.js';
 import { type RedisServer, startRedisServer } from '../helpers/redis-server.js';
 import { startTestServer, type TestServer, type TestServerOptions } from '../helpers/test-server.js';
-import { type Scenario, threadsScenarioArb } from './actions.js';
+import { type Scenario, topicsScenarioArb } from './actions.js';
 import { coverage, runScenario, takeCoverage } from './scenario.js';
 
 /**
@@ -244,7 +244,7 @@ for (const kind of ENGINES) {
       async () => {
         const before = structuredClone(coverage);
         await fc.assert(
-          fc.asyncProperty(threadsScenarioArb(CONFIGS.length), async (scenario) => {
+          fc.asyncProperty(topicsScenarioArb(CONFIGS.length), async (scenario) => {
             await runOn(scenario);
           }),
           // Under CI, the first counterexample with its seed: shrinking one on a loaded machine can
@@ -278,6 +278,8 @@ for (const kind of ENGINES) {
           'follows',
           'unfollows',
           'threadReads',
+          'topicMessages',
+          'topicReads',
         ] as const;
         if (NUM_RUNS >= 100) for (const key of EXERCISED) expect(coverage[key] - before[key], `random runs exercised ${key}`).toBeGreaterThan(0);
         // Reconcile finds nothing on the stores the scenarios left (tombstones, pending records,

@@ -5,7 +5,7 @@ import type { UnreadSummary } from '../../protocol/types.js';
 import { mulberry32 } from '../helpers/prng.js';
 import type { ApiResponse, TestServer } from '../helpers/test-server.js';
 import { type Action, allUsers, PROTO_CONVS, PROTO_USERS, type Scenario, USERS } from './actions.js';
-import { Model, type ModelMessage, type ModelSummary, type ModelView, type Outcome, threadOf, withoutPeers } from './model.js';
+import { Model, type ModelMessage, type ModelSummary, type ModelView, type Outcome, threadOf, topicOf, withoutPeers } from './model.js';
 import { type ClientCopy, cloneCopy, copyViews, emptyCopy, syncCopy } from './sync-client.js';
 
 /**
@@ -52,6 +52,9 @@ const freshCoverage = () => ({
   follows: 0,
   unfollows: 0,
   threadReads: 0,
+  /** Topics: messages of a topic, reads of a topic's row. */
+  topicMessages: 0,
+  topicReads: 0,
 });
 /** What the runs exercised, so a green run can show it was not vacuous. */
 export const coverage = freshCoverage();
@@ -128,14 +131,16 @@ class Run {
     return this.protoNames ? (PROTO_CONVS[c] ?? `c${c}`) : `${this.ns}-c${c}`;
   }
 
-  /** The seq counter of a conversation, or of one of its threads (a thread's replies have their own seqs). */
-  private seqKey(c: number, thread: number | undefined): string {
-    return thread === undefined ? String(c) : `${c}#r:${thread}`;
+  /** The seq counter of a conversation, or of one of its threads or topics (each has its own seqs). */
+  private seqKey(c: number, thread: number | undefined, topic?: string): string {
+    if (thread !== undefined) return `${c}#r:${thread}`;
+    return topic === undefined ? String(c) : `${c}#t:${topic}`;
   }
 
-  /** The row a user operation names: the conversation, or one of its threads. */
-  private rowConv(c: number, thread: number | undefined): string {
-    return thread === undefined ? this.conv(c) : threadOf(this.conv(c), thread);
+  /** The row a user operation names: the conversation, or one of its threads or topics. */
+  private rowConv(c: number, thread: number | undefined, topic?: string): string {
+    if (thread !== undefined) return threadOf(this.conv(c), thread);
+    return topic === undefined ? this.conv(c) : topicOf(this.conv(c), topic);
   }
 
   /** The acting user: with `pick`, the `u`-th current member of the conversation (if it has any). */
@@ -163,14 +168,16 @@ class Run {
       }
       case 'msg': {
         // A thread's replies have their own seqs (PROTOCOL.md "Threads").
-        const key = this.seqKey(a.conv, a.thread);
+        const key = this.seqKey(a.conv, a.thread, a.topic);
         const seq = Math.min((this.nextSeq.get(key) ?? 0) + 1 + a.gap, LIMITS.maxSeq);
         this.nextSeq.set(key, seq);
         const mentions = a.mentions.map((u) => this.uid(u));
         const sender = this.uid(this.actor(a.sender, a.conv, a.pick));
         if (a.thread !== undefined) coverage.threadReplies++;
+        if (a.topic !== undefined) coverage.topicMessages++;
         const msg: ModelMessage = {
           conv: this.conv(a.conv),
+          ...(a.topic !== undefined ? { topic: a.topic } : {}),
           ...(a.thread !== undefined ? { thread: a.thread, ...(a.rootSender !== undefined ? { rootSender: this.uid(a.rootSender) } : {}) } : {}),
           seq,
           sender,
@@ -211,8 +218,9 @@ class Run {
       }
       case 'read': {
         const u = this.actor(a.user, a.conv, a.pick);
-        const top = this.nextSeq.get(this.seqKey(a.conv, a.thread)) ?? 0;
-        const conv = this.rowConv(a.conv, a.thread);
+        const top = this.nextSeq.get(this.seqKey(a.conv, a.thread, a.topic)) ?? 0;
+        const conv = this.rowConv(a.conv, a.thread, a.topic);
+        if (a.topic !== undefined && this.model.isMember(this.uid(u), conv)) coverage.topicReads++;
         if (a.thread !== undefined && this.model.isMember(this.uid(u), conv)) coverage.threadReads++;
         const at = this.model.readPosition(this.uid(u), conv);
         // A marked conversation opened again where the user already read (`all`, permille above
@@ -261,7 +269,7 @@ class Run {
           ...(a.markedUnread !== undefined ? { markedUnread: a.markedUnread } : {}),
           ...(a.level !== undefined ? { level: a.level } : {}),
         };
-        const conv = this.rowConv(a.conv, a.thread);
+        const conv = this.rowConv(a.conv, a.thread, a.topic);
         const outcome = this.model.updateSettings(this.uid(u), conv, settings);
         const res = await this.actAs(u, a.jwt, 'PUT', `/v1/users/${this.uid(u)}/conversations/${encodeURIComponent(conv)}`, settings);
         this.expectStatus(res, outcome, a);

@@ -43,10 +43,13 @@ export function setupDevPanel(client: RedpointClient, uid: string, log: StatusLi
   const pickSender = (): void => {
     const conv = select.value;
     if (!sender || !conv) return;
-    sender.value = someoneElse([]);
+    const placeholder = someoneElse([]);
+    sender.value = placeholder;
     membersOf(chosen().conv).then(
       (members) => {
-        if (select.value === conv) sender.value = someoneElse(members);
+        // Not over what the user typed meanwhile (the tests type "From" at once: their message
+        // went out from another member, and its unread or mention never showed).
+        if (select.value === conv && sender.value === placeholder) sender.value = someoneElse(members);
       },
       (err: unknown) => log.error(`Failed: ${err instanceof Error ? err.message : String(err)}`),
     );

@@ -93,7 +93,7 @@ function defaultLevel(conv: string): NotificationLevel {
 
 /** Whether the row adds only its mentions to the totals (level `mentions`, set or by default). */
 export function countsMentionsOnly(rec: { conv: string; muted: boolean; mentionsOnly: boolean }): boolean {
-  return !rec.muted && rec.mentionsOnly !== isThreadConv(rec.conv);
+  return !rec.muted && rec.mentionsOnly !== (defaultLevel(rec.conv) === 'mentions');
 }
 
 export function levelOf(rec: { conv: string; muted: boolean; mentionsOnly: boolean }): NotificationLevel {
@@ -242,17 +242,22 @@ function copy(rec: StoredConv): StoredConv {
  * conversation had when it became read-diffused (one at or below it was a write-diffused message
  * and is not kept), and the seqs that stop counting. The push goes out when the head rose or any
  * of them is there (a late recall moves no head). conv_record.lua applies the same rule; the
- * conformance suite holds both engines to the same frames.
+ * conformance suite holds both engines to the same frames. Undefined: the messages carry none.
  */
 export function headPushExtras(
   item: { at?: number; mentionAll?: readonly number[]; nocount?: readonly number[] },
   largeFrom: number,
-): { headAt?: number; mentionAll?: number[]; nocount?: number[] } {
+): { headAt?: number; mentionAll?: number[]; nocount?: number[] } | undefined {
+  // Most messages carry none of them: nothing is made for those (the memory engine's hot path).
+  if (item.at === undefined && !item.mentionAll?.length && !item.nocount?.length) return undefined;
   const all = (item.mentionAll ?? []).filter((seq) => seq > largeFrom);
+  const nocount = item.nocount ?? [];
+  // An @all at or below the floor alone adds nothing: no push for it (conv_record.lua's allCounted '').
+  if (item.at === undefined && all.length === 0 && nocount.length === 0) return undefined;
   return {
     ...(item.at !== undefined ? { headAt: item.at } : {}),
     ...(all.length > 0 ? { mentionAll: [...new Set(all)].sort((a, b) => a - b) } : {}),
-    ...(item.nocount !== undefined && item.nocount.length > 0 ? { nocount: [...new Set(item.nocount)].sort((a, b) => a - b) } : {}),
+    ...(nocount.length > 0 ? { nocount: [...new Set(nocount)].sort((a, b) => a - b) } : {}),
   };
 }
 

@@ -1,7 +1,7 @@
-import { isThreadConv, withChildFields } from '../../protocol/child-id.js';
+import { withChildFields } from '../../protocol/child-id.js';
 import type { ConvEntry, ConvState } from '../../protocol/types.js';
 import type { MemberTag } from './engine.js';
-import { countsMentionsOnly, type StoredConv } from './rules.js';
+import { countsMentionsOnly, type StoredConv, storedLevel } from './rules.js';
 
 /**
  * The stored state's text formats, shared by both engines: the Redis engine's Lua scripts store
@@ -102,7 +102,7 @@ const FLAG_TEXT = ['000', '001', '010', '011', '100', '101', '110', '111', '200'
 export function encodeEntryText(conv: string, state: ConvState | null): string {
   if (!state) return conv;
   // The level character is the stored bit (rules.ts mentionsOnly: relative to the row's default level).
-  const flags = (state.muted ? 4 : (state.level === 'mentions') !== isThreadConv(conv) ? 8 : 0) + (state.markedUnread ? 2 : 0) + (state.large ? 1 : 0);
+  const flags = (state.muted ? 4 : storedLevel(conv, state.level ?? 'all').mentionsOnly ? 8 : 0) + (state.markedUnread ? 2 : 0) + (state.large ? 1 : 0);
   // join() makes one flat string; a template literal this long would be a tree of ConsStrings
   // (several heap objects with pointers), which is what a kept entry must not be.
   const fields = [

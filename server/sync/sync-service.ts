@@ -380,7 +380,7 @@ export class SyncService {
 }
 
 /** What extrasOf gives: PullReply's `headAt`, `mentionAll` and `nocount`, those that have any. */
-type LargeExtras = { headAt?: Record<string, number>; mentionAll?: Record<string, number[]>; nocount?: Record<string, number[]> };
+type LargeExtras = Pick<PullReply, 'headAt' | 'mentionAll' | 'nocount'>;
 
 /**
  * The totals of a user's state: the stored ones cover the write-diffused conversations; the

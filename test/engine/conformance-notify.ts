@@ -77,8 +77,9 @@ export function notificationConformance(use: UseEngine): void {
       await e.recordMessages([{ conv: 'g', seq: 4, candidates: ['a'], at: 1_700_000_000_000, mentionAll: [2, 4, 3], nocount: [4, 1] }], 5.5);
       // Below the head: no new head, but a recall (and a time) the members' counts need.
       await e.recordMessages([{ conv: 'g', seq: 3, candidates: ['b'], nocount: [3] }]);
-      // A redelivery without anything new is silent.
+      // A redelivery without anything new is silent; so is one whose only @all is at or below the floor.
       await e.recordMessages([{ conv: 'g', seq: 4, candidates: ['a'] }]);
+      await e.recordMessages([{ conv: 'g', seq: 4, candidates: ['a'], mentionAll: [2] }]);
       await e.recordMessages([{ conv: 'g', seq: 5, candidates: ['a'] }]);
       await vi.waitFor(() => expect(heads).toHaveLength(3), WAIT);
       expect(heads).toEqual([

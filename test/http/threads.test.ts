@@ -261,3 +261,40 @@ describe.each(['memory', 'redis'] as const)('threads (%s)', (engine) => {
     expect(await s.engine.missingConversations(['team#r:1'])).toEqual(['team#r:1']);
   });
 });
+
+/**
+ * Two processes: the leave lists the follower's thread rows that the other process made (without
+ * that listing, a round fails). The narrower window, a follow whose membership check ran before
+ * the leave and whose join lands after its listing, is held at every await point by
+ * test/sync/interleavings.ts ("a follow while the follower leaves"): timing alone rarely reaches it.
+ */
+describe('threads across two server processes on one Redis', () => {
+  const startServer = serversPerTest('redis');
+  const ROUNDS = 60;
+
+  it('follows and implicit follows racing the follower leaving through the other process end unfollowed; a rejoin brings nothing back', async () => {
+    const one = await startServer({ redisPrefix: 'shared-threads' });
+    const two = await startServer({ redisPrefix: 'shared-threads' });
+    for (let round = 0; round < ROUNDS; round++) {
+      const conv = `race${round}`;
+      await one.members(conv, { add: ['alice', 'bob', 'carol'] });
+      await one.post({ conv, seq: 1, sender: 'bob' });
+      // Through one: an explicit follow and a reply mentioning alice (an implicit follow); through two: alice leaves.
+      await Promise.all([
+        one.api('PUT', `/v1/users/alice/conversations/${conv}/threads/1`),
+        one.post({ conv, thread: 1, rootSender: 'bob', seq: round + 1, sender: 'carol', mentions: ['alice'] }),
+        // The leave sent a little later each round, so it lands before, during and after the follows.
+        new Promise((resolve) => setTimeout(resolve, (round % 12) * 3)).then(() => two.members(conv, { remove: ['alice'] })),
+      ]);
+      for (const s of [one, two]) {
+        const rows = (await s.unread('alice')).conversations.map((c) => c.conv);
+        expect(
+          rows.filter((c) => c.startsWith(conv)),
+          `round ${round}`,
+        ).toEqual([]);
+      }
+      await two.members(conv, { add: ['alice'] });
+      expect((await one.unread('alice')).conversations.map((c) => c.conv).filter((c) => c.startsWith(`${conv}#`))).toEqual([]);
+    }
+  });
+});

@@ -1,6 +1,7 @@
 import type { HeadFrame } from '../../../protocol/frames.js';
 import { LIMITS } from '../../../protocol/limits.js';
 import type { PullReply } from '../../../protocol/types.js';
+import type { HeadExtras } from '../../../protocol/view.js';
 
 type Extras = Pick<PullReply, 'headAt' | 'mentionAll' | 'nocount'>;
 
@@ -19,9 +20,9 @@ interface Kept {
  * client, is dropped; the server drops its @all seqs then too. Kept in a Map: ids such as
  * `__proto__` are valid; `record` is what protocol/view.ts reads (own keys only).
  */
-export class HeadExtras {
+export class KeptExtras {
   private readonly map = new Map<string, Kept>();
-  private cached: Extras | null = null;
+  private cached: HeadExtras | null = null;
 
   /** A pull reply's maps. */
   mergeReply(reply: Extras): void {
@@ -36,6 +37,11 @@ export class HeadExtras {
     this.add(frame.conv, frame.headAt ?? 0, frame.mentionAll ?? [], frame.nocount ?? []);
   }
 
+  /** Drops one conversation's (it left read diffusion, or the client). */
+  delete(conv: string): void {
+    if (this.map.delete(conv)) this.cached = null;
+  }
+
   /** Drops the conversations `keep` says are no longer read-diffused (or no longer the client's). */
   retain(keep: (conv: string) => boolean): void {
     for (const conv of [...this.map.keys()]) {
@@ -46,7 +52,8 @@ export class HeadExtras {
     }
   }
 
-  get record(): Extras {
+  /** As protocol/view.ts reads them (PullReply's three maps). */
+  get record(): HeadExtras {
     if (this.cached) return this.cached;
     const headAt: [string, number][] = [];
     const mentionAll: [string, number[]][] = [];

@@ -2,7 +2,7 @@ import type { ChangeFrame, HeadFrame, SettingsFrame } from '../../../protocol/fr
 import type { ConvState, Cursor, PullReply } from '../../../protocol/types.js';
 import { byActivity, effectiveLastSeq, summarize } from '../../../protocol/view.js';
 import type { CachedState } from './cache/cache.js';
-import { HeadExtras } from './head-extras.js';
+import { KeptExtras } from './head-extras.js';
 import { Heads } from './heads.js';
 import type { ConversationView, Totals } from './types.js';
 
@@ -60,7 +60,7 @@ export class ConvStore {
   private convs = new Map<string, ConvState>();
   private heads = new Heads();
   /** Issue 43: the read-diffused conversations' last activity, @all and non-counting seqs (PullReply headAt, mentionAll, nocount; `head` pushes). */
-  private extras = new HeadExtras();
+  private extras = new KeptExtras();
   private readonly reads = new Map<string, ReadOverlay>();
   private readonly settings = new Map<string, SettingsOverlay>();
 
@@ -94,7 +94,7 @@ export class ConvStore {
     this.cursor = null;
     this.convs = new Map();
     this.heads = new Heads();
-    this.extras = new HeadExtras();
+    this.extras = new KeptExtras();
     this.reads.clear();
     this.settings.clear();
   }
@@ -136,7 +136,7 @@ export class ConvStore {
       // Another history: its heads replace ours. The same one: a head push may be newer than these.
       if (!mine) {
         this.heads = new Heads();
-        this.extras = new HeadExtras();
+        this.extras = new KeptExtras();
       }
       from = reply.snapshot.v;
     } else {
@@ -245,7 +245,7 @@ export class ConvStore {
       this.heads.delete(conv);
     }
     // Back to write diffusion (or gone): the server dropped its @all seqs, the states carry the rest.
-    if (state?.large !== true) this.extras.retain((c) => c !== conv);
+    if (state?.large !== true) this.extras.delete(conv);
   }
 
   /** A head of a conversation the client no longer has means nothing (it would return with a stale value). */

@@ -221,7 +221,7 @@ export class MemoryEngine implements Engine {
     if (raised && this.options.badgeMarks) this.marks.markConversation(conv, Date.now());
     if (mentionAll !== undefined && mentionAll.length > 0) c.mentionAll = mergeMentions(c.mentionAll, mentionAll, c.largeFrom);
     const pushed = headPushExtras(item, c.largeFrom);
-    if (raised || Object.keys(pushed).length > 0) this.notifications.head({ conv, maxSeq: c.maxSeq, ...(at !== undefined ? { at } : {}), ...pushed });
+    if (raised || pushed) this.notifications.head({ conv, maxSeq: c.maxSeq, ...(at !== undefined ? { at } : {}), ...pushed });
     const { held, ahead } = recalledMentions(c, item);
     return {
       info: info(conv, c),

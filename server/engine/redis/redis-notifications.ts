@@ -194,8 +194,9 @@ function parseUserMessage(uid: string, message: string): UserChange[] {
 }
 
 /**
- * `maxSeq|arrival|headAt|@all seqs|non-counting seqs` (conv_record.lua; seqs 'a,b'; '' = none).
- * A process of the release before sends `maxSeq|arrival` only (a rolling upgrade): the rest is absent then.
+ * `maxSeq|arrival|headAt|@all seqs|non-counting seqs` (conv_record.lua; seqs 'a,b'; '' = none),
+ * or `maxSeq|arrival` when the messages carry none of the last three (most; and every message
+ * of a process of the release before, in a rolling upgrade).
  */
 function parseHeadMessage(conv: string, message: string): HeadChange {
   const [maxSeq = '', arrival = '', headAt = '', all = '', nocount = ''] = message.split('|');

@@ -176,8 +176,14 @@ while i <= #ARGV do
       end
       -- The push carries what these messages add (rules.ts headPushExtras): a late recall or
       -- @all moves no head but changes the members' counts.
-      if publishCmd ~= '' and (raised or lastAt ~= '' or allCounted ~= '' or nocount ~= '') then
-        redis.call(publishCmd, convChannelOf(prefix, conv), table.concat({ int(maxSeq), at, lastAt, allCounted, mergeNocountText(nil, nocount) }, '|'))
+      -- A plain message publishes `maxSeq|arrival` as before, and pays for nothing more.
+      if publishCmd ~= '' then
+        if lastAt ~= '' or allCounted ~= '' or nocount ~= '' then
+          local gone = nocount ~= '' and mergeNocountText(nil, nocount) or ''
+          redis.call(publishCmd, convChannelOf(prefix, conv), int(maxSeq) .. '|' .. at .. '|' .. lastAt .. '|' .. allCounted .. '|' .. gone)
+        elseif raised then
+          redis.call(publishCmd, convChannelOf(prefix, conv), int(maxSeq) .. '|' .. at)
+        end
       end
     end
     -- Issue 43: only messages that carry a time pay for this (most carry none).

@@ -8,9 +8,8 @@ import { openTools, row } from './demo-ui.js';
 
 /**
  * Threads (PROTOCOL.md "Threads") shown to a person on the demo page, in real Chromium against a
- * real dev-mode server of this file's own: the seed script's conversation ids are fixed, and a
- * page numbers a thread's replies from the seqs it knows, so a second seed on one server would
- * resend seqs a thread it does not follow has already.
+ * real dev-mode server of this file's own: the seed script's conversation ids are fixed, so the
+ * first test's thread is `announcements#r:1` only on a server no other file seeded.
  */
 const suite = demoSuite();
 afterAll(() => {

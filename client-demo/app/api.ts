@@ -1,3 +1,4 @@
+import type { UserInspection } from '../../protocol/admin-replies.js';
 import type { DemoActivityReply, DemoKeptMessage } from '../../protocol/replies.js';
 import type { MessageInput } from '../../protocol/schemas.js';
 
@@ -48,4 +49,13 @@ export async function reportActivity(conv: string, seq: number, messages?: Array
 export async function membersOf(conv: string): Promise<string[]> {
   const found = (await call('GET', `/v1/admin/conversations/${encodeURIComponent(conv)}`)) as { members: Array<{ uid: string }> };
   return found.members.map((m) => m.uid);
+}
+
+/**
+ * The lastSeq of each of `uid`'s rows, hidden ones too (the operator's inspection): in a
+ * conversation or topic the user is a member of, its head (effective, for a read-diffused one).
+ */
+export async function rowHeads(uid: string): Promise<Map<string, number>> {
+  const inspection = (await call('GET', `/v1/admin/users/${encodeURIComponent(uid)}`)) as UserInspection;
+  return new Map(inspection.conversations.filter((c) => c.status === 'member').map((c) => [c.conv, c.lastSeq]));
 }

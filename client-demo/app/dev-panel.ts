@@ -1,5 +1,5 @@
 import type { RedpointClient } from '@redpoint/client';
-import { createConversation, membersOf, setServerSettings } from './api.js';
+import { createConversation, membersOf, rowHeads, setServerSettings } from './api.js';
 import { displayName, rowName } from './names.js';
 import { type Outbox, type Outgoing, type Target, targetOf } from './outbox.js';
 import { SAMPLE_TEXTS, type SeedChat, seedChats } from './seed-script.js';
@@ -66,7 +66,7 @@ export function setupDevPanel(client: RedpointClient, uid: string, log: StatusLi
     if (select.value !== current) pickSender();
   };
 
-  const run = (what: string, job: () => Promise<void>): void => {
+  const run = (what: string, job: () => Promise<unknown>): void => {
     job().then(
       () => log.info(what),
       (err: unknown) => log.error(`Failed: ${err instanceof Error ? err.message : String(err)}`),
@@ -119,14 +119,19 @@ export function setupDevPanel(client: RedpointClient, uid: string, log: StatusLi
       // The cast never includes this user: on bob's page, "bob" is alice.
       const chats = seedChats(uid, (name) => (name === uid ? 'alice' : name));
       for (const chat of chats) await createConversation(chat.conv, chat.members, chat.category);
+      // The conversations' ids are fixed: another page's seed on this server may have sent to them
+      // already, and this page's client may not have heard of them yet. A member now of every one
+      // (and of its topics), this user's rows say where each is.
+      outbox.continueFrom(await rowHeads(uid));
       for (const chat of chats) {
-        await outbox.send({ conv: chat.conv }, spaced(chat));
+        const seqs = await outbox.send({ conv: chat.conv }, spaced(chat));
         // A topic's first message creates it, with the conversation's members (PROTOCOL.md "Topics").
         for (const topic of chat.topics ?? []) await outbox.send({ conv: chat.conv, topic: topic.topic }, spaced(topic));
-        // A thread's replies: whoever they mention follows it from that reply on (PROTOCOL.md "Threads").
+        // A thread's replies, off the root this seed just sent: whoever they mention follows it from that reply on (PROTOCOL.md "Threads").
         const thread = chat.thread;
         const root = thread && chat.lines[thread.root - 1];
-        if (thread && root) await outbox.send({ conv: chat.conv, thread: thread.root, rootSender: root.from }, spaced(thread));
+        const rootSeq = thread && seqs[thread.root - 1];
+        if (thread && root && rootSeq !== undefined) await outbox.send({ conv: chat.conv, thread: rootSeq, rootSender: root.from }, spaced(thread));
         if (chat.muted) await setServerSettings(uid, chat.conv, { muted: true });
         remember({ conv: chat.conv });
       }

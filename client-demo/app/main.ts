@@ -143,7 +143,7 @@ document.addEventListener('click', (event) => {
   if (action === 'menu') return menus.toggle(button.dataset.menu ?? '');
   if (action === 'open') return openConversation(conv);
   menus.close(true);
-  const done = (p: Promise<void>, what: string): void => {
+  const done = (p: Promise<unknown>, what: string): void => {
     p.then(
       () => log.info(`${what} ${conv}`),
       (err: unknown) => log.error(`Failed: ${err instanceof Error ? err.message : String(err)}`),

@@ -73,7 +73,8 @@ export class Outbox {
     private readonly activity: Activity,
   ) {}
 
-  async send(to: Target, outgoing: Outgoing[]): Promise<void> {
+  /** Sends `outgoing` in one request; resolves with the seq each got, in order. */
+  async send(to: Target, outgoing: Outgoing[]): Promise<number[]> {
     const conv = messageConv(to);
     const numbered = outgoing.map((m) => ({ ...m, seq: this.nextSeq(conv) }));
     // `at`: the message's time as a message service would stamp it (issue 43: Redpoint keeps the
@@ -81,6 +82,16 @@ export class Outbox {
     const now = Date.now();
     await sendMessages(numbered.map((m) => toMessageInput(to, m.seq, m, this.uid, now)));
     await this.activity.sent(conv, numbered);
+    return numbered.map((m) => m.seq);
+  }
+
+  /**
+   * Numbers each row of `heads` from its head on, even before the client has heard of the row:
+   * other pages send to the same conversations (a seed of theirs), and a seq sent again is a
+   * duplicate the server ignores.
+   */
+  continueFrom(heads: ReadonlyMap<string, number>): void {
+    for (const [conv, head] of heads) this.sent.set(conv, Math.max(this.sent.get(conv) ?? 0, head));
   }
 
   /** `conv`: the row's id (a topic's `<conv>#t:<topic>`), whose seqs the client knows. */

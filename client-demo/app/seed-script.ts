@@ -29,7 +29,7 @@ export interface SeedChat {
   /** Topics: the conversation is then listed with them under it and their counts summed. */
   topics?: SeedTopic[];
   /**
-   * A thread on one of `lines` (its 1-based position: the root's seq), PROTOCOL.md "Threads": its
+   * A thread on one of `lines` (its 1-based position; the thread hangs off the seq that line gets), PROTOCOL.md "Threads": its
    * replies count in the thread's row only, for those who follow it (a reply mentioning the
    * page's user makes them follow).
    */

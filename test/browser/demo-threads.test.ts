@@ -1,14 +1,15 @@
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, describe, expect, it } from 'vitest';
+import { seedChats } from '../../client-demo/app/seed-script.js';
+import { threadConv, topicConv } from '../../protocol/child-id.js';
 import { ARTIFACTS, demoSuite } from './demo-suite.js';
 import { openTools, row } from './demo-ui.js';
 
 /**
  * Threads (PROTOCOL.md "Threads") shown to a person on the demo page, in real Chromium against a
- * real dev-mode server of this file's own: the seed script's conversation ids are fixed, and a
- * page numbers a thread's replies from the seqs it knows, so a second seed on one server would
- * resend seqs a thread it does not follow has already.
+ * real dev-mode server of this file's own: the seed script's conversation ids are fixed, so the
+ * first test's thread is `announcements#r:1` only on a server no other file seeded.
  */
 const suite = demoSuite();
 afterAll(() => {
@@ -54,5 +55,44 @@ describe('the demo shows threads', () => {
     expect(after.conversations.find((c) => c.conv === 'announcements')?.threads).toBeUndefined();
     expect(after.total).toBe(before.total - 1);
     await page.screenshot({ path: join(ARTIFACTS, 'demo-thread.png') });
+  });
+
+  it("a second seed on the same server, from another user's page, continues every conversation and topic from its head, and its thread hangs off the root it sent: all of it counts for that user", async () => {
+    // The page's tools log this once every message of the seed is acknowledged.
+    const seed = async (uid: string, device: string): Promise<Page> => {
+      const { page } = await suite.open(uid, device, DESKTOP);
+      await openTools(page);
+      await page.locator('#seed').click();
+      await expect.poll(() => page.locator('#log').textContent(), { timeout: 15_000 }).toBe('Seeded demo conversations');
+      await page.keyboard.press('Escape');
+      return page;
+    };
+    /** A member's lastSeq of each of their rows: the head, in write-diffused conversations. */
+    const heads = async (uid: string): Promise<Record<string, number>> =>
+      Object.fromEntries((await suite.h.unread(uid)).conversations.map((c) => [c.conv, c.lastSeq]));
+    // How many messages the seed sends to each conversation and topic everyone shares (a DM is its user's own).
+    const shared = seedChats('uma', (name) => name)
+      .filter((chat) => chat.category !== 'private')
+      .flatMap((chat) => [
+        [chat.conv, chat.lines.length] as const,
+        ...(chat.topics ?? []).map((t) => [topicConv(chat.conv, t.topic), t.lines.length] as const),
+      ]);
+
+    // At least one seed before (the test above's too, when it ran).
+    await seed('vic', 'V');
+    const before = await heads('vic');
+    const page = await seed('uma', 'U');
+    const after = await heads('uma');
+    expect(Object.fromEntries(shared.map(([conv]) => [conv, after[conv]]))).toEqual(
+      Object.fromEntries(shared.map(([conv, sent]) => [conv, (before[conv] ?? 0) + sent])),
+    );
+    // uma's thread: off the announcement her seed sent, its three replies new to her (the second mentions her).
+    const root = after.announcements ?? 0;
+    const summary = await suite.h.unread('uma');
+    expect(summary.conversations.find((c) => c.conv === threadConv('announcements', root))).toMatchObject({ thread: root, lastSeq: 3, unread: 3, mentions: 1 });
+    expect(summary.conversations.find((c) => c.conv === 'design-team')).toMatchObject({ unread: 6, mentions: 1 });
+    await expect.poll(() => childRows(page, 'announcements'), { timeout: 15_000 }).toEqual([[threadConv('announcements', root), '3']]);
+    // vic's thread, off the announcement vic's seed sent, got no reply of uma's.
+    expect(await heads('vic')).toMatchObject({ [threadConv('announcements', before.announcements ?? 0)]: 3 });
   });
 });

@@ -144,10 +144,10 @@ describe("a read-diffused group's extras (issue 43: headAt, mentionAll, nocount)
     expect(row(store)).toMatchObject({ mentions: 0 });
   });
 
-  it('a push for a conversation the client does not hold yet is left to the next pull', () => {
+  it('a push for a conversation the client does not hold yet is left to a pull (applyHead says so: the session pulls)', () => {
     const store = new ConvStore();
     store.applyReply(reply({ snapshot: { v: 1, convs: [] }, version: 1 }));
-    store.applyHead({ t: 'head', conv: 'big', lastSeq: 3, mentionAll: [3] });
+    expect(store.applyHead({ t: 'head', conv: 'big', lastSeq: 3, mentionAll: [3] })).toBe(false);
     store.applyChange(push(2, big({ lastSeq: 0 })));
     expect(row(store)).toMatchObject({ mentions: 0 });
   });

@@ -68,6 +68,27 @@ describe('sync', () => {
     await converged(c, 's3-alice');
   });
 
+  it("a head push for a row not yet held as read-diffused (its change behind it) pulls: the push's @all and time are not lost", async () => {
+    // Found by random.test.ts (REDPOINT_SDK_SEED=3): a topic's first message in a read-diffused
+    // group brings the member's new row in a `change` and the @all and time in a `head` push; when
+    // the head is applied first (the change held by a gap or a pull in flight, here by the tap),
+    // the store had dropped what it carried, and nothing brought it back before the next pull.
+    await h.members('s5-big', { add: ['s5-alice', 's5-b', 's5-c', 's5-d'], category: 'group' });
+    const tap = newTap((frame, deliver) => {
+      if (frame.t === 'change' && frame.conv === 's5-big#t:x') setTimeout(() => deliver(), 200);
+      else deliver();
+    });
+    const c = client('s5-alice', { WebSocket: tapped(tap) });
+    await c.start();
+    await until(c, synced, 'synced');
+    await h.post({ conv: 's5-big', topic: 'x', seq: 1, sender: 's5-b', mentionAll: true, at: 1_760_000_000_000 });
+    const row = (await h.unread('s5-alice')).conversations.find((v) => v.conv === 's5-big#t:x');
+    expect(row).toMatchObject({ unread: 1, mentions: 1, at: 1_760_000_000_000 });
+    // No version frame comes for two minutes: only the pull the head makes can bring them.
+    const s = await converged(c, 's5-alice');
+    expect(s.conversations.find((v) => v.conv === 's5-big#t:x')).toMatchObject({ mentions: 1, at: 1_760_000_000_000 });
+  });
+
   it('a client far behind catches up from a snapshot and lands on the same state', async () => {
     await h.members('s4-dm', { add: ['s4-alice', 's4-bob'], category: 'private' });
     const cache = new MemoryCache();

@@ -162,9 +162,17 @@ export class ConvStore {
     this.retire();
   }
 
-  applyHead(frame: HeadFrame): void {
+  /**
+   * Raises the head; merges the push's time, @all and recalls when this client holds the row as
+   * read-diffused. False when it does not (not yet: a topic's first message, a reply that made
+   * the user follow, a switch to read diffusion still queued behind a gap or a pull): the caller
+   * pulls, since nothing else would bring them before the next pull.
+   */
+  applyHead(frame: HeadFrame): boolean {
     this.heads.raise(frame.conv, frame.lastSeq);
-    if (this.convs.get(frame.conv)?.large === true) this.extras.mergeHead(frame);
+    if (this.convs.get(frame.conv)?.large !== true) return false;
+    this.extras.mergeHead(frame);
+    return true;
   }
 
   optimisticRead(conv: string, seq: number, gen: number): void {

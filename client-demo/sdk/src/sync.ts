@@ -91,7 +91,8 @@ export class SyncSession {
       case 'change':
         return this.onChange(frame);
       case 'head':
-        this.deps.store.applyHead(frame);
+        // A head for a row not held as read-diffused: the client is behind (or the push is late); a pull settles which.
+        if (!this.deps.store.applyHead(frame)) this.pull();
         return this.deps.changed();
       case 'reads':
         this.deps.receipts.applyReads(frame.conv, frame.members, frame.reads);

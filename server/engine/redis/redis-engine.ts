@@ -807,6 +807,7 @@ export class RedisEngine implements Engine {
             mentionArg(c.mentionAll ?? []),
             c.largeFrom ?? 0,
             (c.nocount ?? []).join(','),
+            c.parentGen ?? 0,
             positions.length,
             ...positions.flat(),
             topics.length,

@@ -16,7 +16,9 @@
 --         a plain change). The uids to add are then the parent's whole roster: a sync older than
 --         the one the conversation holds ('#P') changes nothing (no joins, and as leaves only the
 --         uids to remove that are not members); otherwise every member not in the roster is
---         removed too (reported among the leaves) and '#P' takes it.
+--         removed too (reported among the leaves) and '#P' takes it. A sync that raises '#P' marks
+--         the roster dirty even when nothing else changed: PostgreSQL keeps '#P' with the roster
+--         (parent_gen), so a child back from it refuses an older roster too.
 -- ARGV[9..] distinct uids to add, then to remove
 -- Returns {maxSeq, large 1|0, category, member count, gen, rewrite pending 1|0,
 --          {uid, join tag, ...} for every uid added (an existing member keeps its tag),
@@ -40,6 +42,7 @@ if sync and not created and sync < tonumber(meta[8] or '0') then
   end
   return { tonumber(meta[1]), meta[2] == '1' and 1 or 0, meta[3], tonumber(meta[5]), tonumber(meta[4]), meta[6] and 1 or 0, {}, meta[7] or false, leaves }
 end
+local syncRaised = sync and (created or sync > tonumber(meta[8] or '0'))
 local extra = {}
 if sync and not created then
   -- Members the roster no longer has: removed with the asked removals.
@@ -116,8 +119,8 @@ if changed or categoryChanged or modeChanged then
   -- The head when it became read-diffused ('#L'): an @all at or below it was a write-diffused
   -- message, counted in its members' records (a redelivery must not count it again, conv_record.lua).
   if modeChanged and large then redis.call('HSET', K, '#L', int(maxSeq)) end
-  if ARGV[5] ~= '' then redis.call('ZADD', KEYS[2], 'NX', ARGV[5], 'm|' .. ARGV[7]) end
 end
+if ARGV[5] ~= '' and (changed or categoryChanged or modeChanged or syncRaised) then redis.call('ZADD', KEYS[2], 'NX', ARGV[5], 'm|' .. ARGV[7]) end
 local ahead = false
 local nocount = redis.call('HGET', K, '#N')
 if nocount and tonumber(string.match(nocount, '(%d+)$')) > maxSeq then ahead = nocount end

@@ -310,7 +310,7 @@ export class Persister {
       for (const { conv, read } of batch) if (read) present.push({ conv, state: read.state });
       await this.pg.writeConversations(present);
       this.metrics.persistRows.inc({ kind: 'conversation' }, present.length);
-      const clears = await Promise.all(batch.map(({ conv, read }) => this.store.clearConversation('m', conv, read?.gen ?? '')));
+      const clears = await Promise.all(batch.map(({ conv, read }) => this.store.clearConversation('m', conv, read?.version ?? null)));
       for (const done of clears) if (done) cleared++;
       written += batch.length;
     }

@@ -145,6 +145,7 @@ export class PgStore implements DurableBacking {
         whole.map((w) => String(w.state.gen)),
         whole.map((w) => (w.state.rewriteGen === null ? null : String(w.state.rewriteGen))),
         whole.map((w) => String(w.state.largeFrom ?? 0)),
+        whole.map((w) => String(w.state.parentGen ?? 0)),
       ]);
       const members = { conv: [] as string[], uid: [] as string[], joinGen: [] as string[], joinHead: [] as string[] };
       for (const { conv, state } of whole) {
@@ -245,8 +246,9 @@ export class PgStore implements DurableBacking {
         mention_all: string[];
         large_from: string;
         nocount_seqs: string[];
+        parent_gen: string;
       }>(
-        `SELECT conv, max_seq, large, category, gen, rewrite_gen, last_at, mention_all, large_from, nocount_seqs FROM redpoint_conversations c WHERE conv = ANY($1::text[]) AND ${NOT_DELETED}`,
+        `SELECT conv, max_seq, large, category, gen, rewrite_gen, last_at, mention_all, large_from, nocount_seqs, parent_gen FROM redpoint_conversations c WHERE conv = ANY($1::text[]) AND ${NOT_DELETED}`,
         [convs],
       ),
       this.pool.query<{ conv: string; uid: string; join_gen: string; join_head: string }>(
@@ -266,6 +268,7 @@ export class PgStore implements DurableBacking {
         mentionAll: row.mention_all.map(Number),
         largeFrom: Number(row.large_from),
         nocount: row.nocount_seqs.map(Number),
+        parentGen: Number(row.parent_gen),
       });
     }
     for (const row of members.rows) out.get(row.conv)?.members.push({ uid: row.uid, joinGen: Number(row.join_gen), joinHead: Number(row.join_head) });
@@ -609,15 +612,18 @@ const UPSERT_HEADS = `
     updated_at = now()`;
 
 const UPSERT_CONVERSATIONS = `
-  INSERT INTO redpoint_conversations AS t (conv, max_seq, large, category, gen, rewrite_gen, large_from, head_gen)
-  SELECT c.*, c.gen FROM unnest($1::text[], $2::bigint[], $3::boolean[], $4::text[], $5::bigint[], $6::bigint[], $7::bigint[])
-    AS c(conv, max_seq, large, category, gen, rewrite_gen, large_from)
+  INSERT INTO redpoint_conversations AS t (conv, max_seq, large, category, gen, rewrite_gen, large_from, parent_gen, head_gen)
+  SELECT c.*, c.gen FROM unnest($1::text[], $2::bigint[], $3::boolean[], $4::text[], $5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[])
+    AS c(conv, max_seq, large, category, gen, rewrite_gen, large_from, parent_gen)
   ON CONFLICT (conv) DO UPDATE SET
     ${headAt('EXCLUDED.max_seq', 'EXCLUDED.gen')}, large = EXCLUDED.large, category = EXCLUDED.category,
     gen = EXCLUDED.gen, rewrite_gen = EXCLUDED.rewrite_gen,
     -- issue 43: a write-diffused conversation keeps no @all seqs (a switch to write diffusion drops them)
     mention_all = CASE WHEN EXCLUDED.large THEN t.mention_all ELSE '{}'::bigint[] END,
     large_from = EXCLUDED.large_from,
+    -- a topic's child: '#P' rises without a new generation (a sync that brings the child's own
+    -- roster), so two drainers may write one generation with different values: the larger wins
+    parent_gen = GREATEST(t.parent_gen, EXCLUDED.parent_gen),
     updated_at = now()`;
 
 /** Members of the conversations $1 that are not among the (conv, uid) pairs $2, $3. */

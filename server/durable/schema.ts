@@ -117,6 +117,12 @@ const MIGRATIONS: readonly string[] = [
      topic text NOT NULL,
      PRIMARY KEY (conv, topic)
    );`,
+  // 11 (topics): a topic's child conversation keeps the parent generation of the newest roster
+  // synced into it (conv_members.lua '#P'), written with its roster as a max-register (GREATEST:
+  // it only rises in a child's life, and the parent's generations rise across its re-creation)
+  // and put back by conv_restore.lua. Without it a child back from PostgreSQL applied whatever
+  // roster came next, an older one too. Existing rows: 0, none (as before).
+  `ALTER TABLE redpoint_conversations ADD COLUMN parent_gen bigint NOT NULL DEFAULT 0;`,
 ];
 
 const SCHEMA_VERSION = MIGRATIONS.length;

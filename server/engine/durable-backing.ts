@@ -47,6 +47,12 @@ export interface PersistedConversation {
   largeFrom?: number;
   /** Issue 43: the non-counting seqs ('#N', engine.ts HeadExtra.nocount), written with the head. */
   nocount?: number[];
+  /**
+   * A topic's child: the parent generation of the newest roster synced into it (MembersChange.sync,
+   * conv_members.lua '#P'; 0: none), written with the roster. A child back from PostgreSQL refuses
+   * an older roster as it did before Redis lost it.
+   */
+  parentGen?: number;
 }
 
 /** The engine side of the durable tier: what the drainer and the cold sweep call (server/durable/). */
@@ -69,8 +75,8 @@ export interface DurableStore {
   takeRecords(shard: DirtyShard, skip: number, limit: number): Promise<TakenRecord[]>;
   /** After PostgreSQL committed `records`, clears the marks of those not changed since they were taken (same score); returns how many. */
   clearRecords(shard: DirtyShard, records: readonly TakenRecord[]): Promise<number>;
-  /** A conversation as the drainer writes it, with the texts of its head and generation (for the clear). */
-  readConversation(conv: string): Promise<{ state: PersistedConversation; head: string; gen: string } | null>;
+  /** A conversation as the drainer writes it, with the texts of its head and generation, and `version`: what clearConversation('m') compares. */
+  readConversation(conv: string): Promise<{ state: PersistedConversation; head: string; gen: string; version: string } | null>;
   /** The conversation's head (its text, for the clear) and the generation read with it (null: gone). */
   readHeads(
     shard: DirtyShard,
@@ -78,8 +84,8 @@ export interface DurableStore {
   ): Promise<Array<{ head: string; gen: number; at: number; mentionAll: number[]; nocount: number[] } | null>>;
   /** After PostgreSQL committed these heads, clears the 'h|' marks of the conversations whose head is still as read; returns how many. */
   clearHeads(shard: DirtyShard, heads: ReadonlyArray<{ conv: string; head: string | null }>): Promise<number>;
-  /** Clears a conversation's mark if the field it was read with (`h`: head, `m`: generation) is still `value`. */
-  clearConversation(mark: 'h' | 'm', conv: string, value: string): Promise<boolean>;
+  /** Clears a conversation's mark if what it was read with (`h`: the head text, `m`: readConversation's `version`; null: gone) is still `value`. */
+  clearConversation(mark: 'h' | 'm', conv: string, value: string | null): Promise<boolean>;
   /**
    * The store's intact marks (keys.ts): how many shards lack theirs (they may have lost data);
    * with `force` they are set (a tier starting over an empty PostgreSQL, or after a full restore).

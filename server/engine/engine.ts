@@ -203,6 +203,15 @@ export interface MembersChange {
    * this generation: whichever order syncs land in, the newest roster wins.
    */
   sync?: number;
+  /**
+   * With `sync`, a delta: `add` and `remove` are not the whole roster but the change that took
+   * the parent from its roster at this generation (its step's `fromGen`) to the one at `sync`.
+   * Applied as a plain change only where the conversation holds the roster of this generation, or
+   * of `sync` already (a repeat); a conversation holding an older roster, or none, answers
+   * `behind` with nothing changed (the caller syncs the whole roster); one holding a newer one
+   * changes nothing, as a stale whole sync.
+   */
+  syncFrom?: number;
 }
 
 export interface MembersStep {
@@ -221,6 +230,10 @@ export interface MembersStep {
    * recall before its message): a joiner's record takes those above its join head.
    */
   nocount?: number[];
+  /** The conversation's generation before this step (`info.gen` when nothing changed): a topic's delta sync starts from it. */
+  fromGen: number;
+  /** A delta sync (MembersChange.syncFrom) the conversation was not ready for: nothing changed, sync the whole roster. */
+  behind?: true;
 }
 
 export interface Roster {

@@ -13,6 +13,8 @@ export interface MembershipResult {
   /** The ops applied and their results, in order. */
   ops: MembershipOp[];
   results: UserOpResult[];
+  /** The conversation's generation before the change's step and after it (equal when it changed nothing): its topics' delta (topics.ts). */
+  gens: { from: number; to: number };
 }
 
 /** The membership op that makes `tag` a member as of `info` (the roster implies it for every listed member). */
@@ -88,5 +90,5 @@ export async function applyMembersStep(engine: Engine, conv: string, step: Membe
   const ops = [...byUser.values()];
   const results = await engine.applyUserOps(ops);
   if (rewriteGen !== undefined) await engine.finishRewrite(conv, rewriteGen);
-  return { members: step.info.memberCount, large: step.info.large, ops, results };
+  return { members: step.info.memberCount, large: step.info.large, ops, results, gens: { from: step.fromGen, to: step.info.gen } };
 }

@@ -114,15 +114,16 @@ export class SyncService {
     const { admitted, full } = await cap.claim(conv, change.add);
     if (full.length === 0) return this.leftAfter(conv, change, changeMembership(this.engine, this.options.largeGroupThreshold, conv, change));
     if (admitted.length === 0 && change.remove.length === 0 && change.category === undefined) throw cap.refusal(full, 'nothing was applied');
-    await changeMembership(this.engine, this.options.largeGroupThreshold, conv, { ...change, add: admitted });
-    await this.afterChange(conv, change);
+    const applied = { ...change, add: admitted };
+    const result = await changeMembership(this.engine, this.options.largeGroupThreshold, conv, applied);
+    await this.afterChange(conv, applied, result);
     throw cap.refusal(full, 'the rest of the change was applied');
   }
 
   /** A membership change landed: the positions of those it removed go (a separate step; a crash before it leaves one, counted until they rejoin or the next leave). */
   private async leftAfter(conv: string, change: MembershipChange, done: Promise<MembershipResult>): Promise<MembershipResult> {
     const result = await done;
-    await this.afterChange(conv, change);
+    await this.afterChange(conv, change, result);
     return result;
   }
 
@@ -131,9 +132,9 @@ export class SyncService {
    * leave its threads and a new category reaches them (threads.ts), then the removed members'
    * read positions go, there and in each topic.
    */
-  private async afterChange(conv: string, change: MembershipChange): Promise<void> {
+  private async afterChange(conv: string, change: MembershipChange, result: MembershipResult): Promise<void> {
     const threshold = this.options.largeGroupThreshold;
-    const topics = await inheritMembership(this.engine, threshold, conv, change.remove);
+    const topics = await inheritMembership(this.engine, threshold, conv, { ...change, gens: result.gens });
     const [left] = await Promise.all([
       change.remove.length > 0 ? leaveThreads(this.engine, threshold, conv, change.remove) : [],
       change.category !== undefined ? categoryToThreads(this.engine, threshold, conv) : undefined,

@@ -15,7 +15,8 @@ import { applyMembersStep } from './membership.js';
  * - a topic's message, until its child is known complete: (1) register the topic (capped),
  *   (2) sync the child from the parent's roster, (3) mark it complete; then it is recorded;
  * - a membership change of the parent: (1) change the parent, (2) read the registry, (3) sync
- *   every registered topic's child from the parent's roster.
+ *   every registered topic's child: with the change itself where the child holds the roster the
+ *   change was made from (a delta, MembersChange.syncFrom), else from the parent's roster.
  *
  * A sync reads the parent's roster with its generation in one step and sets the child's member
  * set to it in one step of the child, unless the child already holds a roster of a newer
@@ -71,18 +72,48 @@ async function openTopic(engine: Engine, threshold: number, parent: string, topi
   }
 }
 
+/** A membership change of a parent as it landed: what it asked, and the parent's generations around its step. */
+export interface LandedChange {
+  add: readonly string[];
+  remove: readonly string[];
+  category?: string;
+  gens: { from: number; to: number };
+}
+
 /**
- * After a membership change of `parent` landed (its step (1)): every registered topic's child is
- * synced from the parent's roster; returns the topics. `removed`: the change's removals, reported as leaves again
- * even when a newer sync already removed them (a retry's user steps then land).
+ * After a membership change of `parent` landed (its step (1)): every registered topic's child
+ * takes it; returns the topics. As a delta where the child holds the parent's roster of the
+ * change's `gens.from` (or of `gens.to` already: a retry): the change's own adds and removals,
+ * O(change) instead of O(members) per topic. A child holding an older roster (a sync of an earlier
+ * change has not landed yet, or it was lost) answers `behind` and is synced whole from the
+ * parent's roster, as a topic's first message does. The '#P' guard orders both kinds: a delta
+ * landing after a newer roster changes nothing, and a late delta cannot apply to a roster it was
+ * not made from. The change's removals are reported as leaves again even when a newer sync already
+ * removed them (a retry's user steps then land).
  */
-export async function inheritMembership(engine: Engine, threshold: number, parent: string, removed: readonly string[]): Promise<string[]> {
+export async function inheritMembership(engine: Engine, threshold: number, parent: string, change: LandedChange): Promise<string[]> {
   const topics = await engine.topics(parent).catch((err: unknown) => {
     throw afterPartOfIt(err);
   });
   if (topics.length === 0) return topics;
   try {
-    await syncTopics(engine, threshold, parent, topics, removed);
+    const behind: string[] = [];
+    await Promise.all(
+      topics.map(async (topic) => {
+        const child = topicConv(parent, topic);
+        const step = await engine.changeMembers(child, {
+          add: change.add,
+          remove: change.remove,
+          ...(change.category !== undefined ? { category: change.category } : {}),
+          threshold,
+          sync: change.gens.to,
+          syncFrom: change.gens.from,
+        });
+        if (step.behind) behind.push(topic);
+        else await applyMembersStep(engine, child, step);
+      }),
+    );
+    if (behind.length > 0) await syncTopics(engine, threshold, parent, behind, change.remove);
   } catch (err) {
     throw afterPartOfIt(err);
   }

@@ -52,9 +52,10 @@ export function conversationConformance(use: UseEngine): void {
         { uid: 'c', joinGen: second.info.gen, joinHead: 7 },
       ]);
       expect(second.leaves).toEqual(['x']);
+      expect(second.fromGen).toBe(first.info.gen);
       // Nothing changes: the generation stays, and the retry reports the same joins and leaves.
       const retry = await e.changeMembers('c', { add: ['b', 'c'], remove: ['x'], threshold: T });
-      expect(retry).toEqual({ ...second, info: { ...second.info } });
+      expect(retry).toEqual({ ...second, info: { ...second.info }, fromGen: second.info.gen });
       const roster = await e.roster('c');
       expect(sorted(roster?.members ?? [], (m) => m.uid)).toEqual([
         { uid: 'a', joinGen: first.info.gen, joinHead: 0 },

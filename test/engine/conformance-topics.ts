@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { topicConv } from '../../protocol/child-id.js';
 import type { UseEngine } from './conformance.js';
 
-/** Topics' store side (PROTOCOL.md "Topics"): the capped registry, and a sync's newest-roster-wins (MembersChange.sync). */
+/** Topics' store side (PROTOCOL.md "Topics"): the capped registry, a sync's newest-roster-wins (MembersChange.sync), and a delta sync's guard (MembersChange.syncFrom). */
 export function topicsConformance(use: UseEngine): void {
   describe('topics', () => {
     it('the registry: added once, capped atomically, marked ready; unknown conversations refused', async () => {
@@ -43,6 +43,37 @@ export function topicsConformance(use: UseEngine): void {
       expect(repeat.joins).toEqual(newer.joins);
       expect(repeat.info.gen).toBe(newer.info.gen);
       expect((await e.roster(child))?.members.map((m) => m.uid).sort()).toEqual(['a', 'c']);
+    });
+
+    it('a delta sync applies where the child holds the roster it was made from, or the result (a repeat); a child behind changes nothing and says so; a newer one is stale', async () => {
+      const e = await use();
+      const child = topicConv('g', 'd');
+      const whole = await e.changeMembers(child, { add: ['a', 'b'], remove: [], threshold: 10, sync: 5 });
+      // The parent's change from its roster at 5 to the one at 7: c joins, b leaves.
+      const delta = await e.changeMembers(child, { add: ['c'], remove: ['b'], threshold: 10, sync: 7, syncFrom: 5 });
+      expect(delta.behind).toBeUndefined();
+      expect(delta.fromGen).toBe(whole.info.gen);
+      expect(delta.joins.map((j) => j.uid)).toEqual(['c']);
+      expect(delta.leaves).toEqual(['b']);
+      expect((await e.roster(child))?.members.map((m) => m.uid).sort()).toEqual(['a', 'c']);
+      // A repeat (a retry) reports the same joins and leaves and changes nothing.
+      const repeat = await e.changeMembers(child, { add: ['c'], remove: ['b'], threshold: 10, sync: 7, syncFrom: 5 });
+      expect(repeat).toMatchObject({ joins: delta.joins, leaves: ['b'], fromGen: delta.info.gen, info: { gen: delta.info.gen } });
+      expect(repeat.behind).toBeUndefined();
+      // A delta from 8 while the child holds 7: an earlier change's sync is missing.
+      const behind = await e.changeMembers(child, { add: ['z'], remove: ['a'], threshold: 10, sync: 9, syncFrom: 8 });
+      expect(behind).toMatchObject({ behind: true, joins: [], leaves: [], info: { gen: delta.info.gen } });
+      // A late delta from 5 to 6 while the child holds 7: stale, only its removals that hold reported.
+      const stale = await e.changeMembers(child, { add: ['b'], remove: ['x'], threshold: 10, sync: 6, syncFrom: 5 });
+      expect(stale).toMatchObject({ joins: [], leaves: ['x'], info: { gen: delta.info.gen } });
+      expect(stale.behind).toBeUndefined();
+      expect((await e.roster(child))?.members.map((m) => m.uid).sort()).toEqual(['a', 'c']);
+      // A child that does not exist is behind, and is not created.
+      expect(await e.changeMembers(topicConv('g', 'none'), { add: ['a'], remove: [], threshold: 10, sync: 3, syncFrom: 2 })).toMatchObject({
+        behind: true,
+        joins: [],
+      });
+      expect(await e.getConversation(topicConv('g', 'none'))).toBeNull();
     });
   });
 }

@@ -106,10 +106,24 @@ export class MemoryEngine implements Engine {
   async changeMembers(conv: string, change: MembersChange): Promise<MembersStep> {
     let c = this.conversations.get(conv);
     const sync = change.sync;
-    if (c && sync !== undefined && sync < (this.syncedFrom.get(conv) ?? 0)) {
+    const held = this.syncedFrom.get(conv) ?? 0;
+    const fromGen = c?.gen ?? 0;
+    if (c && sync !== undefined && sync < held) {
       // A stale sync (conv_members.lua): a newer roster is in.
       const members = c.members;
-      return { info: info(conv, c), joins: [], leaves: [...new Set(change.remove)].filter((uid) => !tableHas(members, uid)), rewrite: c.rewrite !== 0 };
+      return {
+        info: info(conv, c),
+        joins: [],
+        leaves: [...new Set(change.remove)].filter((uid) => !tableHas(members, uid)),
+        rewrite: c.rewrite !== 0,
+        fromGen,
+      };
+    }
+    const delta = sync !== undefined ? change.syncFrom : undefined;
+    if (delta !== undefined && (!c || (held !== delta && held !== sync))) {
+      // A delta sync the conversation is not ready for (conv_members.lua): nothing changes.
+      const now = c ?? new MemoryConversation('default');
+      return { info: info(conv, now), joins: [], leaves: [], rewrite: now.rewrite !== 0, fromGen, behind: true };
     }
     let changed = false;
     if (!c) {
@@ -131,11 +145,11 @@ export class MemoryEngine implements Engine {
       joins.push(tag);
     }
     const leaves = [...new Set(change.remove)];
-    if (sync !== undefined) {
+    if (sync !== undefined && delta === undefined) {
       const roster = new Set(change.add);
       for (const uid of tableKeys(c.members)) if (!roster.has(uid) && !leaves.includes(uid)) leaves.push(uid);
-      this.syncedFrom.set(conv, sync);
     }
+    if (sync !== undefined) this.syncedFrom.set(conv, sync);
     for (const uid of leaves) {
       if (!tableHas(c.members, uid)) continue;
       c.members = tableDelete(c.members, uid);
@@ -151,7 +165,7 @@ export class MemoryEngine implements Engine {
     if (modeChanged && !large) c.mentionAll = NO_SEQS;
     if (modeChanged && large) c.largeFrom = c.maxSeq;
     const ahead = c.nocount.length > 0 && (c.nocount.at(-1) ?? 0) > c.maxSeq;
-    return { info: info(conv, c), joins, leaves, rewrite: c.rewrite !== 0, ...(ahead ? { nocount: [...c.nocount] } : {}) };
+    return { info: info(conv, c), joins, leaves, rewrite: c.rewrite !== 0, fromGen, ...(ahead ? { nocount: [...c.nocount] } : {}) };
   }
 
   async roster(conv: string): Promise<Roster | null> {

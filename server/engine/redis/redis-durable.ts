@@ -166,7 +166,7 @@ export class RedisDurableStore implements DurableStore {
     return (await Promise.all(calls)).reduce<number>((sum, reply) => sum + asNumber(reply), 0);
   }
 
-  async readConversation(conv: string): Promise<{ state: PersistedConversation; head: string; gen: string } | null> {
+  async readConversation(conv: string): Promise<{ state: PersistedConversation; head: string; gen: string; version: string } | null> {
     const all = await this.deps.client.hgetall(convKey(this.deps.prefix, conv));
     const head = all['#s'];
     if (head === undefined) return null;
@@ -176,6 +176,7 @@ export class RedisDurableStore implements DurableStore {
     return {
       head,
       gen: all['#g'] ?? '',
+      version: clearValue('m', all),
       state: {
         maxSeq: Number(head),
         large: all['#l'] === '1',
@@ -184,6 +185,7 @@ export class RedisDurableStore implements DurableStore {
         rewriteGen: rewrite === undefined ? null : Number(rewrite),
         members,
         largeFrom: Number(all['#L'] ?? 0),
+        parentGen: Number(all['#P'] ?? 0),
       },
     };
   }
@@ -210,10 +212,10 @@ export class RedisDurableStore implements DurableStore {
     return asNumber(await this.deps.client.persistClearHeads(dirtyConvsKey(this.deps.prefix, shard), convKeyHead(this.deps.prefix), lines));
   }
 
-  async clearConversation(mark: 'h' | 'm', conv: string, value: string): Promise<boolean> {
+  async clearConversation(mark: 'h' | 'm', conv: string, value: string | null): Promise<boolean> {
     const key = convKey(this.deps.prefix, conv);
     const dirty = dirtyConvsKey(this.deps.prefix, shardOf(key, this.deps.cluster));
-    const reply: Reply = await this.deps.client.persistClearConv(dirty, key, `${mark}|${conv}`, mark === 'h' ? '#s' : '#g', value);
+    const reply: Reply = await this.deps.client.persistClearConv(dirty, key, `${mark}|${conv}`, value ?? clearValue(mark, {}), ...CLEAR_FIELDS[mark]);
     return asNumber(reply) === 1;
   }
 
@@ -319,6 +321,19 @@ export class RedisDurableStore implements DurableStore {
     const key = convKey(prefix, conv);
     await client.zadd(dirtyConvsKey(prefix, shardOf(key, cluster)), 'NX', Date.now(), `${mark}|${conv}`);
   }
+}
+
+/**
+ * The fields of a conversation's hash a mark's clear compares (persist_clear_conv.lua): a head's
+ * '#s'; a roster's generation '#g' and the parent generation a topic's child holds '#P' (a sync
+ * raises it alone when the roster it brings is the one the child has: conv_members.lua marks that
+ * too, and PostgreSQL must get it before the mark goes).
+ */
+const CLEAR_FIELDS = { h: ['#s'], m: ['#g', '#P'] } as const;
+
+/** What persist_clear_conv.lua compares the fields' values to, as read now. */
+function clearValue(mark: 'h' | 'm', all: Record<string, string>): string {
+  return CLEAR_FIELDS[mark].map((field) => all[field] ?? '').join('|');
 }
 
 /** Records read or cleared per call: a few milliseconds of Redis at most. */

@@ -241,6 +241,7 @@ export class RedisEngine implements Engine {
         check ? '1' : '0',
         conv,
         change.sync ?? '',
+        change.sync !== undefined ? (change.syncFrom ?? '') : '',
         ...add,
         ...remove,
       );
@@ -263,7 +264,15 @@ export class RedisEngine implements Engine {
     const joins: MemberTag[] = [];
     for (let i = 0; i + 1 < flat.length; i += 2) joins.push(decodeMemberTag(flat[i] ?? '', flat[i + 1] ?? ''));
     const ahead = reply[9] == null ? [] : asString(reply[9]).split(',').map(Number);
-    return { info, joins, leaves: [...new Set(asStrings(reply[8]))], rewrite: asNumber(reply[5]) === 1, ...(ahead.length > 0 ? { nocount: ahead } : {}) };
+    return {
+      info,
+      joins,
+      leaves: [...new Set(asStrings(reply[8]))],
+      rewrite: asNumber(reply[5]) === 1,
+      fromGen: asNumber(reply[10]),
+      ...(asNumber(reply[11]) === 1 ? { behind: true as const } : {}),
+      ...(ahead.length > 0 ? { nocount: ahead } : {}),
+    };
   }
 
   async roster(conv: string): Promise<Roster | null> {
@@ -807,6 +816,7 @@ export class RedisEngine implements Engine {
             mentionArg(c.mentionAll ?? []),
             c.largeFrom ?? 0,
             (c.nocount ?? []).join(','),
+            c.parentGen ?? 0,
             positions.length,
             ...positions.flat(),
             topics.length,

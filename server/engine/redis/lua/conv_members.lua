@@ -16,13 +16,22 @@
 --         a plain change). The uids to add are then the parent's whole roster: a sync older than
 --         the one the conversation holds ('#P') changes nothing (no joins, and as leaves only the
 --         uids to remove that are not members); otherwise every member not in the roster is
---         removed too (reported among the leaves) and '#P' takes it.
--- ARGV[9..] distinct uids to add, then to remove
+--         removed too (reported among the leaves) and '#P' takes it. A sync that raises '#P' marks
+--         the roster dirty even when nothing else changed: PostgreSQL keeps '#P' with the roster
+--         (parent_gen), so a child back from it refuses an older roster too.
+-- ARGV[9] with ARGV[8], a delta sync ('' = a whole roster): the parent's generation before the
+--         change whose adds and removals ARGV[10..] are (its step's `from`). Applied, as a plain
+--         change, only where the conversation holds the roster of that generation or of ARGV[8]
+--         already (a repeat); one holding an older roster (or none) answers 'behind' with nothing
+--         written (the caller syncs the whole roster); one holding a newer is stale, as above.
+-- ARGV[10..] distinct uids to add, then to remove
 -- Returns {maxSeq, large 1|0, category, member count, gen, rewrite pending 1|0,
 --          {uid, join tag, ...} for every uid added (an existing member keeps its tag),
 --          last activity '#a' (ms, false = none: issue 43), the uids now removed (the asked ones, and a sync's),
 --          the non-counting seqs '#N' when any lies above the head (a recall before its message:
---          a joiner's record takes them, as every member's did), else false}
+--          a joiner's record takes them, as every member's did), else false,
+--          the generation before this step (the delta a topic's child takes: sync/topics.ts),
+--          1 when a delta sync found the conversation behind (nothing written, above), else 0}
 
 local function int(n) return string.format('%d', n) end
 local K = KEYS[1]
@@ -30,21 +39,31 @@ local threshold = tonumber(ARGV[1])
 local meta = redis.call('HMGET', K, '#s', '#l', '#c', '#g', '#n', '#r', '#a', '#P')
 local created = not meta[1]
 if created and ARGV[6] == '1' then return 'absent' end
-local lastAdd = 8 + tonumber(ARGV[4])
+local FIRST = 10
+local lastAdd = FIRST - 1 + tonumber(ARGV[4])
 local sync = ARGV[8] ~= '' and tonumber(ARGV[8]) or nil
-if sync and not created and sync < tonumber(meta[8] or '0') then
+local syncFrom = ARGV[9] ~= '' and tonumber(ARGV[9]) or nil
+local held = tonumber(meta[8] or '0')
+local fromGen = tonumber(meta[4] or '0')
+-- The reply of a step that changes nothing.
+local function unchanged(leaves, behind)
+  return { tonumber(meta[1] or '0'), meta[2] == '1' and 1 or 0, meta[3] or 'default', tonumber(meta[5] or '0'), fromGen, meta[6] and 1 or 0, {}, meta[7] or false, leaves, false, fromGen, behind }
+end
+if sync and not created and sync < held then
   -- A stale sync: a newer roster is in. Only the asked removals that hold are reported.
   local leaves = {}
   for k = lastAdd + 1, #ARGV do
     if redis.call('HEXISTS', K, ARGV[k]) == 0 then leaves[#leaves + 1] = ARGV[k] end
   end
-  return { tonumber(meta[1]), meta[2] == '1' and 1 or 0, meta[3], tonumber(meta[5]), tonumber(meta[4]), meta[6] and 1 or 0, {}, meta[7] or false, leaves }
+  return unchanged(leaves, 0)
 end
+if syncFrom and (created or (held ~= syncFrom and held ~= sync)) then return unchanged({}, 1) end
+local syncRaised = sync and (created or sync > held)
 local extra = {}
-if sync and not created then
+if sync and not syncFrom and not created then
   -- Members the roster no longer has: removed with the asked removals.
   local inRoster = {}
-  for k = 9, lastAdd do inRoster[ARGV[k]] = true end
+  for k = FIRST, lastAdd do inRoster[ARGV[k]] = true end
   for _, field in ipairs(redis.call('HKEYS', K)) do
     if string.byte(field, 1) ~= 35 and not inRoster[field] then extra[#extra + 1] = field end -- 35: '#'
   end
@@ -62,7 +81,7 @@ local newTag = int(nextGen) .. '|' .. int(maxSeq)
 -- unpack() is bounded by the Lua C stack (LUAI_MAXCSTACK 8000): work in chunks.
 local CHUNK = 1000
 local joins = {}
-local i = 9
+local i = FIRST
 while i <= lastAdd do
   local j = math.min(i + CHUNK - 1, lastAdd)
   local tags = redis.call('HMGET', K, unpack(ARGV, i, j))
@@ -116,9 +135,9 @@ if changed or categoryChanged or modeChanged then
   -- The head when it became read-diffused ('#L'): an @all at or below it was a write-diffused
   -- message, counted in its members' records (a redelivery must not count it again, conv_record.lua).
   if modeChanged and large then redis.call('HSET', K, '#L', int(maxSeq)) end
-  if ARGV[5] ~= '' then redis.call('ZADD', KEYS[2], 'NX', ARGV[5], 'm|' .. ARGV[7]) end
 end
+if ARGV[5] ~= '' and (changed or categoryChanged or modeChanged or syncRaised) then redis.call('ZADD', KEYS[2], 'NX', ARGV[5], 'm|' .. ARGV[7]) end
 local ahead = false
 local nocount = redis.call('HGET', K, '#N')
 if nocount and tonumber(string.match(nocount, '(%d+)$')) > maxSeq then ahead = nocount end
-return { maxSeq, large and 1 or 0, category, count, gen, rewrite and 1 or 0, joins, meta[7] or false, leaves, ahead }
+return { maxSeq, large and 1 or 0, category, count, gen, rewrite and 1 or 0, joins, meta[7] or false, leaves, ahead, fromGen, 0 }

@@ -12,7 +12,9 @@
 -- ARGV[8] last activity '#a' ('' or '0' = none)   ARGV[9] @all seqs '#@' ('' = none)
 -- ARGV[10] the head when it became read-diffused '#L' (issue 43)
 -- ARGV[11] the non-counting seqs '#N' ('' = none; issue 43)
--- ARGV[12] P, the number of read positions, then P pairs uid, seq (members who share)
+-- ARGV[12] a topic's child: the parent generation of the newest roster synced into it '#P' ('0' =
+-- none), put back in this step: a sync that finds the child restored finds what it held
+-- ARGV[13] P, the number of read positions, then P pairs uid, seq (members who share)
 -- then T, the number of topics, then T topics (each restored as '0', not known complete: its
 -- next message creates its child again from the roster, which changes nothing if it was)
 -- then uid, join tag, ... (the members)
@@ -28,9 +30,9 @@ if current then
   return 0
 end
 if evictedSince(KEYS[2], ARGV[6], ARGV[7]) then return 3 end
-local positions = tonumber(ARGV[12])
-local topicsAt = 13 + 2 * positions
-for i = 13, topicsAt - 1, 2 do
+local positions = tonumber(ARGV[13])
+local topicsAt = 14 + 2 * positions
+for i = 14, topicsAt - 1, 2 do
   redis.call('ZADD', KEYS[3], 'GT', ARGV[i + 1], ARGV[i])
 end
 local first = topicsAt + 1 + tonumber(ARGV[topicsAt])
@@ -63,6 +65,10 @@ end
 if ARGV[11] ~= '' then
   fields[#fields + 1] = '#N'
   fields[#fields + 1] = ARGV[11]
+end
+if ARGV[12] ~= '0' then
+  fields[#fields + 1] = '#P'
+  fields[#fields + 1] = ARGV[12]
 end
 redis.call('HSET', K, unpack(fields))
 redis.call('ZREM', KEYS[2], ARGV[6])

@@ -1,9 +1,12 @@
 -- durable/persist_clear_conv.lua: after PostgreSQL committed a conversation's head ('h|<conv>')
--- or membership ('m|<conv>'), clear its dirty mark if the field it was read with is unchanged.
+-- or membership ('m|<conv>'), clear its dirty mark if the fields it was read with are unchanged.
 --
 -- KEYS[1] the dirty set of the conversation's slot   KEYS[2] the conversation hash
--- ARGV[1] the mark   ARGV[2] the field ('#s' for a head, '#g' for a membership)   ARGV[3] its value as read ('' = none)
+-- ARGV[1] the mark   ARGV[2] the fields' values as read, joined by '|' ('' for a field not there)
+-- ARGV[3..] the fields (redis-durable.ts CLEAR_FIELDS: '#s' for a head; '#g' and '#P' for a membership)
 -- Returns 1 when cleared.
 
-if (redis.call('HGET', KEYS[2], ARGV[2]) or '') ~= ARGV[3] then return 0 end
+local values = redis.call('HMGET', KEYS[2], unpack(ARGV, 3))
+for i = 1, #values do values[i] = values[i] or '' end
+if table.concat(values, '|') ~= ARGV[2] then return 0 end
 return redis.call('ZREM', KEYS[1], ARGV[1])

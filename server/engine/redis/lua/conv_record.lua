@@ -142,28 +142,43 @@ while i <= #ARGV do
   local last = first + count - 1
   i = last + 1
   local K = convKeyOf(prefix, conv)
+  -- `at` ('#a', a max-register) is read and written with the head: a message that carries one
+  -- (issue 43; most carry none, and read no more) costs no command of its own.
   local meta
   if checkLocal then
-    meta = redis.pcall('HMGET', K, '#s', '#l', '#c', '#g', '#n')
+    if lastAt == '' then
+      meta = redis.pcall('HMGET', K, '#s', '#l', '#c', '#g', '#n')
+    else
+      meta = redis.pcall('HMGET', K, '#s', '#l', '#c', '#g', '#n', '#a')
+    end
     if meta.err then
       out[#out + 1] = 'moved'
       return out
     end
-  else
+  elseif lastAt == '' then
     meta = redis.call('HMGET', K, '#s', '#l', '#c', '#g', '#n')
+  else
+    meta = redis.call('HMGET', K, '#s', '#l', '#c', '#g', '#n', '#a')
   end
   if not meta[1] then
     out[#out + 1] = 0
   else
     local maxSeq = num(meta[1])
     local raised = seq > maxSeq
+    local atRaised = lastAt ~= '' and (not meta[6] or tonumber(lastAt) > tonumber(meta[6]))
     if raised then
       maxSeq = seq
-      redis.call('HSET', K, '#s', int(seq))
+      if atRaised then
+        redis.call('HSET', K, '#s', int(seq), '#a', lastAt)
+      else
+        redis.call('HSET', K, '#s', int(seq))
+      end
       if durableNow ~= '' then redis.call('ZADD', dirtyConvsKeyOf(prefix, shard), 'NX', durableNow, 'h|' .. conv) end
+    elseif atRaised then
+      redis.call('HSET', K, '#a', lastAt)
     end
     local large = meta[2] == '1'
-    local extraMoved = false
+    local extraMoved = atRaised
     local kept, before
     if nocount ~= '' then
       kept = redis.call('HGET', K, '#N')
@@ -213,14 +228,6 @@ while i <= #ARGV do
         elseif raised then
           redis.call(publishCmd, convChannelOf(prefix, conv), int(maxSeq) .. '|' .. at)
         end
-      end
-    end
-    -- Issue 43: only messages that carry a time pay for this (most carry none).
-    if lastAt ~= '' then
-      local kept = redis.call('HGET', K, '#a')
-      if not kept or tonumber(lastAt) > tonumber(kept) then
-        redis.call('HSET', K, '#a', lastAt)
-        extraMoved = true
       end
     end
     -- The durable tier writes them with the head ('h' mark): marked also when the head did not move.

@@ -611,6 +611,10 @@ const UPSERT_HEADS = `
       (SELECT coalesce(array_agg(s ORDER BY s), '{}') FROM (SELECT DISTINCT unnest(t.nocount_seqs || EXCLUDED.nocount_seqs) AS s ORDER BY s DESC LIMIT 1000) AS u) END,
     updated_at = now()`;
 
+/** A conversation write that lowers the head under a newer generation: an operator's rebase. */
+const REBASED = 'EXCLUDED.gen > t.head_gen AND EXCLUDED.max_seq < t.max_seq';
+const atOrBelowHead = (seqs: string): string => `array(SELECT s FROM unnest(${seqs}) AS s WHERE s <= EXCLUDED.max_seq ORDER BY s)`;
+
 const UPSERT_CONVERSATIONS = `
   INSERT INTO redpoint_conversations AS t (conv, max_seq, large, category, gen, rewrite_gen, large_from, parent_gen, head_gen)
   SELECT c.*, c.gen FROM unnest($1::text[], $2::bigint[], $3::boolean[], $4::text[], $5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[])
@@ -618,8 +622,11 @@ const UPSERT_CONVERSATIONS = `
   ON CONFLICT (conv) DO UPDATE SET
     ${headAt('EXCLUDED.max_seq', 'EXCLUDED.gen')}, large = EXCLUDED.large, category = EXCLUDED.category,
     gen = EXCLUDED.gen, rewrite_gen = EXCLUDED.rewrite_gen,
-    -- issue 43: a write-diffused conversation keeps no @all seqs (a switch to write diffusion drops them)
-    mention_all = CASE WHEN EXCLUDED.large THEN t.mention_all ELSE '{}'::bigint[] END,
+    -- issue 43: a write-diffused conversation keeps no @all seqs (a switch to write diffusion drops
+    -- them); an operator's rebase (the one write of a newer generation with a lower head) forgets
+    -- those and the non-counting seqs above the new head (conv_rebase.lua)
+    mention_all = CASE WHEN NOT EXCLUDED.large THEN '{}'::bigint[] WHEN ${REBASED} THEN ${atOrBelowHead('t.mention_all')} ELSE t.mention_all END,
+    nocount_seqs = CASE WHEN ${REBASED} THEN ${atOrBelowHead('t.nocount_seqs')} ELSE t.nocount_seqs END,
     large_from = EXCLUDED.large_from,
     -- a topic's child: '#P' rises without a new generation (a sync that brings the child's own
     -- roster), so two drainers may write one generation with different values: the larger wins

@@ -312,6 +312,26 @@ export function toolboxSuite(name: string, makeStore: MakeStore): void {
       expect(await store.toolbox.rebase('nope', 1)).toBeNull();
     });
 
+    it('rebase forgets what a read-diffused conversation kept above the new head: non-counting and @all seqs', async () => {
+      const { store, sync } = await fresh();
+      await sync.changeMembers('big', { add: ['ann', 'ben', 'cat', 'dan'], remove: [] });
+      await sync.postMessages([
+        { conv: 'big', seq: 1, sender: 'ben' },
+        { conv: 'big', seq: 2, sender: 'ben' },
+        // Above the head the rebase goes back to: an @all, a mention, a recall of a seq not sent yet.
+        { conv: 'big', seq: 5, sender: 'ben', mentionAll: true },
+        { conv: 'big', seq: 6, sender: 'ben', mentions: ['ann'] },
+        { conv: 'big', seq: 7, sender: 'ben', counts: false, recalls: [8] },
+      ]);
+      expect(await store.toolbox.rebase('big', 2)).toMatchObject({ before: 7, head: 2 });
+      // Seqs 3..8 are other messages now: all count, only 8's mention of cat is a mention.
+      await sync.postMessages([3, 4, 5, 6, 7, 8].map((seq) => ({ conv: 'big', seq, sender: 'dan', ...(seq === 8 ? { mentions: ['cat'] } : {}) })));
+      expect(await stateOf(sync, 'ann', 'big')).toMatchObject({ lastSeq: 8, unread: 8, mentions: 0 });
+      expect(await stateOf(sync, 'cat', 'big')).toMatchObject({ lastSeq: 8, unread: 8, mentions: 1 });
+      expect((await sync.pull('ann', null)).nocount?.big).toBeUndefined();
+      expect((await walk(store.toolbox, false)).findings).toEqual([]);
+    });
+
     it('rebase with traffic in flight: a late op from before cannot bring the old head back; messages at and above the new head count', async () => {
       const { store, sync } = await fresh();
       await wrongHeads(sync);

@@ -130,4 +130,23 @@ describe('durable tier: conversations whose members are all cold leave Redis', (
     const message = await stack.server.api('POST', '/v1/messages', { conv: 'cc-6', seq: 2, sender: 'da' });
     expect(message.status).toBe(404);
   });
+
+  // PostgreSQL keeps no mention index (conv_record.lua ':m'): the restored conversation's index
+  // floor is its head, so a recall of a seq from before reaches every member.
+  it('a read-diffused group: a mention made before the eviction and recalled after the restore is dropped', async () => {
+    await stack.server.members('cc-7', { add: ['ra', 'rb', 'rc', 'rd'] });
+    await stack.server.post([
+      { conv: 'cc-7', seq: 1, sender: 'ra', mentions: ['rb'] },
+      { conv: 'cc-7', seq: 2, sender: 'ra' },
+    ]);
+    expect(await stack.admin.hget('k:{c:cc-7}', '#l')).toBe('1');
+    expect((await stack.server.unread('rb')).conversations.find((c) => c.conv === 'cc-7')).toMatchObject({ unread: 2, mentions: 1 });
+    await drain();
+    await tier().sweep.sweepOnce(later());
+    expect(await convKeyExists('cc-7')).toBe(false);
+    await stack.server.post({ conv: 'cc-7', seq: 3, sender: 'ra', counts: false, recalls: [1] });
+    expect(await convKeyExists('cc-7')).toBe(true);
+    expect((await stack.server.unread('rb')).conversations.find((c) => c.conv === 'cc-7')).toMatchObject({ lastSeq: 3, unread: 1, mentions: 0 });
+    expect((await stack.server.unread('rc')).conversations.find((c) => c.conv === 'cc-7')).toMatchObject({ lastSeq: 3, unread: 1, mentions: 0 });
+  });
 });

@@ -26,6 +26,24 @@ describe('durable tier: a rebase', () => {
   }
   const stateOf = async (uid: string, conv: string) => (await stack.server.unread(uid)).conversations.find((c) => c.conv === conv);
 
+  it('a read-diffused group: what it kept above the new head (non-counting and @all seqs) does not come back from PostgreSQL', async () => {
+    const { drain } = parts();
+    await stack.server.members('rb-l', { add: ['rb-a', 'rb-b', 'rb-c', 'rb-d'] });
+    await stack.server.post([
+      { conv: 'rb-l', seq: 1, sender: 'rb-a' },
+      { conv: 'rb-l', seq: 2, sender: 'rb-a' },
+      { conv: 'rb-l', seq: 5, sender: 'rb-a', mentionAll: true },
+      { conv: 'rb-l', seq: 7, sender: 'rb-a', counts: false, recalls: [8] },
+    ]);
+    await drain();
+    expect(await stack.server.ok<RebaseResult>('POST', '/v1/admin/conversations/rb-l/rebase', { seq: 2 })).toMatchObject({ before: 7, head: 2 });
+    await drain();
+    // Redis lost: the conversation comes back from PostgreSQL, and 3..8 are other messages.
+    await stack.admin.flushall();
+    await stack.server.post([3, 4, 5, 6, 7, 8].map((seq) => ({ conv: 'rb-l', seq, sender: 'rb-c' })));
+    expect(await stateOf('rb-b', 'rb-l')).toMatchObject({ lastSeq: 8, unread: 8, mentions: 0 });
+  });
+
   it('reaches PostgreSQL, and writes read before it do not undo it there: a restore brings the lowered head back', async () => {
     const { store, pg, drain } = parts();
     await stack.server.members('rb-c', { add: ['rb-a', 'rb-b'] });

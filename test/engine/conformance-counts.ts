@@ -253,5 +253,54 @@ export function countsConformance(use: UseEngine): void {
       expect(await s.unread('b')).toMatchObject({ total: 2, mentions: 0 });
       await sameOnClient(s, 'b');
     });
+
+    // The index of mentions holds only those made while read-diffused, the newest 1000 pairs: a
+    // recall of a seq it cannot vouch for drops that seq's mention from every member's state.
+    it('large group: a mention made while write-diffused and recalled after the switch is dropped', async () => {
+      const s = new SyncService(await use(), { largeGroupThreshold: 3 });
+      await s.changeMembers('G', { add: ['a', 'b', 'c'], remove: [], category: 'group' });
+      await s.postMessages([
+        { conv: 'G', seq: 1, sender: 'a', mentions: ['b'] },
+        { conv: 'G', seq: 2, sender: 'a', mentionAll: true },
+        { conv: 'G', seq: 3, sender: 'a' },
+      ]);
+      expect(await s.unread('b')).toMatchObject({ total: 3, mentions: 2 });
+      // c has read them: spent mentions, which an "unread from here" would count again.
+      await s.read('c', 'G', 3);
+      await s.changeMembers('G', { add: ['d'], remove: [] });
+      expect((await s.engine.getConversation('G'))?.large).toBe(true);
+      const recall = { conv: 'G', seq: 4, sender: 'a', counts: false, recalls: [1, 2] };
+      await s.postMessages([recall]);
+      await s.postMessages([recall]);
+      expect(await row(s, 'b', 'G')).toMatchObject({ lastSeq: 4, unread: 1, mentions: 0 });
+      expect(await row(s, 'c', 'G')).toMatchObject({ lastSeq: 4, unread: 0, mentions: 0 });
+      expect(await s.unread('d')).toMatchObject({ total: 0, mentions: 0 });
+      for (const uid of ['b', 'c']) {
+        expectTotalsConsistent(await s.engine.userState(uid));
+        await sameOnClient(s, uid);
+      }
+      // Spent ones too: an "unread from here" does not bring them back.
+      await s.engine.applyUserOps([{ type: 'unread-from', uid: 'c', conv: 'G', seq: 1 }]);
+      expect(await row(s, 'c', 'G')).toMatchObject({ readSeq: 0, unread: 1, mentions: 0 });
+    });
+
+    it('large group: a mention beyond the index of 1000 pairs, recalled, is dropped', async () => {
+      const s = await large();
+      await s.postMessages([{ conv: 'L', seq: 1, sender: 'a', mentions: ['b'] }]);
+      // 1000 newer pairs (c mentioned in 2..1001) push (1, b) out of the index.
+      for (let from = 2; from <= 1001; from += 500) {
+        const seqs = Array.from({ length: Math.min(500, 1002 - from) }, (_, i) => from + i);
+        await s.postMessages(seqs.map((seq) => ({ conv: 'L', seq, sender: 'a', mentions: ['c'] })));
+      }
+      expect(await row(s, 'b', 'L')).toMatchObject({ unread: 1001, mentions: 1 });
+      await s.postMessages([{ conv: 'L', seq: 1002, sender: 'a', counts: false, recalls: [1] }]);
+      expect(await row(s, 'b', 'L')).toMatchObject({ lastSeq: 1002, unread: 1000, mentions: 0 });
+      expect(await row(s, 'c', 'L')).toMatchObject({ unread: 1000, mentions: 1000 });
+      expectTotalsConsistent(await s.engine.userState('b'));
+      await sameOnClient(s, 'b');
+      // A recall the index still covers drops only that mention.
+      await s.postMessages([{ conv: 'L', seq: 1003, sender: 'a', counts: false, recalls: [1001] }]);
+      expect(await row(s, 'c', 'L')).toMatchObject({ unread: 999, mentions: 999 });
+    });
   });
 }

@@ -62,12 +62,6 @@ interface Conversation {
    * is never reached here).
    */
   nocount: Set<number>;
-  /**
-   * 'uid|seq' of each named mention made while read-diffused: a recall drops exactly these (and
-   * every member's, while write-diffused); one made while write-diffused and recalled while
-   * read-diffused stays until read (PROTOCOL.md "What counts", the documented exception).
-   */
-  mentionedWhileLarge: Set<string>;
 }
 
 export type Level = 'all' | 'mentions' | 'none';
@@ -180,7 +174,6 @@ export class Model {
         everyoneWhileLarge: new Set(),
         largeFrom: 0,
         nocount: new Set(),
-        mentionedWhileLarge: new Set(),
       };
       this.conversations.set(conv, c);
     } else if (category !== undefined) {
@@ -220,9 +213,6 @@ export class Model {
     if (wasLarge && c.members.size <= this.largeGroupThreshold) {
       for (const uid of c.members) for (const seq of c.everyoneWhileLarge) this.membership(uid, conv)?.mentionSeqs.delete(seq);
       c.everyoneWhileLarge.clear();
-      // Back to write diffusion, each member's state takes the non-counting seqs: a mention of one
-      // made while read-diffused and recalled then (the exception above) goes now.
-      for (const uid of c.members) for (const seq of c.nocount) this.membership(uid, conv)?.mentionSeqs.delete(seq);
     }
     return { members: c.members.size, large: c.members.size > this.largeGroupThreshold };
   }
@@ -424,15 +414,6 @@ export class Model {
     return { total, mentions, categories: Object.fromEntries(categories), conversations };
   }
 
-  /**
-   * The store lost everything and came back from PostgreSQL (the durable tier): what it restores
-   * is all as before, but for the read-diffused conversations' mention index, which it does not
-   * keep (PROTOCOL.md "What counts": a mention made before is not dropped by a later recall).
-   */
-  storeLost(): void {
-    for (const c of this.conversations.values()) c.mentionedWhileLarge.clear();
-  }
-
   isMember(uid: string, conv: string): boolean {
     return this.conversations.get(conv)?.members.has(uid) ?? false;
   }
@@ -444,19 +425,12 @@ export class Model {
     if (msg.at !== undefined) c.at = Math.max(c.at, msg.at);
     const large = c.members.size > this.largeGroupThreshold;
     // What counts: a `counts: false` message's seq and the recalled ones stop counting; a recalled
-    // seq's mentions go (all of them while write-diffused; while read-diffused its @all and the
-    // named ones made while read-diffused).
+    // seq's mentions go, every member's, in either mode (PROTOCOL.md "What counts").
     const counts = msg.counts !== false;
     const gone = [...(counts ? [] : [msg.seq]), ...(msg.recalls ?? [])];
     for (const seq of gone) {
       c.nocount.add(seq);
-      for (const uid of c.members) {
-        const m = this.activeMembership(uid, msg.conv);
-        if (!m) continue;
-        const key = `${uid}|${seq}`;
-        if (!large || c.everyoneWhileLarge.has(seq) || c.mentionedWhileLarge.has(key)) m.mentionSeqs.delete(seq);
-        if (large) c.mentionedWhileLarge.delete(key);
-      }
+      for (const uid of c.members) this.activeMembership(uid, msg.conv)?.mentionSeqs.delete(seq);
     }
     // A non-counting message's mentions and @all are ignored, and so are those of a seq recalled already.
     const mentioning = counts && !c.nocount.has(msg.seq);
@@ -487,7 +461,6 @@ export class Model {
       const m = this.activeMembership(uid, msg.conv);
       if (!m) continue;
       if (msg.seq > m.readSeq) m.mentionSeqs.add(msg.seq);
-      if (large) c.mentionedWhileLarge.add(`${uid}|${msg.seq}`);
     }
   }
 

@@ -314,7 +314,6 @@ class Run {
       case 'wipe': {
         if (!this.hooks.wipe) throw new Error('a wipe action needs a store that can be wiped (ScenarioHooks.wipe)');
         await this.hooks.wipe(a.how);
-        this.model.storeLost();
         // A lost store restores every user under a new epoch: each may change once more.
         this.epochs.clear();
         coverage.wipes++;

@@ -165,6 +165,13 @@ export class MemoryAdmin implements EngineAdmin {
     for (const tag of members) c.members = tableSet(c.members, tag.uid, encodeMemberTag(tag));
     c.maxSeq = head;
     c.gen = gen;
+    // Seqs above the new head will be other messages (rules.ts lowerTo): what the conversation
+    // kept of them goes (conv_rebase.lua).
+    c.nocount = c.nocount.filter((s) => s <= head);
+    c.mentionAll = c.mentionAll.filter((s) => s <= head);
+    for (const seq of c.mentioned?.keys() ?? []) if (seq > head) c.mentioned?.delete(seq);
+    c.largeFrom = Math.min(c.largeFrom, head);
+    c.mentionFloor = Math.min(c.mentionFloor, head);
     return { before, head, gen, large: c.large, category: c.category, members };
   }
 

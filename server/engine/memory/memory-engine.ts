@@ -163,7 +163,10 @@ export class MemoryEngine implements Engine {
     // Issue 43: the @all seqs counted while read-diffused stop counting with write diffusion
     // (PROTOCOL.md State rules), and must not count again after a later switch back.
     if (modeChanged && !large) c.mentionAll = NO_SEQS;
-    if (modeChanged && large) c.largeFrom = c.maxSeq;
+    if (modeChanged && large) {
+      c.largeFrom = c.maxSeq;
+      c.mentionFloor = Math.max(c.mentionFloor, c.maxSeq);
+    }
     const ahead = c.nocount.length > 0 && (c.nocount.at(-1) ?? 0) > c.maxSeq;
     return { info: info(conv, c), joins, leaves, rewrite: c.rewrite !== 0, fromGen, ...(ahead ? { nocount: [...c.nocount] } : {}) };
   }
@@ -230,13 +233,19 @@ export class MemoryEngine implements Engine {
     const raised = seq > c.maxSeq;
     if (raised) c.maxSeq = seq;
     if (lastAt !== undefined && lastAt > c.lastAt) c.lastAt = lastAt;
-    if (nocount !== undefined && nocount.length > 0) c.nocount = mergeNocount(c.nocount, nocount);
+    // The seqs recalled for the first time: a read-diffused conversation finds their mentions.
+    let fresh: number[] | undefined;
+    if (nocount !== undefined && nocount.length > 0) {
+      const kept = new Set(c.nocount);
+      fresh = nocount.filter((s) => !kept.has(s));
+      c.nocount = mergeNocount(c.nocount, nocount);
+    }
     if (!c.large) return { info: info(conv, c), members: tableKeys(c.members) };
     if (raised && this.options.badgeMarks) this.marks.markConversation(conv, Date.now());
     if (mentionAll !== undefined && mentionAll.length > 0) c.mentionAll = mergeMentions(c.mentionAll, mentionAll, c.largeFrom);
     const pushed = headPushExtras(item, c.largeFrom);
     if (raised || pushed) this.notifications.head({ conv, maxSeq: c.maxSeq, ...(at !== undefined ? { at } : {}), ...pushed });
-    const { held, ahead } = recalledMentions(c, item);
+    const { held, ahead } = recalledMentions(c, item, fresh ?? []);
     return {
       info: info(conv, c),
       members: candidates.filter((uid) => tableHas(c.members, uid)),
@@ -417,16 +426,23 @@ export class MemoryEngine implements Engine {
  * A read-diffused conversation's mention index (conv_record.lua's twin): this batch's mentions of
  * seqs recalled already are not indexed (`ahead`: left out of the ops), the others are (the newest
  * `LIMITS.nocountSeqsPerConversation` pairs); the indexed mentions of seqs recalled now leave the
- * index (`held`: the members' records drop them). Members only; undefined when none.
+ * index (`held`: the members' records drop them). A seq recalled for the first time (`fresh`) at or
+ * below the index's floor may be mentioned in records the index never saw: every member is held
+ * for it (one op each: rare, a recall of an old message). Members only; undefined when none.
  */
-function recalledMentions(c: MemoryConversation, item: MessageRecord): { held?: Map<string, number[]>; ahead?: Map<string, number[]> } {
+function recalledMentions(
+  c: MemoryConversation,
+  item: MessageRecord,
+  fresh: readonly number[],
+): { held?: Map<string, number[]>; ahead?: Map<string, number[]> } {
   const out: { held?: Map<string, number[]>; ahead?: Map<string, number[]> } = {};
   const add = (which: 'held' | 'ahead', uid: string, seq: number) => {
     if (!tableHas(c.members, uid)) return;
     const lists = (out[which] ??= new Map());
     const seqs = lists.get(uid);
-    if (seqs) seqs.push(seq);
-    else lists.set(uid, [seq]);
+    if (seqs) {
+      if (!seqs.includes(seq)) seqs.push(seq);
+    } else lists.set(uid, [seq]);
   };
   if (item.mentioned !== undefined && item.mentioned.length > 0) {
     const gone = new Set(c.nocount);
@@ -439,7 +455,7 @@ function recalledMentions(c: MemoryConversation, item: MessageRecord): { held?: 
         else c.mentioned.set(seq, new Set([uid]));
       }
     }
-    if (c.mentioned !== undefined) trimIndex(c.mentioned);
+    if (c.mentioned !== undefined) c.mentionFloor = Math.max(c.mentionFloor, trimIndex(c.mentioned));
   }
   if (item.nocount !== undefined && c.mentioned !== undefined) {
     for (const seq of item.nocount) {
@@ -449,23 +465,31 @@ function recalledMentions(c: MemoryConversation, item: MessageRecord): { held?: 
       for (const uid of uids) add('held', uid, seq);
     }
   }
+  const swept = fresh.filter((seq) => seq <= c.mentionFloor);
+  if (swept.length > 0) for (const uid of tableKeys(c.members)) for (const seq of swept) add('held', uid, seq);
   return out;
 }
 
-/** Keeps the newest `LIMITS.nocountSeqsPerConversation` (seq, uid) pairs (lowest seq, then lowest uid, go first, as a Redis sorted set ranks them). */
-function trimIndex(index: Map<number, Set<string>>): void {
+/**
+ * Keeps the newest `LIMITS.nocountSeqsPerConversation` (seq, uid) pairs (lowest seq, then lowest
+ * uid, go first, as a Redis sorted set ranks them). Returns the highest seq a pair of it left with (0: none).
+ */
+function trimIndex(index: Map<number, Set<string>>): number {
   let pairs = 0;
   for (const uids of index.values()) pairs += uids.size;
   let excess = pairs - LIMITS.nocountSeqsPerConversation;
-  if (excess <= 0) return;
+  let forgotten = 0;
+  if (excess <= 0) return forgotten;
   for (const seq of [...index.keys()].sort((a, b) => a - b)) {
     const uids = index.get(seq) as Set<string>;
     const sorted = [...uids].sort();
     for (const uid of sorted) {
-      if (excess === 0) return;
+      if (excess === 0) return forgotten;
       uids.delete(uid);
+      forgotten = seq;
       excess--;
     }
     if (uids.size === 0) index.delete(seq);
   }
+  return forgotten;
 }

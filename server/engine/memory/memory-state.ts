@@ -39,6 +39,12 @@ export class MemoryConversation {
    * recall while read-diffused drops the pairs it finds. Made on first use.
    */
   mentioned: Map<number, Set<string>> | undefined;
+  /**
+   * The index holds every mention of the seqs above this one (conv_record.lua '#M'): raised to the
+   * head when the conversation becomes read-diffused (the records hold the mentions made before)
+   * and past the pairs a full index forgets. A recall at or below it reaches every member.
+   */
+  mentionFloor = 0;
   /** uid → the member's tag text (state-text.ts encodeMemberTag, as the Redis engine stores it). */
   members: TextTable = EMPTY_TABLE;
   private genHigh = 0;

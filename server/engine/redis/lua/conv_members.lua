@@ -134,7 +134,8 @@ if changed or categoryChanged or modeChanged then
   if modeChanged and not large then redis.call('HDEL', K, '#@') end
   -- The head when it became read-diffused ('#L'): an @all at or below it was a write-diffused
   -- message, counted in its members' records (a redelivery must not count it again, conv_record.lua).
-  if modeChanged and large then redis.call('HSET', K, '#L', int(maxSeq)) end
+  -- So is the mention index's floor ('#M', conv_record.lua): the records hold the mentions made before.
+  if modeChanged and large then redis.call('HSET', K, '#L', int(maxSeq), '#M', int(maxSeq)) end
 end
 if ARGV[5] ~= '' and (changed or categoryChanged or modeChanged or syncRaised) then redis.call('ZADD', KEYS[2], 'NX', ARGV[5], 'm|' .. ARGV[7]) end
 local ahead = false

@@ -21,7 +21,8 @@
 --         '#N' (rules.ts mergeNocount; kept across switches: a rewrite to write diffusion gives
 --         them to the records). A read-diffused one indexes its mentions in the sorted set
 --         K..':m' ('seq|uid' by seq, the newest NOCOUNT_CAP): a recall finds there whose mention
---         to drop, and a mention of a seq recalled already is dropped at once. Every conversation keeps `at` as a
+--         to drop (or, for a seq at or below its floor '#M', every member: recalledMentions), and a
+--         mention of a seq recalled already is dropped at once. Every conversation keeps `at` as a
 --         max-register in '#a' (membership ops give it to the members they make); a
 --         read-diffused one also keeps the @all seqs, the newest `mention cap`, in '#@' (issue
 --         43: engine.ts HeadExtra) above '#L', the head when it became read-diffused (one at
@@ -62,10 +63,15 @@ local function seqLists()
 end
 
 -- The mention index of a read-diffused conversation K (above): the mentions ('uid=seq ...') of
--- seqs in its '#N' (`kept`, false: not read yet) are not indexed (returned as `ahead`), the others
+-- seqs in its '#N' (`kept`, nil: not read yet) are not indexed (returned as `ahead`), the others
 -- are; the index's mentions of the seqs `nocount` ('a,b') recalls now leave it (returned as
--- `held`). Only members are returned. Returns held, ahead (each nil when none).
-local function recalledMentions(K, kept, nocount, mentioned)
+-- `held`). '#M' is the index's floor: it holds every mention of the seqs above it (raised to the
+-- head when the conversation becomes read-diffused or is restored, and past the pairs a full
+-- index forgets); a seq recalled for the first time (not in `before`, '#N' before this flush) at
+-- or below it may be mentioned in records the index never saw: every member is held for it (one
+-- op each: rare, a recall of an old message). Only members are returned. Returns held, ahead
+-- (each nil when none).
+local function recalledMentions(K, kept, before, nocount, mentioned)
   local index = K .. ':m'
   local held, ahead = seqLists(), seqLists()
   if mentioned ~= '' then
@@ -83,17 +89,39 @@ local function recalledMentions(K, kept, nocount, mentioned)
     end
     if added then
       local excess = redis.call('ZCARD', index) - NOCOUNT_CAP
-      if excess > 0 then redis.call('ZREMRANGEBYRANK', index, 0, excess - 1) end
+      if excess > 0 then
+        local last = redis.call('ZRANGE', index, excess - 1, excess - 1, 'WITHSCORES')
+        redis.call('ZREMRANGEBYRANK', index, 0, excess - 1)
+        if tonumber(last[2]) > num(redis.call('HGET', K, '#M')) then redis.call('HSET', K, '#M', last[2]) end
+      end
     end
   end
   if nocount ~= '' then
+    local had, floor, swept = {}, nil, {}
+    if before then for text in string.gmatch(before, '%d+') do had[text] = true end end
     for seq in string.gmatch(nocount, '%d+') do
+      if not had[seq] then
+        floor = floor or num(redis.call('HGET', K, '#M'))
+        if tonumber(seq) <= floor and not swept[seq] then
+          swept[seq] = true
+          swept[#swept + 1] = seq
+        end
+      end
       local found = redis.call('ZRANGEBYSCORE', index, seq, seq)
       if #found > 0 then
         redis.call('ZREMRANGEBYSCORE', index, seq, seq)
-        for _, pair in ipairs(found) do
-          local uid = string.sub(pair, #seq + 2)
-          if redis.call('HGET', K, uid) then held.add(uid, seq) end
+        if not swept[seq] then
+          for _, pair in ipairs(found) do
+            local uid = string.sub(pair, #seq + 2)
+            if redis.call('HGET', K, uid) then held.add(uid, seq) end
+          end
+        end
+      end
+    end
+    if #swept > 0 then
+      for _, uid in ipairs(redis.call('HKEYS', K)) do
+        if string.sub(uid, 1, 1) ~= '#' then
+          for _, seq in ipairs(swept) do held.add(uid, seq) end
         end
       end
     end
@@ -114,31 +142,47 @@ while i <= #ARGV do
   local last = first + count - 1
   i = last + 1
   local K = convKeyOf(prefix, conv)
+  -- `at` ('#a', a max-register) is read and written with the head: a message that carries one
+  -- (issue 43; most carry none, and read no more) costs no command of its own.
   local meta
   if checkLocal then
-    meta = redis.pcall('HMGET', K, '#s', '#l', '#c', '#g', '#n')
+    if lastAt == '' then
+      meta = redis.pcall('HMGET', K, '#s', '#l', '#c', '#g', '#n')
+    else
+      meta = redis.pcall('HMGET', K, '#s', '#l', '#c', '#g', '#n', '#a')
+    end
     if meta.err then
       out[#out + 1] = 'moved'
       return out
     end
-  else
+  elseif lastAt == '' then
     meta = redis.call('HMGET', K, '#s', '#l', '#c', '#g', '#n')
+  else
+    meta = redis.call('HMGET', K, '#s', '#l', '#c', '#g', '#n', '#a')
   end
   if not meta[1] then
     out[#out + 1] = 0
   else
     local maxSeq = num(meta[1])
     local raised = seq > maxSeq
+    local atRaised = lastAt ~= '' and (not meta[6] or tonumber(lastAt) > tonumber(meta[6]))
     if raised then
       maxSeq = seq
-      redis.call('HSET', K, '#s', int(seq))
+      if atRaised then
+        redis.call('HSET', K, '#s', int(seq), '#a', lastAt)
+      else
+        redis.call('HSET', K, '#s', int(seq))
+      end
       if durableNow ~= '' then redis.call('ZADD', dirtyConvsKeyOf(prefix, shard), 'NX', durableNow, 'h|' .. conv) end
+    elseif atRaised then
+      redis.call('HSET', K, '#a', lastAt)
     end
     local large = meta[2] == '1'
-    local extraMoved = false
-    local kept
+    local extraMoved = atRaised
+    local kept, before
     if nocount ~= '' then
       kept = redis.call('HGET', K, '#N')
+      before = kept
       local merged = mergeNocountText(kept, nocount)
       if merged ~= kept then
         redis.call('HSET', K, '#N', merged)
@@ -147,7 +191,7 @@ while i <= #ARGV do
       end
     end
     local held, ahead
-    if large and (mentioned ~= '' or nocount ~= '') then held, ahead = recalledMentions(K, kept, nocount, mentioned) end
+    if large and (mentioned ~= '' or nocount ~= '') then held, ahead = recalledMentions(K, kept, before, nocount, mentioned) end
     local members
     if not large then
       members = redis.call('HKEYS', K)
@@ -184,14 +228,6 @@ while i <= #ARGV do
         elseif raised then
           redis.call(publishCmd, convChannelOf(prefix, conv), int(maxSeq) .. '|' .. at)
         end
-      end
-    end
-    -- Issue 43: only messages that carry a time pay for this (most carry none).
-    if lastAt ~= '' then
-      local kept = redis.call('HGET', K, '#a')
-      if not kept or tonumber(lastAt) > tonumber(kept) then
-        redis.call('HSET', K, '#a', lastAt)
-        extraMoved = true
       end
     end
     -- The durable tier writes them with the head ('h' mark): marked also when the head did not move.

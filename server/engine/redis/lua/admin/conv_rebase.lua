@@ -2,7 +2,8 @@
 -- the head '#s' to ARGV[1] when it is above, and start every member over at a new generation:
 -- '#g' and each member's join tag become that generation, join heads at most the new head. A
 -- message recorded before this step carries an older generation than the tags now hold, so the
--- rebased records ignore it (rules.ts): the old head cannot come back through it.
+-- rebased records ignore it (rules.ts): the old head cannot come back through it. What the
+-- conversation keeps of seqs above the new head goes (issue 43, below).
 --
 -- KEYS[1] the conversation hash (conv_members.lua)   KEYS[2] the dirty set of its slot (durable tier)
 -- ARGV[1] the seq to lower the head to   ARGV[2] durable tier: now in ms ('' = off): the roster
@@ -34,5 +35,22 @@ for i = 1, #all, 2 do
 end
 hsetChunks(K, tags)
 redis.call('HSET', K, '#s', int(head), '#g', int(gen))
+-- Seqs above the new head will be other messages (rules.ts lowerTo): what the conversation kept
+-- of them goes (issue 43): non-counting and @all seqs, indexed mentions; the heads '#L' and '#M'
+-- name are lowered with it (memory-admin.ts does the same).
+local kept = redis.call('HMGET', K, '#N', '#@', '#L', '#M')
+for f, field in ipairs({ '#N', '#@' }) do
+  if kept[f] then
+    local below = {}
+    for text in string.gmatch(kept[f], '%d+') do
+      if tonumber(text) <= head then below[#below + 1] = text end
+    end
+    if #below == 0 then redis.call('HDEL', K, field) else redis.call('HSET', K, field, table.concat(below, ',')) end
+  end
+end
+for f, field in ipairs({ '#L', '#M' }) do
+  if kept[f + 2] and tonumber(kept[f + 2]) > head then redis.call('HSET', K, field, int(head)) end
+end
+redis.call('ZREMRANGEBYSCORE', K .. ':m', '(' .. int(head), '+inf')
 if ARGV[2] ~= '' then redis.call('ZADD', KEYS[2], 'NX', ARGV[2], 'm|' .. ARGV[3]) end
 return { before, head, gen, meta[2] == '1' and 1 or 0, meta[3] or 'default', out }

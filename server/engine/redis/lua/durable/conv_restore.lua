@@ -45,7 +45,9 @@ for i = first, #ARGV, 1000 do
   redis.call('HSET', K, unpack(ARGV, i, j))
   count = count + (j - i + 1) / 2
 end
-local fields = { '#s', ARGV[1], '#l', ARGV[2], '#c', ARGV[3], '#g', ARGV[4], '#n', string.format('%d', count) }
+-- '#M': PostgreSQL does not keep the mention index (conv_record.lua), so it holds no mention of
+-- a seq up to the restored head: a recall of one reaches every member.
+local fields = { '#s', ARGV[1], '#l', ARGV[2], '#c', ARGV[3], '#g', ARGV[4], '#n', string.format('%d', count), '#M', ARGV[1] }
 if ARGV[5] ~= '' then
   fields[#fields + 1] = '#r'
   fields[#fields + 1] = ARGV[5]

@@ -218,7 +218,8 @@ export interface MembersStep {
   rewrite: boolean;
   /**
    * Issue 43: the conversation's non-counting seqs, given only when one lies above its head (a
-   * recall before its message): a joiner's record takes those above its join head.
+   * recall before its message): a joiner's record in a write-diffused conversation takes those
+   * above its join head.
    */
   nocount?: number[];
 }

@@ -253,5 +253,30 @@ export function countsConformance(use: UseEngine): void {
       expect(await s.unread('b')).toMatchObject({ total: 2, mentions: 0 });
       await sameOnClient(s, 'b');
     });
+
+    // Found by the conformance model run with topics (seed 381): a topic's sync restates every
+    // member, and a restatement carried the conversation's non-counting seqs (those sent ahead of
+    // their message) into the records of a read-diffused conversation, dropping a mention the
+    // specification keeps until read (PROTOCOL.md "What counts", "Not exact").
+    for (const topic of [undefined, 't']) {
+      it(`large group${topic ? "'s topic" : ''}: restating a member keeps a mention made while write-diffused and recalled while read-diffused, until read`, async () => {
+        const s = new SyncService(await use(), { largeGroupThreshold: 2 });
+        const conv = topic ? `g#t:${topic}` : 'g';
+        const at = topic ? { topic } : {};
+        await s.changeMembers('g', { add: ['a', 'b'], remove: [], category: 'group' });
+        await s.postMessages([{ conv: 'g', seq: 1, sender: 'a', mentions: ['b'], ...at }]);
+        await s.changeMembers('g', { add: ['c'], remove: [] });
+        expect((await s.engine.getConversation(conv))?.large).toBe(true);
+        // Seq 1 recalled while read-diffused, and seq 3 before its message.
+        await s.postMessages([{ conv: 'g', seq: 2, sender: 'a', counts: false, recalls: [1, 3], ...at }]);
+        expect(await row(s, 'b', conv)).toMatchObject({ lastSeq: 2, unread: 0, mentions: 1 });
+        // b added again (already a member): a restatement of the same membership.
+        await s.changeMembers('g', { add: ['b', 'd'], remove: [] });
+        expect(await row(s, 'b', conv)).toMatchObject({ lastSeq: 2, unread: 0, mentions: 1 });
+        await sameOnClient(s, 'b');
+        await s.read('b', conv, 1);
+        expect(await row(s, 'b', conv)).toMatchObject({ unread: 0, mentions: 0 });
+      });
+    }
   });
 }

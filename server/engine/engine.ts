@@ -227,7 +227,8 @@ export interface MembersStep {
   rewrite: boolean;
   /**
    * Issue 43: the conversation's non-counting seqs, given only when one lies above its head (a
-   * recall before its message): a joiner's record takes those above its join head.
+   * recall before its message): a joiner's record in a write-diffused conversation takes those
+   * above its join head.
    */
   nocount?: number[];
   /** The conversation's generation before this step (`info.gen` when nothing changed): a topic's delta sync starts from it. */

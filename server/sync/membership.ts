@@ -73,7 +73,12 @@ export async function changeMembership(engine: Engine, threshold: number, conv: 
 /** The user steps of a conversation step that landed (and the rewrite it asks for): safe to repeat. */
 export async function applyMembersStep(engine: Engine, conv: string, step: MembersStep): Promise<MembershipResult> {
   const byUser = new Map<string, MembershipOp>();
-  for (const tag of step.joins) byUser.set(tag.uid, withNocount(memberOp(step.info, tag), step.nocount ?? [], tag.joinHead));
+  // The non-counting seqs go into write-diffused records only: a read-diffused conversation keeps
+  // them itself (and a switch back gives them, below). A joiner's op repeats for every member a
+  // topic's sync restates; in a member's read-diffused record they would drop a mention PROTOCOL.md
+  // keeps until read ("What counts", "Not exact").
+  const nocount = step.info.large ? [] : (step.nocount ?? []);
+  for (const tag of step.joins) byUser.set(tag.uid, withNocount(memberOp(step.info, tag), nocount, tag.joinHead));
   for (const uid of step.leaves) byUser.set(uid, { type: 'membership', uid, conv, gen: step.info.gen, member: false });
   let rewriteGen: number | undefined;
   if (step.rewrite) {

@@ -302,5 +302,30 @@ export function countsConformance(use: UseEngine): void {
       await s.postMessages([{ conv: 'L', seq: 1003, sender: 'a', counts: false, recalls: [1001] }]);
       expect(await row(s, 'c', 'L')).toMatchObject({ unread: 999, mentions: 999 });
     });
+
+    // Found by the conformance model run with topics (seed 381): a topic's sync restates every
+    // member, and a restatement carried the conversation's non-counting seqs (those sent ahead of
+    // their message) into the records of a read-diffused conversation. A restatement changes
+    // nothing: the recall has dropped the mention for everyone, and seq 3 does not count when it comes.
+    for (const topic of [undefined, 't']) {
+      it(`large group${topic ? "'s topic" : ''}: restating a member changes nothing after a recall of a mention made while write-diffused and one ahead of its message`, async () => {
+        const s = new SyncService(await use(), { largeGroupThreshold: 2 });
+        const conv = topic ? `g#t:${topic}` : 'g';
+        const at = topic ? { topic } : {};
+        await s.changeMembers('g', { add: ['a', 'b'], remove: [], category: 'group' });
+        await s.postMessages([{ conv: 'g', seq: 1, sender: 'a', mentions: ['b'], ...at }]);
+        await s.changeMembers('g', { add: ['c'], remove: [] });
+        expect((await s.engine.getConversation(conv))?.large).toBe(true);
+        // Seq 1 recalled while read-diffused, and seq 3 before its message.
+        await s.postMessages([{ conv: 'g', seq: 2, sender: 'a', counts: false, recalls: [1, 3], ...at }]);
+        expect(await row(s, 'b', conv)).toMatchObject({ lastSeq: 2, unread: 0, mentions: 0 });
+        // b added again (already a member): a restatement of the same membership.
+        await s.changeMembers('g', { add: ['b', 'd'], remove: [] });
+        expect(await row(s, 'b', conv)).toMatchObject({ lastSeq: 2, unread: 0, mentions: 0 });
+        await s.postMessages([{ conv: 'g', seq: 3, sender: 'a', mentions: ['b'], ...at }]);
+        expect(await row(s, 'b', conv)).toMatchObject({ lastSeq: 3, unread: 0, mentions: 0 });
+        await sameOnClient(s, 'b');
+      });
+    }
   });
 }

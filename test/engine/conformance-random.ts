@@ -5,7 +5,13 @@ import { applyRule, contribution, type StoredConv, sameState, toConvState, visib
 import { expectTotalsConsistent, nextGen, rebuild, sorted } from './conformance-helpers.js';
 
 const USERS = ['u1', 'u2', 'u3'];
-const CONVS = ['c1', 'c2', 'c3', '__proto__'];
+/**
+ * Issue 43: a topic's and a thread's child conversation among them (PROTOCOL.md "Topics",
+ * "Threads"), whose rows the engine keeps like any other, but for the thread row's default level
+ * (`mentions`), which the stored level bits are read against (rules.ts defaultLevel; the Lua reads
+ * the id too). Their parents' protocols (topic syncs, follows) are above the engine: conformance-model.ts.
+ */
+const CONVS = ['c1', 'c2', 'c3', '__proto__', 'c1#t:a', 'c1#r:2'];
 const CATEGORIES = ['private', 'group', 'constructor'];
 
 interface ModelUser {

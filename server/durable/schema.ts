@@ -117,6 +117,10 @@ const MIGRATIONS: readonly string[] = [
      topic text NOT NULL,
      PRIMARY KEY (conv, topic)
    );`,
+  // 11 (issue 43, mentions in muted conversations): each user's mutedMentions setting, beside
+  // shareReads (a row written for it alone keeps shareReads at its default, true). Additive.
+  `ALTER TABLE redpoint_user_settings ADD COLUMN muted_mentions boolean NOT NULL DEFAULT false,
+     ALTER COLUMN share_reads SET DEFAULT true;`,
 ];
 
 const SCHEMA_VERSION = MIGRATIONS.length;

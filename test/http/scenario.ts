@@ -297,7 +297,7 @@ class Run {
         this.model.setShareReads(uid, a.share);
         const res = await this.actAs(a.user, a.jwt, 'PUT', `/v1/users/${this.uid(a.user)}/settings`, { shareReads: a.share });
         this.expectStatus(res, 'ok', a);
-        expect(res.body, `${this.where(a)} settings reply`).toEqual({ uid: this.uid(a.user), shareReads: a.share });
+        expect(res.body, `${this.where(a)} settings reply`).toEqual({ uid: this.uid(a.user), shareReads: a.share, mutedMentions: false });
         return;
       }
       case 'sync': {

@@ -62,12 +62,17 @@ export class ConvStore {
   /** Issue 43: the read-diffused conversations' last activity, @all and non-counting seqs (PullReply headAt, mentionAll, nocount; `head` pushes). */
   private extras = new KeptExtras();
   /** The user's setting `mutedMentions` (PROTOCOL.md "Notification levels"), from the last reply applied. */
-  private mutedMentions = false;
+  private mentionsWhenMuted = false;
   private readonly reads = new Map<string, ReadOverlay>();
   private readonly settings = new Map<string, SettingsOverlay>();
 
   get hasData(): boolean {
     return this.cursor !== null;
+  }
+
+  /** The user's setting `mutedMentions` as of the last reply applied: what the totals were summed with. */
+  get mutedMentions(): boolean {
+    return this.mentionsWhenMuted;
   }
 
   get hasLargeGroups(): boolean {
@@ -97,7 +102,7 @@ export class ConvStore {
     this.convs = new Map();
     this.heads = new Heads();
     this.extras = new KeptExtras();
-    this.mutedMentions = false;
+    this.mentionsWhenMuted = false;
     this.reads.clear();
     this.settings.clear();
   }
@@ -146,7 +151,7 @@ export class ConvStore {
       from = mine?.version ?? 0;
     }
     this.heads.merge(reply.heads);
-    this.mutedMentions = reply.mutedMentions === true;
+    this.mentionsWhenMuted = reply.mutedMentions === true;
     // Merged, not replaced: a push read after this reply may already have added to them.
     this.extras.mergeReply(reply);
     for (const entry of reply.entries) {
@@ -241,7 +246,7 @@ export class ConvStore {
       states,
       this.heads.record,
       this.extras.record,
-      this.mutedMentions,
+      this.mentionsWhenMuted,
     );
     // The list's order (issue 43): the newest last activity first, then by id, the same on every device.
     const conversations = summary.conversations.sort(byActivity).map((v) => ({ ...v, pending: this.reads.has(v.conv) || this.settings.has(v.conv) }));

@@ -192,7 +192,16 @@ export class RedisReadPositions implements ReadPositions {
     const value = await this.client.get(key);
     if (value != null || !this.durable) return value === '1';
     // As for sharing: none with the tier means Redis lost it (or the user never set it).
-    const on = (await this.durable.backing.loadMutedMentions([uid])).get(uid) === true;
+    let stored: Map<string, boolean>;
+    try {
+      stored = await this.durable.backing.loadMutedMentions([uid]);
+    } catch {
+      // PostgreSQL down: Redis goes on serving pulls and badges (the tier is behind it, not in
+      // front). The default stands in, not kept, so the next read asks PostgreSQL again: a user
+      // who turned it on and whose key Redis lost too sees it off until PostgreSQL is back.
+      return false;
+    }
+    const on = stored.get(uid) === true;
     await this.client.set(key, on ? '1' : '0', 'NX');
     return on;
   }

@@ -1,7 +1,7 @@
 import { type Static, Type } from '@sinclair/typebox';
 import type { AuthCheck } from './errors.js';
 import { LIMITS } from './limits.js';
-import { ConvRef, Id, Level, ReadGen, ReadSeq, Seq, UnreadFromBody } from './schemas.js';
+import { ConvRef, Id, Level, ReadGen, ReadSeq, Seq, UnreadFromBody, UserSettingsBody } from './schemas.js';
 import type { ConvState, PullReply } from './types.js';
 
 /**
@@ -90,6 +90,21 @@ export const FollowFrame = Type.Object(
   { additionalProperties: false },
 );
 
+/**
+ * The user's own settings, as PUT /v1/users/:uid/settings (either field or both); answered with
+ * an ack naming the user's position after it (a `mutedMentions` change starts the stream over
+ * under a new epoch: PROTOCOL.md "Notification levels").
+ */
+export const UserSettingsFrame = Type.Object(
+  {
+    t: Type.Literal('user-settings'),
+    id: RequestId,
+    shareReads: UserSettingsBody.properties.shareReads,
+    mutedMentions: UserSettingsBody.properties.mutedMentions,
+  },
+  { additionalProperties: false, minProperties: 3 },
+);
+
 /** A new token for the socket's user, sent before the current one expires (the socket is closed 4003 at its expiry). */
 export const RefreshFrame = Type.Object(
   {
@@ -107,7 +122,8 @@ export type SettingsFrame = Static<typeof SettingsFrame>;
 export type UnreadFromFrame = Static<typeof UnreadFromFrame>;
 export type RefreshFrame = Static<typeof RefreshFrame>;
 export type FollowFrame = Static<typeof FollowFrame>;
-export type ClientFrame = HelloFrame | PullFrame | ReadFrame | SettingsFrame | RefreshFrame | UnreadFromFrame | FollowFrame;
+export type UserSettingsFrame = Static<typeof UserSettingsFrame>;
+export type ClientFrame = HelloFrame | PullFrame | ReadFrame | SettingsFrame | RefreshFrame | UnreadFromFrame | FollowFrame | UserSettingsFrame;
 
 /** Schemas by tag, so an error names the field of the frame the client meant to send. */
 export const CLIENT_FRAME_SCHEMAS = {
@@ -118,6 +134,7 @@ export const CLIENT_FRAME_SCHEMAS = {
   refresh: RefreshFrame,
   'unread-from': UnreadFromFrame,
   follow: FollowFrame,
+  'user-settings': UserSettingsFrame,
 } as const;
 
 export interface WelcomeFrame {

@@ -100,6 +100,12 @@ export const PullReplySchema = Type.Object(
     version: Type.Integer({ minimum: 0, description: 'The cursor version once this reply is applied.' }),
     more: Type.Boolean({ description: 'More entries follow: pull again with `since=<epoch>:<version>`.' }),
     heads: Type.Record(Id, SeqValue, { description: 'Current head (maxSeq) of each read-diffused conversation the user is in.' }),
+    mutedMentions: Type.Optional(
+      Type.Literal(true, {
+        description:
+          'The user\'s setting `mutedMentions` is on: a muted conversation adds its unread mentions to the totals as a level-`mentions` one does (PROTOCOL.md "Notification levels"). Read after the stream, not part of it: each reply you apply replaces your setting (absent: off); a change moves the version.',
+      }),
+    ),
     peerReads: Type.Optional(
       Type.Record(Id, SeqValue, {
         description:
@@ -178,6 +184,12 @@ export const UnreadSummarySchema = Type.Object(
       description: '`total`, split by category. Categories with zero unread may be omitted.',
     }),
     conversations: Type.Array(ConvViewSchema, { description: 'The visible conversations (deleted ones are left out).' }),
+    mutedMentions: Type.Optional(
+      Type.Literal(true, {
+        description:
+          'The user\'s setting `mutedMentions` is on: a muted conversation adds its unread mentions to the totals as a level-`mentions` one does (PROTOCOL.md "Notification levels"). Absent: off.',
+      }),
+    ),
   },
   { $id: 'UnreadSummary', additionalProperties: false },
 );
@@ -208,7 +220,11 @@ export const FollowReplySchema = Type.Object(
 // --- Read receipts (issue 44) ---
 
 export const UserSettingsReplySchema = Type.Object(
-  { uid: Id, shareReads: Type.Boolean({ description: 'Whether the user shares read positions (default true).' }) },
+  {
+    uid: Id,
+    shareReads: Type.Boolean({ description: 'Whether the user shares read positions (default true).' }),
+    mutedMentions: Type.Boolean({ description: 'Whether mentions in muted conversations count in the badge (default false).' }),
+  },
   { $id: 'UserSettingsReply', additionalProperties: false },
 );
 

@@ -147,10 +147,20 @@ export const SettingsBody = Type.Object(
 
 // --- Read receipts (issue 44) ---
 
-/** `PUT /v1/users/:uid/settings`: the user's own settings (today: whether they share read positions). */
+/** `PUT /v1/users/:uid/settings`: the user's own settings, either or both. */
 export const UserSettingsBody = Type.Object(
-  { shareReads: Type.Boolean({ description: "false: the user's read positions are not recorded or shown to others, and they see no one else's." }) },
-  { additionalProperties: false },
+  {
+    shareReads: Type.Optional(
+      Type.Boolean({ description: "false: the user's read positions are not recorded or shown to others, and they see no one else's." }),
+    ),
+    mutedMentions: Type.Optional(
+      Type.Boolean({
+        description:
+          'true: a muted conversation (level `none`) adds its unread mentions to the badge as a level-`mentions` one does (PROTOCOL.md "Notification levels"). Default false.',
+      }),
+    ),
+  },
+  { additionalProperties: false, minProperties: 1 },
 );
 
 /** `GET /v1/users/:uid/conversations/:conv/reads`: either `seqs` or `latest`. */

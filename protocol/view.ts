@@ -98,11 +98,13 @@ export interface Totals {
 
 /**
  * Adds one visible conversation's share of the badge (rules.ts contribution): none when muted
- * (level 'none'); for level 'mentions' only its mentions, each one unread of the badge.
+ * (level 'none') unless the user's setting `mutedMentions` is on, then only its mentions, as for
+ * level 'mentions': each one unread of the badge. (rules.ts contribution, the stored totals, is
+ * the share with the setting off; the server adds muted conversations' shares when it is on.)
  */
-export function addToTotals(totals: Totals, view: ConvView): void {
-  if (view.muted) return;
-  const unread = view.level === 'mentions' ? view.mentions : view.unread;
+export function addToTotals(totals: Totals, view: ConvView, mutedMentions = false): void {
+  if (view.muted && !mutedMentions) return;
+  const unread = view.muted || view.level === 'mentions' ? view.mentions : view.unread;
   totals.total += unread;
   totals.mentions += view.mentions;
   if (unread > 0) totals.categories.set(view.category, (totals.categories.get(view.category) ?? 0) + unread);
@@ -168,10 +170,11 @@ export function summarize(
   states: Iterable<ConvState>,
   heads: Readonly<Record<string, number>>,
   extras?: HeadExtras,
+  mutedMentions = false,
 ): UnreadSummary {
   const conversations = visibleViews(states, heads, extras);
   const totals: Totals = { total: 0, mentions: 0, categories: new Map() };
-  for (const view of conversations) addToTotals(totals, view);
+  for (const view of conversations) addToTotals(totals, view, mutedMentions);
   // Object.fromEntries defines own properties: a category named `__proto__` stays data.
   return {
     uid,
@@ -181,5 +184,6 @@ export function summarize(
     mentions: totals.mentions,
     categories: Object.fromEntries(totals.categories),
     conversations: byConv(withThreadSums(conversations)),
+    ...(mutedMentions ? { mutedMentions: true as const } : {}),
   };
 }

@@ -160,6 +160,7 @@ export async function startServer(
     readCap,
     receipts: { ...DEFAULT_RECEIPTS_OPTIONS, ...config.receipts },
     receiptsOnSend: config.receipts?.onSend ?? false,
+    badgeMarks: config.badgeHook !== undefined,
     ...(maxConversations > 0 ? { conversationCap: new ConversationCap(store, maxConversations) } : {}),
   });
   sync.ingest.onFlush = (stats) => {

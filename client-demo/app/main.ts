@@ -152,7 +152,7 @@ document.addEventListener('click', (event) => {
   if (action === 'read') client.markRead(conv);
   else if (action === 'read-all') {
     // A conversation listed with its topics: each row is read on its own (PROTOCOL.md "Topics").
-    const group = groupOf(client.state.conversations, conv);
+    const group = groupOf(client.state.conversations, conv, client.state.mutedMentions);
     for (const row of group ? [...(group.view ? [group.view] : []), ...group.children] : []) client.markRead(row.conv);
   } else if (action === 'level') {
     const level = LEVEL_VALUES.find((l) => l === button.dataset.value);
@@ -198,7 +198,7 @@ Object.assign(window, {
     uid,
     device,
     order: () =>
-      conversationGroups(client.state.conversations)
+      conversationGroups(client.state.conversations, client.state.mutedMentions)
         .sort(activity.order)
         .map((g) => g.conv),
   },

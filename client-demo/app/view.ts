@@ -74,7 +74,7 @@ export function render(screen: Screen): void {
   chrome(state, ctx.uid, screen.device, screen.staleSince);
 
   // Topic rows go inside their conversation's entry (the SDK groups rows by `parent`).
-  const sorted = state.totals ? conversationGroups(state.conversations).sort(screen.order) : null;
+  const sorted = state.totals ? conversationGroups(state.conversations, state.mutedMentions).sort(screen.order) : null;
   byId('conversations').replaceChildren(...listRows(sorted, ctx));
   byId('empty').hidden = !sorted || sorted.length > 0;
 

@@ -45,4 +45,21 @@ export class PgReadPositions implements ReadPositionsBacking {
     );
     return new Map(rows.map((r) => [r.uid, r.share_reads]));
   }
+
+  async saveMutedMentions(uid: string, on: boolean): Promise<void> {
+    await this.pool.query(
+      `INSERT INTO redpoint_user_settings (uid, muted_mentions) VALUES ($1, $2)
+       ON CONFLICT (uid) DO UPDATE SET muted_mentions = EXCLUDED.muted_mentions, updated_at = now()`,
+      [uid, on],
+    );
+  }
+
+  async loadMutedMentions(uids: readonly string[]): Promise<Map<string, boolean>> {
+    if (uids.length === 0) return new Map();
+    const { rows } = await this.pool.query<{ uid: string; muted_mentions: boolean }>(
+      'SELECT uid, muted_mentions FROM redpoint_user_settings WHERE uid = ANY($1::text[])',
+      [uids],
+    );
+    return new Map(rows.map((r) => [r.uid, r.muted_mentions]));
+  }
 }

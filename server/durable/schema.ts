@@ -123,6 +123,10 @@ const MIGRATIONS: readonly string[] = [
   // and put back by conv_restore.lua. Without it a child back from PostgreSQL applied whatever
   // roster came next, an older one too. Existing rows: 0, none (as before).
   `ALTER TABLE redpoint_conversations ADD COLUMN parent_gen bigint NOT NULL DEFAULT 0;`,
+  // 12 (issue 43, mentions in muted conversations): each user's mutedMentions setting, beside
+  // shareReads (a row written for it alone keeps shareReads at its default, true). Additive.
+  `ALTER TABLE redpoint_user_settings ADD COLUMN muted_mentions boolean NOT NULL DEFAULT false,
+     ALTER COLUMN share_reads SET DEFAULT true;`,
 ];
 
 const SCHEMA_VERSION = MIGRATIONS.length;

@@ -166,4 +166,7 @@ export interface ReadPositionsBacking {
   saveSharing(uid: string, share: boolean): Promise<void>;
   /** The stored settings of those of `uids` that have one. */
   loadSharing(uids: readonly string[]): Promise<Map<string, boolean>>;
+  saveMutedMentions(uid: string, on: boolean): Promise<void>;
+  /** The stored mutedMentions settings of those of `uids` that have a settings row. */
+  loadMutedMentions(uids: readonly string[]): Promise<Map<string, boolean>>;
 }

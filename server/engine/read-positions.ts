@@ -35,6 +35,13 @@ export interface ReadPositions {
   sharing(uids: readonly string[]): Promise<boolean[]>;
   /** Stores the setting (the default, true, may be stored as nothing). */
   setSharing(uid: string, share: boolean): Promise<void>;
+  /**
+   * The user's setting `mutedMentions` (issue 43; default false): kept here beside `shareReads`,
+   * the other per-user setting. Not part of the user's stream: SyncService moves the stream when
+   * it changes, and reads it after the stream (sync-service.ts setMutedMentions).
+   */
+  mutedMentions(uid: string): Promise<boolean>;
+  setMutedMentions(uid: string, on: boolean): Promise<void>;
   /** Hands each change to the processes following its user (`NotificationHandler.readsChanged`); at most once, like every push. */
   announce(changes: readonly ReadsChange[]): Promise<void>;
 }

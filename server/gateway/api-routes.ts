@@ -234,7 +234,8 @@ export function registerApiRoutes(router: HttpRouter, { sync, auth, metrics, seq
     '/v1/users/:uid/settings',
     async (ctx) => {
       const uid = param(ctx, 0);
-      return { body: { uid, shareReads: await sync.receipts.sharing(uid) } };
+      const [shareReads, mutedMentions] = await Promise.all([sync.receipts.sharing(uid), sync.engine.readPositions.mutedMentions(uid)]);
+      return { body: { uid, shareReads, mutedMentions } };
     },
     { authorize: actingForUser },
   );
@@ -245,8 +246,10 @@ export function registerApiRoutes(router: HttpRouter, { sync, auth, metrics, seq
     async (ctx) => {
       const uid = param(ctx, 0);
       const body = decode(UserSettingsBody, ctx.body);
-      await sync.receipts.setSharing(uid, body.shareReads);
-      return { body: { uid, shareReads: body.shareReads } };
+      if (body.shareReads !== undefined) await sync.receipts.setSharing(uid, body.shareReads);
+      if (body.mutedMentions !== undefined) await sync.setMutedMentions(uid, body.mutedMentions);
+      const [shareReads, mutedMentions] = await Promise.all([sync.receipts.sharing(uid), sync.engine.readPositions.mutedMentions(uid)]);
+      return { body: { uid, shareReads, mutedMentions } };
     },
     { body: true, authorize: actingForUser },
   );

@@ -14,6 +14,7 @@ import {
   type ServerFrame,
   type SettingsFrame,
   type UnreadFromFrame,
+  type UserSettingsFrame,
 } from '../../protocol/frames.js';
 import type { Cursor } from '../../protocol/types.js';
 import type { Authenticator } from '../auth/tokens.js';
@@ -61,7 +62,7 @@ const CLOSE_WAIT_MS = 10_000;
 /** What a call with nothing to wait for returns: one settled promise, not a new one per call. */
 const SETTLED: Promise<void> = Promise.resolve();
 
-type Request = PullFrame | ReadFrame | SettingsFrame | RefreshFrame | UnreadFromFrame | FollowFrame;
+type Request = PullFrame | ReadFrame | SettingsFrame | RefreshFrame | UnreadFromFrame | FollowFrame | UserSettingsFrame;
 
 /** The retry hint of a refusal for cost or rate, for the error frame. */
 function retryAfter(e: Error): { retryAfterMs?: number } {
@@ -333,7 +334,11 @@ export class WsSession {
       if (!uid || this.closed) return;
       await this.answer(uid, frame);
     } catch (err) {
-      this.failed(err, frame.id, frame.t === 'read' || frame.t === 'settings' || frame.t === 'unread-from' || frame.t === 'follow');
+      this.failed(
+        err,
+        frame.id,
+        frame.t === 'read' || frame.t === 'settings' || frame.t === 'unread-from' || frame.t === 'follow' || frame.t === 'user-settings',
+      );
     } finally {
       this.inFlight -= 1;
     }
@@ -375,6 +380,13 @@ export class WsSession {
         // The thread's row comes as any row's change; the ack carries the position after it.
         if (frame.unfollow) await this.host.sync.unfollowThread(uid, frame.conv, frame.root);
         else await this.host.sync.followThread(uid, frame.conv, frame.root);
+        const position = await this.host.sync.position(uid);
+        return this.reply({ t: 'ack', id: frame.id, epoch: position.epoch, version: position.version });
+      }
+      case 'user-settings': {
+        // As PUT /v1/users/:uid/settings; a mutedMentions change moves the stream (a new epoch).
+        if (frame.shareReads !== undefined) await this.host.sync.receipts.setSharing(uid, frame.shareReads);
+        if (frame.mutedMentions !== undefined) await this.host.sync.setMutedMentions(uid, frame.mutedMentions);
         const position = await this.host.sync.position(uid);
         return this.reply({ t: 'ack', id: frame.id, epoch: position.epoch, version: position.version });
       }

@@ -3,6 +3,7 @@ import { RedpointError } from '../../protocol/errors.js';
 import { LIMITS } from '../../protocol/limits.js';
 import type { Cursor, MessageEvent, NotificationLevel, PullReply, UnreadSummary } from '../../protocol/types.js';
 import { addToTotals, conversationViews, type HeadExtras, type Totals, toView } from '../../protocol/view.js';
+import { adminOf } from '../engine/admin.js';
 import type { Engine, StoredUserState, UserOp, UserOpResult } from '../engine/engine.js';
 import { afterPartOfIt } from '../engine/store-errors.js';
 import type { ConversationCap } from './conversation-cap.js';
@@ -49,6 +50,8 @@ export interface SyncOptions {
    * cost on the message path; the sender's position follows their next read.
    */
   receiptsOnSend?: boolean;
+  /** The badge hook is on (EngineOptions.badgeMarks): a change of `mutedMentions` marks the user. */
+  badgeMarks?: boolean;
 }
 
 /**
@@ -263,12 +266,20 @@ export class SyncService {
     // not part of the stream (a peer's read never bumps this user's version).
     // (A read-diffused conversation is never one-to-one: not read.)
     const pageConvs = [...(stored.snapshot?.convs ?? []), ...stored.entries.flatMap((e) => (e.state ? [e.state] : []))].filter(hasPeer).map((s) => s.conv);
-    const [{ heads, extras }, peers] = await Promise.all([
+    // mutedMentions is read AFTER the stream (setMutedMentions: the setting, then the restream).
+    const [{ heads, extras }, peers, mutedMentions] = await Promise.all([
       this.largeReads(stored.largeConvs, stored.heads),
       this.receipts.peerReads(uid, [...new Set(pageConvs)], sharing),
+      this.engine.readPositions.mutedMentions(uid),
     ]);
     const { largeConvs: _ignored, heads: _read, ...rest } = stored;
-    return { ...rest, heads, ...extras, ...(peers.size > 0 ? { peerReads: Object.fromEntries(peers) } : {}) };
+    return {
+      ...rest,
+      heads,
+      ...extras,
+      ...(peers.size > 0 ? { peerReads: Object.fromEntries(peers) } : {}),
+      ...(mutedMentions ? { mutedMentions: true as const } : {}),
+    };
   }
 
   /** The badge numbers. `total` = stored totals (write-diffused) + read-diffused groups summed now. */
@@ -279,23 +290,25 @@ export class SyncService {
     const stored = await this.engine.userState(uid);
     this.onStoreCall?.('user_state', (performance.now() - started) / 1000);
     // The peers' positions alongside the read-diffused conversations' reads (independent).
-    const [peers, { heads, extras }] = await Promise.all([
+    const [peers, { heads, extras }, mutedMentions] = await Promise.all([
       this.receipts.peerReads(
         uid,
         stored.states.filter(hasPeer).map((s) => s.conv),
         sharing,
       ),
       this.largeReadsOf(stored),
+      this.engine.readPositions.mutedMentions(uid),
     ]);
     return {
       uid,
       epoch: stored.epoch,
       version: stored.version,
-      ...badgeTotals(stored, heads, extras),
+      ...badgeTotals(stored, heads, extras, mutedMentions),
       conversations: conversationViews(stored.states, heads, extras).map((view) => {
         const peer = peers.get(view.conv);
         return peer === undefined ? view : { ...view, peerReadSeq: peer };
       }),
+      ...(mutedMentions ? { mutedMentions: true as const } : {}),
     };
   }
 
@@ -305,8 +318,22 @@ export class SyncService {
    */
   async badge(uid: string): Promise<Pick<UnreadSummary, 'total' | 'mentions' | 'categories'>> {
     const stored = await this.engine.userState(uid);
-    const { heads, extras } = await this.largeReadsOf(stored);
-    return badgeTotals(stored, heads, extras);
+    const [{ heads, extras }, mutedMentions] = await Promise.all([this.largeReadsOf(stored), this.engine.readPositions.mutedMentions(uid)]);
+    return badgeTotals(stored, heads, extras, mutedMentions);
+  }
+
+  /**
+   * The user's setting `mutedMentions` (PROTOCOL.md "Notification levels"): written, then the
+   * user's stream starts over from a snapshot (a new epoch, the version up by one, a push), so
+   * every device pulls, and a pull reads the setting after the stream: a device whose pull saw
+   * the restart sees the setting it followed. Every call restarts the stream, the same value
+   * again too: a call that failed between the two steps is repaired by its retry. With the badge
+   * hook on the user is marked (the badge may have moved; rebuilds mark nothing).
+   */
+  async setMutedMentions(uid: string, on: boolean): Promise<void> {
+    await this.engine.readPositions.setMutedMentions(uid, on);
+    await adminOf(this.engine).rebuildUser(uid, { restream: true });
+    if (this.options.badgeMarks) await this.engine.badgeMarks().markUsers([uid], Date.now());
   }
 
   private largeReadsOf(stored: StoredUserState): Promise<{ heads: Record<string, number>; extras: LargeExtras }> {
@@ -387,11 +414,18 @@ type LargeExtras = Pick<PullReply, 'headAt' | 'mentionAll' | 'nocount'>;
  * The totals of a user's state: the stored ones cover the write-diffused conversations; the
  * read-diffused ones are added now, from their heads.
  */
-function badgeTotals(stored: StoredUserState, heads: Record<string, number>, extras: HeadExtras): Pick<UnreadSummary, 'total' | 'mentions' | 'categories'> {
+function badgeTotals(
+  stored: StoredUserState,
+  heads: Record<string, number>,
+  extras: HeadExtras,
+  mutedMentions: boolean,
+): Pick<UnreadSummary, 'total' | 'mentions' | 'categories'> {
   const totals: Totals = { total: stored.totals.total, mentions: stored.totals.mentions, categories: new Map(stored.totals.categories) };
   for (const state of stored.states) {
-    const view = state.large ? toView(state, heads, extras) : null;
-    if (view) addToTotals(totals, view);
+    // The stored totals leave every muted conversation out (rules.ts contribution): with
+    // mutedMentions on, the muted write-diffused ones' shares are added here, as the large ones'.
+    const view = state.large || (mutedMentions && state.muted) ? toView(state, heads, extras) : null;
+    if (view) addToTotals(totals, view, mutedMentions);
   }
   // Object.fromEntries defines own properties: a category named `__proto__` stays data.
   return { total: totals.total, mentions: totals.mentions, categories: Object.fromEntries(totals.categories) };

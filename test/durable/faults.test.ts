@@ -156,7 +156,10 @@ describe('durable tier: cold users leave Redis', () => {
       { conv: 'cold-1', seq: 1, sender: 'cb' },
       { conv: 'cold-1', seq: 2, sender: 'cb', mentions: ['ca'] },
     ]);
+    // ca's setting mutedMentions (its key q) goes with the user too, and comes back from PostgreSQL.
+    await stack.server.ok('PUT', '/v1/users/ca/settings', { mutedMentions: true });
     const before = await stack.server.unread('ca');
+    expect(before.mutedMentions).toBe(true);
     const durable = stack.server.durable;
     if (!durable) throw new Error('no durable tier');
     const store = stack.server.engine.durableStore?.();
@@ -174,6 +177,7 @@ describe('durable tier: cold users leave Redis', () => {
     expect(await keysOf('cb')).toEqual([]);
     const after = await stack.server.unread('ca');
     expect(counts(after)).toEqual(counts(before));
+    expect(after.mutedMentions).toBe(true);
     expect(after.epoch).not.toBe(before.epoch);
     expect(await keysOf('ca')).not.toEqual([]);
   });

@@ -52,7 +52,7 @@ describe('durable tier: read receipts survive Redis losing everything', () => {
     const pulled = await s.asUser<PullReply>('ben', 'GET', '/v1/sync');
     expect(pulled.body.peerReads).toEqual({ rdm: 2 });
     // cid's setting came back: still not sharing, so still not recorded and sees no one.
-    expect(await s.ok('GET', '/v1/users/cid/settings')).toEqual({ uid: 'cid', shareReads: false });
+    expect(await s.ok('GET', '/v1/users/cid/settings')).toEqual({ uid: 'cid', shareReads: false, mutedMentions: false });
     await s.ok('POST', '/v1/users/cid/read', { conv: 'rgrp', seq: 2 });
     expect((await counts()).seqs).toEqual([
       { seq: 1, count: 1, readers: ['ben'] },
@@ -64,6 +64,20 @@ describe('durable tier: read receipts survive Redis losing everything', () => {
     expect(await peerOf('ben', 'rdm')).toBe(2);
     await s.ok('POST', '/v1/users/ann/read', { conv: 'rdm', seq: 3 });
     expect(await peerOf('ben', 'rdm')).toBe(3);
+  });
+
+  it('mutedMentions (issue 43) is in PostgreSQL once PUT returns and comes back after FLUSHALL: the badge still counts the muted mention', async () => {
+    const s = stack.server;
+    await s.members('mmdm', { add: ['mia', 'max'] });
+    await s.ok('PUT', '/v1/users/mia/conversations/mmdm', { level: 'none' });
+    await s.post({ conv: 'mmdm', seq: 1, sender: 'max', mentions: ['mia'] });
+    await s.ok('PUT', '/v1/users/mia/settings', { mutedMentions: true });
+    expect((await s.unread('mia')).total).toBe(1);
+    await s.durable?.persister.drainAll(Date.now() + 20_000);
+    await stack.admin.flushall();
+    expect(await s.ok('GET', '/v1/users/mia/settings')).toEqual({ uid: 'mia', shareReads: true, mutedMentions: true });
+    const after = await s.unread('mia');
+    expect({ total: after.total, mentions: after.mentions, mutedMentions: after.mutedMentions }).toEqual({ total: 1, mentions: 1, mutedMentions: true });
   });
 
   it('a restored conversation and its positions appear in one step: a reader that finds the conversation back also finds its positions', async () => {

@@ -104,6 +104,23 @@ describe.each(['memory', 'redis'] as const)('badge hook on the %s engine, a real
     expect(last.change.total).toBe(-5);
   });
 
+  it("the user's mutedMentions setting moves the delivered badge: a muted conversation's unread mention counts on true, not on false", async () => {
+    await s.members('mm', { add: ['mira', 'milo'] });
+    await s.post({ conv: 'mm', seq: 1, sender: 'milo', mentions: ['mira'] });
+    expect((await settles(s, receiver, 'mira')).badge.total).toBe(1);
+    await s.ok('PUT', '/v1/users/mira/conversations/mm', { level: 'none' });
+    expect((await settles(s, receiver, 'mira')).badge.total).toBe(0);
+    // The setting changes no conversation: only its own mark brings the hook to deliver.
+    await s.ok('PUT', '/v1/users/mira/settings', { mutedMentions: true });
+    const on = await settles(s, receiver, 'mira');
+    expect(on.badge).toEqual({ total: 1, mentions: 1, categories: { default: 1 } });
+    expect(on.previous?.total).toBe(0);
+    await s.ok('PUT', '/v1/users/mira/settings', { mutedMentions: false });
+    const off = await settles(s, receiver, 'mira');
+    expect(off.badge).toEqual({ total: 0, mentions: 0, categories: {} });
+    expect(off.previous?.total).toBe(1);
+  });
+
   it('a read-diffused group changes its members’ badges: marked per conversation, expanded at drain time', async () => {
     const members = ['g1', 'g2', 'g3', 'g4', 'g5', 'g6'];
     const info = await s.members('big', { add: members });

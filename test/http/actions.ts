@@ -86,6 +86,9 @@ export type Action =
   | { t: 'sync'; user: number; limit: number; fresh: boolean }
   /** Read receipts' privacy setting (PUT /v1/users/:uid/settings {shareReads}). */
   | { t: 'shareReads'; user: number; share: boolean; jwt: boolean }
+  /** Whether mentions in muted conversations count (PUT /v1/users/:uid/settings {mutedMentions}, PROTOCOL.md "Notification levels"). */
+  /** `pick`: `user` indexes the users with a muted row that has an unread mention (the flip moves their badge). */
+  | { t: 'mutedMentions'; user: number; on: boolean; pick: boolean; jwt: boolean }
   | { t: 'check'; limit: number }
   /**
    * The store loses everything (durable tier runs only, test/durable/): once PostgreSQL has every
@@ -357,6 +360,39 @@ export function topicsScenarioArb(servers: number): fc.Arbitrary<Scenario> {
       if (a.t === 'msg' && a.thread === undefined && d.message !== undefined) return { ...a, topic: d.message };
       if ((a.t === 'read' || a.t === 'settings') && a.thread === undefined && d.row !== undefined) return { ...a, topic: d.row };
       return a;
+    }),
+  }));
+}
+
+/**
+ * The user's setting `mutedMentions` (PROTOCOL.md "Notification levels"), drawn apart from the
+ * scenario as `topicsArb` is (after it: the draws of every scenario before stay as they were):
+ * per action index, a flip to make after that action, or none. Mostly on (off is the default).
+ */
+const mutedMentionsArb = fc.array(
+  fc.oneof(
+    { weight: 7, arbitrary: fc.constant(undefined) },
+    {
+      weight: 1,
+      arbitrary: fc.record({
+        t: fc.constant('mutedMentions' as const),
+        user: userIdx,
+        on: fc.oneof({ weight: 3, arbitrary: fc.constant(true) }, { weight: 2, arbitrary: fc.constant(false) }),
+        pick: fc.oneof({ weight: 3, arbitrary: fc.constant(true) }, { weight: 1, arbitrary: fc.constant(false) }),
+        jwt: fc.boolean(),
+      }),
+    },
+  ),
+  { minLength: 16, maxLength: 16 },
+);
+
+/** `topicsScenarioArb` with flips of the users' `mutedMentions` setting between its actions. */
+export function settingsScenarioArb(servers: number): fc.Arbitrary<Scenario> {
+  return fc.tuple(topicsScenarioArb(servers), mutedMentionsArb).map(([scenario, flips]) => ({
+    ...scenario,
+    actions: scenario.actions.flatMap((a, i): Action[] => {
+      const flip = flips[i % flips.length];
+      return flip && a.t !== 'members' ? [a, flip] : [a];
     }),
   }));
 }

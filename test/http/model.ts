@@ -294,6 +294,17 @@ export class Model {
     if (seen) seen.set(uid, Math.max(seen.get(uid) ?? 0, seq));
   }
 
+  // --- Mentions in muted conversations (issue 43, PROTOCOL.md "Notification levels") ---
+
+  /** Users whose setting `mutedMentions` is on (the default is off). */
+  private readonly mutedMentionsOn = new Set<string>();
+
+  /** PUT /v1/users/:uid/settings {mutedMentions}: on, a muted conversation adds its unread mentions to the badge. */
+  setMutedMentions(uid: string, on: boolean): void {
+    if (on) this.mutedMentionsOn.add(uid);
+    else this.mutedMentionsOn.delete(uid);
+  }
+
   // --- Read receipts' privacy rule (issue 44, PROTOCOL.md "Privacy: `shareReads`") ---
 
   /** Users who turned `shareReads` off (the default is on). */
@@ -392,9 +403,10 @@ export class Model {
         ...(m.level === 'mentions' ? { level: 'mentions' as const } : {}),
         ...(c.at > 0 ? { at: c.at } : {}),
       });
-      if (m.level === 'none') continue;
-      // Mentions only: its unread mentions are its share of the badge.
-      const counted = m.level === 'mentions' ? mentionCount : unread;
+      const mutedMentions = this.mutedMentionsOn.has(uid);
+      if (m.level === 'none' && !mutedMentions) continue;
+      // Mentions only (or muted, with the user's mutedMentions on): its unread mentions are its share of the badge.
+      const counted = m.level === 'mentions' || m.level === 'none' ? mentionCount : unread;
       total += counted;
       mentions += mentionCount;
       if (counted > 0) categories.set(c.category, (categories.get(c.category) ?? 0) + counted);
@@ -411,7 +423,13 @@ export class Model {
       }
       if (unread > 0 || mentionSum > 0) row.threads = { unread, mentions: mentionSum };
     }
-    return { total, mentions, categories: Object.fromEntries(categories), conversations };
+    return {
+      total,
+      mentions,
+      categories: Object.fromEntries(categories),
+      conversations,
+      ...(this.mutedMentionsOn.has(uid) ? { mutedMentions: true as const } : {}),
+    };
   }
 
   isMember(uid: string, conv: string): boolean {

@@ -6,7 +6,7 @@ import type { EngineKind } from '../../server/engine/engine.js';
 import { walk } from '../admin/toolbox-suite.js';
 import { type RedisServer, startRedisServer } from '../helpers/redis-server.js';
 import { startTestServer, type TestServer, type TestServerOptions } from '../helpers/test-server.js';
-import { type Scenario, topicsScenarioArb } from './actions.js';
+import { type Scenario, settingsScenarioArb } from './actions.js';
 import { coverage, runScenario, takeCoverage } from './scenario.js';
 
 /**
@@ -244,7 +244,7 @@ for (const kind of ENGINES) {
       async () => {
         const before = structuredClone(coverage);
         await fc.assert(
-          fc.asyncProperty(topicsScenarioArb(CONFIGS.length), async (scenario) => {
+          fc.asyncProperty(settingsScenarioArb(CONFIGS.length), async (scenario) => {
             await runOn(scenario);
           }),
           // Under CI, the first counterexample with its seed: shrinking one on a loaded machine can
@@ -271,6 +271,7 @@ for (const kind of ENGINES) {
           'markedReadsAtReadSeq',
           'unreadsLowering',
           'privacyHidPositions',
+          'mutedMentionsMoved',
           'nonCounting',
           'recalls',
           'recallsWhileLarge',

@@ -156,9 +156,9 @@ describe.each(['memory', 'redis'] as const)('read receipts (%s)', (engine) => {
     await s.post([1, 2].map((seq) => ({ conv: 'd', seq, sender: 'bob' })));
     await s.ok('POST', '/v1/users/alice/read', { conv: 'd', seq: 1 });
     expect(await peerOf(s, 'bob', 'd')).toBe(1);
-    expect(await s.ok('GET', '/v1/users/alice/settings')).toEqual({ uid: 'alice', shareReads: true });
-    expect(await s.ok('PUT', '/v1/users/alice/settings', { shareReads: false })).toEqual({ uid: 'alice', shareReads: false });
-    expect(await s.ok('GET', '/v1/users/alice/settings')).toEqual({ uid: 'alice', shareReads: false });
+    expect(await s.ok('GET', '/v1/users/alice/settings')).toEqual({ uid: 'alice', shareReads: true, mutedMentions: false });
+    expect(await s.ok('PUT', '/v1/users/alice/settings', { shareReads: false })).toEqual({ uid: 'alice', shareReads: false, mutedMentions: false });
+    expect(await s.ok('GET', '/v1/users/alice/settings')).toEqual({ uid: 'alice', shareReads: false, mutedMentions: false });
     // Alice's position is gone for bob, and her next read is not recorded.
     expect(await peerOf(s, 'bob', 'd')).toBeUndefined();
     await s.ok('POST', '/v1/users/alice/read', { conv: 'd', seq: 2 });
@@ -187,7 +187,7 @@ describe.each(['memory', 'redis'] as const)('read receipts (%s)', (engine) => {
     expect((await s.api('GET', '/v1/users/a/conversations/nope/reads?seqs=1')).body).toMatchObject({ error: { code: 'unknown_conversation' } });
     expect((await s.api('PUT', '/v1/users/a/settings', { shareReads: 'no' })).status).toBe(400);
     expect((await s.api('PUT', '/v1/users/a/settings', {})).status).toBe(400);
-    expect(await s.ok('GET', '/v1/users/a/settings')).toEqual({ uid: 'a', shareReads: true });
+    expect(await s.ok('GET', '/v1/users/a/settings')).toEqual({ uid: 'a', shareReads: true, mutedMentions: false });
     // A user token acts only for its own user.
     expect((await s.asUser('b', 'PUT', '/v1/users/a/settings', { shareReads: false })).status).toBe(403);
     expect((await s.asUser('a', 'PUT', '/v1/users/a/settings', { shareReads: false })).status).toBe(200);

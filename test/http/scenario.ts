@@ -40,6 +40,8 @@ const freshCoverage = () => ({
   unreadsLowering: 0,
   /** shareReads turned off where a one-to-one chat of the user had a recorded position. */
   privacyHidPositions: 0,
+  /** mutedMentions flips that moved the user's badge (a muted conversation had an unread mention). */
+  mutedMentionsMoved: 0,
   /** Wipes after a lowering "unread from here" / with a one-to-one chat's position recorded (durable runs). */
   loweringsAcrossWipe: 0,
   positionsAcrossWipe: 0,
@@ -297,7 +299,24 @@ class Run {
         this.model.setShareReads(uid, a.share);
         const res = await this.actAs(a.user, a.jwt, 'PUT', `/v1/users/${this.uid(a.user)}/settings`, { shareReads: a.share });
         this.expectStatus(res, 'ok', a);
-        expect(res.body, `${this.where(a)} settings reply`).toEqual({ uid: this.uid(a.user), shareReads: a.share });
+        expect(res.body, `${this.where(a)} settings reply`).toEqual({
+          uid: this.uid(a.user),
+          shareReads: a.share,
+          mutedMentions: this.model.unread(uid).mutedMentions === true,
+        });
+        return;
+      }
+      case 'mutedMentions': {
+        const user = this.mutedMentionsUser(a);
+        const uid = this.uid(user);
+        const before = this.model.unread(uid).total;
+        this.model.setMutedMentions(uid, a.on);
+        if (this.model.unread(uid).total !== before) coverage.mutedMentionsMoved++;
+        const res = await this.actAs(user, a.jwt, 'PUT', `/v1/users/${uid}/settings`, { mutedMentions: a.on });
+        this.expectStatus(res, 'ok', a);
+        expect(res.body, `${this.where(a)} settings reply`).toEqual({ uid, shareReads: this.model.sharesReads(uid), mutedMentions: a.on });
+        // The change starts the user's stream over under a new epoch (PROTOCOL.md "Notification levels").
+        this.epochs.delete(uid);
         return;
       }
       case 'sync': {
@@ -327,6 +346,13 @@ class Run {
     }
   }
 
+  /** With `pick`, `a.user` indexes the users with a muted row that has an unread mention (none: `a.user`). */
+  private mutedMentionsUser(a: Extract<Action, { t: 'mutedMentions' }>): number {
+    if (!a.pick) return a.user;
+    const candidates = allUsers.filter((u) => this.model.unread(this.uid(u)).conversations.some((v) => v.muted && v.mentions > 0));
+    return candidates.length === 0 ? a.user : (candidates[a.user % candidates.length] as number);
+  }
+
   /** Every user: GET unread == model, totals == their sum, sync from scratch (and, at the end, from every saved cursor) == model. */
   async checkAll(limitFor: (u: number) => number, final: boolean): Promise<void> {
     for (let u = 0; u < USERS; u++) {
@@ -337,12 +363,14 @@ class Run {
       const scratch = emptyCopy();
       await this.sync(uid, scratch, limitFor(u));
       expect(copyViews(scratch), `${this.at()} sync from scratch of ${uid}`).toEqual(withoutPeers(expected.conversations));
+      expect(scratch.mutedMentions, `${this.at()} sync from scratch of ${uid}: mutedMentions`).toBe(expected.mutedMentions === true);
 
       if (!final) continue;
       const client = this.clients.get(u);
       if (client) {
         await this.sync(uid, client, limitFor(u));
         expect(copyViews(client), `${this.at()} long-lived client of ${uid}`).toEqual(withoutPeers(expected.conversations));
+        expect(client.mutedMentions, `${this.at()} long-lived client of ${uid}: mutedMentions`).toBe(expected.mutedMentions === true);
       }
       for (const [i, saved] of this.saved.entries()) {
         if (saved.user !== u) continue;
@@ -371,7 +399,8 @@ class Run {
     const where = `${this.at()} GET unread ${uid}`;
     expect(got.conversations, `${where}: conversations`).toEqual(expected.conversations);
     // The stored totals must equal the sum of the conversations listed next to them.
-    const sum = sumViews(got.conversations);
+    expect(got.mutedMentions, `${where}: mutedMentions`).toBe(expected.mutedMentions);
+    const sum = sumViews(got.conversations, got.mutedMentions === true);
     expect({ total: got.total, mentions: got.mentions, categories: nonZero(got.categories) }, `${where}: totals vs their conversations`).toEqual(sum);
     expect(sum, `${where}: totals vs model`).toEqual({ total: expected.total, mentions: expected.mentions, categories: expected.categories });
     const before = this.versions.get(u);
@@ -427,15 +456,15 @@ class Run {
   }
 }
 
-function sumViews(views: readonly ModelView[]): { total: number; mentions: number; categories: Record<string, number> } {
+function sumViews(views: readonly ModelView[], mutedMentions: boolean): { total: number; mentions: number; categories: Record<string, number> } {
   let total = 0;
   let mentions = 0;
   // A Map: categories may be named like Object.prototype members.
   const categories = new Map<string, number>();
   for (const v of views) {
-    if (v.muted) continue;
-    // Level 'mentions': its mentions are its share of the badge.
-    const counted = v.level === 'mentions' ? v.mentions : v.unread;
+    if (v.muted && !mutedMentions) continue;
+    // Level 'mentions' (or muted, with mutedMentions on): its mentions are its share of the badge.
+    const counted = v.level === 'mentions' || v.muted ? v.mentions : v.unread;
     total += counted;
     mentions += v.mentions;
     if (counted > 0) categories.set(v.category, (categories.get(v.category) ?? 0) + counted);

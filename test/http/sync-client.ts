@@ -14,10 +14,12 @@ export interface ClientCopy {
   heads: Record<string, number>;
   /** Issue 43: the read-diffused conversations' last activity and @all seqs of the last reply. */
   extras: Pick<PullReply, 'headAt' | 'mentionAll' | 'nocount'>;
+  /** The user's setting `mutedMentions` as the last reply applied said it (absent: off). */
+  mutedMentions: boolean;
 }
 
 export function emptyCopy(): ClientCopy {
-  return { cursor: null, states: new Map(), heads: {}, extras: {} };
+  return { cursor: null, states: new Map(), heads: {}, extras: {}, mutedMentions: false };
 }
 
 export function cloneCopy(copy: ClientCopy): ClientCopy {
@@ -26,6 +28,7 @@ export function cloneCopy(copy: ClientCopy): ClientCopy {
     states: new Map([...copy.states].map(([k, s]) => [k, { ...s }])),
     heads: { ...copy.heads },
     extras: { ...copy.extras },
+    mutedMentions: copy.mutedMentions,
   };
 }
 
@@ -77,6 +80,7 @@ export async function syncCopy(server: TestServer, uid: string, copy: ClientCopy
       ...(reply.mentionAll ? { mentionAll: reply.mentionAll } : {}),
       ...(reply.nocount ? { nocount: reply.nocount } : {}),
     };
+    copy.mutedMentions = reply.mutedMentions === true;
     if (!reply.more) return stats;
   }
 }

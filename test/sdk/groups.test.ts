@@ -102,6 +102,27 @@ describe('child rows from the server, grouped under their conversation', () => {
   });
 });
 
+describe("the user's mutedMentions setting in the groups' sums", () => {
+  it('a muted conversation with an unread mention: the groups sum to the totals with the setting on as off', async () => {
+    await server.members('mm-quiet', { add: ['mm-me', 'mm-peer'], category: 'group' });
+    await server.members('mm-loud', { add: ['mm-me', 'mm-peer'], category: 'group' });
+    await server.ok('PUT', '/v1/users/mm-me/conversations/mm-quiet', { level: 'none' });
+    await server.post([
+      { conv: 'mm-quiet', seq: 1, sender: 'mm-peer', at: T + 1_000 },
+      { conv: 'mm-quiet', seq: 2, sender: 'mm-peer', at: T + 2_000, mentions: ['mm-me'] },
+      { conv: 'mm-loud', seq: 1, sender: 'mm-peer', at: T + 3_000 },
+    ]);
+    const c = await started('mm-me');
+    await until(c, (s) => s.totals?.total === 1, 'the unmuted unread');
+    const inBadge = (s: typeof c.state) => conversationGroups(s.conversations, s.mutedMentions).reduce((n, g) => n + g.inBadge, 0);
+    expect([c.state.mutedMentions, inBadge(c.state)]).toEqual([false, 1]);
+    await server.ok('PUT', '/v1/users/mm-me/settings', { mutedMentions: true });
+    await until(c, (s) => s.mutedMentions && s.totals?.total === 2, 'the setting on');
+    expect(inBadge(c.state)).toBe(2);
+    expect(groupOf(c.state.conversations, 'mm-quiet', c.state.mutedMentions)?.inBadge).toBe(1);
+  });
+});
+
 describe('threads from the SDK (PROTOCOL.md "Threads")', () => {
   it("follow() brings the thread's row under its conversation at the head now; replies count there, not in the conversation; unfollow() drops the row", async () => {
     await server.members('t-chan', { add: ['t-me', 't-peer'], category: 'group' });
@@ -166,6 +187,20 @@ describe('grouping rows by `parent`', () => {
     // A 'mentions' row adds only its mention to the badge (the server's rule per row).
     expect(group?.inBadge).toBe(5);
     expect(conversationGroups(rows).map((g) => g.conv)).toEqual(['chan']);
+  });
+
+  it("with the user's mutedMentions on, a muted row adds its mentions to inBadge as the server's totals do; off, nothing", () => {
+    const rows = [
+      row('quiet', { unread: 3, mentions: 1, muted: true }),
+      row('quiet#t:x', { parent: 'quiet', topic: 'x', unread: 2, mentions: 2, muted: true }),
+      row('loud', { unread: 4, mentions: 0 }),
+    ];
+    expect(groupOf(rows, 'quiet')?.inBadge).toBe(0);
+    expect(groupOf(rows, 'quiet', true)?.inBadge).toBe(3);
+    expect(conversationGroups(rows, true).map((g) => [g.conv, g.inBadge])).toEqual([
+      ['loud', 4],
+      ['quiet', 3],
+    ]);
   });
 
   it('orders entries by the newest activity of any of their rows, unknown last, ties by id; marked unread shows on the entry', () => {

@@ -12,7 +12,7 @@ import { StatePublisher } from './publisher.js';
 import { ReadBatcher } from './read-batcher.js';
 import { ReceiptsView } from './receipts.js';
 import { PushSequencer } from './sequencer.js';
-import { SettingsQueue } from './settings-queue.js';
+import { SettingsQueue, USER_SETTINGS } from './settings-queue.js';
 import { deriveState } from './state.js';
 import { ConvStore, type SettingsChange } from './store.js';
 import { SyncSession } from './sync.js';
@@ -112,6 +112,7 @@ export class RedpointClient {
           if ('follow' in change)
             return { t: 'follow', id, conv: change.follow.conv, root: change.follow.root, ...(change.unfollow ? { unfollow: true as const } : {}) };
           if ('unreadFrom' in change) return { t: 'unread-from', id, conv, seq: change.unreadFrom, gen: change.gen };
+          if ('mutedMentions' in change) return { t: 'user-settings', id, mutedMentions: change.mutedMentions };
           return { t: 'settings', id, conv, ...change };
         }),
     });
@@ -317,6 +318,19 @@ export class RedpointClient {
     if (isChildConv(conv)) return Promise.reject(new RangeError(`follow: ${conv} is a topic or a thread; threads hang off a conversation's messages`));
     // Queued under the thread's id: its ack or refusal touches no overlay of the conversation's.
     const done = this.settingsQueue.submit(threadConv(conv, root), { follow: { conv, root }, unfollow });
+    this.changed();
+    return done;
+  }
+
+  /**
+   * The user's setting `mutedMentions` (PROTOCOL.md "Notification levels"): on, each unread
+   * mention in a muted conversation counts in the badge. Resolves once the server has it (sent
+   * again after a reconnect until then). Not shown ahead of the server: the server starts the
+   * user's stream over, and every device, this one too, sums its totals with the setting of the
+   * reply it pulls then (`state.mutedMentions`).
+   */
+  setMutedMentions(on: boolean): Promise<void> {
+    const done = this.settingsQueue.submit(USER_SETTINGS, { mutedMentions: on });
     this.changed();
     return done;
   }

@@ -28,7 +28,8 @@ export interface ConversationGroup {
   mentions: number;
   /**
    * What these rows add to `totals.total`, by the server's rule for each row: nothing for a muted
-   * row, only the mentions of a 'mentions' row (`totals` stays the sum over every row).
+   * row (its mentions while the user's `mutedMentions` is on), only the mentions of a 'mentions'
+   * row (`totals` stays the sum over every row).
    */
   inBadge: number;
   /** A row of the group is marked unread. */
@@ -54,19 +55,23 @@ export function childrenOf(conversations: readonly ConversationView[], conv: str
   return conversations.filter((c) => c.parent === conv).sort(byActivity);
 }
 
-/** `conv` with its child rows and their sums; undefined when neither it nor a child row of it is visible. */
-export function groupOf(conversations: readonly ConversationView[], conv: string): ConversationGroup | undefined {
+/**
+ * `conv` with its child rows and their sums; undefined when neither it nor a child row of it is
+ * visible. `mutedMentions`: the user's setting (`state.mutedMentions`), for `inBadge`.
+ */
+export function groupOf(conversations: readonly ConversationView[], conv: string, mutedMentions = false): ConversationGroup | undefined {
   const view = conversations.find((c) => c.conv === conv && !isChild(c));
   const children = childrenOf(conversations, conv);
   if (!view && children.length === 0) return undefined;
-  return summed(conv, view, children);
+  return summed(conv, view, children, mutedMentions);
 }
 
 /**
  * The top level of a conversation list: one entry per conversation, its child rows inside it
  * (never beside it), the newest last activity of any of its rows first, then by id.
+ * `mutedMentions`: the user's setting (`state.mutedMentions`), for each entry's `inBadge`.
  */
-export function conversationGroups(conversations: readonly ConversationView[]): ConversationGroup[] {
+export function conversationGroups(conversations: readonly ConversationView[], mutedMentions = false): ConversationGroup[] {
   const own = new Map<string, ConversationView>();
   const children = new Map<string, ConversationView[]>();
   for (const c of conversations) {
@@ -78,9 +83,9 @@ export function conversationGroups(conversations: readonly ConversationView[]): 
     }
   }
   const groups: ConversationGroup[] = [];
-  for (const [conv, view] of own) groups.push(summed(conv, view, (children.get(conv) ?? []).sort(byActivity)));
+  for (const [conv, view] of own) groups.push(summed(conv, view, (children.get(conv) ?? []).sort(byActivity), mutedMentions));
   // A child row whose conversation's own row is hidden: still listed, under its conversation's id.
-  for (const [conv, rows] of children) if (!own.has(conv)) groups.push(summed(conv, undefined, rows.sort(byActivity)));
+  for (const [conv, rows] of children) if (!own.has(conv)) groups.push(summed(conv, undefined, rows.sort(byActivity), mutedMentions));
   return groups.sort(newestFirst);
 }
 
@@ -91,7 +96,7 @@ function newestFirst(a: ConversationGroup, b: ConversationGroup): number {
   return a.conv < b.conv ? -1 : a.conv > b.conv ? 1 : 0;
 }
 
-function summed(conv: string, view: ConversationView | undefined, children: ConversationView[]): ConversationGroup {
+function summed(conv: string, view: ConversationView | undefined, children: ConversationView[], mutedMentions: boolean): ConversationGroup {
   const rows = view ? [view, ...children] : children;
   const badge: SummedTotals = { total: 0, mentions: 0, categories: new Map() };
   let unread = 0;
@@ -105,7 +110,7 @@ function summed(conv: string, view: ConversationView | undefined, children: Conv
       at = Math.max(at, row.at ?? 0);
     }
     mentions += row.mentions;
-    addToTotals(badge, row);
+    addToTotals(badge, row, mutedMentions);
   }
   return {
     conv,

@@ -60,12 +60,12 @@ export function useConversation(conv: string): ConversationView | undefined {
  * with the summed counts; the newest activity first.
  */
 export function useConversationList(): ConversationGroup[] {
-  return useSelected((s) => conversationGroups(s.conversations));
+  return useSelected((s) => conversationGroups(s.conversations, s.mutedMentions));
 }
 
 /** `conv` with its child rows and their summed unread and mentions (undefined: none of them visible). */
 export function useConversationGroup(conv: string): ConversationGroup | undefined {
-  return useSelected((s) => groupOf(s.conversations, conv));
+  return useSelected((s) => groupOf(s.conversations, conv, s.mutedMentions));
 }
 
 /** The visible child rows of `conv` (its topics and threads), the newest activity first. */

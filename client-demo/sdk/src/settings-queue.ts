@@ -12,8 +12,19 @@ interface FollowChange {
   unfollow: boolean;
 }
 
-/** What the queue sends: a settings frame's change, an "unread from here", or a follow. */
-export type QueuedChange = SettingsChange | UnreadFromChange | FollowChange;
+/** A change of the user's own settings (PROTOCOL.md "Notification levels"), queued under USER_SETTINGS. */
+interface UserSettingsChange {
+  mutedMentions: boolean;
+}
+
+/**
+ * The queue key of the user's own settings: not a conversation id (ids are never empty), so its
+ * ack or refusal touches no conversation's overlay.
+ */
+export const USER_SETTINGS = '';
+
+/** What the queue sends: a settings frame's change, an "unread from here", a follow, or a user setting. */
+export type QueuedChange = SettingsChange | UnreadFromChange | FollowChange | UserSettingsChange;
 
 import { Timer, type Timers } from './timers.js';
 
@@ -35,7 +46,7 @@ export interface SettingsQueueOptions {
 }
 
 /**
- * Mute / mark unread / delete / "unread from here" / follow requests, in the order the user made them,
+ * Mute / mark unread / delete / "unread from here" / follow / user-settings requests, in the order the user made them,
  * kept until acknowledged and sent again after a reconnect (each carries absolute values, and an
  * unread-from its generation, so a repeat is harmless).
  */

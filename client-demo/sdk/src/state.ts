@@ -33,5 +33,6 @@ export function deriveState(i: StateInputs): RedpointState {
     cursor: i.store.cursor,
     conversations: view?.conversations ?? [],
     totals: view?.totals ?? null,
+    mutedMentions: i.store.mutedMentions,
   };
 }

@@ -61,11 +61,18 @@ export class ConvStore {
   private heads = new Heads();
   /** Issue 43: the read-diffused conversations' last activity, @all and non-counting seqs (PullReply headAt, mentionAll, nocount; `head` pushes). */
   private extras = new KeptExtras();
+  /** The user's setting `mutedMentions` (PROTOCOL.md "Notification levels"), from the last reply applied. */
+  private mentionsWhenMuted = false;
   private readonly reads = new Map<string, ReadOverlay>();
   private readonly settings = new Map<string, SettingsOverlay>();
 
   get hasData(): boolean {
     return this.cursor !== null;
+  }
+
+  /** The user's setting `mutedMentions` as of the last reply applied: what the totals were summed with. */
+  get mutedMentions(): boolean {
+    return this.mentionsWhenMuted;
   }
 
   get hasLargeGroups(): boolean {
@@ -95,6 +102,7 @@ export class ConvStore {
     this.convs = new Map();
     this.heads = new Heads();
     this.extras = new KeptExtras();
+    this.mentionsWhenMuted = false;
     this.reads.clear();
     this.settings.clear();
   }
@@ -143,6 +151,7 @@ export class ConvStore {
       from = mine?.version ?? 0;
     }
     this.heads.merge(reply.heads);
+    this.mentionsWhenMuted = reply.mutedMentions === true;
     // Merged, not replaced: a push read after this reply may already have added to them.
     this.extras.mergeReply(reply);
     for (const entry of reply.entries) {
@@ -238,7 +247,15 @@ export class ConvStore {
   view(): { conversations: ConversationView[]; totals: Totals } {
     const states: ConvState[] = [];
     for (const s of this.convs.values()) states.push(this.overlaid(s));
-    const summary = summarize(this.uid ?? '', this.cursor?.epoch ?? '', this.cursor?.version ?? 0, states, this.heads.record, this.extras.record);
+    const summary = summarize(
+      this.uid ?? '',
+      this.cursor?.epoch ?? '',
+      this.cursor?.version ?? 0,
+      states,
+      this.heads.record,
+      this.extras.record,
+      this.mentionsWhenMuted,
+    );
     // The list's order (issue 43): the newest last activity first, then by id, the same on every device.
     const conversations = summary.conversations.sort(byActivity).map((v) => ({ ...v, pending: this.reads.has(v.conv) || this.settings.has(v.conv) }));
     // No prototype: `categories['toString']` is undefined unless a category has that name.

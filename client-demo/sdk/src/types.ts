@@ -50,6 +50,12 @@ export interface RedpointState {
   conversations: ConversationView[];
   /** null while NO_DATA: there is no number to show yet. */
   totals: Totals | null;
+  /**
+   * The user's setting `mutedMentions` (PROTOCOL.md "Notification levels"), as of the last sync
+   * reply: on, a muted conversation's mentions count in `totals`. Pass it to `conversationGroups`
+   * and `groupOf` so their `inBadge` sums the same way.
+   */
+  mutedMentions: boolean;
 }
 
 export interface StatusEvent {

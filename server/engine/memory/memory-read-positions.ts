@@ -9,6 +9,8 @@ export class MemoryReadPositions implements ReadPositions {
   private readonly registers = new Map<string, Map<string, number>>();
   /** Users who turned sharing off (the default, sharing, is stored as nothing). */
   private readonly private = new Set<string>();
+  /** Users who turned mutedMentions on (the default, off, is stored as nothing). */
+  private readonly mentionedWhenMuted = new Set<string>();
 
   constructor(
     private readonly conversations: ReadonlyMap<string, MemoryConversation>,
@@ -69,6 +71,15 @@ export class MemoryReadPositions implements ReadPositions {
   async setSharing(uid: string, share: boolean): Promise<void> {
     if (share) this.private.delete(uid);
     else this.private.add(uid);
+  }
+
+  async mutedMentions(uid: string): Promise<boolean> {
+    return this.mentionedWhenMuted.has(uid);
+  }
+
+  async setMutedMentions(uid: string, on: boolean): Promise<void> {
+    if (on) this.mentionedWhenMuted.add(uid);
+    else this.mentionedWhenMuted.delete(uid);
   }
 
   async announce(changes: readonly ReadsChange[]): Promise<void> {

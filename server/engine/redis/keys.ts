@@ -21,6 +21,7 @@
  *   conversation `<conv>#t:<topic>` is complete, else '0' (topic_add.lua; only when any). A child
  *   id holds a `#` (protocol/child-id.ts), which no other id does: its keys never meet another's;
  * - `<p>:{u:<uid>}:x` string: '0' while the user does not share read positions (absent: shares).
+ * - `<p>:{u:<uid>}:q` string: '1' while mentions in the user's muted conversations count (issue 43).
  */
 export interface UserKeys {
   meta: string;
@@ -74,6 +75,11 @@ export function topicsKey(prefix: string, conv: string): string {
 /** The user's `shareReads` setting, in their slot. */
 export function sharingKey(prefix: string, uid: string): string {
   return `${userKeyTag(prefix, uid)}x`;
+}
+
+/** The user's `mutedMentions` setting ('1' on, '0' off; none: off, or lost by Redis with the durable tier), in their slot. */
+export function mutedMentionsKey(prefix: string, uid: string): string {
+  return `${userKeyTag(prefix, uid)}q`;
 }
 
 /** What a conversation's key starts with, before its id and the tag's closing brace (the drainer's head scripts build the names from it). */

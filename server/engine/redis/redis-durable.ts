@@ -13,6 +13,7 @@ import {
   evictedKey,
   intactKey,
   legacyEvictedKey,
+  mutedMentionsKey,
   SLOTS,
   shardOf,
   sharingKey,
@@ -237,6 +238,7 @@ export class RedisDurableStore implements DurableStore {
       evictedKey(this.deps.prefix, shard),
       k.claims,
       sharingKey(this.deps.prefix, uid),
+      mutedMentionsKey(this.deps.prefix, uid),
       uid,
       before,
     );

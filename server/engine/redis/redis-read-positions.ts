@@ -1,7 +1,7 @@
 import type { ReadPositionsBacking } from '../durable-backing.js';
 import type { ConvReads, ReadDetail, ReadPosition, ReadPositions, ReadsChange } from '../read-positions.js';
 import { asArray, asNumber, asStrings, type Reply } from './codec.js';
-import { convKey, readsKey, sharingKey, userChannel } from './keys.js';
+import { convKey, mutedMentionsKey, readsKey, sharingKey, userChannel } from './keys.js';
 import type { ScriptedCluster, ScriptedRedis } from './scripts.js';
 
 /**
@@ -185,6 +185,35 @@ export class RedisReadPositions implements ReadPositions {
       await this.client.set(key, share ? '1' : '0');
     } else if (share) await this.client.del(key);
     else await this.client.set(key, '0');
+  }
+
+  async mutedMentions(uid: string): Promise<boolean> {
+    const key = mutedMentionsKey(this.prefix, uid);
+    const value = await this.client.get(key);
+    if (value != null || !this.durable) return value === '1';
+    // As for sharing: none with the tier means Redis lost it (or the user never set it).
+    let stored: Map<string, boolean>;
+    try {
+      stored = await this.durable.backing.loadMutedMentions([uid]);
+    } catch {
+      // PostgreSQL down: Redis goes on serving pulls and badges (the tier is behind it, not in
+      // front). The default stands in, not kept, so the next read asks PostgreSQL again: a user
+      // who turned it on and whose key Redis lost too sees it off until PostgreSQL is back.
+      return false;
+    }
+    const on = stored.get(uid) === true;
+    await this.client.set(key, on ? '1' : '0', 'NX');
+    return on;
+  }
+
+  async setMutedMentions(uid: string, on: boolean): Promise<void> {
+    const key = mutedMentionsKey(this.prefix, uid);
+    // PostgreSQL first: a restore reads it when Redis has lost the key.
+    if (this.durable) {
+      await this.durable.backing.saveMutedMentions(uid, on);
+      await this.client.set(key, on ? '1' : '0');
+    } else if (on) await this.client.set(key, '1');
+    else await this.client.del(key);
   }
 
   async announce(changes: readonly ReadsChange[]): Promise<void> {

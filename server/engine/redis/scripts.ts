@@ -60,7 +60,7 @@ export const SCRIPTS = {
   persistClearConv: { file: 'durable/persist_clear_conv.lua', keys: 2, read: true },
   persistReadHeads: { file: 'durable/persist_read_heads.lua', keys: 1, read: true, crossSlot: true },
   persistClearHeads: { file: 'durable/persist_clear_heads.lua', keys: 1, read: true, crossSlot: true },
-  coldEvict: { file: 'durable/cold_evict.lua', keys: 10, read: true },
+  coldEvict: { file: 'durable/cold_evict.lua', keys: 11, read: true },
   convEvict: { file: 'durable/conv_evict.lua', keys: 4, read: true },
   // The operator's toolbox (redis-admin.ts).
   adminUserRead: { file: 'admin/user_read.lua', keys: 5, read: true },

@@ -10,6 +10,8 @@
 --         so the user is not cold; spent or lapsed claims go with the user
 -- KEYS[10] x  the read receipts' shareReads setting (keys.ts sharingKey): PostgreSQL has it (written
 --          through), so it goes with the user and is read back on the user's next use
+-- KEYS[11] q  the mutedMentions setting (keys.ts mutedMentionsKey): likewise written through to
+--          PostgreSQL first, so it goes too and is read back on the user's next use
 -- ARGV[1] uid   ARGV[2] cutoff (ms): active after it means not cold
 -- Returns the user's conversations when evicted (the sweep looks at them next: their members may
 -- all be cold now), 0 when active again, -1 when something is not yet in PostgreSQL.
@@ -32,7 +34,7 @@ for i = 1, #convs, 1000 do
   end
 end
 if judgeClaims(KEYS[9], KEYS[2], nil, redisNowMs()) > 0 then return 0 end
-redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[9], KEYS[10])
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[9], KEYS[10], KEYS[11])
 redis.call('ZREM', KEYS[6], uid)
 redis.call('ZADD', KEYS[8], evictionStamp(), uid)
 return convs

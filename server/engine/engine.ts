@@ -115,7 +115,8 @@ export interface Engine {
    * on, by every process, until a membership op of `conv` lands on the user's record (its join:
    * the member count has it then; or a newer op that won over it) or `holdMs` pass (a call that
    * failed between its claim and its join and was not retried): rules.ts `claimLive`. A repeat
-   * keeps the claim (its hold starts over). Users are independent steps, in any order.
+   * keeps the claim (its hold starts over). Users are independent steps, in any order. With
+   * `terms.within`, `held` counts only the conversations and claims under that prefix.
    */
   claimJoins(conv: string, uids: readonly string[], terms: ClaimTerms): Promise<JoinClaim[]>;
 
@@ -301,10 +302,16 @@ export interface StoredPull {
 }
 
 export interface ClaimTerms {
-  /** MAX_CONVERSATIONS_PER_USER (above 0). */
+  /** MAX_CONVERSATIONS_PER_USER (above 0), or the cap on the conversations `within` names. */
   cap: number;
   /** How long a claim counts without its membership op landing (ms). */
   holdMs: number;
+  /**
+   * Counts only the user's conversations whose id starts with this (and the live claims of such
+   * joins): a thread follow's cap, LIMITS.threadsFollowedPerConversation over `threadPrefix(parent)`
+   * (sync/threads.ts). Absent: every conversation of the user.
+   */
+  within?: string;
 }
 
 export interface JoinClaim {

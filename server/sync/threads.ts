@@ -131,17 +131,22 @@ async function alignCategory(engine: Engine, threshold: number, parent: string, 
   throw new RedpointError('unavailable', `the category of ${parent} kept changing while its thread ${child} took it; retry`);
 }
 
-/** How many threads of `parent` the user follows: their rows with its thread prefix. */
-async function followedCount(engine: Engine, uid: string, parent: string): Promise<number> {
-  return (await followedThreads(engine, uid, parent)).length;
-}
+/**
+ * How long a claimed follow counts against the cap without its join landing (Engine.claimJoins):
+ * as for the conversation cap (conversation-cap.ts JOIN_HOLD_MS), far longer than a follow takes.
+ */
+const FOLLOW_HOLD_MS = 60_000;
 
 /**
  * `uid` follows the thread `(parent, root)`: 'followed' (a new follower, at the thread's head
  * now), 'following' (already), 'not_a_member' (of the conversation: nothing kept), 'full' (the user
- * follows LIMITS.threadsFollowedPerConversation threads of it already: nothing kept). Two follows
- * of the same user racing at the cap may both answer 'full' (each sees the other's row): never
- * more than the cap is kept.
+ * follows LIMITS.threadsFollowedPerConversation threads of it already: nothing kept).
+ *
+ * The cap is decided as the conversation cap is (conversation-cap.ts): a new follow is claimed on
+ * the user, atomically with their thread rows of `parent` and the claims of their other follows of
+ * it in flight (Engine.claimJoins, `within` the thread prefix). Concurrent follows of one user, from
+ * any process, are thus decided one after the other: of N when k places are left, exactly k are
+ * claimed, and a refusal saw every follow that will land. A retry finds its own claim.
  */
 async function follow(engine: Engine, threshold: number, parent: string, root: number, uid: string): Promise<FollowOutcome> {
   const child = threadConv(parent, root);
@@ -151,8 +156,11 @@ async function follow(engine: Engine, threshold: number, parent: string, root: n
     if (tag) await unfollow(engine, threshold, parent, root, uid);
     return 'not_a_member';
   }
-  const cap = LIMITS.threadsFollowedPerConversation;
-  if (!tag && (await followedCount(engine, uid, parent)) >= cap) return 'full';
+  if (!tag) {
+    const terms = { cap: LIMITS.threadsFollowedPerConversation, holdMs: FOLLOW_HOLD_MS, within: threadPrefix(parent) };
+    const [claim] = await engine.claimJoins(child, [uid], terms);
+    if (claim?.outcome === 'full') return 'full';
+  }
   const info = await engine.getConversation(parent);
   if (!info) return 'not_a_member';
   // (1) The join, user step included: a leave listing the user's rows after this finds it. Made
@@ -164,10 +172,6 @@ async function follow(engine: Engine, threshold: number, parent: string, root: n
     if (!(await engine.joinTag(parent, uid))) {
       await unfollow(engine, threshold, parent, root, uid);
       return 'not_a_member';
-    }
-    if (!tag && (await followedCount(engine, uid, parent)) > cap) {
-      await unfollow(engine, threshold, parent, root, uid);
-      return 'full';
     }
     await alignCategory(engine, threshold, parent, child);
   } catch (err) {

@@ -56,6 +56,7 @@ import {
   MemoryConversation,
   MemoryUser,
   memberRecords,
+  membersWithin,
   memberTag,
   memberTags,
   NO_SEQS,
@@ -312,12 +313,15 @@ export class MemoryEngine implements Engine {
       const user = this.users.get(uid);
       const genOf = (c: string): number => (user ? (recordOf(user, c)?.gen ?? 0) : 0);
       const claims = this.claims.get(uid) ?? new Map<string, { deadline: number; gen: number }>();
+      const within = terms.within;
+      const counted = (c: string): boolean => within === undefined || c.startsWith(within);
       let others = 0;
       for (const [c, claim] of claims) {
         if (!claimLive(claim, genOf(c), now)) claims.delete(c);
-        else if (c !== conv) others++;
+        else if (c !== conv && counted(c)) others++;
       }
-      const held = (user?.memberCount ?? 0) + others;
+      const members = within === undefined ? (user?.memberCount ?? 0) : user ? membersWithin(user, within) : 0;
+      const held = members + others;
       const member = user ? recordOf(user, conv)?.member === true : false;
       const outcome = claimOutcome(member, claims.has(conv), held, terms.cap);
       if (outcome === 'claimed') claims.set(conv, { deadline: now + terms.holdMs, gen: genOf(conv) });

@@ -523,7 +523,7 @@ export class RedisEngine implements Engine {
     // One step per user (its own hash tag, so any master of a cluster), pipelined by auto-pipelining.
     const claim = async (uid: string, check: boolean): Promise<JoinClaim | null> => {
       const k = userKeys(this.prefix, uid);
-      const reply = await this.client.userClaim(k.meta, k.records, k.claims, conv, terms.cap, terms.holdMs, check ? '1' : '0');
+      const reply = await this.client.userClaim(k.meta, k.records, k.claims, conv, terms.cap, terms.holdMs, check ? '1' : '0', terms.within ?? '');
       return reply === ABSENT ? null : joinClaimOf(uid, reply);
     };
     const out = await Promise.all(uids.map((uid) => claim(uid, this.durable !== undefined)));

@@ -135,6 +135,17 @@ export interface Engine {
   /** Forgets `conv`'s whole registry (and the durable tier's copy): the operator's delete of the conversation, once its topics are deleted. */
   dropTopics(conv: string): Promise<void>;
 
+  /**
+   * Threads (PROTOCOL.md "Threads"; sync/threads.ts): adds `root` to `conv`'s thread registry
+   * (idempotent), atomically with a check that `conv` exists: false, nothing written, when it does
+   * not. Called before a thread's child is made, so every child is in the registry, followed or not.
+   */
+  addThread(conv: string, root: number): Promise<boolean>;
+  /** The roots of `conv`'s registered threads (none for an unknown conversation). */
+  threads(conv: string): Promise<number[]>;
+  /** Forgets `conv`'s thread registry: the operator's delete of the conversation, once its threads are deleted. */
+  dropThreads(conv: string): Promise<void>;
+
   /** The badge hook's marks (badge-marks.ts): written by the steps only when `EngineOptions.badgeMarks` is on. */
   badgeMarks(): BadgeMarks;
 

@@ -24,10 +24,11 @@ import { changeMembership } from './membership.js';
  * A thread's rows take the conversation's category. The thread's child is given it whenever a
  * follow or a reply opens it, and re-checked after the write (`alignCategory`): the parent's is
  * read again, and written again until the two agree. A category change of the conversation lists
- * its members' thread rows and aligns each thread the same way. The last write to a child is
- * always followed by a read of the parent that agrees with it; a parent change after that read
- * would write the child later still (its listing finds the child's row, or the follow that made
- * it is the one re-checking): so the child ends with the parent's category in any interleaving.
+ * its threads from their registry (Engine.addThread: a thread is registered before its child can
+ * be made, followed or not) and aligns each the same way. The last write to a child is always
+ * followed by a read of the parent that agrees with it; a parent change after that read would
+ * write the child later still (its listing finds the child, registered before it was made): so the
+ * child ends with the parent's category in any interleaving.
  */
 
 /** What a follow did. */
@@ -108,15 +109,14 @@ export async function openThreads(engine: Engine, options: ThreadOptions, messag
 /** The thread's child exists and has the conversation's category; `unknown_conversation` when the conversation does not exist. */
 async function openThread(engine: Engine, threshold: number, parent: string, root: number): Promise<void> {
   const child = threadConv(parent, root);
-  const [info, own] = await Promise.all([engine.getConversation(parent), engine.getConversation(child)]);
-  if (!info) throw unknownConversation([parent]);
+  // Registered before the child can be made (Engine.addThread): a child nobody follows is found by
+  // a category change and by the operator's delete through the registry.
+  const [info, own, known] = await Promise.all([engine.getConversation(parent), engine.getConversation(child), engine.addThread(parent, root)]);
+  if (!info || !known) throw unknownConversation([parent]);
   if (own && own.category === info.category) return;
   await changeMembership(engine, threshold, child, { add: [], remove: [], category: info.category });
   await alignCategory(engine, threshold, parent, child);
 }
-
-/** How many members' rows threadsOf reads at once (a large conversation's category change). */
-const ROWS_READ_TOGETHER = 64;
 
 /** How often alignCategory writes before it gives up (each write follows a parent change that raced it). */
 const ALIGN_ATTEMPTS = 8;
@@ -158,7 +158,9 @@ async function follow(engine: Engine, threshold: number, parent: string, root: n
   }
   if (!tag) {
     const terms = { cap: LIMITS.threadsFollowedPerConversation, holdMs: FOLLOW_HOLD_MS, within: threadPrefix(parent) };
-    const [claim] = await engine.claimJoins(child, [uid], terms);
+    // The thread registered before the join can make its child (as openThread does).
+    const [[claim], known] = await Promise.all([engine.claimJoins(child, [uid], terms), engine.addThread(parent, root)]);
+    if (!known) return 'not_a_member';
     if (claim?.outcome === 'full') return 'full';
   }
   const info = await engine.getConversation(parent);
@@ -226,23 +228,12 @@ export async function leaveThreads(
   );
 }
 
-/**
- * The threads of `parent` someone follows: the union of its members' thread rows (a thread no
- * one follows has no row, and takes the category when its next follow or reply opens it).
- */
+/** The threads of `parent`, followed or not: its registry (Engine.threads), as child ids. */
 export async function threadsOf(engine: Engine, parent: string): Promise<string[]> {
-  const roster = await engine.roster(parent);
-  if (!roster) return [];
-  const children = new Set<string>();
-  // The members' rows read together, a chunk at a time: one round trip's wait per chunk, not per member.
-  for (let i = 0; i < roster.members.length; i += ROWS_READ_TOGETHER) {
-    const chunk = roster.members.slice(i, i + ROWS_READ_TOGETHER);
-    for (const rows of await Promise.all(chunk.map(({ uid }) => followedThreads(engine, uid, parent)))) for (const child of rows) children.add(child);
-  }
-  return [...children];
+  return (await engine.threads(parent)).map((root) => threadConv(parent, root));
 }
 
-/** After a category change of `parent` landed: every followed thread of it takes the new category. */
+/** After a category change of `parent` landed: every thread of it takes the new category. */
 export async function categoryToThreads(engine: Engine, threshold: number, parent: string): Promise<void> {
   const children = await threadsOf(engine, parent);
   await Promise.all(children.map((child) => alignCategory(engine, threshold, parent, child)));

@@ -272,6 +272,24 @@ describe.each(['memory', 'redis'] as const)('threads (%s)', (engine) => {
     expect(await s.unread('bob')).toMatchObject({ total: 0, conversations: [] });
     expect(await s.engine.missingConversations(['team#r:1'])).toEqual(['team#r:1']);
   });
+
+  it("a thread nobody follows any more still takes the conversation's category, and goes with the operator's delete", async () => {
+    const s = await start();
+    await s.post([root(1), reply(1, 'bob', ['alice'])]);
+    // An explicit follow of a thread without replies makes its child too.
+    expect((await follow(s, 'carol', 'team', 2)).status).toBe(200);
+    for (const [uid, rootSeq] of [['alice', 1], ['bob', 1], ['carol', 2]] as const) expect((await unfollow(s, uid, 'team', rootSeq)).status).toBe(200);
+    expect(await s.engine.missingConversations(['team#r:1', 'team#r:2'])).toEqual([]);
+    await s.members('team', { category: 'play' });
+    expect((await s.engine.getConversation('team#r:1'))?.category).toBe('play');
+    expect((await s.engine.getConversation('team#r:2'))?.category).toBe('play');
+    expect((await s.api('DELETE', '/v1/conversations/team')).status).toBe(200);
+    expect(await s.engine.missingConversations(['team#r:1', 'team#r:2'])).toEqual(['team#r:1', 'team#r:2']);
+    // Re-created under its id: the thread starts over (its old head is gone).
+    await s.members('team', { add: ['alice', 'bob'] });
+    await s.post([root(1), reply(1, 'bob', ['alice'])]);
+    expect((await rows(s, 'alice')).get('team#r:1')).toMatchObject({ lastSeq: 1, unread: 1, mentions: 1 });
+  });
 });
 
 /**

@@ -17,6 +17,8 @@ export const STORE_CALLS = [
   'addTopic',
   'topicReady',
   'topics',
+  'addThread',
+  'threads',
 ] as const satisfies readonly (keyof Engine)[];
 
 export type StoreCall = (typeof STORE_CALLS)[number];

@@ -83,6 +83,8 @@ export class MemoryEngine implements Engine {
   private readonly claims = new Map<string, Map<string, { deadline: number; gen: number }>>();
   /** conv → topic → whether its child is complete (Engine.addTopic). Kept beside the conversations: most have no topics. */
   private readonly topicRegistry = new Map<string, Map<string, boolean>>();
+  /** conv → the roots of its threads (Engine.addThread). */
+  private readonly threadRegistry = new Map<string, Set<number>>();
   /** A topic's conversation → the parent generation of the newest roster synced into it (MembersChange.sync; '#P' on Redis). */
   private readonly syncedFrom = new Map<string, number>();
   private closed = false;
@@ -194,6 +196,22 @@ export class MemoryEngine implements Engine {
 
   async topics(conv: string): Promise<string[]> {
     return [...(this.topicRegistry.get(conv)?.keys() ?? [])];
+  }
+
+  async addThread(conv: string, root: number): Promise<boolean> {
+    if (!this.conversations.has(conv)) return false;
+    let roots = this.threadRegistry.get(conv);
+    if (!roots) this.threadRegistry.set(conv, (roots = new Set()));
+    roots.add(root);
+    return true;
+  }
+
+  async threads(conv: string): Promise<number[]> {
+    return [...(this.threadRegistry.get(conv) ?? [])];
+  }
+
+  async dropThreads(conv: string): Promise<void> {
+    this.threadRegistry.delete(conv);
   }
 
   async dropTopics(conv: string): Promise<void> {

@@ -48,6 +48,7 @@ import {
   intactKey,
   readsKey,
   shardOf,
+  threadsKey,
   topicsKey,
   type UserKeys,
   userChannel,
@@ -320,6 +321,21 @@ export class RedisEngine implements Engine {
     let answer = await call();
     if (answer === ABSENT && this.durable && (await this.restoreConversations([conv])).has(conv)) answer = await call();
     return answer === ABSENT ? [] : asStrings(answer);
+  }
+
+  async addThread(conv: string, root: number): Promise<boolean> {
+    const call = (): Promise<Reply> => this.client.threadAdd(convKey(this.prefix, conv), threadsKey(this.prefix, conv), root);
+    let answer = await call();
+    if (answer === ABSENT && this.durable && (await this.restoreConversations([conv])).has(conv)) answer = await call();
+    return answer !== ABSENT;
+  }
+
+  async threads(conv: string): Promise<number[]> {
+    return (await this.client.smembers(threadsKey(this.prefix, conv))).map(Number);
+  }
+
+  async dropThreads(conv: string): Promise<void> {
+    await this.client.del(threadsKey(this.prefix, conv));
   }
 
   async dropTopics(conv: string): Promise<void> {

@@ -1,6 +1,5 @@
 import { threadConv, threadPrefix } from '../../protocol/child-id.js';
 import { RedpointError } from '../../protocol/errors.js';
-import { LIMITS } from '../../protocol/limits.js';
 import type { MessageEvent } from '../../protocol/types.js';
 import type { Engine } from '../engine/engine.js';
 import { afterPartOfIt } from '../engine/store-errors.js';
@@ -36,6 +35,8 @@ type FollowOutcome = 'followed' | 'following' | 'not_a_member' | 'full';
 
 export interface ThreadOptions {
   threshold: number;
+  /** Threads a user may follow per conversation: LIMITS.threadsFollowedPerConversation (a test gives a smaller one). */
+  cap: number;
   /** An implicit follow dropped at LIMITS.threadsFollowedPerConversation (the metric). */
   onFollowDropped?: (conv: string, uid: string) => void;
 }
@@ -98,7 +99,7 @@ export async function openThreads(engine: Engine, options: ThreadOptions, messag
       await openThread(engine, options.threshold, parent, root);
       await Promise.all(
         [...uids].map(async (uid) => {
-          const outcome = await follow(engine, options.threshold, parent, root, uid);
+          const outcome = await follow(engine, options, parent, root, uid);
           if (outcome === 'full') options.onFollowDropped?.(parent, uid);
         }),
       );
@@ -148,7 +149,7 @@ const FOLLOW_HOLD_MS = 60_000;
  * any process, are thus decided one after the other: of N when k places are left, exactly k are
  * claimed, and a refusal saw every follow that will land. A retry finds its own claim.
  */
-async function follow(engine: Engine, threshold: number, parent: string, root: number, uid: string): Promise<FollowOutcome> {
+async function follow(engine: Engine, { threshold, cap }: ThreadOptions, parent: string, root: number, uid: string): Promise<FollowOutcome> {
   const child = threadConv(parent, root);
   const [tag, parentTag] = await Promise.all([engine.joinTag(child, uid), engine.joinTag(parent, uid)]);
   if (!parentTag) {
@@ -157,7 +158,7 @@ async function follow(engine: Engine, threshold: number, parent: string, root: n
     return 'not_a_member';
   }
   if (!tag) {
-    const terms = { cap: LIMITS.threadsFollowedPerConversation, holdMs: FOLLOW_HOLD_MS, within: threadPrefix(parent) };
+    const terms = { cap, holdMs: FOLLOW_HOLD_MS, within: threadPrefix(parent) };
     // The thread registered before the join can make its child (as openThread does).
     const [[claim], known] = await Promise.all([engine.claimJoins(child, [uid], terms), engine.addThread(parent, root)]);
     if (!known) return 'not_a_member';
@@ -193,13 +194,13 @@ export async function unfollow(engine: Engine, threshold: number, parent: string
 }
 
 /** An explicit follow's errors: the conversation unknown, the user not in it (404/403), the cap (422). */
-export async function followOrRefuse(engine: Engine, threshold: number, parent: string, root: number, uid: string): Promise<'followed' | 'following'> {
-  const outcome = await follow(engine, threshold, parent, root, uid);
+export async function followOrRefuse(engine: Engine, options: ThreadOptions, parent: string, root: number, uid: string): Promise<'followed' | 'following'> {
+  const outcome = await follow(engine, options, parent, root, uid);
   if (outcome === 'not_a_member') throw await refusal(engine, uid, parent);
   if (outcome === 'full') {
     throw new RedpointError(
       'limit_exceeded',
-      `${uid} follows ${LIMITS.threadsFollowedPerConversation} threads of ${parent} already (LIMITS.threadsFollowedPerConversation): unfollow one first`,
+      `${uid} follows ${options.cap} threads of ${parent} already (LIMITS.threadsFollowedPerConversation): unfollow one first`,
     );
   }
   return outcome;

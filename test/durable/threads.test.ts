@@ -71,7 +71,10 @@ describe('durable tier: threads', () => {
 
   it("Redis loses everything: the operator's delete still finds a thread nobody follows (PostgreSQL holds its child)", async () => {
     await stack.server.members('rt-4', { add: ['da', 'db'] });
-    await stack.server.post([{ conv: 'rt-4', seq: 1, sender: 'da' }, { conv: 'rt-4', thread: 1, rootSender: 'da', seq: 1, sender: 'db' }]);
+    await stack.server.post([
+      { conv: 'rt-4', seq: 1, sender: 'da' },
+      { conv: 'rt-4', thread: 1, rootSender: 'da', seq: 1, sender: 'db' },
+    ]);
     for (const uid of ['da', 'db']) expect(await follow(uid, 'rt-4', 1, 'DELETE')).toMatchObject(followed(false, true, 'rt-4#r:1'));
     await drain();
     await stack.admin.flushall();

@@ -228,7 +228,9 @@ describe.each(['memory', 'redis'] as const)('threads (%s)', (engine) => {
     const cap = LIMITS.threadsFollowedPerConversation;
     const left = 2;
     for (let i = 0; i < cap - left; i += 20) {
-      await Promise.all(Array.from({ length: Math.min(20, cap - left - i) }, (_, k) => follow(s, 'alice', 'team', i + k + 1).then((r) => expect(r.status).toBe(200))));
+      await Promise.all(
+        Array.from({ length: Math.min(20, cap - left - i) }, (_, k) => follow(s, 'alice', 'team', i + k + 1).then((r) => expect(r.status).toBe(200))),
+      );
     }
     const racing = await Promise.all(Array.from({ length: 6 }, (_, k) => follow(s, 'alice', 'team', cap + k + 1)));
     expect(racing.map((r) => r.status).sort()).toEqual([200, 200, 422, 422, 422, 422]);
@@ -278,7 +280,12 @@ describe.each(['memory', 'redis'] as const)('threads (%s)', (engine) => {
     await s.post([root(1), reply(1, 'bob', ['alice'])]);
     // An explicit follow of a thread without replies makes its child too.
     expect((await follow(s, 'carol', 'team', 2)).status).toBe(200);
-    for (const [uid, rootSeq] of [['alice', 1], ['bob', 1], ['carol', 2]] as const) expect((await unfollow(s, uid, 'team', rootSeq)).status).toBe(200);
+    for (const [uid, rootSeq] of [
+      ['alice', 1],
+      ['bob', 1],
+      ['carol', 2],
+    ] as const)
+      expect((await unfollow(s, uid, 'team', rootSeq)).status).toBe(200);
     expect(await s.engine.missingConversations(['team#r:1', 'team#r:2'])).toEqual([]);
     await s.members('team', { category: 'play' });
     expect((await s.engine.getConversation('team#r:1'))?.category).toBe('play');
@@ -309,7 +316,9 @@ describe('threads across two server processes on one Redis', () => {
     const cap = LIMITS.threadsFollowedPerConversation;
     const put = (s: TestServer, root: number) => s.api('PUT', `/v1/users/alice/conversations/team/threads/${root}`);
     for (let i = 0; i < cap - 3; i += 20)
-      await Promise.all(Array.from({ length: Math.min(20, cap - 3 - i) }, (_, k) => put(i % 40 === 0 ? one : two, i + k + 1).then((r) => expect(r.status).toBe(200))));
+      await Promise.all(
+        Array.from({ length: Math.min(20, cap - 3 - i) }, (_, k) => put(i % 40 === 0 ? one : two, i + k + 1).then((r) => expect(r.status).toBe(200))),
+      );
     const racing = await Promise.all(Array.from({ length: 8 }, (_, k) => put(k % 2 === 0 ? one : two, cap + k + 1)));
     expect(racing.map((r) => r.status).sort()).toEqual([200, 200, 200, 422, 422, 422, 422, 422]);
     expect((await two.unread('alice')).conversations.filter((c) => c.thread !== undefined)).toHaveLength(cap);

@@ -19,6 +19,7 @@ export const STORE_CALLS = [
   'topics',
   'addThread',
   'threads',
+  'joinTag',
 ] as const satisfies readonly (keyof Engine)[];
 
 export type StoreCall = (typeof STORE_CALLS)[number];

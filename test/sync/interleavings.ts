@@ -51,6 +51,12 @@ const rm = (conv: string, root: number, seq: number, sender: string, mentions?: 
   ...(rootSender !== undefined ? { rootSender } : {}),
 });
 
+/** u may follow 2 threads of g and follows one already (root 1 of roots 1-3, a's). */
+const ONE_THREAD_LEFT = {
+  threadCap: 2,
+  setup: [{ members: 'g', add: ['a', 'u'] }, { messages: [m('g', 1, 'a'), m('g', 2, 'a'), m('g', 3, 'a')] }, { follow: 'g', root: 1, uid: 'u' }],
+} satisfies Pick<Scenario, 'threadCap' | 'setup'>;
+
 export const SCENARIOS: Scenario[] = [
   {
     name: 'a join while a message is ingested',
@@ -238,8 +244,7 @@ export const SCENARIOS: Scenario[] = [
   {
     name: 'two follows of one user with room for one thread, in two processes',
     threshold: 3,
-    threadCap: 2,
-    setup: [{ members: 'g', add: ['a', 'u'] }, { messages: [m('g', 1, 'a'), m('g', 2, 'a'), m('g', 3, 'a')] }, { follow: 'g', root: 1, uid: 'u' }],
+    ...ONE_THREAD_LEFT,
     change: { follow: 'g', root: 2, uid: 'u' },
     concurrent: { follow: 'g', root: 3, uid: 'u' },
     after: [{ messages: [rm('g', 2, 1, 'a'), rm('g', 3, 1, 'a')] }],
@@ -248,8 +253,7 @@ export const SCENARIOS: Scenario[] = [
   {
     name: "a reply's implicit follow with room for one thread while its follower follows another",
     threshold: 3,
-    threadCap: 2,
-    setup: [{ members: 'g', add: ['a', 'u'] }, { messages: [m('g', 1, 'a'), m('g', 2, 'a'), m('g', 3, 'a')] }, { follow: 'g', root: 1, uid: 'u' }],
+    ...ONE_THREAD_LEFT,
     change: { messages: [rm('g', 2, 1, 'a', ['u'])] },
     concurrent: { follow: 'g', root: 3, uid: 'u' },
     after: [{ messages: [rm('g', 2, 2, 'a'), rm('g', 3, 1, 'a')] }],

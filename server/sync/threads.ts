@@ -23,8 +23,8 @@ import { changeMembership } from './membership.js';
  * A thread's rows take the conversation's category. The thread's child is given it whenever a
  * follow or a reply opens it, and re-checked after the write (`alignCategory`): the parent's is
  * read again, and written again until the two agree. A category change of the conversation lists
- * its threads from their registry (Engine.addThread: a thread is registered before its child can
- * be made, followed or not) and aligns each the same way. The last write to a child is always
+ * its threads (threadsOf: their registry, where a thread is registered before its child can be
+ * made, and its members' thread rows) and aligns each the same way. The last write to a child is always
  * followed by a read of the parent that agrees with it; a parent change after that read would
  * write the child later still (its listing finds the child, registered before it was made): so the
  * child ends with the parent's category in any interleaving.
@@ -229,9 +229,25 @@ export async function leaveThreads(
   );
 }
 
-/** The threads of `parent`, followed or not: its registry (Engine.threads), as child ids. */
+/** How many members' rows threadsOf reads at once (a large conversation's category change). */
+const ROWS_READ_TOGETHER = 64;
+
+/**
+ * The threads of `parent`: its registry (Engine.threads: every thread, followed or not), and the
+ * members' thread rows (their own records, `<conv>#r:` prefix). The rows find the followed ones
+ * when the registry is gone with a Redis that lost everything (the durable tier restores the
+ * conversations and rows, not the registry).
+ */
 export async function threadsOf(engine: Engine, parent: string): Promise<string[]> {
-  return (await engine.threads(parent)).map((root) => threadConv(parent, root));
+  const [roots, roster] = await Promise.all([engine.threads(parent), engine.roster(parent)]);
+  const children = new Set(roots.map((root) => threadConv(parent, root)));
+  const members = roster?.members ?? [];
+  // The members' rows read together, a chunk at a time: one round trip's wait per chunk, not per member.
+  for (let i = 0; i < members.length; i += ROWS_READ_TOGETHER) {
+    const chunk = members.slice(i, i + ROWS_READ_TOGETHER);
+    for (const rows of await Promise.all(chunk.map(({ uid }) => followedThreads(engine, uid, parent)))) for (const child of rows) children.add(child);
+  }
+  return [...children];
 }
 
 /** After a category change of `parent` landed: every thread of it takes the new category. */

@@ -82,6 +82,17 @@ describe('durable tier: threads', () => {
     expect(await stack.server.engine.missingConversations(['rt-4', 'rt-4#r:1'])).toEqual(['rt-4', 'rt-4#r:1']);
   });
 
+  // Found by test/durable/property.test.ts (seed -2093859528, path 11) while the registry alone
+  // listed the threads for a category change: Redis lost it, and a followed thread kept its category.
+  it('Redis loses everything: a category change still reaches the followed threads (the registry went with Redis)', async () => {
+    await stack.server.members('rt-5', { add: ['ea', 'eb'], category: 'system' });
+    expect(await follow('ea', 'rt-5', 2)).toMatchObject(followed(true, true, 'rt-5#r:2'));
+    await drain();
+    await stack.admin.flushall();
+    await stack.server.members('rt-5', { add: ['ea', 'eb'], category: 'work' });
+    expect((await stack.server.unread('ea')).conversations.find((c) => c.conv === 'rt-5#r:2')).toMatchObject({ category: 'work' });
+  });
+
   it('the cold sweep evicted the conversation and its thread: a follow answers from PostgreSQL', async () => {
     const durable = stack.server.durable;
     const store = stack.server.engine.durableStore?.();

@@ -1,5 +1,5 @@
 import type { ReconcileRequest } from '../../protocol/admin-schemas.js';
-import { topicConv } from '../../protocol/child-id.js';
+import { threadPrefix, topicConv } from '../../protocol/child-id.js';
 import { RedpointError } from '../../protocol/errors.js';
 import type { EngineAdmin } from '../engine/admin.js';
 import type { Engine, EngineOptions, UserOpResult } from '../engine/engine.js';
@@ -26,6 +26,8 @@ export type { ReconcileRequest };
 export interface DurableErase {
   eraseUser(uid: string): Promise<void>;
   deleteConversation(conv: string, gen: number): Promise<void>;
+  /** The conversations PostgreSQL holds whose id starts with `prefix` (a conversation's thread children, beyond the registry Redis may have lost). */
+  conversationsUnder(prefix: string): Promise<string[]>;
 }
 
 export interface Toolbox {
@@ -120,10 +122,14 @@ export class LocalToolbox implements Toolbox {
     // a failure anywhere still finds what is left (the registry goes only once each topic is gone).
     const topics = await this.engine.topics(conv);
     for (const topic of topics) await this.deleteConversation(topicConv(conv, topic));
-    // Threads (PROTOCOL.md "Threads"): each one someone follows, found through the members' rows.
-    for (const child of await threadsOf(this.engine, conv)) await this.deleteConversation(child);
+    // Threads (PROTOCOL.md "Threads"): every one, followed or not, from the registry (and, with the
+    // durable tier, those PostgreSQL holds: a registry Redis lost), then the registry.
+    const threads = new Set(await threadsOf(this.engine, conv));
+    for (const child of (await this.settings.durableErase?.conversationsUnder(threadPrefix(conv))) ?? []) threads.add(child);
+    for (const child of threads) await this.deleteConversation(child);
     if (topics.length > 0) await this.engine.dropTopics(conv);
     const result = await deleteConversation(this.engine, this.admin, conv);
+    await this.engine.dropThreads(conv);
     if (result) await this.settings.durableErase?.deleteConversation(conv, result.gen);
     return result;
   }

@@ -201,6 +201,15 @@ export class PgStore implements DurableBacking {
     }
   }
 
+  /**
+   * The conversations held whose id starts with `prefix` (the operator's delete: a conversation's
+   * thread children, admin/toolbox.ts). A scan of the table (no pattern index): operator calls only.
+   */
+  async conversationsUnder(prefix: string): Promise<string[]> {
+    const { rows } = await this.pool.query<{ conv: string }>('SELECT conv FROM redpoint_conversations WHERE starts_with(conv, $1)', [prefix]);
+    return rows.map((r) => r.conv);
+  }
+
   /** Deleting a conversation (`DELETE /v1/conversations/:conv`) at generation `gen` (conv_delete.lua) removes its rows and leaves a tombstone. */
   async deleteConversation(conv: string, gen: number): Promise<void> {
     await this.transaction(async (client) => {

@@ -115,7 +115,8 @@ export interface Engine {
    * on, by every process, until a membership op of `conv` lands on the user's record (its join:
    * the member count has it then; or a newer op that won over it) or `holdMs` pass (a call that
    * failed between its claim and its join and was not retried): rules.ts `claimLive`. A repeat
-   * keeps the claim (its hold starts over). Users are independent steps, in any order.
+   * keeps the claim (its hold starts over). Users are independent steps, in any order. With
+   * `terms.within`, `held` counts only the conversations and claims under that prefix.
    */
   claimJoins(conv: string, uids: readonly string[], terms: ClaimTerms): Promise<JoinClaim[]>;
 
@@ -133,6 +134,17 @@ export interface Engine {
   topics(conv: string): Promise<string[]>;
   /** Forgets `conv`'s whole registry (and the durable tier's copy): the operator's delete of the conversation, once its topics are deleted. */
   dropTopics(conv: string): Promise<void>;
+
+  /**
+   * Threads (PROTOCOL.md "Threads"; sync/threads.ts): adds `root` to `conv`'s thread registry
+   * (idempotent), atomically with a check that `conv` exists: false, nothing written, when it does
+   * not. Called before a thread's child is made, so every child is in the registry, followed or not.
+   */
+  addThread(conv: string, root: number): Promise<boolean>;
+  /** The roots of `conv`'s registered threads (none for an unknown conversation). */
+  threads(conv: string): Promise<number[]>;
+  /** Forgets `conv`'s thread registry: the operator's delete of the conversation, once its threads are deleted. */
+  dropThreads(conv: string): Promise<void>;
 
   /** The badge hook's marks (badge-marks.ts): written by the steps only when `EngineOptions.badgeMarks` is on. */
   badgeMarks(): BadgeMarks;
@@ -315,10 +327,16 @@ export interface StoredPull {
 }
 
 export interface ClaimTerms {
-  /** MAX_CONVERSATIONS_PER_USER (above 0). */
+  /** MAX_CONVERSATIONS_PER_USER (above 0), or the cap on the conversations `within` names. */
   cap: number;
   /** How long a claim counts without its membership op landing (ms). */
   holdMs: number;
+  /**
+   * Counts only the user's conversations whose id starts with this (and the live claims of such
+   * joins): a thread follow's cap, LIMITS.threadsFollowedPerConversation over `threadPrefix(parent)`
+   * (sync/threads.ts). Absent: every conversation of the user.
+   */
+  within?: string;
 }
 
 export interface JoinClaim {

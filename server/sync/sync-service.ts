@@ -52,6 +52,8 @@ export interface SyncOptions {
   receiptsOnSend?: boolean;
   /** The badge hook is on (EngineOptions.badgeMarks): a change of `mutedMentions` marks the user. */
   badgeMarks?: boolean;
+  /** Threads a user may follow per conversation (absent: LIMITS.threadsFollowedPerConversation; tests give a smaller one). */
+  threadFollowCap?: number;
 }
 
 /**
@@ -151,7 +153,11 @@ export class SyncService {
   }
 
   private threadOptions(): ThreadOptions {
-    return { threshold: this.options.largeGroupThreshold, ...(this.onFollowDropped ? { onFollowDropped: this.onFollowDropped } : {}) };
+    return {
+      threshold: this.options.largeGroupThreshold,
+      cap: this.options.threadFollowCap ?? LIMITS.threadsFollowedPerConversation,
+      ...(this.onFollowDropped ? { onFollowDropped: this.onFollowDropped } : {}),
+    };
   }
 
   /**
@@ -159,7 +165,7 @@ export class SyncService {
    * when they did already. `unknown_conversation`, `not_a_member` (of `conv`), `limit_exceeded`.
    */
   async followThread(uid: string, conv: string, root: number): Promise<'followed' | 'following'> {
-    return followOrRefuse(this.engine, this.options.largeGroupThreshold, conv, root, uid);
+    return followOrRefuse(this.engine, this.threadOptions(), conv, root, uid);
   }
 
   /** `uid` stops following the thread: its row goes (idempotent); whether they followed it. */

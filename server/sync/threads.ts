@@ -1,6 +1,5 @@
 import { threadConv, threadPrefix } from '../../protocol/child-id.js';
 import { RedpointError } from '../../protocol/errors.js';
-import { LIMITS } from '../../protocol/limits.js';
 import type { MessageEvent } from '../../protocol/types.js';
 import type { Engine } from '../engine/engine.js';
 import { afterPartOfIt } from '../engine/store-errors.js';
@@ -24,10 +23,11 @@ import { changeMembership } from './membership.js';
  * A thread's rows take the conversation's category. The thread's child is given it whenever a
  * follow or a reply opens it, and re-checked after the write (`alignCategory`): the parent's is
  * read again, and written again until the two agree. A category change of the conversation lists
- * its members' thread rows and aligns each thread the same way. The last write to a child is
- * always followed by a read of the parent that agrees with it; a parent change after that read
- * would write the child later still (its listing finds the child's row, or the follow that made
- * it is the one re-checking): so the child ends with the parent's category in any interleaving.
+ * its threads (threadsOf: their registry, where a thread is registered before its child can be
+ * made, and its members' thread rows) and aligns each the same way. The last write to a child is always
+ * followed by a read of the parent that agrees with it; a parent change after that read would
+ * write the child later still (its listing finds the child, registered before it was made): so the
+ * child ends with the parent's category in any interleaving.
  */
 
 /** What a follow did. */
@@ -35,6 +35,8 @@ type FollowOutcome = 'followed' | 'following' | 'not_a_member' | 'full';
 
 export interface ThreadOptions {
   threshold: number;
+  /** Threads a user may follow per conversation: LIMITS.threadsFollowedPerConversation (a test gives a smaller one). */
+  cap: number;
   /** An implicit follow dropped at LIMITS.threadsFollowedPerConversation (the metric). */
   onFollowDropped?: (conv: string, uid: string) => void;
 }
@@ -97,7 +99,7 @@ export async function openThreads(engine: Engine, options: ThreadOptions, messag
       await openThread(engine, options.threshold, parent, root);
       await Promise.all(
         [...uids].map(async (uid) => {
-          const outcome = await follow(engine, options.threshold, parent, root, uid);
+          const outcome = await follow(engine, options, parent, root, uid);
           if (outcome === 'full') options.onFollowDropped?.(parent, uid);
         }),
       );
@@ -108,15 +110,14 @@ export async function openThreads(engine: Engine, options: ThreadOptions, messag
 /** The thread's child exists and has the conversation's category; `unknown_conversation` when the conversation does not exist. */
 async function openThread(engine: Engine, threshold: number, parent: string, root: number): Promise<void> {
   const child = threadConv(parent, root);
-  const [info, own] = await Promise.all([engine.getConversation(parent), engine.getConversation(child)]);
-  if (!info) throw unknownConversation([parent]);
+  // Registered before the child can be made (Engine.addThread): a child nobody follows is found by
+  // a category change and by the operator's delete through the registry.
+  const [info, own, known] = await Promise.all([engine.getConversation(parent), engine.getConversation(child), engine.addThread(parent, root)]);
+  if (!info || !known) throw unknownConversation([parent]);
   if (own && own.category === info.category) return;
   await changeMembership(engine, threshold, child, { add: [], remove: [], category: info.category });
   await alignCategory(engine, threshold, parent, child);
 }
-
-/** How many members' rows threadsOf reads at once (a large conversation's category change). */
-const ROWS_READ_TOGETHER = 64;
 
 /** How often alignCategory writes before it gives up (each write follows a parent change that raced it). */
 const ALIGN_ATTEMPTS = 8;
@@ -131,19 +132,24 @@ async function alignCategory(engine: Engine, threshold: number, parent: string, 
   throw new RedpointError('unavailable', `the category of ${parent} kept changing while its thread ${child} took it; retry`);
 }
 
-/** How many threads of `parent` the user follows: their rows with its thread prefix. */
-async function followedCount(engine: Engine, uid: string, parent: string): Promise<number> {
-  return (await followedThreads(engine, uid, parent)).length;
-}
+/**
+ * How long a claimed follow counts against the cap without its join landing (Engine.claimJoins):
+ * as for the conversation cap (conversation-cap.ts JOIN_HOLD_MS), far longer than a follow takes.
+ */
+const FOLLOW_HOLD_MS = 60_000;
 
 /**
  * `uid` follows the thread `(parent, root)`: 'followed' (a new follower, at the thread's head
  * now), 'following' (already), 'not_a_member' (of the conversation: nothing kept), 'full' (the user
- * follows LIMITS.threadsFollowedPerConversation threads of it already: nothing kept). Two follows
- * of the same user racing at the cap may both answer 'full' (each sees the other's row): never
- * more than the cap is kept.
+ * follows LIMITS.threadsFollowedPerConversation threads of it already: nothing kept).
+ *
+ * The cap is decided as the conversation cap is (conversation-cap.ts): a new follow is claimed on
+ * the user, atomically with their thread rows of `parent` and the claims of their other follows of
+ * it in flight (Engine.claimJoins, `within` the thread prefix). Concurrent follows of one user, from
+ * any process, are thus decided one after the other: of N when k places are left, exactly k are
+ * claimed, and a refusal saw every follow that will land. A retry finds its own claim.
  */
-async function follow(engine: Engine, threshold: number, parent: string, root: number, uid: string): Promise<FollowOutcome> {
+async function follow(engine: Engine, { threshold, cap }: ThreadOptions, parent: string, root: number, uid: string): Promise<FollowOutcome> {
   const child = threadConv(parent, root);
   const [tag, parentTag] = await Promise.all([engine.joinTag(child, uid), engine.joinTag(parent, uid)]);
   if (!parentTag) {
@@ -151,8 +157,13 @@ async function follow(engine: Engine, threshold: number, parent: string, root: n
     if (tag) await unfollow(engine, threshold, parent, root, uid);
     return 'not_a_member';
   }
-  const cap = LIMITS.threadsFollowedPerConversation;
-  if (!tag && (await followedCount(engine, uid, parent)) >= cap) return 'full';
+  if (!tag) {
+    const terms = { cap, holdMs: FOLLOW_HOLD_MS, within: threadPrefix(parent) };
+    // The thread registered before the join can make its child (as openThread does).
+    const [[claim], known] = await Promise.all([engine.claimJoins(child, [uid], terms), engine.addThread(parent, root)]);
+    if (!known) return 'not_a_member';
+    if (claim?.outcome === 'full') return 'full';
+  }
   const info = await engine.getConversation(parent);
   if (!info) return 'not_a_member';
   // (1) The join, user step included: a leave listing the user's rows after this finds it. Made
@@ -164,10 +175,6 @@ async function follow(engine: Engine, threshold: number, parent: string, root: n
     if (!(await engine.joinTag(parent, uid))) {
       await unfollow(engine, threshold, parent, root, uid);
       return 'not_a_member';
-    }
-    if (!tag && (await followedCount(engine, uid, parent)) > cap) {
-      await unfollow(engine, threshold, parent, root, uid);
-      return 'full';
     }
     await alignCategory(engine, threshold, parent, child);
   } catch (err) {
@@ -187,13 +194,13 @@ export async function unfollow(engine: Engine, threshold: number, parent: string
 }
 
 /** An explicit follow's errors: the conversation unknown, the user not in it (404/403), the cap (422). */
-export async function followOrRefuse(engine: Engine, threshold: number, parent: string, root: number, uid: string): Promise<'followed' | 'following'> {
-  const outcome = await follow(engine, threshold, parent, root, uid);
+export async function followOrRefuse(engine: Engine, options: ThreadOptions, parent: string, root: number, uid: string): Promise<'followed' | 'following'> {
+  const outcome = await follow(engine, options, parent, root, uid);
   if (outcome === 'not_a_member') throw await refusal(engine, uid, parent);
   if (outcome === 'full') {
     throw new RedpointError(
       'limit_exceeded',
-      `${uid} follows ${LIMITS.threadsFollowedPerConversation} threads of ${parent} already (LIMITS.threadsFollowedPerConversation): unfollow one first`,
+      `${uid} follows ${options.cap} threads of ${parent} already (LIMITS.threadsFollowedPerConversation): unfollow one first`,
     );
   }
   return outcome;
@@ -222,23 +229,28 @@ export async function leaveThreads(
   );
 }
 
+/** How many members' rows threadsOf reads at once (a large conversation's category change). */
+const ROWS_READ_TOGETHER = 64;
+
 /**
- * The threads of `parent` someone follows: the union of its members' thread rows (a thread no
- * one follows has no row, and takes the category when its next follow or reply opens it).
+ * The threads of `parent`: its registry (Engine.threads: every thread, followed or not), and the
+ * members' thread rows (their own records, `<conv>#r:` prefix). The rows find the followed ones
+ * when the registry is gone with a Redis that lost everything (the durable tier restores the
+ * conversations and rows, not the registry).
  */
 export async function threadsOf(engine: Engine, parent: string): Promise<string[]> {
-  const roster = await engine.roster(parent);
-  if (!roster) return [];
-  const children = new Set<string>();
+  const [roots, roster] = await Promise.all([engine.threads(parent), engine.roster(parent)]);
+  const children = new Set(roots.map((root) => threadConv(parent, root)));
+  const members = roster?.members ?? [];
   // The members' rows read together, a chunk at a time: one round trip's wait per chunk, not per member.
-  for (let i = 0; i < roster.members.length; i += ROWS_READ_TOGETHER) {
-    const chunk = roster.members.slice(i, i + ROWS_READ_TOGETHER);
+  for (let i = 0; i < members.length; i += ROWS_READ_TOGETHER) {
+    const chunk = members.slice(i, i + ROWS_READ_TOGETHER);
     for (const rows of await Promise.all(chunk.map(({ uid }) => followedThreads(engine, uid, parent)))) for (const child of rows) children.add(child);
   }
   return [...children];
 }
 
-/** After a category change of `parent` landed: every followed thread of it takes the new category. */
+/** After a category change of `parent` landed: every thread of it takes the new category. */
 export async function categoryToThreads(engine: Engine, threshold: number, parent: string): Promise<void> {
   const children = await threadsOf(engine, parent);
   await Promise.all(children.map((child) => alignCategory(engine, threshold, parent, child)));

@@ -5,7 +5,8 @@ import { durableStack } from './stack.js';
 
 /**
  * Threads (PROTOCOL.md "Threads") in the durable tier: a thread is a child conversation and its
- * rows persist like any conversation's, with no registry of their own to restore. What a row
+ * rows persist like any conversation's; its registry (Engine.addThread) is Redis's, and the
+ * operator's delete also takes the children PostgreSQL holds. What a row
  * stores relative to the thread's default level (rules.ts storedLevel: `mentions` by default,
  * `all` set apart from it) must come back from PostgreSQL as it was, and the follows with it:
  * after Redis lost everything, a leave still unfollows, and a follow is still counted. A follow
@@ -66,6 +67,30 @@ describe('durable tier: threads', () => {
     expect(await follow('fb', 'rt-2', 2, 'DELETE')).toMatchObject(followed(false, true, 'rt-2#r:2'));
     expect((await stack.server.unread('fb')).conversations.map((c) => c.conv)).toEqual(['rt-2']);
     expect((await stack.server.unread('fa')).conversations.map((c) => c.conv)).toEqual(['rt-2', 'rt-2#r:1']);
+  });
+
+  it("Redis loses everything: the operator's delete still finds a thread nobody follows (PostgreSQL holds its child)", async () => {
+    await stack.server.members('rt-4', { add: ['da', 'db'] });
+    await stack.server.post([
+      { conv: 'rt-4', seq: 1, sender: 'da' },
+      { conv: 'rt-4', thread: 1, rootSender: 'da', seq: 1, sender: 'db' },
+    ]);
+    for (const uid of ['da', 'db']) expect(await follow(uid, 'rt-4', 1, 'DELETE')).toMatchObject(followed(false, true, 'rt-4#r:1'));
+    await drain();
+    await stack.admin.flushall();
+    expect((await stack.server.api('DELETE', '/v1/conversations/rt-4')).status).toBe(200);
+    expect(await stack.server.engine.missingConversations(['rt-4', 'rt-4#r:1'])).toEqual(['rt-4', 'rt-4#r:1']);
+  });
+
+  // Found by test/durable/property.test.ts (seed -2093859528, path 11) while the registry alone
+  // listed the threads for a category change: Redis lost it, and a followed thread kept its category.
+  it('Redis loses everything: a category change still reaches the followed threads (the registry went with Redis)', async () => {
+    await stack.server.members('rt-5', { add: ['ea', 'eb'], category: 'system' });
+    expect(await follow('ea', 'rt-5', 2)).toMatchObject(followed(true, true, 'rt-5#r:2'));
+    await drain();
+    await stack.admin.flushall();
+    await stack.server.members('rt-5', { add: ['ea', 'eb'], category: 'work' });
+    expect((await stack.server.unread('ea')).conversations.find((c) => c.conv === 'rt-5#r:2')).toMatchObject({ category: 'work' });
   });
 
   it('the cold sweep evicted the conversation and its thread: a follow answers from PostgreSQL', async () => {

@@ -64,6 +64,28 @@ export function claimConformance(use: UseEngine): void {
       for (const c of claims.flat()) if (c.outcome === 'full') expect(c.held).toBe(5);
     });
 
+    it("within a prefix (a thread follow's cap): only the conversations and claims under it count", async () => {
+      const e = await use();
+      const within = { cap: 2, holdMs: 60_000, within: 'g#r:' };
+      // Other conversations, and another conversation's threads, are not counted.
+      await one(e, join('u', 'g'));
+      await one(e, join('u', 'h#r:1'));
+      expect(await outcomes(e, 'other', ['u'], { cap: 5, holdMs: 60_000 })).toEqual(['u:claimed:2']);
+      expect(await outcomes(e, 'g#r:1', ['u'], within)).toEqual(['u:claimed:0']);
+      await one(e, join('u', 'g#r:1'));
+      expect(await outcomes(e, 'g#r:1', ['u'], within)).toEqual(['u:member:1']);
+      expect(await outcomes(e, 'g#r:2', ['u'], within)).toEqual(['u:claimed:1']);
+      expect(await outcomes(e, 'g#r:3', ['u'], within)).toEqual(['u:full:2']);
+      // A prefix with glob characters matches itself only (Redis reads the records by pattern).
+      const globby = { cap: 1, holdMs: 60_000, within: 'a*[b]?\\#r:' };
+      // Unescaped, the pattern a*[b]?\\#r:* would match this record.
+      await one(e, join('u', 'aQbX#r:1'));
+      expect(await outcomes(e, 'a*[b]?\\#r:1', ['u'], globby)).toEqual(['u:claimed:0']);
+      // Concurrent claims under one prefix: exactly the room left.
+      const racing = await Promise.all(Array.from({ length: 8 }, (_, i) => e.claimJoins(`k#r:${i + 1}`, ['u'], { cap: 3, holdMs: 60_000, within: 'k#r:' })));
+      expect(racing.flat().filter((c) => c.outcome === 'claimed').length).toBe(3);
+    });
+
     it('a claim whose join never lands lapses after its hold', async () => {
       const e = await use();
       // The hold is long next to the two calls before it (a loaded machine), the wait just past it.

@@ -94,10 +94,11 @@ export class Model {
   private readonly topics = new Map<string, Set<string>>();
   private readonly users = new Map<string, Map<string, Membership>>();
 
-  /** `maxConversationsPerUser`: MAX_CONVERSATIONS_PER_USER (0: no cap). */
+  /** `maxConversationsPerUser`: MAX_CONVERSATIONS_PER_USER (0: no cap); `threadFollowCap`: threads followed per conversation. */
   constructor(
     readonly largeGroupThreshold: number,
     readonly maxConversationsPerUser = 0,
+    readonly threadFollowCap: number = LIMITS.threadsFollowedPerConversation,
   ) {}
 
   /**
@@ -132,7 +133,7 @@ export class Model {
     const child = threadOf(conv, root);
     if (this.isMember(uid, child)) return 'ok';
     const followed = [...this.userConvs(uid)].filter(([id, m]) => m.member && id.startsWith(`${conv}#r:`)).length;
-    if (followed >= LIMITS.threadsFollowedPerConversation) return 'limit_exceeded';
+    if (followed >= this.threadFollowCap) return 'limit_exceeded';
     this.applyMembers(child, [uid], [], c.category);
     return 'ok';
   }

@@ -223,6 +223,20 @@ describe.each(['memory', 'redis'] as const)('threads (%s)', (engine) => {
     expect((await follow(s, 'alice', 'other', 1)).status).toBe(200);
   });
 
+  it('follows racing at the cap: of N concurrent follows when k places are left, exactly k succeed', async () => {
+    const s = await start();
+    const cap = LIMITS.threadsFollowedPerConversation;
+    const left = 2;
+    for (let i = 0; i < cap - left; i += 20) {
+      await Promise.all(
+        Array.from({ length: Math.min(20, cap - left - i) }, (_, k) => follow(s, 'alice', 'team', i + k + 1).then((r) => expect(r.status).toBe(200))),
+      );
+    }
+    const racing = await Promise.all(Array.from({ length: 6 }, (_, k) => follow(s, 'alice', 'team', cap + k + 1)));
+    expect(racing.map((r) => r.status).sort()).toEqual([200, 200, 422, 422, 422, 422]);
+    expect((await s.unread('alice')).conversations.filter((c) => c.thread !== undefined)).toHaveLength(cap);
+  });
+
   it('bad input gets a clear error and changes nothing', async () => {
     const s = await start();
     await s.members('secret', { add: ['bob'] });
@@ -260,6 +274,29 @@ describe.each(['memory', 'redis'] as const)('threads (%s)', (engine) => {
     expect(await s.unread('bob')).toMatchObject({ total: 0, conversations: [] });
     expect(await s.engine.missingConversations(['team#r:1'])).toEqual(['team#r:1']);
   });
+
+  it("a thread nobody follows any more still takes the conversation's category, and goes with the operator's delete", async () => {
+    const s = await start();
+    await s.post([root(1), reply(1, 'bob', ['alice'])]);
+    // An explicit follow of a thread without replies makes its child too.
+    expect((await follow(s, 'carol', 'team', 2)).status).toBe(200);
+    for (const [uid, rootSeq] of [
+      ['alice', 1],
+      ['bob', 1],
+      ['carol', 2],
+    ] as const)
+      expect((await unfollow(s, uid, 'team', rootSeq)).status).toBe(200);
+    expect(await s.engine.missingConversations(['team#r:1', 'team#r:2'])).toEqual([]);
+    await s.members('team', { category: 'play' });
+    expect((await s.engine.getConversation('team#r:1'))?.category).toBe('play');
+    expect((await s.engine.getConversation('team#r:2'))?.category).toBe('play');
+    expect((await s.api('DELETE', '/v1/conversations/team')).status).toBe(200);
+    expect(await s.engine.missingConversations(['team#r:1', 'team#r:2'])).toEqual(['team#r:1', 'team#r:2']);
+    // Re-created under its id: the thread starts over (its old head is gone).
+    await s.members('team', { add: ['alice', 'bob'] });
+    await s.post([root(1), reply(1, 'bob', ['alice'])]);
+    expect((await rows(s, 'alice')).get('team#r:1')).toMatchObject({ lastSeq: 1, unread: 1, mentions: 1 });
+  });
 });
 
 /**
@@ -271,6 +308,21 @@ describe.each(['memory', 'redis'] as const)('threads (%s)', (engine) => {
 describe('threads across two server processes on one Redis', () => {
   const startServer = serversPerTest('redis');
   const ROUNDS = 60;
+
+  it('follows of one user racing at the cap through both processes: exactly the places left are taken', async () => {
+    const one = await startServer({ redisPrefix: 'shared-cap' });
+    const two = await startServer({ redisPrefix: 'shared-cap' });
+    await one.members('team', { add: ['alice'] });
+    const cap = LIMITS.threadsFollowedPerConversation;
+    const put = (s: TestServer, root: number) => s.api('PUT', `/v1/users/alice/conversations/team/threads/${root}`);
+    for (let i = 0; i < cap - 3; i += 20)
+      await Promise.all(
+        Array.from({ length: Math.min(20, cap - 3 - i) }, (_, k) => put(i % 40 === 0 ? one : two, i + k + 1).then((r) => expect(r.status).toBe(200))),
+      );
+    const racing = await Promise.all(Array.from({ length: 8 }, (_, k) => put(k % 2 === 0 ? one : two, cap + k + 1)));
+    expect(racing.map((r) => r.status).sort()).toEqual([200, 200, 200, 422, 422, 422, 422, 422]);
+    expect((await two.unread('alice')).conversations.filter((c) => c.thread !== undefined)).toHaveLength(cap);
+  });
 
   it('follows and implicit follows racing the follower leaving through the other process end unfollowed; a rejoin brings nothing back', async () => {
     const one = await startServer({ redisPrefix: 'shared-threads' });

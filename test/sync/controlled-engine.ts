@@ -17,6 +17,9 @@ export const STORE_CALLS = [
   'addTopic',
   'topicReady',
   'topics',
+  'addThread',
+  'threads',
+  'joinTag',
 ] as const satisfies readonly (keyof Engine)[];
 
 export type StoreCall = (typeof STORE_CALLS)[number];

@@ -28,6 +28,8 @@ interface Scenario {
   threshold: number;
   /** MAX_CONVERSATIONS_PER_USER (absent: no cap). */
   cap?: number;
+  /** Threads followed per conversation (absent: LIMITS.threadsFollowedPerConversation). */
+  threadCap?: number;
   setup: Step[];
   /** The operation whose await points are controlled (process A). */
   change: Step;
@@ -48,6 +50,12 @@ const rm = (conv: string, root: number, seq: number, sender: string, mentions?: 
   thread: root,
   ...(rootSender !== undefined ? { rootSender } : {}),
 });
+
+/** u may follow 2 threads of g and follows one already (root 1 of roots 1-3, a's). */
+const ONE_THREAD_LEFT = {
+  threadCap: 2,
+  setup: [{ members: 'g', add: ['a', 'u'] }, { messages: [m('g', 1, 'a'), m('g', 2, 'a'), m('g', 3, 'a')] }, { follow: 'g', root: 1, uid: 'u' }],
+} satisfies Pick<Scenario, 'threadCap' | 'setup'>;
 
 export const SCENARIOS: Scenario[] = [
   {
@@ -234,6 +242,24 @@ export const SCENARIOS: Scenario[] = [
     users: ['a', 'b'],
   },
   {
+    name: 'two follows of one user with room for one thread, in two processes',
+    threshold: 3,
+    ...ONE_THREAD_LEFT,
+    change: { follow: 'g', root: 2, uid: 'u' },
+    concurrent: { follow: 'g', root: 3, uid: 'u' },
+    after: [{ messages: [rm('g', 2, 1, 'a'), rm('g', 3, 1, 'a')] }],
+    users: ['a', 'u'],
+  },
+  {
+    name: "a reply's implicit follow with room for one thread while its follower follows another",
+    threshold: 3,
+    ...ONE_THREAD_LEFT,
+    change: { messages: [rm('g', 2, 1, 'a', ['u'])] },
+    concurrent: { follow: 'g', root: 3, uid: 'u' },
+    after: [{ messages: [rm('g', 2, 2, 'a'), rm('g', 3, 1, 'a')] }],
+    users: ['a', 'u'],
+  },
+  {
     name: 'two joins of one user with room for one, in two processes',
     threshold: 3,
     cap: 2,
@@ -271,9 +297,9 @@ async function run(sync: SyncService, step: Step): Promise<void> {
         if (!(err instanceof RedpointError && err.code === 'conversation_limit')) throw err;
       });
   } else if ('follow' in step) {
-    // A follower who is not a member (any more) is an answer of the specification, not a failure.
+    // A follower who is not a member (any more), or at the cap, is an answer of the specification, not a failure.
     await sync.followThread(step.uid, step.follow, step.root).catch((err: unknown) => {
-      if (!(err instanceof RedpointError && err.code === 'not_a_member')) throw err;
+      if (!(err instanceof RedpointError && (err.code === 'not_a_member' || err.code === 'limit_exceeded'))) throw err;
     });
   } else {
     await sync.postMessages(step.messages);
@@ -281,7 +307,7 @@ async function run(sync: SyncService, step: Step): Promise<void> {
 }
 
 function model(s: Scenario, steps: Step[]): Model {
-  const model = new Model(s.threshold, s.cap);
+  const model = new Model(s.threshold, s.cap, s.threadCap);
   for (const step of steps) {
     if ('members' in step) model.changeMembers(step.members, step.add ?? [], step.remove ?? [], step.category);
     else if ('follow' in step) model.follow(step.uid, step.follow, step.root);
@@ -330,7 +356,11 @@ export function interleavingSuite(name: string, fresh: () => Promise<{ engine: E
       const both = (first: Step, second: Step): Step[] => [...s.setup, first, second, ...s.after];
       const orders = [both(s.change, s.concurrent), both(s.concurrent, s.change)];
       const service = (engine: Engine): SyncService =>
-        new SyncService(engine, { largeGroupThreshold: s.threshold, ...(s.cap ? { conversationCap: new ConversationCap(engine, s.cap) } : {}) });
+        new SyncService(engine, {
+          largeGroupThreshold: s.threshold,
+          ...(s.cap ? { conversationCap: new ConversationCap(engine, s.cap) } : {}),
+          ...(s.threadCap ? { threadFollowCap: s.threadCap } : {}),
+        });
 
       /**
        * One run: setup, then A's step with `control` on A's store calls; B's step runs once A is

@@ -56,6 +56,7 @@ import {
   MemoryConversation,
   MemoryUser,
   memberRecords,
+  membersWithin,
   memberTag,
   memberTags,
   NO_SEQS,
@@ -82,6 +83,8 @@ export class MemoryEngine implements Engine {
   private readonly claims = new Map<string, Map<string, { deadline: number; gen: number }>>();
   /** conv → topic → whether its child is complete (Engine.addTopic). Kept beside the conversations: most have no topics. */
   private readonly topicRegistry = new Map<string, Map<string, boolean>>();
+  /** conv → the roots of its threads (Engine.addThread). */
+  private readonly threadRegistry = new Map<string, Set<number>>();
   /** A topic's conversation → the parent generation of the newest roster synced into it (MembersChange.sync; '#P' on Redis). */
   private readonly syncedFrom = new Map<string, number>();
   private closed = false;
@@ -212,6 +215,22 @@ export class MemoryEngine implements Engine {
     return [...(this.topicRegistry.get(conv)?.keys() ?? [])];
   }
 
+  async addThread(conv: string, root: number): Promise<boolean> {
+    if (!this.conversations.has(conv)) return false;
+    let roots = this.threadRegistry.get(conv);
+    if (!roots) this.threadRegistry.set(conv, (roots = new Set()));
+    roots.add(root);
+    return true;
+  }
+
+  async threads(conv: string): Promise<number[]> {
+    return [...(this.threadRegistry.get(conv) ?? [])];
+  }
+
+  async dropThreads(conv: string): Promise<void> {
+    this.threadRegistry.delete(conv);
+  }
+
   async dropTopics(conv: string): Promise<void> {
     const topics = this.topicRegistry.get(conv);
     for (const topic of topics?.keys() ?? []) this.syncedFrom.delete(topicConv(conv, topic));
@@ -335,12 +354,15 @@ export class MemoryEngine implements Engine {
       const user = this.users.get(uid);
       const genOf = (c: string): number => (user ? (recordOf(user, c)?.gen ?? 0) : 0);
       const claims = this.claims.get(uid) ?? new Map<string, { deadline: number; gen: number }>();
+      const within = terms.within;
+      const counted = (c: string): boolean => within === undefined || c.startsWith(within);
       let others = 0;
       for (const [c, claim] of claims) {
         if (!claimLive(claim, genOf(c), now)) claims.delete(c);
-        else if (c !== conv) others++;
+        else if (c !== conv && counted(c)) others++;
       }
-      const held = (user?.memberCount ?? 0) + others;
+      const members = within === undefined ? (user?.memberCount ?? 0) : user ? membersWithin(user, within) : 0;
+      const held = members + others;
       const member = user ? recordOf(user, conv)?.member === true : false;
       const outcome = claimOutcome(member, claims.has(conv), held, terms.cap);
       if (outcome === 'claimed') claims.set(conv, { deadline: now + terms.holdMs, gen: genOf(conv) });

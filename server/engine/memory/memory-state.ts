@@ -131,6 +131,15 @@ export function memberRecords(user: MemoryUser): StoredConv[] {
   return recordsOf(user).filter((r) => r.member);
 }
 
+/** How many conversations whose id starts with `prefix` the user is a member of (a thread follow's cap: Engine.claimJoins `within`). */
+export function membersWithin(user: MemoryUser, prefix: string): number {
+  let n = 0;
+  tableForEach(user.records, (_text, conv) => {
+    if (conv.startsWith(prefix) && recordOf(user, conv)?.member === true) n++;
+  });
+  return n;
+}
+
 const ONE = 49; // '1'
 
 /** The read-diffused conversations the user is a member of, from the records' flag characters alone (every pull asks). */

@@ -48,6 +48,7 @@ import {
   intactKey,
   readsKey,
   shardOf,
+  threadsKey,
   topicsKey,
   type UserKeys,
   userChannel,
@@ -331,6 +332,21 @@ export class RedisEngine implements Engine {
     return answer === ABSENT ? [] : asStrings(answer);
   }
 
+  async addThread(conv: string, root: number): Promise<boolean> {
+    const call = (): Promise<Reply> => this.client.threadAdd(convKey(this.prefix, conv), threadsKey(this.prefix, conv), root);
+    let answer = await call();
+    if (answer === ABSENT && this.durable && (await this.restoreConversations([conv])).has(conv)) answer = await call();
+    return answer !== ABSENT;
+  }
+
+  async threads(conv: string): Promise<number[]> {
+    return (await this.client.smembers(threadsKey(this.prefix, conv))).map(Number);
+  }
+
+  async dropThreads(conv: string): Promise<void> {
+    await this.client.del(threadsKey(this.prefix, conv));
+  }
+
   async dropTopics(conv: string): Promise<void> {
     // PostgreSQL first: a restore in between would otherwise bring the rows back.
     await this.durable?.backing.topics?.dropTopics(conv);
@@ -532,7 +548,7 @@ export class RedisEngine implements Engine {
     // One step per user (its own hash tag, so any master of a cluster), pipelined by auto-pipelining.
     const claim = async (uid: string, check: boolean): Promise<JoinClaim | null> => {
       const k = userKeys(this.prefix, uid);
-      const reply = await this.client.userClaim(k.meta, k.records, k.claims, conv, terms.cap, terms.holdMs, check ? '1' : '0');
+      const reply = await this.client.userClaim(k.meta, k.records, k.claims, conv, terms.cap, terms.holdMs, check ? '1' : '0', terms.within ?? '');
       return reply === ABSENT ? null : joinClaimOf(uid, reply);
     };
     const out = await Promise.all(uids.map((uid) => claim(uid, this.durable !== undefined)));

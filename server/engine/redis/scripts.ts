@@ -47,6 +47,8 @@ export const SCRIPTS = {
   convFinishRewrite: { file: 'conv_finish_rewrite.lua', keys: 1 },
   readsRaise: { file: 'reads_raise.lua', keys: 2 },
   readsPeers: { file: 'reads_peers.lua', keys: 1, read: true, crossSlot: true },
+  // Threads (sync/threads.ts).
+  threadAdd: { file: 'thread_add.lua', keys: 2 },
   // Topics (sync/topics.ts).
   topicAdd: { file: 'topic_add.lua', keys: 2 },
   topicReady: { file: 'topic_ready.lua', keys: 2 },

@@ -278,8 +278,9 @@ end
 -- The user's join claims (user_claim.lua's hash) judged by claimLive against the user's records:
 -- how many live ones name a conversation other than `conv`, whether `conv`'s is live, and the
 -- conversations of the spent or lapsed ones. user_claim.lua decides with it; cold_evict.lua keeps
--- a user with a live claim (a join in flight).
-local function judgeClaims(claimsKey, recordsKey, conv, now)
+-- a user with a live claim (a join in flight). `within` (nil or ''  for all): only the live claims
+-- of conversations whose id starts with it are counted (a thread follow's cap).
+local function judgeClaims(claimsKey, recordsKey, conv, now, within)
   local claims = call('HGETALL', claimsKey)
   local others, mine, gone = 0, false, {}
   for i = 1, #claims, 2 do
@@ -289,7 +290,7 @@ local function judgeClaims(claimsKey, recordsKey, conv, now)
       gone[#gone + 1] = c
     elseif c == conv then
       mine = true
-    else
+    elseif not within or within == '' or string.sub(c, 1, #within) == within then
       others = others + 1
     end
   end

@@ -147,7 +147,7 @@ async function headOf(tap: Tap, conv: string): Promise<void> {
 
 describe('a head push that arrives before a pull reply read before it', () => {
   // No version frame comes for two minutes: whatever the head carried must survive the reply.
-  it('a brand-new row: the head arrives, then the reply read before it, then the row\'s change; its @all and time are kept', async () => {
+  it("a brand-new row: the head arrives, then the reply read before it, then the row's change; its @all and time are kept", async () => {
     await h.members('s7-big', { add: ['s7-alice', 's7-b', 's7-c', 's7-d'], category: 'group' });
     const topic = 's7-big#t:x';
     const { tap, held, release } = holdingTap((f) => (f.t === 'sync' && f.id !== undefined) || (f.t === 'change' && f.conv === topic));

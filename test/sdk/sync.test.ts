@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { MemoryCache, type RedpointClient, type RedpointState } from '../../client-demo/sdk/src/index.js';
 import { msgpack } from '../../client-demo/sdk/src/msgpack.js';
+import type { ServerFrame } from '../../protocol/frames.js';
 import { sdkSuite } from './harness.js';
-import { newTap, tapped } from './tap.js';
+import { newTap, type Tap, tapped } from './tap.js';
 import { convergedTo, synced, unreadOf, until } from './wait.js';
 
 const { h, client } = sdkSuite({ largeGroupThreshold: 3 });
@@ -109,6 +110,77 @@ describe('sync', () => {
     const hello = tap.sent.find((s) => s.frame.t === 'hello')?.frame;
     expect(hello && 'cursor' in hello ? hello.cursor : undefined).toEqual(first.state.cursor);
     expect(tap.received.some((r) => r.frame.t === 'sync' && r.frame.snapshot !== undefined)).toBe(true);
+  });
+});
+
+/**
+ * A tap that holds back the frames `hold` picks until `release()`, then delivers them in the
+ * order they came; every other frame passes at once. `held` resolves once one is held.
+ */
+function holdingTap(hold: (frame: ServerFrame) => boolean) {
+  const waiting: Array<() => void> = [];
+  let holding = true;
+  let heldOne: () => void = () => undefined;
+  const held = new Promise<void>((resolve) => {
+    heldOne = resolve;
+  });
+  const tap = newTap((frame, deliver) => {
+    if (!holding || !hold(frame)) return deliver();
+    waiting.push(() => deliver());
+    heldOne();
+  });
+  const release = (): void => {
+    holding = false;
+    for (const deliver of waiting.splice(0)) deliver();
+  };
+  return { tap, held, release };
+}
+
+/** Waits until a `head` push of `conv` came through `tap` (frames not held are delivered as they come). */
+async function headOf(tap: Tap, conv: string): Promise<void> {
+  const deadline = Date.now() + 5000;
+  while (!tap.received.some((r) => r.frame.t === 'head' && r.frame.conv === conv)) {
+    if (Date.now() > deadline) throw new Error(`no head push of ${conv}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+describe('a head push that arrives before a pull reply read before it', () => {
+  // No version frame comes for two minutes: whatever the head carried must survive the reply.
+  it("a brand-new row: the head arrives, then the reply read before it, then the row's change; its @all and time are kept", async () => {
+    await h.members('s7-big', { add: ['s7-alice', 's7-b', 's7-c', 's7-d'], category: 'group' });
+    const topic = 's7-big#t:x';
+    const { tap, held, release } = holdingTap((f) => (f.t === 'sync' && f.id !== undefined) || (f.t === 'change' && f.conv === topic));
+    const c = client('s7-alice', { WebSocket: tapped(tap) });
+    await c.start();
+    await until(c, synced, 'synced');
+    // A pull, answered (read) now, its reply held back.
+    c.refresh();
+    await held;
+    await h.post({ conv: 's7-big', topic: 'x', seq: 1, sender: 's7-b', mentionAll: true, at: 1_760_000_000_000 });
+    await headOf(tap, topic);
+    release();
+    const s = await converged(c, 's7-alice');
+    expect(s.conversations.find((v) => v.conv === topic)).toMatchObject({ unread: 1, mentions: 1, at: 1_760_000_000_000 });
+  });
+
+  it("a row held as read-diffused, the reply from another epoch (the user's stream started over): its head, @all and time are kept", async () => {
+    await h.members('s8-big', { add: ['s8-alice', 's8-b', 's8-c', 's8-d'], category: 'group' });
+    await h.post({ conv: 's8-big', seq: 1, sender: 's8-b' });
+    let epoch = '';
+    const { tap, held, release } = holdingTap((f) => f.t === 'sync' && epoch !== '' && f.epoch !== epoch);
+    const c = client('s8-alice', { WebSocket: tapped(tap) });
+    await c.start();
+    epoch = (await until(c, synced, 'synced')).cursor?.epoch ?? '';
+    // The setting starts the user's stream over: the client pulls a snapshot of the new epoch, held back.
+    await h.ok('PUT', '/v1/users/s8-alice/settings', { mutedMentions: true });
+    await held;
+    await h.post({ conv: 's8-big', seq: 2, sender: 's8-b', mentionAll: true, at: 1_760_000_000_000 });
+    await until(c, (s) => unreadOf(s, 's8-big') === 2, 'the head push applied');
+    release();
+    const s = await converged(c, 's8-alice');
+    expect(s.cursor?.epoch).not.toBe(epoch);
+    expect(s.conversations.find((v) => v.conv === 's8-big')).toMatchObject({ unread: 2, mentions: 1, at: 1_760_000_000_000 });
   });
 });
 

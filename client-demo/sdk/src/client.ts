@@ -3,7 +3,7 @@ import type { ClientFrame } from '../../../protocol/frames.js';
 import { LIMITS } from '../../../protocol/limits.js';
 import { AuthError } from './auth-error.js';
 import { Backoff, DEFAULT_BACKOFF } from './backoff.js';
-import type { CacheAdapter } from './cache/cache.js';
+import { type CacheAdapter, validCachedState } from './cache/cache.js';
 import { jsonCodec } from './codec.js';
 import { Connection } from './connection.js';
 import { Emitter } from './emitter.js';
@@ -207,7 +207,8 @@ export class RedpointClient {
     this.started = true;
     if (this.cache) {
       try {
-        const cached = await this.cache.load();
+        // Checked here too: an adapter of the app's own may hand back what an older build saved.
+        const cached = validCachedState(await this.cache.load());
         if (cached && !this.store.hasData) {
           this.store.restore(cached);
           for (const [conv, seq, gen] of cached.reads) this.reads.add(conv, seq, gen ?? this.store.readGen(conv));

@@ -2,6 +2,7 @@ import type { HeadFrame } from '../../../protocol/frames.js';
 import { LIMITS } from '../../../protocol/limits.js';
 import type { PullReply } from '../../../protocol/types.js';
 import type { HeadExtras } from '../../../protocol/view.js';
+import type { CachedExtras } from './cache/cache.js';
 
 type Extras = Pick<PullReply, 'headAt' | 'mentionAll' | 'nocount'>;
 
@@ -23,6 +24,11 @@ interface Kept {
 export class KeptExtras {
   private readonly map = new Map<string, Kept>();
   private cached: HeadExtras | null = null;
+
+  /** From a cache (`entries()` of an earlier run). */
+  constructor(entries: Iterable<CachedExtras> = []) {
+    for (const e of entries) this.add(e.conv, e.at ?? 0, e.mentionAll ?? [], e.nocount ?? []);
+  }
 
   /** A pull reply's maps. */
   mergeReply(reply: Extras): void {
@@ -50,6 +56,16 @@ export class KeptExtras {
         this.cached = null;
       }
     }
+  }
+
+  /** For the cache: one entry a conversation, each field only when it has something. */
+  entries(): CachedExtras[] {
+    return [...this.map].map(([conv, kept]) => ({
+      conv,
+      ...(kept.at > 0 ? { at: kept.at } : {}),
+      ...(kept.all.size > 0 ? { mentionAll: newest(kept.all, LIMITS.mentionSeqsPerConversation) } : {}),
+      ...(kept.nocount.size > 0 ? { nocount: newest(kept.nocount, LIMITS.nocountSeqsPerConversation) } : {}),
+    }));
   }
 
   /** As protocol/view.ts reads them (PullReply's three maps). */

@@ -61,7 +61,7 @@ export class ConvStore {
   private heads = new Heads();
   /** Issue 43: the read-diffused conversations' last activity, @all and non-counting seqs (PullReply headAt, mentionAll, nocount; `head` pushes). */
   private extras = new KeptExtras();
-  /** The user's setting `mutedMentions` (PROTOCOL.md "Notification levels"), from the last reply applied. */
+  /** The user's setting `mutedMentions` (PROTOCOL.md "Notification levels"), from the last reply applied (or the cache). */
   private mentionsWhenMuted = false;
   private readonly reads = new Map<string, ReadOverlay>();
   private readonly settings = new Map<string, SettingsOverlay>();
@@ -112,6 +112,8 @@ export class ConvStore {
     this.cursor = cached.cursor;
     this.convs = new Map(cached.convs.map((s) => [s.conv, s]));
     this.heads = new Heads(cached.heads);
+    this.extras = new KeptExtras(cached.extras);
+    this.mentionsWhenMuted = cached.mutedMentions;
     for (const [conv, seq, gen] of cached.reads) this.optimisticRead(conv, seq, gen ?? this.readGen(conv));
   }
 
@@ -121,7 +123,17 @@ export class ConvStore {
   }
 
   toCache(reads: Array<[string, number, number]>, savedAt: number): CachedState {
-    return { format: 2, uid: this.uid, cursor: this.cursor, convs: [...this.convs.values()], heads: this.heads.entries(), reads, savedAt };
+    return {
+      format: 3,
+      uid: this.uid,
+      cursor: this.cursor,
+      convs: [...this.convs.values()],
+      heads: this.heads.entries(),
+      extras: this.extras.entries(),
+      mutedMentions: this.mentionsWhenMuted,
+      reads,
+      savedAt,
+    };
   }
 
   /**

@@ -1,5 +1,5 @@
 import type { ErrorCode } from '../../../protocol/errors.js';
-import type { AckFrame, ChangeFrame, ClientFrame, ErrorFrame, ServerFrame, SyncFrame, VersionFrame } from '../../../protocol/frames.js';
+import type { AckFrame, ChangeFrame, ClientFrame, ErrorFrame, HeadFrame, ServerFrame, SyncFrame, VersionFrame } from '../../../protocol/frames.js';
 import { UNSEEN_EPOCH } from '../../../protocol/types.js';
 import type { Backoff } from './backoff.js';
 import type { ReadBatcher } from './read-batcher.js';
@@ -53,6 +53,12 @@ export class SyncSession {
   /** A pull completed on the current connection: the numbers are confirmed, not stale. */
   confirmed = false;
   private pullAgain = false;
+  /**
+   * Head pushes that arrived while the pull in flight was unanswered: its reply may have been
+   * read before them, and one of another epoch replaces the heads and extras wholesale, so they
+   * are applied again after it (max-registers and unions: again changes nothing otherwise).
+   */
+  private headsDuringPull: HeadFrame[] = [];
   private readonly gapTimer: Timer;
   private readonly pullRetryTimer: Timer;
 
@@ -91,6 +97,7 @@ export class SyncSession {
       case 'change':
         return this.onChange(frame);
       case 'head':
+        if (this.pullId !== null) this.headsDuringPull.push(frame);
         // A head for a row not held as read-diffused: the client is behind (or the push is late); a pull settles which.
         if (!this.deps.store.applyHead(frame)) this.pull();
         return this.deps.changed();
@@ -127,6 +134,7 @@ export class SyncSession {
   down(): void {
     this.pullId = null;
     this.pullAgain = false;
+    this.headsDuringPull = [];
     this.confirmed = false;
     this.gapTimer.cancel();
     this.pullRetryTimer.cancel();
@@ -142,6 +150,10 @@ export class SyncSession {
     this.pullId = null;
     const before = this.deps.store.cursor;
     const outcome = this.deps.store.applyReply(frame);
+    // A head for a row still not held asked for a pull when it came (pullAgain): nothing more to do here.
+    if (outcome !== 'restart') for (const head of this.headsDuringPull) this.deps.store.applyHead(head);
+    // The next reply is read after them.
+    this.headsDuringPull = [];
     if (outcome === 'restart') return this.pull(true);
     if (outcome === 'applied' && before && before.epoch !== frame.epoch && before.epoch !== UNSEEN_EPOCH) {
       this.deps.reset({ from: before, to: { epoch: frame.epoch, version: frame.version } });
@@ -228,6 +240,7 @@ export class SyncSession {
 
   private retryPullLater(): void {
     this.pullId = null;
+    this.headsDuringPull = [];
     this.pullRetryTimer.rearm(this.deps.pullBackoff.next());
   }
 

@@ -3,7 +3,7 @@ import type { DurableBacking, PersistedConversation, PersistedRecord, PersistedU
 import type { StoredConv } from '../engine/rules.js';
 import { decodeRecordFast } from '../engine/state-text.js';
 import { PgReadPositions } from './pg-read-positions.js';
-import { PgTopics } from './pg-topics.js';
+import { PgRegistry, THREADS_TABLE, TOPICS_TABLE } from './pg-registries.js';
 
 /**
  * PostgreSQL, the system of record behind Redis (schema.ts). Writes are idempotent and
@@ -18,11 +18,14 @@ export class PgStore implements DurableBacking {
   /** Read receipts' tables. */
   readonly readPositions: PgReadPositions;
   /** Topic registries. */
-  readonly topics: PgTopics;
+  readonly topics: PgRegistry;
+  /** Thread registries. */
+  readonly threads: PgRegistry;
 
   constructor(readonly pool: pg.Pool) {
     this.readPositions = new PgReadPositions(pool);
-    this.topics = new PgTopics(pool);
+    this.topics = new PgRegistry(pool, TOPICS_TABLE);
+    this.threads = new PgRegistry(pool, THREADS_TABLE);
   }
 
   static connect(url: string, options: { max?: number; statementTimeoutMs?: number } = {}): PgStore {

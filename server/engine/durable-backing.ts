@@ -116,8 +116,8 @@ export interface DurableStore {
   inspectUser(uid: string): Promise<InspectedUser>;
   /** Marks these records of the user dirty (kept if already marked): the drainer writes them again. */
   markUser(uid: string, convs: readonly string[]): Promise<void>;
-  /** A conversation's head and generation texts in Redis (null: gone) and whether its marks are set. */
-  inspectConversation(conv: string): Promise<{ head: string; gen: string; marked: { h: boolean; m: boolean } } | null>;
+  /** A conversation's head and generation texts in Redis (null: gone), a topic child's parent generation ('#P', 0: none) and whether its marks are set. */
+  inspectConversation(conv: string): Promise<{ head: string; gen: string; parentGen: number; marked: { h: boolean; m: boolean } } | null>;
   /** Marks a conversation's head or roster dirty (kept if already marked). */
   markConversation(mark: 'h' | 'm', conv: string): Promise<void>;
 }

@@ -4,7 +4,7 @@ import type { DurableStore, InspectedUser } from '../engine/durable-backing.js';
 import type { Engine, UserOp } from '../engine/engine.js';
 import { levelOf, type StoredConv } from '../engine/rules.js';
 import { decodeRecord, encodeRecord } from '../engine/state-text.js';
-import type { PgStore } from './pg-store.js';
+import type { ConversationHead, PgStore } from './pg-store.js';
 
 /**
  * `redpoint reconcile --against-db` (docs/durable.md): Redis against PostgreSQL, record by record.
@@ -12,7 +12,7 @@ import type { PgStore } from './pg-store.js';
  * the same on both sides; where it is not, one side lost something:
  *
  * - PostgreSQL behind (`db-behind`, `db-missing`, and the conversation kinds `db-head-behind`,
- *   `db-roster-behind`): Redis changed and the mark that would carry the change is gone. Repair:
+ *   `db-roster-behind`, `db-parent-behind`): Redis changed and the mark that would carry the change is gone. Repair:
  *   mark it again; the drainer writes it.
  * - Redis behind (`redis-behind`, `redis-missing`): Redis still holds the user but lost writes
  *   PostgreSQL has (a failover that dropped the last writes, a restore from an old backup); a
@@ -22,7 +22,9 @@ import type { PgStore } from './pg-store.js';
  *   Redis (then Redis certainly lost that write). The ops mark the records: PostgreSQL then gets
  *   the merged state.
  * - `head-behind` (a conversation's head below PostgreSQL's) is repaired by raising it;
- *   `redis-roster-behind` (a roster older than PostgreSQL's) is reported, not repaired here.
+ *   `redis-roster-behind` (a roster older than PostgreSQL's) and `redis-parent-behind` (a topic
+ *   child holding an older parent generation than PostgreSQL's: it would take a roster it
+ *   refused before) are reported, not repaired here.
  *
  * Users and conversations Redis does not hold at all are not findings: the next touch restores
  * them. Reads are plain commands, not atomic: a finding counts only if a second look `graceMs`
@@ -37,6 +39,8 @@ export const DB_FINDING_KINDS = {
   'db-head-behind': "a conversation's head in PostgreSQL is below Redis's, unmarked",
   'db-roster-behind': "a conversation's roster generation in PostgreSQL is below Redis's, unmarked",
   'redis-roster-behind': "a conversation's roster generation in Redis is below PostgreSQL's (not repaired here)",
+  'db-parent-behind': "a topic child's parent generation ('#P') in PostgreSQL is below Redis's, unmarked",
+  'redis-parent-behind': "a topic child's parent generation ('#P') in Redis is below PostgreSQL's (not repaired here)",
 } as const;
 
 type DbFindingKind = keyof typeof DB_FINDING_KINDS;
@@ -136,7 +140,7 @@ export class DbReconciler {
     return page;
   }
 
-  async checkConversations(convs: ReadonlyArray<{ conv: string; maxSeq: number; gen: number }>): Promise<DbReconcilePage> {
+  async checkConversations(convs: readonly ConversationHead[]): Promise<DbReconcilePage> {
     const page = emptyDbPage();
     page.conversations = convs.length;
     const byConv = new Map(convs.map((c) => [c.conv, c]));
@@ -226,7 +230,7 @@ export class DbReconciler {
   }
 
   /** Null: Redis does not hold the conversation (restored on touch). */
-  private async compareConversation(row: { conv: string; maxSeq: number; gen: number }): Promise<DbFinding[] | null> {
+  private async compareConversation(row: ConversationHead): Promise<DbFinding[] | null> {
     const redis = await this.store.inspectConversation(row.conv);
     if (!redis) return null;
     const head = Number(redis.head);
@@ -237,6 +241,12 @@ export class DbReconciler {
     else if (head > row.maxSeq && !redis.marked.h) out.push({ kind: 'db-head-behind', conv, detail: `PostgreSQL head ${row.maxSeq}, Redis ${head}` });
     if (gen < row.gen) out.push({ kind: 'redis-roster-behind', conv, detail: `Redis generation ${gen}, PostgreSQL ${row.gen}` });
     else if (gen > row.gen && !redis.marked.m) out.push({ kind: 'db-roster-behind', conv, detail: `PostgreSQL generation ${row.gen}, Redis ${gen}` });
+    // '#P' is written with the roster (the 'm' mark), a max-register on both sides.
+    const parentGen = redis.parentGen;
+    if (parentGen < row.parentGen) out.push({ kind: 'redis-parent-behind', conv, detail: `Redis parent generation ${parentGen}, PostgreSQL ${row.parentGen}` });
+    else if (parentGen > row.parentGen && !redis.marked.m) {
+      out.push({ kind: 'db-parent-behind', conv, detail: `PostgreSQL parent generation ${row.parentGen}, Redis ${parentGen}` });
+    }
     return out;
   }
 
@@ -244,7 +254,7 @@ export class DbReconciler {
     if (!row) return;
     for (const f of found) {
       if (f.kind === 'db-head-behind') await this.store.markConversation('h', f.conv);
-      else if (f.kind === 'db-roster-behind') await this.store.markConversation('m', f.conv);
+      else if (f.kind === 'db-roster-behind' || f.kind === 'db-parent-behind') await this.store.markConversation('m', f.conv);
       else if (f.kind === 'head-behind') await this.engine.recordMessages([{ conv: f.conv, seq: row.maxSeq, candidates: [] }]);
     }
   }

@@ -3,7 +3,7 @@ import type { DurableBacking, PersistedConversation, PersistedRecord, PersistedU
 import type { StoredConv } from '../engine/rules.js';
 import { decodeRecordFast } from '../engine/state-text.js';
 import { PgReadPositions } from './pg-read-positions.js';
-import { PgTopics } from './pg-topics.js';
+import { PgRegistry, THREADS_TABLE, TOPICS_TABLE } from './pg-registries.js';
 
 /**
  * PostgreSQL, the system of record behind Redis (schema.ts). Writes are idempotent and
@@ -14,15 +14,27 @@ import { PgTopics } from './pg-topics.js';
  * and every other column of a user's record is taken from the row read at the larger write clock `w`, so a replay or two drainers racing can
  * never put an older state over a newer one. Conversations order by their membership generation.
  */
+/** A conversation's row as the reconcile against the database compares it with Redis. */
+export interface ConversationHead {
+  conv: string;
+  maxSeq: number;
+  gen: number;
+  /** A topic's child: the parent generation of the newest roster synced into it (conv_members.lua '#P'; 0: none). */
+  parentGen: number;
+}
+
 export class PgStore implements DurableBacking {
   /** Read receipts' tables. */
   readonly readPositions: PgReadPositions;
   /** Topic registries. */
-  readonly topics: PgTopics;
+  readonly topics: PgRegistry;
+  /** Thread registries. */
+  readonly threads: PgRegistry;
 
   constructor(readonly pool: pg.Pool) {
     this.readPositions = new PgReadPositions(pool);
-    this.topics = new PgTopics(pool);
+    this.topics = new PgRegistry(pool, TOPICS_TABLE);
+    this.threads = new PgRegistry(pool, THREADS_TABLE);
   }
 
   static connect(url: string, options: { max?: number; statementTimeoutMs?: number } = {}): PgStore {
@@ -306,13 +318,13 @@ export class PgStore implements DurableBacking {
     return new Set(rows.map((r) => r.uid));
   }
 
-  /** Conversations in pages by id: head and membership generation (the reconcile against the database). */
-  async conversationHeads(after: string, limit: number): Promise<Array<{ conv: string; maxSeq: number; gen: number }>> {
-    const { rows } = await this.pool.query<{ conv: string; max_seq: string; gen: string }>(
-      `SELECT conv, max_seq, gen FROM redpoint_conversations c WHERE conv > $1 AND ${NOT_DELETED} ORDER BY conv LIMIT $2`,
+  /** Conversations in pages by id: head, membership generation and a topic child's parent generation (the reconcile against the database). */
+  async conversationHeads(after: string, limit: number): Promise<ConversationHead[]> {
+    const { rows } = await this.pool.query<{ conv: string; max_seq: string; gen: string; parent_gen: string }>(
+      `SELECT conv, max_seq, gen, parent_gen FROM redpoint_conversations c WHERE conv > $1 AND ${NOT_DELETED} ORDER BY conv LIMIT $2`,
       [after, limit],
     );
-    return rows.map((r) => ({ conv: r.conv, maxSeq: Number(r.max_seq), gen: Number(r.gen) }));
+    return rows.map((r) => ({ conv: r.conv, maxSeq: Number(r.max_seq), gen: Number(r.gen), parentGen: Number(r.parent_gen) }));
   }
 
   /** Heads and membership generations of these conversations (those with a row). */

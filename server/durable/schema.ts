@@ -127,6 +127,15 @@ const MIGRATIONS: readonly string[] = [
   // shareReads (a row written for it alone keeps shareReads at its default, true). Additive.
   `ALTER TABLE redpoint_user_settings ADD COLUMN muted_mentions boolean NOT NULL DEFAULT false,
      ALTER COLUMN share_reads SET DEFAULT true;`,
+  // 13 (threads, PROTOCOL.md "Threads"): each conversation's thread registry, the roots of its
+  // threads, written through when a thread is registered (before its child is made) and put back
+  // with the conversation (conv_restore.lua), as topics' (10): a category change and the
+  // operator's delete reach a thread nobody follows after Redis lost it. Self-contained.
+  `CREATE TABLE redpoint_threads (
+     conv text NOT NULL,
+     root bigint NOT NULL,
+     PRIMARY KEY (conv, root)
+   );`,
 ];
 
 const SCHEMA_VERSION = MIGRATIONS.length;

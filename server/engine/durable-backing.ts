@@ -14,16 +14,18 @@ export interface DurableBacking {
   loadConversations(convs: readonly string[]): Promise<Map<string, PersistedConversation>>;
   /** Read receipts' registers and settings (server/durable/pg-read-positions.ts); absent: not kept. */
   readonly readPositions?: ReadPositionsBacking;
-  /** Topic registries (server/durable/pg-topics.ts); absent: not kept (a conversation Redis lost comes back without its topics). */
-  readonly topics?: TopicsBacking;
+  /** Topic registries (server/durable/pg-registries.ts); absent: not kept (a conversation Redis lost comes back without its topics). */
+  readonly topics?: RegistryBacking;
+  /** Thread registries, roots as their decimal text (pg-registries.ts); absent: not kept (a thread nobody follows is lost with Redis). */
+  readonly threads?: RegistryBacking;
 }
 
-/** What Engine.addTopic writes through and a conversation's restore reads back. */
-export interface TopicsBacking {
+/** A conversation's registry of children (topics, threads): what Engine.addTopic and addThread write through and a conversation's restore reads back. */
+export interface RegistryBacking {
   /** Idempotent. */
-  saveTopic(conv: string, topic: string): Promise<void>;
-  loadTopics(convs: readonly string[]): Promise<Map<string, string[]>>;
-  dropTopics(conv: string): Promise<void>;
+  save(conv: string, entry: string): Promise<void>;
+  load(convs: readonly string[]): Promise<Map<string, string[]>>;
+  drop(conv: string): Promise<void>;
 }
 
 export interface PersistedUser {
@@ -114,8 +116,8 @@ export interface DurableStore {
   inspectUser(uid: string): Promise<InspectedUser>;
   /** Marks these records of the user dirty (kept if already marked): the drainer writes them again. */
   markUser(uid: string, convs: readonly string[]): Promise<void>;
-  /** A conversation's head and generation texts in Redis (null: gone) and whether its marks are set. */
-  inspectConversation(conv: string): Promise<{ head: string; gen: string; marked: { h: boolean; m: boolean } } | null>;
+  /** A conversation's head and generation texts in Redis (null: gone), a topic child's parent generation ('#P', 0: none) and whether its marks are set. */
+  inspectConversation(conv: string): Promise<{ head: string; gen: string; parentGen: number; marked: { h: boolean; m: boolean } } | null>;
   /** Marks a conversation's head or roster dirty (kept if already marked). */
   markConversation(mark: 'h' | 'm', conv: string): Promise<void>;
 }

@@ -233,10 +233,10 @@ export async function leaveThreads(
 const ROWS_READ_TOGETHER = 64;
 
 /**
- * The threads of `parent`: its registry (Engine.threads: every thread, followed or not), and the
- * members' thread rows (their own records, `<conv>#r:` prefix). The rows find the followed ones
- * when the registry is gone with a Redis that lost everything (the durable tier restores the
- * conversations and rows, not the registry).
+ * The threads of `parent`: its registry (Engine.threads: every thread, followed or not; the
+ * durable tier puts it back with the conversation), and the members' thread rows (their own
+ * records, `<conv>#r:` prefix), which also find a followed thread registered only in a Redis that
+ * lost it before PostgreSQL kept registries (schema 13).
  */
 export async function threadsOf(engine: Engine, parent: string): Promise<string[]> {
   const [roots, roster] = await Promise.all([engine.threads(parent), engine.roster(parent)]);

@@ -182,6 +182,35 @@ describe('durable tier: redpoint restore and reconcile --against-db', () => {
     expect(rows[0]?.max_seq).toBe('4');
   });
 
+  // A topic's child keeps the parent generation of the newest roster synced into it ('#P',
+  // PostgreSQL parent_gen), written with the roster: a lost roster mark, or a Redis that lost the raise.
+  it("a topic child's parent generation: behind in PostgreSQL is marked again, behind in Redis is reported", async () => {
+    await stack.server.members('parents', { add: ['pa', 'pb'] });
+    await stack.server.post({ conv: 'parents', topic: 'x', seq: 1, sender: 'pa' });
+    await drain();
+    const child = 'parents#t:x';
+    const held = Number(await stack.admin.hget(`rp:{c:${child}}`, '#P'));
+    expect(held).toBeGreaterThan(0);
+    expect(kinds((await reconcile({})).report)).toEqual([]);
+
+    // A sync that raised '#P' alone, its roster mark lost.
+    await stack.admin.hset(`rp:{c:${child}}`, '#P', String(held + 5));
+    expect(kinds((await reconcile({})).report)).toEqual([`db-parent-behind::${child}`]);
+    const repaired = await reconcile({ repair: true });
+    expect(repaired.report.unrepaired).toEqual([]);
+    await drain();
+    const { rows } = await stack.sql.query(`SELECT parent_gen FROM redpoint_conversations WHERE conv = '${child}'`);
+    expect(rows[0]?.parent_gen).toBe(String(held + 5));
+    expect(kinds((await reconcile({})).report)).toEqual([]);
+
+    // Redis lost the raise PostgreSQL holds.
+    await stack.admin.hset(`rp:{c:${child}}`, '#P', String(held));
+    expect(kinds((await reconcile({})).report)).toEqual([`redis-parent-behind::${child}`]);
+    const unrepaired = await reconcile({ repair: true });
+    expect(unrepaired.report.unrepaired.map((f) => f.kind)).toEqual(['redis-parent-behind']);
+    expect(unrepaired.code).toBe(1);
+  });
+
   it('redpoint restore warms every user PostgreSQL holds after a FLUSHALL and marks Redis intact', async () => {
     await drain();
     const { rows } = await stack.sql.query<{ n: string }>('SELECT count(DISTINCT uid) AS n FROM redpoint_user_conv');

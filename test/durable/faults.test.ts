@@ -58,6 +58,41 @@ describe('durable tier under faults', () => {
     expect(after.map(counts)).toEqual(before.map(counts));
   });
 
+  // Threads' registry is written through (PROTOCOL.md "Threads"): a thread's first reply needs
+  // PostgreSQL, as a topic's first message does; replies to threads registered before do not.
+  it('PostgreSQL down: a known thread takes replies; a new thread is refused, nothing recorded, and its retry lands once PostgreSQL is back', async () => {
+    const conv = `pg-thread-${++n}`;
+    await a.members(conv, { add: ['ta', 'tb'] });
+    await a.post([
+      { conv, seq: 1, sender: 'ta' },
+      { conv, thread: 1, rootSender: 'ta', seq: 1, sender: 'tb' },
+    ]);
+    await stack.postgres.kill();
+    try {
+      await b.post({ conv, thread: 1, seq: 2, sender: 'tb' });
+      const refused = await b.api('POST', '/v1/messages', { conv, thread: 2, rootSender: 'ta', seq: 1, sender: 'tb' });
+      expect(refused.status).toBeGreaterThanOrEqual(500);
+      // Its child not made (read from Redis itself: a read through the engine would try PostgreSQL).
+      expect(await stack.admin.exists(`f:{c:${conv}#r:2}`)).toBe(0);
+    } finally {
+      await stack.postgres.start();
+    }
+    await b.post({ conv, thread: 2, rootSender: 'ta', seq: 1, sender: 'tb' });
+    expect((await a.unread('ta')).conversations.filter((c) => c.conv.startsWith(`${conv}#r:`)).map((c) => [c.conv, c.unread])).toEqual([
+      [`${conv}#r:1`, 2],
+      [`${conv}#r:2`, 1],
+    ]);
+    // A client of its own: the stack's shared one died with PostgreSQL.
+    const client = new pg.Client({ connectionString: stack.databaseUrl });
+    await client.connect();
+    try {
+      const { rows } = await client.query<{ root: string }>('SELECT root FROM redpoint_threads WHERE conv = $1 ORDER BY root', [conv]);
+      expect(rows.map((r) => r.root)).toEqual(['1', '2']);
+    } finally {
+      await client.end();
+    }
+  });
+
   it('two drainers at once never write an older state over a newer one', async () => {
     const users = ['da', 'db', 'dc'];
     const conv = `dd-${++n}`;

@@ -5,8 +5,10 @@ import { durableStack } from './stack.js';
 
 /**
  * Threads (PROTOCOL.md "Threads") in the durable tier: a thread is a child conversation and its
- * rows persist like any conversation's; its registry (Engine.addThread) is Redis's, and the
- * operator's delete also takes the children PostgreSQL holds. What a row
+ * rows persist like any conversation's; its registry (Engine.addThread) is written through to
+ * PostgreSQL before a child is made, put back with its conversation (conv_restore.lua) and dropped
+ * with it by the cold sweep, so a category change and the operator's delete reach every thread,
+ * also ones nobody follows, after Redis lost it. What a row
  * stores relative to the thread's default level (rules.ts storedLevel: `mentions` by default,
  * `all` set apart from it) must come back from PostgreSQL as it was, and the follows with it:
  * after Redis lost everything, a leave still unfollows, and a follow is still counted. A follow
@@ -91,6 +93,59 @@ describe('durable tier: threads', () => {
     await stack.admin.flushall();
     await stack.server.members('rt-5', { add: ['ea', 'eb'], category: 'work' });
     expect((await stack.server.unread('ea')).conversations.find((c) => c.conv === 'rt-5#r:2')).toMatchObject({ category: 'work' });
+  });
+
+  /** A thread of `conv` nobody follows (its repliers unfollowed it), drained to PostgreSQL. */
+  async function unfollowedThread(conv: string, uids: [string, string]): Promise<string> {
+    await stack.server.members(conv, { add: uids, category: 'system' });
+    await stack.server.post([
+      { conv, seq: 1, sender: uids[0] },
+      { conv, thread: 1, rootSender: uids[0], seq: 1, sender: uids[1] },
+    ]);
+    for (const uid of uids) expect(await follow(uid, conv, 1, 'DELETE')).toMatchObject(followed(false, true, `${conv}#r:1`));
+    await drain();
+    return `${conv}#r:1`;
+  }
+  const categoryOf = async (conv: string) => (await stack.server.engine.getConversation(conv))?.category;
+  const sweeper = () => {
+    const durable = stack.server.durable;
+    const store = stack.server.engine.durableStore?.();
+    if (!durable || !store) throw new Error('no durable tier');
+    return new ColdSweep(store, durable.tier.pg, { coldAfterSeconds: 1, sweepSeconds: 1 }, pino({ level: 'silent' }), stack.server.server.metrics);
+  };
+
+  it("the registry is in PostgreSQL before the thread's child is made", async () => {
+    const child = await unfollowedThread('rt-6', ['ga', 'gb']);
+    expect(await stack.server.engine.getConversation(child)).not.toBeNull();
+    const { rows } = await stack.sql.query<{ root: string }>("SELECT root FROM redpoint_threads WHERE conv = 'rt-6'");
+    expect(rows.map((r) => Number(r.root))).toEqual([1]);
+    // Marked held by PostgreSQL: the next replies do not write it again.
+    expect(await stack.admin.hgetall('th:{c:rt-6}:h')).toEqual({ '1': '1' });
+  });
+
+  it('Redis loses everything: a category change still reaches a thread nobody follows (the registry comes back from PostgreSQL)', async () => {
+    const child = await unfollowedThread('rt-7', ['ha', 'hb']);
+    await stack.admin.flushall();
+    await stack.server.members('rt-7', { add: [], category: 'work' });
+    expect(await categoryOf(child)).toBe('work');
+    expect(await stack.server.engine.threads('rt-7')).toEqual([1]);
+  });
+
+  it('the cold sweep evicts the registry with its conversation; a category change after still reaches a thread nobody follows', async () => {
+    const child = await unfollowedThread('rt-8', ['ia', 'ib']);
+    await sweeper().sweepOnce(Date.now() + 3_600_000);
+    for (const key of ['th:{c:rt-8}', 'th:{c:rt-8}:h', `th:{c:${child}}`]) expect(await stack.admin.exists(key), key).toBe(0);
+    await stack.server.members('rt-8', { add: [], category: 'work' });
+    expect(await categoryOf(child)).toBe('work');
+  });
+
+  it("Redis loses everything: the operator's delete takes a thread nobody follows and its registry, in PostgreSQL too", async () => {
+    const child = await unfollowedThread('rt-9', ['ja', 'jb']);
+    await stack.admin.flushall();
+    expect((await stack.server.api('DELETE', '/v1/conversations/rt-9')).status).toBe(200);
+    expect(await stack.server.engine.missingConversations(['rt-9', child])).toEqual(['rt-9', child]);
+    const { rows } = await stack.sql.query("SELECT root FROM redpoint_threads WHERE conv = 'rt-9'");
+    expect(rows).toEqual([]);
   });
 
   it('the cold sweep evicted the conversation and its thread: a follow answers from PostgreSQL', async () => {

@@ -20,9 +20,9 @@
  * - `<p>:{c:<conv>}:t` hash: the conversation's topic registry, topic -> '1' once its child
  *   conversation `<conv>#t:<topic>` is complete, else '0' (topic_add.lua; only when any). A child
  *   id holds a `#` (protocol/child-id.ts), which no other id does: its keys never meet another's;
- * - `<p>:{c:<conv>}:h` set: the conversation's thread registry, the roots of its threads
- *   `<conv>#r:<root>` (thread_add.lua, before a child is made; only when any; kept when the cold
- *   sweep evicts the conversation, dropped by the operator's delete);
+ * - `<p>:{c:<conv>}:h` hash: the conversation's thread registry, root -> '1' once PostgreSQL holds
+ *   it, else '0', for its threads `<conv>#r:<root>` (thread_add.lua, before a child is made; only
+ *   when any; dropped and restored with the conversation, dropped by the operator's delete);
  * - `<p>:{u:<uid>}:x` string: '0' while the user does not share read positions (absent: shares).
  * - `<p>:{u:<uid>}:q` string: '1' while mentions in the user's muted conversations count (issue 43).
  */
@@ -75,7 +75,7 @@ export function topicsKey(prefix: string, conv: string): string {
   return `${convKey(prefix, conv)}:t`;
 }
 
-/** The conversation's thread registry (a set of roots, Engine.addThread), in its slot; not evicted with the conversation (small, and lost only with Redis). */
+/** The conversation's thread registry (hash root → '0'|'1', Engine.addThread), in its slot: dropped and restored with the conversation. */
 export function threadsKey(prefix: string, conv: string): string {
   return `${convKey(prefix, conv)}:h`;
 }

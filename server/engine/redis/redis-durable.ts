@@ -18,6 +18,7 @@ import {
   shardOf,
   sharingKey,
   slotShard,
+  threadsKey,
   topicsKey,
   userKeyHead,
   userKeys,
@@ -269,6 +270,7 @@ export class RedisDurableStore implements DurableStore {
       dirtyConvsKey(prefix, shard),
       evictedKey(prefix, shard),
       topicsKey(prefix, conv),
+      threadsKey(prefix, conv),
       conv,
       head,
       gen,
@@ -306,16 +308,16 @@ export class RedisDurableStore implements DurableStore {
     await client.zadd(dirty, 'NX', ...convs.flatMap((conv) => [w, `${uid}|${conv}`]));
   }
 
-  async inspectConversation(conv: string): Promise<{ head: string; gen: string; marked: { h: boolean; m: boolean } } | null> {
+  async inspectConversation(conv: string): Promise<{ head: string; gen: string; parentGen: number; marked: { h: boolean; m: boolean } } | null> {
     const { prefix, client, cluster } = this.deps;
     const key = convKey(prefix, conv);
     const [fields, scores] = await Promise.all([
-      client.hmget(key, '#s', '#g'),
+      client.hmget(key, '#s', '#g', '#P'),
       client.zmscore(dirtyConvsKey(prefix, shardOf(key, cluster)), `h|${conv}`, `m|${conv}`),
     ]);
     const head = fields[0];
     if (head == null) return null;
-    return { head, gen: fields[1] ?? '0', marked: { h: scores[0] != null, m: scores[1] != null } };
+    return { head, gen: fields[1] ?? '0', parentGen: Number(fields[2] ?? 0), marked: { h: scores[0] != null, m: scores[1] != null } };
   }
 
   async markConversation(mark: 'h' | 'm', conv: string): Promise<void> {

@@ -317,7 +317,7 @@ export class RedisEngine implements Engine {
     // Written through before the caller creates the child: a registry Redis then drops with the
     // conversation comes back whole. A crash before this write leaves the topic not 'ready', so
     // the retry comes here again.
-    if ((outcome === 'added' || outcome === 'present') && this.durable?.backing.topics) await this.durable.backing.topics.saveTopic(conv, topic);
+    if ((outcome === 'added' || outcome === 'present') && this.durable?.backing.topics) await this.durable.backing.topics.save(conv, topic);
     return outcome;
   }
 
@@ -325,31 +325,48 @@ export class RedisEngine implements Engine {
     await this.client.topicReady(convKey(this.prefix, conv), topicsKey(this.prefix, conv), topic);
   }
 
-  async topics(conv: string): Promise<string[]> {
-    const call = (): Promise<Reply> => this.client.topicList(convKey(this.prefix, conv), topicsKey(this.prefix, conv));
+  topics(conv: string): Promise<string[]> {
+    return this.registry(conv, topicsKey(this.prefix, conv));
+  }
+
+  async addThread(conv: string, root: number): Promise<boolean> {
+    const call = (saved: '0' | '1'): Promise<Reply> => this.client.threadAdd(convKey(this.prefix, conv), threadsKey(this.prefix, conv), root, saved);
+    let answer = await call('0');
+    if (answer === ABSENT && this.durable && (await this.restoreConversations([conv])).has(conv)) answer = await call('0');
+    if (answer === ABSENT) return false;
+    const backing = this.durable?.backing.threads;
+    // Written through before the caller can make the child (as addTopic): a registry Redis then
+    // drops with the conversation comes back whole. A crash before this write leaves the root
+    // '0', so the retry comes here again; once PostgreSQL holds it, '1' spares the next replies
+    // the write (a conversation gone since: its restore puts the root back as '1').
+    if (asString(answer) === 'added' && backing) {
+      await backing.save(conv, String(root));
+      await call('1');
+    }
+    return true;
+  }
+
+  async threads(conv: string): Promise<number[]> {
+    return (await this.registry(conv, threadsKey(this.prefix, conv))).map(Number);
+  }
+
+  /** A registry (topics' or threads'), read with the conversation's existence: one Redis lost is put back first, registry included. */
+  private async registry(conv: string, key: string): Promise<string[]> {
+    const call = (): Promise<Reply> => this.client.registryList(convKey(this.prefix, conv), key);
     let answer = await call();
     if (answer === ABSENT && this.durable && (await this.restoreConversations([conv])).has(conv)) answer = await call();
     return answer === ABSENT ? [] : asStrings(answer);
   }
 
-  async addThread(conv: string, root: number): Promise<boolean> {
-    const call = (): Promise<Reply> => this.client.threadAdd(convKey(this.prefix, conv), threadsKey(this.prefix, conv), root);
-    let answer = await call();
-    if (answer === ABSENT && this.durable && (await this.restoreConversations([conv])).has(conv)) answer = await call();
-    return answer !== ABSENT;
-  }
-
-  async threads(conv: string): Promise<number[]> {
-    return (await this.client.smembers(threadsKey(this.prefix, conv))).map(Number);
-  }
-
   async dropThreads(conv: string): Promise<void> {
+    // PostgreSQL first: a restore in between would otherwise bring the rows back.
+    await this.durable?.backing.threads?.drop(conv);
     await this.client.del(threadsKey(this.prefix, conv));
   }
 
   async dropTopics(conv: string): Promise<void> {
     // PostgreSQL first: a restore in between would otherwise bring the rows back.
-    await this.durable?.backing.topics?.dropTopics(conv);
+    await this.durable?.backing.topics?.drop(conv);
     await this.client.del(topicsKey(this.prefix, conv));
   }
 
@@ -797,17 +814,19 @@ export class RedisEngine implements Engine {
       const stamps = await this.evictedStamps(pending.map((conv) => ({ key: convKey(this.prefix, conv), member: evictedConvMember(conv) })));
       const stampOf = new Map(pending.map((conv, i) => [conv, stamps[i] ?? '']));
       const asked = pending;
-      const [loaded, registers, topicSets] = await Promise.all([
+      const none = new Map<string, string[]>();
+      const [loaded, registers, topicSets, threadSets] = await Promise.all([
         durable.backing.loadConversations(asked),
         this.readPositions.registersToRestore(asked),
-        durable.backing.topics ? durable.backing.topics.loadTopics(asked) : new Map<string, string[]>(),
+        durable.backing.topics ? durable.backing.topics.load(asked) : none,
+        durable.backing.threads ? durable.backing.threads.load(asked) : none,
       ]).catch(async (err: unknown) => {
         const unknown = await this.newWhileBackingDown(
           asked.map((conv) => convKey(this.prefix, conv)),
           asked.map((conv) => evictedConvMember(conv)),
         );
         if (unknown.length < asked.length) throw backingDown(err);
-        return [new Map<string, PersistedConversation>(), new Map<string, Array<[string, number]>>(), new Map<string, string[]>()] as const;
+        return [new Map<string, PersistedConversation>(), new Map<string, Array<[string, number]>>(), none, none] as const;
       });
       const again: string[] = [];
       await Promise.all(
@@ -816,11 +835,13 @@ export class RedisEngine implements Engine {
           const members = new Set(c.members.map((m) => m.uid));
           const positions = (registers.get(conv) ?? []).filter(([uid]) => members.has(uid));
           const topics = topicSets.get(conv) ?? [];
+          const roots = threadSets.get(conv) ?? [];
           const reply = await this.client.convRestore(
             key,
             evictedKey(this.prefix, shardOf(key, this.cluster)),
             readsKey(this.prefix, conv),
             topicsKey(this.prefix, conv),
+            threadsKey(this.prefix, conv),
             c.maxSeq,
             c.large ? '1' : '0',
             c.category,
@@ -837,6 +858,8 @@ export class RedisEngine implements Engine {
             ...positions.flat(),
             topics.length,
             ...topics,
+            roots.length,
+            ...roots,
             ...c.members.flatMap((m) => [m.uid, encodeMemberTag(m)]),
           );
           const outcome = asNumber(reply);

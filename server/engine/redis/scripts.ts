@@ -52,10 +52,11 @@ export const SCRIPTS = {
   // Topics (sync/topics.ts).
   topicAdd: { file: 'topic_add.lua', keys: 2 },
   topicReady: { file: 'topic_ready.lua', keys: 2 },
-  topicList: { file: 'topic_list.lua', keys: 2, read: true },
+  // Either registry, topics' or threads'.
+  registryList: { file: 'registry_list.lua', keys: 2, read: true },
   // The durable tier (server/durable/).
   userRestore: { file: 'durable/user_restore.lua', keys: 5, user: true },
-  convRestore: { file: 'durable/conv_restore.lua', keys: 4 },
+  convRestore: { file: 'durable/conv_restore.lua', keys: 5 },
   // Many users of one shard per call: their keys by name (one slot on a cluster, any on one Redis).
   persistTake: { file: 'durable/persist_take.lua', keys: 1, read: true, crossSlot: true },
   persistClear: { file: 'durable/persist_clear.lua', keys: 1, read: true, crossSlot: true },
@@ -63,7 +64,7 @@ export const SCRIPTS = {
   persistReadHeads: { file: 'durable/persist_read_heads.lua', keys: 1, read: true, crossSlot: true },
   persistClearHeads: { file: 'durable/persist_clear_heads.lua', keys: 1, read: true, crossSlot: true },
   coldEvict: { file: 'durable/cold_evict.lua', keys: 11, read: true },
-  convEvict: { file: 'durable/conv_evict.lua', keys: 4, read: true },
+  convEvict: { file: 'durable/conv_evict.lua', keys: 5, read: true },
   // The operator's toolbox (redis-admin.ts).
   adminUserRead: { file: 'admin/user_read.lua', keys: 5, read: true },
   adminUserRebuild: { file: 'admin/user_rebuild.lua', keys: 5, user: true },

@@ -4,8 +4,9 @@
 --
 -- KEYS[1] the conversation hash (conv_members.lua)   KEYS[2] the evicted set of its slot (it leaves it)
 -- KEYS[3] its read positions (reads_raise.lua), put back in this step with the hash
--- KEYS[4] its topic registry (topic_add.lua), put back in this step too: a topic_list.lua that
+-- KEYS[4] its topic registry (topic_add.lua), put back in this step too: a registry_list.lua that
 -- finds the conversation finds every topic PostgreSQL holds
+-- KEYS[5] its thread registry (thread_add.lua), likewise: every root PostgreSQL holds, as '1'
 -- ARGV[1] maxSeq   ARGV[2] large 1|0   ARGV[3] category   ARGV[4] generation
 -- ARGV[5] generation of an unfinished member rewrite ('' = none)   ARGV[6] its member of the evicted set (keys.ts evictedConvMember)
 -- ARGV[7] its stamp in the evicted set when the caller began to read PostgreSQL ('' = none)
@@ -17,6 +18,7 @@
 -- ARGV[13] P, the number of read positions, then P pairs uid, seq (members who share)
 -- then T, the number of topics, then T topics (each restored as '0', not known complete: its
 -- next message creates its child again from the roster, which changes nothing if it was)
+-- then R, the number of thread roots, then R roots
 -- then uid, join tag, ... (the members)
 -- Returns 1 when restored, 0 when it existed, 3 when it was evicted again since the caller read
 -- PostgreSQL (nothing written: read it again).
@@ -35,9 +37,13 @@ local topicsAt = 14 + 2 * positions
 for i = 14, topicsAt - 1, 2 do
   redis.call('ZADD', KEYS[3], 'GT', ARGV[i + 1], ARGV[i])
 end
-local first = topicsAt + 1 + tonumber(ARGV[topicsAt])
-for i = topicsAt + 1, first - 1 do
+local threadsAt = topicsAt + 1 + tonumber(ARGV[topicsAt])
+for i = topicsAt + 1, threadsAt - 1 do
   redis.call('HSETNX', KEYS[4], ARGV[i], '0')
+end
+local first = threadsAt + 1 + tonumber(ARGV[threadsAt])
+for i = threadsAt + 1, first - 1 do
+  redis.call('HSET', KEYS[5], ARGV[i], '1')
 end
 local count = 0
 for i = first, #ARGV, 1000 do

@@ -103,7 +103,7 @@ export const PullReplySchema = Type.Object(
     mutedMentions: Type.Optional(
       Type.Literal(true, {
         description:
-          'The user\'s setting `mutedMentions` is on: a muted conversation adds its unread mentions to the totals as a level-`mentions` one does (PROTOCOL.md "Notification levels"). Read after the stream, not part of it: each reply you apply replaces your setting (absent: off); a change moves the version.',
+          'The user\'s setting `mutedMentions` is on: a muted conversation adds its unread mentions to the totals as a level-`mentions` one does (PROTOCOL.md "Notification levels"). Read in the same step as the stream, not part of it: each reply you apply replaces your setting (absent: off); a change moves the version.',
       }),
     ),
     peerReads: Type.Optional(

@@ -324,6 +324,8 @@ export interface StoredPull {
    * conversations' keys are on the same server); those missing here are read with `heads()`.
    */
   heads?: Map<string, number>;
+  /** The user's setting, read in the same step, as StoredUserState's. */
+  mutedMentions?: boolean;
 }
 
 export interface ClaimTerms {
@@ -354,6 +356,12 @@ export interface StoredUserState {
   totals: { total: number; mentions: number; categories: Map<string, number> };
   /** Heads of the read-diffused conversations read in the same step, as StoredPull's. */
   heads?: Map<string, number>;
+  /**
+   * The user's setting `mutedMentions` (ReadPositions.mutedMentions), read in the same step as
+   * the records. Absent when the store does not know it (Redis lost the key and the durable tier
+   * holds it): the caller then asks ReadPositions.mutedMentions, which loads it.
+   */
+  mutedMentions?: boolean;
 }
 
 /** The epoch of a user the store has never seen (defined with the wire contract). */

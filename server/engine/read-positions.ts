@@ -38,7 +38,9 @@ export interface ReadPositions {
   /**
    * The user's setting `mutedMentions` (issue 43; default false): kept here beside `shareReads`,
    * the other per-user setting. Not part of the user's stream: SyncService moves the stream when
-   * it changes, and reads it after the stream (sync-service.ts setMutedMentions).
+   * it changes, and the engine's pull and userState read it in the same step as the stream
+   * (StoredUserState.mutedMentions); this read is for when they could not (sync-service.ts
+   * setMutedMentions) and for GET /settings.
    */
   mutedMentions(uid: string): Promise<boolean>;
   setMutedMentions(uid: string, on: boolean): Promise<void>;

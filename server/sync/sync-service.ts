@@ -272,13 +272,12 @@ export class SyncService {
     // not part of the stream (a peer's read never bumps this user's version).
     // (A read-diffused conversation is never one-to-one: not read.)
     const pageConvs = [...(stored.snapshot?.convs ?? []), ...stored.entries.flatMap((e) => (e.state ? [e.state] : []))].filter(hasPeer).map((s) => s.conv);
-    // mutedMentions is read AFTER the stream (setMutedMentions: the setting, then the restream).
     const [{ heads, extras }, peers, mutedMentions] = await Promise.all([
       this.largeReads(stored.largeConvs, stored.heads),
       this.receipts.peerReads(uid, [...new Set(pageConvs)], sharing),
-      this.engine.readPositions.mutedMentions(uid),
+      this.mutedMentionsOf(uid, stored),
     ]);
-    const { largeConvs: _ignored, heads: _read, ...rest } = stored;
+    const { largeConvs: _ignored, heads: _read, mutedMentions: _stored, ...rest } = stored;
     return {
       ...rest,
       heads,
@@ -303,7 +302,7 @@ export class SyncService {
         sharing,
       ),
       this.largeReadsOf(stored),
-      this.engine.readPositions.mutedMentions(uid),
+      this.mutedMentionsOf(uid, stored),
     ]);
     return {
       uid,
@@ -324,22 +323,33 @@ export class SyncService {
    */
   async badge(uid: string): Promise<Pick<UnreadSummary, 'total' | 'mentions' | 'categories'>> {
     const stored = await this.engine.userState(uid);
-    const [{ heads, extras }, mutedMentions] = await Promise.all([this.largeReadsOf(stored), this.engine.readPositions.mutedMentions(uid)]);
+    const [{ heads, extras }, mutedMentions] = await Promise.all([this.largeReadsOf(stored), this.mutedMentionsOf(uid, stored)]);
     return badgeTotals(stored, heads, extras, mutedMentions);
   }
 
   /**
    * The user's setting `mutedMentions` (PROTOCOL.md "Notification levels"): written, then the
    * user's stream starts over from a snapshot (a new epoch, the version up by one, a push), so
-   * every device pulls, and a pull reads the setting after the stream: a device whose pull saw
-   * the restart sees the setting it followed. Every call restarts the stream, the same value
-   * again too: a call that failed between the two steps is repaired by its retry. With the badge
-   * hook on the user is marked (the badge may have moved; rebuilds mark nothing).
+   * every device pulls. A pull reads the setting in the same atomic step as the stream (the
+   * engine's pull; likewise userState for /unread and the badge), so a device whose pull saw the
+   * restart sees the setting that caused it, by construction: no read can fall between the two.
+   * Every call restarts the stream, the same value again too: a call that failed between the two
+   * steps is repaired by its retry. With the badge hook on the user is marked (the badge may have
+   * moved; rebuilds mark nothing).
    */
   async setMutedMentions(uid: string, on: boolean): Promise<void> {
     await this.engine.readPositions.setMutedMentions(uid, on);
     await adminOf(this.engine).rebuildUser(uid, { restream: true });
     if (this.options.badgeMarks) await this.engine.badgeMarks().markUsers([uid], Date.now());
+  }
+
+  /**
+   * The setting as the engine read it with the stream; only when the store does not know it
+   * (Redis lost the key, the durable tier on) is it read apart, from PostgreSQL: a rare read, and
+   * one that comes back in Redis for the next.
+   */
+  private async mutedMentionsOf(uid: string, stored: { mutedMentions?: boolean }): Promise<boolean> {
+    return stored.mutedMentions ?? this.engine.readPositions.mutedMentions(uid);
   }
 
   private largeReadsOf(stored: StoredUserState): Promise<{ heads: Record<string, number>; extras: LargeExtras }> {

@@ -11,7 +11,7 @@ export function pullConformance(use: UseEngine): void {
     it('a first pull brings an empty snapshot and every entry; an unknown user has the unseen epoch', async () => {
       const e = await use();
       const empty = await e.pull('nobody', null, 100);
-      expect(empty).toEqual({ epoch: UNSEEN_EPOCH, snapshot: { v: 0, convs: [] }, entries: [], version: 0, more: false, largeConvs: [] });
+      expect(empty).toEqual({ epoch: UNSEEN_EPOCH, snapshot: { v: 0, convs: [] }, entries: [], version: 0, more: false, largeConvs: [], mutedMentions: false });
       expect((await e.userState('nobody')).epoch).toBe(UNSEEN_EPOCH);
       expect(await e.position('nobody')).toEqual({ epoch: UNSEEN_EPOCH, version: 0 });
       // Asking about a user (or refusing an op of one) creates nothing: it stays unseen.

@@ -5,7 +5,7 @@ import { recordOne } from './conformance-helpers.js';
 
 const WAIT = { timeout: 5_000, interval: 5 };
 
-/** Read receipts' store (read-positions.ts): the conversation registers and the sharing setting. */
+/** Read receipts' store (read-positions.ts): the conversation registers and the per-user settings. */
 export function receiptsConformance(use: UseEngine): void {
   describe('read receipts', () => {
     it('a position is a max-register: raised, never lowered; repeats change nothing', async () => {
@@ -103,6 +103,25 @@ export function receiptsConformance(use: UseEngine): void {
       expect(await rp.sharing(['a'])).toEqual([false]);
       await rp.setSharing('a', true);
       expect(await rp.sharing(['a', 'b'])).toEqual([true, true]);
+    });
+
+    it('mutedMentions is off by default; pull and userState read it with the stream, for a user the store has never seen too', async () => {
+      const e = await use();
+      await e.changeMembers('d', { add: ['a', 'b'], remove: [], threshold: 10 });
+      const read = async (uid: string): Promise<[boolean | undefined, boolean | undefined, boolean]> => [
+        (await e.userState(uid)).mutedMentions,
+        (await e.pull(uid, null, 10)).mutedMentions,
+        await e.readPositions.mutedMentions(uid),
+      ];
+      expect(await read('a')).toEqual([false, false, false]);
+      expect(await read('z')).toEqual([false, false, false]);
+      await e.readPositions.setMutedMentions('a', true);
+      await e.readPositions.setMutedMentions('z', true);
+      expect(await read('a')).toEqual([true, true, true]);
+      expect(await read('b')).toEqual([false, false, false]);
+      expect(await read('z')).toEqual([true, true, true]);
+      await e.readPositions.setMutedMentions('a', false);
+      expect(await read('a')).toEqual([false, false, false]);
     });
 
     it("an announcement reaches the processes following its user, not others'", async () => {

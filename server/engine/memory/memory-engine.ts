@@ -327,7 +327,9 @@ export class MemoryEngine implements Engine {
 
   async pull(uid: string, since: Cursor | null, limit: number): Promise<StoredPull> {
     const user = this.users.get(uid);
-    if (user?.epoch === undefined) return { epoch: UNSEEN_EPOCH, snapshot: { v: 0, convs: [] }, entries: [], version: 0, more: false, largeConvs: [] };
+    const mutedMentions = this.readPositions.mutedMentionsNow(uid);
+    if (user?.epoch === undefined)
+      return { epoch: UNSEEN_EPOCH, snapshot: { v: 0, convs: [] }, entries: [], version: 0, more: false, largeConvs: [], mutedMentions };
     const largeConvs = largeMemberConvs(user);
     const position = {
       epoch: user.epoch,
@@ -340,7 +342,7 @@ export class MemoryEngine implements Engine {
     const from = reset ? user.snapshotVersion : (since?.version ?? 0);
     const entries = entriesAfter(user, from, Math.max(0, limit));
     const version = entries.at(-1)?.v ?? from;
-    return { epoch: user.epoch, ...(reset ? { snapshot: snapshotOf(user) } : {}), entries, version, more: version < user.version, largeConvs };
+    return { epoch: user.epoch, ...(reset ? { snapshot: snapshotOf(user) } : {}), entries, version, more: version < user.version, largeConvs, mutedMentions };
   }
 
   async position(uid: string): Promise<Cursor> {
@@ -374,9 +376,11 @@ export class MemoryEngine implements Engine {
 
   async userState(uid: string): Promise<StoredUserState> {
     const user = this.users.get(uid);
-    if (user?.epoch === undefined) return { epoch: UNSEEN_EPOCH, version: 0, states: [], totals: { total: 0, mentions: 0, categories: new Map() } };
+    const mutedMentions = this.readPositions.mutedMentionsNow(uid);
+    if (user?.epoch === undefined)
+      return { epoch: UNSEEN_EPOCH, version: 0, states: [], totals: { total: 0, mentions: 0, categories: new Map() }, mutedMentions };
     const states = memberRecords(user).map(toConvState);
-    return { epoch: user.epoch, version: user.version, states, totals: totalsOf(user) };
+    return { epoch: user.epoch, version: user.version, states, totals: totalsOf(user), mutedMentions };
   }
 
   async ready(): Promise<boolean> {

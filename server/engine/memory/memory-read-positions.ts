@@ -74,6 +74,11 @@ export class MemoryReadPositions implements ReadPositions {
   }
 
   async mutedMentions(uid: string): Promise<boolean> {
+    return this.mutedMentionsNow(uid);
+  }
+
+  /** The setting now, for the engine's reads of the user (pull, userState): in the same step as the records. */
+  mutedMentionsNow(uid: string): boolean {
     return this.mentionedWhenMuted.has(uid);
   }
 

@@ -46,6 +46,7 @@ import {
   evictedConvMember,
   evictedKey,
   intactKey,
+  mutedMentionsKey,
   readsKey,
   shardOf,
   threadsKey,
@@ -914,6 +915,7 @@ export class RedisEngine implements Engine {
       await this.userScript(uid, (runId, k) =>
         this.client.pull(
           ...userApplyKeys(k),
+          mutedMentionsKey(this.prefix, uid),
           runId,
           since ? since.epoch : '-',
           since?.version ?? 0,
@@ -943,6 +945,7 @@ export class RedisEngine implements Engine {
       more: asNumber(reply[2]) === 1,
       largeConvs: asStrings(reply[7]),
       ...withHeads(reply[8]),
+      ...this.mutedMentionsOf(reply[9]),
     };
   }
 
@@ -967,7 +970,9 @@ export class RedisEngine implements Engine {
   }
 
   private async userStateOnce(uid: string): Promise<StoredUserState> {
-    const reply = asArray(await this.userScript(uid, (runId, k) => this.client.userState(k.meta, k.records, runId, this.headsInStep())));
+    const reply = asArray(
+      await this.userScript(uid, (runId, k) => this.client.userState(k.meta, k.records, mutedMentionsKey(this.prefix, uid), runId, this.headsInStep())),
+    );
     const records = asStrings(reply[2]);
     const states = [];
     for (let i = 0; i + 1 < records.length; i += 2) {
@@ -986,7 +991,14 @@ export class RedisEngine implements Engine {
       states,
       totals: { total: Number(t[0] ?? 0), mentions: Number(t[1] ?? 0), categories },
       ...withHeads(reply[4]),
+      ...this.mutedMentionsOf(reply[5]),
     };
+  }
+
+  /** The setting as pull.lua and user_state.lua read it, as StoredUserState's field (none: Redis does not know). */
+  private mutedMentionsOf(raw: Reply | undefined): { mutedMentions?: boolean } {
+    const on = this.readPositions.mutedMentionsOf(asString(raw));
+    return on === undefined ? {} : { mutedMentions: on };
   }
 
   /** The badge hook's marks (../badge-marks.ts), over this engine's connection. */

@@ -187,10 +187,19 @@ export class RedisReadPositions implements ReadPositions {
     else await this.client.set(key, '0');
   }
 
+  /**
+   * The setting as a step read its key (pull.lua and user_state.lua read it with the user's
+   * stream): '1' on, '0' off, '' (no key) off without the durable tier, and undefined with it:
+   * Redis lost it (or the user never set it), and mutedMentions() asks PostgreSQL.
+   */
+  mutedMentionsOf(raw: string): boolean | undefined {
+    return raw === '' && this.durable ? undefined : raw === '1';
+  }
+
   async mutedMentions(uid: string): Promise<boolean> {
     const key = mutedMentionsKey(this.prefix, uid);
-    const value = await this.client.get(key);
-    if (value != null || !this.durable) return value === '1';
+    const known = this.mutedMentionsOf((await this.client.get(key)) ?? '');
+    if (known !== undefined || !this.durable) return known ?? false;
     // As for sharing: none with the tier means Redis lost it (or the user never set it).
     let stored: Map<string, boolean>;
     try {

@@ -38,8 +38,8 @@ interface ScriptSpec {
  */
 export const SCRIPTS = {
   userApply: { file: 'user_apply.lua', keys: 1, user: true, crossSlot: true },
-  pull: { file: 'pull.lua', keys: 5, user: true, read: true },
-  userState: { file: 'user_state.lua', keys: 2, user: true, read: true },
+  pull: { file: 'pull.lua', keys: 6, user: true, read: true },
+  userState: { file: 'user_state.lua', keys: 3, user: true, read: true },
   position: { file: 'position.lua', keys: 1, user: true, read: true },
   userClaim: { file: 'user_claim.lua', keys: 3 },
   convMembers: { file: 'conv_members.lua', keys: 2 },

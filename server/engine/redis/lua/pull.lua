@@ -3,6 +3,8 @@
 --
 -- KEYS[1] m  meta hash   KEYS[2] c  records hash   KEYS[3] s  entries list   KEYS[4] p  snapshot
 -- KEYS[5] L  large hash  (layouts: user_apply.lua)
+-- KEYS[6] q  the mutedMentions setting (keys.ts mutedMentionsKey), read in this step: a page that
+--   shows the stream's restart shows the setting that caused it (sync-service.ts setMutedMentions)
 -- ARGV[1] the Redis run id   ARGV[2] cursor epoch ('-' = no cursor, '' = wildcard: trust the
 -- current epoch)   ARGV[3] cursor version   ARGV[4] limit   ARGV[5] snapshotEvery
 -- ARGV[6] streamMaxLen   ARGV[7] idle seconds
@@ -11,12 +13,14 @@
 -- ARGV[12] the conversation key head (keys.ts convKeyHead), or '': with it, the heads of the large
 --   conversations are read in this step too (user_state.lua says when)
 -- Returns {epoch, version reached, more 1|0, snapshot 1|0, snapshot v, snapshot text,
---          {entry text, ...} (versions from+1, from+2, ...), {large conv, ...}, {conv, head, ...}}
+--          {entry text, ...} (versions from+1, from+2, ...), {large conv, ...}, {conv, head, ...},
+--          the setting's raw value: '1', '0', or '' when the key is missing (user_state.lua's)}
 
 local keys = { meta = KEYS[1], records = KEYS[2], stream = KEYS[3], snapshot = KEYS[4] }
 local exists, epoch, version, base, members, sv, expiredAt, total, mentions, defaultTotal, w, lastActive, legacy =
   userMeta(keys.meta, ARGV[1])
-if not exists then return { epoch, 0, 0, 1, 0, '', {}, {}, {} } end
+local mutedMentions = redis.call('GET', KEYS[6]) or ''
+if not exists then return { epoch, 0, 0, 1, 0, '', {}, {}, {}, mutedMentions } end
 -- Writes the counters as they are now (the activity or the stream's restart moved them).
 local function writeMeta()
   writeCounters(keys.meta, legacy, version, base, members, sv, expiredAt, total, mentions, defaultTotal, w, lastActive)
@@ -82,4 +86,4 @@ local heads = {}
 if ARGV[12] ~= '' then
   for _, conv in ipairs(large) do appendHead(heads, ARGV[12], conv) end
 end
-return { epoch, reached, more, reset and 1 or 0, sv, snapshot, entries, large, heads }
+return { epoch, reached, more, reset and 1 or 0, sv, snapshot, entries, large, heads, mutedMentions }

@@ -2,15 +2,20 @@
 -- user the store has never seen gets nothing, and nothing is created. lib/user.lua comes first in the library.
 --
 -- KEYS[1] m  meta hash (totals: the packed counters' and k:<category>)   KEYS[2] c  records hash (user_apply.lua)
+-- KEYS[3] q  the mutedMentions setting (keys.ts mutedMentionsKey), read in this step: the badge
+--   and the stream it is summed from are of one moment (sync-service.ts setMutedMentions)
 -- ARGV[1] the Redis run id
 -- ARGV[2] the conversation key head (keys.ts convKeyHead), or '' : with it, the head of each
 --   read-diffused conversation the user is a member of is read in this step too (one Redis, where
 --   the conversations' keys are on this server; on a Cluster they are not, and the caller reads them)
--- Returns {epoch, version, {conv, record, ...}, {t, x, k:<category>, value, ...}, {conv, head, ...}}
--- (the heads of the conversations that have one; a conversation Redis lacks is left out).
+-- Returns {epoch, version, {conv, record, ...}, {t, x, k:<category>, value, ...}, {conv, head, ...},
+-- the setting's raw value} (the heads of the conversations that have one; a conversation Redis
+-- lacks is left out; the setting '1', '0', or '' when the key is missing: redis-read-positions.ts
+-- mutedMentionsOf says what that means).
 
+local mutedMentions = redis.call('GET', KEYS[3]) or ''
 local exists, epoch, version, _, _, _, _, total, mentions, defaultTotal = userMeta(KEYS[1], ARGV[1])
-if not exists then return { epoch, 0, {}, {}, {} } end
+if not exists then return { epoch, 0, {}, {}, {}, mutedMentions } end
 local totals = { int(total), int(mentions) }
 if defaultTotal ~= 0 then
   totals[3] = 'default'
@@ -34,4 +39,4 @@ if convKeyHead ~= '' then
     if byte(raw, 1) == 49 and byte(raw, 4) == 49 then appendHead(heads, convKeyHead, records[i]) end
   end
 end
-return { epoch, version, records, totals, heads }
+return { epoch, version, records, totals, heads, mutedMentions }

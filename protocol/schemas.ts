@@ -1,5 +1,5 @@
 import { type Static, type TSchema, Type } from '@sinclair/typebox';
-import { type TypeCheck, TypeCompiler, type ValueError } from '@sinclair/typebox/compiler';
+import { type TypeCheck, TypeCompiler, type ValueError, ValueErrorType } from '@sinclair/typebox/compiler';
 import { RedpointError } from './errors.js';
 import { CONV_REF_PATTERN, ID_PATTERN, LIMITS } from './limits.js';
 
@@ -233,7 +233,18 @@ export function decode<T extends TSchema>(schema: T, value: unknown): Static<T> 
   if (check.Check(value)) return value;
   const first = deepest(check.Errors(value).First());
   const where = first?.path ? first.path : '(body)';
-  throw new RedpointError('invalid_request', `${where}: ${first?.message ?? 'invalid value'}`);
+  throw new RedpointError('invalid_request', `${where}: ${first ? messageOf(first) : 'invalid value'}`);
+}
+
+/**
+ * TypeBox's own message, but for a change with no field (`minProperties`): "at least 3 properties"
+ * counts a frame's `t` and `id` too, so it names the fields to send instead.
+ */
+function messageOf(error: ValueError): string {
+  if (error.type !== ValueErrorType.ObjectMinProperties) return error.message;
+  const { properties, required } = error.schema as { properties?: Record<string, unknown>; required?: string[] };
+  const optional = Object.keys(properties ?? {}).filter((key) => !required?.includes(key));
+  return optional.length > 0 ? `nothing to change: send at least one of ${optional.join(', ')}` : error.message;
 }
 
 /**

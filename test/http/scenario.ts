@@ -45,6 +45,8 @@ const freshCoverage = () => ({
   /** Wipes after a lowering "unread from here" / with a one-to-one chat's position recorded (durable runs). */
   loweringsAcrossWipe: 0,
   positionsAcrossWipe: 0,
+  /** Wipes at which a user's mutedMentions was on and moved their badge (a muted row with an unread mention): the restored setting must count it. */
+  mutedMentionsAcrossWipe: 0,
   /** Issue 43: `counts: false` messages, messages with recalls, and those sent while the conversation was read-diffused. */
   nonCounting: 0,
   recalls: 0,
@@ -341,6 +343,7 @@ class Run {
         if (this.loweredSinceWipe) coverage.loweringsAcrossWipe++;
         this.loweredSinceWipe = false;
         if ([...this.model.conversations.values()].some((c) => c.members.size === 2 && c.seen.size > 0)) coverage.positionsAcrossWipe++;
+        if (allUsers.some((u) => this.mutedMentionsMove(u) && this.model.unread(this.uid(u)).mutedMentions === true)) coverage.mutedMentionsAcrossWipe++;
         return;
       }
     }
@@ -349,8 +352,13 @@ class Run {
   /** With `pick`, `a.user` indexes the users with a muted row that has an unread mention (none: `a.user`). */
   private mutedMentionsUser(a: Extract<Action, { t: 'mutedMentions' }>): number {
     if (!a.pick) return a.user;
-    const candidates = allUsers.filter((u) => this.model.unread(this.uid(u)).conversations.some((v) => v.muted && v.mentions > 0));
+    const candidates = allUsers.filter((u) => this.mutedMentionsMove(u));
     return candidates.length === 0 ? a.user : (candidates[a.user % candidates.length] as number);
+  }
+
+  /** The user's `mutedMentions` setting moves their badge: a muted row of theirs has an unread mention. */
+  private mutedMentionsMove(u: number): boolean {
+    return this.model.unread(this.uid(u)).conversations.some((v) => v.muted && v.mentions > 0);
   }
 
   /** Every user: GET unread == model, totals == their sum, sync from scratch (and, at the end, from every saved cursor) == model. */

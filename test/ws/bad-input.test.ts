@@ -1,3 +1,4 @@
+import { inspect } from 'node:util';
 import { SignJWT } from 'jose';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
@@ -143,6 +144,38 @@ describe('malformed frames: an error frame, the connection stays usable', () => 
     expect(errors[4]?.message).toMatch(/\/since/);
     await c.sync();
     await expectMatchesServer(c, server, 'after wrong shapes');
+    await unharmed();
+  });
+
+  it('user-settings frames with no field, wrong types or extra fields: an error each, the settings unchanged', async () => {
+    const settingsBefore = (await server.api('GET', `/v1/users/${alice}/settings`)).body;
+    expect(settingsBefore).toEqual({ uid: alice, shareReads: true, mutedMentions: false });
+    // Binary: MessagePack can carry `undefined` (msgpackr's encoding of a JS field left undefined),
+    // a key with no value, as empty as a frame with no field.
+    const c = await open(alice, { binary: true });
+    const wrong: Array<[Record<string, unknown>, RegExp]> = [
+      [{ t: 'user-settings' }, /nothing to change/],
+      [{ t: 'user-settings', mutedMentions: undefined }, /nothing to change/],
+      [{ t: 'user-settings', mutedMentions: 'yes' }, /\/mutedMentions/],
+      [{ t: 'user-settings', mutedMentions: null }, /\/mutedMentions/],
+      [{ t: 'user-settings', shareReads: 0 }, /\/shareReads/],
+      [{ t: 'user-settings', shareReads: [false] }, /\/shareReads/],
+      // A valid field beside an unknown one is not applied either.
+      [{ t: 'user-settings', mutedMentions: true, extra: true }, /\/extra/],
+      [{ t: 'user-settings', mutedMentions: true, uid: 'bob' }, /\/uid/],
+      [{ t: 'user-settings', muted: true }, /\/muted/],
+    ];
+    for (const [frame, message] of wrong) {
+      const reply = await c.request(frame);
+      expect(reply, inspect(frame)).toMatchObject({ t: 'error', code: 'invalid_request' });
+      expect((reply as ErrorFrame).message, inspect(frame)).toMatch(message);
+    }
+    expect(c.isOpen).toBe(true);
+    expect((await server.api('GET', `/v1/users/${alice}/settings`)).body).toEqual(settingsBefore);
+    // The socket still serves the frame: a well-formed one (the value alice has) is acked, at her position.
+    expect(await c.request({ t: 'user-settings', shareReads: true })).toMatchObject({ t: 'ack', ...before });
+    await c.sync();
+    await expectMatchesServer(c, server, 'after bad user-settings frames');
     await unharmed();
   });
 

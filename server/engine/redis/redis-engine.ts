@@ -446,7 +446,7 @@ export class RedisEngine implements Engine {
     );
     // ingest_flush.lua's flat reply: applied, user ops, absent users, five values per
     // conversation, the absent uids, then (only when the ops must be derived here) each
-    // conversation's listed uids.
+    // conversation's listed uids, then each one's `ahead` (mentions of seqs recalled already).
     const applied = asNumber(reply[0]) === 1;
     const userOps = asNumber(reply[1]);
     const absentCount = asNumber(reply[2]);
@@ -456,7 +456,9 @@ export class RedisEngine implements Engine {
       if (reply[at5] === null) return null;
       const info = convInfo(item.conv, reply.slice(at5, at5 + 5));
       const listed = reply.length > listedAt ? asStrings(reply[listedAt + i]) : [];
-      return { info, members: info.large ? listed : listed.filter((f) => !f.startsWith(CONV_FIELD)) };
+      const members = info.large ? listed : listed.filter((f) => !f.startsWith(CONV_FIELD));
+      const ahead = reply.length > listedAt ? uidSeqLists(reply[listedAt + items.length + i]) : undefined;
+      return { info, members, ...(ahead ? { ahead } : {}) };
     });
     const absent = new Set(asStrings(reply.slice(3 + 5 * items.length, listedAt)));
     const unknown = this.durable ? items.filter((_, i) => recorded[i] === null) : [];
@@ -1198,17 +1200,19 @@ function recordedOf(conv: string, part: Reply): RecordedMessage {
   const listed = asStrings(p[5]);
   const members = info.large ? listed : listed.filter((f) => !f.startsWith(CONV_FIELD));
   if (p[6] == null && p[7] == null) return { info, members };
-  // Issue 43: {uid, 'a,b', ...}, the members whose mentions of those seqs go.
-  const lists = (part: Reply | undefined): Map<string, number[]> | undefined => {
-    if (part == null) return undefined;
-    const pairs = asStrings(part);
-    const out = new Map<string, number[]>();
-    for (let i = 0; i + 1 < pairs.length; i += 2) out.set(pairs[i] as string, (pairs[i + 1] as string).split(',').map(Number));
-    return out;
-  };
-  const held = lists(p[6]);
-  const ahead = lists(p[7]);
+  const held = uidSeqLists(p[6]);
+  const ahead = uidSeqLists(p[7]);
   return { info, members, ...(held ? { drops: held } : {}), ...(ahead ? { ahead } : {}) };
+}
+
+/** Issue 43: {uid, 'a,b', ...}, the members whose mentions of those seqs go (none or empty: undefined). */
+function uidSeqLists(part: Reply | undefined): Map<string, number[]> | undefined {
+  if (part == null) return undefined;
+  const pairs = asStrings(part);
+  if (pairs.length === 0) return undefined;
+  const out = new Map<string, number[]>();
+  for (let i = 0; i + 1 < pairs.length; i += 2) out.set(pairs[i] as string, (pairs[i + 1] as string).split(',').map(Number));
+  return out;
 }
 
 /**

@@ -26,7 +26,9 @@
 --          conv_record.lua's {maxSeq, large, category, gen, member count} (five false: no such
 --          conversation), then the absent users' uids; and only when the caller must derive the
 --          user ops itself (none applied, or users absent), per conversation its listed uids
---          (conv_record.lua's sixth value; {} when it does not exist). A script's reply costs per
+--          (conv_record.lua's sixth value; {} when it does not exist), then per conversation its
+--          `ahead` (conv_record.lua's eighth value: the members whose mentions of seqs recalled
+--          already go, {uid, 'a,b', ...}; {} when none: the derived ops leave them out too). A script's reply costs per
 --          table and per value (luaReplyToRedisReply: ~2k instructions a table, ~0.8k a string):
 --          the nested reply of before, with every member listed, was ~29k of a one-to-one
 --          message's ~440k (bench/reports/redis-cost.md, "the flush's reply").
@@ -181,6 +183,11 @@ local function reply(applied, absent, withListed)
     for k = 1, #convs do
       local r = recorded[k]
       out[o + k] = type(r) == 'table' and r[6] or {}
+    end
+    o = o + #convs
+    for k = 1, #convs do
+      local r = recorded[k]
+      out[o + k] = type(r) == 'table' and r[8] or {}
     end
   end
   return out

@@ -246,8 +246,7 @@ export function registerApiRoutes(router: HttpRouter, { sync, auth, metrics, seq
     async (ctx) => {
       const uid = param(ctx, 0);
       const body = decode(UserSettingsBody, ctx.body);
-      if (body.shareReads !== undefined) await sync.receipts.setSharing(uid, body.shareReads);
-      if (body.mutedMentions !== undefined) await sync.setMutedMentions(uid, body.mutedMentions);
+      await sync.setUserSettings(uid, body);
       const [shareReads, mutedMentions] = await Promise.all([sync.receipts.sharing(uid), sync.engine.readPositions.mutedMentions(uid)]);
       return { body: { uid, shareReads, mutedMentions } };
     },

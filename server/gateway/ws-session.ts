@@ -385,13 +385,7 @@ export class WsSession {
       }
       case 'user-settings': {
         // As PUT /v1/users/:uid/settings; a mutedMentions change moves the stream (a new epoch).
-        // MessagePack can carry a key whose value is `undefined` (msgpackr's encoding of a JS field
-        // left undefined): the schema counts the key, so a frame with no setting gets here.
-        if (frame.shareReads === undefined && frame.mutedMentions === undefined) {
-          throw new RedpointError('invalid_request', 'user-settings: nothing to change: send at least one of shareReads, mutedMentions');
-        }
-        if (frame.shareReads !== undefined) await this.host.sync.receipts.setSharing(uid, frame.shareReads);
-        if (frame.mutedMentions !== undefined) await this.host.sync.setMutedMentions(uid, frame.mutedMentions);
+        await this.host.sync.setUserSettings(uid, frame);
         const position = await this.host.sync.position(uid);
         return this.reply({ t: 'ack', id: frame.id, epoch: position.epoch, version: position.version });
       }

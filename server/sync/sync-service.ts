@@ -328,6 +328,20 @@ export class SyncService {
   }
 
   /**
+   * The user's settings (PUT /v1/users/:uid/settings and the `user-settings` frame): each one
+   * given is applied. None is refused, also when a key is there with no value: MessagePack can
+   * carry a key whose value is `undefined` (msgpackr's encoding of a JS field left undefined),
+   * which the schema counts as present.
+   */
+  async setUserSettings(uid: string, settings: { shareReads?: boolean; mutedMentions?: boolean }): Promise<void> {
+    if (settings.shareReads === undefined && settings.mutedMentions === undefined) {
+      throw new RedpointError('invalid_request', 'nothing to change: send at least one of shareReads, mutedMentions');
+    }
+    if (settings.shareReads !== undefined) await this.receipts.setSharing(uid, settings.shareReads);
+    if (settings.mutedMentions !== undefined) await this.setMutedMentions(uid, settings.mutedMentions);
+  }
+
+  /**
    * The user's setting `mutedMentions` (PROTOCOL.md "Notification levels"): written, then the
    * user's stream starts over from a snapshot (a new epoch, the version up by one, a push), so
    * every device pulls. A pull reads the setting in the same atomic step as the stream (the

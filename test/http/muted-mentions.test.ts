@@ -1,8 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { encodeMsgpack } from '../../protocol/codec.js';
 import type { PullReply } from '../../protocol/types.js';
 import { fileFixture } from '../helpers/file-fixture.js';
 import { startRedisServer } from '../helpers/redis-server.js';
-import { startTestServer, type TestServer } from '../helpers/test-server.js';
+import { startTestServer, TEST_API_KEY, type TestServer } from '../helpers/test-server.js';
 
 /**
  * The per-user setting `mutedMentions` (issue 43, PROTOCOL.md "Notification levels"): off (the
@@ -82,6 +83,15 @@ describe.each(['memory', 'redis'] as const)('mutedMentions (%s)', (engine) => {
     const s = await start();
     expect((await s.api('PUT', '/v1/users/a/settings', { mutedMentions: 'yes' })).status).toBe(400);
     expect((await s.api('PUT', '/v1/users/a/settings', {})).status).toBe(400);
+    // MessagePack carries a key whose value is undefined (msgpackr's encoding of an unset field):
+    // present for the schema, yet nothing to change.
+    const unset = await fetch(`${s.url}/v1/users/a/settings`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${TEST_API_KEY}`, 'content-type': 'application/msgpack', accept: 'application/json' },
+      body: encodeMsgpack({ mutedMentions: undefined }),
+    });
+    expect(unset.status).toBe(400);
+    expect(await unset.text()).toMatch(/nothing to change/);
     expect(await s.ok('GET', '/v1/users/a/settings')).toEqual({ uid: 'a', shareReads: true, mutedMentions: false });
   });
 });

@@ -29,37 +29,41 @@ export class PgReadPositions implements ReadPositionsBacking {
     return rows.map((r) => ({ conv: r.conv, uid: r.uid, seq: Number(r.seq) }));
   }
 
-  async saveSharing(uid: string, share: boolean): Promise<void> {
+  saveSharing(uid: string, share: boolean): Promise<void> {
+    return this.saveSetting('share_reads', uid, share);
+  }
+
+  loadSharing(uids: readonly string[]): Promise<Map<string, boolean>> {
+    return this.loadSetting('share_reads', uids);
+  }
+
+  saveMutedMentions(uid: string, on: boolean): Promise<void> {
+    return this.saveSetting('muted_mentions', uid, on);
+  }
+
+  loadMutedMentions(uids: readonly string[]): Promise<Map<string, boolean>> {
+    return this.loadSetting('muted_mentions', uids);
+  }
+
+  /** One column of a user's row; the others keep their defaults (or what they held). */
+  private async saveSetting(column: UserSettingColumn, uid: string, value: boolean): Promise<void> {
     await this.pool.query(
-      `INSERT INTO redpoint_user_settings (uid, share_reads) VALUES ($1, $2)
-       ON CONFLICT (uid) DO UPDATE SET share_reads = EXCLUDED.share_reads, updated_at = now()`,
-      [uid, share],
+      `INSERT INTO redpoint_user_settings (uid, ${column}) VALUES ($1, $2)
+       ON CONFLICT (uid) DO UPDATE SET ${column} = EXCLUDED.${column}, updated_at = now()`,
+      [uid, value],
     );
   }
 
-  async loadSharing(uids: readonly string[]): Promise<Map<string, boolean>> {
+  /** The users who have a row: a user without one has every setting at its default. */
+  private async loadSetting(column: UserSettingColumn, uids: readonly string[]): Promise<Map<string, boolean>> {
     if (uids.length === 0) return new Map();
-    const { rows } = await this.pool.query<{ uid: string; share_reads: boolean }>(
-      'SELECT uid, share_reads FROM redpoint_user_settings WHERE uid = ANY($1::text[])',
+    const { rows } = await this.pool.query<{ uid: string; value: boolean }>(
+      `SELECT uid, ${column} AS value FROM redpoint_user_settings WHERE uid = ANY($1::text[])`,
       [uids],
     );
-    return new Map(rows.map((r) => [r.uid, r.share_reads]));
-  }
-
-  async saveMutedMentions(uid: string, on: boolean): Promise<void> {
-    await this.pool.query(
-      `INSERT INTO redpoint_user_settings (uid, muted_mentions) VALUES ($1, $2)
-       ON CONFLICT (uid) DO UPDATE SET muted_mentions = EXCLUDED.muted_mentions, updated_at = now()`,
-      [uid, on],
-    );
-  }
-
-  async loadMutedMentions(uids: readonly string[]): Promise<Map<string, boolean>> {
-    if (uids.length === 0) return new Map();
-    const { rows } = await this.pool.query<{ uid: string; muted_mentions: boolean }>(
-      'SELECT uid, muted_mentions FROM redpoint_user_settings WHERE uid = ANY($1::text[])',
-      [uids],
-    );
-    return new Map(rows.map((r) => [r.uid, r.muted_mentions]));
+    return new Map(rows.map((r) => [r.uid, r.value]));
   }
 }
+
+/** The boolean columns of redpoint_user_settings (schema.ts migrations 7 and 12): interpolated into SQL, so a closed set. */
+type UserSettingColumn = 'share_reads' | 'muted_mentions';

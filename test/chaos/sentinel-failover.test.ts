@@ -141,6 +141,12 @@ async function scenario(waitReplicas: number, cleanup: Array<() => Promise<void>
   const firstAckAfterKillMs = (load.recovered ?? Number.NaN) - killedAt;
 
   const missing = await missingAcked(ingest.url, load, convs);
+  // Sentinel may fail over a second time (the promoted master starved for down-after-milliseconds
+  // on a loaded machine): with WAIT=0 that one may lose the main load's last acknowledged writes
+  // too, as WAIT=0 allows. Seen once in ten runs at load 11-19: 20 of 24 conversations one message
+  // short at the end, each its last. Only a failover of its own excuses the main load's losses.
+  const finalMaster = await d.master();
+  const failedOverAgain = finalMaster !== promoted;
   // What the burst acknowledged before the kill and the new master does not have.
   let burstLost = 0;
   for (const c of burst) {
@@ -190,9 +196,11 @@ async function scenario(waitReplicas: number, cleanup: Array<() => Promise<void>
     socketsProcessRefused: socketsRefused.length,
     socketsProcessLastRefusal: socketsRefused.at(-1),
     promotedPort: promoted.port,
+    finalMasterPort: finalMaster.port,
+    missingList: missing.slice(0, 5),
   };
   printFigures(`Sentinel failover, REDIS_WAIT_REPLICAS=${waitReplicas}`, figures);
-  expect(missing).toEqual([]);
+  if (waitReplicas > 0 || !failedOverAgain) expect(missing).toEqual([]);
   const failures = Object.keys(f.byStatus).filter((s) => s !== '200');
   expect(
     failures.every((s) => s === '503 unavailable' || s === '503 outcome_unknown'),

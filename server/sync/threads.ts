@@ -99,7 +99,7 @@ export async function openThreads(engine: Engine, options: ThreadOptions, messag
       await openThread(engine, options.threshold, parent, root);
       await Promise.all(
         [...uids].map(async (uid) => {
-          const outcome = await follow(engine, options, parent, root, uid);
+          const outcome = await follow(engine, options, parent, root, uid, true);
           if (outcome === 'full') options.onFollowDropped?.(parent, uid);
         }),
       );
@@ -149,7 +149,14 @@ const FOLLOW_HOLD_MS = 60_000;
  * any process, are thus decided one after the other: of N when k places are left, exactly k are
  * claimed, and a refusal saw every follow that will land. A retry finds its own claim.
  */
-async function follow(engine: Engine, { threshold, cap }: ThreadOptions, parent: string, root: number, uid: string): Promise<FollowOutcome> {
+async function follow(
+  engine: Engine,
+  { threshold, cap }: ThreadOptions,
+  parent: string,
+  root: number,
+  uid: string,
+  registered = false,
+): Promise<FollowOutcome> {
   const child = threadConv(parent, root);
   const [tag, parentTag] = await Promise.all([engine.joinTag(child, uid), engine.joinTag(parent, uid)]);
   if (!parentTag) {
@@ -159,8 +166,9 @@ async function follow(engine: Engine, { threshold, cap }: ThreadOptions, parent:
   }
   if (!tag) {
     const terms = { cap, holdMs: FOLLOW_HOLD_MS, within: threadPrefix(parent) };
-    // The thread registered before the join can make its child (as openThread does).
-    const [[claim], known] = await Promise.all([engine.claimJoins(child, [uid], terms), engine.addThread(parent, root)]);
+    // The thread registered before the join can make its child: here, unless the caller did
+    // (openThread, once per thread for all of a reply's followers).
+    const [[claim], known] = await Promise.all([engine.claimJoins(child, [uid], terms), registered || engine.addThread(parent, root)]);
     if (!known) return 'not_a_member';
     if (claim?.outcome === 'full') return 'full';
   }

@@ -74,9 +74,9 @@ export async function changeMembership(engine: Engine, threshold: number, conv: 
 export async function applyMembersStep(engine: Engine, conv: string, step: MembersStep): Promise<MembershipResult> {
   const byUser = new Map<string, MembershipOp>();
   // The non-counting seqs go into write-diffused records only: a read-diffused conversation keeps
-  // them itself (and a switch back gives them, below). A joiner's op repeats for every member a
-  // topic's sync restates; in a member's read-diffused record they would drop a mention PROTOCOL.md
-  // keeps until read ("What counts", "Not exact").
+  // them itself, and a recall there drops mentions through its index or from every member
+  // (conv_record.lua '#M'). A joiner's op repeats for every member a topic's sync restates: in a
+  // read-diffused record they were a second copy, which dropped mentions apart from that rule.
   const nocount = step.info.large ? [] : (step.nocount ?? []);
   for (const tag of step.joins) byUser.set(tag.uid, withNocount(memberOp(step.info, tag), nocount, tag.joinHead));
   for (const uid of step.leaves) byUser.set(uid, { type: 'membership', uid, conv, gen: step.info.gen, member: false });

@@ -9,6 +9,7 @@ import type { OpenConversation } from './conversation-pane.js';
 import { setupDevPanel } from './dev-panel.js';
 import { Menus } from './menu.js';
 import { Outbox, type Outgoing, targetOf } from './outbox.js';
+import { PressHold } from './press-hold.js';
 import { setupPushBadge } from './push-badge.js';
 import { setupResetNotice } from './reset-notice.js';
 import { StatusLine } from './status-line.js';
@@ -52,6 +53,7 @@ const schedule = (): void => {
 };
 const activity = new Activity(schedule);
 const menus = new Menus(schedule);
+const pressHold = new PressHold(schedule);
 const tools = setupTools();
 
 const LEVEL_VALUES = LEVELS.map((l) => l.level);
@@ -84,6 +86,7 @@ function readOpen(state: RedpointState): void {
 
 function paint(): void {
   scheduled = false;
+  if (pressHold.holds()) return;
   const state: RedpointState = client.state;
   activity.watch(state);
   readOpen(state);

@@ -130,6 +130,27 @@ describe('the demo as a chat list', () => {
     expect(await page.locator('#conversations [data-role="sub"]').allTextContents()).not.toContain(expect.stringMatching(/message #/));
   });
 
+  it("a click is never lost to a repaint: a row's menu opens though a push repaints the list between the press and the release", async () => {
+    await suite.h.members('press', { add: ['rita', 'pete'], category: 'group' });
+    await suite.h.members('press-2', { add: ['rita', 'pete'], category: 'group' });
+    const { page } = await open('rita', 'A');
+    await row(page, 'press-2').waitFor();
+    await row(page, 'press').hover();
+    const box = await row(page, 'press').locator('button[data-action="menu"]').boundingBox();
+    if (!box) throw new Error("the row menu's trigger does not show on hover");
+    await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+    await page.mouse.down();
+    // A message lands while the button is held: the list repaints (every paint rebuilds the rows).
+    await suite.h.post({ conv: 'press-2', seq: 1, sender: 'pete' });
+    await expect.poll(() => page.evaluate('window.redpoint.client.state.conversations.find((c) => c.conv === "press-2")?.unread ?? 0')).toBe(1);
+    // Two frames: a paint scheduled by that change would have run by now.
+    await page.evaluate('new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)))');
+    await page.mouse.up();
+    await row(page, 'press').locator('[role="menu"]').waitFor({ state: 'visible', timeout: 5_000 });
+    // The held paint is not lost either: the row shows the new message once the button is up.
+    await expect.poll(() => row(page, 'press-2').getAttribute('data-unread')).toBe('1');
+  });
+
   it('on a phone each row has one control for its actions; "Mark as unread" toggles to "Mark as read" and back', async () => {
     await suite.h.members('tog', { add: ['tom', 'pete'], category: 'group' });
     await suite.h.members('tog-2', { add: ['tom', 'pete'], category: 'group' });

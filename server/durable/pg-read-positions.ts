@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import type { ReadPositionsBacking } from '../engine/durable-backing.js';
+import type { ReadPositionsBacking, StoredSetting } from '../engine/durable-backing.js';
 
 /** Read receipts' tables (schema.ts migration 5): positions as max-registers, and the sharing setting. */
 export class PgReadPositions implements ReadPositionsBacking {
@@ -29,39 +29,45 @@ export class PgReadPositions implements ReadPositionsBacking {
     return rows.map((r) => ({ conv: r.conv, uid: r.uid, seq: Number(r.seq) }));
   }
 
-  saveSharing(uid: string, share: boolean): Promise<void> {
+  saveSharing(uid: string, share: boolean): Promise<number> {
     return this.saveSetting('share_reads', uid, share);
   }
 
-  loadSharing(uids: readonly string[]): Promise<Map<string, boolean>> {
+  loadSharing(uids: readonly string[]): Promise<Map<string, StoredSetting>> {
     return this.loadSetting('share_reads', uids);
   }
 
-  saveMutedMentions(uid: string, on: boolean): Promise<void> {
+  saveMutedMentions(uid: string, on: boolean): Promise<number> {
     return this.saveSetting('muted_mentions', uid, on);
   }
 
-  loadMutedMentions(uids: readonly string[]): Promise<Map<string, boolean>> {
+  loadMutedMentions(uids: readonly string[]): Promise<Map<string, StoredSetting>> {
     return this.loadSetting('muted_mentions', uids);
   }
 
-  /** One column of a user's row; the others keep their defaults (or what they held). */
-  private async saveSetting(column: UserSettingColumn, uid: string, value: boolean): Promise<void> {
-    await this.pool.query(
-      `INSERT INTO redpoint_user_settings (uid, ${column}) VALUES ($1, $2)
-       ON CONFLICT (uid) DO UPDATE SET ${column} = EXCLUDED.${column}, updated_at = now()`,
+  /**
+   * One column of a user's row (the others keep their defaults, or what they held), and the
+   * row's revision after it (schema.ts migration 14): the row lock orders two writers, and the
+   * revisions follow that order.
+   */
+  private async saveSetting(column: UserSettingColumn, uid: string, value: boolean): Promise<number> {
+    const { rows } = await this.pool.query<{ rev: string }>(
+      `INSERT INTO redpoint_user_settings (uid, ${column}, rev) VALUES ($1, $2, 1)
+       ON CONFLICT (uid) DO UPDATE SET ${column} = EXCLUDED.${column}, rev = redpoint_user_settings.rev + 1, updated_at = now()
+       RETURNING rev`,
       [uid, value],
     );
+    return Number(rows[0]?.rev);
   }
 
   /** The users who have a row: a user without one has every setting at its default. */
-  private async loadSetting(column: UserSettingColumn, uids: readonly string[]): Promise<Map<string, boolean>> {
+  private async loadSetting(column: UserSettingColumn, uids: readonly string[]): Promise<Map<string, StoredSetting>> {
     if (uids.length === 0) return new Map();
-    const { rows } = await this.pool.query<{ uid: string; value: boolean }>(
-      `SELECT uid, ${column} AS value FROM redpoint_user_settings WHERE uid = ANY($1::text[])`,
+    const { rows } = await this.pool.query<{ uid: string; value: boolean; rev: string }>(
+      `SELECT uid, ${column} AS value, rev FROM redpoint_user_settings WHERE uid = ANY($1::text[])`,
       [uids],
     );
-    return new Map(rows.map((r) => [r.uid, r.value]));
+    return new Map(rows.map((r) => [r.uid, { value: r.value, rev: Number(r.rev) }]));
   }
 }
 

@@ -136,6 +136,11 @@ const MIGRATIONS: readonly string[] = [
      root bigint NOT NULL,
      PRIMARY KEY (conv, root)
    );`,
+  // 14 (settings written by two processes at once): each write of a user's settings row raises
+  // its revision, and Redis keeps a setting with the revision it came from (setting-text.ts),
+  // taking only a newer one: the process whose PostgreSQL write came last also has the last
+  // word in Redis, whichever reaches Redis first. Existing rows: 0, older than any write.
+  `ALTER TABLE redpoint_user_settings ADD COLUMN rev bigint NOT NULL DEFAULT 0;`,
 ];
 
 const SCHEMA_VERSION = MIGRATIONS.length;

@@ -165,10 +165,22 @@ export interface ReadPositionsBacking {
   savePositions(items: ReadonlyArray<{ conv: string; uid: string; seq: number }>): Promise<void>;
   deletePositions(uid: string, convs: readonly string[]): Promise<void>;
   loadPositions(convs: readonly string[]): Promise<Array<{ conv: string; uid: string; seq: number }>>;
-  saveSharing(uid: string, share: boolean): Promise<void>;
+  /** Returns the user's settings revision after this write (StoredSetting.rev). */
+  saveSharing(uid: string, share: boolean): Promise<number>;
   /** The stored settings of those of `uids` that have one. */
-  loadSharing(uids: readonly string[]): Promise<Map<string, boolean>>;
-  saveMutedMentions(uid: string, on: boolean): Promise<void>;
+  loadSharing(uids: readonly string[]): Promise<Map<string, StoredSetting>>;
+  /** Returns the user's settings revision after this write (StoredSetting.rev). */
+  saveMutedMentions(uid: string, on: boolean): Promise<number>;
   /** The stored mutedMentions settings of those of `uids` that have a settings row. */
-  loadMutedMentions(uids: readonly string[]): Promise<Map<string, boolean>>;
+  loadMutedMentions(uids: readonly string[]): Promise<Map<string, StoredSetting>>;
+}
+
+/**
+ * A setting as PostgreSQL holds it, with the revision of the user's settings row: raised by
+ * every write of the row, so of two writes the later one has the larger. Redis keeps it beside
+ * the value and takes only a larger one (setting-text.ts).
+ */
+export interface StoredSetting {
+  value: boolean;
+  rev: number;
 }

@@ -1,8 +1,31 @@
-import type { ReadPositionsBacking } from '../durable-backing.js';
+import type { ReadPositionsBacking, StoredSetting } from '../durable-backing.js';
 import type { ConvReads, ReadDetail, ReadPosition, ReadPositions, ReadsChange } from '../read-positions.js';
 import { asArray, asNumber, asStrings, type Reply } from './codec.js';
 import { convKey, mutedMentionsKey, readsKey, sharingKey, userChannel } from './keys.js';
 import type { ScriptedCluster, ScriptedRedis } from './scripts.js';
+import { settingText, settingValue } from './setting-text.js';
+
+/** The user's settings kept here: each one's key, default, and its columns' calls in the durable tier. */
+const SETTINGS = {
+  shareReads: {
+    key: sharingKey,
+    default: true,
+    save: 'saveSharing',
+    load: 'loadSharing',
+    // A privacy setting is never guessed: with Redis and PostgreSQL both unable to say, the call fails.
+    defaultWhenUnreadable: false,
+  },
+  mutedMentions: {
+    key: mutedMentionsKey,
+    default: false,
+    save: 'saveMutedMentions',
+    load: 'loadMutedMentions',
+    // PostgreSQL down: Redis goes on serving pulls and badges (the tier is behind it, not in
+    // front); a user who turned it on and whose key Redis lost too sees it off until PostgreSQL is back.
+    defaultWhenUnreadable: true,
+  },
+} as const;
+type Setting = keyof typeof SETTINGS;
 
 /**
  * The Redis engine's read receipts: plain commands, each on one key, so each is one step in one
@@ -164,65 +187,75 @@ export class RedisReadPositions implements ReadPositions {
     return missing;
   }
 
-  async sharing(uids: readonly string[]): Promise<boolean[]> {
-    const values = await Promise.all(uids.map((uid) => this.client.get(sharingKey(this.prefix, uid))));
-    const unknown = uids.filter((_, i) => values[i] == null);
-    if (this.durable && unknown.length > 0) {
-      // With the tier every setting is stored ('1' or '0'): none means Redis lost it (or the user
-      // never had one). PostgreSQL says which; kept with SET NX so a concurrent change wins.
-      const stored = await this.durable.backing.loadSharing(unknown);
-      await Promise.all(unknown.map((uid) => this.client.set(sharingKey(this.prefix, uid), stored.get(uid) === false ? '0' : '1', 'NX')));
-      return uids.map((uid, i) => (values[i] == null ? stored.get(uid) !== false : values[i] !== '0'));
-    }
-    return values.map((v) => v !== '0');
+  sharing(uids: readonly string[]): Promise<boolean[]> {
+    return this.settings('shareReads', uids);
   }
 
-  async setSharing(uid: string, share: boolean): Promise<void> {
-    const key = sharingKey(this.prefix, uid);
-    // PostgreSQL first: a restore reads it when Redis has lost the key.
-    if (this.durable) {
-      await this.durable.backing.saveSharing(uid, share);
-      await this.client.set(key, share ? '1' : '0');
-    } else if (share) await this.client.del(key);
-    else await this.client.set(key, '0');
+  setSharing(uid: string, share: boolean): Promise<void> {
+    return this.setSetting('shareReads', uid, share);
   }
 
   /**
    * The setting as a step read its key (pull.lua and user_state.lua read it with the user's
-   * stream): '1' on, '0' off, '' (no key) off without the durable tier, and undefined with it:
-   * Redis lost it (or the user never set it), and mutedMentions() asks PostgreSQL.
+   * stream): no key is off without the durable tier, and undefined with it: Redis lost it (or the
+   * user never set it), and mutedMentions() asks PostgreSQL.
    */
   mutedMentionsOf(raw: string): boolean | undefined {
-    return raw === '' && this.durable ? undefined : raw === '1';
+    const on = settingValue(raw);
+    return on === undefined && !this.durable ? SETTINGS.mutedMentions.default : on;
   }
 
   async mutedMentions(uid: string): Promise<boolean> {
-    const key = mutedMentionsKey(this.prefix, uid);
-    const known = this.mutedMentionsOf((await this.client.get(key)) ?? '');
-    if (known !== undefined || !this.durable) return known ?? false;
-    // As for sharing: none with the tier means Redis lost it (or the user never set it).
-    let stored: Map<string, boolean>;
-    try {
-      stored = await this.durable.backing.loadMutedMentions([uid]);
-    } catch {
-      // PostgreSQL down: Redis goes on serving pulls and badges (the tier is behind it, not in
-      // front). The default stands in, not kept, so the next read asks PostgreSQL again: a user
-      // who turned it on and whose key Redis lost too sees it off until PostgreSQL is back.
-      return false;
-    }
-    const on = stored.get(uid) === true;
-    await this.client.set(key, on ? '1' : '0', 'NX');
-    return on;
+    const [on] = await this.settings('mutedMentions', [uid]);
+    return on ?? SETTINGS.mutedMentions.default;
   }
 
-  async setMutedMentions(uid: string, on: boolean): Promise<void> {
-    const key = mutedMentionsKey(this.prefix, uid);
-    // PostgreSQL first: a restore reads it when Redis has lost the key.
+  setMutedMentions(uid: string, on: boolean): Promise<void> {
+    return this.setSetting('mutedMentions', uid, on);
+  }
+
+  /**
+   * Without the durable tier a setting at its default has no key. With it every setting is in
+   * PostgreSQL first (a restore reads it when Redis has lost the key), then in Redis with the
+   * revision that write made, taken only if Redis holds none as new (setting_set.lua): of two
+   * processes writing at once, Redis ends with what PostgreSQL ended with.
+   */
+  private async setSetting(name: Setting, uid: string, on: boolean): Promise<void> {
+    const setting = SETTINGS[name];
+    const key = setting.key(this.prefix, uid);
     if (this.durable) {
-      await this.durable.backing.saveMutedMentions(uid, on);
-      await this.client.set(key, on ? '1' : '0');
-    } else if (on) await this.client.set(key, '1');
-    else await this.client.del(key);
+      const rev = await this.durable.backing[setting.save](uid, on);
+      await this.client.settingSet(key, settingText(on, rev));
+    } else if (on === setting.default) await this.client.del(key);
+    else await this.client.set(key, settingText(on));
+  }
+
+  /**
+   * The setting of each of `uids`. With the tier none means Redis lost it (or the user never had
+   * one): PostgreSQL says which, and it goes back into Redis with its revision (a user without a
+   * row: revision 0), so a write that got there meanwhile is kept.
+   */
+  private async settings(name: Setting, uids: readonly string[]): Promise<boolean[]> {
+    const setting = SETTINGS[name];
+    const held = (await Promise.all(uids.map((uid) => this.client.get(setting.key(this.prefix, uid))))).map((raw) => settingValue(raw ?? ''));
+    const unknown = uids.filter((_, i) => held[i] === undefined);
+    if (!this.durable || unknown.length === 0) return held.map((on) => on ?? setting.default);
+    let stored: Map<string, StoredSetting>;
+    try {
+      stored = await this.durable.backing[setting.load](unknown);
+    } catch (err) {
+      if (!setting.defaultWhenUnreadable) throw err;
+      // PostgreSQL down: the default stands in, not kept, so the next read asks again.
+      return held.map((on) => on ?? setting.default);
+    }
+    const found = new Map(
+      unknown.map((uid) => {
+        const row = stored.get(uid) ?? { value: setting.default, rev: 0 };
+        return [uid, row] as const;
+      }),
+    );
+    await Promise.all([...found].map(([uid, row]) => this.client.settingSet(setting.key(this.prefix, uid), settingText(row.value, row.rev))));
+    return uids.map((uid, i) => held[i] ?? found.get(uid)?.value ?? setting.default);
   }
 
   async announce(changes: readonly ReadsChange[]): Promise<void> {

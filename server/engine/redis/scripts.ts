@@ -6,6 +6,7 @@ import { THREAD_MARK } from '../../../protocol/child-id.js';
 import { LIMITS } from '../../../protocol/limits.js';
 import type { Reply } from './codec.js';
 import { luaKeyNames } from './keys.js';
+import { SETTING_REV_LUA } from './setting-text.js';
 import { luaUserMeta } from './user-meta.js';
 
 /** One function of the library: its file under lua/, its number of KEYS and how the engine treats it. */
@@ -47,6 +48,7 @@ export const SCRIPTS = {
   convFinishRewrite: { file: 'conv_finish_rewrite.lua', keys: 1 },
   readsRaise: { file: 'reads_raise.lua', keys: 2 },
   readsPeers: { file: 'reads_peers.lua', keys: 1, read: true, crossSlot: true },
+  settingSet: { file: 'setting_set.lua', keys: 1 },
   // Threads (sync/threads.ts).
   threadAdd: { file: 'thread_add.lua', keys: 2 },
   // Topics (sync/topics.ts).
@@ -135,7 +137,8 @@ export function buildLibrary(): Library {
   // The key names and the meta's layout first (rendered from keys.ts, user-meta.ts), then the shared Lua.
   // LIMITS the scripts use without an argument for them (conv_record.lua's @all seqs), generated.
   // THREAD_MARK (protocol/child-id.ts): a thread's row has its own default level (rules.ts defaultLevel).
-  const limits = `-- scripts.ts: generated from protocol/limits.ts and protocol/child-id.ts.\nlocal MENTION_CAP = ${LIMITS.mentionSeqsPerConversation}\nlocal NOCOUNT_CAP = ${LIMITS.nocountSeqsPerConversation}\nlocal THREAD_MARK = '${THREAD_MARK}'\n`;
+  // SETTING_REV (setting-text.ts): where a setting's text keeps its revision.
+  const limits = `-- scripts.ts: generated from protocol/limits.ts and protocol/child-id.ts.\nlocal MENTION_CAP = ${LIMITS.mentionSeqsPerConversation}\nlocal NOCOUNT_CAP = ${LIMITS.nocountSeqsPerConversation}\nlocal THREAD_MARK = '${THREAD_MARK}'\nlocal SETTING_REV = '${SETTING_REV_LUA}'\n`;
   const parts = [luaKeyNames(), luaUserMeta(), limits, ...LIBRARY_PRELUDE.map((file) => readLua(dir, file))];
   const bodies = names.map((name) => readLua(dir, SCRIPTS[name].file));
   const hash = createHash('sha1')

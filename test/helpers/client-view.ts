@@ -65,7 +65,10 @@ export function clientViews(
   return views.sort((a, b) => (a.conv === b.conv ? 0 : a.conv < b.conv ? -1 : 1));
 }
 
-/** The totals over the visible, unmuted conversations; `categories` holds only non-zero counts. */
+/**
+ * The totals over the visible, unmuted conversations (with `mutedMentions`, a muted one adds its
+ * mentions, as a level-'mentions' one does); `categories` holds only non-zero counts.
+ */
 export function clientSummary(
   uid: string,
   epoch: string,
@@ -76,11 +79,14 @@ export function clientSummary(
     headAt?: Readonly<Record<string, number>>;
     mentionAll?: Readonly<Record<string, readonly number[]>>;
     nocount?: Readonly<Record<string, readonly number[]>>;
+    /** The user's setting, as the pull reply carried it. */
+    mutedMentions?: boolean;
   } = {},
 ): UnreadSummary {
   const conversations = clientViews(states, heads, extras);
-  // Level 'mentions': its mentions are its share of the badge (each one unread).
-  const counted = conversations.filter((v) => !v.muted).map((v) => (v.level === 'mentions' ? { ...v, unread: v.mentions } : v));
+  const mutedMentions = extras.mutedMentions === true;
+  // Level 'mentions' (or muted, with mutedMentions): its mentions are its share of the badge (each one unread).
+  const counted = conversations.filter((v) => !v.muted || mutedMentions).map((v) => (v.level === 'mentions' || v.muted ? { ...v, unread: v.mentions } : v));
   // A Map, then fromEntries: a category named `__proto__` stays an own key, not the prototype.
   const byCategory = new Map<string, number>();
   for (const v of counted) if (v.unread > 0) byCategory.set(v.category, (byCategory.get(v.category) ?? 0) + v.unread);
@@ -93,5 +99,6 @@ export function clientSummary(
     mentions: counted.reduce((n, v) => n + v.mentions, 0),
     categories,
     conversations,
+    ...(mutedMentions ? { mutedMentions: true as const } : {}),
   };
 }

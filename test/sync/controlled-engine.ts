@@ -1,4 +1,6 @@
+import { adminOf, type EngineAdmin } from '../../server/engine/admin.js';
 import type { Engine } from '../../server/engine/engine.js';
+import type { ReadPositions } from '../../server/engine/read-positions.js';
 
 /** The Engine methods that talk to the store (each is one await point of a caller). */
 export const STORE_CALLS = [
@@ -68,8 +70,19 @@ export function controlledEngine(engine: Engine, control: (point: CallPoint) => 
   // them is tried: the path a cluster and large flushes take, and the interleavings the one call
   // is one of.
   const twoSteps = new Proxy(engine, { get: (t, prop, receiver) => (prop === 'recordAndApply' ? undefined : Reflect.get(t, prop, receiver)) });
-  return { engine: controlledView(twoSteps, STORE_CALLS, controller), calls: controller.calls };
+  // The user settings' store calls (SyncService.setMutedMentions: the setting, then the restream) too.
+  const readPositions = controlledView(engine.readPositions, SETTING_CALLS, controller);
+  const admin = (): EngineAdmin => controlledView(adminOf(engine), ADMIN_CALLS, controller);
+  const withSettings = new Proxy(twoSteps, {
+    get: (t, prop, receiver) => (prop === 'readPositions' ? readPositions : prop === 'admin' ? admin : Reflect.get(t, prop, receiver)),
+  });
+  return { engine: controlledView(withSettings, STORE_CALLS, controller), calls: controller.calls };
 }
+
+/** The read positions' calls a settings change makes (the others are read receipts', not driven here). */
+const SETTING_CALLS = ['setMutedMentions', 'mutedMentions'] as const satisfies readonly (keyof ReadPositions)[];
+/** The toolbox's calls a settings change makes (its restream). */
+const ADMIN_CALLS = ['rebuildUser'] as const satisfies readonly (keyof EngineAdmin)[];
 
 /** `target` with the methods named in `methods` going through the controller (numbered with every other view of it). */
 export function controlledView<T extends object>(target: T, methods: readonly string[], controller: Controller): T {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { RedpointError } from '../../protocol/errors.js';
-import type { ConvState, Cursor, MessageEvent, UnreadSummary } from '../../protocol/types.js';
+import type { ConvState, Cursor, MessageEvent, NotificationLevel, UnreadSummary } from '../../protocol/types.js';
 import type { Engine } from '../../server/engine/engine.js';
 import { ConversationCap } from '../../server/sync/conversation-cap.js';
 import { SyncService } from '../../server/sync/sync-service.js';
@@ -21,7 +21,11 @@ type Step =
   | { members: string; add?: string[]; remove?: string[]; category?: string }
   | { messages: MessageEvent[] }
   /** PROTOCOL.md "Threads": `uid` follows the thread off message `root` of `follow`. */
-  | { follow: string; root: number; uid: string };
+  | { follow: string; root: number; uid: string }
+  /** PUT /v1/users/:uid/settings {mutedMentions} (PROTOCOL.md "Notification levels"). */
+  | { settings: string; mutedMentions: boolean }
+  /** `uid`'s notification level of `conv` (PATCH .../conversations/:conv {level}). */
+  | { level: NotificationLevel; uid: string; conv: string };
 
 interface Scenario {
   name: string;
@@ -259,6 +263,48 @@ export const SCENARIOS: Scenario[] = [
     after: [{ messages: [rm('g', 2, 2, 'a'), rm('g', 3, 1, 'a')] }],
     users: ['a', 'u'],
   },
+  // PROTOCOL.md "Notification levels": mutedMentions is written, then the user's stream restarts.
+  {
+    name: 'mutedMentions turned on while a mention in a conversation the user muted is ingested',
+    threshold: 3,
+    setup: [{ members: 'g', add: ['a', 'u'] }, { level: 'none', uid: 'u', conv: 'g' }, { messages: [m('g', 1, 'a', ['u'])] }],
+    change: { settings: 'u', mutedMentions: true },
+    concurrent: { messages: [m('g', 2, 'a', ['u'])] },
+    after: [{ messages: [m('g', 3, 'a')] }],
+    users: ['a', 'u'],
+  },
+  {
+    name: 'a mention in a conversation the user muted ingested while mutedMentions is turned on (the ingest is the controlled side)',
+    threshold: 3,
+    setup: [{ members: 'g', add: ['a', 'u'] }, { level: 'none', uid: 'u', conv: 'g' }, { messages: [m('g', 1, 'a')] }],
+    change: { messages: [m('g', 2, 'a', ['u'])] },
+    concurrent: { settings: 'u', mutedMentions: true },
+    after: [{ messages: [m('g', 3, 'a')] }],
+    users: ['a', 'u'],
+  },
+  {
+    name: 'mutedMentions turned on in one process while turned off in another',
+    threshold: 3,
+    setup: [
+      { members: 'g', add: ['a', 'u'] },
+      { level: 'none', uid: 'u', conv: 'g' },
+      { messages: [m('g', 1, 'a', ['u'])] },
+      { settings: 'u', mutedMentions: true },
+    ],
+    change: { settings: 'u', mutedMentions: false },
+    concurrent: { settings: 'u', mutedMentions: true },
+    after: [{ messages: [m('g', 2, 'a', ['u'])] }],
+    users: ['u'],
+  },
+  {
+    name: 'mutedMentions turned on while the user mutes the conversation in another process',
+    threshold: 3,
+    setup: [{ members: 'g', add: ['a', 'u'] }, { messages: [m('g', 1, 'a', ['u']), m('g', 2, 'a')] }],
+    change: { settings: 'u', mutedMentions: true },
+    concurrent: { level: 'none', uid: 'u', conv: 'g' },
+    after: [{ messages: [m('g', 3, 'a', ['u'])] }],
+    users: ['u'],
+  },
   {
     name: 'two joins of one user with room for one, in two processes',
     threshold: 3,
@@ -301,6 +347,10 @@ async function run(sync: SyncService, step: Step): Promise<void> {
     await sync.followThread(step.uid, step.follow, step.root).catch((err: unknown) => {
       if (!(err instanceof RedpointError && (err.code === 'not_a_member' || err.code === 'limit_exceeded'))) throw err;
     });
+  } else if ('settings' in step) {
+    await sync.setUserSettings(step.settings, { mutedMentions: step.mutedMentions });
+  } else if ('level' in step) {
+    await sync.updateSettings(step.uid, step.conv, { level: step.level });
   } else {
     await sync.postMessages(step.messages);
   }
@@ -311,6 +361,8 @@ function model(s: Scenario, steps: Step[]): Model {
   for (const step of steps) {
     if ('members' in step) model.changeMembers(step.members, step.add ?? [], step.remove ?? [], step.category);
     else if ('follow' in step) model.follow(step.uid, step.follow, step.root);
+    else if ('settings' in step) model.setMutedMentions(step.settings, step.mutedMentions);
+    else if ('level' in step) model.updateSettings(step.uid, step.conv, { level: step.level });
     else model.postMessages(step.messages);
   }
   return model;
@@ -322,8 +374,10 @@ export async function shown(sync: SyncService, uid: string): Promise<{ summary: 
   const held = new Map<string, ConvState>();
   let heads: Record<string, number> = {};
   let since: Cursor | null = null;
+  let mutedMentions = false;
   for (let page = 0; page < 100; page++) {
     const p = await sync.pull(uid, since, 3);
+    mutedMentions = p.mutedMentions === true;
     if (p.snapshot) {
       held.clear();
       for (const s of p.snapshot.convs) held.set(s.conv, s);
@@ -336,7 +390,7 @@ export async function shown(sync: SyncService, uid: string): Promise<{ summary: 
     since = { epoch: p.epoch, version: p.version };
     if (!p.more) break;
   }
-  const { uid: _u2, epoch: _e2, version: _v2, ...pulled }: UnreadSummary = clientSummary(uid, '', 0, held.values(), heads);
+  const { uid: _u2, epoch: _e2, version: _v2, ...pulled }: UnreadSummary = clientSummary(uid, '', 0, held.values(), heads, { mutedMentions });
   return { summary, pulled };
 }
 

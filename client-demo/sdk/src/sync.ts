@@ -57,8 +57,10 @@ export class SyncSession {
    * Head pushes that arrived while the pull in flight was unanswered: its reply may have been
    * read before them, and one of another epoch replaces the heads and extras wholesale, so they
    * are applied again after it (max-registers and unions: again changes nothing otherwise).
+   * Merged per conversation as they come, so a long pull under a stream of pushes holds one
+   * frame per conversation, not one per push.
    */
-  private headsDuringPull: HeadFrame[] = [];
+  private headsDuringPull = new Map<string, HeadFrame>();
   private readonly gapTimer: Timer;
   private readonly pullRetryTimer: Timer;
 
@@ -97,7 +99,7 @@ export class SyncSession {
       case 'change':
         return this.onChange(frame);
       case 'head':
-        if (this.pullId !== null) this.headsDuringPull.push(frame);
+        if (this.pullId !== null) this.headsDuringPull.set(frame.conv, mergeHeads(this.headsDuringPull.get(frame.conv), frame));
         // A head for a row not held as read-diffused: the client is behind (or the push is late); a pull settles which.
         if (!this.deps.store.applyHead(frame)) this.pull();
         return this.deps.changed();
@@ -134,7 +136,7 @@ export class SyncSession {
   down(): void {
     this.pullId = null;
     this.pullAgain = false;
-    this.headsDuringPull = [];
+    this.headsDuringPull.clear();
     this.confirmed = false;
     this.gapTimer.cancel();
     this.pullRetryTimer.cancel();
@@ -151,9 +153,9 @@ export class SyncSession {
     const before = this.deps.store.cursor;
     const outcome = this.deps.store.applyReply(frame);
     // A head for a row still not held asked for a pull when it came (pullAgain): nothing more to do here.
-    if (outcome !== 'restart') for (const head of this.headsDuringPull) this.deps.store.applyHead(head);
+    if (outcome !== 'restart') for (const head of this.headsDuringPull.values()) this.deps.store.applyHead(head);
     // The next reply is read after them.
-    this.headsDuringPull = [];
+    this.headsDuringPull.clear();
     if (outcome === 'restart') return this.pull(true);
     if (outcome === 'applied' && before && before.epoch !== frame.epoch && before.epoch !== UNSEEN_EPOCH) {
       this.deps.reset({ from: before, to: { epoch: frame.epoch, version: frame.version } });
@@ -240,7 +242,7 @@ export class SyncSession {
 
   private retryPullLater(): void {
     this.pullId = null;
-    this.headsDuringPull = [];
+    this.headsDuringPull.clear();
     this.pullRetryTimer.rearm(this.deps.pullBackoff.next());
   }
 
@@ -260,4 +262,21 @@ export class SyncSession {
     const cursor = this.deps.store.cursor;
     if (!cursor || this.deps.pushes.behind(cursor)) this.pull();
   }
+}
+
+/** Two head frames of one conversation as one: the larger lastSeq and headAt, the union of the seq lists. */
+export function mergeHeads(held: HeadFrame | undefined, next: HeadFrame): HeadFrame {
+  if (!held) return next;
+  const union = (a?: number[], b?: number[]): number[] | undefined => (a || b ? [...new Set([...(a ?? []), ...(b ?? [])])] : undefined);
+  const headAt = Math.max(held.headAt ?? 0, next.headAt ?? 0);
+  const mentionAll = union(held.mentionAll, next.mentionAll);
+  const nocount = union(held.nocount, next.nocount);
+  return {
+    t: 'head',
+    conv: next.conv,
+    lastSeq: Math.max(held.lastSeq, next.lastSeq),
+    ...(headAt > 0 ? { headAt } : {}),
+    ...(mentionAll ? { mentionAll } : {}),
+    ...(nocount ? { nocount } : {}),
+  };
 }

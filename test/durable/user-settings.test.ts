@@ -27,38 +27,24 @@ describe('durable tier: one user setting changed by two processes at once', () =
     return pg;
   };
 
-  /** Process A's next save of `setting` waits, once written to PostgreSQL, until released. */
-  function holdAfterSave(server: TestServer, setting: Setting): { saved: Promise<void>; release: () => void } {
-    const pg = pgOf(server);
-    const method = SAVE[setting];
+  /**
+   * Process A's next call of `method` (a setting's save to PostgreSQL, or its load when Redis lost
+   * the key) waits, once PostgreSQL answered, until released.
+   */
+  function holdAfter(server: TestServer, method: (typeof SAVE)[Setting] | (typeof LOAD)[Setting]): { answered: Promise<void>; release: () => void } {
+    const pg = pgOf(server) as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
     const original = pg[method];
-    const saved = deferred();
+    if (!original) throw new Error(`PgReadPositions has no ${method}`);
+    const answered = deferred();
     const release = deferred();
-    pg[method] = async (uid: string, value: boolean): Promise<number> => {
+    pg[method] = async (...args: unknown[]): Promise<unknown> => {
       pg[method] = original;
-      const rev = await original.call(pg, uid, value);
-      saved.resolve();
+      const reply = await original.apply(pg, args);
+      answered.resolve();
       await release.promise;
-      return rev;
+      return reply;
     };
-    return { saved: saved.promise, release: release.resolve };
-  }
-
-  /** Process A's next load of `setting` from PostgreSQL (Redis lost the key) waits, once read, until released. */
-  function holdAfterLoad(server: TestServer, setting: Setting): { loaded: Promise<void>; release: () => void } {
-    const pg = pgOf(server);
-    const method = LOAD[setting];
-    const original = pg[method];
-    const loaded = deferred();
-    const release = deferred();
-    pg[method] = async (uids: readonly string[]) => {
-      pg[method] = original;
-      const rows = await original.call(pg, uids);
-      loaded.resolve();
-      await release.promise;
-      return rows;
-    };
-    return { loaded: loaded.promise, release: release.resolve };
+    return { answered: answered.promise, release: release.resolve };
   }
 
   const served = async (server: TestServer, uid: string, setting: Setting): Promise<boolean> =>
@@ -70,9 +56,9 @@ describe('durable tier: one user setting changed by two processes at once', () =
     it(`${setting}: A writes PostgreSQL, B writes both, A writes Redis: both processes and a restore after Redis loses it agree`, async () => {
       const [a, b] = stack.servers as [TestServer, TestServer];
       const uid = `us-${setting}`;
-      const held = holdAfterSave(a, setting);
+      const held = holdAfter(a, SAVE[setting]);
       const writing = a.ok('PUT', `/v1/users/${uid}/settings`, { [setting]: changed });
-      await held.saved;
+      await held.answered;
       await b.ok('PUT', `/v1/users/${uid}/settings`, { [setting]: !changed });
       held.release();
       await writing;
@@ -89,9 +75,9 @@ describe('durable tier: one user setting changed by two processes at once', () =
       const uid = `us-back-${setting}`;
       await b.ok('PUT', `/v1/users/${uid}/settings`, { [setting]: !changed });
       await stack.admin.flushall();
-      const held = holdAfterLoad(a, setting);
+      const held = holdAfter(a, LOAD[setting]);
       const reading = served(a, uid, setting);
-      await held.loaded;
+      await held.answered;
       await b.ok('PUT', `/v1/users/${uid}/settings`, { [setting]: changed });
       held.release();
       // The read began before the change: either answer is right for it, but not for what follows.

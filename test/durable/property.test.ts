@@ -48,6 +48,19 @@ const durableThreadsScenarioArb = withWipes(threadsScenarioArb(1));
  */
 const durableSettingsScenarioArb = withWipes(settingsScenarioArb(1));
 
+/** What the random runs must have exercised (a coverage key, and what it means). */
+const EXERCISED = {
+  loweringsAcrossWipe: 'a lowered read position across a wipe',
+  positionsAcrossWipe: "a one-to-one chat's position across a wipe",
+  threadReplies: 'thread replies',
+  follows: 'explicit follows',
+  topicMessages: "topics' messages",
+  mutedMentionsAcrossWipe: 'mutedMentions on, moving a badge, across a wipe',
+} as const satisfies Partial<Record<keyof typeof coverage, string>>;
+type Exercised = keyof typeof EXERCISED;
+/** Batches of fresh scenarios run at most when a draw missed something EXERCISED names. */
+const EXTRA_BATCHES = 3;
+
 describe('durable tier: the model holds across Redis losing everything', () => {
   const stack = durableStack('property', [{ ...CONFIG, durable: { persistIntervalMs: 20 } }]);
 
@@ -160,29 +173,36 @@ describe('durable tier: the model holds across Redis losing everything', () => {
     'random scenarios with wipes converge to the model',
     async () => {
       const before = structuredClone(coverage);
-      await fc.assert(
-        fc.asyncProperty(durableSettingsScenarioArb, async (scenario) => {
-          await runScenario(stack.server, { ...scenario, server: 0, protoNames: false }, { wipe });
-        }),
-        {
-          numRuns: NUM_RUNS,
-          endOnFailure: PATH === undefined || process.env.REDPOINT_DURABLE_PROPERTY_SHRINK === undefined,
-          ...(SEED !== undefined ? { seed: Number(SEED) } : {}),
-          ...(PATH !== undefined ? { path: PATH } : {}),
-        },
-      );
+      const batch = (): Promise<void> =>
+        fc.assert(
+          fc.asyncProperty(durableSettingsScenarioArb, async (scenario) => {
+            await runScenario(stack.server, { ...scenario, server: 0, protoNames: false }, { wipe });
+          }),
+          {
+            numRuns: NUM_RUNS,
+            endOnFailure: PATH === undefined || process.env.REDPOINT_DURABLE_PROPERTY_SHRINK === undefined,
+            ...(SEED !== undefined ? { seed: Number(SEED) } : {}),
+            ...(PATH !== undefined ? { path: PATH } : {}),
+          },
+        );
+      await batch();
       expect(coverage.wipes - before.wipes).toBeGreaterThanOrEqual(NUM_RUNS);
-      // Issue 44's registers crossed a wipe: a read position lowered by "unread from here" (the
-      // (gen, seq) register restored, not the higher seq), and read receipts' positions.
+      // Not vacuous: issue 44's registers crossed a wipe (a read position lowered by "unread from
+      // here": the (gen, seq) register restored, not the higher seq; read receipts' positions),
+      // and issue 43's model was driven. The rarest (a lowering across a wipe) was missing from
+      // one draw of 25 runs in about twelve, failing CI by chance: a draw that missed one is
+      // followed by fresh batches, a few at most, so a claim fails only when the scenarios stop
+      // making the case.
       if (NUM_RUNS >= 25) {
-        expect(coverage.loweringsAcrossWipe - before.loweringsAcrossWipe, 'a lowered read position across a wipe').toBeGreaterThan(0);
-        expect(coverage.positionsAcrossWipe - before.positionsAcrossWipe, "a one-to-one chat's position across a wipe").toBeGreaterThan(0);
-        expect(coverage.threadReplies - before.threadReplies, 'thread replies').toBeGreaterThan(0);
-        expect(coverage.follows - before.follows, 'explicit follows').toBeGreaterThan(0);
-        expect(coverage.topicMessages - before.topicMessages, "topics' messages").toBeGreaterThan(0);
-        expect(coverage.mutedMentionsAcrossWipe - before.mutedMentionsAcrossWipe, 'mutedMentions on, moving a badge, across a wipe').toBeGreaterThan(0);
+        const keys = Object.keys(EXERCISED) as Exercised[];
+        const missing = (): Exercised[] => keys.filter((key) => coverage[key] === before[key]);
+        for (let extra = 0; extra < EXTRA_BATCHES && SEED === undefined && missing().length > 0; extra++) {
+          console.log(`[durable property] batch ${extra + 1} of ${NUM_RUNS} more runs: none yet of ${missing().join(', ')}`);
+          await batch();
+        }
+        for (const key of keys) expect(coverage[key] - before[key], EXERCISED[key]).toBeGreaterThan(0);
       }
     },
-    Math.max(300_000, NUM_RUNS * 8_000),
+    Math.max(300_000, NUM_RUNS * 8_000 * (1 + EXTRA_BATCHES)),
   );
 });

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { type Action, countsScenarioArb, type Scenario, settingsScenarioArb, threadsScenarioArb } from '../http/actions.js';
-import { coverage, runScenario } from '../http/scenario.js';
+import { type CoverageKey, coverage, runScenario, runUntilExercised } from '../http/scenario.js';
 import { durableStack } from './stack.js';
 
 /**
@@ -56,7 +56,7 @@ const EXERCISED = {
   follows: 'explicit follows',
   topicMessages: "topics' messages",
   mutedMentionsAcrossWipe: 'mutedMentions on, moving a badge, across a wipe',
-} as const satisfies Partial<Record<keyof typeof coverage, string>>;
+} as const satisfies Partial<Record<CoverageKey, string>>;
 type Exercised = keyof typeof EXERCISED;
 /** Batches of fresh scenarios run at most when a draw missed something EXERCISED names. */
 const EXTRA_BATCHES = 3;
@@ -172,36 +172,32 @@ describe('durable tier: the model holds across Redis losing everything', () => {
   it(
     'random scenarios with wipes converge to the model',
     async () => {
-      const before = structuredClone(coverage);
-      const batch = (): Promise<void> =>
+      const wipesBefore = coverage.wipes;
+      const batch = (runs = NUM_RUNS): Promise<void> =>
         fc.assert(
           fc.asyncProperty(durableSettingsScenarioArb, async (scenario) => {
             await runScenario(stack.server, { ...scenario, server: 0, protoNames: false }, { wipe });
           }),
           {
-            numRuns: NUM_RUNS,
+            numRuns: runs,
             endOnFailure: PATH === undefined || process.env.REDPOINT_DURABLE_PROPERTY_SHRINK === undefined,
             ...(SEED !== undefined ? { seed: Number(SEED) } : {}),
             ...(PATH !== undefined ? { path: PATH } : {}),
           },
         );
-      await batch();
-      expect(coverage.wipes - before.wipes).toBeGreaterThanOrEqual(NUM_RUNS);
       // Not vacuous: issue 44's registers crossed a wipe (a read position lowered by "unread from
       // here": the (gen, seq) register restored, not the higher seq; read receipts' positions),
       // and issue 43's model was driven. The rarest (a lowering across a wipe) was missing from
-      // one draw of 25 runs in about twelve, failing CI by chance: a draw that missed one is
-      // followed by fresh batches, a few at most, so a claim fails only when the scenarios stop
-      // making the case.
-      if (NUM_RUNS >= 25) {
-        const keys = Object.keys(EXERCISED) as Exercised[];
-        const missing = (): Exercised[] => keys.filter((key) => coverage[key] === before[key]);
-        for (let extra = 0; extra < EXTRA_BATCHES && SEED === undefined && missing().length > 0; extra++) {
-          console.log(`[durable property] batch ${extra + 1} of ${NUM_RUNS} more runs: none yet of ${missing().join(', ')}`);
-          await batch();
-        }
-        for (const key of keys) expect(coverage[key] - before[key], EXERCISED[key]).toBeGreaterThan(0);
-      }
+      // one draw of 25 runs in about six, failing CI by chance: a draw that missed one is followed
+      // by fresh batches (none with a seed, which would replay the same draw).
+      const claimed = NUM_RUNS >= 25 ? (Object.keys(EXERCISED) as Exercised[]) : [];
+      const moved = await runUntilExercised(claimed, batch, {
+        extraRuns: NUM_RUNS,
+        extraBatches: SEED === undefined ? EXTRA_BATCHES : 0,
+        label: 'durable property',
+      });
+      expect(coverage.wipes - wipesBefore).toBeGreaterThanOrEqual(NUM_RUNS);
+      for (const key of claimed) expect(moved[key], EXERCISED[key]).toBeGreaterThan(0);
     },
     Math.max(300_000, NUM_RUNS * 8_000 * (1 + EXTRA_BATCHES)),
   );

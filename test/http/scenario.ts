@@ -63,6 +63,32 @@ const freshCoverage = () => ({
 /** What the runs exercised, so a green run can show it was not vacuous. */
 export const coverage = freshCoverage();
 
+/** A counter of `coverage` (not `actions`). */
+export type CoverageKey = Exclude<keyof typeof coverage, 'actions'>;
+
+/**
+ * Runs `batch`, then, while one of `claimed` has not moved since the start, `batch` with
+ * `extraRuns` fresh scenarios, `extraBatches` times at most: a rare case a draw of random
+ * scenarios happened to miss must not fail the run by chance, yet a claim still fails when the
+ * scenarios stop making the case. Returns the claimed counters' moves, for the caller to check.
+ */
+export async function runUntilExercised(
+  claimed: readonly CoverageKey[],
+  batch: (runs?: number) => Promise<void>,
+  more: { extraRuns: number; extraBatches: number; label: string },
+): Promise<Record<CoverageKey, number>> {
+  const before = structuredClone(coverage);
+  const moved = (): Record<CoverageKey, number> => Object.fromEntries(claimed.map((key) => [key, coverage[key] - before[key]])) as Record<CoverageKey, number>;
+  await batch();
+  for (let extra = 1; extra <= more.extraBatches; extra++) {
+    const missing = claimed.filter((key) => moved()[key] === 0);
+    if (missing.length === 0) break;
+    console.log(`[${more.label}] ${more.extraRuns} more runs (${extra} of ${more.extraBatches} at most): none yet of ${missing.join(', ')}`);
+    await batch(more.extraRuns);
+  }
+  return moved();
+}
+
 /** `recalls` as seqs: offsets from `seq`, those that name a seq (>= 1). */
 function recallsOf(seq: number, offsets: readonly number[] | undefined): { recalls?: number[] } {
   const seqs = [...new Set((offsets ?? []).map((k) => seq + k))].filter((s) => s >= 1 && s <= LIMITS.maxSeq && s !== seq);

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ARTIFACTS, demoSuite } from './demo-suite.js';
-import { openTools, row } from './demo-ui.js';
+import { openTools, row, seed } from './demo-ui.js';
 
 /**
  * The badge hook shown to a person, in real Chromium: the server's hook delivers to the demo's
@@ -15,7 +15,7 @@ describe('the demo shows the badge hook', () => {
   it("alice's push service line follows her badge, and drops after she reads in another tab", async () => {
     const { page: first } = await suite.open('alice', 'P1', DESKTOP);
     await openTools(first);
-    await first.locator('#seed').click();
+    await seed(first);
     await row(first, 'dm:alice:bob').waitFor({ timeout: 15_000 });
     await first.keyboard.press('Escape');
     const line = first.locator('#push-badge');

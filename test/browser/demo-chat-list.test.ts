@@ -3,7 +3,7 @@ import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, describe, expect, it } from 'vitest';
 import { expectWithin } from '../helpers/bound.js';
 import { ARTIFACTS, type ContextOptions, demoSuite, PHONE } from './demo-suite.js';
-import { openRowMenu, openTools, row, rowAction } from './demo-ui.js';
+import { openRowMenu, openTools, row, rowAction, seed } from './demo-ui.js';
 import { layoutProblems } from './layout.js';
 
 /**
@@ -94,7 +94,7 @@ describe('the demo as a chat list', () => {
   it('seeded on one user\'s page: the private chat is named after the other person on each side, never after yourself; "From" is someone else, so Send shows', async () => {
     const { page: alice } = await open('alice', 'S');
     await openTools(alice);
-    await alice.locator('#seed').click();
+    await seed(alice);
     await alice.locator('#conversations li[data-conv="dm:alice:bob"]').waitFor({ timeout: 15_000 });
     expect(await row(alice, 'dm:alice:bob').locator('[data-role="name"]').textContent()).toBe('bob');
 

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { ARTIFACTS, type ContextOptions, demoSuite, PHONE } from './demo-suite.js';
-import { openRowMenu, openTools, row } from './demo-ui.js';
+import { openRowMenu, openTools, row, seed } from './demo-ui.js';
 import { layoutProblems } from './layout.js';
 
 /**
@@ -70,7 +70,7 @@ describe('the demo as a messenger', () => {
     expect(await desktop.locator('#seed').isVisible()).toBe(false);
     await openTools(desktop);
     expect(await desktop.locator('#tools-toggle').getAttribute('aria-expanded')).toBe('true');
-    await desktop.locator('#seed').click();
+    await seed(desktop);
     await desktop.screenshot({ path: join(ARTIFACTS, 'messenger-1280-tools.png') });
     await desktop.keyboard.press('Escape');
     await desktop.locator('#tools').waitFor({ state: 'hidden' });

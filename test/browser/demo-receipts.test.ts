@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ARTIFACTS, demoSuite } from './demo-suite.js';
-import { openTools, row } from './demo-ui.js';
+import { openTools, row, seed } from './demo-ui.js';
 
 /**
  * Read receipts on the demo page in real Chromium: alice's own message in her private chat with
@@ -15,7 +15,7 @@ describe('the demo shows read receipts', () => {
   it("✓ then ✓✓ on alice's own message once bob opens the chat; 'read by 1' in a group", async () => {
     const { page: alice } = await suite.open('alice', 'R', DESKTOP);
     await openTools(alice);
-    await alice.locator('#seed').click();
+    await seed(alice);
     await row(alice, 'dm:alice:bob').waitFor({ timeout: 15_000 });
     // alice sends one herself (the tools' "From" may be any member).
     for (const conv of ['dm:alice:bob', 'design-team']) {

@@ -4,7 +4,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { seedChats } from '../../client-demo/app/seed-script.js';
 import { threadConv, topicConv } from '../../protocol/child-id.js';
 import { ARTIFACTS, demoSuite } from './demo-suite.js';
-import { openTools, row } from './demo-ui.js';
+import { openTools, row, seed } from './demo-ui.js';
 
 /**
  * Threads (PROTOCOL.md "Threads") shown to a person on the demo page, in real Chromium against a
@@ -30,7 +30,7 @@ describe('the demo shows threads', () => {
   it('the seed script\'s thread (PROTOCOL.md "Threads"): a row under its conversation that a reply mentioning the user made them follow; its unread stays out of the conversation\'s, and opening it reads it alone', async () => {
     const { page } = await suite.open('tia', 'T', DESKTOP);
     await openTools(page);
-    await page.locator('#seed').click();
+    await seed(page);
     await page.keyboard.press('Escape');
     // Three replies in one request, the second mentioning tia: every implicit follow of a request is
     // made before its messages are recorded (PROTOCOL.md "Threads"), so all three count for tia.
@@ -59,11 +59,10 @@ describe('the demo shows threads', () => {
 
   it("a second seed on the same server, from another user's page, continues every conversation and topic from its head, and its thread hangs off the root it sent: all of it counts for that user", async () => {
     // The page's tools log this once every message of the seed is acknowledged.
-    const seed = async (uid: string, device: string): Promise<Page> => {
+    const seededBy = async (uid: string, device: string): Promise<Page> => {
       const { page } = await suite.open(uid, device, DESKTOP);
       await openTools(page);
-      await page.locator('#seed').click();
-      await expect.poll(() => page.locator('#log').textContent(), { timeout: 15_000 }).toBe('Seeded demo conversations');
+      await seed(page);
       await page.keyboard.press('Escape');
       return page;
     };
@@ -79,9 +78,9 @@ describe('the demo shows threads', () => {
       ]);
 
     // At least one seed before (the test above's too, when it ran).
-    await seed('vic', 'V');
+    await seededBy('vic', 'V');
     const before = await heads('vic');
-    const page = await seed('uma', 'U');
+    const page = await seededBy('uma', 'U');
     const after = await heads('uma');
     expect(Object.fromEntries(shared.map(([conv]) => [conv, after[conv]]))).toEqual(
       Object.fromEntries(shared.map(([conv, sent]) => [conv, (before[conv] ?? 0) + sent])),

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ARTIFACTS, demoSuite, PHONE } from './demo-suite.js';
-import { openTools, row } from './demo-ui.js';
+import { openTools, row, seed } from './demo-ui.js';
 import { layoutProblems } from './layout.js';
 
 /**
@@ -132,7 +132,7 @@ describe('the demo shows topics', () => {
   it("the seed script makes a conversation with two topics, each with its own messages, on a phone's list too", async () => {
     const { page } = await suite.open('uma', 'S', PHONE);
     await openTools(page);
-    await page.locator('#seed').click();
+    await seed(page);
     await page.keyboard.press('Escape');
     await expect
       .poll(() => topicRows(page, 'product-launch'), { timeout: 15_000 })

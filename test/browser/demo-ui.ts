@@ -28,3 +28,13 @@ export async function openTools(page: Page): Promise<void> {
   await page.locator('#tools-toggle').click();
   await page.locator('#tools').waitFor({ state: 'visible' });
 }
+
+/**
+ * Clicks the tools' "Seed" (the tools open) and waits until the page says every message of the
+ * seed is acknowledged: a seed still running changes counts after the test has read them (a later
+ * chat muted, more messages).
+ */
+export async function seed(page: Page): Promise<void> {
+  await page.locator('#seed').click();
+  await page.locator('#log', { hasText: 'Seeded demo conversations' }).waitFor({ timeout: 30_000 });
+}

@@ -1,8 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { MemoryCache, type RedpointClient, type RedpointState } from '../../client-demo/sdk/src/index.js';
 import { msgpack } from '../../client-demo/sdk/src/msgpack.js';
-import { mergeHeads } from '../../client-demo/sdk/src/sync.js';
-import type { HeadFrame, ServerFrame } from '../../protocol/frames.js';
+import type { ServerFrame } from '../../protocol/frames.js';
 import { sdkSuite } from './harness.js';
 import { newTap, type Tap, tapped } from './tap.js';
 import { convergedTo, synced, unreadOf, until } from './wait.js';
@@ -224,25 +223,5 @@ describe('page lifecycle', () => {
     } finally {
       delete g.document;
     }
-  });
-});
-
-describe('head pushes held while a pull is in flight', () => {
-  it('are merged per conversation as they come: the larger lastSeq and time, the union of @all and non-counting seqs', () => {
-    let held: HeadFrame | undefined;
-    for (let seq = 1; seq <= 500; seq++) {
-      held = mergeHeads(held, {
-        t: 'head',
-        conv: 'g',
-        lastSeq: seq,
-        headAt: 1000 + (seq % 7),
-        ...(seq % 100 === 0 ? { mentionAll: [seq] } : {}),
-        ...(seq % 250 === 0 ? { nocount: [seq, seq - 1] } : {}),
-      });
-    }
-    // A late push of an older head changes nothing.
-    held = mergeHeads(held, { t: 'head', conv: 'g', lastSeq: 3, mentionAll: [100] });
-    expect(held).toEqual({ t: 'head', conv: 'g', lastSeq: 500, headAt: 1006, mentionAll: [100, 200, 300, 400, 500], nocount: [250, 249, 500, 499] });
-    expect(mergeHeads(undefined, { t: 'head', conv: 'h', lastSeq: 2 })).toEqual({ t: 'head', conv: 'h', lastSeq: 2 });
   });
 });

@@ -1,7 +1,8 @@
 import type { ErrorCode } from '../../../protocol/errors.js';
-import type { AckFrame, ChangeFrame, ClientFrame, ErrorFrame, HeadFrame, ServerFrame, SyncFrame, VersionFrame } from '../../../protocol/frames.js';
+import type { AckFrame, ChangeFrame, ClientFrame, ErrorFrame, ServerFrame, SyncFrame, VersionFrame } from '../../../protocol/frames.js';
 import { UNSEEN_EPOCH } from '../../../protocol/types.js';
 import type { Backoff } from './backoff.js';
+import { HeldHeads } from './held-heads.js';
 import type { ReadBatcher } from './read-batcher.js';
 import type { ReceiptsView } from './receipts.js';
 import type { PushSequencer } from './sequencer.js';
@@ -57,10 +58,9 @@ export class SyncSession {
    * Head pushes that arrived while the pull in flight was unanswered: its reply may have been
    * read before them, and one of another epoch replaces the heads and extras wholesale, so they
    * are applied again after it (max-registers and unions: again changes nothing otherwise).
-   * Merged per conversation as they come, so a long pull under a stream of pushes holds one
-   * frame per conversation, not one per push.
+   * Merged per conversation as they come (HeldHeads).
    */
-  private headsDuringPull = new Map<string, HeadFrame>();
+  private readonly headsDuringPull = new HeldHeads();
   private readonly gapTimer: Timer;
   private readonly pullRetryTimer: Timer;
 
@@ -99,7 +99,7 @@ export class SyncSession {
       case 'change':
         return this.onChange(frame);
       case 'head':
-        if (this.pullId !== null) this.headsDuringPull.set(frame.conv, mergeHeads(this.headsDuringPull.get(frame.conv), frame));
+        if (this.pullId !== null) this.headsDuringPull.add(frame);
         // A head for a row not held as read-diffused: the client is behind (or the push is late); a pull settles which.
         if (!this.deps.store.applyHead(frame)) this.pull();
         return this.deps.changed();
@@ -153,7 +153,7 @@ export class SyncSession {
     const before = this.deps.store.cursor;
     const outcome = this.deps.store.applyReply(frame);
     // A head for a row still not held asked for a pull when it came (pullAgain): nothing more to do here.
-    if (outcome !== 'restart') for (const head of this.headsDuringPull.values()) this.deps.store.applyHead(head);
+    if (outcome !== 'restart') for (const head of this.headsDuringPull.frames()) this.deps.store.applyHead(head);
     // The next reply is read after them.
     this.headsDuringPull.clear();
     if (outcome === 'restart') return this.pull(true);
@@ -262,21 +262,4 @@ export class SyncSession {
     const cursor = this.deps.store.cursor;
     if (!cursor || this.deps.pushes.behind(cursor)) this.pull();
   }
-}
-
-/** Two head frames of one conversation as one: the larger lastSeq and headAt, the union of the seq lists. */
-export function mergeHeads(held: HeadFrame | undefined, next: HeadFrame): HeadFrame {
-  if (!held) return next;
-  const union = (a?: number[], b?: number[]): number[] | undefined => (a || b ? [...new Set([...(a ?? []), ...(b ?? [])])] : undefined);
-  const headAt = Math.max(held.headAt ?? 0, next.headAt ?? 0);
-  const mentionAll = union(held.mentionAll, next.mentionAll);
-  const nocount = union(held.nocount, next.nocount);
-  return {
-    t: 'head',
-    conv: next.conv,
-    lastSeq: Math.max(held.lastSeq, next.lastSeq),
-    ...(headAt > 0 ? { headAt } : {}),
-    ...(mentionAll ? { mentionAll } : {}),
-    ...(nocount ? { nocount } : {}),
-  };
 }

@@ -23,8 +23,10 @@
  * - `<p>:{c:<conv>}:h` hash: the conversation's thread registry, root -> '1' once PostgreSQL holds
  *   it, else '0', for its threads `<conv>#r:<root>` (thread_add.lua, before a child is made; only
  *   when any; dropped and restored with the conversation, dropped by the operator's delete);
- * - `<p>:{u:<uid>}:x` string: '0' while the user does not share read positions (absent: shares).
- * - `<p>:{u:<uid>}:q` string: '1' while mentions in the user's muted conversations count (issue 43).
+ * - `<p>:{u:<uid>}:x` string: the user's `shareReads` (absent: shares), as setting-text.ts writes
+ *   it: '0' without the durable tier ('1' is no key), `<rev>:<1|0>` with it.
+ * - `<p>:{u:<uid>}:q` string: the user's `mutedMentions` (absent: off), likewise: '1' without the
+ *   durable tier, `<rev>:<1|0>` with it (issue 43).
  */
 export interface UserKeys {
   meta: string;
@@ -85,7 +87,7 @@ export function sharingKey(prefix: string, uid: string): string {
   return `${userKeyTag(prefix, uid)}x`;
 }
 
-/** The user's `mutedMentions` setting ('1' on, '0' off; none: off, or lost by Redis with the durable tier), in their slot. */
+/** The user's `mutedMentions` setting (setting-text.ts; none: off, or lost by Redis with the durable tier), in their slot. */
 export function mutedMentionsKey(prefix: string, uid: string): string {
   return `${userKeyTag(prefix, uid)}q`;
 }
